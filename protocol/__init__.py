@@ -1,0 +1,1 @@
+"""The wire contract: attrs types, error codes, the converter, the OpenRPC document. No I/O."""

@@ -1,0 +1,128 @@
+"""Typed failures shared by every room below the server.
+
+Each class has a stable ``kind`` (the ``type`` of an item in the wire's
+``data.errors``) and carries the target it concerns. The server maps classes to
+wire codes (``protocol.errors``); nothing here knows JSON-RPC. Messages never hold
+transcript content or secrets: paths, ids and short reasons only.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+class RpcdError(Exception):
+    """Base of every expected failure. ``kind`` is stable; ``message`` is for humans."""
+
+    kind: ClassVar[str] = "RpcdError"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        cwd: str | None = None,
+        session_path: str | None = None,
+        entry_id: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.cwd = cwd
+        self.session_path = session_path
+        self.entry_id = entry_id
+
+
+# -- session files (rpcd.store) ------------------------------------------------------
+
+
+class StoreError(RpcdError):
+    kind = "StoreError"
+
+
+class SessionFileNotFoundError(StoreError):
+    """A session or import source path does not exist (Pi: ``SessionImportFileNotFoundError``)."""
+
+    kind = "SessionFileNotFound"
+
+
+class NotASessionError(StoreError):
+    """A non-empty file whose first parsed line is not a session header; never overwritten."""
+
+    kind = "NotASession"
+
+
+class InvalidEntryError(StoreError):
+    """Unknown entry id, or ``fork`` before a non-user entry (Pi: ``Invalid entry ID for forking``)."""
+
+    kind = "InvalidEntry"
+
+
+class MissingSessionCwdError(StoreError):
+    """The session's stored working directory does not exist (Pi: ``MissingSessionCwdError``)."""
+
+    kind = "MissingSessionCwd"
+
+
+class SessionNotSavedError(StoreError):
+    """Fork/clone of a persisted session whose file is not written yet."""
+
+    kind = "SessionNotSaved"
+
+
+class SessionWriteError(StoreError):
+    """Writing a session file failed (ENOSPC, a file where a directory must be, ...)."""
+
+    kind = "SessionWriteError"
+
+
+# -- session runtime (rpcd.runtime) ----------------------------------------------------
+
+
+class RuntimeFailure(RpcdError):
+    kind = "RuntimeFailure"
+
+
+class SessionBusyError(RuntimeFailure):
+    """A prompt while a turn is running (never two turns at once)."""
+
+    kind = "SessionBusy"
+
+
+class SessionDisposedError(RuntimeFailure):
+    """An operation on a session that was already disposed."""
+
+    kind = "SessionDisposed"
+
+
+class FactoryError(RuntimeFailure):
+    """The runtime factory could not build a session for the target cwd."""
+
+    kind = "FactoryError"
+
+
+class ModelNotFoundError(RuntimeFailure):
+    kind = "ModelNotFound"
+
+
+class ProviderError(RuntimeFailure):
+    """The model provider failed (auth, rate limit after retries, transport)."""
+
+    kind = "ProviderError"
+
+
+# -- host (rpcd.host) ------------------------------------------------------------------
+
+
+class HostError(RpcdError):
+    kind = "HostError"
+
+
+class HostUnavailableError(HostError):
+    """The host has no usable current session (terminal failure or replacement in flight)."""
+
+    kind = "HostUnavailable"
+
+
+class HostDisposedError(HostError):
+    """The host was disposed; every later call fails with this."""
+
+    kind = "HostDisposed"

@@ -1,0 +1,1 @@
+"""Session runtime (Pi's AgentSessionRuntime in Python)."""
