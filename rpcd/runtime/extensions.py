@@ -1,0 +1,513 @@
+"""Extensions: Python modules that observe and steer one session (Pi's extension runner).
+
+An extension is a module (``name.py``) or package (``name/__init__.py``) that defines
+``register(pi: ExtensionAPI)``. Each load gets a fresh, unique module name so two
+projects that both ship ``ext.py`` never share module state, and a switch back to a
+project re-imports its code instead of reusing the previous session's objects. Project
+directories are never put on ``sys.path``: an extension may import its own package's
+submodules (relative imports) but cannot shadow anything another cwd imports.
+
+Failures never escape into the runtime: a module that fails to load becomes a
+diagnostic, and a handler that raises is reported to the bound error listener.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import inspect
+import itertools
+import logging
+import os
+import re
+import sys
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from types import ModuleType
+from typing import Any, Literal, Protocol, TypeAlias
+
+import attrs
+
+from rpcd.errors import RuntimeFailure, SessionDisposedError
+from rpcd.port import Diagnostic, ExtensionBindings, ExtensionError, UiContext
+
+_log = logging.getLogger("rpcd.runtime.extensions")
+
+ExtensionHandler: TypeAlias = Callable[[dict[str, Any], "ExtensionContext"], Any]
+"""``handler(event, ctx)`` returning a result, ``None``, or an awaitable of either."""
+ToolExecute: TypeAlias = Callable[[str, dict[str, Any], "ExtensionContext"], Awaitable[Mapping[str, Any]]]
+"""``execute(tool_call_id, args, ctx)`` resolving to ``{"content": [...], "details"?, "isError"?}``."""
+FlagType: TypeAlias = Literal["boolean", "string"]
+
+SESSION_BEFORE_EVENTS = frozenset({"session_before_switch", "session_before_fork", "session_before_compact",
+                                   "session_before_tree"})
+"""Events whose handlers may cancel the operation; Pi runs them with short-circuit semantics."""
+
+_MODULE_PREFIX = "rpcd_extension_"
+_load_counter = itertools.count(1)
+
+
+class ExtensionRuntimeNotReadyError(RuntimeFailure):
+    """An action method (``append_entry``) used while loading, before the session bound the runner."""
+
+    kind = "ExtensionRuntimeNotReady"
+
+
+class SessionActions(Protocol):
+    """What the runner may do to the session it is bound to (supplied by ``AgentSession``)."""
+
+    def append_custom_entry(self, custom_type: str, data: Any = None) -> str:
+        """Append a ``custom`` entry to the session's tree; return its id."""
+        ...
+
+    @property
+    def session_file(self) -> str | None: ...
+
+    @property
+    def session_id(self) -> str: ...
+
+
+@attrs.frozen
+class LoadedExtension:
+    path: str
+    """Absolute path of the module file or package directory."""
+    module_name: str
+    """The unique ``sys.modules`` key it was imported under."""
+
+
+@attrs.frozen
+class ToolDefinition:
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+    execute: ToolExecute
+    extension_path: str
+
+
+@attrs.frozen
+class FlagDefinition:
+    name: str
+    type: FlagType
+    default: bool | str | None
+    description: str
+    extension_path: str
+
+
+@attrs.define
+class _Handler:
+    extension_path: str
+    event_type: str
+    fn: ExtensionHandler
+
+
+class ExtensionContext:
+    """The ``ctx`` handed to handlers and tools; stale once its session is disposed.
+
+    Holding on to a ctx past ``session_shutdown`` is a bug in the extension; every
+    member raises ``SessionDisposedError`` then instead of acting on a dead session.
+    """
+
+    def __init__(self, runner: ExtensionRunner) -> None:
+        self._runner = runner
+
+    def _live(self) -> ExtensionRunner:
+        self._runner._check_live()
+        return self._runner
+
+    @property
+    def cwd(self) -> str:
+        return self._live().cwd
+
+    @property
+    def agent_dir(self) -> str:
+        return self._live().agent_dir
+
+    @property
+    def mode(self) -> str:
+        bindings = self._live().bindings
+        return bindings.mode if bindings is not None else "rpc"
+
+    @property
+    def ui(self) -> UiContext | None:
+        bindings = self._live().bindings
+        return bindings.ui if bindings is not None else None
+
+    @property
+    def has_ui(self) -> bool:
+        return self.ui is not None
+
+    @property
+    def session_id(self) -> str | None:
+        actions = self._live().session_actions
+        return actions.session_id if actions is not None else None
+
+    @property
+    def session_file(self) -> str | None:
+        actions = self._live().session_actions
+        return actions.session_file if actions is not None else None
+
+    @property
+    def flags(self) -> Mapping[str, bool | str]:
+        return self._live().flag_values()
+
+    def append_entry(self, custom_type: str, data: Any = None) -> str:
+        return self._live().append_entry(custom_type, data)
+
+
+class ExtensionAPI:
+    """What ``register(pi)`` receives: registration now, session actions once bound."""
+
+    def __init__(self, runner: ExtensionRunner, extension_path: str) -> None:
+        self._runner = runner
+        self._path = extension_path
+
+    @property
+    def extension_path(self) -> str:
+        return self._path
+
+    @property
+    def cwd(self) -> str:
+        return self._runner.cwd
+
+    @property
+    def agent_dir(self) -> str:
+        return self._runner.agent_dir
+
+    @property
+    def flags(self) -> Mapping[str, bool | str]:
+        return self._runner.flag_values()
+
+    def on(self, event_type: str, handler: ExtensionHandler) -> None:
+        self._runner._check_live()
+        if not callable(handler):
+            raise TypeError(f"handler for {event_type!r} is not callable")
+        self._runner._handlers.append(_Handler(self._path, event_type, handler))
+
+    def register_tool(
+        self, name: str, description: str, parameters: Mapping[str, Any], execute: ToolExecute
+    ) -> None:
+        self._runner._check_live()
+        if not callable(execute):
+            raise TypeError(f"execute of tool {name!r} is not callable")
+        self._runner._add_tool(ToolDefinition(name, description, dict(parameters), execute, self._path))
+
+    def register_flag(
+        self, name: str, *, type: FlagType = "boolean", default: bool | str | None = None, description: str = ""
+    ) -> None:
+        """Declare ``--name``; its value comes from the process flags (``ProcessInputs.flags``)."""
+        self._runner._check_live()
+        self._runner._flags.setdefault(name, FlagDefinition(name, type, default, description, self._path))
+
+    def get_flag(self, name: str) -> bool | str | None:
+        return self._runner.flag_values().get(name)
+
+    def append_entry(self, custom_type: str, data: Any = None) -> str:
+        """Append a ``custom`` entry to the bound session (not allowed while loading)."""
+        return self._runner.append_entry(custom_type, data)
+
+
+class ExtensionRunner:
+    """The loaded extensions of one services instance, and the event fan-out to them."""
+
+    def __init__(self, cwd: str, agent_dir: str, flags: Mapping[str, bool | str] | None = None) -> None:
+        self.cwd = cwd
+        self.agent_dir = agent_dir
+        self.extensions: list[LoadedExtension] = []
+        self.bindings: ExtensionBindings | None = None
+        self.session_actions: SessionActions | None = None
+        self._process_flags: dict[str, bool | str] = dict(flags or {})
+        self._handlers: list[_Handler] = []
+        self._tools: dict[str, ToolDefinition] = {}
+        self._flags: dict[str, FlagDefinition] = {}
+        self._diagnostics: list[Diagnostic] = []
+        self._invalidated = False
+
+    # -- loading -----------------------------------------------------------------
+
+    async def load(self, paths: Iterable[str]) -> list[Diagnostic]:
+        """Import and register each module in order; return one diagnostic per failure."""
+        failures: list[Diagnostic] = []
+        for path in paths:
+            error = await self._load_one(path)
+            if error is not None:
+                failures.append(Diagnostic("error", f'Failed to load extension "{path}": {redact(error)}'))
+        return failures
+
+    async def _load_one(self, path: str) -> str | None:
+        if any(ext.path == path for ext in self.extensions):
+            return None  # the same file reached twice (e.g. listed in settings and in extensions/)
+        module_name = _unique_module_name(path)
+        try:
+            module = _import_isolated(path, module_name)
+        except (Exception, SystemExit) as exc:  # a broken module must never stop startup
+            _forget_modules(module_name)
+            return _describe(exc)
+        register = getattr(module, "register", None)
+        if not callable(register):
+            _forget_modules(module_name)
+            return "module does not define register(pi)"
+        handler_mark, tool_names = len(self._handlers), set(self._tools)
+        flag_names = set(self._flags)
+        try:
+            result = register(ExtensionAPI(self, path))
+            if inspect.isawaitable(result):
+                await result
+        except (Exception, SystemExit) as exc:
+            # Drop half-registered pieces so a failed extension contributes nothing.
+            del self._handlers[handler_mark:]
+            for name in set(self._tools) - tool_names:
+                del self._tools[name]
+            for name in set(self._flags) - flag_names:
+                del self._flags[name]
+            _forget_modules(module_name)
+            return _describe(exc)
+        self.extensions.append(LoadedExtension(path, module_name))
+        return None
+
+    def _add_tool(self, tool: ToolDefinition) -> None:
+        existing = self._tools.get(tool.name)
+        if existing is not None and existing.extension_path != tool.extension_path:
+            self._diagnostics.append(
+                Diagnostic(
+                    "warning",
+                    f'Extension "{tool.extension_path}": tool "{tool.name}" conflicts with '
+                    f'"{existing.extension_path}"; keeping the first',
+                )
+            )
+            return
+        self._tools[tool.name] = tool
+
+    def take_diagnostics(self) -> list[Diagnostic]:
+        """Warnings raised while registering (tool conflicts); each returned once."""
+        out, self._diagnostics = self._diagnostics, []
+        return out
+
+    # -- queries -----------------------------------------------------------------
+
+    @property
+    def tools(self) -> dict[str, ToolDefinition]:
+        return dict(self._tools)
+
+    @property
+    def flags(self) -> dict[str, FlagDefinition]:
+        return dict(self._flags)
+
+    def flag_values(self) -> dict[str, bool | str]:
+        """Registered flags resolved against the process flags, defaults filled in."""
+        values: dict[str, bool | str] = {}
+        for name, flag in self._flags.items():
+            if name in self._process_flags:
+                values[name] = self._process_flags[name]
+            elif flag.default is not None:
+                values[name] = flag.default
+        return values
+
+    def has_handlers(self, event_type: str) -> bool:
+        return any(h.event_type == event_type for h in self._handlers)
+
+    @property
+    def is_invalidated(self) -> bool:
+        return self._invalidated
+
+    # -- binding -----------------------------------------------------------------
+
+    def bind(self, bindings: ExtensionBindings, session_actions: SessionActions) -> None:
+        """Attach the host's bindings and the session's actions (``AgentSession.bind_extensions``)."""
+        self._check_live()
+        self.bindings = bindings
+        self.session_actions = session_actions
+
+    def invalidate(self) -> None:
+        """Called when the session is disposed: every later handler call or ctx use fails."""
+        if self._invalidated:
+            return
+        self._invalidated = True
+        self.session_actions = None
+        for ext in self.extensions:
+            _forget_modules(ext.module_name)
+
+    def create_context(self) -> ExtensionContext:
+        self._check_live()
+        return ExtensionContext(self)
+
+    def append_entry(self, custom_type: str, data: Any = None) -> str:
+        self._check_live()
+        if self.session_actions is None:
+            raise ExtensionRuntimeNotReadyError(
+                "Extension runtime not initialized: append_entry is available once the session is bound"
+            )
+        return self.session_actions.append_custom_entry(custom_type, data)
+
+    def _check_live(self) -> None:
+        if self._invalidated:
+            raise SessionDisposedError("This extension context belongs to a disposed session")
+
+    # -- emitting ----------------------------------------------------------------
+
+    async def emit(self, event: Mapping[str, Any]) -> Any:
+        """Run the handlers of ``event["type"]`` in registration order.
+
+        ``session_before_*``: a truthy result becomes the current result and the first
+        one with a truthy ``cancel`` returns at once (later handlers do not run). Other
+        events: every handler runs; the last truthy result is returned. A handler
+        exception is reported to the error listener and never cancels anything.
+        """
+        self._check_live()
+        event_type = str(event.get("type", ""))
+        short_circuit = event_type in SESSION_BEFORE_EVENTS
+        result: Any = None
+        ctx = ExtensionContext(self)
+        for handler in [h for h in self._handlers if h.event_type == event_type]:
+            outcome = await self._call(handler, dict(event), ctx)
+            if not outcome:
+                continue
+            result = outcome
+            if short_circuit and _is_cancel(outcome):
+                return result
+        return result
+
+    async def emit_session_shutdown(self, event: Mapping[str, Any]) -> None:
+        """Every ``session_shutdown`` handler runs, awaited, whatever the others do."""
+        await self.emit({**event, "type": "session_shutdown"})
+
+    async def emit_project_trust(
+        self, event: Mapping[str, Any]
+    ) -> tuple[bool | None, bool, list[ExtensionError]]:
+        """``project_trust`` before any session exists: the first handler answering
+        ``{"trusted": "yes"|"no", "remember"?}`` owns the decision (``"undecided"`` passes).
+
+        Returns ``(decision, remember, errors)``; errors are returned, not reported,
+        because no error listener is bound yet at services creation.
+        """
+        self._check_live()
+        errors: list[ExtensionError] = []
+        ctx = ExtensionContext(self)
+        for handler in [h for h in self._handlers if h.event_type == "project_trust"]:
+            try:
+                outcome = handler.fn(dict(event), ctx)
+                if inspect.isawaitable(outcome):
+                    outcome = await outcome
+            except Exception as exc:
+                errors.append(ExtensionError(handler.extension_path, "project_trust", _describe(exc)))
+                continue
+            trusted = outcome.get("trusted") if isinstance(outcome, Mapping) else None
+            if trusted in ("yes", "no"):
+                assert isinstance(outcome, Mapping)
+                return trusted == "yes", bool(outcome.get("remember")), errors
+        return None, False, errors
+
+    async def execute_tool(self, name: str, tool_call_id: str, args: dict[str, Any]) -> dict[str, Any]:
+        """Run a registered tool; a raising tool becomes an ``isError`` result (Pi's tool-error shape)."""
+        self._check_live()
+        tool = self._tools.get(name)
+        if tool is None:
+            return _error_result(f"Tool {name} not found")
+        try:
+            result = await tool.execute(tool_call_id, args, ExtensionContext(self))
+        except Exception as exc:
+            return _error_result(redact(str(exc)) or type(exc).__name__)
+        out = dict(result) if isinstance(result, Mapping) else {"content": []}
+        out.setdefault("content", [])
+        return out
+
+    async def _call(self, handler: _Handler, event: dict[str, Any], ctx: ExtensionContext) -> Any:
+        try:
+            outcome = handler.fn(event, ctx)
+            if inspect.isawaitable(outcome):
+                outcome = await outcome
+            return outcome
+        except Exception as exc:
+            self._report(ExtensionError(handler.extension_path, handler.event_type, _describe(exc)))
+            return None
+
+    def _report(self, error: ExtensionError) -> None:
+        listener = self.bindings.on_error if self.bindings is not None else None
+        if listener is None:
+            _log.warning("extension %s failed in %s handler", error.extension_path, error.event)
+            return
+        try:
+            listener(error)
+        except Exception:
+            _log.exception("extension error listener failed")
+
+
+_SECRET_PATTERNS = (
+    re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}"),
+    re.compile(r"(?i)\b((?:api[_-]?key|token|secret|password|passwd|authorization)[\"']?\s*[:=]\s*)[^\s,;\"']+"),
+    re.compile(r"\b(?:sk|pk|rk|ghp|gho|xox[abpr])[-_][A-Za-z0-9_-]{8,}"),
+)
+
+
+def redact(text: str) -> str:
+    """Mask values that look like credentials before a message leaves the process.
+
+    Extension errors are written by third-party code and may quote a key; the
+    diagnostics they become go to the client, so the obvious shapes are masked.
+    """
+    text = _SECRET_PATTERNS[0].sub(lambda m: f"{m.group(1)} [REDACTED]", text)
+    text = _SECRET_PATTERNS[1].sub(lambda m: f"{m.group(1)}[REDACTED]", text)
+    return _SECRET_PATTERNS[2].sub("[REDACTED]", text)
+
+
+def _is_cancel(result: Any) -> bool:
+    if isinstance(result, Mapping):
+        return bool(result.get("cancel"))
+    return bool(getattr(result, "cancel", False))
+
+
+def _error_result(message: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": message}], "details": {}, "isError": True}
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    return redact(f"{type(exc).__name__}: {text}" if text else type(exc).__name__)
+
+
+def _unique_module_name(path: str) -> str:
+    digest = hashlib.sha256(path.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    stem = os.path.splitext(os.path.basename(path.rstrip(os.sep)))[0]
+    safe = "".join(c if c.isalnum() else "_" for c in stem) or "ext"
+    return f"{_MODULE_PREFIX}{digest}_{next(_load_counter)}_{safe}"
+
+
+def _import_isolated(path: str, module_name: str) -> ModuleType:
+    """Import ``path`` as ``module_name`` without touching ``sys.path``."""
+    if os.path.isdir(path):
+        init = os.path.join(path, "__init__.py")
+        if not os.path.isfile(init):
+            raise ImportError("directory has no __init__.py")
+        spec = importlib.util.spec_from_file_location(module_name, init, submodule_search_locations=[path])
+    else:
+        spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError("not an importable Python module")
+    module = importlib.util.module_from_spec(spec)
+    # Registered before executing so dataclasses, pickling and relative imports work.
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _forget_modules(module_name: str) -> None:
+    for name in [n for n in sys.modules if n == module_name or n.startswith(module_name + ".")]:
+        del sys.modules[name]
+
+
+def discover_extensions(directory: str) -> list[str]:
+    """Modules directly in ``directory``: ``*.py`` files and packages, sorted by name.
+
+    Names starting with ``_`` or ``.`` are helpers, not extensions.
+    """
+    try:
+        names = sorted(os.listdir(directory))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    found: list[str] = []
+    for name in names:
+        if name.startswith(("_", ".")):
+            continue
+        full = os.path.join(directory, name)
+        is_module = name.endswith(".py") and os.path.isfile(full)
+        if is_module or os.path.isfile(os.path.join(full, "__init__.py")):
+            found.append(full)
+    return found

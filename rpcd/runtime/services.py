@@ -1,0 +1,275 @@
+"""Cwd-bound services (Pi's ``createAgentSessionServices``): everything a session needs
+that depends on *which project* it runs in, rebuilt from scratch for every target cwd.
+
+Process-global intent (absolute extension paths, flags, a trust override) arrives as
+``ProcessInputs``, closed over once by the factory; nothing here reads the process
+cwd, so a session resumed from another project never sees the startup directory's
+settings, context files or extensions.
+
+Order of construction, and why:
+1. global settings (``defaultProjectTrust`` is a global-only setting);
+2. user/global extensions and process extensions — loaded *before* trust because
+   they may answer the ``project_trust`` event, as in Pi;
+3. project trust, only if the project has trust-requiring resources;
+4. project settings and project extensions, only when trusted (untrusted: not read,
+   not imported);
+5. context files (loaded regardless of trust), system prompt files;
+6. extension flag validation.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import glob
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from rpcd.port import Diagnostic
+
+from .context_files import ContextFile, load_context_files
+from .extensions import ExtensionRunner, discover_extensions
+from .settings import CONFIG_DIR_NAME, Settings, load_global_settings, load_settings
+from .trust import (
+    AuthorizeProject,
+    ProjectTrustContext,
+    SessionTrustMemory,
+    TrustDecision,
+    TrustResolution,
+    TrustStore,
+    resolve_project_trust,
+)
+
+__all__ = [
+    "AuthorizeProject",
+    "ProcessInputs",
+    "ProjectTrustContext",
+    "Services",
+    "TrustDecision",
+    "create_services",
+]
+
+EXTENSIONS_DIR_NAME = "extensions"
+
+
+@attrs.frozen
+class ProcessInputs:
+    """Process-global inputs, resolved once in the composition root."""
+
+    extension_paths: tuple[str, ...] = ()
+    """Absolute module/package/directory paths (Pi's ``-e``); a relative one is refused, never
+    reinterpreted against a session's cwd."""
+    flags: Mapping[str, bool | str] = attrs.field(factory=dict)
+    """Extension flag values by name (without ``--``)."""
+    trust_override: bool | None = None
+    """``--approve`` (True) / ``--no-approve`` (False); ``None`` follows the trust policy."""
+    no_context_files: bool = False
+    trust_memory: SessionTrustMemory = attrs.field(factory=SessionTrustMemory, eq=False)
+    """Per-process trust decisions (``trustOnce``), shared by every replacement."""
+
+
+@attrs.frozen
+class Services:
+    cwd: str
+    agent_dir: str
+    settings: Settings
+    context_files: list[ContextFile]
+    """Global first, then filesystem root -> cwd."""
+    extensions: ExtensionRunner
+    project_trusted: bool
+    diagnostics: list[Diagnostic]
+    trust: TrustResolution | None = None
+    system_prompt: str | None = None
+    """``SYSTEM.md`` replacing the default prompt: ``<cwd>/.pi/`` when trusted, else ``<agentDir>/``."""
+    append_system_prompt: str | None = None
+
+
+async def create_services(
+    cwd: str,
+    agent_dir: str,
+    *,
+    process_inputs: ProcessInputs,
+    authorize_project: AuthorizeProject | None = None,
+) -> Services:
+    """Build the services of ``cwd``. Only ``authorize_project`` raising makes this raise;
+    every other problem (bad JSON, a broken extension) becomes a diagnostic."""
+    cwd = _resolve(cwd)
+    agent_dir = _resolve(agent_dir)
+    diagnostics: list[Diagnostic] = []
+    global_settings = load_global_settings(agent_dir)
+    global_data = global_settings[0]
+
+    runner = ExtensionRunner(cwd, agent_dir, process_inputs.flags)
+    user_paths = [
+        *discover_extensions(os.path.join(agent_dir, EXTENSIONS_DIR_NAME)),
+        *_settings_extension_paths(global_data, base=agent_dir),
+    ]
+    process_paths, refused = _process_extension_paths(process_inputs.extension_paths)
+    load_errors = await runner.load(_dedupe([*user_paths, *process_paths]))
+    load_errors[:0] = refused
+
+    trust_errors: list[Diagnostic] = []
+    remembered: list[tuple[str, bool]] = []
+
+    async def ask_extensions(context: ProjectTrustContext) -> bool | None:
+        if not runner.has_handlers("project_trust"):
+            return None
+        decision, remember, errors = await runner.emit_project_trust({"type": "project_trust", "cwd": context.cwd})
+        trust_errors.extend(
+            Diagnostic("warning", f'Extension "{e.extension_path}" project_trust error: {e.error}') for e in errors
+        )
+        if decision is not None and remember:
+            remembered.append((context.cwd, decision))
+        return decision
+
+    trust = await resolve_project_trust(
+        cwd,
+        agent_dir,
+        trust_override=process_inputs.trust_override,
+        default_project_trust=global_data.get("defaultProjectTrust"),
+        authorize_project=authorize_project,
+        ask_extensions=ask_extensions,
+        memory=process_inputs.trust_memory,
+    )
+    for path, decision in remembered:
+        TrustStore(agent_dir).set(path, decision)
+    diagnostics += trust_errors
+    diagnostics += trust.diagnostics
+
+    settings = load_settings(cwd, agent_dir, project_trusted=trust.trusted, global_settings=global_settings)
+    diagnostics += settings.diagnostics
+
+    if trust.trusted:
+        project_dir = os.path.join(cwd, CONFIG_DIR_NAME)
+        project_paths = [
+            *discover_extensions(os.path.join(project_dir, EXTENSIONS_DIR_NAME)),
+            *_settings_extension_paths(settings.project_settings, base=project_dir),
+        ]
+        load_errors += await runner.load(_dedupe(project_paths))
+
+    context_files: list[ContextFile] = []
+    if not process_inputs.no_context_files:
+        context_files, context_diagnostics = load_context_files(cwd, agent_dir)
+        diagnostics += context_diagnostics
+
+    system_prompt = _read_prompt_file("SYSTEM.md", cwd, agent_dir, trust.trusted)
+    append_system_prompt = _read_prompt_file("APPEND_SYSTEM.md", cwd, agent_dir, trust.trusted)
+
+    diagnostics += load_errors
+    diagnostics += runner.take_diagnostics()
+    diagnostics += _flag_diagnostics(runner, process_inputs.flags)
+
+    return Services(
+        cwd=cwd,
+        agent_dir=agent_dir,
+        settings=settings,
+        context_files=context_files,
+        extensions=runner,
+        project_trusted=trust.trusted,
+        diagnostics=diagnostics,
+        trust=trust,
+        system_prompt=system_prompt,
+        append_system_prompt=append_system_prompt,
+    )
+
+
+def _resolve(path: str) -> str:
+    return os.path.abspath(os.path.expanduser(path))
+
+
+def _dedupe(paths: Sequence[str]) -> list[str]:
+    seen: set[str] = set()
+    out: list[str] = []
+    for path in paths:
+        key = os.path.realpath(path)
+        if key not in seen:
+            seen.add(key)
+            out.append(path)
+    return out
+
+
+def _process_extension_paths(paths: Sequence[str]) -> tuple[list[str], list[Diagnostic]]:
+    """Absolute paths only: a directory without ``__init__.py`` is a folder of extensions."""
+    accepted: list[str] = []
+    refused: list[Diagnostic] = []
+    for path in paths:
+        if not os.path.isabs(path):
+            refused.append(
+                Diagnostic("error", f'Failed to load extension "{path}": process extension paths must be absolute')
+            )
+            continue
+        if os.path.isdir(path) and not os.path.isfile(os.path.join(path, "__init__.py")):
+            accepted += discover_extensions(path)
+        else:
+            accepted.append(path)
+    return accepted, refused
+
+
+def _settings_extension_paths(settings: Mapping[str, Any], *, base: str) -> list[str]:
+    """The ``extensions`` setting: paths relative to the settings file's directory.
+
+    Plain entries (globs expand) include; ``+path`` force-includes; ``-path`` removes
+    that exact path and ``!pattern`` removes matches.
+    """
+    entries = settings.get("extensions")
+    if not isinstance(entries, list):
+        return []
+    included: list[str] = []
+    excluded_exact: set[str] = set()
+    excluded_patterns: list[str] = []
+    for entry in entries:
+        if not isinstance(entry, str) or not entry.strip():
+            continue
+        if entry.startswith("!"):
+            excluded_patterns.append(_anchor(entry[1:], base))
+        elif entry.startswith("-"):
+            excluded_exact.add(_anchor(entry[1:], base))
+        else:
+            target = _anchor(entry.removeprefix("+"), base)
+            matches = sorted(glob.glob(target)) if glob.has_magic(target) else [target]
+            for match in matches:
+                if os.path.isdir(match) and not os.path.isfile(os.path.join(match, "__init__.py")):
+                    included += discover_extensions(match)
+                else:
+                    included.append(match)
+    return [
+        p for p in included
+        if p not in excluded_exact and not any(fnmatch.fnmatch(p, pat) for pat in excluded_patterns)
+    ]
+
+
+def _anchor(path: str, base: str) -> str:
+    expanded = os.path.expanduser(path)
+    return os.path.normpath(expanded if os.path.isabs(expanded) else os.path.join(base, expanded))
+
+
+def _read_prompt_file(name: str, cwd: str, agent_dir: str, trusted: bool) -> str | None:
+    candidates = [os.path.join(cwd, CONFIG_DIR_NAME, name)] if trusted else []
+    candidates.append(os.path.join(agent_dir, name))
+    for path in candidates:
+        try:
+            with open(path, "rb") as fh:
+                return fh.read().decode("utf-8", errors="replace").removeprefix("\ufeff")
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            continue
+        except OSError:
+            continue
+    return None
+
+
+def _flag_diagnostics(runner: ExtensionRunner, flags: Mapping[str, bool | str]) -> list[Diagnostic]:
+    """Pi's checks of extension flag values against the flags the loaded extensions declared."""
+    out: list[Diagnostic] = []
+    known = runner.flags
+    unknown = [f"--{name}" for name in flags if name not in known]
+    if len(unknown) == 1:
+        out.append(Diagnostic("error", f"Unknown option: {unknown[0]}"))
+    elif unknown:
+        out.append(Diagnostic("error", f"Unknown options: {', '.join(unknown)}"))
+    for name, value in flags.items():
+        flag = known.get(name)
+        if flag is not None and flag.type == "string" and not isinstance(value, str):
+            out.append(Diagnostic("error", f'Extension flag "--{name}" requires a value'))
+    return out
