@@ -1,0 +1,189 @@
+"""Server → client requests: the project-trust prompt and extension UI dialogs.
+
+Each request goes to the client only if it declared the matching capability in ``initialize``
+(``authorizeProject`` / ``extensionUi``). Every path has a safe answer: a timeout, an error
+reply, a malformed reply, a client that never declared the capability, or a client that went
+away (stdin EOF → :meth:`ClientRequests.close`) all resolve to *deny* for trust and to Pi's
+cancel defaults for dialogs (``False`` / ``None``). A request that did not get its answer is
+withdrawn from the transport's pending table and cancelled on the client (``$/cancelRequest``),
+so nothing leaks and a late answer is ignored.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Final, Literal, TypeAlias
+
+import anyio
+import attrs
+
+from rpcd.notifications import EventPump
+
+log = logging.getLogger(__name__)
+
+AUTHORIZE_PROJECT: Final = "host/authorizeProject"
+UI_CONFIRM: Final = "ui/confirm"
+UI_SELECT: Final = "ui/select"
+UI_INPUT: Final = "ui/input"
+UI_NOTIFY: Final = "ui/notify"
+
+DEFAULT_TRUST_TIMEOUT: Final = 120.0
+"""A person may have to read the reasons: generous, but finite (timeout ⇒ deny)."""
+DEFAULT_UI_TIMEOUT: Final = 300.0
+"""Used when an extension passes no timeout of its own (Pi dialogs otherwise wait forever)."""
+
+TrustAnswer: TypeAlias = Literal["trust", "trustOnce", "deny"]
+SendRequest = Callable[[str, Mapping[str, Any], str], Awaitable[Any]]
+"""``(method, params, msg_id) -> result``; raises on an error reply."""
+Withdraw = Callable[[str], None]
+"""Forget a pending outgoing request and tell the client to cancel it."""
+
+
+@attrs.frozen
+class TrustDecision:
+    decision: TrustAnswer
+    remember: bool = False
+    asked: bool = False
+    """Whether the client was asked (``False``: the policy flag decided)."""
+
+
+class _Gone(Exception):
+    """The bridge is closed: the client cannot answer any more."""
+
+
+class ClientRequests:
+    """Sends requests to the client with timeouts and safe defaults."""
+
+    def __init__(
+        self,
+        send_request: SendRequest,
+        withdraw: Withdraw,
+        pump: EventPump,
+        *,
+        authorize_project: bool,
+        extension_ui: bool,
+        trust_policy: Literal["deny", "trust"] = "deny",
+        trust_timeout: float = DEFAULT_TRUST_TIMEOUT,
+        ui_timeout: float = DEFAULT_UI_TIMEOUT,
+    ) -> None:
+        self._send_request = send_request
+        self._withdraw = withdraw
+        self._pump = pump
+        self.can_authorize = authorize_project
+        self.can_ui = extension_ui
+        self.trust_policy = trust_policy
+        self.trust_timeout = trust_timeout
+        self.ui_timeout = ui_timeout
+        self._ids = itertools.count(1)
+        self._pending: dict[str, anyio.CancelScope] = {}
+        self._closed = False
+
+    @property
+    def pending(self) -> int:
+        """Outgoing requests still waiting for an answer (tests assert this returns to 0)."""
+        return len(self._pending)
+
+    async def _ask(self, method: str, params: Mapping[str, Any], timeout: float) -> Any:
+        """The answer, or raise ``_Gone`` / ``TimeoutError`` / the client's error."""
+        if self._closed:
+            raise _Gone
+        msg_id = f"rpcd-{next(self._ids)}"
+        answered = False
+        try:
+            with anyio.CancelScope() as scope:
+                self._pending[msg_id] = scope
+                with anyio.fail_after(timeout):
+                    result = await self._send_request(method, params, msg_id)
+                    answered = True
+                    return result
+            raise _Gone  # scope cancelled by close()
+        finally:
+            self._pending.pop(msg_id, None)
+            if not answered:
+                try:
+                    self._withdraw(msg_id)
+                except Exception as exc:  # the client may already be gone
+                    log.debug("withdrawing %s failed: %s", msg_id, type(exc).__name__)
+
+    def close(self) -> None:
+        """The client is gone: every pending request resolves to its default now, later ones at once."""
+        self._closed = True
+        for scope in list(self._pending.values()):
+            scope.cancel()
+
+    # -- project trust --------------------------------------------------------------------
+
+    async def authorize_project(self, cwd: str, reasons: Sequence[str]) -> TrustDecision:
+        """Ask the client whether project-controlled code under ``cwd`` may load."""
+        if not self.can_authorize:
+            return TrustDecision("trustOnce" if self.trust_policy == "trust" else "deny")
+        try:
+            answer = await self._ask(AUTHORIZE_PROJECT, {"cwd": cwd, "reasons": list(reasons)}, self.trust_timeout)
+        except TimeoutError:
+            log.warning("trust prompt timed out; denying project code")
+            return TrustDecision("deny", asked=True)
+        except _Gone:
+            return TrustDecision("deny", asked=True)
+        except Exception as exc:
+            log.warning("trust prompt failed (%s); denying project code", type(exc).__name__)
+            return TrustDecision("deny", asked=True)
+        if isinstance(answer, Mapping) and answer.get("decision") in ("trust", "trustOnce", "deny"):
+            remember = answer.get("remember") is True
+            return TrustDecision(answer["decision"], remember=remember, asked=True)
+        log.warning("malformed trust answer; denying project code")
+        return TrustDecision("deny", asked=True)
+
+    # -- extension UI ---------------------------------------------------------------------
+
+    def notify(self, message: str, notify_type: str = "info") -> None:
+        if self.can_ui and not self._closed:
+            self._pump.post(UI_NOTIFY, {"message": message, "notifyType": notify_type})
+
+    async def confirm(self, title: str, message: str, timeout: float | None = None) -> bool:
+        answer = await self._dialog(UI_CONFIRM, {"title": title, "message": message}, timeout)
+        return isinstance(answer, Mapping) and answer.get("confirmed") is True
+
+    async def select(self, title: str, options: Sequence[str], timeout: float | None = None) -> str | None:
+        answer = await self._dialog(UI_SELECT, {"title": title, "options": list(options)}, timeout)
+        value = answer.get("value") if isinstance(answer, Mapping) else None
+        return value if isinstance(value, str) and value in options else None
+
+    async def input(self, title: str, placeholder: str | None = None, timeout: float | None = None) -> str | None:
+        params: dict[str, Any] = {"title": title}
+        if placeholder is not None:
+            params["placeholder"] = placeholder
+        answer = await self._dialog(UI_INPUT, params, timeout)
+        value = answer.get("value") if isinstance(answer, Mapping) else None
+        return value if isinstance(value, str) else None
+
+    async def _dialog(self, method: str, params: Mapping[str, Any], timeout: float | None) -> Any:
+        if not self.can_ui:
+            return None
+        try:
+            return await self._ask(method, params, self.ui_timeout if timeout is None else timeout)
+        except (TimeoutError, _Gone):
+            return None
+        except Exception as exc:
+            log.info("%s answered with an error (%s); using the cancel default", method, type(exc).__name__)
+            return None
+
+
+class UiBridge:
+    """``rpcd.port.UiContext`` for extensions, forwarding to :class:`ClientRequests`."""
+
+    def __init__(self, requests: ClientRequests) -> None:
+        self._requests = requests
+
+    def notify(self, message: str, notify_type: Literal["info", "warning", "error"] = "info") -> None:
+        self._requests.notify(message, notify_type)
+
+    async def confirm(self, title: str, message: str, timeout: float | None = None) -> bool:
+        return await self._requests.confirm(title, message, timeout)
+
+    async def select(self, title: str, options: Sequence[str], timeout: float | None = None) -> str | None:
+        return await self._requests.select(title, options, timeout)
+
+    async def input(self, title: str, placeholder: str | None = None, timeout: float | None = None) -> str | None:
+        return await self._requests.input(title, placeholder, timeout)

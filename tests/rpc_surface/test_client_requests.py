@@ -1,0 +1,134 @@
+"""Trust prompt and extension UI requests: answers, timeouts, errors, dead clients, cleanup."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import anyio
+import pytest
+
+from rpcd.client_requests import ClientRequests, UiBridge
+from rpcd.notifications import EventPump, Notification
+
+
+class FakeClient:
+    """Answers server → client requests from a script; records withdrawals."""
+
+    def __init__(self, answer: Any = None, *, hang: bool = False, error: bool = False) -> None:
+        self.answer = answer
+        self.hang = hang
+        self.error = error
+        self.asked: list[tuple[str, Mapping[str, Any]]] = []
+        self.withdrawn: list[str] = []
+
+    async def send_request(self, method: str, params: Mapping[str, Any], msg_id: str) -> Any:
+        self.asked.append((method, params))
+        if self.hang:
+            await anyio.sleep_forever()
+        if self.error:
+            raise RuntimeError("client said no")
+        return self.answer
+
+    def withdraw(self, msg_id: str) -> None:
+        self.withdrawn.append(msg_id)
+
+
+async def wait_until(predicate: Callable[[], bool]) -> None:
+    for _ in range(10_000):
+        if predicate():
+            return
+        await anyio.sleep(0.001)
+    raise AssertionError("condition never became true")
+
+
+async def _ignore(batch: Sequence[Notification]) -> None:
+    return None
+
+
+def make(client: FakeClient, **kw: Any) -> ClientRequests:
+    kw.setdefault("authorize_project", True)
+    kw.setdefault("extension_ui", True)
+    return ClientRequests(client.send_request, client.withdraw, EventPump(_ignore), **kw)
+
+
+@pytest.mark.anyio
+async def test_trusted_answer_is_returned_with_remember() -> None:
+    client = FakeClient({"decision": "trust", "remember": True})
+    decision = await make(client).authorize_project("/p", ["extensions"])
+    assert (decision.decision, decision.remember, decision.asked) == ("trust", True, True)
+    assert client.asked == [("host/authorizeProject", {"cwd": "/p", "reasons": ["extensions"]})]
+    assert client.withdrawn == []
+
+
+@pytest.mark.anyio
+async def test_trust_timeout_denies_and_withdraws_the_request() -> None:
+    client = FakeClient(hang=True)
+    requests = make(client, trust_timeout=0.05)
+    decision = await requests.authorize_project("/p", ["extensions"])
+    assert decision.decision == "deny"
+    assert client.withdrawn == ["rpcd-1"]
+    assert requests.pending == 0
+
+
+@pytest.mark.anyio
+async def test_malformed_or_error_trust_answer_denies() -> None:
+    assert (await make(FakeClient({"decision": "yes"})).authorize_project("/p", [])).decision == "deny"
+    assert (await make(FakeClient(error=True)).authorize_project("/p", [])).decision == "deny"
+
+
+@pytest.mark.anyio
+async def test_without_capability_the_policy_decides_and_the_client_is_not_asked() -> None:
+    client = FakeClient({"decision": "trust"})
+    denied = await make(client, authorize_project=False).authorize_project("/p", [])
+    trusted = await make(client, authorize_project=False, trust_policy="trust").authorize_project("/p", [])
+    assert (denied.decision, denied.asked) == ("deny", False)
+    assert trusted.decision == "trustOnce"
+    assert client.asked == []
+
+
+@pytest.mark.anyio
+async def test_closing_resolves_pending_dialogs_with_defaults() -> None:
+    client = FakeClient(hang=True)
+    requests = make(client)
+    ui = UiBridge(requests)
+    results: dict[str, Any] = {}
+
+    async def ask_confirm() -> None:
+        results["confirm"] = await ui.confirm("t", "m")
+
+    async def ask_trust() -> None:
+        results["trust"] = (await requests.authorize_project("/p", [])).decision
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(ask_confirm)
+        tg.start_soon(ask_trust)
+        await wait_until(lambda: requests.pending == 2)
+        requests.close()
+    assert results == {"confirm": False, "trust": "deny"}
+    assert sorted(client.withdrawn) == ["rpcd-1", "rpcd-2"]
+    assert await ui.input("after close") is None
+
+
+@pytest.mark.anyio
+async def test_select_accepts_only_offered_values() -> None:
+    assert await UiBridge(make(FakeClient({"value": "b"}))).select("t", ["a", "b"]) == "b"
+    assert await UiBridge(make(FakeClient({"value": "zzz"}))).select("t", ["a", "b"]) is None
+    assert await UiBridge(make(FakeClient({"value": "x"}), extension_ui=False)).input("t") is None
+
+
+@pytest.mark.anyio
+async def test_dialog_timeout_uses_the_extension_timeout() -> None:
+    client = FakeClient(hang=True)
+    assert await UiBridge(make(client)).confirm("t", "m", timeout=0.02) is False
+    assert client.withdrawn == ["rpcd-1"]
+
+
+@pytest.mark.anyio
+async def test_cancelled_caller_withdraws_its_pending_request() -> None:
+    client = FakeClient(hang=True)
+    requests = make(client)
+    with anyio.move_on_after(0.02):
+        await requests.authorize_project("/p", [])
+    assert client.withdrawn == ["rpcd-1"]
+    assert requests.pending == 0

@@ -1,0 +1,184 @@
+"""The event pump: ordering, seq numbering, staleness, and backpressure by delta coalescing."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+import pytest
+
+from rpcd.notifications import EventPump, Notification, wire_event
+
+
+class GatedSink:
+    """A transport whose reader can be paused: ``send`` blocks while the gate is closed."""
+
+    def __init__(self) -> None:
+        self.received: list[Notification] = []
+        self.open = anyio.Event()
+        self.open.set()
+
+    def pause(self) -> None:
+        self.open = anyio.Event()
+
+    async def send(self, batch: Sequence[Notification]) -> None:
+        await self.open.wait()
+        self.received.extend(batch)
+
+
+def delta(index: int, text: str, kind: str = "text_delta") -> dict[str, Any]:
+    partial = {"role": "assistant", "content": [{"type": "text", "text": "..." * 50}], "usage": {"output": 1}}
+    return {
+        "type": "message_update",
+        "message": partial,
+        "assistantMessageEvent": {"type": kind, "contentIndex": index, "delta": text, "partial": partial},
+    }
+
+
+def structural(kind: str) -> dict[str, Any]:
+    return {"type": kind}
+
+
+@pytest.mark.anyio
+async def test_events_arrive_in_order_with_gap_free_seq_per_generation() -> None:
+    sink = GatedSink()
+    pump = EventPump(sink.send)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(pump.run)
+        first = pump.channel("s1", 0)
+        first.lifecycle({"type": "session_start", "reason": "startup"})
+        first.event(structural("agent_start"))
+        first.event(structural("agent_end"))
+        second = pump.channel("s2", 1)
+        second.event(structural("agent_start"))
+        await pump.drain()
+        pump.close()
+    tags = [(p["sessionId"], p["generation"], p["seq"], p["event"]["type"]) for _, p in sink.received]
+    assert tags == [
+        ("s1", 0, 1, "session_start"),
+        ("s1", 0, 2, "agent_start"),
+        ("s1", 0, 3, "agent_end"),
+        ("s2", 1, 1, "agent_start"),
+    ]
+    assert [m for m, _ in sink.received] == ["session/lifecycle", "session/event", "session/event", "session/event"]
+
+
+@pytest.mark.anyio
+async def test_closed_channel_sends_nothing_after_close_but_keeps_what_was_queued() -> None:
+    sink = GatedSink()
+    sink.pause()
+    pump = EventPump(sink.send)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(pump.run)
+        channel = pump.channel("old", 0)
+        channel.event(structural("agent_end"))
+        channel.lifecycle({"type": "session_shutdown", "reason": "new"})
+        channel.close()
+        channel.event(structural("turn_start"))  # after invalidation: must never reach the wire
+        sink.open.set()
+        await pump.drain()
+        pump.close()
+    assert [p["event"]["type"] for _, p in sink.received] == ["agent_end", "session_shutdown"]
+
+
+def test_message_update_loses_the_partial_message_on_the_wire() -> None:
+    out = wire_event(delta(0, "hi"))
+    assert "message" not in out
+    assert "partial" not in out["assistantMessageEvent"]
+    assert out["assistantMessageEvent"]["delta"] == "hi"
+    assert out["usage"] == {"output": 1}
+
+
+@pytest.mark.anyio
+async def test_slow_reader_coalesces_deltas_and_never_drops_structural_events() -> None:
+    sink = GatedSink()
+    sink.pause()
+    pump = EventPump(sink.send, coalesce_threshold=8, batch=4)
+    texts = [f"tok{i} " for i in range(5000)]
+    thinking = [f"th{i}" for i in range(500)]
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(pump.run)
+        ch = pump.channel("s", 0)
+        ch.event(structural("agent_start"))
+        ch.event(structural("message_start"))
+        for t in thinking:
+            ch.event(delta(0, t, "thinking_delta"))
+        for t in texts:
+            ch.event(delta(1, t))
+        ch.event(structural("message_end"))
+        ch.event(structural("agent_end"))
+        # The reader is stalled: the queue stayed small although 5500 deltas were produced.
+        assert pump.high_water <= 8 + 4
+        assert pump.coalesced > 5000
+        sink.open.set()
+        await pump.drain()
+        pump.close()
+    events = [p["event"] for _, p in sink.received]
+    non_delta = [e["type"] for e in events if e["type"] != "message_update"]
+    assert non_delta == ["agent_start", "message_start", "message_end", "agent_end"]
+    got_thinking = "".join(
+        e["assistantMessageEvent"]["delta"]
+        for e in events
+        if e["type"] == "message_update" and e["assistantMessageEvent"]["type"] == "thinking_delta"
+    )
+    got_text = "".join(
+        e["assistantMessageEvent"]["delta"]
+        for e in events
+        if e["type"] == "message_update" and e["assistantMessageEvent"]["type"] == "text_delta"
+    )
+    assert got_thinking == "".join(thinking)
+    assert got_text == "".join(texts)
+    seqs = [p["seq"] for _, p in sink.received]
+    assert seqs == list(range(1, len(seqs) + 1))
+
+
+@pytest.mark.anyio
+async def test_fast_reader_gets_every_delta_separately() -> None:
+    sink = GatedSink()
+    pump = EventPump(sink.send, coalesce_threshold=1000)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(pump.run)
+        ch = pump.channel("s", 0)
+        for i in range(50):
+            ch.event(delta(0, str(i)))
+        await pump.drain()
+        pump.close()
+    assert len(sink.received) == 50
+    assert pump.coalesced == 0
+
+
+@pytest.mark.anyio
+async def test_deltas_of_different_blocks_are_not_merged() -> None:
+    sink = GatedSink()
+    sink.pause()
+    pump = EventPump(sink.send, coalesce_threshold=0)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(pump.run)
+        ch = pump.channel("s", 0)
+        ch.event(delta(0, "a"))
+        ch.event(delta(1, "b"))
+        ch.event(delta(1, "c"))
+        ch.event(delta(0, "d"))
+        sink.open.set()
+        await pump.drain()
+        pump.close()
+    pieces = [(p["event"]["assistantMessageEvent"]["contentIndex"], p["event"]["assistantMessageEvent"]["delta"])
+              for _, p in sink.received]
+    # The first event may already be in flight when the rest arrive, so it is never a merge target.
+    assert pieces in ([(0, "a"), (1, "bc"), (0, "d")], [(0, "a"), (1, "b"), (1, "c"), (0, "d")])
+
+
+@pytest.mark.anyio
+async def test_dead_client_abandons_the_queue_and_drain_returns() -> None:
+    async def broken(batch: Sequence[Notification]) -> None:
+        raise BrokenPipeError
+
+    pump = EventPump(broken)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(pump.run)
+        pump.post("host/status", {"status": "ready", "generation": 0})
+        await pump.drain()
+    assert pump.closed
+    pump.post("host/status", {"status": "disposed", "generation": 0})
+    assert pump.pending == 0
