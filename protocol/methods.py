@@ -1,0 +1,141 @@
+"""The method table: every method name with its params type, result type, kind and direction.
+
+The server, the clients, the OpenRPC generator and the tests all read this one table
+(lsprotocol's ``METHOD_TO_TYPES`` pattern). ``params is EmptyParams`` means "none, ``{}`` or ``[]``";
+``result is None`` means the result is JSON ``null``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal
+
+import attrs
+
+from protocol import types as t
+from protocol.errors import ErrorCode
+
+Kind = Literal["request", "notification"]
+Direction = Literal["client->server", "server->client"]
+
+# -- method names ----------------------------------------------------------------------------------
+INITIALIZE: Final = "initialize"
+SHUTDOWN: Final = "shutdown"
+EXIT: Final = "exit"
+PING: Final = "ping"
+NEW_SESSION: Final = "newSession"
+RESUME: Final = "resume"
+FORK: Final = "fork"
+CLONE: Final = "clone"
+IMPORT_JSONL: Final = "importJsonl"
+DISPOSE: Final = "dispose"
+GET_STATE: Final = "getState"
+GET_MESSAGES: Final = "getMessages"
+GET_TREE: Final = "getTree"
+LIST_SESSIONS: Final = "listSessions"
+PROMPT: Final = "prompt"
+ABORT: Final = "abort"
+SET_SESSION_NAME: Final = "setSessionName"
+SET_MODEL: Final = "setModel"
+CANCEL_REQUEST: Final = "$/cancelRequest"
+CANCEL_REQUEST_ACP: Final = "$/cancel_request"
+SESSION_EVENT: Final = "session/event"
+SESSION_LIFECYCLE: Final = "session/lifecycle"
+SESSION_DIAGNOSTICS: Final = "session/diagnostics"
+HOST_STATUS: Final = "host/status"
+PROGRESS: Final = "$/progress"
+AUTHORIZE_PROJECT: Final = "host/authorizeProject"
+UI_CONFIRM: Final = "ui/confirm"
+UI_SELECT: Final = "ui/select"
+UI_INPUT: Final = "ui/input"
+UI_NOTIFY: Final = "ui/notify"
+
+CANCEL_METHODS: Final = (CANCEL_REQUEST, CANCEL_REQUEST_ACP)
+
+_HOST_ERRORS = (ErrorCode.HOST_UNAVAILABLE, ErrorCode.HOST_DISPOSED)
+_REPLACE_ERRORS = (
+    *_HOST_ERRORS,
+    ErrorCode.REPLACEMENT_FAILED,
+    ErrorCode.SESSION_FILE_NOT_FOUND,
+    ErrorCode.NOT_A_SESSION,
+    ErrorCode.MISSING_SESSION_CWD,
+    ErrorCode.SESSION_WRITE_FAILED,
+)
+
+
+@attrs.frozen
+class MethodSpec:
+    name: str
+    params: type[Any] | None
+    """None: a notification/request without params; ``EmptyParams``: none, ``{}`` or ``[]``."""
+    result: type[Any] | None
+    """None: the result is ``null`` (requests) or there is none (notifications)."""
+    kind: Kind
+    direction: Direction
+    summary: str
+    errors: tuple[ErrorCode, ...] = ()
+    """Method-specific error codes (the generic ones apply to every request)."""
+
+
+def _req(name: str, params: type[Any] | None, result: type[Any] | None, summary: str, *errors: ErrorCode) -> MethodSpec:
+    return MethodSpec(name, params, result, "request", "client->server", summary, errors)
+
+
+def _note(name: str, params: type[Any] | None, summary: str, direction: Direction = "server->client") -> MethodSpec:
+    return MethodSpec(name, params, None, "notification", direction, summary)
+
+
+METHODS: Final[dict[str, MethodSpec]] = {
+    spec.name: spec
+    for spec in (
+        # requests client -> daemon
+        _req(INITIALIZE, t.InitializeParams, t.InitializeResult, "Handshake; must be the first request.",
+             ErrorCode.ALREADY_INITIALIZED),
+        _req(SHUTDOWN, t.EmptyParams, None, "Run the final disposal; afterwards only `exit` is accepted.",
+             ErrorCode.DISPOSAL_FAILED),
+        _req(PING, t.EmptyParams, None, "Liveness check; answers null."),
+        _req(NEW_SESSION, t.NewSessionParams, t.ReplacementResult, "Replace the current session by a new one.",
+             *_REPLACE_ERRORS),
+        _req(RESUME, t.ResumeParams, t.ReplacementResult, "Switch to a session file.", *_REPLACE_ERRORS),
+        _req(FORK, t.ForkParams, t.ForkResult, "Fork the current session before a user entry.",
+             *_REPLACE_ERRORS, ErrorCode.INVALID_ENTRY, ErrorCode.SESSION_NOT_SAVED),
+        _req(CLONE, t.CloneParams, t.ReplacementResult, "Clone the branch ending at an entry (default: leaf).",
+             *_REPLACE_ERRORS, ErrorCode.INVALID_ENTRY, ErrorCode.SESSION_NOT_SAVED),
+        _req(IMPORT_JSONL, t.ImportJsonlParams, t.ReplacementResult, "Import a JSONL transcript as a new session.",
+             *_REPLACE_ERRORS),
+        _req(DISPOSE, t.EmptyParams, None, "Final disposal of the host; later session calls fail.",
+             ErrorCode.DISPOSAL_FAILED),
+        _req(GET_STATE, t.EmptyParams, t.GetStateResult, "Snapshot of the current session.", *_HOST_ERRORS),
+        _req(GET_MESSAGES, t.EmptyParams, t.GetMessagesResult, "The current context messages.", *_HOST_ERRORS),
+        _req(GET_TREE, t.EmptyParams, t.GetTreeResult, "Raw entries, leaf and labels.", *_HOST_ERRORS),
+        _req(LIST_SESSIONS, t.ListSessionsParams, t.ListSessionsResult, "Session files, newest first, paged."),
+        _req(PROMPT, t.PromptParams, t.PromptResult, "Run one agent turn; events stream meanwhile.",
+             *_HOST_ERRORS, ErrorCode.SESSION_BUSY, ErrorCode.PROVIDER_ERROR, ErrorCode.MODEL_NOT_FOUND),
+        _req(ABORT, t.EmptyParams, None, "Abort the running turn; answers once idle.", *_HOST_ERRORS),
+        _req(SET_SESSION_NAME, t.SetSessionNameParams, None, "Name the current session.", *_HOST_ERRORS),
+        _req(SET_MODEL, t.SetModelParams, t.ModelRef, "Switch the model.", *_HOST_ERRORS, ErrorCode.MODEL_NOT_FOUND),
+        # notifications client -> daemon
+        _note(EXIT, None, "End the process (exit code 0 after `shutdown`).", "client->server"),
+        _note(CANCEL_REQUEST, t.CancelParams, "Cancel a running request (LSP spelling).", "client->server"),
+        _note(CANCEL_REQUEST_ACP, t.CancelParams, "Cancel a running request (ACP spelling).", "client->server"),
+        # notifications daemon -> client
+        _note(SESSION_EVENT, t.SessionEventParams, "An AgentSession event of the current session."),
+        _note(SESSION_LIFECYCLE, t.SessionLifecycleParams, "session_start / session_shutdown."),
+        _note(SESSION_DIAGNOSTICS, t.SessionDiagnosticsParams, "Diagnostics of a replacement (redacted)."),
+        _note(HOST_STATUS, t.HostStatusParams, "The host status changed."),
+        _note(PROGRESS, t.ProgressParams, "Work-done progress for a request's workDoneToken."),
+        _note(UI_NOTIFY, t.UiNotifyParams, "An extension notification for the user."),
+        # requests daemon -> client (only if the client declared the capability)
+        MethodSpec(AUTHORIZE_PROJECT, t.AuthorizeProjectParams, t.AuthorizeProjectResult, "request",
+                   "server->client", "Ask whether to trust a project (capability authorizeProject)."),
+        MethodSpec(UI_CONFIRM, t.UiConfirmParams, t.UiConfirmResult, "request", "server->client",
+                   "Extension yes/no dialog (capability extensionUi)."),
+        MethodSpec(UI_SELECT, t.UiSelectParams, t.UiSelectResult, "request", "server->client",
+                   "Extension choice dialog (capability extensionUi)."),
+        MethodSpec(UI_INPUT, t.UiInputParams, t.UiInputResult, "request", "server->client",
+                   "Extension text input (capability extensionUi)."),
+    )
+}
+
+
+def client_requests() -> list[MethodSpec]:
+    return [m for m in METHODS.values() if m.kind == "request" and m.direction == "client->server"]

@@ -1,0 +1,380 @@
+"""Every params, result and notification shape of the wire, as attrs classes.
+
+Python names are snake_case; the converter renames them to camelCase on the wire.
+Optional fields default to ``None`` and are omitted when unset, except fields built with
+``nullable()``, which are always present (``null`` when unset). Free-form payloads that
+come from Pi's own shapes (events, messages, raw entries) stay ``dict[str, Any]``: they go
+out as they are, so there is no second model of them to keep in sync.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypeAlias
+
+import attrs
+
+from protocol._fields import nullable, open_object
+
+PROTOCOL_VERSION = 1
+"""The protocol version this daemon speaks (an integer MAJOR, negotiated like ACP)."""
+SUPPORTED_PROTOCOL_VERSIONS: frozenset[int] = frozenset({1})
+
+RequestId: TypeAlias = int | str
+ProgressToken: TypeAlias = int | str
+Capability: TypeAlias = dict[str, Any]
+"""A capability marker: an object present means "supported"; its keys are future sub-options."""
+HostStatus: TypeAlias = Literal["ready", "replacing", "unusable", "disposed"]
+DiagnosticType: TypeAlias = Literal["info", "warning", "error"]
+
+# -- handshake -------------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class ClientInfo:
+    name: str
+    version: str | None = None
+
+
+@attrs.frozen
+class ServerInfo:
+    name: str
+    version: str
+
+
+@open_object
+@attrs.frozen
+class ClientCapabilities:
+    """What the client can do; unknown capability keys are ignored (forward compatible)."""
+
+    authorize_project: Capability | None = None
+    """The client answers ``host/authorizeProject``."""
+    extension_ui: Capability | None = None
+    """The client answers ``ui/confirm``, ``ui/select``, ``ui/input`` and shows ``ui/notify``."""
+    progress: Capability | None = None
+    """The client shows ``$/progress`` for a ``workDoneToken`` it sent."""
+
+
+@attrs.frozen
+class InitializeParams:
+    protocol_version: int
+    """The newest version the client speaks; the daemon echoes it if supported, else answers its own."""
+    client_info: ClientInfo | None = None
+    capabilities: ClientCapabilities | None = None
+
+
+@attrs.frozen
+class ServerCapabilities:
+    methods: list[str]
+    """Every request method the daemon serves."""
+    framing: list[str]
+    """Framings accepted (auto-detected from the first bytes): ``ndjson``, ``content-length``."""
+    max_message_bytes: int
+    """Frames larger than this are drained and answered with MESSAGE_TOO_LARGE."""
+    batch: bool
+    """Always false: batches are rejected with one INVALID_REQUEST (``id: null``)."""
+    cancellation: list[str]
+    """Notification names that cancel a running request by id."""
+
+
+@attrs.frozen
+class InitializeResult:
+    protocol_version: int
+    server_info: ServerInfo
+    capabilities: ServerCapabilities
+
+
+@attrs.frozen
+class EmptyParams:
+    """Methods that take no params accept none, ``{}`` or ``[]``; any key is an error."""
+
+
+# -- session replacement ---------------------------------------------------------------------------
+
+
+@attrs.frozen
+class NewSessionParams:
+    work_done_token: ProgressToken | None = None
+    """If set, ``$/progress`` notifications for this request carry this token."""
+
+
+@attrs.frozen
+class ResumeParams:
+    session_path: str
+    """The session file to switch to."""
+    cwd_override: str | None = None
+    """Run the session in this directory instead of the one stored in the file."""
+    work_done_token: ProgressToken | None = None
+
+
+@attrs.frozen
+class ForkParams:
+    entry_id: str
+    """A user-message entry: the new session's leaf is its parent, the message text comes back."""
+
+
+@attrs.frozen
+class CloneParams:
+    entry_id: str | None = None
+    """Clone the branch ending at this entry (default: the current leaf)."""
+
+
+@attrs.frozen
+class ImportJsonlParams:
+    path: str
+    """A Pi JSONL transcript to import as a new session file."""
+    cwd_override: str | None = None
+    work_done_token: ProgressToken | None = None
+
+
+@attrs.frozen
+class ReplacementResult:
+    cancelled: bool
+    """True if an extension cancelled the replacement; the old session stays current."""
+    session_id: str
+    cwd: str
+    generation: int
+    """The host generation, bumped on each successful replacement."""
+    session_file: str | None = None
+
+
+@attrs.frozen
+class ForkResult:
+    cancelled: bool
+    session_id: str
+    cwd: str
+    generation: int
+    session_file: str | None = None
+    selected_text: str | None = None
+    """The text of the user message the fork was taken before (to put back in an editor)."""
+
+
+# -- session reads and actions ---------------------------------------------------------------------
+
+
+@attrs.frozen
+class ModelRef:
+    provider: str
+    model_id: str
+
+
+@attrs.frozen(kw_only=True)
+class GetStateResult:
+    session_id: str
+    cwd: str
+    leaf_id: str | None = nullable()
+    """The current leaf entry, ``null`` for a session without entries."""
+    thinking_level: str
+    is_streaming: bool
+    message_count: int
+    generation: int
+    status: HostStatus
+    session_file: str | None = None
+    name: str | None = None
+    model: ModelRef | None = None
+
+
+@attrs.frozen
+class GetMessagesResult:
+    messages: list[dict[str, Any]]
+    """The current context in Pi's AgentMessage shapes."""
+
+
+@attrs.frozen
+class GetTreeResult:
+    entries: list[dict[str, Any]]
+    """Raw entries in file order (no header)."""
+    labels: dict[str, str]
+    """entryId -> label."""
+    leaf_id: str | None = nullable()
+
+
+@attrs.frozen
+class ListSessionsParams:
+    cwd: str | None = None
+    """Only sessions of this working directory (default: all)."""
+    cursor: str | None = None
+    """Opaque, from a previous ``nextCursor``."""
+    limit: int | None = None
+
+
+@attrs.frozen
+class SessionSummary:
+    session_id: str
+    session_file: str
+    cwd: str
+    title: str
+    """The session name, else the first user message (shortened)."""
+    created_at: str
+    """ISO-8601 UTC."""
+    updated_at: str
+    message_count: int
+    parent_session: str | None = None
+
+
+@attrs.frozen
+class ListSessionsResult:
+    sessions: list[SessionSummary]
+    next_cursor: str | None = None
+
+
+@attrs.frozen
+class PromptParams:
+    text: str
+
+
+@attrs.frozen
+class PromptResult:
+    stop_reason: str
+    """Pi's stop reason of the last assistant message (``stop``, ``length``, ``aborted``, ``error``, ...)."""
+
+
+@attrs.frozen
+class SetSessionNameParams:
+    name: str
+
+
+@attrs.frozen
+class SetModelParams:
+    provider: str
+    model_id: str
+
+
+# -- notifications client -> daemon ----------------------------------------------------------------
+
+
+@attrs.frozen
+class CancelParams:
+    """``$/cancelRequest`` (LSP) and ``$/cancel_request`` (ACP)."""
+
+    id: RequestId
+
+
+# -- notifications daemon -> client ----------------------------------------------------------------
+
+
+@attrs.frozen
+class SessionEventParams:
+    session_id: str
+    generation: int
+    seq: int
+    """Starts at 1 per (sessionId, generation); a client drops anything older than what it has."""
+    event: dict[str, Any]
+    """The AgentSession event in Pi's shape; ``event.type`` names it."""
+
+
+@attrs.frozen
+class SessionLifecycleParams:
+    session_id: str
+    generation: int
+    seq: int
+    event: dict[str, Any]
+    """``{type: "session_start", reason, previousSessionFile?}`` or
+    ``{type: "session_shutdown", reason, targetSessionFile?}``."""
+
+
+@attrs.frozen
+class DiagnosticItem:
+    type: DiagnosticType
+    message: str
+
+
+@attrs.frozen
+class SessionDiagnosticsParams:
+    operation: str
+    generation: int
+    cwd: str
+    diagnostics: list[DiagnosticItem]
+    session_file: str | None = None
+
+
+@attrs.frozen
+class HostStatusParams:
+    status: HostStatus
+    generation: int
+
+
+@attrs.frozen
+class ProgressBegin:
+    kind: Literal["begin"]
+    title: str
+    message: str | None = None
+    percentage: int | None = None
+
+
+@attrs.frozen
+class ProgressReport:
+    kind: Literal["report"]
+    message: str | None = None
+    percentage: int | None = None
+
+
+@attrs.frozen
+class ProgressEnd:
+    kind: Literal["end"]
+    message: str | None = None
+
+
+ProgressValue: TypeAlias = ProgressBegin | ProgressReport | ProgressEnd
+
+
+@attrs.frozen
+class ProgressParams:
+    token: ProgressToken
+    value: ProgressValue
+
+
+@attrs.frozen
+class UiNotifyParams:
+    message: str
+    notify_type: DiagnosticType = "info"
+
+
+# -- requests daemon -> client ---------------------------------------------------------------------
+
+
+@attrs.frozen
+class AuthorizeProjectParams:
+    cwd: str
+    reasons: list[str]
+    """Why trust is asked (project-local extensions, settings, ...)."""
+
+
+@attrs.frozen
+class AuthorizeProjectResult:
+    decision: Literal["trust", "trustOnce", "deny"]
+    remember: bool | None = None
+
+
+@attrs.frozen
+class UiConfirmParams:
+    title: str
+    message: str
+
+
+@attrs.frozen
+class UiConfirmResult:
+    confirmed: bool
+
+
+@attrs.frozen
+class UiSelectParams:
+    title: str
+    options: list[str]
+
+
+@attrs.frozen
+class UiSelectResult:
+    value: str | None = None
+    """Absent: the user cancelled."""
+
+
+@attrs.frozen
+class UiInputParams:
+    title: str
+    placeholder: str | None = None
+
+
+@attrs.frozen
+class UiInputResult:
+    value: str | None = None
+    """Absent: the user cancelled."""
