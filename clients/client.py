@@ -1,0 +1,506 @@
+"""The asyncio client library for rpcd: spawn or attach, initialize, call, stream, close.
+
+    async with await RpcdClient.spawn(["--in-memory"]) as client:
+        async with client.notifications() as events:
+            await client.new_session()
+            ...
+
+Stdlib + asyncio only (start-up cost matters for one-shot CLI calls). Results are the
+plain dicts the daemon sent, typed with ``TypedDict``s from ``clients.types``.
+
+Stale events: every session notification carries ``(sessionId, generation, seq)``. The
+client tracks the newest generation it has seen (in replacement results, ``getState``
+and notifications) and a subscriber never receives a session event of an older
+generation once a newer one is known — including events that were already queued when
+the replacement result arrived. Duplicate ``seq`` numbers are dropped too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import os
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
+from types import TracebackType
+from typing import Any, TextIO, cast
+
+from clients.connection import ByteSink, ByteSource, Connection, RequestHandler
+from clients.errors import ClientError, ConnectionClosed, DaemonDied, RpcError
+from clients.process import DaemonProcess, default_command
+from clients.types import (
+    PROTOCOL_VERSION,
+    SESSION_SCOPED,
+    ForkResult,
+    InitializeResult,
+    ListSessionsResult,
+    MessagesResult,
+    ModelRef,
+    Notification,
+    PromptResult,
+    ReplacementResult,
+    SessionState,
+    TreeResult,
+)
+
+__all__ = [
+    "ClientError",
+    "ConnectionClosed",
+    "DaemonDied",
+    "EventStream",
+    "RpcError",
+    "RpcdClient",
+]
+
+CLIENT_NAME = "rpcd-python-client"
+CLIENT_VERSION = "0.1.0"
+ProgressCallback = Callable[[dict[str, Any]], None]
+_UNSET: Any = object()
+
+
+class EventStream:
+    """One subscriber's view of the daemon's notifications (an async iterator).
+
+    Filters are applied twice: on receipt (method, session id, pinned generation) and
+    again on delivery (generation older than the newest known ⇒ stale ⇒ dropped), so a
+    consumer lagging behind a replacement never sees the replaced session's events.
+    """
+
+    def __init__(
+        self,
+        client: RpcdClient,
+        methods: Collection[str] | None,
+        session_id: str | None,
+        generation: int | None,
+        include_stale: bool,
+    ) -> None:
+        self._client = client
+        self._methods = frozenset(methods) if methods is not None else None
+        self._session_id = session_id
+        self._generation = generation
+        self._include_stale = include_stale
+        self._queue: deque[Notification] = deque()
+        self._waiter: asyncio.Future[None] | None = None
+        self._ended = False
+        self.dropped_stale = 0
+
+    def _offer(self, method: str, params: Any) -> None:
+        if self._methods is not None and method not in self._methods:
+            return
+        if (self._session_id is not None or self._generation is not None) and method in SESSION_SCOPED:
+            if self._session_id is not None and params.get("sessionId") != self._session_id:
+                return
+            if self._generation is not None and params.get("generation") != self._generation:
+                return
+        self._queue.append({"method": method, "params": params})
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def _end(self) -> None:
+        self._ended = True
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def _stale(self, item: Notification) -> bool:
+        if self._include_stale or item["method"] not in SESSION_SCOPED:
+            return False
+        generation = item["params"].get("generation")
+        return isinstance(generation, int) and generation < self._client.generation
+
+    def get_nowait(self) -> Notification | None:
+        """The next deliverable notification, or None if none is queued."""
+        while self._queue:
+            item = self._queue.popleft()
+            if self._stale(item):
+                self.dropped_stale += 1
+                continue
+            return item
+        return None
+
+    def __aiter__(self) -> EventStream:
+        return self
+
+    async def __anext__(self) -> Notification:
+        while True:
+            item = self.get_nowait()
+            if item is not None:
+                return item
+            if self._ended:
+                raise StopAsyncIteration
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+
+    async def next(self, timeout: float | None = None) -> Notification | None:
+        """The next notification, or None at the end of the stream or after ``timeout`` seconds."""
+        try:
+            return await asyncio.wait_for(self.__anext__(), timeout)
+        except (StopAsyncIteration, TimeoutError):
+            return None
+
+    def close(self) -> None:
+        self._client._streams.discard(self)
+        self._end()
+
+    async def __aenter__(self) -> EventStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+
+class RpcdClient:
+    """A connection to one rpcd daemon (spawned child or given streams)."""
+
+    def __init__(
+        self,
+        source: ByteSource,
+        sink: ByteSink,
+        *,
+        process: DaemonProcess | None = None,
+        handlers: Mapping[str, RequestHandler] | None = None,
+        request_timeout: float | None = 60.0,
+        max_garbage_lines: int = 100,
+    ) -> None:
+        self.process = process
+        self.request_timeout = request_timeout
+        self.generation = 0
+        self.session_id: str | None = None
+        self.server: InitializeResult | None = None
+        self._streams: set[EventStream] = set()
+        self._listeners: list[Callable[[str, Any], None]] = []
+        self._progress: dict[str, ProgressCallback] = {}
+        self._tokens = itertools.count(1)
+        self._last_seq: dict[tuple[str, int], int] = {}
+        self.duplicates_dropped = 0
+        self._shut_down = False
+        self._closed = False
+        self.connection = Connection(
+            source,
+            sink,
+            on_notification=self._on_notification,
+            handlers=handlers,
+            on_lost=self._lost,
+            max_garbage_lines=max_garbage_lines,
+        )
+
+    # -- construction --------------------------------------------------------------
+
+    @classmethod
+    async def spawn(
+        cls,
+        args: Sequence[str] = (),
+        *,
+        command: Sequence[str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        env: Mapping[str, str] | None = None,
+        handlers: Mapping[str, RequestHandler] | None = None,
+        request_timeout: float | None = 60.0,
+        start_timeout: float | None = 30.0,
+        echo_stderr: TextIO | None = None,
+        initialize: bool = True,
+    ) -> RpcdClient:
+        """Start ``command`` (default ``python -m rpcd``) + ``args`` and run ``initialize``.
+
+        On any failure the child is stopped before the exception propagates.
+        """
+        argv = [*command, *args] if command is not None else default_command(args)
+        process = await DaemonProcess.spawn(argv, cwd=cwd, env=env, echo_stderr=echo_stderr)
+        assert process.proc.stdout is not None and process.proc.stdin is not None
+        client = cls(
+            process.proc.stdout, process.proc.stdin, process=process, handlers=handlers, request_timeout=request_timeout
+        )
+        client.connection.start()
+        if initialize:
+            try:
+                await client.initialize(timeout=start_timeout)
+            except BaseException:
+                await client.close(grace=1.0)
+                raise
+        return client
+
+    @classmethod
+    async def attach(
+        cls,
+        source: ByteSource,
+        sink: ByteSink,
+        *,
+        handlers: Mapping[str, RequestHandler] | None = None,
+        request_timeout: float | None = 60.0,
+        initialize: bool = True,
+    ) -> RpcdClient:
+        """Talk to a daemon over existing streams (a socket, pipes you own, an in-process peer)."""
+        client = cls(source, sink, handlers=handlers, request_timeout=request_timeout)
+        client.connection.start()
+        if initialize:
+            await client.initialize()
+        return client
+
+    async def __aenter__(self) -> RpcdClient:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    # -- server->client requests and notifications ----------------------------------
+
+    def on_request(self, method: str, handler: RequestHandler) -> None:
+        """Answer daemon->client requests (``host/authorizeProject``, ``ui/confirm``...).
+
+        Register before ``initialize``: the declared capabilities follow the handlers.
+        """
+        self.connection.handlers[method] = handler
+
+    def on_notification(self, listener: Callable[[str, Any], None]) -> Callable[[], None]:
+        """Call ``listener(method, params)`` for every notification, unfiltered; returns an unsubscribe."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
+
+    def notifications(
+        self,
+        methods: Collection[str] | None = None,
+        *,
+        session_id: str | None = None,
+        generation: int | None = None,
+        include_stale: bool = False,
+    ) -> EventStream:
+        """Subscribe: an async iterator of ``{method, params}`` (ends when the connection closes)."""
+        stream = EventStream(self, methods, session_id, generation, include_stale)
+        if self.connection.closed is not None:
+            stream._end()
+        else:
+            self._streams.add(stream)
+        return stream
+
+    def _on_notification(self, method: str, params: Any) -> None:
+        if isinstance(params, dict):
+            generation = params.get("generation")
+            if method in SESSION_SCOPED:
+                session_id = params.get("sessionId")
+                seq = params.get("seq")
+                if isinstance(session_id, str) and isinstance(generation, int) and isinstance(seq, int):
+                    key = (session_id, generation)
+                    if seq <= self._last_seq.get(key, 0):
+                        self.duplicates_dropped += 1
+                        return
+                    self._last_seq[key] = seq
+                    self._observe(session_id, generation)
+            elif method == "$/progress":
+                callback = self._progress.get(str(params.get("token")))
+                if callback is not None:
+                    with contextlib.suppress(Exception):
+                        callback(params.get("value") or {})
+            elif isinstance(generation, int) and generation > self.generation:
+                self.generation = generation
+        for listener in self._listeners:
+            listener(method, params)
+        for stream in self._streams:
+            stream._offer(method, params)
+
+    def _observe(self, session_id: Any, generation: Any) -> None:
+        if isinstance(generation, int) and generation >= self.generation:
+            self.generation = generation
+            if isinstance(session_id, str):
+                self.session_id = session_id
+
+    def _lost(self, reason: str) -> ClientError:
+        for stream in list(self._streams):
+            stream._end()
+        self._streams.clear()
+        if self.process is None:
+            return ConnectionClosed(reason)
+        return DaemonDied(reason, returncode=self.process.returncode, stderr_tail=self.process.stderr.tail())
+
+    # -- calls -----------------------------------------------------------------------
+
+    async def call(self, method: str, params: Any = None, *, timeout: float | None = _UNSET) -> Any:
+        """Any request by name. ``timeout`` defaults to ``request_timeout``; None waits forever."""
+        limit = self.request_timeout if timeout is _UNSET else timeout
+        try:
+            return await self.connection.request(method, params, timeout=limit)
+        except RpcError as exc:
+            exc.method = method
+            raise
+        except DaemonDied as exc:
+            await self._enrich(exc)
+            raise
+
+    async def _enrich(self, exc: DaemonDied) -> None:
+        """Add the exit status and stderr tail the reader could not know yet."""
+        if self.process is None:
+            return
+        if exc.returncode is None:
+            exc.returncode = await self.process.wait(2.0)
+        await self.process.stderr_settled(1.0)
+        exc.stderr_tail = self.process.stderr.tail()
+
+    def _replaced(self, result: Any) -> Any:
+        if isinstance(result, dict) and not result.get("cancelled"):
+            self._observe(result.get("sessionId"), result.get("generation"))
+        return result
+
+    def _progress_token(self, callback: ProgressCallback | None) -> str | None:
+        if callback is None:
+            return None
+        token = f"py-{next(self._tokens)}"
+        self._progress[token] = callback
+        return token
+
+    async def _replacement(
+        self, method: str, params: dict[str, Any], progress: ProgressCallback | None, timeout: float | None
+    ) -> Any:
+        token = self._progress_token(progress)
+        if token is not None:
+            params["workDoneToken"] = token
+        try:
+            return self._replaced(await self.call(method, params, timeout=timeout))
+        finally:
+            if token is not None:
+                self._progress.pop(token, None)
+
+    async def initialize(self, *, timeout: float | None = _UNSET) -> InitializeResult:
+        handlers = self.connection.handlers
+        capabilities: dict[str, Any] = {"progress": {}}
+        if "host/authorizeProject" in handlers:
+            capabilities["authorizeProject"] = {}
+        if any(name.startswith("ui/") for name in handlers):
+            capabilities["extensionUi"] = {}
+        params = {
+            "protocolVersion": PROTOCOL_VERSION,
+            "clientInfo": {"name": CLIENT_NAME, "version": CLIENT_VERSION},
+            "capabilities": capabilities,
+        }
+        result = cast(InitializeResult, await self.call("initialize", params, timeout=timeout))
+        self.server = result
+        return result
+
+    @property
+    def methods(self) -> list[str]:
+        """Methods the daemon said it serves (``capabilities.methods``)."""
+        if self.server is None:
+            return []
+        return list(self.server.get("capabilities", {}).get("methods", []))
+
+    async def shutdown(self, *, timeout: float | None = _UNSET) -> None:
+        await self.call("shutdown", timeout=timeout)
+        self._shut_down = True
+
+    async def new_session(
+        self, *, progress: ProgressCallback | None = None, timeout: float | None = _UNSET
+    ) -> ReplacementResult:
+        return cast(ReplacementResult, await self._replacement("newSession", {}, progress, timeout))
+
+    async def resume(
+        self,
+        session_path: str | os.PathLike[str],
+        *,
+        cwd_override: str | None = None,
+        progress: ProgressCallback | None = None,
+        timeout: float | None = _UNSET,
+    ) -> ReplacementResult:
+        params: dict[str, Any] = {"sessionPath": os.fspath(session_path)}
+        if cwd_override is not None:
+            params["cwdOverride"] = cwd_override
+        return cast(ReplacementResult, await self._replacement("resume", params, progress, timeout))
+
+    async def fork(self, entry_id: str, *, timeout: float | None = _UNSET) -> ForkResult:
+        return cast(ForkResult, await self._replacement("fork", {"entryId": entry_id}, None, timeout))
+
+    async def clone(self, entry_id: str | None = None, *, timeout: float | None = _UNSET) -> ReplacementResult:
+        params = {"entryId": entry_id} if entry_id is not None else {}
+        return cast(ReplacementResult, await self._replacement("clone", params, None, timeout))
+
+    async def import_jsonl(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        cwd_override: str | None = None,
+        progress: ProgressCallback | None = None,
+        timeout: float | None = _UNSET,
+    ) -> ReplacementResult:
+        params: dict[str, Any] = {"path": os.fspath(path)}
+        if cwd_override is not None:
+            params["cwdOverride"] = cwd_override
+        return cast(ReplacementResult, await self._replacement("importJsonl", params, progress, timeout))
+
+    async def dispose(self, *, timeout: float | None = _UNSET) -> None:
+        await self.call("dispose", timeout=timeout)
+
+    async def get_state(self, *, timeout: float | None = _UNSET) -> SessionState:
+        state = cast(SessionState, await self.call("getState", timeout=timeout))
+        if isinstance(state, dict):
+            self._observe(state.get("sessionId"), state.get("generation"))
+        return state
+
+    async def get_messages(self, *, timeout: float | None = _UNSET) -> MessagesResult:
+        return cast(MessagesResult, await self.call("getMessages", timeout=timeout))
+
+    async def get_tree(self, *, timeout: float | None = _UNSET) -> TreeResult:
+        return cast(TreeResult, await self.call("getTree", timeout=timeout))
+
+    async def list_sessions(
+        self,
+        *,
+        cwd: str | None = None,
+        cursor: str | None = None,
+        limit: int | None = None,
+        timeout: float | None = _UNSET,
+    ) -> ListSessionsResult:
+        params = {k: v for k, v in (("cwd", cwd), ("cursor", cursor), ("limit", limit)) if v is not None}
+        return cast(ListSessionsResult, await self.call("listSessions", params, timeout=timeout))
+
+    async def prompt(self, text: str, *, timeout: float | None = None) -> PromptResult:
+        """Run one turn; events stream meanwhile. No timeout by default: turns legitimately run long."""
+        return cast(PromptResult, await self.call("prompt", {"text": text}, timeout=timeout))
+
+    async def abort(self, *, timeout: float | None = _UNSET) -> None:
+        await self.call("abort", timeout=timeout)
+
+    async def set_session_name(self, name: str, *, timeout: float | None = _UNSET) -> None:
+        await self.call("setSessionName", {"name": name}, timeout=timeout)
+
+    async def set_model(self, provider: str, model_id: str, *, timeout: float | None = _UNSET) -> ModelRef:
+        return cast(ModelRef, await self.call("setModel", {"provider": provider, "modelId": model_id}, timeout=timeout))
+
+    async def ping(self, *, timeout: float | None = _UNSET) -> Any:
+        return await self.call("ping", timeout=timeout)
+
+    # -- shutdown ----------------------------------------------------------------------
+
+    async def close(self, grace: float = 3.0) -> int | None:
+        """shutdown + exit (if the daemon is alive), close stdin, wait ``grace``, then terminate/kill.
+
+        Returns the daemon's exit status (None when attached to streams).
+        """
+        if self._closed:
+            return self.process.returncode if self.process else None
+        self._closed = True
+        if self.connection.closed is None and self.server is not None:
+            with contextlib.suppress(ClientError):
+                if not self._shut_down:
+                    await self.shutdown(timeout=grace)
+                await self.connection.notify("exit")
+        for stream in list(self._streams):
+            stream._end()
+        self._streams.clear()
+        await self.connection.close()
+        if self.process is None:
+            return None
+        return await self.process.stop(grace)
+
+
+@contextlib.asynccontextmanager
+async def spawn(args: Sequence[str] = (), **kwargs: Any) -> AsyncIterator[RpcdClient]:
+    """``async with spawn([...]) as client:`` — start, initialize, and always close."""
+    client = await RpcdClient.spawn(args, **kwargs)
+    try:
+        yield client
+    finally:
+        await client.close()

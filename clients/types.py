@@ -1,0 +1,117 @@
+"""Typed shapes of the wire (docs/wire-contract.md) as ``TypedDict``s.
+
+They cost nothing at import time and nothing per message (results stay the plain
+dicts ``json`` produced), which keeps the client's start-up and event rate close to a
+raw reader; ``protocol/``'s attrs classes are the daemon's strict side of the same
+contract.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NotRequired, TypedDict
+
+PROTOCOL_VERSION = 1
+
+
+class ServerInfo(TypedDict):
+    name: str
+    version: str
+
+
+class ServerCapabilities(TypedDict, total=False):
+    methods: list[str]
+    framing: list[str]
+    maxMessageBytes: int
+    batch: bool
+    cancellation: list[str]
+
+
+class InitializeResult(TypedDict):
+    protocolVersion: int
+    serverInfo: ServerInfo
+    capabilities: ServerCapabilities
+
+
+class ReplacementResult(TypedDict):
+    cancelled: bool
+    sessionId: str
+    sessionFile: NotRequired[str]
+    cwd: str
+    generation: int
+
+
+class ForkResult(ReplacementResult):
+    selectedText: NotRequired[str]
+
+
+class ModelRef(TypedDict):
+    provider: str
+    modelId: str
+
+
+Status = Literal["ready", "replacing", "unusable", "disposed"]
+
+
+class SessionState(TypedDict):
+    sessionId: str
+    sessionFile: NotRequired[str]
+    cwd: str
+    name: NotRequired[str]
+    leafId: str | None
+    model: NotRequired[ModelRef]
+    thinkingLevel: str
+    isStreaming: bool
+    messageCount: int
+    generation: int
+    status: Status
+
+
+class MessagesResult(TypedDict):
+    messages: list[dict[str, Any]]
+
+
+class TreeResult(TypedDict):
+    entries: list[dict[str, Any]]
+    leafId: str | None
+    labels: dict[str, str]
+
+
+class SessionSummary(TypedDict):
+    sessionId: str
+    sessionFile: str
+    cwd: str
+    title: str
+    createdAt: str
+    updatedAt: str
+    messageCount: int
+    parentSession: NotRequired[str]
+
+
+class ListSessionsResult(TypedDict):
+    sessions: list[SessionSummary]
+    nextCursor: NotRequired[str]
+
+
+class PromptResult(TypedDict):
+    stopReason: str
+
+
+class Notification(TypedDict):
+    """One daemon->client notification as delivered by ``RpcdClient.notifications()``."""
+
+    method: str
+    params: Any
+
+
+class AuthorizeProjectParams(TypedDict):
+    cwd: str
+    reasons: list[str]
+
+
+class AuthorizeProjectResult(TypedDict):
+    decision: Literal["trust", "trustOnce", "deny"]
+    remember: NotRequired[bool]
+
+
+#: Notification methods scoped to one (sessionId, generation): the stale filter applies.
+SESSION_SCOPED = frozenset({"session/event", "session/lifecycle"})
