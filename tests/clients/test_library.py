@@ -139,7 +139,10 @@ async def test_cancelling_a_call_sends_cancel_request_and_drops_the_late_answer(
 
 
 async def test_a_request_without_answer_times_out_and_is_cancelled() -> None:
-    peer = FakePeer(lambda p, m: basic(p, m) and None)
+    def script(peer: FakePeer, message: dict[str, Any]) -> None:
+        basic(peer, message)  # and never answers anything else
+
+    peer = FakePeer(script)
     client = await attach(peer, request_timeout=0.05)
     with pytest.raises(RpcTimeout) as caught:
         await client.get_tree()
