@@ -1,0 +1,161 @@
+"""The host journal: which session file and cwd are current (host-owned persistence, seed §8).
+
+Pi's SessionManager persists the transcript itself; what it does not record is *which*
+session a long-running host was serving. The composition root's ``flush_persistence``
+writes that here after every successful replacement, and ``--resume-last`` reads it back.
+
+A write is atomic (temp file in the same directory, fsync, rename, fsync of the directory):
+a crash leaves either the previous record or the new one, never a torn file. The file is
+0600 and a directory we create is 0700 — the record names a user's project paths.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import stat
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+
+import anyio.to_thread
+import attrs
+
+from rpcd.errors import SessionWriteError
+
+__all__ = ["JOURNAL_VERSION", "HostJournal", "HostJournalError", "JournalRecord"]
+
+logger = logging.getLogger(__name__)
+
+JOURNAL_VERSION = 1
+
+
+class HostJournalError(SessionWriteError):
+    """The journal could not be written (its directory cannot be created, disk trouble, ...)."""
+
+    kind = "HostJournalError"
+
+
+@attrs.frozen
+class JournalRecord:
+    session_file: str | None
+    """``None`` for an in-memory session (nothing to resume from)."""
+    cwd: str
+    written_at: str
+    """ISO-8601 UTC, for humans reading the file."""
+
+
+class HostJournal:
+    """One JSON record at ``path``; the last successful ``write`` wins."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+
+    def write(self, session_file: str | None, cwd: str) -> JournalRecord:
+        """Atomically replace the record. Raises ``HostJournalError`` (paths only, no content)."""
+        record = JournalRecord(
+            session_file=session_file,
+            cwd=cwd,
+            written_at=datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        )
+        payload = json.dumps(
+            {
+                "version": JOURNAL_VERSION,
+                "sessionFile": record.session_file,
+                "cwd": record.cwd,
+                "writtenAt": record.written_at,
+            },
+            ensure_ascii=False,
+        ).encode("utf-8") + b"\n"
+        directory = self._ensure_directory()
+        try:
+            fd, temp_name = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=directory)
+        except OSError as error:
+            raise self._error("cannot create a temporary file next to", error) from error
+        try:
+            with os.fdopen(fd, "wb") as handle:  # owns fd from here on, closes it on every path
+                os.fchmod(handle.fileno(), 0o600)
+                handle.write(payload)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temp_name, self.path)
+        except OSError as error:
+            with contextlib.suppress(OSError):
+                os.unlink(temp_name)
+            raise self._error("cannot write", error) from error
+        _fsync_directory(directory)
+        return record
+
+    async def write_async(self, session_file: str | None, cwd: str) -> JournalRecord:
+        """``write`` in a worker thread, for ``HostBindings.flush_persistence``."""
+        return await anyio.to_thread.run_sync(self.write, session_file, cwd)
+
+    def read(self) -> JournalRecord | None:
+        """The last record, or ``None`` if there is none or it is unreadable (logged, not raised).
+
+        An unreadable journal must not stop a daemon from starting: ``--resume-last`` then
+        falls back to a fresh session, which is what a missing journal means too.
+        """
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as error:
+            logger.warning("host journal %s is unreadable: %s", self.path, error.strerror or type(error).__name__)
+            return None
+        try:
+            data = json.loads(raw)
+            session_file = data.get("sessionFile")
+            cwd = data["cwd"]
+            written_at = data.get("writtenAt", "")
+            if not isinstance(cwd, str) or not (session_file is None or isinstance(session_file, str)):
+                raise TypeError("unexpected field types")
+        except (ValueError, KeyError, TypeError, AttributeError):
+            logger.warning("host journal %s is not a valid record; ignoring it", self.path)
+            return None
+        return JournalRecord(session_file=session_file, cwd=cwd, written_at=str(written_at))
+
+    def _ensure_directory(self) -> Path:
+        """Create the parent (0700) if needed; a non-directory in the way is a clear error.
+
+        Permission bits do not stop root, so "cannot create" is checked by what stands there,
+        not only by ``mkdir``'s errno.
+        """
+        directory = self.path.parent
+        for ancestor in (directory, *directory.parents):
+            if ancestor.exists() and not ancestor.is_dir():
+                raise HostJournalError(
+                    f"host journal directory {directory} cannot be created: {ancestor} is not a directory",
+                    session_path=str(self.path),
+                )
+            if ancestor.is_dir():
+                break
+        created = not directory.exists()
+        try:
+            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as error:
+            raise self._error("cannot create the directory of", error) from error
+        if created:
+            with contextlib.suppress(OSError):
+                directory.chmod(stat.S_IRWXU)
+        return directory
+
+    def _error(self, what: str, error: OSError) -> HostJournalError:
+        reason = error.strerror or type(error).__name__
+        return HostJournalError(f"host journal: {what} {self.path}: {reason}", session_path=str(self.path))
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Make the rename durable; not every platform/filesystem allows opening a directory."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
