@@ -1,0 +1,421 @@
+"""AgentSession: one conversation bound to one SessionManager and one services set.
+
+It satisfies ``rpcd.port.SessionPort``. Every agent event goes, in Pi's order, to the
+extensions (awaited), then to the subscribers (synchronously, in subscription order),
+then — on ``message_end`` — to the store, whose flush rule decides when the file is
+written. ``message_update`` skips the await when no extension listens for it, which
+is what keeps long streamed turns cheap.
+
+After ``dispose()`` the object is inert but not broken, like Pi's: a ``prompt`` still
+runs the model in memory, but nothing reaches extensions, subscribers or the file.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+import anyio
+
+from rpcd.errors import RuntimeFailure, SessionBusyError
+from rpcd.port import EventListener, ExtensionBindings, ModelRef, SessionEvent, SessionState, SessionTree, Unsubscribe
+from rpcd.runtime.agent import Agent, Event
+from rpcd.runtime.providers.base import ModelInfo, Provider, ProviderRegistry, ToolSpec
+
+_log = logging.getLogger("rpcd.runtime.session")
+
+DEFAULT_THINKING_LEVEL = "off"
+THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh")
+DEFAULT_SYSTEM_PROMPT = (
+    "You are an expert coding assistant operating inside rpcd, a Pi-compatible agent host. "
+    "Use the tools you are given, keep answers concise, and say when you are unsure."
+)
+
+
+class SessionContextLike(Protocol):
+    messages: list[dict[str, Any]]
+    thinking_level: str
+    model: ModelRef | None
+
+
+class SessionManagerLike(Protocol):
+    """The part of ``rpcd.store.SessionManager`` a session uses."""
+
+    def get_cwd(self) -> str: ...
+    def get_session_dir(self) -> str: ...
+    def get_session_id(self) -> str: ...
+    def get_session_file(self) -> str | None: ...
+    def is_persisted(self) -> bool: ...
+    def append_message(self, message: dict[str, Any]) -> str: ...
+    def append_model_change(self, provider: str, model_id: str) -> str: ...
+    def append_thinking_level_change(self, level: str) -> str: ...
+    def append_custom_entry(self, custom_type: str, data: Any = None) -> str: ...
+    def append_session_info(self, name: str) -> str: ...
+    def get_entries(self) -> list[dict[str, Any]]: ...
+    def get_entry(self, entry_id: str) -> dict[str, Any] | None: ...
+    def get_leaf_id(self) -> str | None: ...
+    def get_branch(self) -> list[dict[str, Any]]: ...
+    def get_labels(self) -> Mapping[str, str]: ...
+    def get_session_name(self) -> str | None: ...
+    def build_session_context(self) -> Any: ...
+
+
+class ExtensionRunnerLike(Protocol):
+    """The part of ``rpcd.runtime.extensions.ExtensionRunner`` a session uses."""
+
+    def has_handlers(self, event_type: str) -> bool: ...
+    async def emit(self, event: Mapping[str, Any]) -> Any: ...
+    async def emit_session_shutdown(self, event: Mapping[str, Any]) -> None: ...
+    def bind(self, bindings: ExtensionBindings, session_actions: Any) -> None: ...
+    def invalidate(self) -> None: ...
+    async def execute_tool(self, name: str, tool_call_id: str, args: dict[str, Any]) -> dict[str, Any]: ...
+    @property
+    def is_invalidated(self) -> bool: ...
+    @property
+    def tools(self) -> Mapping[str, Any]: ...
+
+
+class ServicesLike(Protocol):
+    @property
+    def cwd(self) -> str: ...
+    @property
+    def agent_dir(self) -> str: ...
+    @property
+    def extensions(self) -> Any: ...
+
+
+class _Subscription:
+    """One subscriber slot; unsubscribing twice is harmless."""
+
+    __slots__ = ("listener", "owner")
+
+    def __init__(self, owner: AgentSession, listener: EventListener) -> None:
+        self.owner: AgentSession | None = owner
+        self.listener = listener
+
+    def __call__(self) -> None:
+        owner, self.owner = self.owner, None
+        if owner is not None:
+            owner._remove(self)
+
+
+class AgentSession:
+    """Pi's ``AgentSession`` as the host sees it (``SessionPort``) plus what extensions need."""
+
+    def __init__(
+        self,
+        *,
+        session_manager: SessionManagerLike,
+        services: ServicesLike,
+        agent: Agent,
+        session_start_event: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.session_manager = session_manager
+        self.services = services
+        self.agent = agent
+        self.session_start_event: dict[str, Any] = dict(session_start_event or {"type": "session_start",
+                                                                                  "reason": "startup"})
+        self._runner: ExtensionRunnerLike | None = getattr(services, "extensions", None)
+        self._subs: list[_Subscription] = []
+        self._snapshot: tuple[_Subscription, ...] = ()
+        self._running = False
+        self._idle = anyio.Event()
+        self._idle.set()
+        self._disposed = False
+
+    # -- identity / state ------------------------------------------------------------
+
+    @property
+    def session_id(self) -> str:
+        return self.session_manager.get_session_id()
+
+    @property
+    def session_file(self) -> str | None:
+        return self.session_manager.get_session_file()
+
+    @property
+    def cwd(self) -> str:
+        return self.services.cwd
+
+    @property
+    def is_streaming(self) -> bool:
+        return self._running
+
+    @property
+    def is_disposed(self) -> bool:
+        return self._disposed
+
+    @property
+    def model(self) -> ModelInfo | None:
+        return self.agent.model
+
+    @property
+    def thinking_level(self) -> str:
+        return self.agent.thinking_level
+
+    def state(self) -> SessionState:
+        model = self.agent.model
+        return SessionState(
+            session_id=self.session_id,
+            session_file=self.session_file,
+            cwd=self.cwd,
+            name=self.session_manager.get_session_name(),
+            leaf_id=self.session_manager.get_leaf_id(),
+            model=ModelRef(model.provider, model.id) if model is not None else None,
+            thinking_level=self.agent.thinking_level,
+            is_streaming=self._running,
+            message_count=len(self.agent.messages),
+        )
+
+    def messages(self) -> list[Mapping[str, Any]]:
+        return list(self.agent.messages)
+
+    def tree(self) -> SessionTree:
+        sm = self.session_manager
+        return SessionTree(entries=sm.get_entries(), leaf_id=sm.get_leaf_id(), labels=dict(sm.get_labels()))
+
+    # -- subscribers -------------------------------------------------------------------
+
+    def subscribe(self, listener: EventListener) -> Unsubscribe:
+        sub = _Subscription(self, listener)
+        if not self._disposed:
+            self._subs.append(sub)
+            self._snapshot = tuple(self._subs)
+        return sub
+
+    def _remove(self, sub: _Subscription) -> None:
+        try:
+            self._subs.remove(sub)
+        except ValueError:
+            return
+        self._snapshot = tuple(self._subs)
+
+    def _notify(self, event: SessionEvent) -> None:
+        for sub in self._snapshot:
+            if sub.owner is None:
+                continue
+            try:
+                sub.listener(event)
+            except Exception:  # one broken listener must not end the turn for the others
+                _log.exception("session listener failed on %s", event.get("type"))
+
+    # -- AgentSink (events from the loop) ------------------------------------------------
+
+    async def emit(self, event: Event) -> None:
+        if self._disposed:
+            return
+        runner = self._runner
+        kind = event["type"]
+        if runner is not None and not runner.is_invalidated and runner.has_handlers(kind):
+            await runner.emit(event)
+        self._notify(event)
+        if kind == "message_end" and not self._disposed:
+            self.session_manager.append_message(event["message"])
+
+    def fast_update(self) -> Callable[[Event], None] | None:
+        if self._disposed:
+            return _drop
+        runner = self._runner
+        if runner is not None and not runner.is_invalidated and runner.has_handlers("message_update"):
+            return None
+        return self._notify
+
+    # -- turns -------------------------------------------------------------------------------
+
+    async def prompt(self, text: str) -> str:
+        """Run one agent turn to completion; returns the last assistant ``stopReason``."""
+        if self._running:
+            raise SessionBusyError(
+                "A turn is already running; wait for it to finish or abort it", cwd=self.cwd,
+                session_path=self.session_file,
+            )
+        self._running = True
+        self._idle = anyio.Event()
+        try:
+            user = {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": int(time.time() * 1000)}
+            stop_reason = await self.agent.run([user], self)
+            await self.emit({"type": "agent_settled"})
+            return stop_reason
+        finally:
+            self._running = False
+            self._idle.set()
+
+    async def abort(self) -> None:
+        """Stop the running turn (if any) and wait until it has settled and persisted."""
+        if not self._running:
+            return
+        self.agent.request_abort()
+        await self._idle.wait()
+
+    # -- names, entries ---------------------------------------------------------------------
+
+    def set_session_name(self, name: str) -> None:
+        cleaned = " ".join(name.replace("\r", "\n").split("\n")).strip()
+        if not cleaned:
+            raise RuntimeFailure("Session name cannot be empty", session_path=self.session_file)
+        self.session_manager.append_session_info(cleaned)
+        self._notify({"type": "session_info_changed", "name": self.session_manager.get_session_name() or cleaned})
+
+    def append_custom_entry(self, custom_type: str, data: Any = None) -> str:
+        """``SessionActions`` for extensions: a ``custom`` entry at the leaf."""
+        entry_id = self.session_manager.append_custom_entry(custom_type, data)
+        entry = self.session_manager.get_entry(entry_id)
+        if entry is not None:
+            self._notify({"type": "entry_appended", "entry": entry})
+        return entry_id
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    async def bind_extensions(self, bindings: ExtensionBindings) -> None:
+        """Apply the host's bindings to the runner, then emit this session's ``session_start``."""
+        runner = self._runner
+        if runner is None:
+            return
+        runner.bind(bindings, self)
+        await runner.emit(self.session_start_event)
+
+    @property
+    def extension_runner(self) -> ExtensionRunnerLike | None:
+        return self._runner
+
+    def dispose(self) -> None:
+        """Invalidate this session: extension contexts go stale, listeners are dropped,
+        the in-flight turn (if any) is aborted best-effort. Idempotent."""
+        if self._disposed:
+            return
+        self._disposed = True
+        if self._running:
+            self.agent.request_abort()
+        self._subs.clear()
+        self._snapshot = ()
+        runner = self._runner
+        if runner is not None:
+            try:
+                runner.invalidate()
+            except Exception:
+                _log.exception("extension runner invalidation failed")
+
+
+def _drop(event: Event) -> None:
+    return None
+
+
+# -- creation (Pi's createAgentSessionFromServices) ------------------------------------------
+
+
+def build_system_prompt(services: Any) -> str:
+    """SYSTEM.md (or the default), APPEND_SYSTEM.md, then the context files in load order."""
+    base = getattr(services, "system_prompt", None) or DEFAULT_SYSTEM_PROMPT
+    parts = [base]
+    appended = getattr(services, "append_system_prompt", None)
+    if appended:
+        parts.append(appended)
+    files = getattr(services, "context_files", None) or []
+    if files:
+        parts.append("# Project context")
+        parts.extend(f"## {f.path}\n\n{f.content}" for f in files)
+    parts.append(f"Current working directory: {services.cwd}")
+    return "\n\n".join(parts)
+
+
+def _settings_get(services: Any, key: str) -> Any:
+    settings = getattr(services, "settings", None)
+    getter = getattr(settings, "get", None)
+    return getter(key) if callable(getter) else None
+
+
+def _tool_specs(runner: Any) -> list[ToolSpec]:
+    tools = getattr(runner, "tools", None) or {}
+    return [ToolSpec(name=t.name, description=t.description, parameters=dict(t.parameters)) for t in tools.values()]
+
+
+def _branch_has_thinking_entry(sm: SessionManagerLike) -> bool:
+    return any(e.get("type") == "thinking_level_change" for e in sm.get_branch())
+
+
+def _clamp_thinking(level: Any, model: ModelInfo | None) -> str:
+    if model is None or not model.reasoning:
+        return "off"
+    return level if isinstance(level, str) and level in THINKING_LEVELS else DEFAULT_THINKING_LEVEL
+
+
+def _pick_default_model(services: Any, registry: ProviderRegistry) -> tuple[Provider, ModelInfo] | None:
+    provider = _settings_get(services, "defaultProvider")
+    model_id = _settings_get(services, "defaultModel")
+    if isinstance(provider, str) and isinstance(model_id, str):
+        found = registry.find(provider, model_id)
+        if found is not None:
+            return found
+    return registry.default_model()
+
+
+def create_agent_session(
+    *,
+    services: ServicesLike,
+    session_manager: SessionManagerLike,
+    registry: ProviderRegistry,
+    session_start_event: Mapping[str, Any] | None = None,
+    extra_tools: Sequence[ToolSpec] = (),
+) -> tuple[AgentSession, str | None]:
+    """Build a session over ``session_manager`` with ``services``; returns it and the
+    model fallback message (``Could not restore model p/m. Using p2/m2``) if any.
+
+    Like Pi's ``createAgentSession``: an empty session gets ``model_change`` (when a
+    model exists) and ``thinking_level_change`` appended — kept in memory by the store
+    until its first flush; an existing branch without a thinking entry gets one.
+    """
+    sm = session_manager
+    context = sm.build_session_context()
+    messages: list[dict[str, Any]] = list(context.messages)
+    has_existing = bool(messages)
+    fallback_message: str | None = None
+    chosen: tuple[Provider, ModelInfo] | None = None
+    stored: ModelRef | None = context.model
+    if has_existing and stored is not None:
+        chosen = registry.find(stored.provider, stored.model_id)
+        if chosen is None:
+            fallback_message = f"Could not restore model {stored.provider}/{stored.model_id}"
+            chosen = _pick_default_model(services, registry)
+            if chosen is not None:
+                fallback_message += f". Using {chosen[1].provider}/{chosen[1].id}"
+    else:
+        chosen = _pick_default_model(services, registry)
+    provider, model = chosen if chosen is not None else (None, None)
+
+    if has_existing and _branch_has_thinking_entry(sm):
+        thinking = _clamp_thinking(context.thinking_level, model)
+    else:
+        thinking = _clamp_thinking(_settings_get(services, "defaultThinkingLevel") or DEFAULT_THINKING_LEVEL, model)
+
+    if not has_existing:
+        if model is not None:
+            sm.append_model_change(model.provider, model.id)
+        sm.append_thinking_level_change(thinking)
+    elif not _branch_has_thinking_entry(sm):
+        sm.append_thinking_level_change(thinking)
+
+    runner: Any = getattr(services, "extensions", None)
+    tools = [*_tool_specs(runner), *extra_tools]
+
+    async def run_tool(name: str, tool_call_id: str, args: dict[str, Any]) -> Mapping[str, Any]:
+        if runner is None or getattr(runner, "is_invalidated", False):
+            return {"content": [{"type": "text", "text": f"Tool {name} not found"}], "isError": True}
+        result: Mapping[str, Any] = await runner.execute_tool(name, tool_call_id, args)
+        return result
+
+    agent = Agent(
+        provider=provider,
+        model=model,
+        messages=messages,
+        system_prompt=build_system_prompt(services),
+        thinking_level=thinking,
+        tools=tools,
+        tool_runner=run_tool,
+        session_id=sm.get_session_id(),
+    )
+    session = AgentSession(
+        session_manager=sm, services=services, agent=agent, session_start_event=session_start_event
+    )
+    return session, fallback_message
