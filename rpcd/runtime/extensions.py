@@ -19,7 +19,6 @@ import inspect
 import itertools
 import logging
 import os
-import re
 import sys
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from types import ModuleType
@@ -29,6 +28,7 @@ import attrs
 
 from rpcd.errors import RuntimeFailure, SessionDisposedError
 from rpcd.port import Diagnostic, ExtensionBindings, ExtensionError, UiContext
+from rpcd.redact import redact
 
 _log = logging.getLogger("rpcd.runtime.extensions")
 
@@ -428,24 +428,6 @@ class ExtensionRunner:
             listener(error)
         except Exception:
             _log.exception("extension error listener failed")
-
-
-_SECRET_PATTERNS = (
-    re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}"),
-    re.compile(r"(?i)\b((?:api[_-]?key|token|secret|password|passwd|authorization)[\"']?\s*[:=]\s*)[^\s,;\"']+"),
-    re.compile(r"\b(?:sk|pk|rk|ghp|gho|xox[abpr])[-_][A-Za-z0-9_-]{8,}"),
-)
-
-
-def redact(text: str) -> str:
-    """Mask values that look like credentials before a message leaves the process.
-
-    Extension errors are written by third-party code and may quote a key; the
-    diagnostics they become go to the client, so the obvious shapes are masked.
-    """
-    text = _SECRET_PATTERNS[0].sub(lambda m: f"{m.group(1)} [REDACTED]", text)
-    text = _SECRET_PATTERNS[1].sub(lambda m: f"{m.group(1)}[REDACTED]", text)
-    return _SECRET_PATTERNS[2].sub("[REDACTED]", text)
 
 
 def _is_cancel(result: Any) -> bool:

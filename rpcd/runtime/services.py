@@ -39,6 +39,7 @@ from .trust import (
     TrustDecision,
     TrustResolution,
     TrustStore,
+    TrustStoreError,
     resolve_project_trust,
 )
 
@@ -134,7 +135,11 @@ async def create_services(
         memory=process_inputs.trust_memory,
     )
     for path, decision in remembered:
-        TrustStore(agent_dir).set(path, decision)
+        try:
+            TrustStore(agent_dir).set(path, decision)
+        except (TrustStoreError, OSError) as exc:
+            trust_errors.append(Diagnostic("warning", exc.message if isinstance(exc, TrustStoreError)
+                                           else f"{type(exc).__name__} writing trust store"))
     diagnostics += trust_errors
     diagnostics += trust.diagnostics
 

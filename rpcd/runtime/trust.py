@@ -21,6 +21,7 @@ from typing import Any, Literal, TypeAlias
 
 import attrs
 
+from rpcd.errors import RuntimeFailure
 from rpcd.port import Diagnostic
 
 from .settings import CONFIG_DIR_NAME
@@ -35,6 +36,12 @@ TrustDecisionKind: TypeAlias = Literal["trust", "trustOnce", "deny"]
 TrustSource: TypeAlias = Literal[
     "not-needed", "override", "extension", "remembered", "session", "setting", "authorized", "default"
 ]
+
+
+class TrustStoreError(RuntimeFailure):
+    """``trust.json`` exists but cannot be used, so a decision could not be saved."""
+
+    kind = "TrustStoreError"
 
 
 @attrs.frozen
@@ -135,7 +142,10 @@ class TrustStore:
         replaced atomically, keys sorted, so a concurrent Pi never sees a torn file."""
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
         with self._locked():
-            current, _ = self.read()
+            current, error = self.read()
+            if error is not None:
+                # Never clobber a file we could not read: the user's other decisions live there.
+                raise TrustStoreError(f'Trust store "{self.path}" is unreadable ({error}); decision not saved')
             key = canonical(directory)
             if value is None:
                 current.pop(key, None)
@@ -159,7 +169,7 @@ def _atomic_write_json(path: str, data: Mapping[str, bool]) -> None:
     fd, tmp = tempfile.mkstemp(prefix=".trust-", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(dict(sorted(data.items())), fh, indent=2, sort_keys=True)
+            json.dump(dict(sorted(data.items())), fh, indent=2, sort_keys=True, ensure_ascii=False)
             fh.write("\n")
             fh.flush()
             os.fsync(fh.fileno())
@@ -220,12 +230,23 @@ async def resolve_project_trust(
     if authorize_project is not None:
         decision = await authorize_project(cwd, context)
         trusted = decision.decision in ("trust", "trustOnce")
+        saved = False
         if decision.remember and decision.decision != "trustOnce":
-            store.set(cwd, trusted)
-        elif memory is not None:
+            saved = _save(store, cwd, trusted, notes)
+        if not saved and memory is not None:
             memory.decisions[key] = trusted
         return _finish(trusted, "authorized", context, notes)
     return _finish(False, "default", context, notes)
+
+
+def _save(store: TrustStore, cwd: str, trusted: bool, notes: list[Diagnostic]) -> bool:
+    try:
+        store.set(cwd, trusted)
+    except (TrustStoreError, OSError) as exc:
+        reason = exc.message if isinstance(exc, TrustStoreError) else f"{type(exc).__name__} writing trust store"
+        notes.append(Diagnostic("warning", reason))
+        return False
+    return True
 
 
 def _finish(

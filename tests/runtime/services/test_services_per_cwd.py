@@ -330,3 +330,25 @@ async def test_no_context_files_loads_none(tmp_path: Path, agent_dir: Path) -> N
         str(cwd), str(agent_dir), process_inputs=ProcessInputs(no_context_files=True)
     )
     assert services.context_files == []
+
+
+async def test_unreadable_trust_json_is_never_clobbered_by_a_remembered_decision(
+    tmp_path: Path, agent_dir: Path, markers: Path
+) -> None:
+    project = make_project(tmp_path, "p", markers)
+    write(agent_dir / "trust.json", '{"/somewhere": true,')
+
+    async def authorize(cwd: str, context: ProjectTrustContext) -> TrustDecision:
+        return TrustDecision("trust", remember=True)
+
+    inputs = ProcessInputs()
+    services = await create_services(str(project), str(agent_dir), process_inputs=inputs, authorize_project=authorize)
+
+    assert services.project_trusted
+    assert (agent_dir / "trust.json").read_text() == '{"/somewhere": true,'
+    messages = [d.message for d in services.diagnostics]
+    assert any("Ignoring trust store" in m for m in messages)
+    assert any("decision not saved" in m for m in messages)
+    # Still remembered for this process, so the client is not asked again.
+    again = await create_services(str(project), str(agent_dir), process_inputs=inputs)
+    assert again.project_trusted and again.trust is not None and again.trust.source == "session"
