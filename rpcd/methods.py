@@ -1,0 +1,313 @@
+"""Wire method handlers: each session method is one call on the serialized host.
+
+Handlers take the already-validated params (``protocol.types``) and return result objects;
+the server's decorator converts, and maps raised failures to wire errors. What lives here is
+the policy *between* the wire and the host:
+
+* the host exists only after ``initialize`` (the trust prompt needs the client's capabilities),
+  so every handler first awaits :class:`HostSlot` — while startup runs, requests wait; if
+  startup failed, they get HOST_UNAVAILABLE naming the startup failure (fail closed);
+* :data:`rpcd.host_bindings.OPERATION` is set around each host call so lifecycle
+  notifications name their reason and diagnostics their operation;
+* a handler answers only after the event pump has flushed what the operation produced,
+  so ``session_start`` / ``agent_end`` reach the client before the response that caused them;
+* ``prompt`` cancellation aborts the turn and answers normally with the aborted stop reason
+  (the session never wedges); replacement cancellation is the host's (queued → never starts,
+  started → runs to settlement and answers normally);
+* ``getState`` is the health probe: it answers in every host status, with the last known
+  session metadata when the host has no usable session, so a client can see ``replacing``,
+  ``unusable`` or ``disposed``. Every other method fails then.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Final, Protocol
+
+import anyio
+
+from protocol import types as t
+from rpcd.errors import HostDisposedError, HostError, HostUnavailableError
+from rpcd.failures import FailureContext, attach_context
+from rpcd.host import ReplacementOutcome, SerializedHost
+from rpcd.host_bindings import OPERATION
+from rpcd.notifications import EventPump
+from rpcd.port import SessionState
+from rpcd.progress import Progress
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PAGE: Final = 50
+MAX_PAGE: Final = 500
+
+
+class SessionLister(Protocol):
+    def __call__(self, cwd: str | None) -> Sequence[t.SessionSummary]: ...
+
+
+class HostSlot:
+    """The host once startup has finished, or the reason there is none (fail closed)."""
+
+    def __init__(self) -> None:
+        self._ready = anyio.Event()
+        self._host: SerializedHost | None = None
+        self._failure: BaseException | None = None
+        self.started = False
+
+    def set(self, host: SerializedHost) -> None:
+        self._host = host
+        self._ready.set()
+
+    def fail(self, failure: BaseException) -> None:
+        self._failure = failure
+        self._ready.set()
+
+    @property
+    def host(self) -> SerializedHost | None:
+        return self._host
+
+    @property
+    def settled(self) -> bool:
+        return self._ready.is_set()
+
+    @property
+    def failure(self) -> BaseException | None:
+        return self._failure
+
+    async def get(self, operation: str) -> SerializedHost:
+        await self._ready.wait()
+        if self._host is None:
+            raise attach_context(
+                HostUnavailableError("the session host could not be started; restart the daemon"),
+                FailureContext(operation, "startup", terminal=True),
+            )
+        return self._host
+
+
+@contextlib.contextmanager
+def operation(name: str) -> Iterator[None]:
+    token = OPERATION.set(name)
+    try:
+        yield
+    finally:
+        OPERATION.reset(token)
+
+
+class SessionMethods:
+    """The handlers behind the wire methods (camelCase names in ``protocol.methods``)."""
+
+    def __init__(self, slot: HostSlot, pump: EventPump, list_sessions: SessionLister) -> None:
+        self._slot = slot
+        self._pump = pump
+        self._list = list_sessions
+        self._snapshot: SessionState | None = None
+
+    # -- replacements ---------------------------------------------------------------------
+
+    async def new_session(self, params: t.NewSessionParams) -> t.ReplacementResult:
+        host = await self._slot.get("newSession")
+        with operation("newSession"), self._progress(params.work_done_token, "New session"):
+            outcome = await host.new_session()
+        return await self._replaced(host, outcome)
+
+    async def resume(self, params: t.ResumeParams) -> t.ReplacementResult:
+        host = await self._slot.get("resume")
+        with operation("resume"), self._progress(params.work_done_token, "Resuming session") as progress:
+            progress.report(params.session_path, 0)
+            outcome = await host.resume(params.session_path, params.cwd_override)
+        return await self._replaced(host, outcome)
+
+    async def fork(self, params: t.ForkParams) -> t.ForkResult:
+        host = await self._slot.get("fork")
+        with operation("fork"):
+            outcome = await host.fork(params.entry_id)
+        result = await self._replaced(host, outcome)
+        return t.ForkResult(
+            cancelled=result.cancelled,
+            session_id=result.session_id,
+            cwd=result.cwd,
+            generation=result.generation,
+            session_file=result.session_file,
+            selected_text=outcome.selected_text,
+        )
+
+    async def clone(self, params: t.CloneParams) -> t.ReplacementResult:
+        host = await self._slot.get("clone")
+        with operation("clone"):
+            outcome = await host.clone(params.entry_id)
+        return await self._replaced(host, outcome)
+
+    async def import_jsonl(self, params: t.ImportJsonlParams) -> t.ReplacementResult:
+        host = await self._slot.get("importJsonl")
+        with operation("importJsonl"), self._progress(params.work_done_token, "Importing transcript") as progress:
+            progress.report(params.path, 0)
+            outcome = await host.import_jsonl(params.path, params.cwd_override)
+        return await self._replaced(host, outcome)
+
+    async def dispose(self, params: t.EmptyParams | None = None) -> None:
+        host = await self._slot.get("dispose")
+        with operation("dispose"):
+            await host.dispose()
+        await self._pump.drain()
+
+    async def _replaced(self, host: SerializedHost, outcome: ReplacementOutcome) -> t.ReplacementResult:
+        self._remember(host)
+        await self._pump.drain()
+        return t.ReplacementResult(
+            cancelled=outcome.cancelled,
+            session_id=outcome.session_id,
+            cwd=outcome.cwd,
+            generation=outcome.generation,
+            session_file=outcome.session_file,
+        )
+
+    def _progress(self, token: t.ProgressToken | None, title: str) -> Progress:
+        return Progress(self._pump.post, token, title)
+
+    # -- reads ----------------------------------------------------------------------------
+
+    async def get_state(self, params: t.EmptyParams | None = None) -> t.GetStateResult:
+        host = await self._slot.get("getState")
+        try:
+            state = host.state()
+        except (HostUnavailableError, HostDisposedError):
+            if self._snapshot is None:
+                raise
+            state = self._snapshot
+        else:
+            self._snapshot = state
+        model = t.ModelRef(state.model.provider, state.model.model_id) if state.model is not None else None
+        return t.GetStateResult(
+            session_id=state.session_id,
+            cwd=state.cwd,
+            leaf_id=state.leaf_id,
+            thinking_level=state.thinking_level,
+            is_streaming=state.is_streaming and host.status == "ready",
+            message_count=state.message_count,
+            generation=host.generation,
+            status=host.status,
+            session_file=state.session_file,
+            name=state.name,
+            model=model,
+        )
+
+    async def get_messages(self, params: t.EmptyParams | None = None) -> t.GetMessagesResult:
+        host = await self._slot.get("getMessages")
+        return t.GetMessagesResult(messages=host.messages())
+
+    async def get_tree(self, params: t.EmptyParams | None = None) -> t.GetTreeResult:
+        host = await self._slot.get("getTree")
+        tree = host.tree()
+        return t.GetTreeResult(
+            entries=[dict(e) for e in tree.entries], labels=dict(tree.labels), leaf_id=tree.leaf_id
+        )
+
+    async def list_sessions(self, params: t.ListSessionsParams) -> t.ListSessionsResult:
+        host = await self._slot.get("listSessions")
+        host.state()  # fails closed like every other call when the host is unusable
+        limit = DEFAULT_PAGE if params.limit is None else params.limit
+        if limit < 1 or limit > MAX_PAGE:
+            raise _invalid_params("listSessions", f"limit must be between 1 and {MAX_PAGE}", "$.limit")
+        after = _decode_cursor(params.cursor) if params.cursor is not None else None
+        summaries = await anyio.to_thread.run_sync(self._list, params.cwd)
+        return paginate(summaries, after, limit)
+
+    # -- actions --------------------------------------------------------------------------
+
+    async def prompt(self, params: t.PromptParams) -> t.PromptResult:
+        """Run one turn; a cancelled request aborts the turn and still answers (``aborted``)."""
+        host = await self._slot.get("prompt")
+        with operation("prompt"):
+            turn = asyncio.ensure_future(host.prompt(params.text))
+        try:
+            stop_reason = await asyncio.shield(turn)
+        except asyncio.CancelledError:
+            caller = asyncio.current_task()
+            if caller is not None:
+                caller.uncancel()
+            stop_reason = await _abort_and_settle(host, turn)
+        await self._pump.drain()
+        return t.PromptResult(stop_reason=stop_reason)
+
+    async def abort(self, params: t.EmptyParams | None = None) -> None:
+        host = await self._slot.get("abort")
+        await host.abort()
+        await self._pump.drain()
+
+    async def set_session_name(self, params: t.SetSessionNameParams) -> None:
+        host = await self._slot.get("setSessionName")
+        host.set_session_name(params.name)
+        await self._pump.drain()
+
+    def _remember(self, host: SerializedHost) -> None:
+        with contextlib.suppress(HostError):
+            self._snapshot = host.state()
+
+
+async def _abort_and_settle(host: SerializedHost, turn: asyncio.Future[str]) -> str:
+    """Abort the running turn and wait for it, shielded: the client asked to stop, not to wedge."""
+    with anyio.CancelScope(shield=True):
+        # HostError: the session was replaced meanwhile, and its teardown aborts the turn anyway.
+        with contextlib.suppress(HostError):
+            await host.abort()
+        try:
+            return await turn
+        except asyncio.CancelledError:
+            pass
+    return "aborted"
+
+
+# -- listSessions pagination ----------------------------------------------------------------
+
+
+def _order_key(s: t.SessionSummary) -> tuple[str, str]:
+    return (s.updated_at, s.session_file)
+
+
+def paginate(summaries: Sequence[t.SessionSummary], after: tuple[str, str] | None, limit: int) -> t.ListSessionsResult:
+    """Newest first by (updatedAt, sessionFile); the cursor is the last key of the page.
+
+    Keyset pagination instead of offsets: a session written between two pages does not shift
+    the rest, so a client never sees a session twice or skips one that existed throughout.
+    """
+    ordered = sorted(summaries, key=_order_key, reverse=True)
+    if after is not None:
+        ordered = [s for s in ordered if _order_key(s) < after]
+    page = ordered[:limit]
+    next_cursor = _encode_cursor(_order_key(page[-1])) if len(ordered) > limit else None
+    return t.ListSessionsResult(sessions=page, next_cursor=next_cursor)
+
+
+def _encode_cursor(key: tuple[str, str]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(list(key)).encode()).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> tuple[str, str]:
+    try:
+        raw = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        if isinstance(raw, list) and len(raw) == 2 and all(isinstance(x, str) for x in raw):
+            return (raw[0], raw[1])
+    except (ValueError, TypeError):
+        pass
+    raise _invalid_params("listSessions", "cursor is not one this daemon issued", "$.cursor")
+
+
+class InvalidParamsError(ValueError):
+    """A semantically invalid param the strict converter cannot see (mapped to INVALID_PARAMS)."""
+
+    def __init__(self, message: str, path: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.path = path
+
+
+def _invalid_params(operation_name: str, message: str, path: str) -> InvalidParamsError:
+    return InvalidParamsError(message, path)
+
+
+Handler = Callable[[Any], Any]
