@@ -295,8 +295,11 @@ class ExtensionRunner:
         """Registered flags resolved against the process flags, defaults filled in."""
         values: dict[str, bool | str] = {}
         for name, flag in self._flags.items():
-            if name in self._process_flags:
-                values[name] = self._process_flags[name]
+            given = self._process_flags.get(name)
+            if given is not None and flag.type == "boolean":
+                values[name] = True  # Pi: a boolean flag is set by its presence
+            elif isinstance(given, str):
+                values[name] = given
             elif flag.default is not None:
                 values[name] = flag.default
         return values

@@ -268,13 +268,14 @@ def _flag_diagnostics(runner: ExtensionRunner, flags: Mapping[str, bool | str]) 
     """Pi's checks of extension flag values against the flags the loaded extensions declared."""
     out: list[Diagnostic] = []
     known = runner.flags
-    unknown = [f"--{name}" for name in flags if name not in known]
-    if len(unknown) == 1:
-        out.append(Diagnostic("error", f"Unknown option: {unknown[0]}"))
-    elif unknown:
-        out.append(Diagnostic("error", f"Unknown options: {', '.join(unknown)}"))
+    unknown: list[str] = []
     for name, value in flags.items():
         flag = known.get(name)
-        if flag is not None and flag.type == "string" and not isinstance(value, str):
+        if flag is None:
+            unknown.append(f"--{name}")
+        elif flag.type == "string" and not isinstance(value, str):
             out.append(Diagnostic("error", f'Extension flag "--{name}" requires a value'))
+    if unknown:
+        plural = "" if len(unknown) == 1 else "s"
+        out.append(Diagnostic("error", f"Unknown option{plural}: {', '.join(unknown)}"))
     return out

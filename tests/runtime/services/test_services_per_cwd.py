@@ -313,14 +313,18 @@ async def test_flags_resolve_against_registered_extension_flags(tmp_path: Path, 
     services = await create_services(
         str(cwd),
         str(agent_dir),
-        process_inputs=ProcessInputs(flags={"verbose": True, "level": True, "nope": True, "nada": "x"}),
+        process_inputs=ProcessInputs(flags={"verbose": "yes", "level": True, "nope": True, "nada": "x"}),
     )
 
-    assert services.extensions.flag_values() == {"verbose": True, "name": "anon", "level": True}
+    # Pi: a boolean flag is set by presence; a string flag without a string value keeps its default.
+    assert services.extensions.flag_values() == {"verbose": True, "name": "anon"}
     assert [d.message for d in services.diagnostics] == [
-        "Unknown options: --nope, --nada",
         'Extension flag "--level" requires a value',
+        "Unknown options: --nope, --nada",
     ]
+
+    one_unknown = await create_services(str(cwd), str(agent_dir), process_inputs=ProcessInputs(flags={"x": True}))
+    assert [d.message for d in one_unknown.diagnostics] == ["Unknown option: --x"]
 
 
 async def test_no_context_files_loads_none(tmp_path: Path, agent_dir: Path) -> None:
