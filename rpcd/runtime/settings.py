@@ -53,6 +53,21 @@ class Settings:
             node = node[part]
         return node
 
+    def default_tools(self) -> list[str] | None:
+        """The built-in tools to enable, or ``None`` when no ``defaultTools`` setting applies.
+
+        Plain names select; ``+name``/``-name`` then add/remove; a list of modifiers only
+        edits Pi's ``DEFAULT_TOOLS``; ``[]`` means no built-in tools.
+        """
+        entries = self.effective.get("defaultTools")
+        if not isinstance(entries, list):
+            return None
+        names = [e for e in entries if isinstance(e, str)]
+        plain = [e for e in names if not e.startswith(("+", "-"))]
+        modifiers = [e for e in names if e.startswith(("+", "-")) and len(e) > 1]
+        base = plain if plain or not names else list(DEFAULT_TOOLS)
+        return apply_tool_modifiers(base, modifiers)
+
     @property
     def diagnostics(self) -> list[Diagnostic]:
         return [Diagnostic("warning", f"Failed to load {e.scope} settings \"{e.path}\": {e.reason}")

@@ -56,6 +56,25 @@ def test_default_tools_modifiers_edit_the_inherited_list() -> None:
     assert merge_settings({"defaultTools": ["read"]}, {"defaultTools": []})["defaultTools"] == []
 
 
+@pytest.mark.parametrize(
+    ("entries", "expected"),
+    [
+        (None, None),
+        ([], []),
+        (["+grep"], ["read", "bash", "edit", "write", "grep"]),
+        (["ls", "-read"], ["ls"]),
+        (["read", "ls", "-ls", "+find"], ["read", "find"]),
+    ],
+)
+def test_default_tools_resolve_plain_names_and_modifiers(
+    tmp_path: Path, entries: list[str] | None, expected: list[str] | None
+) -> None:
+    if entries is not None:
+        write_json(tmp_path / "agent" / "settings.json", {"defaultTools": entries})
+    settings = load_settings(str(tmp_path), str(tmp_path / "agent"), project_trusted=False)
+    assert settings.default_tools() == expected
+
+
 def test_bom_is_stripped_and_old_keys_migrated(tmp_path: Path) -> None:
     agent = tmp_path / "agent"
     agent.mkdir()
