@@ -1,0 +1,59 @@
+"""Fixtures for host tests: a fake runtime, recording bindings and a bound host, all sharing one trace."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import pytest
+
+from rpcd.host import HostStatus, SerializedHost
+from tests.host.fake_runtime import FakeBindings, FakeRuntime, Faults, Steps
+
+PROJECT = "/work/project-a"
+OTHER = "/work/project-b"
+OTHER_FILE = "/sessions/other.jsonl"
+
+
+@attrs.define
+class Harness:
+    runtime: FakeRuntime
+    bindings: FakeBindings
+    faults: Faults
+    steps: Steps
+    statuses: list[tuple[HostStatus, int]]
+    host: SerializedHost | None = None
+
+    @property
+    def trace(self) -> list[str]:
+        return self.steps.trace
+
+    async def bind(self) -> SerializedHost:
+        self.host = await SerializedHost.bind(
+            self.runtime, self.bindings, on_status=lambda status, gen: self.statuses.append((status, gen))
+        )
+        return self.host
+
+
+async def _harness(**runtime_kwargs: Any) -> Harness:
+    faults, steps = Faults(), Steps()
+    runtime_kwargs.setdefault("files", {OTHER_FILE: (OTHER, {"o1": "user", "o2": "assistant"})})
+    runtime_kwargs.setdefault("existing_dirs", {PROJECT, OTHER})
+    runtime = await FakeRuntime.create(PROJECT, faults=faults, steps=steps, **runtime_kwargs)
+    steps.trace.clear()
+    return Harness(runtime, FakeBindings(faults, steps), faults, steps, [])
+
+
+@pytest.fixture
+def make_harness() -> Callable[..., Any]:
+    """``await make_harness(**runtime_kwargs)``: an unbound harness (for startup tests)."""
+    return _harness
+
+
+@pytest.fixture
+async def harness() -> Harness:
+    h = await _harness()
+    await h.bind()
+    h.steps.trace.clear()
+    return h
