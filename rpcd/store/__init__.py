@@ -1,1 +1,24 @@
-"""Pi-compatible session JSONL store."""
+"""Pi-compatible session JSONL store.
+
+Reads every Pi session file (v1-v3, newer Pi's unknown entry types kept byte-for-byte),
+writes what Pi 0.85.0 writes, and never overwrites a user's file. See docs/store.md.
+"""
+
+from rpcd.store.context import SessionContext
+from rpcd.store.importing import import_session, import_session_file
+from rpcd.store.listing import SessionInfo
+from rpcd.store.manager import ForkResult, SessionManager, assert_session_cwd_exists
+from rpcd.store.paths import default_session_dir, encode_cwd, get_agent_dir
+
+__all__ = [
+    "ForkResult",
+    "SessionContext",
+    "SessionInfo",
+    "SessionManager",
+    "assert_session_cwd_exists",
+    "default_session_dir",
+    "encode_cwd",
+    "get_agent_dir",
+    "import_session",
+    "import_session_file",
+]

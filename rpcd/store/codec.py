@@ -1,0 +1,51 @@
+"""JSON in and out, byte-compatible with Pi's ``JSON.parse`` / ``JSON.stringify``.
+
+orjson is used because a resume parses tens of megabytes; its output matches
+``JSON.stringify`` for everything Pi writes (compact, UTF-8, no ``/`` escaping). Where
+orjson refuses input that JavaScript accepts (lone surrogates, integers beyond 64 bits)
+we fall back to the standard library so that Pi's reading and ours stay the same.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import orjson
+
+
+class LineError(ValueError):
+    """A line that ``JSON.parse`` would reject."""
+
+
+def _reject_constant(name: str) -> Any:
+    raise LineError(f"invalid JSON constant {name}")
+
+
+_FALLBACK_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+def loads(line: bytes | str) -> Any:
+    """Parse one line as ``JSON.parse`` would (surrounding whitespace, incl. CR, allowed)."""
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        pass
+    text = line.decode("utf-8", "surrogatepass") if isinstance(line, bytes) else line
+    try:
+        return _FALLBACK_DECODER.decode(text.strip(" \t\r\n"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise LineError(str(exc)) from None
+
+
+def dumps(value: Any) -> bytes:
+    """``JSON.stringify(value)`` as UTF-8 bytes, no trailing newline.
+
+    ``None`` values are written as ``null``; callers drop unset optional keys before
+    (Pi omits ``undefined``), see ``rpcd.store.entries.compact``.
+    """
+    try:
+        return orjson.dumps(value)
+    except (TypeError, orjson.JSONEncodeError):
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        return text.encode("utf-8", "surrogatepass")

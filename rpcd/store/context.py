@@ -1,0 +1,117 @@
+"""What the model sees: Pi's ``buildSessionContext`` over a root->leaf path.
+
+Only the entries that end up in the context (after the latest compaction on the path) and
+the newest model/thinking settings are looked at in full; everything else is skeleton.
+That is what keeps a resume of a long session cheap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+from rpcd.port import ModelRef
+from rpcd.store import entries as E
+from rpcd.store._ids import parse_iso
+from rpcd.store.records import Record
+
+
+@attrs.frozen
+class SessionContext:
+    """``{messages, thinkingLevel, model}``; messages are Pi's AgentMessage dicts (shared, read-only)."""
+
+    messages: list[dict[str, Any]]
+    thinking_level: str = "off"
+    model: ModelRef | None = None
+
+
+def _ms(timestamp: Any) -> int | None:
+    moment = parse_iso(timestamp)
+    return None if moment is None else int(moment.timestamp() * 1000)
+
+
+def entry_to_message(record: Record) -> dict[str, Any] | None:
+    """One entry's contribution to the context (``None``: it contributes nothing)."""
+    kind = record.type
+    if kind == E.MESSAGE:
+        message = record.entry.get("message")
+        return message if isinstance(message, dict) else None
+    if kind == E.CUSTOM_MESSAGE:
+        entry = record.entry
+        return E.compact(
+            {
+                "role": "custom",
+                "customType": entry.get("customType"),
+                "content": entry.get("content"),
+                "display": entry.get("display"),
+                "details": entry.get("details"),
+                "timestamp": _ms(entry.get("timestamp")),
+            }
+        )
+    if kind == E.BRANCH_SUMMARY:
+        entry = record.entry
+        if not entry.get("summary"):
+            return None
+        return {
+            "role": "branchSummary",
+            "summary": entry["summary"],
+            "fromId": entry.get("fromId"),
+            "timestamp": _ms(entry.get("timestamp")),
+        }
+    return None
+
+
+def build_session_context(path: Sequence[Record]) -> SessionContext:
+    """Pi 0.85.0's rules: settings from the whole path, messages from the latest compaction on."""
+    if not path:
+        return SessionContext(messages=[])
+    thinking_level = "off"
+    model: ModelRef | None = None
+    compaction_index = -1
+    found_thinking = found_model = False
+    for index in range(len(path) - 1, -1, -1):
+        record = path[index]
+        kind = record.type
+        if not found_thinking and kind == E.THINKING_LEVEL_CHANGE:
+            level = record.entry.get("thinkingLevel")
+            thinking_level = level if isinstance(level, str) else thinking_level
+            found_thinking = True
+        elif not found_model and kind == E.MODEL_CHANGE:
+            model = ModelRef(str(record.entry.get("provider")), str(record.entry.get("modelId")))
+            found_model = True
+        elif not found_model and kind == E.MESSAGE and record.role == "assistant":
+            message = record.entry.get("message") or {}
+            model = ModelRef(str(message.get("provider")), str(message.get("model")))
+            found_model = True
+        elif compaction_index < 0 and kind == E.COMPACTION:
+            compaction_index = index
+        if found_thinking and found_model and compaction_index >= 0:
+            break
+
+    messages: list[dict[str, Any]] = []
+    if compaction_index < 0:
+        selected: Sequence[Record] = path
+    else:
+        compaction = path[compaction_index].entry
+        messages.append(
+            {
+                "role": "compactionSummary",
+                "summary": compaction.get("summary"),
+                "tokensBefore": compaction.get("tokensBefore"),
+                "timestamp": _ms(compaction.get("timestamp")),
+            }
+        )
+        first_kept = compaction.get("firstKeptEntryId")
+        start = compaction_index
+        for index in range(compaction_index):
+            if path[index].id == first_kept:
+                start = index
+                break
+        selected = [*path[start:compaction_index], *path[compaction_index + 1 :]]
+    for record in selected:
+        message = entry_to_message(record)
+        if message is not None:
+            messages.append(message)
+    return SessionContext(messages=messages, thinking_level=thinking_level, model=model)

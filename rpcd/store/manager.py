@@ -1,0 +1,621 @@
+"""``SessionManager``: one session as an append-only tree, persisted the way Pi 0.85.0 does.
+
+Invariants kept by every operation (and checked by the property tests):
+- ``parentId`` of a new entry is the leaf at the time it was appended; the leaf then moves to it.
+- the file is append-only once it exists; lines we did not write are never rewritten
+  (except Pi's own v1/v2 migration) and never overwritten; new files use exclusive create.
+- a failed write leaves memory as it was before the call (entry removed, leaf restored)
+  and raises ``SessionWriteError``.
+- nothing is on disk for a new session before its first assistant message; then all buffered
+  lines are written at once (Pi 0.85.0's flush rule); an opened existing file counts as flushed.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import re
+from collections.abc import Iterable
+from typing import Any, Literal
+
+import attrs
+
+from rpcd.errors import (
+    InvalidEntryError,
+    MissingSessionCwdError,
+    SessionFileNotFoundError,
+    SessionNotSavedError,
+    SessionWriteError,
+    StoreError,
+)
+from rpcd.port import Diagnostic, ModelRef
+from rpcd.store import _fs, codec
+from rpcd.store import entries as E
+from rpcd.store._ids import file_timestamp, iso_now, new_entry_id, uuid7, validate_session_id
+from rpcd.store.context import SessionContext, build_session_context
+from rpcd.store.listing import SessionInfo, find_most_recent_session, list_sessions
+from rpcd.store.loader import LoadedFile, load_file, not_a_session
+from rpcd.store.paths import default_session_dir, make_private_dirs
+from rpcd.store.records import Record
+
+_NEWLINES_RE = re.compile(r"[\r\n]+")
+NOT_SAVED_MESSAGE = (
+    "This session has not been saved yet. Wait for the first assistant response before cloning or forking it."
+)
+
+
+@attrs.frozen
+class ForkResult:
+    """Where a fork/clone landed. ``session_file`` is ``None`` for in-memory sessions."""
+
+    session_file: str | None
+    selected_text: str | None = None
+
+
+class SessionManager:
+    """Pi's ``SessionManager`` (0.85.0 semantics), with snake_case names."""
+
+    def __init__(self, cwd: str, session_dir: str, persist: bool) -> None:
+        """Use the ``create``/``open``/``in_memory``/... constructors."""
+        self._cwd = cwd
+        self._session_dir = session_dir
+        self._persist = persist
+        self._session_file: str | None = None
+        self._session_id = ""
+        self._header: dict[str, Any] = {}
+        self._header_raw: bytes | None = None
+        self._records: builtins.list[Record] = []
+        self._by_id: dict[str, Record] = {}
+        self._labels: dict[str, str] = {}
+        self._label_timestamps: dict[str, str] = {}
+        self._leaf_id: str | None = None
+        self._flushed = False
+        self._has_assistant = False
+        self._needs_newline = False
+        self.load_diagnostics: builtins.list[Diagnostic] = []
+        if persist and session_dir:
+            self._make_dirs(session_dir)
+
+    # -- constructors ------------------------------------------------------------------
+
+    @classmethod
+    def create(
+        cls,
+        cwd: str,
+        session_dir: str | None = None,
+        *,
+        agent_dir: str | None = None,
+        session_id: str | None = None,
+    ) -> SessionManager:
+        """A new persisted session for ``cwd`` (no file until the first assistant message)."""
+        directory = session_dir if session_dir is not None else default_session_dir(cwd, agent_dir)
+        manager = cls(cwd, os.path.abspath(directory), persist=True)
+        manager.new_session(session_id=session_id)
+        return manager
+
+    @classmethod
+    def in_memory(cls, cwd: str) -> SessionManager:
+        manager = cls(cwd, "", persist=False)
+        manager.new_session()
+        return manager
+
+    @classmethod
+    def open(
+        cls,
+        path: str,
+        session_dir: str | None = None,
+        cwd_override: str | None = None,
+        *,
+        must_exist: bool = False,
+    ) -> SessionManager:
+        """Open ``path``. Pi semantics: a missing path starts a new session that will be written
+        there; an empty file gets a fresh header; a non-session file is refused, untouched.
+
+        ``must_exist=True`` raises ``SessionFileNotFoundError`` for a missing path instead.
+        """
+        path = os.path.abspath(path)
+        directory = os.path.abspath(session_dir) if session_dir is not None else os.path.dirname(path)
+        try:
+            loaded = load_file(path)
+            exists = True
+        except FileNotFoundError:
+            if must_exist:
+                raise SessionFileNotFoundError(f"File not found: {path}", session_path=path) from None
+            loaded, exists = None, False
+        except IsADirectoryError:
+            raise not_a_session(path) from None
+        except OSError as exc:
+            raise StoreError(f"Could not read session file: {exc.strerror}", session_path=path) from exc
+        header_cwd = loaded.header.get("cwd") if loaded is not None else None
+        stored_cwd = header_cwd if isinstance(header_cwd, str) else os.getcwd()
+        cwd = cwd_override if cwd_override is not None else stored_cwd
+        manager = cls(cwd, directory, persist=True)
+        if loaded is None:
+            manager.new_session()
+            manager._session_file = path
+            if exists:
+                manager._initialise_empty_file()
+        else:
+            manager._adopt(loaded, path)
+        return manager
+
+    @classmethod
+    def continue_recent(
+        cls, cwd: str, session_dir: str | None = None, *, agent_dir: str | None = None
+    ) -> SessionManager:
+        """The most recently modified session of ``cwd`` in the directory, else a new one."""
+        directory = session_dir if session_dir is not None else default_session_dir(cwd, agent_dir)
+        recent = find_most_recent_session(cwd, directory, custom_dir=session_dir is not None, agent_dir=agent_dir)
+        if recent is not None:
+            return cls.open(recent, directory)
+        return cls.create(cwd, directory)
+
+    @classmethod
+    def fork_from(
+        cls,
+        source_path: str,
+        target_cwd: str,
+        session_dir: str | None = None,
+        *,
+        agent_dir: str | None = None,
+        session_id: str | None = None,
+    ) -> SessionManager:
+        """Copy a whole session (all entries, same ids) into a new file for ``target_cwd``, written now."""
+        source_path = os.path.abspath(source_path)
+        try:
+            loaded = load_file(source_path)
+        except FileNotFoundError:
+            raise SessionFileNotFoundError(f"File not found: {source_path}", session_path=source_path) from None
+        except OSError as exc:
+            raise StoreError(f"Could not read session file: {exc.strerror}", session_path=source_path) from exc
+        except StoreError as exc:
+            raise type(exc)(
+                f"Cannot fork: source session has no header: {source_path}", session_path=source_path
+            ) from exc
+        if loaded is None:
+            raise StoreError(
+                f"Cannot fork: source session file is empty or invalid: {source_path}", session_path=source_path
+            )
+        directory = session_dir if session_dir is not None else default_session_dir(target_cwd, agent_dir)
+        directory = os.path.abspath(directory)
+        new_id = validate_session_id(session_id) if session_id is not None else uuid7()
+        timestamp = iso_now()
+        header = E.header(new_id, timestamp, target_cwd, source_path)
+        path = os.path.join(directory, f"{file_timestamp(timestamp)}_{new_id}.jsonl")
+        cls._make_dirs(directory)
+        body = [codec.dumps(header), *(record.raw for record in loaded.records)]
+        try:
+            _fs.create_exclusive(path, b"\n".join(body) + b"\n")
+        except OSError as exc:
+            raise _write_error(exc, path) from exc
+        return cls.open(path, directory, cwd_override=target_cwd)
+
+    @classmethod
+    def list(
+        cls, cwd: str, session_dir: str | None = None, *, agent_dir: str | None = None
+    ) -> builtins.list[SessionInfo]:
+        """``SessionInfo`` of every session of ``cwd``, most recently modified first."""
+        return list_sessions(cwd, session_dir, agent_dir=agent_dir)
+
+    # -- accessors -----------------------------------------------------------------------
+
+    def is_persisted(self) -> bool:
+        return self._persist
+
+    def get_cwd(self) -> str:
+        return self._cwd
+
+    def get_session_dir(self) -> str:
+        return self._session_dir
+
+    def get_session_id(self) -> str:
+        return self._session_id
+
+    def get_session_file(self) -> str | None:
+        return self._session_file
+
+    def get_header(self) -> dict[str, Any]:
+        return self._header
+
+    def is_flushed(self) -> bool:
+        """True once the session file exists with every entry so far (always False in memory)."""
+        return self._persist and self._flushed
+
+    def has_conversation(self) -> bool:
+        """Any user or assistant message (Pi: ``createAgentSession`` treats the session as existing)."""
+        return any(r.type == E.MESSAGE and r.role in ("user", "assistant") for r in self._records)
+
+    def get_entries(self) -> builtins.list[dict[str, Any]]:
+        return [record.entry for record in self._records]
+
+    def get_entry_count(self) -> int:
+        return len(self._records)
+
+    def get_entry(self, entry_id: str) -> dict[str, Any] | None:
+        record = self._by_id.get(entry_id)
+        return record.entry if record is not None else None
+
+    def get_leaf_id(self) -> str | None:
+        return self._leaf_id
+
+    def get_leaf_entry(self) -> dict[str, Any] | None:
+        return self.get_entry(self._leaf_id) if self._leaf_id is not None else None
+
+    def get_branch(self, from_id: str | None = None) -> builtins.list[dict[str, Any]]:
+        """Root -> ``from_id`` (default: leaf); empty if unknown."""
+        return [record.entry for record in self._path(from_id if from_id is not None else self._leaf_id)]
+
+    def get_children(self, entry_id: str) -> builtins.list[dict[str, Any]]:
+        return [r.entry for r in self._by_id.values() if r.parent_id == entry_id]
+
+    def get_label(self, entry_id: str) -> str | None:
+        return self._labels.get(entry_id)
+
+    def get_labels(self) -> dict[str, str]:
+        return dict(self._labels)
+
+    def get_session_name(self) -> str | None:
+        """Latest ``session_info`` in file order (any branch); an empty name clears it."""
+        for record in reversed(self._records):
+            if record.type == E.SESSION_INFO:
+                name = record.entry.get("name")
+                return name.strip() or None if isinstance(name, str) else None
+        return None
+
+    def build_session_context(self) -> SessionContext:
+        return build_session_context(self._path(self._leaf_id))
+
+    def get_model(self) -> ModelRef | None:
+        return self.build_session_context().model
+
+    def get_roots(self) -> builtins.list[str]:
+        """Entries without a (known) parent, file order: Pi's ``getTree()`` roots."""
+        return [
+            r.id
+            for r in self._by_id.values()
+            if r.parent_id is None or r.parent_id == r.id or r.parent_id not in self._by_id
+        ]
+
+    # -- navigation (in memory only, as in Pi) ---------------------------------------------
+
+    def branch(self, entry_id: str) -> None:
+        if entry_id not in self._by_id:
+            raise InvalidEntryError(f"Entry {entry_id} not found", entry_id=entry_id, session_path=self._session_file)
+        self._leaf_id = entry_id
+
+    def reset_leaf(self) -> None:
+        self._leaf_id = None
+
+    # -- appends -------------------------------------------------------------------------
+
+    def append_message(self, message: dict[str, Any]) -> str:
+        entry_id = self._new_id()
+        return self._append(E.message(entry_id, self._leaf_id, iso_now(), message))
+
+    def append_model_change(self, provider: str, model_id: str) -> str:
+        return self._append(E.model_change(self._new_id(), self._leaf_id, iso_now(), provider, model_id))
+
+    def append_thinking_level_change(self, level: str) -> str:
+        return self._append(E.thinking_level_change(self._new_id(), self._leaf_id, iso_now(), level))
+
+    def append_compaction(
+        self,
+        summary: str,
+        first_kept_entry_id: str | None,
+        tokens_before: int,
+        details: Any = None,
+        from_hook: bool | None = None,
+        usage: Any = None,
+    ) -> str:
+        entry_id = self._new_id()
+        first_kept = first_kept_entry_id if first_kept_entry_id is not None else entry_id
+        entry = E.compaction(
+            entry_id, self._leaf_id, iso_now(), summary, first_kept, tokens_before, details, usage, from_hook
+        )
+        return self._append(entry)
+
+    def branch_with_summary(
+        self,
+        from_id: str | None,
+        summary: str,
+        details: Any = None,
+        from_hook: bool | None = None,
+        usage: Any = None,
+    ) -> str:
+        """Move the leaf to ``from_id`` (``None``: a new root) and append a ``branch_summary``.
+
+        ``fromId`` records the leaf being left (``"root"`` if none), as Pi 0.85.0 does.
+        """
+        if from_id is not None and from_id not in self._by_id:
+            raise InvalidEntryError(f"Entry {from_id} not found", entry_id=from_id, session_path=self._session_file)
+        previous_leaf = self._leaf_id
+        entry = E.branch_summary(
+            self._new_id(), from_id, iso_now(), previous_leaf or "root", summary, details, usage, from_hook
+        )
+        self._leaf_id = from_id
+        try:
+            return self._append(entry)
+        except SessionWriteError:
+            self._leaf_id = previous_leaf
+            raise
+
+    def append_custom_entry(self, custom_type: str, data: Any = None) -> str:
+        return self._append(E.custom(self._new_id(), self._leaf_id, iso_now(), custom_type, data))
+
+    def append_custom_message_entry(self, custom_type: str, content: Any, display: bool, details: Any = None) -> str:
+        entry = E.custom_message(self._new_id(), self._leaf_id, iso_now(), custom_type, content, display, details)
+        return self._append(entry)
+
+    def append_label_change(self, target_id: str, label: str | None = None) -> str:
+        if target_id not in self._by_id:
+            raise InvalidEntryError(
+                f"Entry {target_id} not found", entry_id=target_id, session_path=self._session_file
+            )
+        return self._append(E.label(self._new_id(), self._leaf_id, iso_now(), target_id, label))
+
+    def append_session_info(self, name: str) -> str:
+        normalized = _NEWLINES_RE.sub(" ", name).strip()
+        return self._append(E.session_info(self._new_id(), self._leaf_id, iso_now(), normalized))
+
+    # -- new sessions, forks -------------------------------------------------------------
+
+    def new_session(self, *, parent_session: str | None = None, session_id: str | None = None) -> str | None:
+        """Start an empty session (new id, nothing written yet); returns its future file path."""
+        new_id = validate_session_id(session_id) if session_id is not None else uuid7()
+        timestamp = iso_now()
+        self._set_contents(E.header(new_id, timestamp, self._cwd, parent_session), [])
+        self._flushed = False
+        self._needs_newline = False
+        self._session_file = (
+            os.path.join(self._session_dir, f"{file_timestamp(timestamp)}_{new_id}.jsonl") if self._persist else None
+        )
+        return self._session_file
+
+    def create_branched_session(self, leaf_id: str) -> str | None:
+        """A new session holding only root -> ``leaf_id``; this manager switches to it.
+
+        Pi 0.85.0: label entries are dropped from the copied path and the following entries
+        re-parented; labels on the path are re-emitted at the end with their original
+        timestamps; the file is written now if the path has an assistant message.
+        """
+        path = self._path(leaf_id)
+        if not path:
+            raise InvalidEntryError(f"Entry {leaf_id} not found", entry_id=leaf_id, session_path=self._session_file)
+        kept = _without_labels(path)
+        kept_ids = {record.id for record in kept}
+        taken = set(kept_ids)
+        parent = kept[-1].id if kept else None
+        label_records: builtins.list[Record] = []
+        for target_id, text in self._labels.items():
+            if target_id not in kept_ids:
+                continue
+            label_id = new_entry_id(taken)
+            taken.add(label_id)
+            timestamp = self._label_timestamps.get(target_id) or iso_now()
+            label_records.append(Record.from_entry(E.label(label_id, parent, timestamp, target_id, text)))
+            parent = label_id
+        new_id = uuid7()
+        timestamp = iso_now()
+        parent_session = self._session_file if self._persist else None
+        header = E.header(new_id, timestamp, self._cwd, parent_session)
+        records = kept + label_records
+        new_file: str | None = None
+        write_now = False
+        if self._persist:
+            new_file = os.path.join(self._session_dir, f"{file_timestamp(timestamp)}_{new_id}.jsonl")
+            write_now = any(r.type == E.MESSAGE and r.role == "assistant" for r in records)
+            if write_now:
+                self._write_new_file(new_file, header, records)
+        self._set_contents(header, records)
+        self._session_file = new_file
+        self._flushed = write_now
+        self._needs_newline = False
+        return new_file
+
+    def fork(self, entry_id: str, position: Literal["before", "at"] = "before") -> ForkResult:
+        """Pi 0.85.0 ``runtime.fork`` on the store side: validate, then branch into a new session.
+
+        ``before`` needs a user message and copies root -> its parent (``selected_text`` = its
+        text); ``at`` copies root -> the entry. Errors leave this manager untouched.
+        """
+        record = self._by_id.get(entry_id)
+        if record is None or (position == "before" and not (record.type == E.MESSAGE and record.role == "user")):
+            raise InvalidEntryError(
+                "Invalid entry ID for forking", entry_id=entry_id, session_path=self._session_file, cwd=self._cwd
+            )
+        selected: str | None = None
+        target = entry_id
+        if position == "before":
+            message = record.entry.get("message") or {}
+            selected = E.message_text(message.get("content"), "")
+            if record.parent_id is None:
+                parent_session = self._session_file if self._persist else None
+                return ForkResult(self.new_session(parent_session=parent_session), selected)
+            target = record.parent_id
+        if self._persist and not self._flushed:
+            raise SessionNotSavedError(NOT_SAVED_MESSAGE, session_path=self._session_file, entry_id=entry_id)
+        return ForkResult(self.create_branched_session(target), selected)
+
+    # -- internals -----------------------------------------------------------------------
+
+    @staticmethod
+    def _make_dirs(directory: str) -> None:
+        try:
+            make_private_dirs(directory)
+        except OSError as exc:
+            raise SessionWriteError(f"Could not create session directory: {exc.strerror}", cwd=None) from exc
+
+    def _new_id(self) -> str:
+        return new_entry_id(self._by_id)
+
+    def _path(self, leaf_id: str | None) -> builtins.list[Record]:
+        path: builtins.list[Record] = []
+        seen: set[str] = set()
+        current = self._by_id.get(leaf_id) if leaf_id is not None else None
+        while current is not None and current.id not in seen:
+            seen.add(current.id)
+            path.append(current)
+            current = self._by_id.get(current.parent_id) if current.parent_id is not None else None
+        path.reverse()
+        return path
+
+    def _set_contents(self, header: dict[str, Any], records: builtins.list[Record]) -> None:
+        self._header = header
+        self._header_raw = None
+        self._session_id = str(header.get("id"))
+        self._records = list(records)
+        self._by_id = {}
+        self._labels = {}
+        self._label_timestamps = {}
+        self._leaf_id = None
+        self._has_assistant = False
+        for record in self._records:
+            self._index(record)
+
+    def _index(self, record: Record) -> None:
+        self._by_id[record.id] = record
+        self._leaf_id = record.id
+        if record.type == E.MESSAGE and record.role == "assistant":
+            self._has_assistant = True
+        elif record.type == E.LABEL:
+            entry = record.entry
+            target, text = entry.get("targetId"), entry.get("label")
+            if isinstance(target, str):
+                if text:
+                    self._labels[target] = str(text)
+                    self._label_timestamps[target] = str(entry.get("timestamp", ""))
+                else:
+                    self._labels.pop(target, None)
+                    self._label_timestamps.pop(target, None)
+
+    def _adopt(self, loaded: LoadedFile, path: str) -> None:
+        self._set_contents(loaded.header, loaded.records)
+        self._session_file = path
+        self._flushed = True
+        self.load_diagnostics = list(loaded.diagnostics)
+        if loaded.migrated:
+            self._rewrite_migrated(path)
+        elif loaded.missing_final_newline:
+            self._needs_newline = True
+            try:
+                _fs.append(path, b"\n")
+                self._needs_newline = False
+            except OSError:
+                self.load_diagnostics.append(
+                    Diagnostic("warning", "Session file lacks a final newline; it will be added before the next append")
+                )
+
+    def _rewrite_migrated(self, path: str) -> None:
+        body = [codec.dumps(self._header), *(record.raw for record in self._records)]
+        try:
+            _fs.replace_atomically(path, b"\n".join(body) + b"\n")
+        except OSError as exc:
+            raise _write_error(exc, path) from exc
+        self.load_diagnostics.append(Diagnostic("info", "Session file migrated to version 3 and rewritten"))
+
+    def _initialise_empty_file(self) -> None:
+        """Pi writes a fresh header into an empty existing file; we only do so while it is still empty."""
+        assert self._session_file is not None
+        try:
+            if os.path.getsize(self._session_file) == 0:
+                _fs.append(self._session_file, codec.dumps(self._header) + b"\n")
+                self._flushed = True
+        except OSError as exc:
+            raise _write_error(exc, self._session_file) from exc
+        if not self._flushed:
+            raise not_a_session(self._session_file)
+
+    def _write_new_file(self, path: str, header: dict[str, Any], records: Iterable[Record]) -> None:
+        body = [codec.dumps(header), *(record.raw for record in records)]
+        try:
+            make_private_dirs(os.path.dirname(path))
+            _fs.create_exclusive(path, b"\n".join(body) + b"\n")
+        except OSError as exc:
+            raise _write_error(exc, path) from exc
+
+    def _append(self, entry: dict[str, Any]) -> str:
+        record = Record.from_entry(entry)
+        previous_leaf = self._leaf_id
+        previous_has_assistant = self._has_assistant
+        previous_label = self._labels.get(entry.get("targetId", "")) if record.type == E.LABEL else None
+        previous_label_ts = self._label_timestamps.get(entry.get("targetId", "")) if record.type == E.LABEL else None
+        self._records.append(record)
+        self._index(record)
+        try:
+            self._persist_record(record)
+        except OSError as exc:
+            self._records.pop()
+            del self._by_id[record.id]
+            self._leaf_id = previous_leaf
+            self._has_assistant = previous_has_assistant
+            if record.type == E.LABEL:
+                target = str(entry.get("targetId"))
+                self._labels.pop(target, None)
+                self._label_timestamps.pop(target, None)
+                if previous_label is not None:
+                    self._labels[target] = previous_label
+                    self._label_timestamps[target] = previous_label_ts or ""
+            raise _write_error(exc, self._session_file) from exc
+        return record.id
+
+    def _persist_record(self, record: Record) -> None:
+        if not self._persist or not self._session_file:
+            return
+        if not self._flushed:
+            if not self._has_assistant:
+                return
+            body = [codec.dumps(self._header), *(r.raw for r in self._records)]
+            make_private_dirs(os.path.dirname(self._session_file))
+            _fs.create_exclusive(self._session_file, b"\n".join(body) + b"\n")
+            self._flushed = True
+            return
+        prefix = b"\n" if self._needs_newline else b""
+        _fs.append(self._session_file, prefix + record.raw + b"\n")
+        self._needs_newline = False
+
+
+def _without_labels(path: builtins.list[Record]) -> builtins.list[Record]:
+    """Drop label entries, re-chain parents, remap a compaction boundary that pointed at a label."""
+    kept: builtins.list[Record] = []
+    replaced_by: dict[str, str | None] = {}
+    pending_labels: builtins.list[str] = []
+    for record in path:
+        if record.type == E.LABEL:
+            pending_labels.append(record.id)
+            continue
+        for label_id in pending_labels:
+            replaced_by[label_id] = record.id
+        pending_labels.clear()
+        parent = kept[-1].id if kept else None
+        entry = record.entry
+        changes: dict[str, Any] = {}
+        if record.parent_id != parent or entry.get("parentId") != parent:
+            changes["parentId"] = parent
+        kept.append(record if not changes else Record.from_entry({**entry, **changes}))
+    for label_id in pending_labels:
+        replaced_by[label_id] = None
+    if replaced_by:
+        for index, record in enumerate(kept):
+            if record.type == E.COMPACTION and record.entry.get("firstKeptEntryId") in replaced_by:
+                target = replaced_by[record.entry["firstKeptEntryId"]]
+                kept[index] = Record.from_entry({**record.entry, "firstKeptEntryId": target})
+    return kept
+
+
+def _write_error(exc: OSError, path: str | None) -> SessionWriteError:
+    reason = exc.strerror or type(exc).__name__
+    return SessionWriteError(f"Could not write session file: {reason}", session_path=path)
+
+
+def assert_session_cwd_exists(manager: SessionManager, fallback_cwd: str) -> None:
+    """Pi's ``assertSessionCwdExists``: persisted sessions need their stored cwd to exist."""
+    if manager.get_session_file() is None:
+        return
+    session_cwd = manager.get_cwd()
+    if not session_cwd or os.path.exists(session_cwd):
+        return
+    message = f"Stored session working directory does not exist: {session_cwd}"
+    if manager.get_session_file():
+        message += f"\nSession file: {manager.get_session_file()}"
+    message += f"\nCurrent working directory: {fallback_cwd}"
+    raise MissingSessionCwdError(message, cwd=session_cwd, session_path=manager.get_session_file())

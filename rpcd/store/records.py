@@ -1,0 +1,71 @@
+"""One entry of a session as held in memory: its tree skeleton, its parsed body, its bytes.
+
+The skeleton (``id``, ``parent_id``, ``type``) is all the tree needs. The original line
+bytes are kept so that a line we did not create is never re-serialised (unknown fields,
+number formatting and escapes of a newer Pi survive byte-for-byte when we copy it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rpcd.store import codec
+
+
+class Record:
+    __slots__ = ("_entry", "id", "parent_id", "raw", "role", "type")
+
+    def __init__(
+        self,
+        entry_id: str,
+        parent_id: str | None,
+        kind: str,
+        role: str | None,
+        raw: bytes,
+        entry: dict[str, Any] | None,
+    ) -> None:
+        self.id = entry_id
+        self.parent_id = parent_id
+        self.type = kind
+        self.role = role
+        self.raw = raw
+        self._entry = entry
+
+    @classmethod
+    def from_entry(cls, entry: dict[str, Any]) -> Record:
+        """A record for an entry we create: serialised once, now, for the file."""
+        return cls(entry["id"], entry.get("parentId"), entry["type"], _role_of(entry), codec.dumps(entry), entry)
+
+    @classmethod
+    def from_parsed(cls, entry: dict[str, Any], raw: bytes) -> Record | None:
+        """A record for a loaded line; ``None`` if the entry has no usable id."""
+        entry_id = entry.get("id")
+        if not isinstance(entry_id, str):
+            return None
+        parent = entry.get("parentId")
+        kind = entry.get("type")
+        return cls(
+            entry_id,
+            parent if isinstance(parent, str) else None,
+            kind if isinstance(kind, str) else "",
+            _role_of(entry),
+            raw,
+            entry,
+        )
+
+    @property
+    def entry(self) -> dict[str, Any]:
+        """The entry in Pi's shape (parsed on first use). Read-only by convention."""
+        if self._entry is None:
+            self._entry = codec.loads(self.raw)
+        return self._entry
+
+
+def _role_of(entry: dict[str, Any]) -> str | None:
+    if entry.get("type") != "message":
+        return None
+    message = entry.get("message")
+    if isinstance(message, dict):
+        role = message.get("role")
+        return role if isinstance(role, str) else None
+    return None
