@@ -244,6 +244,11 @@ class Agent:
                         if kind == "error":
                             final = dict(event["error"])
                             break
+                        if kind in ("auto_retry_start", "auto_retry_end"):
+                            # a provider retrying before any content: session events, not message updates
+                            with anyio.CancelScope(shield=True):
+                                await emit(dict(event))
+                            continue
                         if partial is None:
                             partial = _Partial(new_assistant_message(self.model))
                             with anyio.CancelScope(shield=True):

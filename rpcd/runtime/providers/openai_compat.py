@@ -15,7 +15,7 @@ doc). Three concerns shape this module:
   read and the connection is closed before the exception leaves the generator.
 * *Secrets.* The resolved key exists only in the request headers. Every message that can
   leave this module (``errorMessage``, retry events, log lines) passes through
-  ``_Redactor``, which knows the key and header values used by that request.
+  ``rpcd.redact.Redactor`` extended with the exact key and header values of that request.
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ import email.utils
 import json
 import logging
 import math
+import os
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -33,6 +34,7 @@ import attrs
 import httpx
 
 from rpcd.port import Diagnostic
+from rpcd.redact import Redactor
 from rpcd.runtime.models_config import (
     OPENAI_COMPLETIONS_API,
     ModelsConfig,
@@ -55,7 +57,6 @@ from rpcd.runtime.providers.sse import iter_sse
 
 log = logging.getLogger("rpcd.providers.openai")
 
-REDACTED = "[REDACTED]"
 DEFAULT_MAX_OUTPUT_TOKENS = 32_000
 """Pi caps a request's output tokens at min(model.maxTokens, 32000)."""
 _ERROR_DETAIL_CHARS = 300
@@ -104,16 +105,10 @@ class RetryPolicy:
         )
 
 
-class _Redactor:
-    """Replaces every secret used by one request with ``[REDACTED]``."""
-
-    def __init__(self, secrets: Sequence[str]) -> None:
-        self._secrets = sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True)
-
-    def __call__(self, text: str) -> str:
-        for secret in self._secrets:
-            text = text.replace(secret, REDACTED)
-        return text
+def _request_redactor(env: Mapping[str, str] | None, secrets: Sequence[str]) -> Redactor:
+    """rpcd's shared redactor, plus the exact key/header values this request resolved
+    (a ``!command`` key or a literal in models.json is in no environment variable)."""
+    return Redactor(env=os.environ if env is None else env, extra_secrets=tuple(s for s in secrets if s))
 
 
 # -- request building ---------------------------------------------------------------------
@@ -565,7 +560,7 @@ class OpenAICompatProvider:
     async def stream(self, request: ProviderRequest) -> AsyncIterator[AssistantMessageEvent]:
         model = self._models.get(request.model.id)
         message = new_assistant_message(request.model)
-        redact = _Redactor([])
+        redact = _request_redactor(self._env, []).redact
         if model is None:
             async for event in self._fail(message, f'Model not found: {self.name}/{request.model.id}', redact):
                 yield event
@@ -577,7 +572,7 @@ class OpenAICompatProvider:
             async for event in self._fail(message, f"Cannot resolve credentials: {exc}", redact):
                 yield event
             return
-        redact = _Redactor([api_key or "", *extra_headers.values()])
+        redact = _request_redactor(self._env, [api_key or "", *extra_headers.values()]).redact
         headers = {"Accept": "text/event-stream", **extra_headers}
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
@@ -639,7 +634,7 @@ class OpenAICompatProvider:
         return float(self.retry.base_delay * 2.0**attempt)
 
     async def _consume(
-        self, response: httpx.Response, model: ModelSpec, message: dict[str, Any], redact: _Redactor
+        self, response: httpx.Response, model: ModelSpec, message: dict[str, Any], redact: Callable[[str], str]
     ) -> AsyncIterator[AssistantMessageEvent]:
         assembler = _StreamAssembler(message, model.cost)
         yield {"type": "start", "partial": message}
@@ -684,7 +679,7 @@ class OpenAICompatProvider:
             yield event
 
     async def _fail(
-        self, message: dict[str, Any], error_message: str, redact: _Redactor
+        self, message: dict[str, Any], error_message: str, redact: Callable[[str], str]
     ) -> AsyncIterator[AssistantMessageEvent]:
         message["stopReason"] = "error"
         message["errorMessage"] = redact(error_message)

@@ -1,0 +1,185 @@
+"""The OpenAI-compatible provider inside the real runtime: agent loop, extension tools,
+session files, model restore — against the live SSE server."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from rpcd.runtime.agent import Agent
+from rpcd.runtime.models_config import load_models_config
+from rpcd.runtime.providers import default_registry
+from rpcd.runtime.providers.openai_compat import RetryPolicy, Timeouts, register_configured_providers
+from rpcd.runtime.services import ProcessInputs, create_services
+from rpcd.runtime.session import create_agent_session
+from rpcd.store import SessionManager
+from tests.providers.conftest import KEY_ENV, PLANTED_KEY, make_provider
+from tests.providers.sse_server import Reply, SseServer, chunk, load_recording
+from tests.runtime.test_agent_loop import RecordingSink, user
+
+pytestmark = pytest.mark.anyio
+
+LOOKUP_EXTENSION = '''
+async def _lookup(tool_call_id, args, ctx):
+    return {"content": [{"type": "text", "text": "found " + args.get("query", "?")}]}
+
+def register(pi):
+    pi.register_tool("lookup", "Look something up", {"type": "object",
+                     "properties": {"query": {"type": "string"}}}, _lookup)
+'''
+
+
+def write_agent_dir(tmp_path: Path, base_url: str, *, with_models: bool = True) -> tuple[str, str]:
+    agent_dir = tmp_path / "agent"
+    cwd = tmp_path / "project"
+    (agent_dir / "extensions").mkdir(parents=True, exist_ok=True)
+    cwd.mkdir(exist_ok=True)
+    (agent_dir / "extensions" / "lookup.py").write_text(LOOKUP_EXTENSION)
+    models = agent_dir / "models.json"
+    if with_models:
+        models.write_text(json.dumps({"providers": {"local": {
+            "baseUrl": base_url, "api": "openai-completions", "apiKey": f"${KEY_ENV}",
+            "models": [{"id": "test-model", "contextWindow": 32000}]}}}))
+    elif models.exists():
+        models.unlink()
+    (agent_dir / "settings.json").write_text(json.dumps({"defaultProvider": "local", "defaultModel": "test-model"}))
+    return str(agent_dir), str(cwd)
+
+
+def registry_for(agent_dir: str) -> Any:
+    registry = default_registry()
+    diagnostics = register_configured_providers(
+        registry, load_models_config(agent_dir), timeouts=Timeouts(read=10.0),
+        retry=RetryPolicy(base_delay=0.01), env={KEY_ENV: PLANTED_KEY},
+    )
+    assert diagnostics == []
+    return registry
+
+
+async def new_session(agent_dir: str, cwd: str, manager: SessionManager) -> tuple[Any, str | None]:
+    services = await create_services(cwd, agent_dir, process_inputs=ProcessInputs())
+    return create_agent_session(services=services, session_manager=manager, registry=registry_for(agent_dir))
+
+
+def read_entries(path: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines()]
+
+
+def kinds(sink: RecordingSink) -> list[str]:
+    return sink.kinds()
+
+
+async def test_tool_call_round_trip_runs_the_extension_tool_and_continues(server: SseServer, tmp_path: Path) -> None:
+    server.enqueue(Reply(events=load_recording("tool_call")), Reply(events=load_recording("plain")))
+    agent_dir, cwd = write_agent_dir(tmp_path, server.base_url)
+    manager = SessionManager.create(cwd, str(tmp_path / "sessions"))
+    session, fallback = await new_session(agent_dir, cwd, manager)
+    assert fallback is None and session.model.provider == "local"
+    seen: list[dict[str, Any]] = []
+    session.subscribe(seen.append)
+
+    assert await session.prompt("find cats and dogs") == "stop"
+
+    tool_ends = [e for e in seen if e["type"] == "tool_execution_end"]
+    assert [e["result"]["content"][0]["text"] for e in tool_ends] == ["found cats", "found dogs"]
+    assert [e["type"] for e in seen].count("turn_start") == 2
+    second = server.requests[1].body["messages"]
+    assert [m["role"] for m in second] == ["system", "user", "assistant", "tool", "tool"]
+    assert [c["id"] for c in second[2]["tool_calls"]] == ["call_Vx1", "call_Wy2"]
+    assert second[3:] == [
+        {"role": "tool", "tool_call_id": "call_Vx1", "content": "found cats"},
+        {"role": "tool", "tool_call_id": "call_Wy2", "content": "found dogs"},
+    ]
+    assert server.requests[0].body["tools"][0]["function"]["name"] == "lookup"
+
+
+async def test_retries_surface_as_session_events_outside_the_message(server: SseServer) -> None:
+    server.enqueue(Reply(status=503, body=b"busy"), Reply(events=load_recording("plain")))
+    provider = make_provider(server.base_url)
+    spec = provider.model_spec("test-model")
+    assert spec is not None
+    agent = Agent(provider=provider, model=provider.models()[0])
+    sink = RecordingSink()
+
+    assert await agent.run([user("hi")], sink) == "stop"
+
+    order = kinds(sink)
+    assert order[4:7] == ["auto_retry_start", "auto_retry_end", "message_start:assistant"]
+    assert not any(k.startswith("message_update:auto_retry") for k in order)
+
+
+async def test_abort_mid_stream_persists_aborted_partial_and_closes_the_stream(server: SseServer) -> None:
+    server.enqueue(Reply(events=[chunk({"content": "partial "}), chunk({"content": "more"})], stall_after=1))
+    provider = make_provider(server.base_url)
+    agent = Agent(provider=provider, model=provider.models()[0])
+    sink = RecordingSink()
+    first_delta = anyio.Event()
+
+    def record(event: dict[str, Any]) -> None:
+        sink.events.append(event)
+        if event["type"] == "message_update" and event["assistantMessageEvent"]["type"] == "text_delta":
+            first_delta.set()
+
+    sink.fast_update = lambda: record  # type: ignore[method-assign]
+
+    async def abort_after_first_delta() -> None:
+        await first_delta.wait()
+        agent.request_abort()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(abort_after_first_delta)
+        stop = await agent.run([user("hi")], sink)
+
+    assert stop == "aborted"
+    final = [e for e in sink.events if e["type"] == "message_end"][-1]["message"]
+    assert final["stopReason"] == "aborted" and final["content"] == [{"type": "text", "text": "partial "}]
+    assert await anyio.to_thread.run_sync(server.disconnected.wait, 10.0)
+
+
+async def test_cut_mid_stream_persists_error_and_the_session_stays_usable(
+    server: SseServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    server.enqueue(Reply(events=load_recording("plain"), cut_after=3), Reply(events=load_recording("plain")))
+    agent_dir, cwd = write_agent_dir(tmp_path, server.base_url)
+    manager = SessionManager.create(cwd, str(tmp_path / "sessions"))
+    session, _ = await new_session(agent_dir, cwd, manager)
+
+    assert await session.prompt("first") == "error"
+    assert await session.prompt("second") == "stop"
+
+    path = session.session_file
+    assert path is not None
+    entries = read_entries(path)
+    assistants = [e["message"] for e in entries if e.get("type") == "message" and e["message"]["role"] == "assistant"]
+    assert [a["stopReason"] for a in assistants] == ["error", "stop"]
+    assert assistants[0]["content"] == [{"type": "text", "text": "Hello! How"}]
+    assert assistants[1]["usage"]["totalTokens"] == 29
+    # the errored turn is not replayed to the model
+    assert [m["role"] for m in server.requests[1].body["messages"]] == ["system", "user", "user"]
+    assert PLANTED_KEY not in json.dumps(entries) + caplog.text
+
+
+async def test_resume_restores_the_model_or_reports_pis_fallback(server: SseServer, tmp_path: Path) -> None:
+    server.enqueue(Reply(events=load_recording("plain")))
+    agent_dir, cwd = write_agent_dir(tmp_path, server.base_url)
+    manager = SessionManager.create(cwd, str(tmp_path / "sessions"))
+    session, _ = await new_session(agent_dir, cwd, manager)
+    await session.prompt("hello")
+    path = session.session_file
+    assert path is not None
+    first = read_entries(path)[1]
+    assert first["type"] == "model_change" and (first["provider"], first["modelId"]) == ("local", "test-model")
+
+    resumed, fallback = await new_session(agent_dir, cwd, SessionManager.open(path))
+    assert fallback is None and (resumed.model.provider, resumed.model.id) == ("local", "test-model")
+
+    write_agent_dir(tmp_path, server.base_url, with_models=False)
+    resumed, fallback = await new_session(agent_dir, cwd, SessionManager.open(path))
+    assert fallback == "Could not restore model local/test-model. Using faux/faux-1"
+    assert (resumed.model.provider, resumed.model.id) == ("faux", "faux-1")
