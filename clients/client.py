@@ -147,6 +147,12 @@ class EventStream:
         self._client._streams.discard(self)
         self._end()
 
+    def __enter__(self) -> EventStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     async def __aenter__(self) -> EventStream:
         return self
 

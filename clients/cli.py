@@ -1,0 +1,378 @@
+"""``rpcctl`` / ``python -m clients``: drive an rpcd daemon from a shell.
+
+Each one-shot command starts a daemon for the given target, runs one method, prints
+the result and exits; ``chat`` keeps the daemon and streams assistant text live.
+
+Exit codes (docs/client.md): 0 ok, 2 usage error, 3 RPC error (the flat error list is
+printed), 4 daemon died / unreachable / protocol violation, 5 timeout, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import shlex
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TextIO
+
+from clients import render
+from clients.client import EventStream, RpcdClient
+from clients.errors import ClientError, ConnectionClosed, DaemonDied, RpcError, RpcTimeout
+from clients.types import Notification
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+EXIT_RPC_ERROR = 3
+EXIT_DAEMON_DIED = 4
+EXIT_TIMEOUT = 5
+EXIT_INTERRUPTED = 130
+
+EVENT_METHODS = ("session/event", "session/lifecycle", "session/diagnostics", "host/status", "$/progress", "ui/notify")
+
+
+# -- argument parsing -------------------------------------------------------------------
+
+
+def _add_common(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
+    """Global options, accepted before or after the command name."""
+
+    def default(value: Any) -> Any:
+        return argparse.SUPPRESS if suppress else value
+
+    group = parser.add_argument_group("daemon and output options")
+    group.add_argument("--json", action="store_true", default=default(False),
+                       help="one JSON document per result; events as NDJSON")
+    group.add_argument("--timeout", type=float, metavar="SECONDS", default=default(60.0),
+                       help="per-request timeout, also for start-up (default 60; 0 = none)")
+    group.add_argument("--daemon", metavar="CMD", default=default(None),
+                       help="daemon command line (default: this python -m rpcd)")
+    group.add_argument("--resume", metavar="PATH", dest="start_resume", default=default(None),
+                       help="daemon starts on this session file")
+    group.add_argument("--continue", action="store_true", dest="start_continue", default=default(False),
+                       help="daemon continues the most recent session of --cwd")
+    group.add_argument("--in-memory", action="store_true", default=default(False),
+                       help="daemon keeps sessions in memory (no files)")
+    group.add_argument("--agent-dir", metavar="DIR", default=default(None), help="Pi agent dir (sessions, settings)")
+    group.add_argument("--cwd", metavar="DIR", default=default(None), help="project directory of the session")
+    group.add_argument("--trust", choices=("ask", "trust", "trust-once", "deny"), default=default(None),
+                       help="answer to project-trust prompts (default: ask on a terminal, else deny)")
+    group.add_argument("--verbose", "-v", action="store_true", default=default(False),
+                       help="echo the daemon's stderr")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rpcctl",
+        description="Drive an rpcd daemon: one-shot commands, an interactive chat, and the demo.",
+        epilog="exit codes: 0 ok, 2 usage, 3 RPC error, 4 daemon died/unreachable, 5 timeout, 130 interrupted",
+    )
+    _add_common(parser, suppress=False)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    def command(name: str, help_text: str) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=help_text, description=help_text)
+        _add_common(sub, suppress=True)
+        return sub
+
+    command("new", "start a new session")
+    sub = command("resume", "switch to a session file")
+    sub.add_argument("path")
+    sub.add_argument("--cwd-override", metavar="DIR")
+    sub = command("fork", "fork the session before a user entry")
+    sub.add_argument("entry_id", metavar="ID")
+    sub = command("clone", "clone the branch ending at an entry (default: the leaf)")
+    sub.add_argument("entry_id", metavar="ID", nargs="?")
+    sub = command("import", "import a JSONL transcript as a new session")
+    sub.add_argument("file")
+    sub.add_argument("--cwd-override", metavar="DIR")
+    sub = command("prompt", "send a prompt; assistant text streams as it arrives")
+    sub.add_argument("text")
+    command("state", "show the current session's state")
+    sub = command("sessions", "list sessions of a project")
+    sub.add_argument("--for-cwd", metavar="DIR", help="project to list (default: the session's cwd)")
+    sub.add_argument("--limit", type=int)
+    sub.add_argument("--cursor")
+    command("tree", "show the session tree")
+    command("messages", "show the current context's messages")
+    sub = command("name", "set the session's display name")
+    sub.add_argument("name")
+    command("dispose", "dispose the host (final)")
+    command("chat", "interactive chat: streams replies; /help lists slash commands")
+    command("demo", "run the end-to-end demo in a temporary project")
+    return parser
+
+
+def daemon_args(args: argparse.Namespace) -> list[str]:
+    out: list[str] = []
+    if args.start_resume:
+        out += ["--resume", args.start_resume]
+    if args.start_continue:
+        out.append("--continue")
+    if args.in_memory:
+        out.append("--in-memory")
+    if args.agent_dir:
+        out += ["--agent-dir", args.agent_dir]
+    if args.cwd:
+        out += ["--cwd", args.cwd]
+    return out
+
+
+# -- server->client requests (trust prompt, extension UI) --------------------------------
+
+
+def _ask(question: str) -> str:
+    sys.stderr.write(question)
+    sys.stderr.flush()
+    return sys.stdin.readline().strip()
+
+
+def make_handlers(mode: str | None, interactive: bool) -> dict[str, Callable[[Any], Awaitable[Any]]]:
+    mode = mode or ("ask" if interactive else "deny")
+    can_ask = interactive and mode == "ask"
+
+    async def authorize(params: Any) -> dict[str, Any]:
+        if mode == "trust":
+            return {"decision": "trust", "remember": True}
+        if mode == "trust-once":
+            return {"decision": "trustOnce"}
+        if not can_ask:
+            return {"decision": "deny"}
+        reasons = ", ".join(params.get("reasons") or []) if isinstance(params, dict) else ""
+        cwd = params.get("cwd") if isinstance(params, dict) else "?"
+        answer = await asyncio.to_thread(_ask, f"trust project {cwd} ({reasons})? [t]rust/[o]nce/[N]o: ")
+        decision = {"t": "trust", "o": "trustOnce"}.get(answer[:1].lower(), "deny")
+        return {"decision": decision, "remember": decision == "trust"}
+
+    async def confirm(params: Any) -> dict[str, Any]:
+        if not can_ask:
+            return {"confirmed": False}
+        answer = await asyncio.to_thread(_ask, f"{params.get('title')}: {params.get('message')} [y/N] ")
+        return {"confirmed": answer[:1].lower() == "y"}
+
+    async def select(params: Any) -> dict[str, Any]:
+        options = list(params.get("options") or [])
+        if not can_ask or not options:
+            return {}
+        listing = "".join(f"\n  {i + 1}. {o}" for i, o in enumerate(options))
+        answer = await asyncio.to_thread(_ask, f"{params.get('title')}{listing}\nchoice: ")
+        return {"value": options[int(answer) - 1]} if answer.isdigit() and 0 < int(answer) <= len(options) else {}
+
+    async def ask_input(params: Any) -> dict[str, Any]:
+        if not can_ask:
+            return {}
+        answer = await asyncio.to_thread(_ask, f"{params.get('title')}: ")
+        return {"value": answer} if answer else {}
+
+    handlers: dict[str, Callable[[Any], Awaitable[Any]]] = {"host/authorizeProject": authorize}
+    if can_ask:
+        handlers |= {"ui/confirm": confirm, "ui/select": select, "ui/input": ask_input}
+    return handlers
+
+
+# -- output helpers -------------------------------------------------------------------------
+
+
+class Printer:
+    """Routes results and events to stdout/stderr in human or JSON form."""
+
+    def __init__(self, as_json: bool, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> None:
+        self.as_json = as_json
+        self.out = out
+        self.err = err
+        self._mid_line = False
+
+    def result(self, value: Any, human: Callable[[Any], str] | None = None) -> None:
+        self.end_stream()
+        if self.as_json:
+            self.out.write(json.dumps(value, ensure_ascii=False) + "\n")
+        elif human is not None:
+            self.out.write(human(value) + "\n")
+        elif value is not None:
+            self.out.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+        self.out.flush()
+
+    def event(self, item: Notification | dict[str, Any]) -> None:
+        method, params = item["method"], item["params"]
+        if self.as_json:
+            self.out.write(json.dumps(item, ensure_ascii=False) + "\n")
+            self.out.flush()
+            return
+        delta = render.text_delta(params) if method == "session/event" else None
+        if delta is not None:
+            self.out.write(delta)
+            self.out.flush()
+            self._mid_line = not delta.endswith("\n")
+            return
+        line = render.event_line(method, params)
+        if line is not None and method != "$/progress":
+            self.end_stream()
+            self.err.write(line + "\n")
+            self.err.flush()
+
+    def end_stream(self) -> None:
+        if self._mid_line:
+            self.out.write("\n")
+            self.out.flush()
+            self._mid_line = False
+
+
+async def pump_events(stream: EventStream, printer: Printer) -> None:
+    async for item in stream:
+        printer.event(item)
+
+
+def _turn_over(item: Notification) -> bool:
+    params = item.get("params")
+    event = params.get("event") if isinstance(params, dict) else None
+    return item["method"] == "session/event" and isinstance(event, dict) and event.get("type") == "agent_end"
+
+
+async def run_prompt(client: RpcdClient, text: str, printer: Printer) -> dict[str, Any]:
+    """Send one prompt, printing its events live; returns the prompt result."""
+    seen_end = asyncio.Event()
+
+    async def consume(stream: EventStream) -> None:
+        async for item in stream:
+            printer.event(item)
+            if _turn_over(item):
+                seen_end.set()
+
+    with client.notifications(EVENT_METHODS) as stream:
+        consumer = asyncio.create_task(consume(stream))
+        try:
+            result = await client.prompt(text)
+            # The result may overtake the turn's last events on the wire: wait briefly for agent_end.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(seen_end.wait(), 2.0)
+        finally:
+            consumer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await consumer
+    printer.end_stream()
+    return dict(result)
+
+
+# -- commands ---------------------------------------------------------------------------------
+
+
+async def one_shot(client: RpcdClient, args: argparse.Namespace, printer: Printer) -> None:
+    progress = None if printer.as_json else render.ProgressDisplay(printer.err)
+    name = args.command
+    if name == "new":
+        printer.result(await client.new_session(progress=progress), lambda r: render.replacement(r, "new"))
+    elif name == "resume":
+        result = await client.resume(args.path, cwd_override=args.cwd_override, progress=progress)
+        printer.result(result, lambda r: render.replacement(r, "resume"))
+    elif name == "fork":
+        printer.result(await client.fork(args.entry_id), lambda r: render.replacement(r, "fork"))
+    elif name == "clone":
+        printer.result(await client.clone(args.entry_id), lambda r: render.replacement(r, "clone"))
+    elif name == "import":
+        result = await client.import_jsonl(args.file, cwd_override=args.cwd_override, progress=progress)
+        printer.result(result, lambda r: render.replacement(r, "import"))
+    elif name == "prompt":
+        stop = await run_prompt(client, args.text, printer)
+        if printer.as_json:
+            printer.result(stop)
+        else:
+            printer.err.write(f"(stop reason: {stop.get('stopReason')})\n")
+    elif name == "state":
+        printer.result(await client.get_state(), render.state)
+    elif name == "sessions":
+        listing = await client.list_sessions(cwd=args.for_cwd, cursor=args.cursor, limit=args.limit)
+        printer.result(listing, render.sessions)
+    elif name == "tree":
+        printer.result(await client.get_tree(), render.tree)
+    elif name == "messages":
+        printer.result(await client.get_messages(), render.messages)
+    elif name == "name":
+        await client.set_session_name(args.name)
+        printer.result(None, lambda _: f"session name set to {args.name!r}")
+    elif name == "dispose":
+        await client.dispose()
+        printer.result(None, lambda _: "disposed")
+    else:  # pragma: no cover - argparse restricts the choices
+        raise AssertionError(name)
+
+
+async def amain(args: argparse.Namespace) -> int:
+    printer = Printer(args.json)
+    timeout = args.timeout if args.timeout and args.timeout > 0 else None
+    interactive = args.command == "chat" and sys.stdin.isatty()
+    command = shlex.split(args.daemon) if args.daemon else None
+    try:
+        client = await RpcdClient.spawn(
+            daemon_args(args),
+            command=command,
+            handlers=make_handlers(args.trust, interactive or (args.command != "chat" and sys.stdin.isatty())),
+            request_timeout=timeout,
+            start_timeout=timeout,
+            echo_stderr=sys.stderr if args.verbose else None,
+        )
+    except OSError as exc:
+        printer.err.write(f"error: cannot start the daemon ({' '.join(command or ['python -m rpcd'])}): {exc}\n")
+        return EXIT_DAEMON_DIED
+    try:
+        if args.command == "chat":
+            from clients.chat import chat
+
+            await chat(client, printer)
+        else:
+            background = None
+            if args.json and args.command != "prompt":
+                stream = client.notifications(EVENT_METHODS)
+                background = asyncio.create_task(pump_events(stream, printer))
+            try:
+                await one_shot(client, args, printer)
+            finally:
+                if background is not None:
+                    background.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await background
+    finally:
+        await client.close(grace=3.0)
+    return EXIT_OK
+
+
+def report(exc: BaseException, as_json: bool) -> int:
+    """Print a failure readably (and as JSON on stdout with ``--json``); return its exit code."""
+    if isinstance(exc, RpcError):
+        if as_json:
+            print(json.dumps({"error": {"code": exc.code, "message": exc.message, "data": exc.data}}), flush=True)
+        print(exc.describe(), file=sys.stderr)
+        return EXIT_RPC_ERROR
+    if isinstance(exc, RpcTimeout):
+        print(f"error: timeout: {exc}", file=sys.stderr)
+        return EXIT_TIMEOUT
+    if isinstance(exc, DaemonDied):
+        print(exc.describe(), file=sys.stderr)
+        return EXIT_DAEMON_DIED
+    if isinstance(exc, ConnectionClosed | ClientError):
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_DAEMON_DIED
+    raise exc
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "demo":
+        from clients.demo import main as demo_main
+
+        return int(demo_main(daemon=args.daemon, verbose=args.verbose))
+    if args.start_resume and args.start_continue:
+        parser.error("--resume and --continue are exclusive")
+    try:
+        return asyncio.run(amain(args))
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except ClientError as exc:
+        return report(exc, args.json)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

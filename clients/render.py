@@ -1,0 +1,197 @@
+"""Human-readable output for the CLI and the demo: results, tables, trees, live events.
+
+Kept apart from the CLI's control flow so the demo and ``chat`` print the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any, TextIO
+
+
+def short(text: Any, width: int = 60) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def message_text(message: Mapping[str, Any]) -> str:
+    """The text parts of a Pi message (``content`` is a string or a list of typed parts)."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, Mapping):
+                if part.get("type") == "text":
+                    parts.append(str(part.get("text", "")))
+                elif part.get("type") == "toolCall":
+                    parts.append(f"[tool call {part.get('name', '?')}]")
+        return " ".join(parts)
+    return ""
+
+
+def replacement(result: Mapping[str, Any], label: str) -> str:
+    if result.get("cancelled"):
+        return f"{label}: cancelled (the previous session stays current)"
+    lines = [f"{label}: session {result.get('sessionId')} (generation {result.get('generation')})"]
+    lines.append(f"  cwd:  {result.get('cwd')}")
+    lines.append(f"  file: {result.get('sessionFile', '(in memory)')}")
+    if "selectedText" in result:
+        lines.append(f"  selected text: {result['selectedText']!r}")
+    return "\n".join(lines)
+
+
+def state(result: Mapping[str, Any]) -> str:
+    model = result.get("model")
+    rows = [
+        ("session", result.get("sessionId")),
+        ("status", result.get("status")),
+        ("generation", result.get("generation")),
+        ("name", result.get("name", "-")),
+        ("cwd", result.get("cwd")),
+        ("file", result.get("sessionFile", "(in memory)")),
+        ("leaf", result.get("leafId") or "-"),
+        ("model", f"{model.get('provider')}/{model.get('modelId')}" if isinstance(model, Mapping) else "-"),
+        ("thinking", result.get("thinkingLevel", "-")),
+        ("streaming", result.get("isStreaming")),
+        ("messages", result.get("messageCount")),
+    ]
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    cells = [[str(c) for c in row] for row in rows]
+    widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in cells]
+    return "\n".join(lines)
+
+
+def sessions(result: Mapping[str, Any]) -> str:
+    items = result.get("sessions") or []
+    if not items:
+        return "no sessions"
+    rows = [
+        (s.get("updatedAt", ""), s.get("messageCount", ""), short(s.get("title", ""), 40), s.get("sessionFile", ""))
+        for s in items
+    ]
+    text = table(("updated", "msgs", "title", "file"), rows)
+    if result.get("nextCursor"):
+        text += f"\n(more: --cursor {result['nextCursor']})"
+    return text
+
+
+def entry_summary(entry: Mapping[str, Any]) -> str:
+    kind = entry.get("type", "?")
+    if kind == "message" and isinstance(entry.get("message"), Mapping):
+        message = entry["message"]
+        return f"{message.get('role', '?')}: {short(message_text(message), 50)}"
+    if kind == "session_info" and "name" in entry:
+        return f"name: {entry['name']}"
+    return str(kind)
+
+
+def tree(result: Mapping[str, Any]) -> str:
+    entries = [e for e in result.get("entries") or [] if isinstance(e, Mapping) and "id" in e]
+    if not entries:
+        return "(empty tree)"
+    leaf = result.get("leafId")
+    labels = result.get("labels") or {}
+    children: dict[Any, list[Mapping[str, Any]]] = {}
+    ids = {e["id"] for e in entries}
+    for entry in entries:
+        parent = entry.get("parentId")
+        children.setdefault(parent if parent in ids else None, []).append(entry)
+    lines: list[str] = []
+    stack: list[tuple[Mapping[str, Any], int]] = [(e, 0) for e in reversed(children.get(None, []))]
+    while stack:
+        entry, depth = stack.pop()
+        marker = " <- leaf" if entry["id"] == leaf else ""
+        label = f" [{labels[entry['id']]}]" if entry["id"] in labels else ""
+        lines.append(f"{'  ' * depth}{entry['id']}  {entry_summary(entry)}{label}{marker}")
+        kids = children.get(entry["id"], [])
+        step = 1 if len(kids) > 1 else 0  # a chain stays flat; branches indent
+        stack += [(kid, depth + step) for kid in reversed(kids)]
+    return "\n".join(lines)
+
+
+def messages(result: Mapping[str, Any]) -> str:
+    items = result.get("messages") or []
+    if not items:
+        return "(no messages)"
+    return "\n".join(f"{m.get('role', '?'):>10}: {message_text(m)}" for m in items if isinstance(m, Mapping))
+
+
+def text_delta(params: Mapping[str, Any]) -> str | None:
+    """The assistant text a ``session/event`` carries, if it is a ``text_delta``."""
+    event = params.get("event")
+    if not isinstance(event, Mapping) or event.get("type") != "message_update":
+        return None
+    delta = event.get("assistantMessageEvent")
+    if isinstance(delta, Mapping) and delta.get("type") == "text_delta":
+        return str(delta.get("delta", ""))
+    return None
+
+
+def event_line(method: str, params: Any) -> str | None:
+    """One labelled line for a notification (None for text deltas, which stream inline)."""
+    if not isinstance(params, Mapping):
+        return f"[{method}]"
+    if method == "session/event":
+        if text_delta(params) is not None:
+            return None
+        event = params.get("event") or {}
+        kind = event.get("type", "?")
+        if kind == "message_update":
+            return None  # thinking/toolcall deltas and text_start/end: too chatty for humans
+        detail = ""
+        if kind in ("message_start", "message_end") and isinstance(event.get("message"), Mapping):
+            detail = f" {event['message'].get('role', '')}"
+        elif kind.startswith("tool_execution"):
+            detail = f" {event.get('toolName', '')}"
+        return f"[event g{params.get('generation')}#{params.get('seq')}] {kind}{detail}"
+    if method == "session/lifecycle":
+        event = params.get("event") or {}
+        extra = {k: v for k, v in event.items() if k != "type"}
+        suffix = f" {json.dumps(extra)}" if extra else ""
+        return f"[lifecycle g{params.get('generation')}] {event.get('type')}{suffix}"
+    if method == "session/diagnostics":
+        diagnostics = params.get("diagnostics") or []
+        head = f"[diagnostics g{params.get('generation')}] {params.get('operation')}: {len(diagnostics)} item(s)"
+        return "\n".join([head, *(f"    {d.get('type')}: {d.get('message')}" for d in diagnostics)])
+    if method == "host/status":
+        return f"[host] status={params.get('status')} generation={params.get('generation')}"
+    if method == "$/progress":
+        value = params.get("value") or {}
+        pct = f" {value['percentage']}%" if "percentage" in value else ""
+        return f"[progress] {value.get('kind')} {value.get('title', '')} {value.get('message', '')}{pct}".rstrip()
+    if method == "ui/notify":
+        return f"[notify] {params.get('message')}"
+    return f"[{method}]"
+
+
+class ProgressDisplay:
+    """One line that updates in place on a terminal; plain begin/end lines otherwise."""
+
+    def __init__(self, stream: TextIO = sys.stderr) -> None:
+        self._stream = stream
+        self._tty = stream.isatty()
+        self._title = ""
+
+    def __call__(self, value: Mapping[str, Any]) -> None:
+        kind = value.get("kind")
+        if kind == "begin":
+            self._title = str(value.get("title", "working"))
+        pct = f" {value['percentage']:>3}%" if isinstance(value.get("percentage"), int | float) else ""
+        text = f"{self._title}{pct} {value.get('message', '')}".rstrip()
+        if self._tty:
+            end = "\n" if kind == "end" else ""
+            self._stream.write(f"\r\x1b[K{text}{' done' if kind == 'end' else ''}{end}")
+        elif kind in ("begin", "end"):
+            self._stream.write(f"{text} ...{' done' if kind == 'end' else ''}\n")
+        self._stream.flush()

@@ -1,0 +1,174 @@
+"""A blocking facade over ``RpcdClient`` for scripts that do not want asyncio.
+
+    with SyncClient.spawn(["--in-memory"]) as client:
+        client.new_session()
+        for event in client.iter_notifications(timeout=5): ...
+
+The asyncio client runs on a private event loop in a daemon thread, so the daemon's
+output is read continuously even while the script is busy (an unread stdout would
+back-pressure the whole daemon). Every method blocks until the async call finishes and
+re-raises the same exceptions (``RpcError``, ``DaemonDied``, ``RpcTimeout``...).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
+from types import TracebackType
+from typing import Any, TypeVar
+
+from clients.client import RpcdClient
+from clients.connection import RequestHandler
+from clients.types import (
+    ForkResult,
+    InitializeResult,
+    ListSessionsResult,
+    MessagesResult,
+    ModelRef,
+    Notification,
+    PromptResult,
+    ReplacementResult,
+    SessionState,
+    TreeResult,
+)
+
+T = TypeVar("T")
+_END = object()
+
+
+class SyncClient:
+    def __init__(self, loop: asyncio.AbstractEventLoop, thread: threading.Thread, client: RpcdClient) -> None:
+        self._loop = loop
+        self._thread = thread
+        self.client = client
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._stop_listening = self._run(self._listen())
+
+    @classmethod
+    def spawn(
+        cls, args: Sequence[str] = (), *, handlers: Mapping[str, RequestHandler] | None = None, **kwargs: Any
+    ) -> SyncClient:
+        """Start the daemon (see ``RpcdClient.spawn`` for the keyword arguments) and initialize it.
+
+        ``handlers`` run on the client's event-loop thread; plain functions are fine.
+        """
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, name="rpcd-sync-client", daemon=True)
+        thread.start()
+        try:
+            future = asyncio.run_coroutine_threadsafe(RpcdClient.spawn(args, handlers=handlers, **kwargs), loop)
+            client = future.result()
+        except BaseException:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join()
+            loop.close()
+            raise
+        return cls(loop, thread, client)
+
+    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
+    async def _listen(self) -> Callable[[], None]:
+        def put(method: str, params: Any) -> None:
+            self._queue.put({"method": method, "params": params})
+
+        unsubscribe = self.client.on_notification(put)
+        closed = self.client.connection.closed_event
+
+        async def watch() -> None:
+            await closed.wait()
+            self._queue.put(_END)
+
+        self._watch = asyncio.get_running_loop().create_task(watch())
+        return unsubscribe
+
+    def iter_notifications(self, timeout: float | None = None) -> Iterator[Notification]:
+        """Yield notifications as they arrive; stop after ``timeout`` idle seconds or when the daemon ends.
+
+        Session events of a replaced generation are skipped (see ``RpcdClient``).
+        """
+        while True:
+            try:
+                item = self._queue.get(timeout=timeout)
+            except queue.Empty:
+                return
+            if item is _END:
+                self._queue.put(_END)
+                return
+            params = item["params"]
+            if item["method"] in ("session/event", "session/lifecycle") and isinstance(params, dict):
+                generation = params.get("generation")
+                if isinstance(generation, int) and generation < self.client.generation:
+                    continue
+            yield item
+
+    def call(self, method: str, params: Any = None, **kwargs: Any) -> Any:
+        return self._run(self.client.call(method, params, **kwargs))
+
+    @property
+    def server(self) -> InitializeResult | None:
+        return self.client.server
+
+    def new_session(self, **kwargs: Any) -> ReplacementResult:
+        return self._run(self.client.new_session(**kwargs))
+
+    def resume(self, session_path: str, **kwargs: Any) -> ReplacementResult:
+        return self._run(self.client.resume(session_path, **kwargs))
+
+    def fork(self, entry_id: str, **kwargs: Any) -> ForkResult:
+        return self._run(self.client.fork(entry_id, **kwargs))
+
+    def clone(self, entry_id: str | None = None, **kwargs: Any) -> ReplacementResult:
+        return self._run(self.client.clone(entry_id, **kwargs))
+
+    def import_jsonl(self, path: str, **kwargs: Any) -> ReplacementResult:
+        return self._run(self.client.import_jsonl(path, **kwargs))
+
+    def dispose(self, **kwargs: Any) -> None:
+        self._run(self.client.dispose(**kwargs))
+
+    def get_state(self, **kwargs: Any) -> SessionState:
+        return self._run(self.client.get_state(**kwargs))
+
+    def get_messages(self, **kwargs: Any) -> MessagesResult:
+        return self._run(self.client.get_messages(**kwargs))
+
+    def get_tree(self, **kwargs: Any) -> TreeResult:
+        return self._run(self.client.get_tree(**kwargs))
+
+    def list_sessions(self, **kwargs: Any) -> ListSessionsResult:
+        return self._run(self.client.list_sessions(**kwargs))
+
+    def prompt(self, text: str, **kwargs: Any) -> PromptResult:
+        return self._run(self.client.prompt(text, **kwargs))
+
+    def abort(self, **kwargs: Any) -> None:
+        self._run(self.client.abort(**kwargs))
+
+    def set_session_name(self, name: str, **kwargs: Any) -> None:
+        self._run(self.client.set_session_name(name, **kwargs))
+
+    def set_model(self, provider: str, model_id: str, **kwargs: Any) -> ModelRef:
+        return self._run(self.client.set_model(provider, model_id, **kwargs))
+
+    def close(self, grace: float = 3.0) -> int | None:
+        """Shut the daemon down and stop the loop thread; returns the daemon's exit status."""
+        if self._loop.is_closed():
+            return None
+        try:
+            self._stop_listening()
+            return self._run(self.client.close(grace))
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join()
+            self._loop.close()
+
+    def __enter__(self) -> SyncClient:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
