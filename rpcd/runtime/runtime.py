@@ -1,0 +1,353 @@
+"""AgentSessionRuntime: owns the current session and its cwd-bound services, and
+replaces them — new, resume (switch), fork/clone, import — in Pi 0.85.0's exact order.
+
+Every replacement is the same four-phase shape (``agent-session-runtime.ts``):
+
+1. *before-event* — ``session_before_switch`` / ``session_before_fork`` to the current
+   extensions; the first ``cancel`` wins and the call returns ``cancelled=True`` with
+   the old session untouched;
+2. *pre-validation* — open the target file, check the stored cwd, check the fork
+   entry, write the fork file, copy the import; a failure raises with the old session
+   still current and usable;
+3. *teardown* — ``await old.abort()`` (the in-flight turn settles into the OUTGOING
+   file), ``session_shutdown``, the host's synchronous before-invalidate callback,
+   ``old.dispose()``;
+4. *create + apply* — the one factory builds session + services + diagnostics for the
+   target cwd; they are applied together, then the host's awaited rebind callback runs
+   (it calls ``bind_extensions`` → ``session_start``).
+
+A factory rejection in phase 4 propagates as is: the runtime keeps referencing the
+disposed old session and does not roll back (Pi does not either); making the host
+fail closed is the host's job. The runtime does not serialize its callers.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+import attrs
+
+from rpcd.errors import InvalidEntryError, SessionFileNotFoundError, SessionNotSavedError
+from rpcd.port import Diagnostic, ForkPosition, ReplaceResult, SessionPort
+from rpcd.runtime.session import AgentSession
+from rpcd.runtime.trust import ProjectTrustContext
+from rpcd.store import SessionManager, assert_session_cwd_exists, import_session_file
+
+BeforeInvalidate = Callable[[], None]
+Rebind = Callable[[SessionPort], Awaitable[None]]
+ProjectTrustContextFactory = Callable[[str], ProjectTrustContext | None]
+
+
+@attrs.frozen
+class CreateRuntimeResult:
+    """What the factory returns: one coherent session/services/diagnostics set."""
+
+    session: AgentSession
+    services: Any
+    diagnostics: Sequence[Diagnostic] = ()
+    model_fallback_message: str | None = None
+
+
+class RuntimeFactory(Protocol):
+    """Pi's ``CreateAgentSessionRuntimeFactory``: called for the initial session and for
+    every replacement, always with the *target* cwd."""
+
+    async def __call__(
+        self,
+        *,
+        cwd: str,
+        agent_dir: str,
+        session_manager: SessionManager,
+        session_start_event: Mapping[str, Any] | None,
+        project_trust_context: ProjectTrustContext | None,
+    ) -> CreateRuntimeResult: ...
+
+
+def _entry_text(message: Mapping[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(b.get("text", "") for b in content if isinstance(b, Mapping) and b.get("type") == "text")
+    return ""
+
+
+def _predict_import_destination(resolved: str, session_dir: str) -> str:
+    """Where ``import_session_file`` will copy ``resolved`` (for the before-event's
+    ``targetSessionFile``, which Pi emits before copying)."""
+    dest = os.path.join(os.path.abspath(session_dir), os.path.basename(resolved))
+    try:
+        if os.path.samefile(dest, resolved):
+            return dest
+    except OSError:
+        pass
+    stem, ext = os.path.splitext(os.path.basename(resolved))
+    n = 0
+    while os.path.exists(dest):
+        n += 1
+        dest = os.path.join(session_dir, f"{stem}-{n}{ext}")
+    return dest
+
+
+def _exists(path: str) -> bool:
+    return os.path.exists(path)
+
+
+def _resolve_import_source(input_path: str) -> str:
+    """Pi's ``resolvePath`` + existence check: raised before any event is emitted."""
+    resolved = os.path.abspath(os.path.expanduser(input_path))
+    if not os.path.isfile(resolved):
+        raise SessionFileNotFoundError(f"File not found: {resolved}", session_path=resolved)
+    return resolved
+
+
+class AgentSessionRuntime:
+    """Satisfies ``rpcd.port.RuntimePort``."""
+
+    def __init__(
+        self,
+        session: AgentSession,
+        services: Any,
+        factory: RuntimeFactory,
+        diagnostics: Sequence[Diagnostic] = (),
+        model_fallback_message: str | None = None,
+        *,
+        agent_dir: str,
+        project_trust_context_factory: ProjectTrustContextFactory | None = None,
+    ) -> None:
+        self._session = session
+        self._services = services
+        self._factory = factory
+        self._diagnostics: tuple[Diagnostic, ...] = tuple(diagnostics)
+        self._model_fallback_message = model_fallback_message
+        self._agent_dir = agent_dir
+        self._trust_context_factory = project_trust_context_factory
+        self._before_invalidate: BeforeInvalidate | None = None
+        self._rebind: Rebind | None = None
+
+    # -- accessors ----------------------------------------------------------------
+
+    @property
+    def session(self) -> AgentSession:
+        return self._session
+
+    @property
+    def services(self) -> Any:
+        return self._services
+
+    @property
+    def cwd(self) -> str:
+        return str(self._services.cwd)
+
+    @property
+    def agent_dir(self) -> str:
+        return self._agent_dir
+
+    @property
+    def diagnostics(self) -> Sequence[Diagnostic]:
+        return self._diagnostics
+
+    @property
+    def model_fallback_message(self) -> str | None:
+        return self._model_fallback_message
+
+    def set_before_session_invalidate(self, callback: BeforeInvalidate | None) -> None:
+        self._before_invalidate = callback
+
+    def set_rebind_session(self, callback: Rebind | None) -> None:
+        self._rebind = callback
+
+    # -- shared steps ----------------------------------------------------------------
+
+    def _runner(self) -> Any:
+        runner = self._session.extension_runner
+        if runner is None or runner.is_invalidated:
+            return None  # an already shut-down session (after a factory failure) hears nothing more
+        return runner
+
+    async def _emit_before(self, event: dict[str, Any]) -> bool:
+        runner = self._runner()
+        if runner is None or not runner.has_handlers(event["type"]):
+            return False
+        result = await runner.emit(event)
+        if isinstance(result, Mapping):
+            return result.get("cancel") is True
+        return getattr(result, "cancel", None) is True
+
+    async def _teardown(self, reason: str, target_session_file: str | None) -> None:
+        old = self._session
+        await old.abort()
+        runner = self._runner()
+        if runner is not None and runner.has_handlers("session_shutdown"):
+            event: dict[str, Any] = {"type": "session_shutdown", "reason": reason}
+            if target_session_file is not None:
+                event["targetSessionFile"] = target_session_file
+            await runner.emit_session_shutdown(event)
+        if self._before_invalidate is not None:
+            self._before_invalidate()
+        old.dispose()
+
+    async def _create_and_apply(
+        self, cwd: str, sm: SessionManager, reason: str, previous_session_file: str | None
+    ) -> None:
+        start: dict[str, Any] = {"type": "session_start", "reason": reason}
+        if previous_session_file is not None:
+            start["previousSessionFile"] = previous_session_file
+        trust_context = self._trust_context_factory(cwd) if self._trust_context_factory is not None else None
+        result = await self._factory(
+            cwd=cwd,
+            agent_dir=self._agent_dir,
+            session_manager=sm,
+            session_start_event=start,
+            project_trust_context=trust_context,
+        )
+        self._session = result.session
+        self._services = result.services
+        self._diagnostics = tuple(result.diagnostics)
+        self._model_fallback_message = result.model_fallback_message
+        if self._rebind is not None:
+            await self._rebind(result.session)
+
+    # -- replacements --------------------------------------------------------------------
+
+    async def new_session(self, parent_session: str | None = None) -> ReplaceResult:
+        if await self._emit_before({"type": "session_before_switch", "reason": "new"}):
+            return ReplaceResult(cancelled=True)
+        previous = self._session.session_file
+        current_sm = self._session.session_manager
+        if current_sm.is_persisted():
+            sm = SessionManager.create(self.cwd, current_sm.get_session_dir())
+        else:
+            sm = SessionManager.in_memory(self.cwd)
+        if parent_session is not None:
+            sm.new_session(parent_session=parent_session)
+        await self._teardown("new", sm.get_session_file())
+        await self._create_and_apply(self.cwd, sm, "new", previous)
+        return ReplaceResult(cancelled=False)
+
+    async def switch_session(self, session_path: str, cwd_override: str | None = None) -> ReplaceResult:
+        if await self._emit_before(
+            {"type": "session_before_switch", "reason": "resume", "targetSessionFile": session_path}
+        ):
+            return ReplaceResult(cancelled=True)
+        previous = self._session.session_file
+        sm = SessionManager.open(session_path, None, cwd_override)
+        assert_session_cwd_exists(sm, self.cwd)
+        await self._teardown("resume", sm.get_session_file())
+        await self._create_and_apply(sm.get_cwd(), sm, "resume", previous)
+        return ReplaceResult(cancelled=False)
+
+    async def fork(self, entry_id: str, position: ForkPosition = "before") -> ReplaceResult:
+        if await self._emit_before({"type": "session_before_fork", "entryId": entry_id, "position": position}):
+            return ReplaceResult(cancelled=True)
+        current_sm = self._session.session_manager
+        entry = current_sm.get_entry(entry_id)
+        if entry is None:
+            raise InvalidEntryError("Invalid entry ID for forking", entry_id=entry_id)
+        selected_text: str | None = None
+        if position == "at":
+            target_leaf: str | None = entry["id"]
+        else:
+            message = entry.get("message")
+            if entry.get("type") != "message" or not isinstance(message, Mapping) or message.get("role") != "user":
+                raise InvalidEntryError("Invalid entry ID for forking", entry_id=entry_id)
+            target_leaf = entry.get("parentId")
+            selected_text = _entry_text(message)
+        previous = self._session.session_file
+
+        if current_sm.is_persisted():
+            current_file = current_sm.get_session_file()
+            if current_file is None:
+                raise SessionNotSavedError("Persisted session is missing a session file", entry_id=entry_id)
+            session_dir = current_sm.get_session_dir()
+            if target_leaf is None:
+                sm = SessionManager.create(self.cwd, session_dir)
+                sm.new_session(parent_session=current_file)
+                await self._teardown("fork", sm.get_session_file())
+                await self._create_and_apply(self.cwd, sm, "fork", previous)
+                return ReplaceResult(cancelled=False, selected_text=selected_text)
+            if not _exists(current_file):
+                raise SessionNotSavedError(
+                    "This session has not been saved yet. Wait for the first assistant response before cloning "
+                    "or forking it.",
+                    session_path=current_file,
+                    entry_id=entry_id,
+                )
+            sm = SessionManager.open(current_file, session_dir)
+            new_path = sm.create_branched_session(target_leaf)
+            if not new_path:
+                raise SessionNotSavedError("Failed to create forked session", session_path=current_file)
+            await self._teardown("fork", new_path)
+            await self._create_and_apply(sm.get_cwd(), sm, "fork", previous)
+            return ReplaceResult(cancelled=False, selected_text=selected_text)
+
+        # In memory: teardown first (the settled turn lands in the shared manager), then mutate.
+        sm = current_sm  # type: ignore[assignment]
+        await self._teardown("fork", previous)
+        if target_leaf is None:
+            sm.new_session(parent_session=previous)
+        else:
+            sm.create_branched_session(target_leaf)
+        await self._create_and_apply(self.cwd, sm, "fork", previous)
+        return ReplaceResult(cancelled=False, selected_text=selected_text)
+
+    async def import_from_jsonl(self, input_path: str, cwd_override: str | None = None) -> ReplaceResult:
+        resolved = _resolve_import_source(input_path)
+        session_dir = self._session.session_manager.get_session_dir()
+        target = _predict_import_destination(resolved, session_dir)
+        if await self._emit_before({"type": "session_before_switch", "reason": "resume", "targetSessionFile": target}):
+            return ReplaceResult(cancelled=True)
+        previous = self._session.session_file
+        # 0.85.0 copies before the cwd check and leaves the copy behind when the check
+        # fails (observed: a retry with cwd_override lands in ``<name>-1.jsonl``).
+        dest, _copied = import_session_file(resolved, session_dir)
+        sm = SessionManager.open(dest, session_dir, cwd_override)
+        assert_session_cwd_exists(sm, self.cwd)
+        await self._teardown("resume", sm.get_session_file())
+        await self._create_and_apply(sm.get_cwd(), sm, "resume", previous)
+        return ReplaceResult(cancelled=False)
+
+    async def dispose(self) -> None:
+        """Final disposal (0.85.0 order): ``session_shutdown{quit}`` → before-invalidate →
+        ``session.dispose()``. The host aborts the session itself before calling this."""
+        runner = self._runner()
+        if runner is not None and runner.has_handlers("session_shutdown"):
+            await runner.emit_session_shutdown({"type": "session_shutdown", "reason": "quit"})
+        if self._before_invalidate is not None:
+            self._before_invalidate()
+        self._session.dispose()
+
+
+async def create_runtime(
+    factory: RuntimeFactory,
+    *,
+    cwd: str,
+    agent_dir: str,
+    session_manager: SessionManager,
+    session_start_event: Mapping[str, Any] | None = None,
+    project_trust_context_factory: ProjectTrustContextFactory | None = None,
+) -> AgentSessionRuntime:
+    """Pi's ``createAgentSessionRuntime``: check the session's cwd exists, call the
+    factory once, wrap the result. Extensions are not bound here (the host does it)."""
+    assert_session_cwd_exists(session_manager, cwd)
+    trust_context = (
+        project_trust_context_factory(session_manager.get_cwd()) if project_trust_context_factory else None
+    )
+    result = await factory(
+        cwd=cwd,
+        agent_dir=agent_dir,
+        session_manager=session_manager,
+        session_start_event=session_start_event,
+        project_trust_context=trust_context,
+    )
+    return AgentSessionRuntime(
+        result.session,
+        result.services,
+        factory,
+        result.diagnostics,
+        result.model_fallback_message,
+        agent_dir=agent_dir,
+        project_trust_context_factory=project_trust_context_factory,
+    )
