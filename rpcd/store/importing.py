@@ -60,9 +60,7 @@ def import_session_file(source: str, session_dir: str) -> tuple[str, bool]:
         except FileExistsError:
             continue
         except OSError as exc:
-            raise SessionWriteError(
-                f"Could not import session file: {exc.strerror}", session_path=candidate
-            ) from exc
+            raise SessionWriteError(f"Could not import session file: {exc.strerror}", session_path=candidate) from exc
         return candidate, True
     raise SessionWriteError("Could not import session file: no free file name", session_path=first)
 

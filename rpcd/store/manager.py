@@ -348,9 +348,7 @@ class SessionManager:
 
     def append_label_change(self, target_id: str, label: str | None = None) -> str:
         if target_id not in self._by_id:
-            raise InvalidEntryError(
-                f"Entry {target_id} not found", entry_id=target_id, session_path=self._session_file
-            )
+            raise InvalidEntryError(f"Entry {target_id} not found", entry_id=target_id, session_path=self._session_file)
         return self._append(E.label(self._new_id(), self._leaf_id, iso_now(), target_id, label))
 
     def append_session_info(self, name: str) -> str:

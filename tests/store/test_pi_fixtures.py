@@ -68,9 +68,7 @@ def test_fixture_tree_matches_pis_reading(name: str, tmp_path: Path) -> None:
         assert [e["id"] for e in sm.get_branch()] == expected["pathIds"]
         assert sm.get_roots() == expected["roots"]
         branch_points = {
-            e["id"]: [c["id"] for c in sm.get_children(e["id"])]
-            for e in entries
-            if len(sm.get_children(e["id"])) > 1
+            e["id"]: [c["id"] for c in sm.get_children(e["id"])] for e in entries if len(sm.get_children(e["id"])) > 1
         }
         assert branch_points == expected["branchPoints"]
     assert len(sm.get_branch()) == expected["pathLength"]
