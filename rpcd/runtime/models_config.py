@@ -18,12 +18,13 @@ import json
 import os
 import re
 import subprocess
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 
+from rpcd.errors import ProviderError
 from rpcd.port import Diagnostic, ModelRef
 
 DEFAULT_CONTEXT_WINDOW = 128_000
@@ -505,3 +506,54 @@ def session_model_from_entries(entries: Iterable[Mapping[str, Any]]) -> ModelRef
 def model_change_entry_fields(model: ModelRef) -> dict[str, str]:
     """The payload of the ``model_change`` entry ``setModel`` appends (``appendModelChange(p, id)``)."""
     return {"provider": model.provider, "modelId": model.model_id}
+
+
+# -- setModel (runtime side) ----------------------------------------------------------------
+
+
+class _AgentLike(Protocol):
+    provider: Any
+    model: Any
+    thinking_level: str
+
+
+class _ModelChangeLog(Protocol):
+    def append_model_change(self, provider: str, model_id: str) -> str: ...
+
+    def append_thinking_level_change(self, level: str) -> str: ...
+
+
+class _Registry(Protocol):
+    def resolve(self, provider_name: str, model_id: str) -> tuple[Any, Any]: ...
+
+
+def apply_model_selection(
+    *,
+    agent: _AgentLike,
+    session_manager: _ModelChangeLog,
+    registry: _Registry,
+    provider: str,
+    model_id: str,
+    notify: Callable[[Mapping[str, Any]], None] | None = None,
+) -> Any:
+    """Pi's ``AgentSession.setModel``: validate, append ``model_change``, switch, clamp thinking.
+
+    Raises ``ModelNotFoundError`` (``Model not found: p/id``) for an unknown model and
+    ``ProviderError`` (``No API key for p/id``) for a provider without configured auth,
+    before anything is appended. The thinking level is re-clamped for the new model and a
+    ``thinking_level_change`` is appended (and ``thinking_level_changed`` notified) only
+    when the effective level changed, as Pi does. Returns the new ``ModelInfo``.
+    """
+    found_provider, info = registry.resolve(provider, model_id)
+    if getattr(found_provider, "has_configured_auth", True) is False:
+        raise ProviderError(f"No API key for {provider}/{model_id}")
+    session_manager.append_model_change(provider, model_id)
+    agent.provider = found_provider
+    agent.model = info
+    level = agent.thinking_level if getattr(info, "reasoning", False) else "off"
+    if level != agent.thinking_level:
+        agent.thinking_level = level
+        session_manager.append_thinking_level_change(level)
+        if notify is not None:
+            notify({"type": "thinking_level_changed", "level": level})
+    return info

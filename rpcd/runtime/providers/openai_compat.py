@@ -41,6 +41,7 @@ from rpcd.runtime.models_config import (
     ModelSpec,
     ProviderSpec,
     UnresolvedValueError,
+    load_models_config,
     resolve_api_key,
     resolve_headers,
 )
@@ -717,3 +718,41 @@ def register_configured_providers(
         if any(m.api == OPENAI_COMPLETIONS_API for m in spec.models):
             registry.register(OpenAICompatProvider(spec, timeouts=timeouts, retry=retry, env=env, transport=transport))
     return diagnostics
+
+
+def refresh_configured_providers(
+    registry: ProviderRegistry,
+    agent_dir: str,
+    *,
+    settings: Mapping[str, Any] | None = None,
+    timeouts: Timeouts | None = None,
+    env: Mapping[str, str] | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> list[Diagnostic]:
+    """Re-read ``<agentDir>/models.json`` into ``registry`` (Pi reloads it whenever models are listed).
+
+    Idempotent: OpenAI-compatible providers registered by an earlier call and no longer
+    configured are removed, the configured ones replaced; other providers (faux,
+    extension-registered) are untouched. Meant to be called by the factory on every
+    session creation, so editing models.json takes effect at the next replacement.
+    Returns models.json diagnostics (a broken file never raises).
+    """
+    config = load_models_config(agent_dir)
+    for provider in registry.providers():
+        if isinstance(provider, OpenAICompatProvider) and provider.name not in config.providers:
+            registry.unregister(provider.name)
+    retry = RetryPolicy.from_settings(settings or {})
+    return [
+        *config.diagnostics,
+        *register_configured_providers(registry, config, timeouts=timeouts, retry=retry, env=env, transport=transport),
+    ]
+
+
+def configured_registry(
+    agent_dir: str, *, settings: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None
+) -> tuple[ProviderRegistry, list[Diagnostic]]:
+    """The daemon's registry: the offline faux provider (default model) plus models.json providers."""
+    from rpcd.runtime.providers import default_registry
+
+    registry = default_registry()
+    return registry, refresh_configured_providers(registry, agent_dir, settings=settings, env=env)

@@ -1,0 +1,210 @@
+"""models.json, key resolution, model selection and setModel — with real files in tmp dirs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rpcd.errors import ModelNotFoundError, ProviderError
+from rpcd.port import ModelRef
+from rpcd.runtime.agent import Agent
+from rpcd.runtime.models_config import (
+    CatalogEntry,
+    DefaultModelSetting,
+    UnresolvedValueError,
+    apply_model_selection,
+    load_models_config,
+    parse_models_config,
+    resolve_config_value,
+    resolve_model,
+    secret_values,
+    session_model_from_entries,
+)
+from rpcd.runtime.providers import default_registry
+from rpcd.runtime.providers.faux import FAUX_MODEL, FauxProvider
+from rpcd.runtime.providers.openai_compat import OpenAICompatProvider, refresh_configured_providers
+from rpcd.store import SessionManager
+from tests.providers.conftest import PLANTED_KEY
+
+ENV = {"MY_KEY": PLANTED_KEY, "A": "left", "B": "right"}
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("$MY_KEY", PLANTED_KEY),
+        ("${MY_KEY}", PLANTED_KEY),
+        ("${A}_${B}", "left_right"),
+        ("$A_B", None),  # the variable A_B, which is unset
+        ("$$literal", "$literal"),
+        ("$!literal", "!literal"),
+        ("MY_KEY", "MY_KEY"),  # bare names are literals in Pi 0.85
+        ("sk-literal-value", "sk-literal-value"),
+        ("!printf from-command", "from-command"),
+    ],
+)
+def test_config_values_resolve_like_pi(raw: str, expected: str | None) -> None:
+    if expected is None:
+        with pytest.raises(UnresolvedValueError):
+            resolve_config_value(raw, env=ENV)
+    else:
+        assert resolve_config_value(raw, env=ENV) == expected
+
+
+def test_unresolvable_values_name_the_reference_not_a_value() -> None:
+    with pytest.raises(UnresolvedValueError) as info:
+        resolve_config_value("$MISSING_KEY", env=ENV, what='apiKey of provider "x"')
+    assert "MISSING_KEY" in str(info.value) and 'provider "x"' in str(info.value)
+    with pytest.raises(UnresolvedValueError) as info:
+        resolve_config_value(f"!echo {PLANTED_KEY} >/dev/null; exit 3", env=ENV)
+    assert PLANTED_KEY not in str(info.value) and "status 3" in str(info.value)
+
+
+def test_models_json_defaults_and_provider_level_fields(tmp_path: Path) -> None:
+    (tmp_path / "models.json").write_text(json.dumps({"providers": {"ollama": {
+        "baseUrl": "http://localhost:11434/v1", "api": "openai-completions", "apiKey": "ollama",
+        "compat": {"supportsDeveloperRole": False},
+        "models": [{"id": "llama3.1:8b"}, {"id": "qwen", "name": "Qwen", "reasoning": True, "contextWindow": 32768,
+                                            "maxTokens": 4096, "input": ["text", "image"],
+                                            "compat": {"maxTokensField": "max_tokens"}}],
+    }}}))
+    config = load_models_config(tmp_path)
+    assert config.diagnostics == ()
+    llama = config.find("ollama", "llama3.1:8b")
+    qwen = config.find("ollama", "qwen")
+    assert llama is not None and qwen is not None
+    assert (llama.name, llama.context_window, llama.max_tokens) == ("llama3.1:8b", 128000, 16384)
+    assert llama.reasoning is False
+    assert (qwen.name, qwen.context_window, qwen.max_tokens, qwen.input) == ("Qwen", 32768, 4096, ("text", "image"))
+    assert qwen.compat == {"supportsDeveloperRole": False, "maxTokensField": "max_tokens"}
+    assert qwen.to_wire()["contextWindow"] == 32768 and "apiKey" not in json.dumps(qwen.to_wire())
+
+
+def test_missing_models_json_is_an_empty_config(tmp_path: Path) -> None:
+    config = load_models_config(tmp_path)
+    assert config.providers == {} and config.diagnostics == ()
+
+
+def test_broken_models_json_is_a_diagnostic_that_never_quotes_the_file(tmp_path: Path) -> None:
+    (tmp_path / "models.json").write_text('{"providers": {"p": {"apiKey": "' + PLANTED_KEY + '" oops}}}')
+    config = load_models_config(tmp_path)
+    (diag,) = config.diagnostics
+    assert diag.type == "error" and "Invalid JSON" in diag.message and "line 1" in diag.message
+    assert PLANTED_KEY not in diag.message
+
+
+def test_invalid_entries_are_reported_and_skipped() -> None:
+    config = parse_models_config({"providers": {
+        "nourl": {"api": "openai-completions", "models": [{"id": "m"}]},
+        "ok": {"baseUrl": "http://x/v1", "api": "openai-completions", "models": [{"name": "no id"}, {"id": "good"}]},
+    }})
+    assert [m.id for m in config.models()] == ["good"]
+    messages = [d.message for d in config.diagnostics]
+    assert any("providers.nourl.models[0]" in m and "baseUrl" in m for m in messages)
+    assert any("providers.ok.models[0]" in m and "'id'" in m for m in messages)
+
+
+def test_provider_reprs_and_secret_listing_hide_keys() -> None:
+    config = parse_models_config({"providers": {"p": {
+        "baseUrl": "http://x/v1", "api": "openai-completions", "apiKey": "$MY_KEY",
+        "headers": {"x-extra": "${MY_KEY}"}, "models": [{"id": "m"}]}}})
+    spec = config.providers["p"]
+    assert "MY_KEY" not in repr(spec) and "x-extra" not in repr(spec.models[0])
+    assert secret_values(config, env=ENV) == [PLANTED_KEY, PLANTED_KEY]
+
+
+CATALOG = [CatalogEntry("faux", "faux-1"), CatalogEntry("local", "a"), CatalogEntry("local", "b"),
+           CatalogEntry("nokey", "c", has_auth=False)]
+
+
+def test_resume_restores_the_session_model() -> None:
+    result = resolve_model(CATALOG, session_model=ModelRef("local", "b"), has_existing_session=True)
+    assert result.model == ModelRef("local", "b") and result.fallback_message is None
+
+
+def test_unavailable_session_model_falls_back_with_pis_message() -> None:
+    result = resolve_model(
+        CATALOG, session_model=ModelRef("gone", "x"), has_existing_session=True,
+        default=DefaultModelSetting("local", "a"),
+    )
+    assert result.model == ModelRef("local", "a")
+    assert result.fallback_message == "Could not restore model gone/x. Using local/a"
+    assert [d.type for d in result.diagnostics()] == ["warning"]
+
+
+def test_model_without_auth_is_not_restored() -> None:
+    result = resolve_model(CATALOG, session_model=ModelRef("nokey", "c"), has_existing_session=True,
+                           preferred_fallbacks=[ModelRef("faux", "faux-1")])
+    assert result.fallback_message == "Could not restore model nokey/c. Using faux/faux-1"
+
+
+def test_settings_default_applies_to_new_sessions_only_when_available() -> None:
+    assert resolve_model(CATALOG, default=DefaultModelSetting("local", "b")).model == ModelRef("local", "b")
+    assert resolve_model(CATALOG, default=DefaultModelSetting("local", "zzz")).model == ModelRef("local", "a")
+    assert resolve_model([], default=DefaultModelSetting("local", "b")).model is None
+
+
+def test_session_model_is_the_latest_model_change_or_assistant_on_the_branch() -> None:
+    entries: list[dict[str, Any]] = [
+        {"type": "model_change", "provider": "a", "modelId": "1"},
+        {"type": "message", "message": {"role": "assistant", "provider": "b", "model": "2"}},
+    ]
+    assert session_model_from_entries(entries) == ModelRef("b", "2")
+    entries.append({"type": "model_change", "provider": "c", "modelId": "3"})
+    assert session_model_from_entries(entries) == ModelRef("c", "3")
+
+
+def _local_registry(tmp_path: Path, *, api_key: str | None = "$MY_KEY") -> Any:
+    provider: dict[str, Any] = {"baseUrl": "http://127.0.0.1:9/v1", "api": "openai-completions",
+                                "models": [{"id": "plain"}, {"id": "thinker", "reasoning": True}]}
+    if api_key:
+        provider["apiKey"] = api_key
+    (tmp_path / "models.json").write_text(json.dumps({"providers": {"local": provider}}))
+    registry = default_registry()
+    assert refresh_configured_providers(registry, str(tmp_path), env=ENV) == []
+    return registry
+
+
+def test_set_model_appends_model_change_and_clamps_thinking(tmp_path: Path) -> None:
+    registry = _local_registry(tmp_path)
+    manager = SessionManager.in_memory(str(tmp_path))
+    agent = Agent(provider=FauxProvider(), model=FAUX_MODEL, thinking_level="off")
+    notified: list[Any] = []
+
+    info = apply_model_selection(agent=agent, session_manager=manager, registry=registry,
+                                 provider="local", model_id="thinker", notify=notified.append)
+    assert info.id == "thinker" and agent.model is info and isinstance(agent.provider, OpenAICompatProvider)
+    agent.thinking_level = "high"
+    apply_model_selection(agent=agent, session_manager=manager, registry=registry,
+                          provider="local", model_id="plain", notify=notified.append)
+
+    changes = [(e["type"], e.get("modelId") or e.get("thinkingLevel")) for e in manager.get_entries()]
+    assert changes == [("model_change", "thinker"), ("model_change", "plain"), ("thinking_level_change", "off")]
+    assert notified == [{"type": "thinking_level_changed", "level": "off"}]
+
+
+def test_set_model_rejects_unknown_models_and_missing_keys_before_appending(tmp_path: Path) -> None:
+    registry = _local_registry(tmp_path, api_key=None)
+    manager = SessionManager.in_memory(str(tmp_path))
+    agent = Agent(provider=FauxProvider(), model=FAUX_MODEL)
+    with pytest.raises(ModelNotFoundError, match="Model not found: local/nope"):
+        apply_model_selection(agent=agent, session_manager=manager, registry=registry, provider="local",
+                              model_id="nope")
+    with pytest.raises(ProviderError, match="No API key for local/plain"):
+        apply_model_selection(agent=agent, session_manager=manager, registry=registry, provider="local",
+                              model_id="plain")
+    assert manager.get_entries() == [] and agent.model is FAUX_MODEL
+
+
+def test_refresh_follows_edits_to_models_json(tmp_path: Path) -> None:
+    registry = _local_registry(tmp_path)
+    assert registry.find("local", "plain") is not None
+    assert registry.default_model()[1] == FAUX_MODEL  # the offline model stays the default
+    (tmp_path / "models.json").write_text(json.dumps({"providers": {"other": {
+        "baseUrl": "http://x/v1", "api": "anthropic-messages", "models": [{"id": "claude"}]}}}))
+    diagnostics = refresh_configured_providers(registry, str(tmp_path), env=ENV)
+    assert registry.find("local", "plain") is None and registry.find("faux", "faux-1") is not None
+    assert [d.type for d in diagnostics] == ["warning"] and "anthropic-messages" in diagnostics[0].message
