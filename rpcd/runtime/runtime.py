@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
 from rpcd.errors import InvalidEntryError, SessionFileNotFoundError, SessionNotSavedError
-from rpcd.port import Diagnostic, ForkPosition, ReplaceResult, SessionPort
+from rpcd.port import Diagnostic, ForkPosition, ReplaceResult, RuntimePort, SessionPort
 from rpcd.runtime.session import AgentSession
 from rpcd.runtime.trust import ProjectTrustContext
 from rpcd.store import SessionManager, assert_session_cwd_exists, import_session_file
@@ -351,3 +351,9 @@ async def create_runtime(
         agent_dir=agent_dir,
         project_trust_context_factory=project_trust_context_factory,
     )
+
+
+if TYPE_CHECKING:  # the real runtime and session satisfy the host's narrow port (checked by mypy)
+
+    def _satisfies_port(runtime: AgentSessionRuntime, session: AgentSession) -> tuple[RuntimePort, SessionPort]:
+        return runtime, session
