@@ -567,8 +567,8 @@ class OpenAICompatProvider:
                 yield event
             return
         try:
-            api_key = resolve_api_key(self.spec, env=self._env)
-            extra_headers = resolve_headers(model, env=self._env)
+            # a ``!command`` key runs a subprocess: keep it off the event loop
+            api_key, extra_headers = await anyio.to_thread.run_sync(self._credentials, model)
         except UnresolvedValueError as exc:
             async for event in self._fail(message, f"Cannot resolve credentials: {exc}", redact):
                 yield event
@@ -621,6 +621,9 @@ class OpenAICompatProvider:
                     "errorMessage": failure_message,
                 }
                 await anyio.sleep(delay)
+
+    def _credentials(self, model: ModelSpec) -> tuple[str | None, dict[str, str]]:
+        return resolve_api_key(self.spec, env=self._env), resolve_headers(model, env=self._env)
 
     def _retry_delay(self, failure: _RequestFailed, attempt: int) -> float | None:
         """Seconds before the next attempt, or ``None`` to give up (and say why in the message)."""
