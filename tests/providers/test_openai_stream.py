@@ -264,3 +264,13 @@ async def test_planted_key_never_leaks_into_events_or_logs(server: SseServer, ca
     text = json.dumps(collected) + caplog.text + repr(provider) + repr(provider.spec)
     assert PLANTED_KEY not in text
     assert "[REDACTED]" in text  # the 500/400 bodies were shown, with the key removed
+
+
+async def test_unresolvable_key_fails_the_turn_without_a_request(server: SseServer) -> None:
+    provider = make_provider(server.base_url)
+    provider._env = {}  # the variable named by models.json is not set
+    message = final(await collect(provider, request_for(provider)))
+    assert message["errorMessage"] == (
+        'Cannot resolve credentials: apiKey of provider "local": environment variable RPCD_TEST_PLANTED_KEY is not set'
+    )
+    assert server.requests == []
