@@ -178,10 +178,10 @@ def make_handlers(mode: str | None, interactive: bool) -> dict[str, Callable[[An
 class Printer:
     """Routes results and events to stdout/stderr in human or JSON form."""
 
-    def __init__(self, as_json: bool, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> None:
+    def __init__(self, as_json: bool, out: TextIO | None = None, err: TextIO | None = None) -> None:
         self.as_json = as_json
-        self.out = out
-        self.err = err
+        self.out = out or sys.stdout
+        self.err = err or sys.stderr
         self._mid_line = False
 
     def result(self, value: Any, human: Callable[[Any], str] | None = None) -> None:
@@ -311,11 +311,13 @@ async def amain(args: argparse.Namespace) -> int:
             request_timeout=timeout,
             start_timeout=timeout,
             echo_stderr=sys.stderr if args.verbose else None,
+            initialize=False,
         )
-    except OSError as exc:
+    except OSError as exc:  # the executable is missing or not runnable
         printer.err.write(f"error: cannot start the daemon ({' '.join(command or ['python -m rpcd'])}): {exc}\n")
         return EXIT_DAEMON_DIED
     try:
+        await client.initialize(timeout=timeout)
         if args.command == "chat":
             from clients.chat import chat
 

@@ -27,7 +27,7 @@ from types import TracebackType
 from typing import Any, TextIO, cast
 
 from clients.connection import ByteSink, ByteSource, Connection, RequestHandler
-from clients.errors import ClientError, ConnectionClosed, DaemonDied, RpcError
+from clients.errors import ClientError, ConnectionClosed, DaemonDied, ProtocolViolation, RpcError
 from clients.process import DaemonProcess, default_command
 from clients.types import (
     PROTOCOL_VERSION,
@@ -342,7 +342,7 @@ class RpcdClient:
         """Add the exit status and stderr tail the reader could not know yet."""
         if self.process is None:
             return
-        if exc.returncode is None:
+        if exc.returncode is None and not isinstance(exc, ProtocolViolation):  # a violator is still alive
             exc.returncode = await self.process.wait(2.0)
         await self.process.stderr_settled(1.0)
         exc.stderr_tail = self.process.stderr.tail()

@@ -50,8 +50,8 @@ def make_project(root: Path) -> tuple[Path, Path]:
 class Show:
     """Labelled, human-readable demo output; assistant text streams inline."""
 
-    def __init__(self, out: TextIO = sys.stdout) -> None:
-        self.out = out
+    def __init__(self, out: TextIO | None = None) -> None:
+        self.out = out or sys.stdout
         self._mid_line = False
         self._step = 0
 
@@ -143,7 +143,7 @@ async def run(daemon: str | None, verbose: bool, show: Show) -> int:
         )
         async with client:
             stream = client.notifications(include_stale=True)  # the demo shows every event, labelled
-            info = client.server or {}
+            info: dict[str, Any] = dict(client.server or {})
             server = info.get("serverInfo", {})
             show.result(f"{server.get('name')} {server.get('version')}, protocol {info.get('protocolVersion')}")
             show.line(f"  methods: {', '.join(client.methods)}")

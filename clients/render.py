@@ -178,9 +178,9 @@ def event_line(method: str, params: Any) -> str | None:
 class ProgressDisplay:
     """One line that updates in place on a terminal; plain begin/end lines otherwise."""
 
-    def __init__(self, stream: TextIO = sys.stderr) -> None:
-        self._stream = stream
-        self._tty = stream.isatty()
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self._stream = stream or sys.stderr
+        self._tty = self._stream.isatty()
         self._title = ""
 
     def __call__(self, value: Mapping[str, Any]) -> None:
