@@ -41,7 +41,7 @@ _START_REASONS: Final = {
 }
 _SHUTDOWN_REASONS: Final = {**_START_REASONS, "startup": "quit", "dispose": "quit", "shutdown": "quit"}
 
-Persist = Callable[[str | None, str], Awaitable[None]]
+Persist = Callable[[str | None, str], Awaitable[object]]
 """``(session_file, cwd)``: record the current session durably (the host journal)."""
 
 

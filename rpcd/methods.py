@@ -79,6 +79,9 @@ class HostSlot:
     def failure(self) -> BaseException | None:
         return self._failure
 
+    async def wait_settled(self) -> None:
+        await self._ready.wait()
+
     async def get(self, operation: str) -> SerializedHost:
         await self._ready.wait()
         if self._host is None:
