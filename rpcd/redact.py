@@ -1,0 +1,76 @@
+"""One shared redactor for logs and error data.
+
+Secrets reach text in two ways: a well-known credential format (``sk-...``, ``Bearer ...``,
+GitHub/Slack/AWS/Google tokens, JWTs, ``password=...``) or the literal value of an environment
+variable whose name says it is secret (``OPENAI_API_KEY``, ``GH_TOKEN``, ...). The second
+catches provider keys in any format, as long as the daemon was given them by environment,
+which is how Pi's providers are configured.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any, Final
+
+MASK: Final = "[REDACTED]"
+MIN_ENV_SECRET_LENGTH: Final = 6
+"""Shorter values (``1``, ``true``) would redact half of every message and protect nothing."""
+
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH|COOKIE|SESSION_ID", re.I)
+
+_PATTERNS: Final = (
+    re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}"),  # OpenAI / Anthropic style (sk-..., sk-ant-..., sk-proj-...)
+    re.compile(r"\b(?:Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=\-]{6,}", re.I),
+    re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),
+    re.compile(r"\bxox[abprs]-[A-Za-z0-9\-]{10,}"),
+    re.compile(r"\bAKIA[0-9A-Z]{16}\b"),
+    re.compile(r"\bAIza[0-9A-Za-z_\-]{30,}"),
+    re.compile(r"\beyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}"),  # JWT
+)
+_ASSIGNMENT: Final = re.compile(
+    r"""(?P<key>["']?[A-Za-z0-9_\-]*(?:api[_\-]?key|token|secret|password|passwd|authorization)["']?\s*[:=]\s*)"""
+    r"""(?P<quote>["']?)(?P<value>[^\s"',;&}]{4,})""",
+    re.I,
+)
+
+
+class Redactor:
+    """Replace secrets in text (and in JSON-like values) by ``[REDACTED]``."""
+
+    def __init__(self, env: Mapping[str, str] | None = None, extra_secrets: tuple[str, ...] = ()) -> None:
+        source = os.environ if env is None else env
+        values = {v for k, v in source.items() if SECRET_NAME.search(k) and len(v) >= MIN_ENV_SECRET_LENGTH}
+        values.update(s for s in extra_secrets if len(s) >= MIN_ENV_SECRET_LENGTH)
+        # Longest first so a secret containing another is masked whole.
+        self._literals = sorted(values, key=len, reverse=True)
+
+    def redact(self, text: str) -> str:
+        for literal in self._literals:
+            if literal in text:
+                text = text.replace(literal, MASK)
+        for pattern in _PATTERNS:
+            text = pattern.sub(MASK, text)
+        return _ASSIGNMENT.sub(lambda m: f"{m['key']}{m['quote']}{MASK}", text)
+
+    def redact_value(self, value: Any) -> Any:
+        """Redact every string inside a JSON-like value (keys are kept: they are names, not secrets)."""
+        if isinstance(value, str):
+            return self.redact(value)
+        if isinstance(value, dict):
+            return {k: self.redact_value(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self.redact_value(v) for v in value]
+        return value
+
+
+@lru_cache(maxsize=1)
+def default_redactor() -> Redactor:
+    """The process-wide redactor, built from the environment at first use."""
+    return Redactor()
+
+
+def redact(text: str) -> str:
+    return default_redactor().redact(text)

@@ -1,0 +1,99 @@
+"""Classify one frame body as a JSON-RPC 2.0 request, notification, response or invalid message.
+
+Pure code (no I/O, no pygls): the property tests drive it with random bytes. Parsing is
+top-level only — nested objects that look like JSON-RPC messages (an imported transcript)
+stay plain dicts (pygls' ``object_hook`` would rebuild them, see pitfall P5).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, NoReturn
+
+import attrs
+
+from protocol.errors import ErrorCode
+
+RequestId = int | str
+
+
+@attrs.frozen
+class Request:
+    id: RequestId
+    method: str
+    params: Any
+    """A dict, a list, or None when absent."""
+
+
+@attrs.frozen
+class Notification:
+    method: str
+    params: Any
+
+
+@attrs.frozen
+class Response:
+    id: RequestId | None
+    result: Any = None
+    error: dict[str, Any] | None = None
+
+
+@attrs.frozen
+class Invalid:
+    """Answer with ``code`` and ``id`` (null unless the object carried a usable id)."""
+
+    id: RequestId | None
+    code: ErrorCode
+    detail: str
+
+
+Incoming = Request | Notification | Response | Invalid
+
+
+def _reject_constant(name: str) -> NoReturn:
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse_json(body: bytes) -> Any:
+    """Strict JSON: UTF-8 only (``json.loads`` would also guess UTF-16/32), no NaN/Infinity."""
+    return json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
+
+
+def _valid_id(value: object) -> bool:
+    return type(value) in (int, str)
+
+
+def classify(body: bytes) -> Incoming:
+    try:
+        raw = parse_json(body)
+    except (ValueError, RecursionError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        return Invalid(None, ErrorCode.PARSE_ERROR, "invalid JSON or invalid UTF-8")
+    if isinstance(raw, list):
+        return Invalid(None, ErrorCode.INVALID_REQUEST, "batch requests are not supported; send one object per frame")
+    if not isinstance(raw, dict):
+        return Invalid(None, ErrorCode.INVALID_REQUEST, "a message must be a JSON object")
+    has_id = "id" in raw
+    msg_id = raw.get("id")
+    usable_id = msg_id if _valid_id(msg_id) else None
+    if raw.get("jsonrpc") != "2.0":
+        return Invalid(usable_id, ErrorCode.INVALID_REQUEST, 'missing or wrong "jsonrpc" member (must be "2.0")')
+    if has_id and msg_id is not None and not _valid_id(msg_id):
+        return Invalid(None, ErrorCode.INVALID_REQUEST, '"id" must be a string, an integer or null')
+    if "method" in raw:
+        method = raw["method"]
+        if not isinstance(method, str):
+            return Invalid(usable_id, ErrorCode.INVALID_REQUEST, '"method" must be a string')
+        params = raw.get("params")
+        if "params" in raw and not isinstance(params, dict | list):
+            return Invalid(usable_id, ErrorCode.INVALID_REQUEST, '"params" must be an object or an array')
+        if not has_id:
+            return Notification(method, params)
+        if msg_id is None:
+            return Invalid(None, ErrorCode.INVALID_REQUEST, 'a request "id" must not be null')
+        return Request(msg_id, method, params)
+    if has_id and ("result" in raw) != ("error" in raw):
+        error = raw.get("error")
+        if "error" in raw and not isinstance(error, dict):
+            return Invalid(None, ErrorCode.INVALID_REQUEST, 'a response "error" must be an object')
+        return Response(usable_id, raw.get("result"), error)
+    return Invalid(None, ErrorCode.INVALID_REQUEST, 'neither a request (no "method") nor a response')

@@ -1,0 +1,222 @@
+"""The stdio edge: the stdout guard, a reader thread, and a writer thread with an outbound queue.
+
+Why threads: ``os.read``/``os.write`` on whatever the client gave us (pipe, file, tty) always
+work in a thread, while asyncio's pipe transports refuse regular files. The event loop never
+blocks on the client: the reader hands chunks over with ``call_soon_threadsafe`` (bounded, so a
+flooding client is back-pressured in the thread, not in memory), and the loop only *enqueues*
+outgoing bytes; one writer thread owns the file descriptor. A client that stops reading makes
+the queue grow, never the loop stall — ``depth()`` lets the notification pump bound it, and
+``coalesce_key`` lets a newer message replace a queued one that has not been written yet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+import os
+import sys
+import threading
+from collections.abc import Callable
+from typing import Final
+
+import anyio
+
+log = logging.getLogger("rpcd.transport")
+
+READ_CHUNK: Final = 64 * 1024
+MAX_PENDING_CHUNKS: Final = 64
+"""Chunks read but not yet framed (4 MiB); beyond that the reader thread waits."""
+
+
+def guard_stdout() -> int:
+    """Keep a private handle on the real stdout and point fd 1 at stderr; return the private fd.
+
+    After this, ``print()``, C extensions and child processes that inherit fd 1 write to
+    stderr; only the daemon's writer, holding the returned (non-inheritable) fd, reaches
+    the client.
+    """
+    sys.stdout.flush()
+    private = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return private
+
+
+class StdinReader:
+    """A daemon thread reading ``fd`` and handing chunks to the loop; ``b""`` means end of input."""
+
+    def __init__(self, fd: int, loop: asyncio.AbstractEventLoop, deliver: Callable[[bytes], None]) -> None:
+        self._fd = fd
+        self._loop = loop
+        self._deliver = deliver
+        self._slots = threading.Semaphore(MAX_PENDING_CHUNKS)
+        self._thread = threading.Thread(target=self._run, name="rpcd-stdin", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def consumed(self) -> None:
+        """Called by the loop once a chunk was framed: frees a slot for the reader."""
+        self._slots.release()
+
+    def _run(self) -> None:
+        while True:
+            self._slots.acquire()
+            try:
+                data = os.read(self._fd, READ_CHUNK)
+            except OSError as exc:
+                log.warning("stdin read failed; treating as end of input", extra={"errno": exc.errno})
+                data = b""
+            try:
+                self._loop.call_soon_threadsafe(self._deliver, data)
+            except RuntimeError:
+                return  # loop closed: the daemon is exiting
+            if not data:
+                return
+
+
+class _Entry:
+    __slots__ = ("data", "key", "live")
+
+    def __init__(self, data: bytes, key: object | None) -> None:
+        self.data = data
+        self.key = key
+        self.live = True
+
+
+class QueuedWriter:
+    """One thread owns the output fd; everyone else enqueues framed bytes without blocking."""
+
+    def __init__(
+        self, fd: int, on_broken: Callable[[], None] | None = None, loop: asyncio.AbstractEventLoop | None = None
+    ) -> None:
+        self._fd = fd
+        self._loop = loop
+        self._waiters: list[tuple[asyncio.Future[None], Callable[[], bool]]] = []
+        self._on_broken = on_broken
+        self._queue: collections.deque[_Entry] = collections.deque()
+        self._keyed: dict[object, _Entry] = {}
+        self._depth = 0
+        self._writing = False
+        self._closed = False
+        self._broken = False
+        self._cond = threading.Condition()
+        self._thread = threading.Thread(target=self._run, name="rpcd-stdout", daemon=True)
+        self._thread.start()
+
+    @property
+    def broken(self) -> bool:
+        return self._broken
+
+    def depth(self) -> int:
+        """Messages queued and not yet handed to the OS."""
+        return self._depth
+
+    def put(self, data: bytes, coalesce_key: object | None = None) -> None:
+        """Enqueue ``data``; a queued, unwritten message with the same key is dropped (the new one goes last,
+        so order among the remaining messages never changes)."""
+        with self._cond:
+            if self._closed or self._broken:
+                return
+            entry = _Entry(data, coalesce_key)
+            if coalesce_key is not None:
+                old = self._keyed.get(coalesce_key)
+                if old is not None and old.live:
+                    old.live = False
+                    self._depth -= 1
+                self._keyed[coalesce_key] = entry
+            self._queue.append(entry)
+            self._depth += 1
+            self._cond.notify()
+
+    def idle(self) -> bool:
+        return self._depth == 0 and not self._writing
+
+    async def wait_depth_below(self, limit: int) -> None:
+        await self._wait_for(lambda: self._depth < limit)
+
+    async def flush(self, timeout: float) -> bool:
+        """Wait until everything queued was written (or the client is gone); False on timeout."""
+        try:
+            with anyio.fail_after(timeout):
+                await self._wait_for(self.idle)
+        except TimeoutError:
+            return False
+        return not self._broken
+
+    async def _wait_for(self, predicate: Callable[[], bool]) -> None:
+        """Wait in the loop until ``predicate`` holds; the writer thread wakes waiters after each write.
+
+        Register first, then test: either the writer sees the waiter or the test sees the new state.
+        """
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = self._loop.create_future()
+        entry = (future, predicate)
+        self._waiters.append(entry)
+        try:
+            if predicate() or self._broken:
+                return
+            await future
+        finally:
+            self._waiters.remove(entry)
+
+    def _check_waiters(self) -> None:
+        for future, predicate in list(self._waiters):
+            if not future.done() and (predicate() or self._broken):
+                future.set_result(None)
+
+    def _wake(self) -> None:
+        loop = self._loop
+        if self._waiters and loop is not None:
+            with contextlib.suppress(RuntimeError):  # loop closed: nobody waits any more
+                loop.call_soon_threadsafe(self._check_waiters)
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue and not self._closed:
+                    self._cond.wait()
+                if not self._queue:
+                    return
+                batch = []
+                while self._queue:
+                    entry = self._queue.popleft()
+                    if entry.live:
+                        batch.append(entry.data)
+                        entry.live = False
+                    if entry.key is not None and self._keyed.get(entry.key) is entry:
+                        del self._keyed[entry.key]
+                self._depth -= len(batch)
+                self._writing = True
+            try:
+                _write_all(self._fd, b"".join(batch))
+            except OSError as exc:
+                log.warning("stdout write failed; the client is gone", extra={"errno": exc.errno})
+                with self._cond:
+                    self._broken = True
+                    self._writing = False
+                    self._queue.clear()
+                    self._keyed.clear()
+                    self._depth = 0
+                if self._on_broken is not None:
+                    self._on_broken()
+                self._wake()
+                return
+            with self._cond:
+                self._writing = False
+            self._wake()
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]

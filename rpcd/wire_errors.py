@@ -1,0 +1,172 @@
+"""Map any exception a handler raises to the wire's ``{code, message, data}``.
+
+The host raises either the primary exception unchanged or one flat ``ExceptionGroup`` whose
+``.exceptions`` are ``[primary, *cleanup]``; the failure context (operation, phase, target,
+terminal) rides on the exception (``rpcd.failures.context_of``). The code follows the context
+first — a terminal replacement failure is REPLACEMENT_FAILED whatever its primary was, a failed
+final disposal is DISPOSAL_FAILED — and otherwise the primary's class.
+
+Never a traceback on the wire: an exception we did not expect becomes INTERNAL_ERROR with a
+correlation id, and the traceback goes to stderr under the same id. Every string in ``data``
+goes through the shared redactor.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from protocol.converter import unstructure
+from protocol.errors import DEFAULT_MESSAGES, ErrorCode, ErrorData, ErrorItem, ErrorObject, ErrorTarget
+from rpcd import errors as e
+from rpcd.failures import FailureContext, context_of
+from rpcd.redact import default_redactor
+
+log = logging.getLogger("rpcd.errors")
+
+CODE_BY_CLASS: tuple[tuple[type[e.RpcdError], ErrorCode], ...] = (
+    (e.SessionFileNotFoundError, ErrorCode.SESSION_FILE_NOT_FOUND),
+    (e.NotASessionError, ErrorCode.NOT_A_SESSION),
+    (e.InvalidEntryError, ErrorCode.INVALID_ENTRY),
+    (e.MissingSessionCwdError, ErrorCode.MISSING_SESSION_CWD),
+    (e.SessionNotSavedError, ErrorCode.SESSION_NOT_SAVED),
+    (e.SessionWriteError, ErrorCode.SESSION_WRITE_FAILED),
+    (e.SessionBusyError, ErrorCode.SESSION_BUSY),
+    (e.ModelNotFoundError, ErrorCode.MODEL_NOT_FOUND),
+    (e.ProviderError, ErrorCode.PROVIDER_ERROR),
+    (e.HostDisposedError, ErrorCode.HOST_DISPOSED),
+    (e.HostUnavailableError, ErrorCode.HOST_UNAVAILABLE),
+    (e.SessionDisposedError, ErrorCode.HOST_UNAVAILABLE),
+    (e.FactoryError, ErrorCode.REPLACEMENT_FAILED),
+)
+"""First match wins (subclasses before their bases)."""
+
+_DISPOSAL_OPERATIONS = frozenset({"dispose", "shutdown", "exit"})
+
+
+class WireError(Exception):
+    """A failure whose wire form is already decided (protocol-level errors raised by handlers)."""
+
+    def __init__(self, error: ErrorObject) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+def protocol_error(
+    code: ErrorCode,
+    detail: str,
+    *,
+    operation: str = "transport",
+    phase: str = "request",
+    item_type: str | None = None,
+    items: Sequence[ErrorItem] | None = None,
+) -> ErrorObject:
+    """An error that concerns the message itself, not the host (parse, validation, handshake)."""
+    data = ErrorData(
+        operation=operation,
+        phase=phase,
+        target=ErrorTarget(),
+        terminal=False,
+        errors=list(items) if items is not None else [ErrorItem(item_type or _type_name(code), detail)],
+    )
+    return ErrorObject(int(code), DEFAULT_MESSAGES[code], data)
+
+
+def _type_name(code: ErrorCode) -> str:
+    """``NOT_INITIALIZED`` -> ``NotInitialized``, the same style as ``RpcdError.kind``."""
+    return "".join(part.capitalize() for part in code.name.split("_"))
+
+
+def flatten(exc: BaseException) -> list[BaseException]:
+    """``[primary, *cleanup]``; a nested group (which the host never makes) is flattened defensively."""
+    if isinstance(exc, BaseExceptionGroup):
+        out: list[BaseException] = []
+        for sub in exc.exceptions:
+            out.extend(flatten(sub))
+        return out
+    return [exc]
+
+
+def _is_disposal(context: FailureContext) -> bool:
+    return context.operation in _DISPOSAL_OPERATIONS or "dispos" in context.phase
+
+
+def code_for(primary: BaseException, context: FailureContext | None, default: ErrorCode) -> ErrorCode:
+    if isinstance(primary, WireError):
+        return ErrorCode(primary.error.code)
+    if context is not None and context.terminal:
+        return ErrorCode.DISPOSAL_FAILED if _is_disposal(context) else ErrorCode.REPLACEMENT_FAILED
+    if context is not None and _is_disposal(context) and not isinstance(primary, e.HostError):
+        return ErrorCode.DISPOSAL_FAILED
+    for cls, code in CODE_BY_CLASS:
+        if isinstance(primary, cls):
+            return code
+    return default
+
+
+def _item(exc: BaseException, correlation_id: str | None) -> ErrorItem:
+    redact = default_redactor().redact
+    if isinstance(exc, e.RpcdError):
+        cause = exc.__cause__
+        errno_name = getattr(cause, "errno", None)
+        code = _errno_name(errno_name) if isinstance(errno_name, int) else None
+        return ErrorItem(exc.kind, redact(exc.message), code)
+    if isinstance(exc, WireError):
+        return ErrorItem(exc.error.data.errors[0].type if exc.error.data else "Error", redact(exc.error.message))
+    if isinstance(exc, OSError) and exc.errno is not None:
+        return ErrorItem("OSError", f"{exc.strerror or 'I/O error'} (see daemon log {correlation_id})",
+                         _errno_name(exc.errno))
+    # Unexpected: the text may hold anything (paths are fine, transcript text is not): keep the type only.
+    return ErrorItem(type(exc).__name__, f"unexpected {type(exc).__name__} (see daemon log {correlation_id})")
+
+
+def _errno_name(number: int) -> str | None:
+    return errno.errorcode.get(number)
+
+
+def to_error(
+    exc: BaseException,
+    *,
+    operation: str,
+    default_code: ErrorCode = ErrorCode.INTERNAL_ERROR,
+) -> ErrorObject:
+    """The wire error for ``exc`` raised while serving ``operation``; logs unexpected failures."""
+    chain = flatten(exc)
+    primary = chain[0]
+    if isinstance(primary, WireError) and len(chain) == 1:
+        return primary.error
+    context = context_of(exc) or context_of(primary)
+    code = code_for(primary, context, default_code)
+    expected = all(isinstance(x, e.RpcdError | WireError) for x in chain)
+    correlation_id = None if expected else uuid.uuid4().hex[:12]
+    items = [_item(x, correlation_id) for x in chain]
+    if context is not None:
+        target = ErrorTarget(context.cwd, context.session_path, context.entry_id)
+        phase, op, terminal = context.phase, context.operation, context.terminal
+    else:
+        cwd = getattr(primary, "cwd", None)
+        session_path = getattr(primary, "session_path", None)
+        entry_id = getattr(primary, "entry_id", None)
+        target = ErrorTarget(cwd, session_path, entry_id)
+        phase, op, terminal = "request", operation, False
+    if correlation_id is not None:
+        log.error(
+            "unexpected failure in %s",
+            operation,
+            exc_info=(type(primary), primary, primary.__traceback__),
+            extra={"correlationId": correlation_id, "operation": op, "phase": phase,
+                   "failures": [type(x).__name__ for x in chain]},
+        )
+    message = items[0].message if isinstance(primary, e.RpcdError) else DEFAULT_MESSAGES[code]
+    data = ErrorData(op, phase, target, terminal, items, correlation_id)
+    return ErrorObject(int(code), message, data)
+
+
+def to_wire_dict(error: ErrorObject) -> dict[str, Any]:
+    """The JSON ``error`` member, redacted."""
+    plain: dict[str, Any] = unstructure(error)
+    redacted: dict[str, Any] = default_redactor().redact_value(plain)
+    return redacted
