@@ -131,6 +131,7 @@ class SerializedHost:
         self._disposed = False
         self._generation = 0
         self._announced: tuple[HostStatus, int] | None = None
+        self._bound = False  # no status is announced for a host that never finished starting
         # The failure a terminal path already raised with its own context: the outer
         # ``_serialize`` must pass it on unchanged instead of re-describing it.
         self._terminal_failure: BaseException | None = None
@@ -165,6 +166,7 @@ class SerializedHost:
             await host._bind_session(runtime.session)
         except Exception as error:
             await host._dispose_runtime_failure(error, PHASE_INITIAL_BINDING)
+        host._bound = True
         host._announce()
         return host
 
@@ -197,6 +199,8 @@ class SerializedHost:
 
     def _announce(self) -> None:
         """Tell ``on_status`` about a (status, generation) change; a listener bug must not break the host."""
+        if not self._bound:
+            return
         current = (self.status, self._generation)
         if current == self._announced or self._on_status is None:
             self._announced = current

@@ -13,8 +13,9 @@ counts how many of its operations run at once (``max_active``) to catch overlap.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -111,7 +112,19 @@ class Steps:
         self._reached[step] = anyio.Event()
 
     def release(self, step: str) -> None:
-        self._paused.pop(step).set()
+        gate = self._paused.pop(step, None)
+        if gate is not None:
+            gate.set()
+
+    @contextlib.contextmanager
+    def released_on_exit(self) -> Iterator[None]:
+        """Release every pause when the block ends, so a failing assertion cannot leave a
+        shielded host operation paused forever (the test would hang instead of failing)."""
+        try:
+            yield
+        finally:
+            for step in list(self._paused):
+                self.release(step)
 
     async def reached(self, step: str) -> None:
         await self._reached[step].wait()

@@ -183,13 +183,14 @@ async def test_each_replacement_awaits_bind_extensions_before_subscribing_and_be
     assert host is not None
     harness.steps.pause("bind_extensions")
     async with anyio.create_task_group() as tg:
-        tg.start_soon(host.new_session)
-        await harness.steps.reached("bind_extensions")
-        assert host.status == "replacing"
-        assert "subscribe s2" not in harness.trace
-        with pytest.raises(HostUnavailableError):
-            host.cwd  # noqa: B018
-        harness.steps.release("bind_extensions")
+        with harness.steps.released_on_exit():
+            tg.start_soon(host.new_session)
+            await harness.steps.reached("bind_extensions")
+            assert host.status == "replacing"
+            assert "subscribe s2" not in harness.trace
+            with pytest.raises(HostUnavailableError):
+                host.cwd  # noqa: B018
+            harness.steps.release("bind_extensions")
     trace = harness.trace
     assert trace.index("bind_extensions s2") < trace.index("subscribe s2") < trace.index("report_diagnostics")
     assert host.status == "ready" and host.cwd == PROJECT
@@ -324,20 +325,21 @@ async def test_final_disposal_during_a_healthy_replacement_waits_behind_it_and_c
             results["queued"] = error
 
     async with anyio.create_task_group() as tg:
-        tg.start_soon(replace)
-        await harness.steps.reached("factory")
-        tg.start_soon(queued)
-        await anyio.wait_all_tasks_blocked()
-        disposal = host.dispose()
-        assert host.status == "disposed"  # terminal at once, before the replacement settles
-        with pytest.raises(HostDisposedError):
-            host.cwd  # noqa: B018
-        with pytest.raises(HostDisposedError):
-            await host.dispose()  # duplicate: rejected, schedules nothing
-        tg.start_soon(_await, disposal)
-        await anyio.wait_all_tasks_blocked()
-        assert harness.runtime.dispose_calls == 0
-        harness.steps.release("factory")
+        with harness.steps.released_on_exit():
+            tg.start_soon(replace)
+            await harness.steps.reached("factory")
+            tg.start_soon(queued)
+            await anyio.wait_all_tasks_blocked()
+            disposal = host.dispose()
+            assert host.status == "disposed"  # terminal at once, before the replacement settles
+            with pytest.raises(HostDisposedError):
+                host.cwd  # noqa: B018
+            with pytest.raises(HostDisposedError):
+                await host.dispose()  # duplicate: rejected, schedules nothing
+            tg.start_soon(_await, disposal)
+            await anyio.wait_all_tasks_blocked()
+            assert harness.runtime.dispose_calls == 0
+            harness.steps.release("factory")
     assert results["replace"].session_id == "s2" and not results["replace"].cancelled
     assert isinstance(results["queued"], HostDisposedError)
     assert harness.runtime.dispose_calls == 1 and harness.runtime.max_active == 1

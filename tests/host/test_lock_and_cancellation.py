@@ -1,0 +1,219 @@
+"""The host lock: FIFO order, cancellation while queued vs started, re-entry, and prompt outside the lock."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import anyio
+import pytest
+
+from rpcd.errors import HostError, HostUnavailableError
+from rpcd.failures import PHASE_AVAILABILITY, context_of
+from rpcd.host import ReplacementOutcome
+from tests.host.conftest import OTHER_FILE, PROJECT, Harness
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_queued_replacements_run_in_arrival_order(harness: Harness) -> None:
+    host = harness.host
+    assert host is not None
+    harness.steps.pause("factory")
+    async with anyio.create_task_group() as tg:
+        with harness.steps.released_on_exit():
+            tg.start_soon(host.new_session)
+            await harness.steps.reached("factory")
+            for i in range(10):
+                tg.start_soon(host.resume, OTHER_FILE, f"/work/queued-{i}")
+                await anyio.wait_all_tasks_blocked()
+            harness.steps.release("factory")
+    assert harness.runtime.factory_calls[2:] == [f"/work/queued-{i}" for i in range(10)]
+    assert host.generation == 11 and harness.runtime.max_active == 1
+
+
+async def test_request_cancelled_while_queued_never_starts(harness: Harness) -> None:
+    host = harness.host
+    assert host is not None
+    harness.steps.pause("factory")
+    queued = anyio.CancelScope()
+    state: dict[str, Any] = {}
+
+    async def queued_call() -> None:
+        with queued:
+            await host.resume(OTHER_FILE)
+            state["ran"] = True
+
+    async with anyio.create_task_group() as tg:
+        with harness.steps.released_on_exit():
+            tg.start_soon(host.new_session)
+            await harness.steps.reached("factory")
+            tg.start_soon(queued_call)
+            await anyio.wait_all_tasks_blocked()
+            queued.cancel()
+            await anyio.wait_all_tasks_blocked()
+            harness.steps.release("factory")
+    assert queued.cancelled_caught and "ran" not in state
+    assert harness.runtime.factory_calls == [PROJECT, PROJECT]  # initial + the first replacement only
+    assert host.status == "ready" and host.generation == 1
+    await host.resume(OTHER_FILE)  # the lock was not leaked by the cancelled waiter
+    assert host.generation == 2
+
+
+async def test_natively_cancelled_queued_request_never_starts(harness: Harness) -> None:
+    host = harness.host
+    assert host is not None
+    harness.steps.pause("factory")
+    first = asyncio.ensure_future(host.new_session())
+    await harness.steps.reached("factory")
+    second = asyncio.ensure_future(host.resume(OTHER_FILE))
+    await anyio.wait_all_tasks_blocked()
+    second.cancel()  # what pygls does on $/cancelRequest
+    harness.steps.release("factory")
+    outcome = await first
+    with pytest.raises(asyncio.CancelledError):
+        await second
+    assert outcome.generation == 1 and len(harness.runtime.factory_calls) == 2
+
+
+async def test_started_replacement_settles_even_if_its_caller_scope_is_cancelled(harness: Harness) -> None:
+    host = harness.host
+    assert host is not None
+    harness.steps.pause("factory")
+    scope = anyio.CancelScope()
+    results: dict[str, ReplacementOutcome] = {}
+
+    async def call() -> None:
+        with scope:
+            results["outcome"] = await host.resume(OTHER_FILE)
+
+    async with anyio.create_task_group() as tg:
+        with harness.steps.released_on_exit():
+            tg.start_soon(call)
+            await harness.steps.reached("factory")
+            scope.cancel()
+            await anyio.wait_all_tasks_blocked()
+            assert host.status == "replacing"  # still running, not torn half-way
+            harness.steps.release("factory")
+    assert results["outcome"].session_id == "s2"  # the caller learned the real outcome
+    assert host.status == "ready" and host.session_id == "s2" and host.generation == 1
+    assert harness.bindings.active_subscriptions == {"s2"}
+
+
+async def test_started_replacement_settles_even_if_its_task_is_natively_cancelled(harness: Harness) -> None:
+    host = harness.host
+    assert host is not None
+    harness.steps.pause("bind_extensions")
+    task = asyncio.ensure_future(host.fork("u1"))
+    await harness.steps.reached("bind_extensions")
+    task.cancel()  # pygls-style cancellation of a request that already started
+    await anyio.wait_all_tasks_blocked()
+    assert not task.done()
+    harness.steps.release("bind_extensions")
+    outcome = await task
+    assert outcome.session_id == "s2" and not outcome.cancelled
+    assert host.status == "ready" and harness.bindings.active_subscriptions == {"s2"}
+
+
+async def test_a_callback_re_entering_the_host_is_refused_instead_of_deadlocking(harness: Harness) -> None:
+    host = harness.host
+    assert host is not None
+    refused: list[BaseException] = []
+
+    async def re_enter() -> None:
+        for attempt in (host.new_session, host.dispose):
+            try:
+                await attempt()
+            except HostError as error:
+                refused.append(error)
+
+    harness.bindings.flush_hook = re_enter
+    outcome = await host.new_session()
+    assert [type(e) for e in refused] == [HostError, HostError]
+    assert all(context_of(e).phase == PHASE_AVAILABILITY for e in refused)  # type: ignore[union-attr]
+    assert outcome.generation == 1 and host.status == "ready"  # the refused dispose changed nothing
+
+
+async def test_dispose_cleanup_still_runs_when_its_caller_is_cancelled_while_queued(harness: Harness) -> None:
+    host = harness.host
+    assert host is not None
+    harness.steps.pause("factory")
+    scope = anyio.CancelScope()
+
+    async def dispose() -> None:
+        with scope:
+            await host.dispose()
+
+    async with anyio.create_task_group() as tg:
+        with harness.steps.released_on_exit():
+            tg.start_soon(host.new_session)
+            await harness.steps.reached("factory")
+            tg.start_soon(dispose)
+            await anyio.wait_all_tasks_blocked()
+            scope.cancel()
+            await anyio.wait_all_tasks_blocked()
+            harness.steps.release("factory")
+    assert harness.runtime.dispose_calls == 1 and harness.runtime.session.disposed
+    assert host.status == "disposed"
+
+
+async def test_prompt_runs_outside_the_lock_and_a_replacement_aborts_the_running_turn(harness: Harness) -> None:
+    host = harness.host
+    assert host is not None
+    results: dict[str, Any] = {}
+
+    async def prompt() -> None:
+        results["stop"] = await host.prompt("hello")
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(prompt)
+        await anyio.wait_all_tasks_blocked()
+        assert harness.runtime.session.is_streaming
+        results["outcome"] = await host.new_session()  # not blocked behind the running prompt
+    assert results["stop"] == "aborted"
+    trace = harness.trace
+    assert trace.index("abort s1") < trace.index("session_shutdown new") < trace.index("unsubscribe s1")
+    assert results["outcome"].session_id == "s2"
+
+
+async def test_prompt_is_refused_while_a_replacement_is_in_flight(harness: Harness) -> None:
+    host = harness.host
+    assert host is not None
+    harness.steps.pause("factory")
+    async with anyio.create_task_group() as tg:
+        with harness.steps.released_on_exit():
+            tg.start_soon(host.new_session)
+            await harness.steps.reached("factory")
+            with pytest.raises(HostUnavailableError) as info:
+                await host.prompt("hello")
+            assert not context_of(info.value).terminal  # type: ignore[union-attr]
+            harness.steps.release("factory")
+    assert await _prompt_and_finish(harness) == "stop"
+
+
+async def _prompt_and_finish(harness: Harness) -> str:
+    host = harness.host
+    assert host is not None
+    results: dict[str, str] = {}
+
+    async def prompt() -> None:
+        results["stop"] = await host.prompt("again")
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(prompt)
+        await anyio.wait_all_tasks_blocked()
+        harness.runtime.session.finish_turn()
+    return results["stop"]
+
+
+async def test_no_event_of_an_invalidated_session_reaches_the_host_after_invalidation(harness: Harness) -> None:
+    host = harness.host
+    assert host is not None
+    old = harness.runtime.session
+    await host.new_session()
+    delivered = list(harness.bindings.events)
+    old.emit({"type": "late"})
+    assert harness.bindings.events == delivered
+    harness.runtime.session.emit({"type": "fresh"})
+    assert harness.bindings.events[-1] == ("s2", "fresh")
+    assert ("s2", "session_start") not in harness.bindings.events  # emitted before the host subscribed
