@@ -44,6 +44,15 @@ def _apply_faux_script(services: Any, registry: ProviderRegistry) -> list[Diagno
     return [Diagnostic("warning", f'Setting "{FAUX_SCRIPT_SETTING}" ignored: no faux provider registered')]
 
 
+def _refresh_models_json(registry: ProviderRegistry, agent_dir: str, services: Any) -> list[Diagnostic]:
+    """Re-read ``<agentDir>/models.json`` for every session, as Pi reloads it: an edit
+    takes effect at the next replacement. A broken file is a diagnostic, never a failure."""
+    from rpcd.runtime.providers.openai_compat import refresh_configured_providers
+
+    settings = getattr(services.settings, "effective", None)
+    return refresh_configured_providers(registry, agent_dir, settings=settings)
+
+
 def make_default_factory(
     process_inputs: ProcessInputs,
     *,
@@ -51,7 +60,8 @@ def make_default_factory(
     provider_registry: ProviderRegistry | None = None,
 ) -> RuntimeFactory:
     """The factory rpcd uses; ``provider_registry`` defaults to ``default_registry()``
-    (the faux provider) and is shared by every session the factory creates."""
+    (the faux provider) and is shared by every session the factory creates. Each call
+    also (re)registers the OpenAI-compatible providers of ``<agentDir>/models.json``."""
     registry = provider_registry if provider_registry is not None else default_registry()
 
     async def factory(
@@ -68,7 +78,11 @@ def make_default_factory(
         services = await create_services(
             cwd, agent_dir, process_inputs=process_inputs, authorize_project=authorize_project
         )
-        diagnostics = [*services.diagnostics, *_apply_faux_script(services, registry)]
+        diagnostics = [
+            *services.diagnostics,
+            *_refresh_models_json(registry, agent_dir, services),
+            *_apply_faux_script(services, registry),
+        ]
         session, fallback = create_agent_session(
             services=services,
             session_manager=session_manager,

@@ -284,7 +284,7 @@ class AgentSessionRuntime:
             return ReplaceResult(cancelled=False, selected_text=selected_text)
 
         # In memory: teardown first (the settled turn lands in the shared manager), then mutate.
-        sm = current_sm  # type: ignore[assignment]
+        sm = current_sm
         await self._teardown("fork", previous)
         if target_leaf is None:
             sm.new_session(parent_session=previous)

@@ -19,10 +19,11 @@ from typing import Any, Protocol
 
 import anyio
 
-from rpcd.errors import RuntimeFailure, SessionBusyError
+from rpcd.errors import ModelNotFoundError, RuntimeFailure, SessionBusyError
 from rpcd.port import EventListener, ExtensionBindings, ModelRef, SessionEvent, SessionState, SessionTree, Unsubscribe
 from rpcd.runtime.agent import Agent, Event
 from rpcd.runtime.providers.base import ModelInfo, Provider, ProviderRegistry, ToolSpec
+from rpcd.store import SessionManager
 
 _log = logging.getLogger("rpcd.runtime.session")
 
@@ -32,34 +33,6 @@ DEFAULT_SYSTEM_PROMPT = (
     "You are an expert coding assistant operating inside rpcd, a Pi-compatible agent host. "
     "Use the tools you are given, keep answers concise, and say when you are unsure."
 )
-
-
-class SessionContextLike(Protocol):
-    messages: list[dict[str, Any]]
-    thinking_level: str
-    model: ModelRef | None
-
-
-class SessionManagerLike(Protocol):
-    """The part of ``rpcd.store.SessionManager`` a session uses."""
-
-    def get_cwd(self) -> str: ...
-    def get_session_dir(self) -> str: ...
-    def get_session_id(self) -> str: ...
-    def get_session_file(self) -> str | None: ...
-    def is_persisted(self) -> bool: ...
-    def append_message(self, message: dict[str, Any]) -> str: ...
-    def append_model_change(self, provider: str, model_id: str) -> str: ...
-    def append_thinking_level_change(self, level: str) -> str: ...
-    def append_custom_entry(self, custom_type: str, data: Any = None) -> str: ...
-    def append_session_info(self, name: str) -> str: ...
-    def get_entries(self) -> list[dict[str, Any]]: ...
-    def get_entry(self, entry_id: str) -> dict[str, Any] | None: ...
-    def get_leaf_id(self) -> str | None: ...
-    def get_branch(self) -> list[dict[str, Any]]: ...
-    def get_labels(self) -> Mapping[str, str]: ...
-    def get_session_name(self) -> str | None: ...
-    def build_session_context(self) -> Any: ...
 
 
 class ExtensionRunnerLike(Protocol):
@@ -107,12 +80,14 @@ class AgentSession:
     def __init__(
         self,
         *,
-        session_manager: SessionManagerLike,
+        session_manager: SessionManager,
         services: ServicesLike,
         agent: Agent,
         session_start_event: Mapping[str, Any] | None = None,
+        registry: ProviderRegistry | None = None,
     ) -> None:
         self.session_manager = session_manager
+        self.registry = registry
         self.services = services
         self.agent = agent
         self.session_start_event: dict[str, Any] = dict(session_start_event or {"type": "session_start",
@@ -258,6 +233,22 @@ class AgentSession:
         self.session_manager.append_session_info(cleaned)
         self._notify({"type": "session_info_changed", "name": self.session_manager.get_session_name() or cleaned})
 
+    def set_model(self, provider: str, model_id: str) -> ModelInfo:
+        """Pi's ``setModel``: validate, append ``model_change``, switch, re-clamp thinking.
+
+        Raises ``ModelNotFoundError`` / ``ProviderError`` before anything is appended; a
+        turn in flight keeps its model, the next one uses the new one.
+        """
+        from rpcd.runtime.models_config import apply_model_selection
+
+        if self.registry is None:
+            raise ModelNotFoundError(f"Model not found: {provider}/{model_id}")
+        info: ModelInfo = apply_model_selection(
+            agent=self.agent, session_manager=self.session_manager, registry=self.registry,
+            provider=provider, model_id=model_id, notify=self._notify,
+        )
+        return info
+
     def append_custom_entry(self, custom_type: str, data: Any = None) -> str:
         """``SessionActions`` for extensions: a ``custom`` entry at the leaf."""
         entry_id = self.session_manager.append_custom_entry(custom_type, data)
@@ -331,7 +322,7 @@ def _tool_specs(runner: Any) -> list[ToolSpec]:
     return [ToolSpec(name=t.name, description=t.description, parameters=dict(t.parameters)) for t in tools.values()]
 
 
-def _branch_has_thinking_entry(sm: SessionManagerLike) -> bool:
+def _branch_has_thinking_entry(sm: SessionManager) -> bool:
     return any(e.get("type") == "thinking_level_change" for e in sm.get_branch())
 
 
@@ -354,7 +345,7 @@ def _pick_default_model(services: Any, registry: ProviderRegistry) -> tuple[Prov
 def create_agent_session(
     *,
     services: ServicesLike,
-    session_manager: SessionManagerLike,
+    session_manager: SessionManager,
     registry: ProviderRegistry,
     session_start_event: Mapping[str, Any] | None = None,
     extra_tools: Sequence[ToolSpec] = (),
@@ -416,6 +407,7 @@ def create_agent_session(
         session_id=sm.get_session_id(),
     )
     session = AgentSession(
-        session_manager=sm, services=services, agent=agent, session_start_event=session_start_event
+        session_manager=sm, services=services, agent=agent, session_start_event=session_start_event,
+        registry=registry,
     )
     return session, fallback_message
