@@ -1,0 +1,116 @@
+"""Flat failure aggregation (``rpcd.failures``) and the host journal (``rpcd.journal``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from rpcd.failures import (
+    FailureContext,
+    SessionBindingFailure,
+    attach_context,
+    context_of,
+    raise_session_binding_failure,
+)
+from rpcd.journal import HostJournal, HostJournalError
+
+CONTEXT = FailureContext("fork", "replacement session binding", entry_id="e1", terminal=True)
+
+
+def test_primary_without_cleanup_failures_is_re_raised_unchanged_with_context() -> None:
+    primary = ValueError("bind failed")
+    with pytest.raises(ValueError) as info:
+        raise_session_binding_failure(primary, [], CONTEXT)
+    assert info.value is primary and context_of(primary) == CONTEXT
+
+
+def test_cleanup_failures_make_one_flat_group_primary_first_with_cause_primary() -> None:
+    primary, first, second = ValueError("p"), OSError("c1"), RuntimeError("c2")
+    with pytest.raises(SessionBindingFailure) as info:
+        raise_session_binding_failure(primary, [first, second], CONTEXT)
+    group = info.value
+    assert group.exceptions == (primary, first, second)
+    assert group.__cause__ is primary and group.primary is primary
+    assert group.cleanup_failures == (first, second)
+    assert "replacement session binding failed and cleanup also failed" in str(group)
+    assert context_of(group) == CONTEXT and all(context_of(e) == CONTEXT for e in group.exceptions)
+
+
+def test_a_group_among_the_failures_is_spliced_in_never_nested() -> None:
+    inner = SessionBindingFailure("inner", [KeyError("a"), KeyError("b")])
+    foreign = ExceptionGroup("task group", [OSError("x"), ExceptionGroup("deeper", [OSError("y")])])
+    with pytest.raises(SessionBindingFailure) as info:
+        raise_session_binding_failure(inner, [foreign], CONTEXT)
+    assert [str(e) for e in info.value.exceptions] == ["'a'", "'b'", "x", "y"]
+    assert not any(isinstance(e, BaseExceptionGroup) for e in info.value.exceptions)
+    assert info.value.__cause__ is info.value.exceptions[0]
+
+
+def test_a_member_keeps_the_context_of_the_place_it_failed() -> None:
+    earlier = FailureContext("fork", "replacement invalidation cleanup", terminal=True)
+    cleanup = OSError("unsubscribe")
+    primary = ValueError("factory")
+
+    attach_context(cleanup, earlier)
+    with pytest.raises(SessionBindingFailure) as info:
+        raise_session_binding_failure(primary, [cleanup], CONTEXT)
+    assert context_of(info.value.exceptions[1]) == earlier
+    assert context_of(info.value.exceptions[0]) == CONTEXT
+
+
+def test_journal_write_then_read_round_trips_with_private_modes(tmp_path: Path) -> None:
+    journal = HostJournal(tmp_path / "state" / "rpcd" / "host.json")
+    journal.write("/sessions/a.jsonl", "/work/a")
+    record = journal.read()
+    assert record is not None and (record.session_file, record.cwd) == ("/sessions/a.jsonl", "/work/a")
+    assert stat.S_IMODE(os.stat(journal.path).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(journal.path.parent).st_mode) == 0o700
+    journal.write(None, "/work/b")  # in-memory session: nothing to resume, cwd still recorded
+    record = journal.read()
+    assert record is not None and record.session_file is None and record.cwd == "/work/b"
+    assert [p.name for p in journal.path.parent.iterdir()] == ["host.json"]  # no temp file left behind
+    assert json.loads(journal.path.read_text())["version"] == 1
+
+
+def test_journal_read_of_a_missing_or_corrupt_file_is_none(tmp_path: Path) -> None:
+    journal = HostJournal(tmp_path / "host.json")
+    assert journal.read() is None
+    journal.path.write_text('{"cwd": 3')
+    assert journal.read() is None
+    journal.path.write_text('{"sessionFile": 1, "cwd": "/x"}')
+    assert journal.read() is None
+
+
+def test_journal_write_fails_clearly_when_a_file_stands_where_its_directory_should_be(tmp_path: Path) -> None:
+    blocker = tmp_path / "state"
+    blocker.write_text("not a directory")
+    journal = HostJournal(blocker / "rpcd" / "host.json")
+    with pytest.raises(HostJournalError) as info:
+        journal.write("/sessions/a.jsonl", "/work/a")
+    assert "is not a directory" in str(info.value) and str(blocker) in str(info.value)
+    assert blocker.read_text() == "not a directory"
+
+
+def test_journal_failed_rename_keeps_the_previous_record_and_leaves_no_temp_file(tmp_path: Path) -> None:
+    journal = HostJournal(tmp_path / "host.json")
+    journal.write("/sessions/a.jsonl", "/work/a")
+    os.chmod(journal.path, 0o600)
+    target_as_dir = HostJournal(tmp_path / "dir-target")
+    (tmp_path / "dir-target").mkdir()
+    (tmp_path / "dir-target" / "keep").write_text("x")  # a non-empty directory cannot be replaced by a file
+    with pytest.raises(HostJournalError):
+        target_as_dir.write("/sessions/b.jsonl", "/work/b")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dir-target", "host.json"]
+    record = journal.read()
+    assert record is not None and record.session_file == "/sessions/a.jsonl"
+
+
+@pytest.mark.anyio
+async def test_journal_async_write_runs_off_the_event_loop(tmp_path: Path) -> None:
+    journal = HostJournal(tmp_path / "host.json")
+    await journal.write_async("/sessions/a.jsonl", "/work/a")
+    assert journal.read() is not None
