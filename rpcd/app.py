@@ -17,15 +17,19 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
-import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
+import anyio
+import anyio.abc
+import anyio.lowlevel
 import attrs
 
+from protocol import methods as pm
 from protocol import types as t
 from rpcd.client_requests import ClientRequests, UiBridge
 from rpcd.errors import HostDisposedError
@@ -33,9 +37,12 @@ from rpcd.failures import context_of
 from rpcd.host import SerializedHost
 from rpcd.host_bindings import RpcHostBindings
 from rpcd.journal import HostJournal
+from rpcd.logs import configure_logging
 from rpcd.methods import HostSlot, SessionMethods, operation
-from rpcd.notifications import HOST_STATUS, EventPump
+from rpcd.notifications import HOST_STATUS, EventPump, Notification
+from rpcd.server import Server, create_server
 from rpcd.store.paths import get_agent_dir
+from rpcd.transport.stdio import guard_stdout
 
 log = logging.getLogger("rpcd.app")
 
@@ -221,7 +228,28 @@ class Daemon:
         self.methods = SessionMethods(self.slot, pump, lambda cwd: list_sessions(options.agent_dir, cwd))
         self.requests: ClientRequests | None = None
         self.journal = HostJournal(options.journal_path)
-        self.disposal_failed = False
+        self.disposal_failure: BaseException | None = None
+        self.task_group: anyio.abc.TaskGroup | None = None
+        self._disposed_once = False
+
+    def spawn(self, work: Awaitable[None]) -> None:
+        assert self.task_group is not None, "spawn() before serve() started the task group"
+
+        async def run() -> None:
+            await work
+
+        self.task_group.start_soon(run)
+
+    async def startup_after_response(self, requests: ClientRequests) -> None:
+        """Start the session once the ``initialize`` response is on its way.
+
+        The hook runs inside the ``initialize`` handler; the response is queued by the handler
+        task's done-callback. Yielding twice lets that callback run first, so the client never
+        sees our trust prompt before its ``initialize`` result.
+        """
+        await anyio.lowlevel.checkpoint()
+        await anyio.lowlevel.checkpoint()
+        await self.startup(requests)
 
     def on_status(self, status: str, generation: int) -> None:
         self.pump.post(HOST_STATUS, {"status": status, "generation": generation})
@@ -279,29 +307,36 @@ class Daemon:
         return host
 
     async def final_disposal(self) -> None:
-        """The one orderly end: dispose the host (behind any in-flight operation), once."""
+        """The one orderly end: dispose the host (behind any in-flight operation), once.
+
+        A failure is kept in ``disposal_failure`` (and logged flat), never raised here: the
+        server's dispose hook re-raises it so ``shutdown`` answers DISPOSAL_FAILED and the
+        process exits non-zero.
+        """
+        if self._disposed_once:
+            return
+        self._disposed_once = True
         if self.requests is not None:
             self.requests.close()  # the client can no longer answer: pending prompts resolve to defaults
-        if not self.slot.started:
-            return
-        await self.slot.wait_settled()
+        if self.slot.started:
+            await self.slot.wait_settled()
         host = self.slot.host
-        if host is None or self.disposal_failed:
-            return
-        if host.status == "disposed":
-            return
-        try:
-            with operation("shutdown"):
-                await host.dispose()
-        except HostDisposedError:
-            pass
-        except Exception as exc:
-            self.disposal_failed = True
-            log_failure("final disposal failed", exc)
+        if host is not None and host.status != "disposed":
+            try:
+                with operation("shutdown"):
+                    await host.dispose()
+            except HostDisposedError:
+                pass
+            except Exception as exc:
+                self.disposal_failure = exc
+                log_failure("final disposal failed", exc)
+        elif host is not None and self.methods.dispose_failure is not None:
+            self.disposal_failure = self.methods.dispose_failure
         await self.pump.drain()
 
     def exit_code(self) -> int:
-        if self.disposal_failed or (self.slot.started and self.slot.settled and self.slot.host is None):
+        never_served = self.slot.started and self.slot.settled and self.slot.host is None
+        if self.disposal_failure is not None or never_served:
             return EXIT_FAILED
         return EXIT_OK
 
@@ -331,24 +366,86 @@ def log_failure(message: str, exc: BaseException) -> None:
     log.error(message, extra=extra)
 
 
-# -- signals -----------------------------------------------------------------------------------
+# -- wiring --------------------------------------------------------------------------------------
 
 
-class SignalState:
-    """First SIGTERM/SIGHUP starts the orderly end; a second one exits at once."""
+def build(options: Options) -> tuple[Server, Daemon]:
+    """The server with every session method registered, and the daemon state behind it."""
+    server_ref: list[Server] = []
 
-    def __init__(self) -> None:
-        self.received: int | None = None
+    async def send_batch(batch: Sequence[Notification]) -> None:
+        transport = server_ref[0].transport if server_ref else None
+        if transport is not None:
+            await transport.send_notifications(batch)
 
-    def install(self, loop: Any, on_first: Any) -> None:
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            loop.add_signal_handler(sig, self._handle, sig, on_first)
+    pump = EventPump(send_batch)
+    daemon = Daemon(options, pump)
 
-    def _handle(self, sig: int, on_first: Any) -> None:
-        if self.received is not None:
-            log.warning("second signal during shutdown; exiting now")
-            sys.stderr.flush()
-            os._exit(128 + sig)
-        self.received = sig
-        log.info("signal %s: orderly shutdown", signal.Signals(sig).name)
-        on_first()
+    async def on_initialize(params: t.InitializeParams) -> None:
+        caps = params.capabilities or t.ClientCapabilities()
+        server = server_ref[0]
+
+        async def ask(method: str, payload: Mapping[str, Any], msg_id: str) -> Any:
+            # The server owns ids, timeouts' cleanup and $/cancelRequest; our own deadline is the one that counts.
+            return await server.request_client(method, dict(payload), timeout=math.inf)
+
+        requests = ClientRequests(
+            ask,
+            lambda msg_id: None,
+            pump,
+            authorize_project=caps.authorize_project is not None,
+            extension_ui=caps.extension_ui is not None,
+            trust_policy=options.trust_policy,
+            trust_timeout=options.trust_timeout,
+            ui_timeout=options.ui_timeout,
+        )
+        daemon.slot.started = True
+        daemon.spawn(daemon.startup_after_response(requests))
+
+    async def dispose_hook() -> None:
+        await daemon.final_disposal()
+        if daemon.disposal_failure is not None:
+            raise daemon.disposal_failure
+
+    server = create_server(dispose_hook=dispose_hook, initialize_hook=on_initialize)
+    server_ref.append(server)
+    register(server, daemon.methods)
+    return server, daemon
+
+
+def register(server: Server, methods: SessionMethods) -> None:
+    """Every session method of the wire contract → its handler."""
+    server.method(pm.NEW_SESSION, t.NewSessionParams)(methods.new_session)
+    server.method(pm.RESUME, t.ResumeParams)(methods.resume)
+    server.method(pm.FORK, t.ForkParams)(methods.fork)
+    server.method(pm.CLONE, t.CloneParams)(methods.clone)
+    server.method(pm.IMPORT_JSONL, t.ImportJsonlParams)(methods.import_jsonl)
+    server.method(pm.DISPOSE)(methods.dispose)
+    server.method(pm.GET_STATE)(methods.get_state)
+    server.method(pm.GET_MESSAGES)(methods.get_messages)
+    server.method(pm.GET_TREE)(methods.get_tree)
+    server.method(pm.LIST_SESSIONS, t.ListSessionsParams)(methods.list_sessions)
+    server.method(pm.PROMPT, t.PromptParams)(methods.prompt)
+    server.method(pm.ABORT)(methods.abort)
+    server.method(pm.SET_SESSION_NAME, t.SetSessionNameParams)(methods.set_session_name)
+
+
+async def serve(options: Options, in_fd: int, out_fd: int) -> int:
+    server, daemon = build(options)
+    async with anyio.create_task_group() as tg:
+        daemon.task_group = tg
+        tg.start_soon(daemon.pump.run)
+        code = await server.serve(in_fd, out_fd)
+        daemon.pump.close()
+        tg.cancel_scope.cancel()
+    if daemon.exit_code() != EXIT_OK:
+        code = code or daemon.exit_code()
+    return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    options = parse_options(sys.argv[1:] if argv is None else argv)
+    configure_logging(options.log_level)
+    out_fd = guard_stdout()
+    result: int = anyio.run(serve, options, 0, out_fd, backend="asyncio")
+    return result

@@ -109,6 +109,7 @@ class SessionMethods:
         self._pump = pump
         self._list = list_sessions
         self._snapshot: SessionState | None = None
+        self.dispose_failure: BaseException | None = None
 
     # -- replacements ---------------------------------------------------------------------
 
@@ -154,9 +155,16 @@ class SessionMethods:
 
     async def dispose(self, params: t.EmptyParams | None = None) -> None:
         host = await self._slot.get("dispose")
-        with operation("dispose"):
-            await host.dispose()
-        await self._pump.drain()
+        try:
+            with operation("dispose"):
+                await host.dispose()
+        except HostDisposedError:
+            raise
+        except Exception as exc:
+            self.dispose_failure = exc  # the process will exit non-zero
+            raise
+        finally:
+            await self._pump.drain()
 
     async def _replaced(self, host: SerializedHost, outcome: ReplacementOutcome) -> t.ReplacementResult:
         self._remember(host)
@@ -184,6 +192,7 @@ class SessionMethods:
             state = self._snapshot
         else:
             self._snapshot = state
+        await self._pump.drain()
         model = t.ModelRef(state.model.provider, state.model.model_id) if state.model is not None else None
         return t.GetStateResult(
             session_id=state.session_id,
@@ -201,11 +210,14 @@ class SessionMethods:
 
     async def get_messages(self, params: t.EmptyParams | None = None) -> t.GetMessagesResult:
         host = await self._slot.get("getMessages")
-        return t.GetMessagesResult(messages=host.messages())
+        messages = host.messages()
+        await self._pump.drain()
+        return t.GetMessagesResult(messages=messages)
 
     async def get_tree(self, params: t.EmptyParams | None = None) -> t.GetTreeResult:
         host = await self._slot.get("getTree")
         tree = host.tree()
+        await self._pump.drain()
         return t.GetTreeResult(
             entries=[dict(e) for e in tree.entries], labels=dict(tree.labels), leaf_id=tree.leaf_id
         )
