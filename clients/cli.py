@@ -13,6 +13,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import shlex
 import sys
 from collections.abc import Awaitable, Callable, Sequence
@@ -29,6 +30,7 @@ EXIT_RPC_ERROR = 3
 EXIT_DAEMON_DIED = 4
 EXIT_TIMEOUT = 5
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141
 
 EVENT_METHODS = ("session/event", "session/lifecycle", "session/diagnostics", "host/status", "$/progress", "ui/notify")
 
@@ -178,8 +180,11 @@ def make_handlers(mode: str | None, interactive: bool) -> dict[str, Callable[[An
 class Printer:
     """Routes results and events to stdout/stderr in human or JSON form."""
 
-    def __init__(self, as_json: bool, out: TextIO | None = None, err: TextIO | None = None) -> None:
+    def __init__(
+        self, as_json: bool, out: TextIO | None = None, err: TextIO | None = None, verbose: bool = False
+    ) -> None:
         self.as_json = as_json
+        self.verbose = verbose
         self.out = out or sys.stdout
         self.err = err or sys.stderr
         self._mid_line = False
@@ -206,6 +211,8 @@ class Printer:
             self.out.flush()
             self._mid_line = not delta.endswith("\n")
             return
+        if not self.verbose and not _worth_showing(method, params):
+            return
         line = render.event_line(method, params)
         if line is not None and method != "$/progress":
             self.end_stream()
@@ -217,6 +224,19 @@ class Printer:
             self.out.write("\n")
             self.out.flush()
             self._mid_line = False
+
+
+def _worth_showing(method: str, params: Any) -> bool:
+    """Without --verbose a human sees tool runs, problems and notices, not the turn's bookkeeping."""
+    if not isinstance(params, dict):
+        return False
+    if method == "session/event":
+        return str((params.get("event") or {}).get("type", "")).startswith("tool_execution")
+    if method == "session/diagnostics":
+        return bool(params.get("diagnostics"))
+    if method == "host/status":
+        return params.get("status") == "unusable"
+    return method == "ui/notify"
 
 
 async def pump_events(stream: EventStream, printer: Printer) -> None:
@@ -299,7 +319,7 @@ async def one_shot(client: RpcdClient, args: argparse.Namespace, printer: Printe
 
 
 async def amain(args: argparse.Namespace) -> int:
-    printer = Printer(args.json)
+    printer = Printer(args.json, verbose=args.verbose)
     timeout = args.timeout if args.timeout and args.timeout > 0 else None
     interactive = args.command == "chat" and sys.stdin.isatty()
     command = shlex.split(args.daemon) if args.daemon else None
@@ -374,6 +394,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except ClientError as exc:
         return report(exc, args.json)
+    except BrokenPipeError:  # the reader went away (`rpcctl ... | head`): stop quietly, like SIGPIPE
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
 
 
 if __name__ == "__main__":

@@ -112,6 +112,15 @@ async def streamed_prompt(client: RpcdClient, stream: EventStream, show: Show, t
     return result
 
 
+async def startup_settled(stream: EventStream, show: Show) -> None:
+    """The daemon opens its first session after ``initialize``: show that (and any trust prompt) first."""
+    show.line("  (the daemon now opens its startup session)")
+    while (item := await stream.next(timeout=30)) is not None:
+        show.event(item["method"], item["params"])
+        if item["method"] == "host/status" and item["params"].get("status") != "replacing":
+            return
+
+
 def first_user_entry(tree: dict[str, Any]) -> str | None:
     for entry in tree.get("entries") or []:
         message = entry.get("message") if isinstance(entry, dict) else None
@@ -147,7 +156,7 @@ async def run(daemon: str | None, verbose: bool, show: Show) -> int:
             server = info.get("serverInfo", {})
             show.result(f"{server.get('name')} {server.get('version')}, protocol {info.get('protocolVersion')}")
             show.line(f"  methods: {', '.join(client.methods)}")
-            drain(stream, show)
+            await startup_settled(stream, show)
             missing = [m for m in NEEDED if m not in client.methods]
             if missing:
                 show.line(f"\nthe daemon does not serve {', '.join(missing)} yet: the demo stops here.")
