@@ -171,7 +171,8 @@ class Agent:
     # -- the loop ---------------------------------------------------------------------
 
     async def run(self, prompts: Sequence[dict[str, Any]], sink: AgentSink) -> str:
-        """Run until the model stops calling tools (or abort/error). Returns the last stopReason."""
+        """Run until the model stops calling tools (or abort/error). Returns the last
+        assistant's stopReason, or ``"aborted"`` when the run was aborted."""
         self._abort_requested = False
         produced: list[dict[str, Any]] = []
         emit = sink.emit
@@ -198,7 +199,9 @@ class Agent:
                 break
             await emit({"type": "turn_start"})
         await emit({"type": "agent_end", "messages": produced, "willRetry": False})
-        return stop_reason
+        # An abort that landed in a tool leaves the last assistant at "toolUse"; the
+        # caller still needs to know the run was aborted.
+        return "aborted" if self._abort_requested else stop_reason
 
     async def _stream_assistant(self, sink: AgentSink) -> dict[str, Any]:
         emit = sink.emit
