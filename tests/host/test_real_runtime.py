@@ -1,0 +1,304 @@
+"""The host's key paths against the real runtime (``rpcd.runtime``): real session files in
+temporary directories, the offline faux provider, failures injected through an extension,
+a file standing where the host journal's directory should be, and a factory that refuses a
+poisoned cwd."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+
+from rpcd.errors import (
+    FactoryError,
+    HostUnavailableError,
+    InvalidEntryError,
+    MissingSessionCwdError,
+    SessionFileNotFoundError,
+)
+from rpcd.failures import (
+    PHASE_PERSISTENCE,
+    PHASE_PRE_VALIDATION,
+    PHASE_REPLACEMENT,
+    SessionBindingFailure,
+    context_of,
+)
+from rpcd.host import SerializedHost
+from rpcd.journal import HostJournal, HostJournalError
+from rpcd.port import Diagnostic, ExtensionBindings, ExtensionError, SessionPort, Unsubscribe
+from rpcd.runtime.factory import make_default_factory
+from rpcd.runtime.providers.base import ProviderRegistry
+from rpcd.runtime.providers.faux import FauxProvider
+from rpcd.runtime.runtime import AgentSessionRuntime, CreateRuntimeResult, RuntimeFactory, create_runtime
+from rpcd.runtime.services import ProcessInputs, ProjectTrustContext, TrustDecision
+from rpcd.store import SessionManager
+from tests.host import _ext_sink as sink
+
+pytestmark = pytest.mark.anyio
+
+PROBE_EXTENSION = """
+from tests.host import _ext_sink as sink
+
+
+def register(pi):
+    def make(kind):
+        def handler(event, ctx):
+            sink.SEEN.append((kind, ctx.cwd))
+            if kind in sink.RAISE:
+                raise RuntimeError("extension handler failed on purpose")
+            if sink.CANCEL.get(kind):
+                return {"cancel": True}
+            return None
+        return handler
+
+    for kind in ("session_start", "session_shutdown", "session_before_switch", "session_before_fork"):
+        pi.on(kind, make(kind))
+"""
+
+
+@pytest.fixture(autouse=True)
+def _clean_sink() -> Iterator[None]:
+    sink.reset()
+    yield
+    sink.reset()
+
+
+async def _trust(cwd: str, context: ProjectTrustContext) -> TrustDecision:
+    return TrustDecision("trust")
+
+
+class PoisonableFactory:
+    """The real default factory, refusing any cwd in ``poisoned`` (before building anything)."""
+
+    def __init__(self, inner: RuntimeFactory) -> None:
+        self.inner = inner
+        self.poisoned: set[str] = set()
+
+    async def __call__(
+        self,
+        *,
+        cwd: str,
+        agent_dir: str,
+        session_manager: SessionManager,
+        session_start_event: Mapping[str, Any] | None,
+        project_trust_context: ProjectTrustContext | None,
+    ) -> CreateRuntimeResult:
+        if cwd in self.poisoned:
+            raise FactoryError(f"refusing to build services for {cwd}", cwd=cwd)
+        return await self.inner(
+            cwd=cwd,
+            agent_dir=agent_dir,
+            session_manager=session_manager,
+            session_start_event=session_start_event,
+            project_trust_context=project_trust_context,
+        )
+
+
+@attrs.define
+class ComposedBindings:
+    """What a composition root binds: events per session, diagnostics, extension errors, the journal."""
+
+    runtime: AgentSessionRuntime
+    journal: HostJournal
+    events: list[tuple[str, str]] = attrs.field(factory=list)
+    reported: list[Sequence[Diagnostic]] = attrs.field(factory=list)
+    extension_errors: list[ExtensionError] = attrs.field(factory=list)
+
+    def extension_bindings(self, session: SessionPort) -> ExtensionBindings:
+        return ExtensionBindings(mode="rpc", on_error=self.extension_errors.append)
+
+    def subscribe(self, session: SessionPort) -> Unsubscribe:
+        session_id = session.session_id
+        return session.subscribe(lambda event: self.events.append((session_id, str(event["type"]))))
+
+    def report_diagnostics(self, diagnostics: Sequence[Diagnostic]) -> None:
+        self.reported.append(diagnostics)
+
+    async def flush_persistence(self) -> None:
+        await self.journal.write_async(self.runtime.session.session_file, self.runtime.cwd)
+
+
+@attrs.define
+class World:
+    root: Path
+    agent_dir: Path
+    alpha: Path
+    beta: Path
+    factory: PoisonableFactory
+    bindings: ComposedBindings
+    host: SerializedHost
+    runtime: AgentSessionRuntime
+
+
+def _project(root: Path, name: str) -> Path:
+    project = root / name
+    project.mkdir()
+    return project
+
+
+def exists(path: str) -> bool:
+    return Path(path).exists()
+
+
+def persisted_session(cwd: Path, agent_dir: Path, text: str = "hello") -> str:
+    """A session file of ``cwd`` written through the store (user + assistant, so it is on disk)."""
+    sm = SessionManager.create(str(cwd), agent_dir=str(agent_dir))
+    sm.append_model_change("faux", "faux-1")
+    sm.append_thinking_level_change("off")
+    sm.append_message({"role": "user", "content": [{"type": "text", "text": text}], "timestamp": 1})
+    zero = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
+    sm.append_message({
+        "role": "assistant", "content": [{"type": "text", "text": "hi"}], "api": "faux", "provider": "faux",
+        "model": "faux-1", "usage": {**zero, "totalTokens": 0, "cost": {**zero, "total": 0}},
+        "stopReason": "stop", "timestamp": 2,
+    })
+    path = sm.get_session_file()
+    assert path is not None and Path(path).exists()
+    return path
+
+
+async def build_world(tmp_path: Path, *, journal_path: Path | None = None) -> World:
+    agent_dir = tmp_path / "agent"
+    (agent_dir / "extensions").mkdir(parents=True)
+    (agent_dir / "extensions" / "hostprobe.py").write_text(textwrap.dedent(PROBE_EXTENSION))
+    alpha, beta = _project(tmp_path, "alpha"), _project(tmp_path, "beta")
+    inner = make_default_factory(
+        ProcessInputs(), authorize_project=_trust, provider_registry=ProviderRegistry([FauxProvider()])
+    )
+    factory = PoisonableFactory(inner)
+    sm = SessionManager.create(str(alpha), agent_dir=str(agent_dir))
+    runtime = await create_runtime(factory, cwd=str(alpha), agent_dir=str(agent_dir), session_manager=sm)
+    journal = HostJournal(journal_path or tmp_path / "state" / "host.json")
+    bindings = ComposedBindings(runtime, journal)
+    host = await SerializedHost.bind(runtime, bindings)
+    return World(tmp_path, agent_dir, alpha, beta, factory, bindings, host, runtime)
+
+
+async def test_real_replacements_switch_cwd_report_diagnostics_once_and_journal_the_current_session(
+    tmp_path: Path,
+) -> None:
+    w = await build_world(tmp_path)
+    host = w.host
+    assert host.cwd == str(w.alpha) and len(w.bindings.reported) == 1
+    assert await host.prompt("first question") == "stop"
+    alpha_file = host.session_file
+    assert alpha_file is not None and exists(alpha_file)
+    beta_file = persisted_session(w.beta, w.agent_dir)
+
+    resumed = await host.resume(beta_file)
+    assert (resumed.cwd, resumed.session_file, resumed.generation) == (str(w.beta), beta_file, 1)
+    assert host.cwd == str(w.beta) and len(w.bindings.reported) == 2
+    assert list(w.bindings.reported[-1]) == list(w.runtime.diagnostics)
+    record = w.bindings.journal.read()
+    assert record is not None and (record.session_file, record.cwd) == (beta_file, str(w.beta))
+
+    user_entry = next(e for e in host.tree().entries if e.get("type") == "message")
+    forked = await host.fork(str(user_entry["id"]))
+    assert forked.selected_text == "hello" and forked.generation == 2 and forked.cwd == str(w.beta)
+
+    back = await host.resume(alpha_file)
+    leaf = host.state().leaf_id
+    cloned = await host.clone()
+    assert cloned.cwd == str(w.alpha) and cloned.session_file != alpha_file
+    assert SessionManager.open(str(cloned.session_file)).get_leaf_id() == leaf
+    assert back.generation + 1 == cloned.generation == host.generation == 4
+
+    imported = await host.import_jsonl(beta_file)
+    assert imported.cwd == str(w.beta) and imported.session_file != beta_file
+    assert len(w.bindings.reported) == 6  # startup + five replacements, once each
+    record = w.bindings.journal.read()
+    assert record is not None and record.session_file == imported.session_file
+    starts = [cwd for kind, cwd in sink.SEEN if kind == "session_start"]
+    assert starts == [str(w.alpha), str(w.beta), str(w.beta), str(w.alpha), str(w.alpha), str(w.beta)]
+    await host.dispose()
+    assert host.status == "disposed"
+    assert sink.SEEN[-1] == ("session_shutdown", str(w.beta))
+
+
+async def test_real_pre_validation_failures_keep_the_session_usable(tmp_path: Path) -> None:
+    w = await build_world(tmp_path)
+    host = w.host
+    await host.prompt("something")
+    session_before = host.session_id
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    orphan = persisted_session(gone, w.agent_dir)
+    gone.rmdir()
+    with pytest.raises(MissingSessionCwdError) as missing:
+        await host.resume(orphan)
+    with pytest.raises(InvalidEntryError) as invalid:
+        await host.fork("deadbeef")
+    with pytest.raises(SessionFileNotFoundError):
+        await host.import_jsonl(str(tmp_path / "nowhere.jsonl"))
+    for info in (missing, invalid):
+        context = context_of(info.value)
+        assert context is not None and context.phase == PHASE_PRE_VALIDATION and not context.terminal
+    assert host.status == "ready" and host.session_id == session_before
+    assert await host.prompt("still here") == "stop"
+
+
+async def test_real_extension_cancelling_the_switch_keeps_the_old_session(tmp_path: Path) -> None:
+    w = await build_world(tmp_path)
+    host = w.host
+    sink.CANCEL["session_before_switch"] = True
+    outcome = await host.new_session()
+    assert outcome.cancelled and outcome.session_id == host.session_id and outcome.generation == 0
+    assert host.status == "ready" and len(w.bindings.reported) == 1
+    assert not any(kind == "session_shutdown" for kind, _ in sink.SEEN)
+
+
+async def test_real_extension_handler_failure_is_reported_not_fatal(tmp_path: Path) -> None:
+    w = await build_world(tmp_path)
+    sink.RAISE.add("session_start")
+    outcome = await w.host.new_session()
+    assert not outcome.cancelled and w.host.status == "ready"
+    assert [(e.event, "hostprobe" in e.extension_path) for e in w.bindings.extension_errors] == [
+        ("session_start", True)
+    ]
+
+
+async def test_real_factory_refusing_a_poisoned_cwd_leaves_the_host_terminal_with_no_session(
+    tmp_path: Path,
+) -> None:
+    w = await build_world(tmp_path)
+    host = w.host
+    beta_file = persisted_session(w.beta, w.agent_dir)
+    w.factory.poisoned.add(str(w.beta))
+    with pytest.raises(FactoryError) as info:
+        await host.resume(beta_file)
+    context = context_of(info.value)
+    assert context is not None and context.phase == PHASE_REPLACEMENT and context.terminal
+    assert context.session_path == beta_file
+    assert host.status == "unusable"
+    with pytest.raises(HostUnavailableError):
+        host.cwd  # noqa: B018
+    with pytest.raises(HostUnavailableError):
+        await host.prompt("is anyone there")
+    with pytest.raises(HostUnavailableError):
+        await host.new_session()
+    assert ("session_shutdown", str(w.alpha)) in sink.SEEN  # the old session was torn down
+    await host.dispose()  # still cleans up (Pi tolerates disposing the old session again)
+
+
+async def test_real_journal_directory_blocked_by_a_file_makes_the_replacement_terminal(tmp_path: Path) -> None:
+    blocker = tmp_path / "state-blocker"
+    w = await build_world(tmp_path, journal_path=blocker / "rpcd" / "host.json")
+    blocker.write_text("a file where the journal directory should be")
+    host = w.host
+    with pytest.raises(HostJournalError) as info:
+        await host.new_session()
+    context = context_of(info.value)
+    assert context is not None and context.phase == PHASE_PERSISTENCE and context.terminal
+    assert "is not a directory" in str(info.value)
+    assert host.status == "unusable"
+    assert w.runtime.session.extension_runner is None or w.runtime.session.extension_runner.is_invalidated
+    with pytest.raises(HostUnavailableError):
+        await host.resume(persisted_session(w.beta, w.agent_dir))
+    # final disposal still attempts every step; the journal flush fails again and is reported
+    with pytest.raises((HostJournalError, SessionBindingFailure)):
+        await host.dispose()
+    assert host.status == "disposed"
