@@ -272,3 +272,22 @@ def test_the_default_registry_reads_the_faux_script_from_the_environment(
     provider, model = found
     assert (model.provider, model.id) == ("faux", "faux-1")
     assert provider.pending() == 1  # type: ignore[attr-defined]
+
+
+async def test_create_runtime_checks_the_session_cwd_before_calling_the_factory(tmp_path: Path) -> None:
+    from rpcd.errors import MissingSessionCwdError
+    from rpcd.runtime.runtime import create_runtime
+
+    gone = tmp_path / "gone"
+    header = {"type": "session", "version": 3, "id": "s1", "timestamp": "2026-11-29T23:20:04.125Z", "cwd": str(gone)}
+    path = write(tmp_path / "s.jsonl", json.dumps(header) + "\n")
+    calls: list[str] = []
+
+    async def factory(**kwargs: Any) -> Any:
+        calls.append(kwargs["cwd"])
+        raise AssertionError("factory must not run")
+
+    with pytest.raises(MissingSessionCwdError, match="Stored session working directory does not exist"):
+        await create_runtime(factory, cwd=str(tmp_path), agent_dir=str(tmp_path / "agent"),
+                             session_manager=SessionManager.open(str(path)))
+    assert calls == []
