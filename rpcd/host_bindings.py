@@ -118,7 +118,9 @@ class RpcHostBindings:
         self._pump.post(SESSION_DIAGNOSTICS, params)
 
     async def flush_persistence(self) -> None:
-        session = self._session
+        # Only a session that is still bound is recorded: after a terminal failure the final
+        # disposal must not name a dead session as the one to resume.
+        session = self.session
         if self._persist is None or session is None:
             return
         await self._persist(_safe_file(session), session.state().cwd)
