@@ -9,6 +9,7 @@ line numbers (never the content) of skipped lines.
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 import attrs
@@ -20,6 +21,16 @@ from rpcd.store import entries as E
 from rpcd.store.records import Record
 
 _MAX_LISTED_LINES = 20
+_WHITESPACE = b" \t\r\n"
+
+# The fixed prefix JSON.stringify gives every entry Pi writes with the base keys first.
+# A line that starts like this and ends in "}" is accepted on its skeleton; its body is
+# parsed when first needed (see docs/store.md, "Lazy parsing").
+_SKELETON = re.compile(
+    rb'\{"type":"([A-Za-z0-9_]+)","id":"([^"\\]+)","parentId":(?:null|"([^"\\]*)"),"timestamp":"[^"\\]*"'
+    rb'(?:,"message":\{"role":"([A-Za-z0-9_]+)")?'
+)
+_EAGER_TYPES = frozenset({E.LABEL, E.SESSION})
 
 
 @attrs.define
@@ -35,23 +46,50 @@ def not_a_session(path: str) -> NotASessionError:
     return NotASessionError(f"Session file is not a valid pi session: {path}", session_path=path)
 
 
-def parse_bytes(data: bytes, path: str) -> LoadedFile | None:
+def parse_bytes(data: bytes, path: str, *, lazy: bool = True) -> LoadedFile | None:
     """Parse file contents; ``None`` if there is no parsable line at all (empty file).
 
-    Raises ``NotASessionError`` if the first parsed line is not a session header.
+    Raises ``NotASessionError`` if the first parsed line is not a session header. With
+    ``lazy``, lines in Pi's own shape are indexed from their skeleton and parsed later;
+    the last line (where a torn write would be) is always parsed in full.
     """
     lines = data.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
+    last = len(lines)
+    while last > 0 and not lines[last - 1].strip(_WHITESPACE):
+        last -= 1
     header: dict[str, Any] | None = None
+    records: list[Record] = []
     parsed: list[tuple[dict[str, Any], bytes]] = []
     blank: list[int] = []
     bad: list[int] = []
+    without_id = 0
+    skeleton = _SKELETON.match
     for number, line in enumerate(lines, start=1):
-        raw = line.strip(b" \t\r\n")
-        if not raw:
-            blank.append(number)
-            continue
+        raw = line
+        if raw[:1] in _WHITESPACE or raw[-1:] in _WHITESPACE:
+            raw = raw.strip(_WHITESPACE)
+            if not raw:
+                blank.append(number)
+                continue
+        if header is not None and lazy and number < last and raw[-1:] == b"}":
+            match = skeleton(raw)
+            if match is not None:
+                kind, role = match.group(1).decode(), match.group(4)
+                if kind not in _EAGER_TYPES and (role is not None or kind != E.MESSAGE):
+                    parent = match.group(3)
+                    records.append(
+                        Record(
+                            match.group(2).decode(),
+                            None if parent is None else parent.decode(),
+                            kind,
+                            None if role is None else role.decode(),
+                            raw,
+                            None,
+                        )
+                    )
+                    continue
         try:
             value = codec.loads(raw)
         except codec.LineError:
@@ -61,33 +99,39 @@ def parse_bytes(data: bytes, path: str) -> LoadedFile | None:
             if not (isinstance(value, dict) and value.get("type") == E.SESSION and isinstance(value.get("id"), str)):
                 raise not_a_session(path)
             header = value
+            if migrations.header_version(header) < E.CURRENT_SESSION_VERSION:
+                lazy = False  # migration needs every entry parsed
             continue
         if not isinstance(value, dict):
             bad.append(number)
             continue
-        parsed.append((value, raw))
+        if value.get("type") == E.SESSION:
+            continue  # a second header (Pi 0.73.1 wrote those); Pi ignores it too
+        if lazy:
+            record = Record.from_parsed(value, raw)
+            if record is None:
+                without_id += 1
+            else:
+                records.append(record)
+        else:
+            parsed.append((value, raw))
     if header is None:
-        if data.strip(b" \t\r\n"):
+        if data.strip(_WHITESPACE):
             raise not_a_session(path)
         return None
 
     migrated = migrations.migrate([header, *(entry for entry, _ in parsed)])
-    records: list[Record] = []
-    without_id = 0
     for entry, raw in parsed:
-        if entry.get("type") == E.SESSION:
-            continue  # a second header (Pi 0.73.1 wrote those); Pi ignores it too
         record = Record.from_parsed(entry, codec.dumps(entry) if migrated else raw)
         if record is None:
             without_id += 1
-            continue
-        records.append(record)
+        else:
+            records.append(record)
 
-    diagnostics = _diagnostics(blank, bad, without_id)
     return LoadedFile(
         header=header,
         records=records,
-        diagnostics=diagnostics,
+        diagnostics=_diagnostics(blank, bad, without_id),
         missing_final_newline=not data.endswith(b"\n"),
         migrated=migrated,
     )

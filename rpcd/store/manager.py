@@ -36,7 +36,7 @@ from rpcd.store.context import SessionContext, build_session_context
 from rpcd.store.listing import SessionInfo, find_most_recent_session, list_sessions
 from rpcd.store.loader import LoadedFile, load_file, not_a_session
 from rpcd.store.paths import default_session_dir, make_private_dirs
-from rpcd.store.records import Record
+from rpcd.store.records import CorruptRecordError, Record
 
 _NEWLINES_RE = re.compile(r"[\r\n]+")
 NOT_SAVED_MESSAGE = (
@@ -226,14 +226,20 @@ class SessionManager:
         return any(r.type == E.MESSAGE and r.role in ("user", "assistant") for r in self._records)
 
     def get_entries(self) -> builtins.list[dict[str, Any]]:
-        return [record.entry for record in self._records]
+        return self._entries_of(builtins.list(self._records))
 
     def get_entry_count(self) -> int:
         return len(self._records)
 
     def get_entry(self, entry_id: str) -> dict[str, Any] | None:
         record = self._by_id.get(entry_id)
-        return record.entry if record is not None else None
+        if record is None:
+            return None
+        try:
+            return record.entry
+        except CorruptRecordError:
+            self._drop(record)
+            return None
 
     def get_leaf_id(self) -> str | None:
         return self._leaf_id
@@ -243,10 +249,10 @@ class SessionManager:
 
     def get_branch(self, from_id: str | None = None) -> builtins.list[dict[str, Any]]:
         """Root -> ``from_id`` (default: leaf); empty if unknown."""
-        return [record.entry for record in self._path(from_id if from_id is not None else self._leaf_id)]
+        return [record.entry for record in self._valid_path(from_id if from_id is not None else self._leaf_id)]
 
     def get_children(self, entry_id: str) -> builtins.list[dict[str, Any]]:
-        return [r.entry for r in self._by_id.values() if r.parent_id == entry_id]
+        return self._entries_of([r for r in self._by_id.values() if r.parent_id == entry_id])
 
     def get_label(self, entry_id: str) -> str | None:
         return self._labels.get(entry_id)
@@ -258,12 +264,20 @@ class SessionManager:
         """Latest ``session_info`` in file order (any branch); an empty name clears it."""
         for record in reversed(self._records):
             if record.type == E.SESSION_INFO:
-                name = record.entry.get("name")
+                try:
+                    name = record.entry.get("name")
+                except CorruptRecordError:
+                    self._drop(record)
+                    return self.get_session_name()
                 return name.strip() or None if isinstance(name, str) else None
         return None
 
     def build_session_context(self) -> SessionContext:
-        return build_session_context(self._path(self._leaf_id))
+        while True:
+            try:
+                return build_session_context(self._path(self._leaf_id))
+            except CorruptRecordError as exc:
+                self._drop(exc.record)
 
     def get_model(self) -> ModelRef | None:
         return self.build_session_context().model
@@ -279,7 +293,7 @@ class SessionManager:
     # -- navigation (in memory only, as in Pi) ---------------------------------------------
 
     def branch(self, entry_id: str) -> None:
-        if entry_id not in self._by_id:
+        if self.get_entry(entry_id) is None:
             raise InvalidEntryError(f"Entry {entry_id} not found", entry_id=entry_id, session_path=self._session_file)
         self._leaf_id = entry_id
 
@@ -376,7 +390,7 @@ class SessionManager:
         re-parented; labels on the path are re-emitted at the end with their original
         timestamps; the file is written now if the path has an assistant message.
         """
-        path = self._path(leaf_id)
+        path = self._valid_path(leaf_id)
         if not path:
             raise InvalidEntryError(f"Entry {leaf_id} not found", entry_id=leaf_id, session_path=self._session_file)
         kept = _without_labels(path)
@@ -416,7 +430,7 @@ class SessionManager:
         ``before`` needs a user message and copies root -> its parent (``selected_text`` = its
         text); ``at`` copies root -> the entry. Errors leave this manager untouched.
         """
-        record = self._by_id.get(entry_id)
+        record = self._by_id.get(entry_id) if self.get_entry(entry_id) is not None else None
         if record is None or (position == "before" and not (record.type == E.MESSAGE and record.role == "user")):
             raise InvalidEntryError(
                 "Invalid entry ID for forking", entry_id=entry_id, session_path=self._session_file, cwd=self._cwd
@@ -457,6 +471,40 @@ class SessionManager:
         path.reverse()
         return path
 
+    def _valid_path(self, leaf_id: str | None) -> builtins.list[Record]:
+        """``_path`` with every body parsed; lines that fail are dropped and the walk redone."""
+        while True:
+            path = self._path(leaf_id)
+            try:
+                for record in path:
+                    record.entry  # noqa: B018 - parse now
+            except CorruptRecordError as exc:
+                self._drop(exc.record)
+                continue
+            return path
+
+    def _entries_of(self, records: builtins.list[Record]) -> builtins.list[dict[str, Any]]:
+        entries: builtins.list[dict[str, Any]] = []
+        for record in records:
+            try:
+                entries.append(record.entry)
+            except CorruptRecordError:
+                self._drop(record)
+        return entries
+
+    def _drop(self, record: Record) -> None:
+        """Forget a line that turned out unparsable, as if Pi had skipped it on load."""
+        self._records.remove(record)
+        if self._by_id.get(record.id) is record:
+            del self._by_id[record.id]
+            for other in reversed(self._records):
+                if other.id == record.id:
+                    self._by_id[other.id] = other
+                    break
+        if self._leaf_id == record.id and record.id not in self._by_id:
+            self._leaf_id = self._records[-1].id if self._records else None
+        self.load_diagnostics.append(Diagnostic("warning", "Skipped 1 unreadable line in session file"))
+
     def _set_contents(self, header: dict[str, Any], records: builtins.list[Record]) -> None:
         self._header = header
         self._header_raw = None
@@ -491,6 +539,13 @@ class SessionManager:
         self._session_file = path
         self._flushed = True
         self.load_diagnostics = list(loaded.diagnostics)
+        while self._records:  # the leaf must be a real entry: validate from the end
+            try:
+                self._records[-1].entry  # noqa: B018 - parse now
+                break
+            except CorruptRecordError as exc:
+                self._drop(exc.record)
+                self._leaf_id = self._records[-1].id if self._records else None
         if loaded.migrated:
             self._rewrite_migrated(path)
         elif loaded.missing_final_newline:

@@ -54,11 +54,33 @@ class Record:
         )
 
     @property
+    def parsed(self) -> bool:
+        return self._entry is not None
+
+    @property
     def entry(self) -> dict[str, Any]:
-        """The entry in Pi's shape (parsed on first use). Read-only by convention."""
+        """The entry in Pi's shape (parsed on first use). Read-only by convention.
+
+        Raises ``CorruptRecordError`` if a line accepted on its skeleton alone turns out not
+        to be JSON; the session manager then drops it, as Pi drops unparsable lines.
+        """
         if self._entry is None:
-            self._entry = codec.loads(self.raw)
+            try:
+                value = codec.loads(self.raw)
+            except codec.LineError:
+                raise CorruptRecordError(self) from None
+            if not isinstance(value, dict):
+                raise CorruptRecordError(self)
+            self._entry = value
         return self._entry
+
+
+class CorruptRecordError(codec.LineError):
+    """A lazily parsed line was not valid JSON after all."""
+
+    def __init__(self, record: Record) -> None:
+        super().__init__("unparsable session line")
+        self.record = record
 
 
 def _role_of(entry: dict[str, Any]) -> str | None:
