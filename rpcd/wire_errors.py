@@ -97,6 +97,12 @@ def _is_disposal(context: FailureContext) -> bool:
 def code_for(primary: BaseException, context: FailureContext | None, default: ErrorCode) -> ErrorCode:
     if isinstance(primary, WireError):
         return ErrorCode(primary.error.code)
+    # A call refused because the host is already terminal/disposed is not itself a failed
+    # replacement or disposal: the contract answers HOST_UNAVAILABLE / HOST_DISPOSED (terminal: true).
+    if isinstance(primary, e.HostDisposedError):
+        return ErrorCode.HOST_DISPOSED
+    if isinstance(primary, e.HostUnavailableError):
+        return ErrorCode.HOST_UNAVAILABLE
     if context is not None and context.terminal:
         return ErrorCode.DISPOSAL_FAILED if _is_disposal(context) else ErrorCode.REPLACEMENT_FAILED
     if context is not None and _is_disposal(context) and not isinstance(primary, e.HostError):
