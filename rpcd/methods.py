@@ -32,6 +32,7 @@ from typing import Any, Final, Protocol
 import anyio
 
 from protocol import types as t
+from protocol.errors import ErrorCode, ErrorItem
 from rpcd.errors import HostDisposedError, HostError, HostUnavailableError
 from rpcd.failures import FailureContext, attach_context
 from rpcd.host import ReplacementOutcome, SerializedHost
@@ -39,6 +40,7 @@ from rpcd.host_bindings import OPERATION
 from rpcd.notifications import EventPump
 from rpcd.port import SessionState
 from rpcd.progress import Progress
+from rpcd.wire_errors import WireError, protocol_error
 
 log = logging.getLogger(__name__)
 
@@ -312,17 +314,18 @@ def _decode_cursor(cursor: str) -> tuple[str, str]:
     raise _invalid_params("listSessions", "cursor is not one this daemon issued", "$.cursor")
 
 
-class InvalidParamsError(ValueError):
-    """A semantically invalid param the strict converter cannot see (mapped to INVALID_PARAMS)."""
+class InvalidParamsError(WireError):
+    """A semantically invalid param the strict converter cannot see: INVALID_PARAMS naming its path."""
 
-    def __init__(self, message: str, path: str) -> None:
-        super().__init__(message)
-        self.message = message
-        self.path = path
+    def __init__(self, operation_name: str, message: str, path: str) -> None:
+        items = [ErrorItem("InvalidParams", message, path=path)]
+        super().__init__(
+            protocol_error(ErrorCode.INVALID_PARAMS, message, operation=operation_name, phase="validation", items=items)
+        )
 
 
 def _invalid_params(operation_name: str, message: str, path: str) -> InvalidParamsError:
-    return InvalidParamsError(message, path)
+    return InvalidParamsError(operation_name, message, path)
 
 
 Handler = Callable[[Any], Any]

@@ -1,0 +1,236 @@
+"""Cancellation, terminal failures, progress, listing and the orderly end — over a real pipe."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.ndjson_client import Daemon, RpcError, events_of
+from tests.e2e.projects import last_assistant_text, read_jsonl
+
+SLOW_BEFORE_SWITCH = textwrap.dedent(
+    """
+    import asyncio, os
+
+    def register(pi):
+        async def before(event, ctx):
+            with open(os.environ["RPCD_TEST_MARK"], "a") as mark:
+                mark.write("start\\n")
+            await asyncio.sleep(float(os.environ.get("RPCD_TEST_SLOW", "0")))
+
+        pi.on("session_before_switch", before)
+    """
+)
+
+
+def slow_script(path: Path) -> Path:
+    """A faux reply long enough to still be streaming when the test acts (4000 chars, 10 ms per 4)."""
+    path.write_text(json.dumps({"steps": [{"text": "abcd" * 1000, "chunkSize": 4, "chunkDelay": 0.01}]}))
+    return path
+
+
+def wait_file(path: Path, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError(path)
+        time.sleep(0.01)
+
+
+def first_delta(log: list[Any]) -> bool:
+    return any(p["event"]["type"] == "message_update" for p in events_of(log, "session/event"))
+
+
+# -- cancellation -----------------------------------------------------------------------------
+
+
+def test_cancelled_queued_replacement_never_starts_and_started_one_answers(tmp_path: Path) -> None:
+    agent = tmp_path / "agent"
+    (agent / "extensions").mkdir(parents=True)
+    (agent / "extensions" / "slow.py").write_text(SLOW_BEFORE_SWITCH)
+    mark = tmp_path / "mark"
+    env = {"RPCD_TEST_MARK": str(mark), "RPCD_TEST_SLOW": "1.0"}
+    with Daemon("--agent-dir", str(agent), "--cwd", str(tmp_path), env=env) as d:
+        d.initialize()
+        started = d.start("newSession")
+        wait_file(mark)  # the first replacement is running (inside its before-event)
+        queued = d.start("newSession")
+        d.notify("$/cancel_request", {"id": queued})
+        d.notify("$/cancelRequest", {"id": started})
+        first, second = d.wait(started), d.wait(queued)
+        assert "result" in first and first["result"]["generation"] == 1
+        assert second["error"]["code"] == -32800
+        assert d.call("getState")["generation"] == 1
+        assert mark.read_text().count("start") == 1, "the cancelled queued replacement must never start"
+
+
+def test_cancelled_prompt_aborts_the_turn_and_the_session_stays_usable(tmp_path: Path) -> None:
+    env = {"RPCD_FAUX_SCRIPT": str(slow_script(tmp_path / "script.json"))}
+    with Daemon("--agent-dir", str(tmp_path / "agent"), "--cwd", str(tmp_path), env=env) as d:
+        d.initialize()
+        turn = d.start("prompt", {"text": "long please"})
+        d.wait_for(first_delta)
+        d.notify("$/cancelRequest", {"id": turn})
+        assert d.wait(turn)["result"] == {"stopReason": "aborted"}
+        assert d.call("prompt", {"text": "short"}) == {"stopReason": "stop"}
+        assert last_assistant_text(d.call("getMessages")["messages"]) == "echo: short"
+
+
+# -- failures ---------------------------------------------------------------------------------
+
+
+def test_terminal_failure_on_the_wire_is_flat_and_later_calls_are_rejected(tmp_path: Path) -> None:
+    agent = tmp_path / "agent"
+    with Daemon("--agent-dir", str(agent), "--cwd", str(tmp_path)) as d:
+        d.initialize()
+        d.call("getState")
+        shutil.rmtree(agent / "rpcd")
+        (agent / "rpcd").write_text("a file standing where the journal directory must be")
+        with pytest.raises(RpcError) as failure:
+            d.call("newSession")
+        error = failure.value
+        assert error.code == -32022
+        assert error.data["terminal"] is True
+        assert (error.data["operation"], error.data["phase"]) == ("newSession", "replacement persistence")
+        assert error.data["errors"][0]["type"] == "HostJournalError"
+        assert all("Traceback" not in item["message"] for item in error.data["errors"])
+        with pytest.raises(RpcError) as later:
+            d.call("getMessages")
+        assert later.value.code == -32020 and later.value.data["terminal"] is True
+        assert d.call("getState")["status"] == "unusable"
+        assert events_of(d.log, "host/status")[-1]["status"] == "unusable"
+
+
+def test_startup_failure_fails_closed(tmp_path: Path) -> None:
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    (agent / "rpcd").write_text("not a directory")
+    with Daemon("--agent-dir", str(agent), "--cwd", str(tmp_path)) as d:
+        d.initialize()
+        for method in ("getState", "prompt"):
+            with pytest.raises(RpcError) as failure:
+                d.call(method, {"text": "x"} if method == "prompt" else None)
+            assert failure.value.code == -32020
+            assert failure.value.data["terminal"] is True
+    assert d.proc.returncode == 1
+    assert any("startup failed" in line for line in d.stderr_lines)
+
+
+def test_requests_before_initialize_are_refused(tmp_path: Path) -> None:
+    with Daemon("--agent-dir", str(tmp_path / "agent"), "--cwd", str(tmp_path)) as d:
+        with pytest.raises(RpcError) as refused:
+            d.call("getState")
+        assert refused.value.code == -32010
+        d.initialize()
+        assert d.call("getState")["status"] == "ready"
+
+
+# -- progress and listing ---------------------------------------------------------------------
+
+
+def test_resume_and_import_report_progress_before_answering(tmp_path: Path) -> None:
+    with Daemon("--agent-dir", str(tmp_path / "agent"), "--cwd", str(tmp_path)) as d:
+        d.initialize({"progress": {}})
+        d.call("prompt", {"text": "hi"})
+        path = d.call("getState")["sessionFile"]
+        answer = d.start("resume", {"sessionPath": path, "workDoneToken": "tok-1"})
+        d.wait(answer)
+        d.call("importJsonl", {"path": path, "workDoneToken": 7})
+        index = {id(m): i for i, m in enumerate(d.log)}
+        response_at = next(index[id(m)] for m in d.log if m.get("id") == answer and "method" not in m)
+        first = [m for m in d.log if m.get("method") == "$/progress" and m["params"]["token"] == "tok-1"]
+        assert [m["params"]["value"]["kind"] for m in first] == ["begin", "report", "end"]
+        assert all(index[id(m)] < response_at for m in first)
+        second = [p["value"]["kind"] for p in events_of(d.log, "$/progress") if p["token"] == 7]
+        assert second == ["begin", "report", "end"]
+
+
+def test_list_sessions_pages_through_every_session(tmp_path: Path) -> None:
+    with Daemon("--agent-dir", str(tmp_path / "agent"), "--cwd", str(tmp_path)) as d:
+        d.initialize()
+        files = set()
+        for n in range(3):
+            d.call("prompt", {"text": f"message {n}"})
+            files.add(d.call("getState")["sessionFile"])
+            d.call("newSession")
+        seen: list[str] = []
+        cursor = None
+        while True:
+            page = d.call("listSessions", {"limit": 1, **({"cursor": cursor} if cursor else {})})
+            seen += [s["sessionFile"] for s in page["sessions"]]
+            cursor = page.get("nextCursor")
+            if cursor is None:
+                break
+        assert sorted(seen) == sorted(files)
+        titles = {s["title"] for s in d.call("listSessions", {"cwd": str(tmp_path)})["sessions"]}
+        assert titles == {"message 0", "message 1", "message 2"}
+        with pytest.raises(RpcError) as bad:
+            d.call("listSessions", {"cursor": "nope"})
+        assert bad.value.code == -32602
+
+
+# -- orderly end ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("how", ["eof", "sigterm", "sighup"])
+def test_orderly_end_disposes_once_and_keeps_files_intact(tmp_path: Path, how: str) -> None:
+    d = Daemon("--agent-dir", str(tmp_path / "agent"), "--cwd", str(tmp_path))
+    try:
+        d.initialize()
+        d.call("prompt", {"text": "keep me"})
+        path = d.call("getState")["sessionFile"]
+        if how == "eof":
+            d.close_stdin()
+        else:
+            d.signal(signal.SIGTERM if how == "sigterm" else signal.SIGHUP)
+        assert d.wait_exit(30) == 0
+    finally:
+        d.kill()
+    d.wait_for(lambda _: d.eof)
+    lifecycle = events_of(d.log, "session/lifecycle")
+    assert lifecycle[-1]["event"] == {"type": "session_shutdown", "reason": "quit"}
+    assert events_of(d.log, "host/status")[-1]["status"] == "disposed"
+    entries = read_jsonl(path)
+    assert entries[0]["type"] == "session"
+    assert [e["message"]["role"] for e in entries if e["type"] == "message"] == ["user", "assistant"]
+
+
+def test_eof_during_a_turn_persists_the_aborted_reply_and_exits_cleanly(tmp_path: Path) -> None:
+    env = {"RPCD_FAUX_SCRIPT": str(slow_script(tmp_path / "script.json"))}
+    with Daemon("--agent-dir", str(tmp_path / "agent"), "--cwd", str(tmp_path), env=env) as d:
+        d.initialize()
+        path = d.call("getState")["sessionFile"]
+        turn = d.start("prompt", {"text": "long"})
+        d.wait_for(first_delta)
+        d.close_stdin()
+        assert d.wait_exit(30) == 0
+        assert d.wait(turn)["result"] == {"stopReason": "aborted"}
+    assistant = [e for e in read_jsonl(path) if e["type"] == "message" and e["message"]["role"] == "assistant"]
+    assert assistant[-1]["message"]["stopReason"] == "aborted"
+
+
+def test_resume_last_starts_with_the_session_of_the_previous_run(tmp_path: Path) -> None:
+    agent = tmp_path / "agent"
+    project = tmp_path / "p"
+    project.mkdir()
+    with Daemon("--agent-dir", str(agent), "--cwd", str(project)) as d:
+        d.initialize()
+        d.call("prompt", {"text": "remember this"})
+        d.call("newSession")
+        d.call("prompt", {"text": "and this one"})
+        last = d.call("getState")["sessionFile"]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    with Daemon("--agent-dir", str(agent), "--resume-last", cwd=elsewhere) as d:
+        d.initialize()
+        state = d.call("getState")
+        assert (state["sessionFile"], state["cwd"]) == (last, str(project))
+        assert os.path.exists(last)
