@@ -49,6 +49,7 @@ from protocol.types import (
     ServerCapabilities,
     ServerInfo,
 )
+from rpcd.failures import context_of
 from rpcd.transport import DEFAULT_MAX_MESSAGE_BYTES, Framer, Sink, Transport, encode_json
 from rpcd.transport.envelope import Invalid, Notification, Request, Response, classify
 from rpcd.transport.framing import NEED_DATA, Frame, Garbage, Oversized
@@ -217,7 +218,7 @@ class Server:
         except JsonRpcException as exc:
             raise RpcError(exc.code, exc.message, exc.data) from None
         except BaseException:
-            if not future.done():
+            if msg_id in self._proto._request_futures:  # no answer arrived (pygls pops it on a response)
                 self.send_notification(m.CANCEL_REQUEST, {"id": msg_id})
             raise
         finally:
@@ -283,6 +284,10 @@ class Server:
                 error = protocol_error(ErrorCode.ALREADY_INITIALIZED, "initialize was already called",
                                        operation=request.method, phase="handshake")
                 return self._send_error(request.id, error)
+            try:
+                self._convert_params(m.INITIALIZE, InitializeParams, request.params)
+            except WireError as exc:  # an invalid initialize does not count: the client may retry
+                return self._send_error(request.id, exc.error)
             self.initialized = True  # decided now, before any await: a second initialize is refused
         elif not self.initialized and not method.allowed_before_init:
             error = protocol_error(ErrorCode.NOT_INITIALIZED, "send initialize first",
@@ -404,7 +409,10 @@ class Server:
         async def shutdown() -> None:
             failure = await self.dispose_once()
             if failure is not None:
-                raise WireError(to_error(failure, operation=m.SHUTDOWN, default_code=ErrorCode.DISPOSAL_FAILED))
+                error = to_error(failure, operation=m.SHUTDOWN, default_code=ErrorCode.DISPOSAL_FAILED)
+                if context_of(failure) is None:  # whatever the primary was, it failed the final disposal
+                    error = attrs.evolve(error, code=int(ErrorCode.DISPOSAL_FAILED))
+                raise WireError(error)
 
         @self.method(m.PING)
         async def ping() -> None:
@@ -429,7 +437,9 @@ class Server:
             await asyncio.shield(self._dispose_task)
         except asyncio.CancelledError:
             if not self._dispose_task.done():
-                raise
+                raise  # we were cancelled, the disposal goes on
+        except Exception:
+            pass  # reported below, from the task: every caller gets the same failure
         if self._dispose_task.cancelled():
             return asyncio.CancelledError("final disposal was cancelled")
         return self._dispose_task.exception()
