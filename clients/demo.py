@@ -12,6 +12,7 @@ demo needs no network and no key. Everything is deleted afterwards.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shlex
@@ -214,6 +215,10 @@ def main(daemon: str | None = None, verbose: bool = False) -> int:
     except KeyboardInterrupt:
         show.line("interrupted")
         return 130
+    except BrokenPipeError:  # `... demo | head`: the reader left
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except RpcError as exc:
         show.line(exc.describe())
         return 3

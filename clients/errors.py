@@ -120,11 +120,13 @@ class DaemonDied(ConnectionClosed):
     """The daemon exited or closed its stdout while requests were pending (or before one was sent)."""
 
     def __init__(self, reason: str, *, returncode: int | None = None, stderr_tail: Sequence[str] = ()) -> None:
-        detail = f"{reason}" + (f" (exit status {returncode})" if returncode is not None else "")
-        super().__init__(detail)
+        super().__init__(reason)
         self.reason = reason
         self.returncode = returncode
         self.stderr_tail = list(stderr_tail)
+
+    def __str__(self) -> str:  # the exit status may be learnt after construction
+        return self.reason + (f" (exit status {self.returncode})" if self.returncode is not None else "")
 
     def describe(self) -> str:
         lines = [f"error: daemon died: {self}"]

@@ -188,7 +188,8 @@ class ProgressDisplay:
         if kind == "begin":
             self._title = str(value.get("title", "working"))
         pct = f" {value['percentage']:>3}%" if isinstance(value.get("percentage"), int | float) else ""
-        text = f"{self._title}{pct} {value.get('message', '')}".rstrip()
+        message = "" if kind == "end" else value.get("message", "")
+        text = f"{self._title}{pct} {message}".rstrip()
         if self._tty:
             end = "\n" if kind == "end" else ""
             self._stream.write(f"\r\x1b[K{text}{' done' if kind == 'end' else ''}{end}")
