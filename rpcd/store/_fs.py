@@ -13,9 +13,19 @@ import contextlib
 import os
 import tempfile
 
+FSYNC = os.environ.get("RPCD_STORE_FSYNC", "1") != "0"
+"""``RPCD_STORE_FSYNC=0`` turns the fsyncs off (test suites on slow disks); never in production."""
+
+
+def _fsync(fd: int) -> None:
+    if FSYNC:
+        os.fsync(fd)
+
 
 def fsync_dir(directory: str) -> None:
     """Make a created/renamed name durable; best effort where directories cannot be opened."""
+    if not FSYNC:
+        return
     try:
         fd = os.open(directory, os.O_RDONLY)
     except OSError:
@@ -40,7 +50,7 @@ def create_exclusive(path: str, data: bytes) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
     try:
         _write_all(fd, data)
-        os.fsync(fd)
+        _fsync(fd)
     except BaseException:
         os.close(fd)
         with contextlib.suppress(OSError):
@@ -57,7 +67,7 @@ def append(path: str, data: bytes) -> None:
         size = os.fstat(fd).st_size
         try:
             _write_all(fd, data)
-            os.fsync(fd)
+            _fsync(fd)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, size)
@@ -72,7 +82,7 @@ def replace_atomically(path: str, data: bytes) -> None:
     fd, temp = tempfile.mkstemp(prefix=".rpcd-", suffix=".tmp", dir=directory)
     try:
         _write_all(fd, data)
-        os.fsync(fd)
+        _fsync(fd)
         os.close(fd)
         fd = -1
         os.replace(temp, path)

@@ -31,7 +31,8 @@ def loads(line: bytes | str) -> Any:
         return orjson.loads(line)
     except orjson.JSONDecodeError:
         pass
-    text = line.decode("utf-8", "surrogatepass") if isinstance(line, bytes) else line
+    # Node reads the file as UTF-8 with U+FFFD for invalid bytes before JSON.parse.
+    text = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
     try:
         return _FALLBACK_DECODER.decode(text.strip(" \t\r\n"))
     except (ValueError, UnicodeDecodeError) as exc:

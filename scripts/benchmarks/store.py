@@ -28,9 +28,9 @@ FULL_ENTRIES = 20_000
 CI_ENTRIES = 2_000
 RUNS = 10
 
-_WORDS = (
+_WORDS = (  # noqa: SIM905 - prose is easier to read than a word list
     "the session file keeps every turn of the conversation so a resume must rebuild the context quickly "
-    "tool results hold file contents and command output with quotes \"like this\" tabs\tand unicode: "
+    'tool results hold file contents and command output with quotes "like this" tabs\tand unicode: '
     "naïve café – déjà vu ✓ 漢字"
 ).split(" ")
 
@@ -55,7 +55,13 @@ def _usage(rng: random.Random) -> dict[str, Any]:
         "cacheRead": 0,
         "cacheWrite": 0,
         "totalTokens": i + o,
-        "cost": {"input": i * 3e-6, "output": o * 15e-6, "cacheRead": 0, "cacheWrite": 0, "total": i * 3e-6 + o * 15e-6},
+        "cost": {
+            "input": i * 3e-6,
+            "output": o * 15e-6,
+            "cacheRead": 0,
+            "cacheWrite": 0,
+            "total": i * 3e-6 + o * 15e-6,
+        },
     }
 
 
@@ -90,11 +96,13 @@ def generate_session(path: Path, entries: int, seed: int = 7) -> str:
     compaction_every = max(1, int(turns * 0.3))
     branch_at = turns // 2
     first_kept = leaf
+
+    def message(body: dict[str, Any], parent: str) -> dict[str, Any]:
+        return {"type": "message", "id": new_id(), "parentId": parent, "timestamp": stamp(), "message": body}
+
     for turn in range(turns):
-        message = lambda body: {"type": "message", "id": new_id(), "parentId": leaf, "timestamp": stamp(),  # noqa: E731
-                                "message": body}  # fmt: skip
         leaf = add(message({"role": "user", "content": [{"type": "text", "text": _text(rng, 300)}],
-                            "timestamp": clock}))  # fmt: skip
+                            "timestamp": clock}, leaf))  # fmt: skip
         if turn % 50 == 0:
             first_kept = leaf
         call_id = f"toolu_{turn:06d}"
@@ -102,16 +110,15 @@ def generate_session(path: Path, entries: int, seed: int = 7) -> str:
             {"type": "thinking", "thinking": _text(rng, 900), "thinkingSignature": "sig" + "x" * 60},
             {"type": "toolCall", "id": call_id, "name": "read", "arguments": {"path": f"src/module_{turn}.py"}}],
             "api": "anthropic-messages", "provider": "anthropic", "model": "claude-sonnet-4-5",
-            "usage": _usage(rng), "stopReason": "toolUse", "timestamp": clock}))  # fmt: skip
+            "usage": _usage(rng), "stopReason": "toolUse", "timestamp": clock}, leaf))  # fmt: skip
         leaf = add(message({"role": "toolResult", "toolCallId": call_id, "toolName": "read",
                             "content": [{"type": "text", "text": _text(rng, rng.randint(5000, 7000))}],
-                            "isError": False, "timestamp": clock}))  # fmt: skip
+                            "isError": False, "timestamp": clock}, leaf))  # fmt: skip
         if turn == branch_at:
-            side = add({**message({"role": "user", "content": "side branch", "timestamp": clock})})
-            del side
+            add(message({"role": "user", "content": "side branch", "timestamp": clock}, leaf))
         leaf = add(message({"role": "assistant", "content": [{"type": "text", "text": _text(rng, 500)}],
                             "api": "anthropic-messages", "provider": "anthropic", "model": "claude-sonnet-4-5",
-                            "usage": _usage(rng), "stopReason": "stop", "timestamp": clock}))  # fmt: skip
+                            "usage": _usage(rng), "stopReason": "stop", "timestamp": clock}, leaf))  # fmt: skip
         if turn and turn % compaction_every == 0 and turn < turns - 1:
             leaf = add({"type": "compaction", "id": new_id(), "parentId": leaf, "timestamp": stamp(),
                         "summary": _text(rng, 2000), "firstKeptEntryId": first_kept, "tokensBefore": 150_000,

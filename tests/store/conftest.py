@@ -55,3 +55,11 @@ def project(tmp_path: Path) -> Path:
     directory = tmp_path / "project"
     directory.mkdir()
     return directory
+
+
+@pytest.fixture(autouse=True)
+def _no_fsync(monkeypatch: pytest.MonkeyPatch) -> None:
+    """fsync cannot be observed by a test and costs seconds on a shared disk."""
+    from rpcd.store import _fs
+
+    monkeypatch.setattr(_fs, "FSYNC", False)
