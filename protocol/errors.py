@@ -17,56 +17,77 @@ import attrs
 
 
 class ErrorCode(enum.IntEnum):
-    """Every code the daemon answers with. The docstring of each member says when."""
+    """Every code the daemon answers with; ``WHEN`` says when each is used."""
 
     PARSE_ERROR = -32700
-    """Invalid JSON or invalid UTF-8 in a frame, or garbage between Content-Length frames. ``id`` is null."""
     INVALID_REQUEST = -32600
-    """Valid JSON that is not a JSON-RPC 2.0 request object: not an object, a batch array, missing or wrong
-    ``jsonrpc``, non-string ``method``, bad ``id`` type, ``params`` neither object nor array. ``id`` is null
-    unless the object carried a usable id."""
     METHOD_NOT_FOUND = -32601
-    """The request names a method the daemon does not serve (unknown notifications are ignored)."""
     INVALID_PARAMS = -32602
-    """``params`` fail the strict converter; ``data.errors`` has one item per offending path."""
     INTERNAL_ERROR = -32603
-    """An unexpected exception in a handler; ``data.correlationId`` is also logged to stderr."""
     REQUEST_CANCELLED = -32800
-    """The request was cancelled by ``$/cancelRequest`` / ``$/cancel_request`` before it finished."""
     NOT_INITIALIZED = -32010
-    """A request other than ``initialize`` arrived before ``initialize``."""
     ALREADY_INITIALIZED = -32011
-    """A second ``initialize``."""
     MESSAGE_TOO_LARGE = -32012
-    """A frame over the size limit; it was drained and the daemon keeps serving. ``id`` is null."""
     SHUTTING_DOWN = -32013
-    """A request after ``shutdown`` (only the ``exit`` notification is accepted then)."""
     HOST_UNAVAILABLE = -32020
-    """The host is terminal (``terminal: true``) or has no usable session."""
     HOST_DISPOSED = -32021
-    """The host was disposed (``dispose``/``shutdown``)."""
     REPLACEMENT_FAILED = -32022
-    """A replacement failed after the old session was invalidated; the host is now terminal."""
     DISPOSAL_FAILED = -32023
-    """Final disposal failed."""
     SESSION_FILE_NOT_FOUND = -32030
-    """A session or import source path does not exist."""
     NOT_A_SESSION = -32031
-    """The file is not a session file; it was refused and left untouched."""
     INVALID_ENTRY = -32032
-    """Unknown entry id, or fork before a non-user entry."""
     MISSING_SESSION_CWD = -32033
-    """The session's stored working directory does not exist."""
     SESSION_NOT_SAVED = -32034
-    """Fork/clone before the session's first write."""
     SESSION_WRITE_FAILED = -32035
-    """Writing a session file failed (disk trouble)."""
     SESSION_BUSY = -32040
-    """A prompt while a turn is running."""
     MODEL_NOT_FOUND = -32041
-    """The requested model is unknown."""
     PROVIDER_ERROR = -32042
-    """The model provider failed (auth, rate limit after retries, transport)."""
+
+
+WHEN: dict[ErrorCode, str] = {
+    ErrorCode.PARSE_ERROR: (
+        "Invalid JSON or invalid UTF-8 in a frame, or garbage between Content-Length frames. ``id`` is null."
+    ),
+    ErrorCode.INVALID_REQUEST: (
+        "Valid JSON that is not a JSON-RPC 2.0 request object: not an object, a batch array, missing or wrong "
+        "``jsonrpc``, non-string ``method``, bad ``id`` type, ``params`` neither object nor array. ``id`` is null "
+        "unless the object carried a usable id."
+    ),
+    ErrorCode.METHOD_NOT_FOUND: (
+        "The request names a method the daemon does not serve (unknown notifications are ignored)."
+    ),
+    ErrorCode.INVALID_PARAMS: (
+        "``params`` fail the strict converter; ``data.errors`` has one item per offending path."
+    ),
+    ErrorCode.INTERNAL_ERROR: (
+        "An unexpected exception in a handler; ``data.correlationId`` is also logged to stderr."
+    ),
+    ErrorCode.REQUEST_CANCELLED: (
+        "The request was cancelled by ``$/cancelRequest`` / ``$/cancel_request`` before it finished."
+    ),
+    ErrorCode.NOT_INITIALIZED: "A request other than ``initialize`` arrived before ``initialize``.",
+    ErrorCode.ALREADY_INITIALIZED: "A second ``initialize``.",
+    ErrorCode.MESSAGE_TOO_LARGE: (
+        "A frame over the size limit; it was drained and the daemon keeps serving. ``id`` is null."
+    ),
+    ErrorCode.SHUTTING_DOWN: "A request after ``shutdown`` (only the ``exit`` notification is accepted then).",
+    ErrorCode.HOST_UNAVAILABLE: "The host is terminal (``terminal: true``) or has no usable session.",
+    ErrorCode.HOST_DISPOSED: "The host was disposed (``dispose``/``shutdown``).",
+    ErrorCode.REPLACEMENT_FAILED: (
+        "A replacement failed after the old session was invalidated; the host is now terminal."
+    ),
+    ErrorCode.DISPOSAL_FAILED: "Final disposal failed.",
+    ErrorCode.SESSION_FILE_NOT_FOUND: "A session or import source path does not exist.",
+    ErrorCode.NOT_A_SESSION: "The file is not a session file; it was refused and left untouched.",
+    ErrorCode.INVALID_ENTRY: "Unknown entry id, or fork before a non-user entry.",
+    ErrorCode.MISSING_SESSION_CWD: "The session's stored working directory does not exist.",
+    ErrorCode.SESSION_NOT_SAVED: "Fork/clone before the session's first write.",
+    ErrorCode.SESSION_WRITE_FAILED: "Writing a session file failed (disk trouble).",
+    ErrorCode.SESSION_BUSY: "A prompt while a turn is running.",
+    ErrorCode.MODEL_NOT_FOUND: "The requested model is unknown.",
+    ErrorCode.PROVIDER_ERROR: "The model provider failed (auth, rate limit after retries, transport).",
+}
+"""When each code is used (the OpenRPC document and docs/protocol.md carry the same text)."""
 
 
 DEFAULT_MESSAGES: dict[ErrorCode, str] = {

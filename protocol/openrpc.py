@@ -18,7 +18,7 @@ import attrs
 
 from protocol._fields import camel, is_nullable, is_open
 from protocol.converter import _is_union
-from protocol.errors import DEFAULT_MESSAGES, ErrorCode, ErrorData
+from protocol.errors import DEFAULT_MESSAGES, WHEN, ErrorCode, ErrorData
 from protocol.methods import METHODS, MethodSpec
 from protocol.types import PROTOCOL_VERSION, EmptyParams
 
@@ -115,8 +115,7 @@ def build_document() -> dict[str, Any]:
         code.name: {"code": int(code), "message": DEFAULT_MESSAGES[code], "data": data_ref} for code in ErrorCode
     }
     for code in ErrorCode:
-        if code.__doc__ and code.__doc__ != ErrorCode.__doc__:
-            errors[code.name]["x-when"] = " ".join(code.__doc__.split())
+        errors[code.name]["x-when"] = WHEN[code].replace("``", "`")
     return {
         "openrpc": "1.3.2",
         "info": {

@@ -1,0 +1,42 @@
+"""The checked-in OpenRPC document is current and covers the whole method table and code table."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from protocol.errors import DEFAULT_MESSAGES, WHEN, ErrorCode
+from protocol.methods import METHODS
+from protocol.openrpc import DOCUMENT, render
+from tests.wire.daemon import ROOT
+
+
+def test_checked_in_document_is_current() -> None:
+    result = subprocess.run([sys.executable, "-m", "protocol.openrpc", "--check"], cwd=ROOT, capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+
+
+def test_check_fails_on_a_stale_document(tmp_path: object, monkeypatch: object) -> None:
+    import protocol.openrpc as openrpc
+
+    stale = tmp_path / "openrpc.json"  # type: ignore[operator]
+    stale.write_text("{}\n")
+    monkeypatch.setattr(openrpc, "DOCUMENT", stale)  # type: ignore[attr-defined]
+    assert openrpc.main(["--check"]) == 1
+    assert openrpc.main(["--write"]) == 0
+    assert openrpc.main(["--check"]) == 0
+
+
+def test_document_names_every_method_and_every_error_code() -> None:
+    document = json.loads(render())
+    assert [m["name"] for m in document["methods"]] == list(METHODS)
+    assert {e["code"] for e in document["components"]["errors"].values()} == {int(c) for c in ErrorCode}
+    assert -32002 not in {int(c) for c in ErrorCode}
+    assert DOCUMENT.read_text() == render()
+
+
+def test_every_error_code_is_documented() -> None:
+    assert set(WHEN) == set(ErrorCode) == set(DEFAULT_MESSAGES)
+    assert all(len(text) > 10 for text in WHEN.values())
