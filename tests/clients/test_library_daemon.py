@@ -1,0 +1,142 @@
+"""The library and the sync facade against the real daemon; the demo end to end; contract drift."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clients.client import RpcdClient
+from clients.errors import ERROR_NAMES
+from clients.sync import SyncClient
+from tests.clients.conftest import REPO, daemon_python, needs_daemon
+
+
+def _env(agent: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "RPCD_FAUX_SCRIPT"}
+    env["PI_CODING_AGENT_DIR"] = str(agent)
+    return env
+
+
+def _project(tmp_path: Path, *, needs_trust: bool = False) -> tuple[Path, Path]:
+    agent, project = tmp_path / "agent", tmp_path / "project"
+    agent.mkdir()
+    (project / ".pi").mkdir(parents=True)
+    if needs_trust:
+        (project / ".pi" / "settings.json").write_text("{}")
+    return agent, project
+
+
+def _args(agent: Path, project: Path) -> list[str]:
+    return ["--agent-dir", str(agent), "--cwd", str(project)]
+
+
+@needs_daemon
+@pytest.mark.anyio
+async def test_trust_prompt_round_trip_with_the_daemon(tmp_path: Path) -> None:
+    agent, project = _project(tmp_path, needs_trust=True)
+    asked: list[Any] = []
+
+    async def authorize(params: Any) -> dict[str, Any]:
+        asked.append(params)
+        return {"decision": "trustOnce"}
+
+    client = await RpcdClient.spawn(_args(agent, project), command=[daemon_python(), "-m", "rpcd"],
+                                    env=_env(agent), handlers={"host/authorizeProject": authorize})
+    async with client:
+        await client.new_session()
+        state = await client.get_state()
+        assert state["status"] == "ready"
+    assert asked and asked[0]["cwd"] == str(project)
+    assert any("settings.json" in reason for reason in asked[0]["reasons"])
+
+
+@needs_daemon
+@pytest.mark.anyio
+async def test_no_event_of_the_replaced_session_is_delivered_after_fork(tmp_path: Path) -> None:
+    agent, project = _project(tmp_path)
+    client = await RpcdClient.spawn(_args(agent, project), command=[daemon_python(), "-m", "rpcd"], env=_env(agent))
+    async with client:
+        stream = client.notifications(["session/event", "session/lifecycle"])
+        await client.new_session()
+        await client.prompt("before the fork")
+        tree = await client.get_tree()
+        user = next(e for e in tree["entries"] if e.get("type") == "message" and e["message"]["role"] == "user")
+        forked = await client.fork(user["id"])  # the stream still holds the first session's events, unconsumed
+        assert forked["selectedText"] == "before the fork"
+        await client.prompt("after the fork")
+        await client.dispose()
+        await client.close()
+        delivered = [item async for item in stream]
+    generations = {item["params"]["generation"] for item in delivered}
+    assert generations == {forked["generation"]}
+    assert stream.dropped_stale > 0
+    assert any(item["params"]["event"]["type"] == "agent_end" for item in delivered)
+
+
+@needs_daemon
+def test_sync_facade_runs_a_turn_and_streams_notifications(tmp_path: Path) -> None:
+    agent, project = _project(tmp_path)
+    with SyncClient.spawn(_args(agent, project), command=[daemon_python(), "-m", "rpcd"], env=_env(agent)) as client:
+        client.new_session()
+        assert client.prompt("sync hello") == {"stopReason": "stop"}
+        text = ""
+        for item in client.iter_notifications(timeout=5):
+            event = item["params"].get("event", {}) if item["method"] == "session/event" else {}
+            if event.get("type") == "message_update" and event["assistantMessageEvent"]["type"] == "text_delta":
+                text += event["assistantMessageEvent"]["delta"]
+            if event.get("type") == "agent_end":
+                break
+        assert text == "echo: sync hello"
+        assert client.get_state()["messageCount"] == 2
+    assert client.close() is None  # idempotent after the with-block
+
+
+@needs_daemon
+def test_demo_runs_the_whole_flow_and_exits_0() -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("RPCD_FAUX_SCRIPT", "PI_CODING_AGENT_DIR")}
+    env["PYTHONPATH"] = str(REPO)
+    done = subprocess.run([daemon_python(), "-m", "clients", "demo"], capture_output=True, text=True, env=env,
+                          cwd=REPO, check=False, timeout=180)
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    for step in ("spawn the daemon and initialize", "newSession", "prompt", "fork before the user message",
+                 "resume the original session file", "dispose and shutdown"):
+        assert step in out
+    assert "assistant> Hello from the offline demo model!" in out
+    assert "selected text: 'Hello! What is this project?'" in out
+    assert "[trust prompt]" in out
+    new_id = re.search(r"new: session (\S+)", out)
+    resumed_id = re.search(r"resume: session (\S+)", out)
+    assert new_id and resumed_id and new_id.group(1) == resumed_id.group(1)
+    assert "daemon exited with status 0" in out
+
+
+def test_error_names_match_the_protocol_table() -> None:
+    from protocol.errors import ErrorCode
+
+    assert {int(c): c.name for c in ErrorCode} == ERROR_NAMES
+
+
+def test_every_client_request_of_the_contract_has_a_typed_call() -> None:
+    from protocol.methods import METHODS
+
+    def snake(name: str) -> str:
+        return {"importJsonl": "import_jsonl"}.get(name, re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower())
+
+    requests = [s.name for s in METHODS.values() if s.kind == "request" and s.direction == "client->server"]
+    missing = [name for name in requests if not callable(getattr(RpcdClient, snake(name), None))]
+    assert missing == []
+
+
+def test_importing_the_client_does_not_import_pygls_or_lsprotocol() -> None:
+    code = "import sys, clients.client, clients.cli, clients.sync; print(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run([daemon_python(), "-c", "import json; " + code], capture_output=True, text=True,
+                          check=True, cwd=REPO)
+    modules = json.loads(done.stdout)
+    assert not [m for m in modules if m.split(".")[0] in ("pygls", "lsprotocol", "cattrs", "attrs", "anyio")]
