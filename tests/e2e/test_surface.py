@@ -234,3 +234,38 @@ def test_resume_last_starts_with_the_session_of_the_previous_run(tmp_path: Path)
         state = d.call("getState")
         assert (state["sessionFile"], state["cwd"]) == (last, str(project))
         assert os.path.exists(last)
+
+
+# -- extension UI -----------------------------------------------------------------------------
+
+UI_EXTENSION = textwrap.dedent(
+    """
+    def register(pi):
+        async def on_start(event, ctx):
+            ctx.ui.notify("hello from the extension", "info")
+            confirmed = await ctx.ui.confirm("Proceed?", "an extension asks", timeout=5)
+            choice = await ctx.ui.select("Pick", ["a", "b"], timeout=5)
+            ctx.append_entry("ui-answers", {"confirmed": confirmed, "choice": choice})
+
+        pi.on("session_start", on_start)
+    """
+)
+
+
+@pytest.mark.parametrize("declared", [True, False])
+def test_extension_dialogs_are_forwarded_to_a_client_that_declared_them(tmp_path: Path, declared: bool) -> None:
+    agent = tmp_path / "agent"
+    (agent / "extensions").mkdir(parents=True)
+    (agent / "extensions" / "ui.py").write_text(UI_EXTENSION)
+    handlers = {"ui/confirm": lambda p: {"confirmed": True}, "ui/select": lambda p: {"value": p["options"][1]}}
+    with Daemon("--agent-dir", str(agent), "--cwd", str(tmp_path), handlers=handlers) as d:
+        d.initialize({"extensionUi": {}} if declared else {})
+        answers = [e["data"] for e in d.call("getTree")["entries"] if e.get("customType") == "ui-answers"]
+        notes = events_of(d.log, "ui/notify")
+    if declared:
+        assert answers == [{"confirmed": True, "choice": "b"}]
+        assert notes == [{"message": "hello from the extension", "notifyType": "info"}]
+    else:
+        assert answers == [{"confirmed": False, "choice": None}]
+        assert notes == []
+        assert not [m for m in d.log if m.get("method") in ("ui/confirm", "ui/select")]
