@@ -1,0 +1,127 @@
+"""The sans-I/O framer and envelope classifier, including a property test on random byte streams."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rpcd.transport.envelope import Invalid, Request, classify
+from rpcd.transport.framing import NEED_DATA, Frame, Framer, Framing, Garbage, Oversized
+
+LIMIT = 256
+
+
+def run(chunks: list[bytes], limit: int = LIMIT) -> tuple[Framer, list[object]]:
+    """Feed chunks then EOF; the number of events is bounded by the input size (no spinning)."""
+    framer = Framer(limit)
+    events: list[object] = []
+    budget = sum(len(c) for c in chunks) + 2 * len(chunks) + 10
+    for chunk in [*chunks, None]:
+        if chunk is None:
+            framer.receive_eof()
+        else:
+            framer.receive_data(chunk)
+        while (event := framer.next_event()) is not NEED_DATA:
+            events.append(event)
+            budget -= 1
+            assert budget >= 0, "framer produced more events than the input can justify"
+        assert framer.buffered <= limit + 2 * 1024 + (len(chunk) if chunk else 0) + 128
+    return framer, events
+
+
+def test_ndjson_detected_and_split_on_newline_only() -> None:
+    framer, events = run([b'{"a":"x\xe2\x80\xa8y"}\r\n', b'\n  \n{"b"', b":2}\n"])
+    assert framer.framing is Framing.NDJSON
+    assert events == [Frame('{"a":"x\u2028y"}'.encode()), Frame(b'{"b":2}')]
+
+
+def test_content_length_detected_and_replies_framed_alike() -> None:
+    framer, events = run([b"Content-Length: 2\r\n\r\n{}"])
+    assert framer.framing is Framing.CONTENT_LENGTH and events == [Frame(b"{}")]
+    assert framer.encode(b"{}") == b"Content-Length: 2\r\n\r\n{}"
+
+
+def test_oversized_ndjson_line_is_reported_once_and_dropped() -> None:
+    _, events = run([b"{" + b"x" * 300, b"y" * 300, b'\n{"ok":1}\n'])
+    assert events == [Oversized(301), Frame(b'{"ok":1}')]
+
+
+def test_oversized_content_length_body_is_skipped_without_buffering() -> None:
+    _, events = run([b"Content-Length: 1000\r\n\r\n", b"x" * 1000, b"Content-Length: 2\r\n\r\n{}"])
+    assert events == [Oversized(1000), Frame(b"{}")]
+
+
+def test_garbage_run_before_a_header_is_reported_once() -> None:
+    _, events = run([b"Content-Length: 2\r\n\r\n{}", b"junk\x00" * 20, b"more junk\n" * 5, b"Content-Length: 2\n\n[]"])
+    assert events == [Frame(b"{}"), Garbage("not a header line"), Frame(b"[]")]
+
+
+def test_valid_lines_after_random_garbage_lines_are_recovered() -> None:
+    _, events = run([b"\x00\xff garbage\n", b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'])
+    assert isinstance(classify(events[0].body), Invalid)  # type: ignore[attr-defined]
+    assert classify(events[1].body) == Request(1, "ping", None)  # type: ignore[attr-defined]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.binary(max_size=400), max_size=12))
+def test_random_byte_streams_never_crash_or_hang_the_reader(chunks: list[bytes]) -> None:
+    _, events = run(chunks)
+    for event in events:
+        if isinstance(event, Frame):
+            classify(event.body)  # never raises, whatever the bytes
+
+
+_ALPHABET = st.sampled_from(
+    [
+        b"Content-Length: ",
+        b"12",
+        b"\r\n",
+        b"\n",
+        b"{",
+        b"}",
+        b'"',
+        b"[",
+        b"]",
+        b"x",
+        b"\xff",
+        b'{"jsonrpc":"2.0","id":1,"method":"ping"}',
+        b"Content-Type: a\r\n",
+        b" ",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_ALPHABET, max_size=40), st.integers(min_value=1, max_value=64))
+def test_header_like_streams_never_crash_or_hang_the_reader(parts: list[bytes], step: int) -> None:
+    data = b"".join(parts)
+    run([data[i : i + step] for i in range(0, len(data), step)])
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.dictionaries(st.text(max_size=5), st.text(max_size=20), max_size=3), min_size=1, max_size=5),
+    st.binary(max_size=50),
+    st.sampled_from(["ndjson", "content-length"]),
+)
+def test_valid_messages_survive_garbage_before_them(
+    messages: list[dict[str, str]], garbage: bytes, framing: str
+) -> None:
+    bodies = [
+        json.dumps({"jsonrpc": "2.0", "id": i, "method": "m", "params": m}).encode() for i, m in enumerate(messages)
+    ]
+    if framing == "ndjson":
+        stream = b"{" + garbage.replace(b"\n", b"") + b"\n" + b"".join(b + b"\n" for b in bodies)
+    else:
+        clean = garbage.replace(b"\n", b"").lower().replace(b"content-", b"")
+        stream = (
+            b"Content-Length: 2\r\n\r\n{}"
+            + b"x"
+            + clean
+            + b"".join(b"Content-Length: %d\r\n\r\n%s" % (len(b), b) for b in bodies)
+        )
+    _, events = run([stream], limit=1 << 20)
+    frames = [e.body for e in events if isinstance(e, Frame)]
+    assert frames[-len(bodies) :] == bodies
