@@ -111,8 +111,10 @@ def apply(sm: SessionManager, op: str, n: int, workdir: Path) -> SessionManager:
     elif op == "reopen" and sm.is_flushed():
         return SessionManager.open(str(sm.get_session_file()))
     elif op == "import" and sm.is_flushed():
-        destination, copied = import_session_file(str(sm.get_session_file()), str(workdir / "imported"))
-        assert copied
+        source = str(sm.get_session_file())
+        destination, copied = import_session_file(source, str(workdir / "imported"))
+        assert copied != (destination == source)
+        assert Path(destination).read_bytes() == Path(source).read_bytes()
         return SessionManager.open(destination)
     return sm
 
