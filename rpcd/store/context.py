@@ -32,9 +32,23 @@ def _ms(timestamp: Any) -> int | None:
     return None if moment is None else int(moment.timestamp() * 1000)
 
 
+def _compaction_summary(entry: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "role": "compactionSummary",
+        "summary": entry.get("summary"),
+        "tokensBefore": entry.get("tokensBefore"),
+        "timestamp": _ms(entry.get("timestamp")),
+    }
+
+
 def entry_to_message(record: Record) -> dict[str, Any] | None:
-    """One entry's contribution to the context (``None``: it contributes nothing)."""
+    """One entry's contribution to the context (``None``: it contributes nothing).
+
+    An older compaction inside the latest one's kept region is a summary message too.
+    """
     kind = record.type
+    if kind == E.COMPACTION:
+        return _compaction_summary(record.entry)
     if kind == E.MESSAGE:
         message = record.entry.get("message")
         return message if isinstance(message, dict) else None
@@ -95,14 +109,7 @@ def build_session_context(path: Sequence[Record]) -> SessionContext:
         selected: Sequence[Record] = path
     else:
         compaction = path[compaction_index].entry
-        messages.append(
-            {
-                "role": "compactionSummary",
-                "summary": compaction.get("summary"),
-                "tokensBefore": compaction.get("tokensBefore"),
-                "timestamp": _ms(compaction.get("timestamp")),
-            }
-        )
+        messages.append(_compaction_summary(compaction))
         first_kept = compaction.get("firstKeptEntryId")
         start = compaction_index
         for index in range(compaction_index):

@@ -40,6 +40,17 @@ verbatim and ignored by context building, as Pi 0.85.0 ignores it."""
 MESSAGE_ROLES: Final = frozenset({"user", "assistant", "toolResult", "bashExecution", "custom"})
 CURRENT_SESSION_VERSION: Final = 3
 
+JS_WHITESPACE: Final = (
+    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+"""What JavaScript's ``String.prototype.trim`` removes (Python's ``str.strip()`` differs: it
+keeps U+FEFF and strips \x1c-\x1f and \x85), so names read the same as in Pi."""
+
+
+def js_trim(text: str) -> str:
+    return text.strip(JS_WHITESPACE)
+
 
 def compact(entry: dict[str, Any]) -> dict[str, Any]:
     """Drop keys whose value is ``None`` where Pi would have ``undefined``."""

@@ -79,7 +79,7 @@ def build_session_info(path: str) -> SessionInfo | None:
         kind = entry.get("type")
         if kind == E.SESSION_INFO:
             value = entry.get("name")
-            name = (value.strip() or None) if isinstance(value, str) else None
+            name = (E.js_trim(value) or None) if isinstance(value, str) else None
         if kind != E.MESSAGE:
             continue
         message_count += 1

@@ -269,7 +269,7 @@ class SessionManager:
                 except CorruptRecordError:
                     self._drop(record)
                     return self.get_session_name()
-                return name.strip() or None if isinstance(name, str) else None
+                return E.js_trim(name) or None if isinstance(name, str) else None
         return None
 
     def build_session_context(self) -> SessionContext:
@@ -366,7 +366,7 @@ class SessionManager:
         return self._append(E.label(self._new_id(), self._leaf_id, iso_now(), target_id, label))
 
     def append_session_info(self, name: str) -> str:
-        normalized = _NEWLINES_RE.sub(" ", name).strip()
+        normalized = E.js_trim(_NEWLINES_RE.sub(" ", name))
         return self._append(E.session_info(self._new_id(), self._leaf_id, iso_now(), normalized))
 
     # -- new sessions, forks -------------------------------------------------------------

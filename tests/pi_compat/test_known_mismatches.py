@@ -38,12 +38,6 @@ def _check(pi_reader: PiReader, manager: SessionManager) -> None:
     assert_pi_reads_as_we_do(pi, reading_of(manager), path)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="store: an older compaction inside the latest compaction's kept region must appear in the "
-    "context as a compactionSummary message (Pi 0.85.0 sessionEntryToContextMessages maps every "
-    "compaction entry it is given); rpcd/store/context.py entry_to_message drops it",
-)
 def test_older_compaction_inside_kept_region_is_a_context_message(pi_reader: PiReader, tmp_path: Path) -> None:
     manager = _session(tmp_path)
     first_user = manager.get_entries()[0]["id"]
@@ -56,23 +50,12 @@ def test_older_compaction_inside_kept_region_is_a_context_message(pi_reader: PiR
     _check(pi_reader, manager)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="store: session names are trimmed with Python str.strip(), Pi uses JavaScript trim(); "
-    "U+FEFF is JS whitespace but not Python's, so Pi reads the name 'a' where we read 'a\\ufeff' "
-    "(get_session_name and append_session_info)",
-)
 def test_session_name_trimmed_like_javascript_trim(pi_reader: PiReader, tmp_path: Path) -> None:
     manager = _session(tmp_path)
     manager.append_session_info("a\ufeff")
     _check(pi_reader, manager)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="store: Pi keeps \\x1c-\\x1f and \\x85 at the ends of a session name (not JS whitespace); "
-    "our get_session_name strips them with str.strip()",
-)
 def test_pi_written_name_with_c0_separators_reads_the_same(pi_reader: PiReader, tmp_path: Path) -> None:
     manager = _session(tmp_path)
     path = Path(str(manager.get_session_file()))
