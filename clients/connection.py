@@ -26,6 +26,7 @@ from typing import Any, Protocol
 from clients.errors import (
     INTERNAL_ERROR,
     METHOD_NOT_FOUND,
+    REQUEST_CANCELLED,
     ClientError,
     ConnectionClosed,
     ProtocolViolation,
@@ -35,6 +36,7 @@ from clients.errors import (
 from clients.framing import DEFAULT_MAX_LINE_BYTES, LineSplitter, LineTooLong, encode
 
 CANCEL_METHOD = "$/cancelRequest"
+CANCEL_METHODS = frozenset({CANCEL_METHOD, "$/cancel_request"})
 READ_CHUNK = 256 * 1024
 
 RequestHandler = Callable[[Any], Awaitable[Any] | Any]
@@ -81,7 +83,7 @@ class Connection:
         # a test fake) may write them before we ask; a live daemon never does.
         self._early: dict[int, dict[str, Any]] = {}
         self._reader: asyncio.Task[None] | None = None
-        self._server_tasks: set[asyncio.Task[None]] = set()
+        self._server_tasks: dict[Any, asyncio.Task[None]] = {}
         self._closed: ClientError | None = None
         self.garbage: deque[bytes] = deque(maxlen=20)
         self.garbage_count = 0
@@ -114,7 +116,7 @@ class Connection:
         self.lose(ConnectionClosed("connection closed by the client"))
         with contextlib.suppress(Exception):
             self._sink.close()
-        tasks = [t for t in (self._reader, *self._server_tasks) if t is not None and not t.done()]
+        tasks = [t for t in (self._reader, *self._server_tasks.values()) if t is not None and not t.done()]
         for task in tasks:
             task.cancel()
         for task in tasks:
@@ -220,6 +222,8 @@ class Connection:
         if isinstance(method, str):
             if "id" in message and message["id"] is not None:
                 self._serve(message["id"], method, message.get("params"))
+            elif method in CANCEL_METHODS:
+                self._withdraw(message.get("params"))
             else:
                 self._on_notification(method, message.get("params"))
         elif "result" in message or "error" in message:
@@ -262,9 +266,17 @@ class Connection:
             future.set_result(message.get("result"))
 
     def _serve(self, request_id: Any, method: str, params: Any) -> None:
+        key = _hashable(request_id)
         task = asyncio.get_running_loop().create_task(self._answer(request_id, method, params))
-        self._server_tasks.add(task)
-        task.add_done_callback(self._server_tasks.discard)
+        self._server_tasks[key] = task
+        task.add_done_callback(lambda _: self._server_tasks.pop(key, None))
+
+    def _withdraw(self, params: Any) -> None:
+        """The daemon withdrew one of its requests (e.g. an unanswered trust prompt timed out)."""
+        request_id = params.get("id") if isinstance(params, dict) else None
+        task = self._server_tasks.get(_hashable(request_id))
+        if task is not None and not task.done():
+            task.cancel()
 
     async def _answer(self, request_id: Any, method: str, params: Any) -> None:
         handler = self.handlers.get(method)
@@ -278,9 +290,15 @@ class Connection:
                     result = await result
                 reply["result"] = result
             except asyncio.CancelledError:
-                raise
+                if self._closed is not None:
+                    raise
+                reply["error"] = {"code": REQUEST_CANCELLED, "message": "request withdrawn"}
             except Exception as exc:  # a handler bug must still answer, or the daemon waits
                 reply["error"] = {"code": INTERNAL_ERROR, "message": f"client handler failed: {type(exc).__name__}"}
         with contextlib.suppress(ClientError):
             self._send(reply)
             await self._drain()
+
+
+def _hashable(value: Any) -> Any:
+    return value if isinstance(value, str | int | float | type(None)) else repr(value)

@@ -269,3 +269,38 @@ async def test_progress_reports_reach_the_callback_of_their_request() -> None:
     assert [v["kind"] for v in seen] == ["begin", "end"]
     assert client.generation == 4
     await client.close()
+
+
+async def test_a_server_request_withdrawn_by_the_daemon_cancels_its_handler() -> None:
+    answers: list[dict[str, Any]] = []
+    answered = asyncio.Event()
+    handler_started = asyncio.Event()
+    handler_cancelled = asyncio.Event()
+
+    def script(peer: FakePeer, message: dict[str, Any]) -> None:
+        if basic(peer, message):
+            return
+        if message.get("method") == "ping":
+            peer.send({"id": 7, "method": "host/authorizeProject", "params": {"cwd": "/p", "reasons": []}})
+            peer.reply(message, None)
+        elif message.get("id") == 7:
+            answers.append(message)
+            answered.set()
+
+    async def never_answers(params: Any) -> dict[str, Any]:
+        handler_started.set()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            handler_cancelled.set()
+        raise AssertionError("unreachable")
+
+    peer = FakePeer(script)
+    client = await attach(peer, handlers={"host/authorizeProject": never_answers})
+    await client.ping()
+    await handler_started.wait()
+    peer.send({"method": "$/cancelRequest", "params": {"id": 7}})
+    await handler_cancelled.wait()
+    await answered.wait()
+    assert answers[0]["error"]["code"] == -32800
+    await client.close()
