@@ -1,10 +1,9 @@
-"""Mismatches real Pi 0.85.0 showed against our store, one test each.
+"""Mismatches real Pi 0.85.0 showed against our store, one regression test each.
 
-They are store bugs (``rpcd/store/`` is the store engineer's room): each test is marked
-``xfail(strict=True)`` so the suite stays green while the fix is pending and turns RED the
-moment the store is fixed, to make whoever fixes it drop the marker. The random-sequence test
-avoids exactly these shapes while they are open (see its ``_one_compaction_at_most`` and name
-alphabet).
+A newly found mismatch that cannot be fixed at once lands here marked ``xfail(strict=True)``
+with the exact difference as its reason: the suite stays green while the fix is pending and
+turns RED when the fix lands, so the fixer drops the marker. The random-sequence test must not
+be narrowed to dodge an open one for longer than that.
 """
 
 from __future__ import annotations
