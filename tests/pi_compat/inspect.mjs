@@ -10,7 +10,7 @@
 // The caller also sets PI_OFFLINE=1, PI_TELEMETRY=0 and a throwaway PI_CODING_AGENT_DIR.
 
 import { createHash } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
@@ -105,6 +105,49 @@ function inspectFile(file) {
   };
 }
 
+// The same operation program our tests run through our store, run through Pi's SessionManager
+// (tests/pi_compat/test_pi_and_we_write_alike.py). An entry is picked by index into getEntries()
+// (file order) modulo their number, so both sides pick the same entry. JSON null stands for
+// "argument not given" (undefined), as Python's None does on our side.
+const opt = (value) => (value === null ? undefined : value);
+
+function runProgram({ cwd, dir, ops }) {
+  let manager = SessionManager.create(cwd, dir);
+  const pick = (index) => {
+    const entries = manager.getEntries();
+    return entries.length ? entries[index % entries.length].id : undefined;
+  };
+  for (const [kind, ...args] of ops) {
+    if (kind === "message") manager.appendMessage(args[0]);
+    else if (kind === "model_change") manager.appendModelChange(args[0], args[1]);
+    else if (kind === "thinking") manager.appendThinkingLevelChange(args[0]);
+    else if (kind === "label") {
+      const target = pick(args[0]);
+      if (target !== undefined) manager.appendLabelChange(target, opt(args[1]));
+    } else if (kind === "name") manager.appendSessionInfo(args[0]);
+    else if (kind === "compaction") {
+      const firstKept = args[0] === null ? null : pick(args[0]);
+      manager.appendCompaction(args[1], firstKept ?? null, args[2], opt(args[3]), opt(args[4]));
+    } else if (kind === "branch") {
+      const target = pick(args[0]);
+      if (target !== undefined) manager.branch(target);
+    } else if (kind === "branch_summary") {
+      const target = args[0] === null ? null : pick(args[0]);
+      manager.branchWithSummary(target ?? null, args[1], opt(args[2]), opt(args[3]));
+    } else if (kind === "reset_leaf") manager.resetLeaf();
+    else if (kind === "custom") manager.appendCustomEntry(args[0], opt(args[1]));
+    else if (kind === "custom_message") manager.appendCustomMessageEntry(args[0], args[1], args[2], opt(args[3]));
+    else if (kind === "branched_session") {
+      const target = pick(args[0]);
+      if (target !== undefined) manager.createBranchedSession(target);
+    } else if (kind === "reopen") {
+      const file = manager.getSessionFile();
+      if (file && existsSync(file)) manager = SessionManager.open(file);
+    } else throw new Error(`unknown op ${kind}`);
+  }
+  return { file: manager.getSessionFile() ?? null };
+}
+
 // One request per stdin line, one response line per request, in order: a test session keeps
 // one Node process alive and asks it about each file it writes (a few ms per file).
 const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
@@ -113,6 +156,16 @@ for await (const line of lines) {
   let response;
   try {
     const request = JSON.parse(line);
+    if (request.write) {
+      let written;
+      try {
+        written = runProgram(request.write);
+      } catch (error) {
+        written = { error: String(error?.message ?? error) };
+      }
+      realStdoutWrite(`${JSON.stringify({ piVersion: pkg.version, node: process.version, written })}\n`);
+      continue;
+    }
     const results = request.files.map((file) => {
       try {
         return inspectFile(file);

@@ -166,6 +166,22 @@ class PiReader:
         results: list[dict[str, Any]] = document["results"]
         return results
 
+    def write(self, cwd: str, directory: str, program: Sequence[Sequence[Any]]) -> dict[str, Any]:
+        """Run an operation program through Pi's own SessionManager (see ``runProgram`` in
+        inspect.mjs); returns ``{"file": path | None}`` or ``{"error": message}``."""
+        request = json.dumps({"write": {"cwd": cwd, "dir": directory, "ops": program}}).encode() + b"\n"
+        assert self._process.stdin is not None
+        try:
+            self._process.stdin.write(request)
+            self._process.stdin.flush()
+        except BrokenPipeError as exc:
+            raise OracleError(f"Pi inspect process died: {self._stderr_tail()}") from exc
+        document: dict[str, Any] = json.loads(self._read_line(INSPECT_TIMEOUT_S))
+        if "error" in document:
+            raise OracleError(f"Pi inspect rejected the request: {document['error']}")
+        written: dict[str, Any] = document["written"]
+        return written
+
     def _read_line(self, timeout: float) -> bytes:
         assert self._process.stdout is not None
         fd = self._process.stdout.fileno()
