@@ -227,11 +227,12 @@ class AgentSession:
     # -- names, entries ---------------------------------------------------------------------
 
     def set_session_name(self, name: str) -> None:
-        cleaned = " ".join(name.replace("\r", "\n").split("\n")).strip()
-        if not cleaned:
+        # Pi 0.85.0: the raw name goes to the store, which folds CR/LF runs into one space and
+        # trims like JavaScript's trim(); only a name that is empty after that is refused.
+        if not name.strip():
             raise RuntimeFailure("Session name cannot be empty", session_path=self.session_file)
-        self.session_manager.append_session_info(cleaned)
-        self._notify({"type": "session_info_changed", "name": self.session_manager.get_session_name() or cleaned})
+        self.session_manager.append_session_info(name)
+        self._notify({"type": "session_info_changed", "name": self.session_manager.get_session_name()})
 
     def set_model(self, provider: str, model_id: str) -> ModelInfo:
         """Pi's ``setModel``: validate, append ``model_change``, switch, re-clamp thinking.

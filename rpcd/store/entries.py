@@ -91,21 +91,21 @@ def compaction(
     parent_id: str | None,
     timestamp: str,
     summary: str,
-    first_kept_entry_id: str,
+    first_kept_entry_id: str | None,
     tokens_before: int,
     details: Any = None,
     usage: Any = None,
     from_hook: bool | None = None,
 ) -> dict[str, Any]:
+    # ``firstKeptEntryId: null`` ("keep nothing before the summary") is written as Pi 0.85.0
+    # writes it; only the truly optional keys are omitted when unset.
     body = {
         "summary": summary,
         "firstKeptEntryId": first_kept_entry_id,
         "tokensBefore": tokens_before,
-        "details": details,
-        "usage": usage,
-        "fromHook": from_hook,
+        **compact({"details": details, "usage": usage, "fromHook": from_hook}),
     }
-    return {**base(COMPACTION, entry_id, parent_id, timestamp), **compact(body)}
+    return {**base(COMPACTION, entry_id, parent_id, timestamp), **body}
 
 
 def branch_summary(

@@ -322,9 +322,8 @@ class SessionManager:
         usage: Any = None,
     ) -> str:
         entry_id = self._new_id()
-        first_kept = first_kept_entry_id if first_kept_entry_id is not None else entry_id
         entry = E.compaction(
-            entry_id, self._leaf_id, iso_now(), summary, first_kept, tokens_before, details, usage, from_hook
+            entry_id, self._leaf_id, iso_now(), summary, first_kept_entry_id, tokens_before, details, usage, from_hook
         )
         return self._append(entry)
 

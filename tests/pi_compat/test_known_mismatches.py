@@ -75,12 +75,6 @@ def test_pi_written_name_with_c0_separators_reads_the_same(pi_reader: PiReader, 
     assert_pi_reads_as_we_do(pi, reading_of_file(path), path)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="store: append_compaction(first_kept_entry_id=None) stores the compaction's own id (Pi 1.6 "
-    "behaviour); Pi 0.85.0's appendCompaction stores firstKeptEntryId null as given. Both read the same "
-    "context (nothing before the compaction is kept), but the line differs from what Pi 0.85.0 writes",
-)
 def test_compaction_keeping_nothing_is_written_as_pi_writes_it(pi_reader: PiReader, tmp_path: Path) -> None:
     program: list[list[Any]] = [
         ["message", user("q")],

@@ -74,12 +74,6 @@ async def test_pi_reads_files_written_by_prompt_turns_and_a_runtime_fork(
     assert forked["header"]["parentSession"] == str(first_file)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="runtime: AgentSession.set_session_name turns every CR and LF into its own space before the "
-    "store collapses runs, so 'a\\r\\nb' is stored as 'a  b'; Pi 0.85.0's setSessionName hands the raw "
-    "name to appendSessionInfo ([\\r\\n]+ -> one space, then trim) and stores 'a b'",
-)
 async def test_session_name_with_crlf_is_stored_as_pi_stores_it(
     pi_reader: PiReader, tmp_path: Path, agent_dir: Path
 ) -> None:
