@@ -40,6 +40,8 @@ MAX_HEADER_BYTES: Final = 8 * 1024
 _COMPACT_AT: Final = 64 * 1024
 _BLANK: Final = b" \t\r\n"
 _HEADER_LINE = re.compile(rb"content-(?:length[ \t]*:[ \t]*\d+|type[ \t]*:[^\r\n]*)[ \t]*\r?\n", re.I)
+_TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+"""An RFC 7230 header field name."""
 _HEADER_TAIL_KEEP: Final = 128
 """Bytes kept when garbage has no header yet: a header may be split across reads."""
 
@@ -224,7 +226,9 @@ class Framer:
             if not line.strip(b" \t"):
                 break
             name, sep, value = line.partition(b":")
-            if not sep or not name.strip() or b" " in name.strip() or not name.isascii():
+            if not sep or _TOKEN.fullmatch(name.strip(b" \t")) is None:
+                # Not an RFC 7230 field name (e.g. ``{}Content-Length``): garbage, so the resync can find
+                # a real header glued behind it instead of swallowing it into this block.
                 return self._garbage("not a header line")
             if name.strip().lower() == b"content-length":
                 text = value.strip()
@@ -247,8 +251,9 @@ class Framer:
         limit = self._pos + self._body_len
         search_from = max(self._pos, self._scan - _HEADER_TAIL_KEEP)
         header = _HEADER_LINE.search(buf, search_from)
-        if header is not None and self._pos < header.start() < limit:
-            return self._take_body(header.start())  # declared length was too long
+        if header is not None and self._pos <= header.start() < limit:
+            # The declared length was too long (a JSON body cannot contain a header line, nor start with one).
+            return self._take_body(header.start())
         if len(buf) >= limit:
             return self._take_body(limit)
         self._scan = len(buf)

@@ -125,3 +125,15 @@ def test_valid_messages_survive_garbage_before_them(
     _, events = run([stream], limit=1 << 20)
     frames = [e.body for e in events if isinstance(e, Frame)]
     assert frames[-len(bodies) :] == bodies
+
+
+def test_garbage_glued_to_the_next_header_does_not_swallow_that_frame() -> None:
+    """Regression (reliability fuzz): ``{}Content-Length`` is no header name, so resync finds the header in it."""
+    _, events = run([b"Content-Length: 2\r\n{}Content-Length: 2\r\n\r\n[]"])
+    assert events == [Garbage("not a header line"), Frame(b"[]")]
+
+
+def test_a_header_at_the_start_of_a_declared_body_ends_that_body() -> None:
+    """Regression (reliability fuzz): the declared body never came; the next header starts a new frame."""
+    _, events = run([b"Content-Length: 24\r\n\r\n", b"Content-Length: 2\r\n\r\n[]"])
+    assert events == [Frame(b""), Frame(b"[]")]
