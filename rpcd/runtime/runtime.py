@@ -233,7 +233,10 @@ class AgentSessionRuntime:
         ):
             return ReplaceResult(cancelled=True)
         previous = self._session.session_file
-        sm = SessionManager.open(session_path, None, cwd_override)
+        # Deviation from Pi 0.85.0, on purpose: Pi turns a path that does not exist into a new
+        # session written at that path; for a daemon a mistyped path must be a clear error
+        # (SessionFileNotFound, before teardown: the current session stays).
+        sm = SessionManager.open(session_path, None, cwd_override, must_exist=True)
         assert_session_cwd_exists(sm, self.cwd)
         await self._teardown("resume", sm.get_session_file())
         await self._create_and_apply(sm.get_cwd(), sm, "resume", previous)

@@ -7,6 +7,7 @@ Settings are observable through the faux reply each project's ``.pi/settings.jso
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Mapping
 from pathlib import Path
@@ -58,8 +59,14 @@ def test_acceptance_run_across_two_projects(tmp_path: Path) -> None:
         user_entry = next(e for e in d.call("getTree")["entries"]
                           if e["type"] == "message" and e["message"]["role"] == "user")
 
-        # resume into the other project (a new file there, run in beta's cwd)
+        # resume into the other project: a header-only session file (as Pi leaves one), run in beta's cwd
         beta_path = str(tmp_path / "beta-session.jsonl")
+        header = {"type": "session", "version": 3, "id": "0195e1a0-0000-7000-8000-00000000beta",
+                  "timestamp": "2026-11-29T00:00:00.000Z", "cwd": str(beta)}
+        Path(beta_path).write_text(json.dumps(header, separators=(",", ":")) + "\n")
+        missing = d.wait(d.start("resume", {"sessionPath": str(tmp_path / "typo.jsonl")}))
+        assert missing["error"]["code"] == -32030  # a mistyped path is an error, not a new session
+        assert d.call("getState")["cwd"] == str(alpha)
         moved = d.call("resume", {"sessionPath": beta_path, "cwdOverride": str(beta)})
         assert (moved["cwd"], moved["generation"], moved["cancelled"]) == (str(beta), 1, False)
         assert tags(d.call("getTree")) == ["beta"]

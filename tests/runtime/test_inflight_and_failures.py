@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import pytest
 
-from rpcd.errors import SessionBusyError
+from rpcd.errors import SessionBusyError, SessionFileNotFoundError
 from rpcd.runtime.agent import ABORTED_MESSAGE
 
 from . import _trace_sink as sink
@@ -184,3 +184,19 @@ async def test_a_second_prompt_while_a_turn_runs_is_refused_as_busy(tmp_path: Pa
     user_texts = [m["content"][0]["text"] for m in session.messages() if m["role"] == "user"]
     assert user_texts == ["long"]  # the refused prompt left no trace
     assert await session.prompt("after") == "stop"
+
+
+async def test_resume_of_a_missing_path_is_refused_before_teardown(tmp_path: Path) -> None:
+    """Deliberate deviation from Pi (which starts a new session at the path): a mistyped path
+    is a SessionFileNotFound error, the current session stays current and usable, nothing is created."""
+    project = tmp_path / "project"
+    project.mkdir()
+    runtime, _, _ = await start_runtime(project, make_agent_dir(tmp_path))
+    before = runtime.session
+    missing = tmp_path / "nowhere" / "typo.jsonl"
+    with pytest.raises(SessionFileNotFoundError) as caught:
+        await runtime.switch_session(str(missing))
+    assert caught.value.session_path == str(missing)
+    assert runtime.session is before and not before.is_disposed
+    assert not missing.parent.exists()
+    assert await runtime.session.prompt("still here") == "stop"
