@@ -14,23 +14,29 @@ from typing import Any
 
 import pytest
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "pi-0.85.0"
+FIXTURES_ROOT = Path(__file__).resolve().parent.parent / "fixtures"
+# Every Pi version whose files we hold; 0.85.0 is the version we target.
+PI_VERSIONS = ("pi-0.85.0", "pi-0.73.1")
+TARGET = "pi-0.85.0"
+FIXTURES = FIXTURES_ROOT / TARGET
 INSPECT = FIXTURES / "inspect"
 
 
 def fixture_path(pi_path: str) -> Path:
-    """Map a ``/fixtures/pi-0.85.0/...`` path from Pi's inspect output to the repo copy."""
-    prefix = "/fixtures/pi-0.85.0/"
-    assert pi_path.startswith(prefix), pi_path
-    return FIXTURES / pi_path[len(prefix) :]
+    """Map a ``/fixtures/pi-<version>/...`` path from Pi's inspect output to the repo copy."""
+    for version in PI_VERSIONS:
+        prefix = f"/fixtures/{version}/"
+        if pi_path.startswith(prefix):
+            return FIXTURES_ROOT / version / pi_path[len(prefix) :]
+    raise AssertionError(f"not a fixture path: {pi_path}")
 
 
-def inspect_names() -> list[str]:
-    return sorted(p.stem for p in INSPECT.glob("*.json") if p.stem != "large.summary")
+def inspect_names(version: str = TARGET) -> list[str]:
+    return sorted(p.stem for p in (FIXTURES_ROOT / version / "inspect").glob("*.json") if p.stem != "large.summary")
 
 
-def load_inspect(name: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((INSPECT / f"{name}.json").read_text())
+def load_inspect(name: str, version: str = TARGET) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((FIXTURES_ROOT / version / "inspect" / f"{name}.json").read_text())
     return data
 
 

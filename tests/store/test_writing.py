@@ -173,31 +173,70 @@ def test_torn_last_line_is_skipped_and_later_appends_start_on_a_new_line(tmp_pat
     assert reopened.get_branch()[-2]["id"] == "200b9aac"
 
 
+# A file in newer Pi's shape (1.6, ``pi-runtime-and-session-format.md`` §3.3/§3.4/§3.11):
+# ``role:"system"`` messages, ``usage`` and ``context_edit`` entries, compaction/branch-summary
+# ``usage`` and ``systemMessage``, assistant ``thinkingLevel``, unknown fields and block types,
+# and number/escape spellings orjson would not reproduce (``1.50``, ``1e3``, ``\u00e9``, U+2028).
 PI16_LINES = [
     b'{"type":"session","version":3,"id":"pi16","timestamp":"2026-01-15T11:00:00.000Z","cwd":"/tmp","futureHeader":1}',
     b'{"type":"message","id":"s0000001","parentId":null,"timestamp":"2026-01-15T11:00:01.000Z","message":{"role":"system",'
-    b'"content":"","sections":{"preamble":"You are pi."},"timestamp":1768471300000}}',
+    b'"content":"","sections":{"preamble":"You are pi.","cwd":null},"timestamp":1768471300000,'
+    b'"toolsAdded":[{"name":"read"}]}}',
     b'{"type":"message","id":"s0000002","parentId":"s0000001","timestamp":"2026-01-15T11:00:02.000Z",'
     b'"message":{"role":"user","content":"caf\\u00e9 \xe2\x80\xa8 1.0","timestamp":1768471301000,"x":1.50}}',
     b'{"type":"usage","id":"s0000003","parentId":"s0000002","timestamp":"2026-01-15T11:00:03.000Z","kind":"tool",'
     b'"provider":"p","model":"m","usage":{"input":1e3}}',
     b'{"type":"context_edit","id":"s0000004","parentId":"s0000003","timestamp":"2026-01-15T11:00:04.000Z",'
     b'"targetId":"s0000002","replacement":null}',
+    b'{"type":"message","id":"s0000005","parentId":"s0000004","timestamp":"2026-01-15T11:00:05.000Z","message":'
+    b'{"role":"assistant","content":[{"type":"text","text":"ok"},{"type":"futureBlock","data":[1,2.50]}],"api":"a",'
+    b'"provider":"p","model":"m","usage":{"input":1,"output":2},"stopReason":"stop","timestamp":1768471305000,'
+    b'"thinkingLevel":"off","responseId":"r1"}}',
+    b'{"type":"compaction","id":"s0000006","parentId":"s0000005","timestamp":"2026-01-15T11:00:06.000Z","summary":"sum",'
+    b'"firstKeptEntryId":"s0000002","tokensBefore":100,"details":{"readFiles":[]},"usage":{"input":5},"fromHook":false,'
+    b'"systemMessage":{"role":"system","content":"","sections":{"preamble":"You are pi."},"timestamp":1768471306000}}',
+    b'{"type":"branch_summary","id":"s0000007","parentId":"s0000006","timestamp":"2026-01-15T11:00:07.000Z",'
+    b'"fromId":"s0000005","summary":"left","usage":{"input":7},"future":{"nested":[true,null]}}',
+    b'{"type":"message","id":"s0000008","parentId":"s0000007","timestamp":"2026-01-15T11:00:08.000Z",'
+    b'"message":{"role":"user","content":[{"type":"text","text":"next"}],"timestamp":1768471308000}}',
 ]
 
 
-def test_newer_pi_entries_and_fields_survive_open_append_and_clone_byte_for_byte(tmp_path: Path) -> None:
+def _entry_lines(path: str | None) -> list[bytes]:
+    assert path is not None
+    return Path(path).read_bytes().split(b"\n")[1:-1]
+
+
+def test_newer_pi_entries_and_fields_survive_open_append_fork_and_clone_byte_for_byte(tmp_path: Path) -> None:
     path = tmp_path / "pi16.jsonl"
-    path.write_bytes(b"\n".join(PI16_LINES) + b"\n")
+    original = b"\n".join(PI16_LINES) + b"\n"
+    path.write_bytes(original)
     sm = SessionManager.open(str(path))
-    assert [e["type"] for e in sm.get_entries()] == ["message", "message", "usage", "context_edit"]
-    assert [m["role"] for m in sm.build_session_context().messages] == ["system", "user"]
+    kinds = ["message", "message", "usage", "context_edit", "message", "compaction", "branch_summary", "message"]
+    assert [e["type"] for e in sm.get_entries()] == kinds
+    assert sm.get_header()["futureHeader"] == 1
+    # Pi 0.85.0 reads a newer file as it knows it: unknown entries contribute nothing
+    roles = ["compactionSummary", "user", "assistant", "branchSummary", "user"]
+    assert [m["role"] for m in sm.build_session_context().messages] == roles
+    assert path.read_bytes() == original, "opening a well-formed file changes nothing"
+
     sm.append_message(ASSISTANT)
-    assert path.read_bytes().startswith(b"\n".join(PI16_LINES) + b"\n")
-    clone = sm.create_branched_session(str(sm.get_leaf_id()))
-    assert clone is not None
-    copied = Path(clone).read_bytes().splitlines()
-    assert copied[1:5] == PI16_LINES[1:]
+    assert path.read_bytes().startswith(original)
+    leaf = sm.get_leaf_id()
+    assert leaf is not None
+
+    # every kind of copy holds every original line of its path unchanged
+    copied_whole = SessionManager.fork_from(str(path), str(tmp_path), str(tmp_path / "other"))
+    assert _entry_lines(copied_whole.get_session_file())[:8] == PI16_LINES[1:]
+    clone = SessionManager.open(str(path)).create_branched_session(leaf)
+    assert _entry_lines(clone)[:8] == PI16_LINES[1:]
+    at = SessionManager.open(str(path)).fork("s0000007", "at")
+    assert _entry_lines(at.session_file) == PI16_LINES[1:8]
+    before = SessionManager.open(str(path)).fork("s0000008", "before")
+    assert before.selected_text == "next"
+    assert _entry_lines(before.session_file) == PI16_LINES[1:8]
+    # and the source file was only ever appended to
+    assert path.read_bytes().startswith(original) and path.read_bytes().count(b"\n") == len(PI16_LINES) + 1
 
 
 def test_label_change_on_unknown_entry_is_refused(tmp_path: Path) -> None:
