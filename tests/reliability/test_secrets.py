@@ -1,0 +1,155 @@
+"""Secrets: planted keys and tokens never leave the daemon, in any stdout/stderr byte.
+
+Planted in every place a secret reaches a real daemon: the environment (a provider key in a
+well-known format, a token in a custom format whose variable name says it is secret), the
+agent's ``models.json`` (a literal key in no known format, sent as ``Authorization``),
+extension failures (a handler and a module import that raise with secrets in the message),
+a provider that echoes the key back in its 401 body, and file paths given to requests.
+
+A full scenario runs with ``--log-level debug`` (the chattiest stderr), then every byte the
+daemon wrote on both streams is searched for every secret. Transcript text is under the
+user's control and legitimately echoed, so no secret is ever typed into a prompt.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.reliability._daemon import RawDaemon, RpcFailure
+
+ENV_PROVIDER_KEY = "sk-proj-PLANTEDenv0a1b2c3d4e5f6g7h8"
+ENV_CUSTOM_TOKEN = "acme-planted-token-3f9e1c77d2"
+LITERAL_MODELS_KEY = "literal-models-json-key-55aa9c"
+GITHUB_TOKEN = "ghp_" + "PlantedGithubToken0123456789abcdef"
+PATH_SECRET = "sk-ant-PLANTEDinpath987654321"
+SECRETS = (ENV_PROVIDER_KEY, ENV_CUSTOM_TOKEN, LITERAL_MODELS_KEY, GITHUB_TOKEN, PATH_SECRET)
+
+EXTENSION = """
+import os
+
+def register(pi):
+    def boom(event, ctx):
+        raise RuntimeError(
+            "handler failed with " + os.environ["ACME_SERVICE_TOKEN"] + " and " + os.environ["OPENAI_API_KEY"]
+            + " and Authorization: Bearer " + os.environ["GH_TOKEN"]
+        )
+
+    for name in ("session_start", "agent_start", "turn_start", "message_end", "agent_end"):
+        pi.on(name, boom)
+"""
+
+BROKEN_EXTENSION = """
+import os
+raise ImportError("cannot load: token=" + os.environ["ACME_SERVICE_TOKEN"] + " key " + os.environ["OPENAI_API_KEY"])
+"""
+
+
+class EchoingUnauthorized(http.server.BaseHTTPRequestHandler):
+    """A provider that rejects every request and echoes the credentials it got (servers do)."""
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        self.rfile.read(length)
+        auth = self.headers.get("Authorization") or ""
+        body = json.dumps(
+            {"error": {"message": f"invalid key {auth.removeprefix('Bearer ')} / {self.headers.get('X-Acme-Token')}",
+                       "type": "invalid_request"}}
+        ).encode()
+        self.send_response(401)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def provider_url() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), EchoingUnauthorized)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _agent_dir(tmp: Path, provider_url: str) -> Path:
+    agent = tmp / "agent"
+    agent.mkdir()
+    models = {
+        "providers": {
+            "acme": {
+                "baseUrl": provider_url,
+                "api": "openai-completions",
+                "apiKey": LITERAL_MODELS_KEY,
+                "headers": {"X-Acme-Token": "$ACME_SERVICE_TOKEN"},
+                "models": [{"id": "m1"}],
+            }
+        }
+    }
+    (agent / "models.json").write_text(json.dumps(models))
+    (agent / "settings.json").write_text(json.dumps({"defaultProvider": "acme", "defaultModel": "m1"}))
+    return agent
+
+
+def test_planted_secrets_never_appear_in_any_output_byte(tmp_path: Path, provider_url: str) -> None:
+    agent = _agent_dir(tmp_path, provider_url)
+    project = tmp_path / "project"
+    project.mkdir()
+    extension = tmp_path / "ext" / "leaky.py"
+    extension.parent.mkdir()
+    extension.write_text(EXTENSION)
+    broken = tmp_path / "ext" / "broken.py"
+    broken.write_text(BROKEN_EXTENSION)
+    secret_dir = tmp_path / PATH_SECRET
+    secret_dir.mkdir()
+    env = {
+        "OPENAI_API_KEY": ENV_PROVIDER_KEY,
+        "ACME_SERVICE_TOKEN": ENV_CUSTOM_TOKEN,
+        "GH_TOKEN": GITHUB_TOKEN,
+    }
+    args = ["--agent-dir", str(agent), "--cwd", str(project), "--log-level", "debug",
+            "-e", str(extension), "-e", str(broken)]  # fmt: skip
+    daemon = RawDaemon(args, env=env)
+    with daemon:
+        daemon.initialize()
+        state = daemon.call("getState")
+        assert state["model"] == {"provider": "acme", "modelId": "m1"}, state
+        daemon.call("prompt", {"text": "hello"})  # 401 with the key echoed in the body
+        for method, params in [
+            ("resume", {"sessionPath": str(secret_dir / f"{GITHUB_TOKEN}.jsonl")}),
+            ("importJsonl", {"path": str(secret_dir / "missing.jsonl")}),
+            ("fork", {"entryId": ENV_CUSTOM_TOKEN}),
+        ]:
+            with pytest.raises(RpcFailure):
+                daemon.call(method, params)
+        daemon.call("newSession")
+        daemon.call("getMessages")
+        daemon.call("getTree")
+        daemon.call("listSessions", {})
+    output = bytes(daemon.stdout_bytes) + bytes(daemon.stderr_bytes)
+    # The scenario really reached the places where secrets could leak:
+    events = [m["params"]["event"] for m in daemon.notifications("session/event")]
+    assert any(e.get("type") == "extension_error" for e in events), "extension handler failure not reported"
+    assert any(
+        e.get("type") == "message_end" and e["message"].get("stopReason") == "error" for e in events
+    ), "provider failure not reached"
+    diagnostics = [d for n in daemon.notifications("session/diagnostics") for d in n["params"]["diagnostics"]]
+    assert any("broken" in d["message"] for d in diagnostics), diagnostics
+    leaks = [secret for secret in SECRETS if secret.encode() in output]
+    assert not leaks, [_context(output, s) for s in leaks]
+
+
+def _context(output: bytes, secret: str) -> str:
+    at = output.find(secret.encode())
+    return output[max(0, at - 150) : at + len(secret) + 40].decode("utf-8", "replace")
