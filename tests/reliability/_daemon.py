@@ -25,6 +25,8 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 TIMEOUT = 30.0
+NO_ANSWER: Any = object()
+"""A handler result meaning: leave the daemon's request unanswered (a client that never replies)."""
 
 
 class RpcFailure(Exception):
@@ -153,7 +155,10 @@ class RawDaemon:
                 reply: dict[str, Any] = {"jsonrpc": "2.0", "id": message["id"],
                                          "error": {"code": -32601, "message": "not handled"}}
             else:
-                reply = {"jsonrpc": "2.0", "id": message["id"], "result": handler(message.get("params"))}
+                result = handler(message.get("params"))
+                if result is NO_ANSWER:
+                    return
+                reply = {"jsonrpc": "2.0", "id": message["id"], "result": result}
             with contextlib.suppress(OSError):
                 self.send(reply)
 
