@@ -25,14 +25,17 @@ def _reject_constant(name: str) -> Any:
 _FALLBACK_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 
 
-def loads(line: bytes | str) -> Any:
-    """Parse one line as ``JSON.parse`` would (surrounding whitespace, incl. CR, allowed)."""
+def loads(line: bytes | memoryview | str) -> Any:
+    """Parse one line as ``JSON.parse`` would (surrounding whitespace, incl. CR, allowed).
+
+    A ``memoryview`` lets a line inside a larger buffer be parsed without copying it out.
+    """
     try:
         return orjson.loads(line)
     except orjson.JSONDecodeError:
         pass
     # Node reads the file as UTF-8 with U+FFFD for invalid bytes before JSON.parse.
-    text = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
+    text = line if isinstance(line, str) else bytes(line).decode("utf-8", "replace")
     try:
         return _FALLBACK_DECODER.decode(text.strip(" \t\r\n"))
     except (ValueError, UnicodeDecodeError) as exc:

@@ -8,8 +8,13 @@ line numbers (never the content) of skipped lines.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import re
+import sys
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 import attrs
@@ -53,70 +58,100 @@ def parse_bytes(data: bytes, path: str, *, lazy: bool = True) -> LoadedFile | No
     ``lazy``, lines in Pi's own shape are indexed from their skeleton and parsed later;
     the last line (where a torn write would be) is always parsed in full.
     """
-    lines = data.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
-    last = len(lines)
-    while last > 0 and not lines[last - 1].strip(_WHITESPACE):
-        last -= 1
+    return parse_chunks([data], path, lazy=lazy)
+
+
+def parse_chunks(chunks: list[bytes], path: str, *, lazy: bool = True) -> LoadedFile | None:
+    """``parse_bytes`` of the concatenation of ``chunks`` (a file read in pieces).
+
+    Lines are found with ``bytes.find`` and matched in place (``Pattern.match(buf, pos,
+    end)``): a lazily indexed line is never copied out of its chunk; its record keeps a
+    span of the chunk. Only lines that need a full parse are sliced.
+    """
     header: dict[str, Any] | None = None
     records: list[Record] = []
     parsed: list[tuple[dict[str, Any], bytes]] = []
     blank: list[int] = []
     bad: list[int] = []
     without_id = 0
+    number = 0
+    fast = False  # lazy indexing is on once a v3 header has been read
+    last_lazy = 0  # line number of the latest non-blank line if it was indexed lazily, else 0
     skeleton = _SKELETON.match
-    for number, line in enumerate(lines, start=1):
-        raw = line
-        if raw[:1] in _WHITESPACE or raw[-1:] in _WHITESPACE:
-            raw = raw.strip(_WHITESPACE)
-            if not raw:
-                blank.append(number)
-                continue
-        if header is not None and lazy and number < last and raw[-1:] == b"}":
-            match = skeleton(raw)
-            if match is not None:
-                kind, role = match.group(1).decode(), match.group(4)
-                if kind not in _EAGER_TYPES and (role is not None or kind != E.MESSAGE):
-                    parent = match.group(3)
-                    records.append(
-                        Record(
-                            match.group(2).decode(),
-                            None if parent is None else parent.decode(),
-                            kind,
-                            None if role is None else role.decode(),
-                            raw,
-                            None,
-                        )
-                    )
+    names = _NAMES
+    append = records.append
+    for buf, pos, stop in _segments(chunks):
+        find = buf.find
+        while pos < stop:
+            end = find(b"\n", pos, stop)
+            if end < 0:
+                end = stop
+            number += 1
+            if fast and end > pos and buf[end - 1] == 0x7D:  # "}": complete-looking, no CR
+                match = skeleton(buf, pos, end)
+                if match is not None:
+                    kind_b, id_b, parent_b, role_b = match.groups()
+                    kind = names.get(kind_b) or _name(kind_b)
+                    if kind not in _EAGER_TYPES and (role_b is not None or kind != E.MESSAGE):
+                        role = None if role_b is None else names.get(role_b) or _name(role_b)
+                        parent = None if parent_b is None else parent_b.decode()
+                        append(Record(id_b.decode(), parent, kind, role, buf, None, pos, end))
+                        last_lazy = number
+                        pos = end + 1
+                        continue
+            raw = buf[pos:end]
+            pos = end + 1
+            if raw[:1] in _WHITESPACE or raw[-1:] in _WHITESPACE:
+                raw = raw.strip(_WHITESPACE)
+                if not raw:
+                    blank.append(number)
                     continue
+            last_lazy = 0
+            try:
+                value = codec.loads(raw)
+            except codec.LineError:
+                bad.append(number)
+                continue
+            if header is None:
+                if not (
+                    isinstance(value, dict) and value.get("type") == E.SESSION and isinstance(value.get("id"), str)
+                ):
+                    raise not_a_session(path)
+                header = value
+                if migrations.header_version(header) < E.CURRENT_SESSION_VERSION:
+                    lazy = False  # migration needs every entry parsed
+                fast = lazy
+                continue
+            if not isinstance(value, dict):
+                bad.append(number)
+                continue
+            if value.get("type") == E.SESSION:
+                continue  # a second header (Pi 0.73.1 wrote those); Pi ignores it too
+            if lazy:
+                record = Record.from_parsed(value, raw)
+                if record is None:
+                    without_id += 1
+                else:
+                    append(record)
+            else:
+                parsed.append((value, raw))
+    if last_lazy:
+        # The last line is where a torn write would be: parse it now, as the full path would have.
+        tail = records.pop()
         try:
-            value = codec.loads(raw)
+            value = codec.loads(tail.raw)
         except codec.LineError:
-            bad.append(number)
-            continue
-        if header is None:
-            if not (isinstance(value, dict) and value.get("type") == E.SESSION and isinstance(value.get("id"), str)):
-                raise not_a_session(path)
-            header = value
-            if migrations.header_version(header) < E.CURRENT_SESSION_VERSION:
-                lazy = False  # migration needs every entry parsed
-            continue
+            value = None
         if not isinstance(value, dict):
-            bad.append(number)
-            continue
-        if value.get("type") == E.SESSION:
-            continue  # a second header (Pi 0.73.1 wrote those); Pi ignores it too
-        if lazy:
-            record = Record.from_parsed(value, raw)
+            bad.append(last_lazy)
+        else:
+            record = Record.from_parsed(value, tail.raw)
             if record is None:
                 without_id += 1
             else:
-                records.append(record)
-        else:
-            parsed.append((value, raw))
+                append(record)
     if header is None:
-        if data.strip(_WHITESPACE):
+        if any(chunk.strip(_WHITESPACE) for chunk in chunks):
             raise not_a_session(path)
         return None
 
@@ -126,22 +161,130 @@ def parse_bytes(data: bytes, path: str, *, lazy: bool = True) -> LoadedFile | No
         if record is None:
             without_id += 1
         else:
-            records.append(record)
+            append(record)
 
     return LoadedFile(
         header=header,
         records=records,
         diagnostics=_diagnostics(blank, bad, without_id),
-        missing_final_newline=not data.endswith(b"\n"),
+        missing_final_newline=not _ends_with_newline(chunks),
         migrated=migrated,
     )
 
 
+# Entry types and roles seen so far, as interned strings: most lines repeat a handful of
+# them, so a dict hit replaces a decode (bounded, since a file may hold anything there).
+_NAMES: dict[bytes, str] = {}
+_MAX_NAMES = 256
+
+
+def _name(raw: bytes) -> str:
+    name = sys.intern(raw.decode())
+    if len(_NAMES) < _MAX_NAMES:
+        _NAMES[raw] = name
+    return name
+
+
+def _ends_with_newline(chunks: list[bytes]) -> bool:
+    for chunk in reversed(chunks):
+        if chunk:
+            return chunk.endswith(b"\n")
+    return False
+
+
+def _segments(chunks: list[bytes]) -> Iterator[tuple[bytes, int, int]]:
+    """``(buf, start, stop)`` spans holding whole lines, in order, covering all of ``chunks``.
+
+    A line cut by a chunk boundary is joined into a small buffer of its own.
+    """
+    carry = b""
+    for index, chunk in enumerate(chunks):
+        last = index == len(chunks) - 1
+        start = 0
+        if carry:
+            newline = chunk.find(b"\n")
+            if newline < 0 and not last:
+                carry += chunk
+                continue
+            head = len(chunk) if newline < 0 else newline + 1
+            joined = carry + chunk[:head]
+            carry = b""
+            yield joined, 0, len(joined)
+            start = head
+        stop = len(chunk) if last else chunk.rfind(b"\n", start) + 1
+        if stop <= start:  # no line ends in this chunk
+            carry = chunk[start:]
+            continue
+        carry = chunk[stop:]
+        yield chunk, start, stop
+    if carry:
+        yield carry, 0, len(carry)
+
+
+# Below this size one read() is as fast as two; above it, two halves are read at once (the
+# cost of reading a large file is mostly the kernel faulting in fresh pages, which two
+# threads do in parallel; the GIL is released during the reads).
+_PARALLEL_READ_BYTES = 8 << 20
+
+
+def read_chunks(path: str) -> list[bytes]:
+    """The whole file (to EOF, as one ``read()`` would), as one or more consecutive chunks."""
+    with open(path, "rb") as handle:
+        fd = handle.fileno()
+        size = os.fstat(fd).st_size
+        if size < _PARALLEL_READ_BYTES:
+            return [handle.read()]
+        half = size // 2
+        tail: list[bytes] = []
+        failure: list[BaseException] = []
+
+        def read_tail() -> None:
+            try:
+                tail.append(os.pread(fd, size - half, half))
+            except BaseException as exc:  # handed to the reading thread below
+                failure.append(exc)
+
+        worker = threading.Thread(target=read_tail, name="rpcd-store-read", daemon=True)
+        worker.start()
+        try:
+            head = os.pread(fd, half, 0)
+        finally:
+            worker.join()
+        if failure:
+            raise failure[0]
+        if len(head) < half or len(tail[0]) < size - half:  # shrank meanwhile: read it plainly
+            handle.seek(0)
+            return [handle.read()]
+        handle.seek(size)
+        rest = handle.read()  # grew meanwhile: what one read() to EOF would also have seen
+        return [head, tail[0], rest] if rest else [head, tail[0]]
+
+
 def load_file(path: str) -> LoadedFile | None:
     """Read and parse ``path``; ``None`` for an empty file. ``OSError`` propagates."""
-    with open(path, "rb") as handle:
-        data = handle.read()
-    return parse_bytes(data, path)
+    chunks = read_chunks(path)
+    with _collector_paused():
+        return parse_chunks(chunks, path)
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Index a large file without the cyclic GC scanning it again and again.
+
+    An index is one record object per line and holds no reference cycles, yet every 700
+    new objects start a collection that walks the young ones, and the growing old
+    generation triggers full collections as well (about a tenth of a 20,000-entry resume).
+    Reference counting still frees everything; the collector is re-enabled (if this call
+    disabled it) before returning, and catches up at its next threshold.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def read_header(path: str, limit: int = 1 << 20) -> dict[str, Any] | None:

@@ -460,6 +460,27 @@ class SessionManager:
         return new_entry_id(self._by_id)
 
     def _path(self, leaf_id: str | None) -> builtins.list[Record]:
+        """Root -> ``leaf_id`` by ``parentId``; a cycle (hand-edited file) ends the walk."""
+        by_id = self._by_id
+        get = by_id.get
+        path: builtins.list[Record] = []
+        append = path.append
+        current = get(leaf_id) if leaf_id is not None else None
+        # A path without a cycle visits each record at most once: no ``seen`` set needed
+        # unless the walk outlasts the number of records.
+        for _ in range(len(by_id)):
+            if current is None:
+                break
+            append(current)
+            parent = current.parent_id
+            current = get(parent) if parent is not None else None
+        else:
+            if current is not None:
+                return self._path_with_cycle(leaf_id)
+        path.reverse()
+        return path
+
+    def _path_with_cycle(self, leaf_id: str | None) -> builtins.list[Record]:
         path: builtins.list[Record] = []
         seen: set[str] = set()
         current = self._by_id.get(leaf_id) if leaf_id is not None else None
@@ -509,13 +530,15 @@ class SessionManager:
         self._header_raw = None
         self._session_id = str(header.get("id"))
         self._records = list(records)
-        self._by_id = {}
         self._labels = {}
         self._label_timestamps = {}
-        self._leaf_id = None
-        self._has_assistant = False
-        for record in self._records:
-            self._index(record)
+        # What ``_index`` does per record, done in bulk (a resume indexes every line):
+        # later duplicates of an id win, the leaf is the last record.
+        self._by_id = {record.id: record for record in self._records}
+        self._leaf_id = self._records[-1].id if self._records else None
+        self._has_assistant = any(r.role == "assistant" and r.type == E.MESSAGE for r in self._records)
+        for record in [r for r in self._records if r.type == E.LABEL]:
+            self._index_label(record)
 
     def _index(self, record: Record) -> None:
         self._by_id[record.id] = record
@@ -523,15 +546,18 @@ class SessionManager:
         if record.type == E.MESSAGE and record.role == "assistant":
             self._has_assistant = True
         elif record.type == E.LABEL:
-            entry = record.entry
-            target, text = entry.get("targetId"), entry.get("label")
-            if isinstance(target, str):
-                if text:
-                    self._labels[target] = str(text)
-                    self._label_timestamps[target] = str(entry.get("timestamp", ""))
-                else:
-                    self._labels.pop(target, None)
-                    self._label_timestamps.pop(target, None)
+            self._index_label(record)
+
+    def _index_label(self, record: Record) -> None:
+        entry = record.entry
+        target, text = entry.get("targetId"), entry.get("label")
+        if isinstance(target, str):
+            if text:
+                self._labels[target] = str(text)
+                self._label_timestamps[target] = str(entry.get("timestamp", ""))
+            else:
+                self._labels.pop(target, None)
+                self._label_timestamps.pop(target, None)
 
     def _adopt(self, loaded: LoadedFile, path: str) -> None:
         self._set_contents(loaded.header, loaded.records)

@@ -13,7 +13,10 @@ from rpcd.store import codec
 
 
 class Record:
-    __slots__ = ("_entry", "id", "parent_id", "raw", "role", "type")
+    """One entry. Its bytes are a span of a buffer: a loaded line stays inside the buffer the
+    file was read into (no per-line copy on resume), an entry we create owns its own bytes."""
+
+    __slots__ = ("_buf", "_end", "_entry", "_start", "id", "parent_id", "role", "type")
 
     def __init__(
         self,
@@ -23,12 +26,17 @@ class Record:
         role: str | None,
         raw: bytes,
         entry: dict[str, Any] | None,
+        start: int = 0,
+        end: int = -1,
     ) -> None:
+        """``raw[start:end]`` is the line (``end=-1``: to the end of ``raw``), without its newline."""
         self.id = entry_id
         self.parent_id = parent_id
         self.type = kind
         self.role = role
-        self.raw = raw
+        self._buf = raw
+        self._start = start
+        self._end = len(raw) if end < 0 else end
         self._entry = entry
 
     @classmethod
@@ -54,6 +62,14 @@ class Record:
         )
 
     @property
+    def raw(self) -> bytes:
+        """The line's bytes as read (or as we wrote them), without the newline."""
+        buf = self._buf
+        if self._start == 0 and self._end == len(buf):
+            return buf
+        return buf[self._start : self._end]
+
+    @property
     def parsed(self) -> bool:
         return self._entry is not None
 
@@ -66,7 +82,7 @@ class Record:
         """
         if self._entry is None:
             try:
-                value = codec.loads(self.raw)
+                value = codec.loads(memoryview(self._buf)[self._start : self._end])
             except codec.LineError:
                 raise CorruptRecordError(self) from None
             if not isinstance(value, dict):
