@@ -428,6 +428,7 @@ def register(server: Server, methods: SessionMethods) -> None:
     server.method(pm.PROMPT, t.PromptParams)(methods.prompt)
     server.method(pm.ABORT)(methods.abort)
     server.method(pm.SET_SESSION_NAME, t.SetSessionNameParams)(methods.set_session_name)
+    server.method(pm.SET_MODEL, t.SetModelParams)(methods.set_model)
 
 
 async def serve(options: Options, in_fd: int, out_fd: int) -> int:

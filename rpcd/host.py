@@ -51,6 +51,7 @@ from rpcd.failures import (
 from rpcd.port import (
     Diagnostic,
     HostBindings,
+    ModelRef,
     ReplaceResult,
     RuntimePort,
     SessionPort,
@@ -261,6 +262,12 @@ class SerializedHost:
     def set_session_name(self, name: str) -> None:
         with self._session_access("setSessionName") as session:
             session.set_session_name(name)
+
+    def set_model(self, provider: str, model_id: str) -> ModelRef:
+        """Switch the current session's model (not under the lock, like ``set_session_name``:
+        it appends one entry and never replaces the session). A running turn keeps its model."""
+        with self._session_access("setModel") as session:
+            return session.set_model(provider, model_id)
 
     async def prompt(self, text: str) -> str:
         """Run one turn on the current session; resolves with its ``stopReason``.

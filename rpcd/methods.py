@@ -261,6 +261,12 @@ class SessionMethods:
         host.set_session_name(params.name)
         await self._pump.drain()
 
+    async def set_model(self, params: t.SetModelParams) -> t.ModelRef:
+        host = await self._slot.get("setModel")
+        ref = host.set_model(params.provider, params.model_id)
+        await self._pump.drain()
+        return t.ModelRef(ref.provider, ref.model_id)
+
     def _remember(self, host: SerializedHost) -> None:
         with contextlib.suppress(HostError):
             self._snapshot = host.state()

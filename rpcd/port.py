@@ -130,6 +130,11 @@ class SessionPort(Protocol):
 
     def set_session_name(self, name: str) -> None: ...
 
+    def set_model(self, provider: str, model_id: str) -> ModelRef:
+        """Pi's ``setModel``: switch the model for the next turn and append ``model_change``.
+        Raises ``rpcd.errors.ModelNotFoundError`` / ``ProviderError`` before appending anything."""
+        ...
+
     def state(self) -> SessionState: ...
 
     def messages(self) -> list[Mapping[str, Any]]:

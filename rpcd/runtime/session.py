@@ -234,11 +234,12 @@ class AgentSession:
         self.session_manager.append_session_info(name)
         self._notify({"type": "session_info_changed", "name": self.session_manager.get_session_name()})
 
-    def set_model(self, provider: str, model_id: str) -> ModelInfo:
+    def set_model(self, provider: str, model_id: str) -> ModelRef:
         """Pi's ``setModel``: validate, append ``model_change``, switch, re-clamp thinking.
 
         Raises ``ModelNotFoundError`` / ``ProviderError`` before anything is appended; a
-        turn in flight keeps its model, the next one uses the new one.
+        turn in flight keeps its model, the next one uses the new one. Returns the port's
+        ``ModelRef`` (what the wire answers); the full ``ModelInfo`` is ``self.model``.
         """
         from rpcd.runtime.models_config import apply_model_selection
 
@@ -248,7 +249,7 @@ class AgentSession:
             agent=self.agent, session_manager=self.session_manager, registry=self.registry,
             provider=provider, model_id=model_id, notify=self._notify,
         )
-        return info
+        return ModelRef(info.provider, info.id)
 
     def append_custom_entry(self, custom_type: str, data: Any = None) -> str:
         """``SessionActions`` for extensions: a ``custom`` entry at the leaf."""

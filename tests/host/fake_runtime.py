@@ -25,6 +25,7 @@ from rpcd.errors import (
     FactoryError,
     InvalidEntryError,
     MissingSessionCwdError,
+    ModelNotFoundError,
     SessionBusyError,
     SessionDisposedError,
     SessionFileNotFoundError,
@@ -34,12 +35,15 @@ from rpcd.port import (
     EventListener,
     ExtensionBindings,
     ForkPosition,
+    ModelRef,
     ReplaceResult,
     SessionPort,
     SessionState,
     SessionTree,
     Unsubscribe,
 )
+
+KNOWN_MODELS = frozenset({("faux", "faux-1"), ("local", "test-model")})
 
 STEPS = (
     "before_event",
@@ -166,6 +170,7 @@ class FakeSession:
         self._file = session_file
         self.entries: dict[str, str] = dict(entries or {})
         self.name: str | None = None
+        self.model: ModelRef | None = None
         self.listeners: list[EventListener] = []
         self.disposed = False
         self.extensions_bound: ExtensionBindings | None = None
@@ -215,6 +220,12 @@ class FakeSession:
     def set_session_name(self, name: str) -> None:
         self.name = name
 
+    def set_model(self, provider: str, model_id: str) -> ModelRef:
+        if (provider, model_id) not in KNOWN_MODELS:
+            raise ModelNotFoundError(f"Model not found: {provider}/{model_id}")
+        self.model = ModelRef(provider, model_id)
+        return self.model
+
     def state(self) -> SessionState:
         return SessionState(
             session_id=self._id,
@@ -222,7 +233,7 @@ class FakeSession:
             cwd=self.cwd,
             name=self.name,
             leaf_id=next(reversed(self.entries), None),
-            model=None,
+            model=self.model,
             thinking_level="off",
             is_streaming=self.is_streaming,
             message_count=len(self.entries),

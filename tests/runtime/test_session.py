@@ -228,7 +228,7 @@ async def test_set_model_validates_before_appending(tmp_path: Path) -> None:
         session.set_model("nope", "none")
     assert len(session.tree().entries) == count
     info = session.set_model("faux", "faux-1")
-    assert info.id == "faux-1" and session.tree().entries[-1]["type"] == "model_change"
+    assert info.model_id == "faux-1" and session.tree().entries[-1]["type"] == "model_change"
 
 
 async def test_a_disposed_session_runs_in_memory_but_reaches_nobody(tmp_path: Path) -> None:
