@@ -8,8 +8,6 @@ line numbers (never the content) of skipped lines.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import os
 import re
 import sys
@@ -262,29 +260,7 @@ def read_chunks(path: str) -> list[bytes]:
 
 def load_file(path: str) -> LoadedFile | None:
     """Read and parse ``path``; ``None`` for an empty file. ``OSError`` propagates."""
-    chunks = read_chunks(path)
-    with _collector_paused():
-        return parse_chunks(chunks, path)
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Index a large file without the cyclic GC scanning it again and again.
-
-    An index is one record object per line and holds no reference cycles, yet every 700
-    new objects start a collection that walks the young ones, and the growing old
-    generation triggers full collections as well (about a tenth of a 20,000-entry resume).
-    Reference counting still frees everything; the collector is re-enabled (if this call
-    disabled it) before returning, and catches up at its next threshold.
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
+    return parse_chunks(read_chunks(path), path)
 
 
 def read_header(path: str, limit: int = 1 << 20) -> dict[str, Any] | None:
