@@ -70,8 +70,9 @@ class HostJournal:
             ensure_ascii=False,
         ).encode("utf-8") + b"\n"
         directory = self._ensure_directory()
+        self._remove_orphaned_temps(directory)
         try:
-            fd, temp_name = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=directory)
+            fd, temp_name = tempfile.mkstemp(prefix=f".{self.path.name}.{os.getpid()}.", suffix=".tmp", dir=directory)
         except OSError as error:
             raise self._error("cannot create a temporary file next to", error) from error
         try:
@@ -142,9 +143,42 @@ class HostJournal:
                 directory.chmod(stat.S_IRWXU)
         return directory
 
+    def _remove_orphaned_temps(self, directory: Path) -> None:
+        """Remove temp files whose writer died between ``mkstemp`` and ``os.replace`` (kill -9).
+
+        Nothing else would ever remove them, so crashes would accumulate them. A temp file's
+        name carries its writer's pid: one of a live process (another daemon sharing this
+        agent dir, mid-write) is left alone; a name without a pid predates this scheme.
+        """
+        prefix = f".{self.path.name}."
+        try:
+            names = os.listdir(directory)
+        except OSError:
+            return
+        for name in names:
+            if not (name.startswith(prefix) and name.endswith(".tmp")):
+                continue
+            pid = name[len(prefix) :].split(".", 1)[0]
+            if pid.isdigit() and _process_alive(int(pid)):
+                continue
+            with contextlib.suppress(OSError):
+                os.unlink(directory / name)
+
     def _error(self, what: str, error: OSError) -> HostJournalError:
         reason = error.strerror or type(error).__name__
         return HostJournalError(f"host journal: {what} {self.path}: {reason}", session_path=str(self.path))
+
+
+def _process_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # EPERM: it exists, owned by someone else
+    return True
 
 
 def _fsync_directory(directory: Path) -> None:
