@@ -230,7 +230,7 @@ def read_chunks(path: str) -> list[bytes]:
     with open(path, "rb") as handle:
         fd = handle.fileno()
         size = os.fstat(fd).st_size
-        if size < _PARALLEL_READ_BYTES:
+        if size < _PARALLEL_READ_BYTES or not hasattr(os, "pread"):
             return [handle.read()]
         half = size // 2
         tail: list[bytes] = []
