@@ -33,7 +33,7 @@ from rpcd.errors import InvalidEntryError, SessionFileNotFoundError, SessionNotS
 from rpcd.port import Diagnostic, ForkPosition, ReplaceResult, RuntimePort, SessionPort
 from rpcd.runtime.session import AgentSession
 from rpcd.runtime.trust import ProjectTrustContext
-from rpcd.store import SessionManager, assert_session_cwd_exists, import_session_file
+from rpcd.store import SessionManager, assert_session_cwd_exists, default_session_dir, import_session_file
 
 BeforeInvalidate = Callable[[], None]
 Rebind = Callable[[SessionPort], Awaitable[None]]
@@ -298,7 +298,14 @@ class AgentSessionRuntime:
 
     async def import_from_jsonl(self, input_path: str, cwd_override: str | None = None) -> ReplaceResult:
         resolved = _resolve_import_source(input_path)
-        session_dir = self._session.session_manager.get_session_dir()
+        current_sm = self._session.session_manager
+        # Pi joins an in-memory session's directory ("") with the file name, i.e. it copies into
+        # whatever the process cwd is; the copy belongs in the cwd's session dir under the agent dir.
+        session_dir = (
+            current_sm.get_session_dir()
+            if current_sm.is_persisted()
+            else default_session_dir(self.cwd, self.agent_dir)
+        )
         target = _predict_import_destination(resolved, session_dir)
         if await self._emit_before({"type": "session_before_switch", "reason": "resume", "targetSessionFile": target}):
             return ReplaceResult(cancelled=True)

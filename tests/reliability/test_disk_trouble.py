@@ -244,7 +244,6 @@ def test_importing_onto_a_file_where_the_session_directory_must_be_is_a_defined_
     assert sorted(p.name for p in source.parent.iterdir()) == ["source.jsonl"]
 
 
-@pytest.mark.xfail(strict=True, reason="runtime: import with an in-memory current session copies into the process cwd")
 def test_import_while_in_memory_never_writes_into_the_daemons_working_directory(tmp_path: Path) -> None:
     """An in-memory session's directory is "" (Pi); joined to a file name that is the daemon's
     process cwd — wherever the editor happened to start it. The copy belongs under the agent dir."""
