@@ -33,7 +33,7 @@ from protocol import methods as pm
 from protocol import types as t
 from rpcd.client_requests import ClientRequests, UiBridge
 from rpcd.errors import HostDisposedError
-from rpcd.failures import context_of
+from rpcd.failures import FailureContext, attach_context, context_of
 from rpcd.host import SerializedHost
 from rpcd.host_bindings import RpcHostBindings
 from rpcd.journal import HostJournal
@@ -42,6 +42,7 @@ from rpcd.methods import HostSlot, SessionMethods, operation
 from rpcd.notifications import HOST_STATUS, EventPump, Notification
 from rpcd.server import Server, create_server
 from rpcd.store.paths import get_agent_dir
+from rpcd.transport import DEFAULT_MAX_MESSAGE_BYTES
 from rpcd.transport.stdio import guard_stdout
 
 log = logging.getLogger("rpcd.app")
@@ -68,6 +69,7 @@ class Options:
     ui_timeout: float
     log_level: str | None
     extensions: tuple[str, ...] = ()
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
 
     @property
     def journal_path(self) -> str:
@@ -116,7 +118,21 @@ def build_parser() -> argparse.ArgumentParser:
         "-e", "--extension", action="append", default=[], metavar="PATH",
         help="load this extension into every session (made absolute at startup)",
     )
+    parser.add_argument(
+        "--max-message-bytes", type=_positive_int, default=DEFAULT_MAX_MESSAGE_BYTES, metavar="N",
+        help=f"frames larger than this are drained and answered with -32012 (default {DEFAULT_MAX_MESSAGE_BYTES})",
+    )
     return parser
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
+    return value
 
 
 def parse_options(argv: Sequence[str]) -> Options:
@@ -142,6 +158,7 @@ def parse_options(argv: Sequence[str]) -> Options:
         ui_timeout=ns.ui_timeout,
         log_level=ns.log_level,
         extensions=tuple(os.path.abspath(p) for p in ns.extension),
+        max_message_bytes=ns.max_message_bytes,
     )
 
 
@@ -280,15 +297,23 @@ class Daemon:
 
         target = resolve_target(self.options)
         agent_dir = self.options.agent_dir
-        if target.kind == "open":
-            assert target.path is not None
-            manager = SessionManager.open(target.path)
-        elif target.kind == "continue":
-            manager = SessionManager.continue_recent(target.cwd, agent_dir=agent_dir)
-        elif target.kind == "in-memory":
-            manager = SessionManager.in_memory(target.cwd)
-        else:
-            manager = SessionManager.create(target.cwd, agent_dir=agent_dir)
+        try:
+            if target.kind == "open":
+                assert target.path is not None
+                # Like the ``resume`` method (and unlike Pi): a mistyped --resume path is an
+                # error, never a new session silently created at that path.
+                manager = SessionManager.open(target.path, must_exist=True)
+            elif target.kind == "continue":
+                manager = SessionManager.continue_recent(target.cwd, agent_dir=agent_dir)
+            elif target.kind == "in-memory":
+                manager = SessionManager.in_memory(target.cwd)
+            else:
+                manager = SessionManager.create(target.cwd, agent_dir=agent_dir)
+        except Exception as exc:
+            if context_of(exc) is None:
+                attach_context(exc, FailureContext(
+                    "startup", "pre-validation", cwd=target.cwd, session_path=target.path, terminal=True))
+            raise
         factory = make_default_factory(
             ProcessInputs(extension_paths=self.options.extensions), authorize_project=authorize
         )
@@ -296,7 +321,7 @@ class Daemon:
             runtime = await create_runtime(
                 factory, cwd=manager.get_cwd(), agent_dir=agent_dir, session_manager=manager
             )
-            bindings = RpcHostBindings(self.pump, UiBridge(requests), persist=self.journal.write_async)
+            bindings = RpcHostBindings(self.pump, UiBridge(requests), persist=self._persist)
             host = await SerializedHost.bind(runtime, bindings, on_status=self.on_status)
             try:
                 # Record the startup session too, so --resume-last works after a run without replacements.
@@ -305,6 +330,17 @@ class Daemon:
                 await _dispose_quietly(host)
                 raise
         return host
+
+    async def _persist(self, session_file: str | None, cwd: str) -> None:
+        """Record the current session in the host journal.
+
+        ``--in-memory`` promises that nothing is written: while its session has no file the
+        journal is left alone too (it would name the project). Once the user resumes or
+        imports a real file, that file is recorded as usual.
+        """
+        if session_file is None and self.options.target == "in-memory":
+            return
+        await self.journal.write_async(session_file, cwd)
 
     async def final_disposal(self) -> None:
         """The one orderly end: dispose the host (behind any in-flight operation), once.
@@ -407,7 +443,9 @@ def build(options: Options) -> tuple[Server, Daemon]:
         if daemon.disposal_failure is not None:
             raise daemon.disposal_failure
 
-    server = create_server(dispose_hook=dispose_hook, initialize_hook=on_initialize)
+    server = create_server(
+        dispose_hook=dispose_hook, initialize_hook=on_initialize, max_message_bytes=options.max_message_bytes
+    )
     server_ref.append(server)
     register(server, daemon.methods)
     return server, daemon

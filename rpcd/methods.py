@@ -34,7 +34,7 @@ import anyio
 from protocol import types as t
 from protocol.errors import ErrorCode, ErrorItem
 from rpcd.errors import HostDisposedError, HostError, HostUnavailableError
-from rpcd.failures import FailureContext, attach_context
+from rpcd.failures import FailureContext, SessionBindingFailure, attach_context, context_of
 from rpcd.host import ReplacementOutcome, SerializedHost
 from rpcd.host_bindings import OPERATION
 from rpcd.notifications import EventPump
@@ -87,11 +87,27 @@ class HostSlot:
     async def get(self, operation: str) -> SerializedHost:
         await self._ready.wait()
         if self._host is None:
-            raise attach_context(
-                HostUnavailableError("the session host could not be started; restart the daemon"),
-                FailureContext(operation, "startup", terminal=True),
-            )
+            raise self._unavailable(operation)
         return self._host
+
+    def _unavailable(self, operation: str) -> BaseException:
+        """HOST_UNAVAILABLE first, then the startup failure itself (flat), so a client learns
+        *why* (e.g. SessionFileNotFound for a mistyped ``--resume``) without reading the log."""
+        primary = HostUnavailableError("the session host could not be started; restart the daemon")
+        startup = self._failure
+        cause = context_of(startup) if startup is not None else None
+        context = FailureContext(
+            operation,
+            "startup",
+            cwd=cause.cwd if cause is not None else None,
+            session_path=cause.session_path if cause is not None else None,
+            terminal=True,
+        )
+        attach_context(primary, context)
+        if not isinstance(startup, Exception):
+            return primary
+        failure = SessionBindingFailure("the session host could not be started", [primary, startup])
+        return attach_context(failure, context)
 
 
 @contextlib.contextmanager

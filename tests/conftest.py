@@ -1,4 +1,18 @@
-"""Shared pytest configuration: async tests run on anyio's asyncio backend."""
+"""Shared pytest configuration: async tests run on anyio's asyncio backend, and no test
+touches the real home directory.
+
+Why the home is redirected for the whole run: every spawned daemon writes its host journal
+at startup, into ``$PI_CODING_AGENT_DIR`` or ``~/.pi/agent`` — a test that forgets
+``--agent-dir`` (or a client helper that drops the variable) would otherwise write into the
+developer's real Pi directory. Tools that are found *through* the real home keep working:
+their locations are pinned by their own variables before ``HOME`` moves.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -6,3 +20,29 @@ import pytest
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+def _tool_locations(real_home: Path) -> dict[str, str]:
+    """Variables that keep home-based tools where they are (only for what exists, only if unset)."""
+    from tests.pi_compat.oracle import oracle_dir
+
+    candidates = {
+        "RPCD_PI_ORACLE_DIR": oracle_dir(),  # the Pi install the compatibility tests use
+        "PYENV_ROOT": real_home / ".pyenv",  # PATH may run python through pyenv shims
+        "NPM_CONFIG_USERCONFIG": real_home / ".npmrc",  # the Node client test may `npm install`
+        "NPM_CONFIG_CACHE": real_home / ".npm",
+    }
+    return {name: str(path) for name, path in candidates.items() if name not in os.environ and path.exists()}
+
+
+@pytest.fixture(autouse=True, scope="session")
+def isolated_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """``HOME`` and ``PI_CODING_AGENT_DIR`` point into one temp dir for the whole run."""
+    home = tmp_path_factory.mktemp("home")
+    pinned = _tool_locations(Path.home())
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in pinned.items():
+            patch.setenv(name, value)
+        patch.setenv("HOME", str(home))
+        patch.setenv("PI_CODING_AGENT_DIR", str(home / ".pi" / "agent"))
+        yield home

@@ -141,13 +141,33 @@ def test_trust_denied_or_unanswered_loads_no_project_code(tmp_path: Path, answer
 
 
 def test_unanswered_trust_prompt_is_withdrawn_from_the_client(tmp_path: Path) -> None:
+    """Timeout = deny, and the daemon tells the client to drop the dialog; a late answer changes nothing.
+
+    The withdrawal is observed on the wire (waited for, not slept for), and the timeout is
+    long enough that a busy machine cannot turn "unanswered" into "answered too late".
+    """
     alpha = make_project(tmp_path, "alpha")
-    args = ["--agent-dir", str(tmp_path / "agent"), "--cwd", str(alpha), "--trust-timeout", "0.3"]
+    args = ["--agent-dir", str(tmp_path / "agent"), "--cwd", str(alpha), "--trust-timeout", "1.5"]
+
+    def withdrawn(log: list[Mapping[str, Any]]) -> bool:
+        return any(m.get("method") == "$/cancelRequest" for m in log)
+
     with Daemon(*args, handlers={"host/authorizeProject": lambda p: NO_ANSWER}) as d:
         d.initialize(TRUST_ALL)
-        d.call("getState")
+        d.wait_for(withdrawn)
         asked = [m for m in d.log if m.get("method") == "host/authorizeProject"]
+        assert len(asked) == 1 and asked[0]["params"]["cwd"] == str(alpha)
         assert events_of(d.log, "$/cancelRequest") == [{"id": asked[0]["id"]}]
+        assert d.call("getState")["status"] == "ready"
+        assert tags(d.call("getTree")) == []  # denied: the project's extension never loaded
+        startup = events_of(d.log, "session/diagnostics")[0]
+        assert any("not trusted" in item["message"] for item in startup["diagnostics"])
+
+        d.send({"jsonrpc": "2.0", "id": asked[0]["id"], "result": {"decision": "trust"}})  # too late
+        assert d.call("getState")["status"] == "ready"
+        assert tags(d.call("getTree")) == []
+        assert len(events_of(d.log, "$/cancelRequest")) == 1
+    assert d.proc.returncode == 0
 
 
 @pytest.mark.parametrize(("policy", "loaded"), [("deny", False), ("trust", True)])
