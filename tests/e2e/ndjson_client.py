@@ -37,7 +37,7 @@ class RpcError(Exception):
         super().__init__(f"{error.get('message')} ({error.get('code')})")
         self.code = error.get("code")
         self.message = error.get("message")
-        self.data = error.get("data")
+        self.data: Any = error.get("data")
 
 
 class Daemon:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import textwrap
 from pathlib import Path
+from typing import Any
 
 TAG_EXTENSION = textwrap.dedent(
     '''
@@ -31,19 +32,19 @@ def make_project(root: Path, name: str, replies: int = 20) -> Path:
     return project
 
 
-def tags(tree: dict) -> list[str]:
+def tags(tree: dict[str, Any]) -> list[str]:
     """Project names appended by the tag extensions, in file order."""
     return [e["data"]["project"] for e in tree["entries"] if e.get("type") == "custom"
             and e.get("customType") == "project-tag"]
 
 
-def last_assistant_text(messages: list[dict]) -> str:
+def last_assistant_text(messages: list[dict[str, Any]]) -> str:
     for message in reversed(messages):
         if message.get("role") == "assistant":
             return "".join(b.get("text", "") for b in message.get("content", []) if b.get("type") == "text")
     return ""
 
 
-def read_jsonl(path: str) -> list[dict]:
+def read_jsonl(path: str) -> list[dict[str, Any]]:
     with open(path, encoding="utf-8") as handle:
         return [json.loads(line) for line in handle if line.strip()]

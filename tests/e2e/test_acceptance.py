@@ -18,7 +18,7 @@ import pytest
 from tests.e2e.ndjson_client import Daemon, events_of
 from tests.e2e.projects import last_assistant_text, make_project, read_jsonl, tags
 
-TRUST_ALL = {"authorizeProject": {}}
+TRUST_ALL: dict[str, Any] = {"authorizeProject": {}}
 
 
 def assert_tagging_invariants(log: list[Mapping[str, Any]]) -> None:

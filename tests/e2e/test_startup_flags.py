@@ -99,7 +99,7 @@ def test_resume_of_a_missing_path_fails_closed_and_creates_nothing(tmp_path: Pat
             with pytest.raises(RpcError) as failure:
                 d.call(method)
             error = failure.value
-            assert error.code == -32020
+            assert error.code == -32020 and error.data is not None
             assert error.data["terminal"] is True and error.data["phase"] == "startup"
             assert [item["type"] for item in error.data["errors"]] == ["HostUnavailable", "SessionFileNotFound"]
             assert error.data["target"]["sessionPath"] == str(missing)
