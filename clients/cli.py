@@ -247,7 +247,7 @@ async def pump_events(stream: EventStream, printer: Printer) -> None:
 def _turn_over(item: Notification) -> bool:
     params = item.get("params")
     event = params.get("event") if isinstance(params, dict) else None
-    return item["method"] == "session/event" and isinstance(event, dict) and event.get("type") == "agent_end"
+    return item["method"] == "session/event" and isinstance(event, dict) and event.get("type") == "agent_settled"
 
 
 async def run_prompt(client: RpcdClient, text: str, printer: Printer) -> dict[str, Any]:
@@ -264,7 +264,8 @@ async def run_prompt(client: RpcdClient, text: str, printer: Printer) -> dict[st
         consumer = asyncio.create_task(consume(stream))
         try:
             result = await client.prompt(text)
-            # The result may overtake the turn's last events on the wire: wait briefly for agent_end.
+            # The daemon writes every event of the turn before the result, and the reader queues
+            # them before resolving it: let the consumer print up to the turn's last event.
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(seen_end.wait(), 2.0)
         finally:

@@ -101,7 +101,7 @@ async def streamed_prompt(client: RpcdClient, stream: EventStream, show: Show, t
         async for item in stream:
             show.event(item["method"], item["params"])
             event = item["params"].get("event") if isinstance(item["params"], dict) else None
-            if item["method"] == "session/event" and isinstance(event, dict) and event.get("type") == "agent_end":
+            if item["method"] == "session/event" and isinstance(event, dict) and event.get("type") == "agent_settled":
                 return
 
     task = asyncio.create_task(printer())
@@ -109,7 +109,7 @@ async def streamed_prompt(client: RpcdClient, stream: EventStream, show: Show, t
     try:
         await asyncio.wait_for(task, 5)
     except TimeoutError:
-        show.line("  (no agent_end event seen)")
+        show.line("  (no agent_settled event seen)")
     return result
 
 

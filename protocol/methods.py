@@ -112,7 +112,8 @@ METHODS: Final[dict[str, MethodSpec]] = {
              *_HOST_ERRORS, ErrorCode.SESSION_BUSY, ErrorCode.PROVIDER_ERROR, ErrorCode.MODEL_NOT_FOUND),
         _req(ABORT, t.EmptyParams, None, "Abort the running turn; answers once idle.", *_HOST_ERRORS),
         _req(SET_SESSION_NAME, t.SetSessionNameParams, None, "Name the current session.", *_HOST_ERRORS),
-        _req(SET_MODEL, t.SetModelParams, t.ModelRef, "Switch the model.", *_HOST_ERRORS, ErrorCode.MODEL_NOT_FOUND),
+        _req(SET_MODEL, t.SetModelParams, t.ModelRef, "Switch the model.", *_HOST_ERRORS, ErrorCode.MODEL_NOT_FOUND,
+             ErrorCode.PROVIDER_ERROR),
         # notifications client -> daemon
         _note(EXIT, None, "End the process (exit code 0 after `shutdown`).", "client->server"),
         _note(CANCEL_REQUEST, t.CancelParams, "Cancel a running request (LSP spelling).", "client->server"),
