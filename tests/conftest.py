@@ -26,13 +26,21 @@ def _tool_locations(real_home: Path) -> dict[str, str]:
     """Variables that keep home-based tools where they are (only for what exists, only if unset)."""
     from tests.pi_compat.oracle import oracle_dir
 
-    candidates = {
+    # Created on first use, so pinned even before they exist: a fresh machine installs the Pi
+    # oracle and fills npm's cache once, not once per test run inside a throwaway home.
+    created_on_use = {
         "RPCD_PI_ORACLE_DIR": oracle_dir(),  # the Pi install the compatibility tests use
-        "PYENV_ROOT": real_home / ".pyenv",  # PATH may run python through pyenv shims
-        "NPM_CONFIG_USERCONFIG": real_home / ".npmrc",  # the Node client test may `npm install`
         "NPM_CONFIG_CACHE": real_home / ".npm",
     }
-    return {name: str(path) for name, path in candidates.items() if name not in os.environ and path.exists()}
+    only_if_present = {
+        "PYENV_ROOT": real_home / ".pyenv",  # PATH may run python through pyenv shims
+        "NPM_CONFIG_USERCONFIG": real_home / ".npmrc",  # the Node client test may `npm install`
+    }
+    pinned = {name: str(path) for name, path in created_on_use.items() if name not in os.environ}
+    pinned.update(
+        {name: str(path) for name, path in only_if_present.items() if name not in os.environ and path.exists()}
+    )
+    return pinned
 
 
 @pytest.fixture(autouse=True, scope="session")
