@@ -42,6 +42,11 @@ SESSION_BEFORE_EVENTS = frozenset({"session_before_switch", "session_before_fork
                                    "session_before_tree"})
 """Events whose handlers may cancel the operation; Pi runs them with short-circuit semantics."""
 
+_EXTENSION_FAILURES = (Exception, SystemExit)
+"""What extension code may raise without taking the daemon down: ``sys.exit()`` in a
+handler is a bug in that extension, not a request to stop rpcd. Cancellation and
+``KeyboardInterrupt`` still propagate."""
+
 _MODULE_PREFIX = "rpcd_extension_"
 _load_counter = itertools.count(1)
 
@@ -238,7 +243,7 @@ class ExtensionRunner:
         module_name = _unique_module_name(path)
         try:
             module = _import_isolated(path, module_name)
-        except (Exception, SystemExit) as exc:  # a broken module must never stop startup
+        except _EXTENSION_FAILURES as exc:  # a broken module must never stop startup
             _forget_modules(module_name)
             return _describe(exc)
         register = getattr(module, "register", None)
@@ -251,7 +256,7 @@ class ExtensionRunner:
             result = register(ExtensionAPI(self, path))
             if inspect.isawaitable(result):
                 await result
-        except (Exception, SystemExit) as exc:
+        except _EXTENSION_FAILURES as exc:
             # Drop half-registered pieces so a failed extension contributes nothing.
             del self._handlers[handler_mark:]
             for name in set(self._tools) - tool_names:
@@ -389,7 +394,7 @@ class ExtensionRunner:
                 outcome = handler.fn(dict(event), ctx)
                 if inspect.isawaitable(outcome):
                     outcome = await outcome
-            except Exception as exc:
+            except _EXTENSION_FAILURES as exc:
                 errors.append(ExtensionError(handler.extension_path, "project_trust", _describe(exc)))
                 continue
             trusted = outcome.get("trusted") if isinstance(outcome, Mapping) else None
@@ -406,7 +411,7 @@ class ExtensionRunner:
             return _error_result(f"Tool {name} not found")
         try:
             result = await tool.execute(tool_call_id, args, ExtensionContext(self))
-        except Exception as exc:
+        except _EXTENSION_FAILURES as exc:
             return _error_result(redact(str(exc)) or type(exc).__name__)
         out = dict(result) if isinstance(result, Mapping) else {"content": []}
         out.setdefault("content", [])
@@ -418,7 +423,7 @@ class ExtensionRunner:
             if inspect.isawaitable(outcome):
                 outcome = await outcome
             return outcome
-        except Exception as exc:
+        except _EXTENSION_FAILURES as exc:
             self._report(ExtensionError(handler.extension_path, handler.event_type, _describe(exc)))
             return None
 

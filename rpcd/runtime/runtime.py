@@ -34,6 +34,7 @@ from rpcd.port import Diagnostic, ForkPosition, ReplaceResult, RuntimePort, Sess
 from rpcd.runtime.session import AgentSession
 from rpcd.runtime.trust import ProjectTrustContext
 from rpcd.store import SessionManager, assert_session_cwd_exists, default_session_dir, import_session_file
+from rpcd.store.entries import message_text
 
 BeforeInvalidate = Callable[[], None]
 Rebind = Callable[[SessionPort], Awaitable[None]]
@@ -63,15 +64,6 @@ class RuntimeFactory(Protocol):
         session_start_event: Mapping[str, Any] | None,
         project_trust_context: ProjectTrustContext | None,
     ) -> CreateRuntimeResult: ...
-
-
-def _entry_text(message: Mapping[str, Any]) -> str:
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(b.get("text", "") for b in content if isinstance(b, Mapping) and b.get("type") == "text")
-    return ""
 
 
 def _predict_import_destination(resolved: str, session_dir: str) -> str:
@@ -257,7 +249,7 @@ class AgentSessionRuntime:
             if entry.get("type") != "message" or not isinstance(message, Mapping) or message.get("role") != "user":
                 raise InvalidEntryError("Invalid entry ID for forking", entry_id=entry_id)
             target_leaf = entry.get("parentId")
-            selected_text = _entry_text(message)
+            selected_text = message_text(message.get("content"), "")
         previous = self._session.session_file
 
         if current_sm.is_persisted():

@@ -291,3 +291,46 @@ async def test_create_runtime_checks_the_session_cwd_before_calling_the_factory(
         await create_runtime(factory, cwd=str(tmp_path), agent_dir=str(tmp_path / "agent"),
                              session_manager=SessionManager.open(str(path)))
     assert calls == []
+
+
+async def test_rebind_sees_session_services_diagnostics_and_fallback_of_the_target_applied_together(
+    tmp_path: Path,
+) -> None:
+    """Pi applies the factory's whole result before the awaited rebind: a host reading the
+    runtime inside rebind must never see the new session with the old cwd's services or
+    the old diagnostics/fallback message."""
+    home = tmp_path / "home"
+    home.mkdir()
+    other = tmp_path / "other"
+    write(other / ".pi" / "settings.json", "{ not json")  # a diagnostic only this cwd produces
+    agent_dir = make_agent_dir(tmp_path, tracer=False)
+    sm = SessionManager.create(str(other), agent_dir=str(agent_dir))
+    sm.append_model_change("gone", "model-x")
+    sm.append_message({"role": "user", "content": [{"type": "text", "text": "old"}], "timestamp": 1})
+    sm.append_message({"role": "assistant", "content": [{"type": "text", "text": "reply"}], "provider": "gone",
+                       "model": "model-x", "api": "x", "stopReason": "stop", "timestamp": 2})
+    target = sm.get_session_file()
+    assert target is not None
+    runtime, _, _ = await start_runtime(home, agent_dir)
+    assert runtime.model_fallback_message is None
+    calls: list[dict[str, Any]] = []
+
+    async def rebind(session: Any) -> None:
+        calls.append(dict(
+            same_session=runtime.session is session,
+            cwd=runtime.cwd,
+            services_cwd=runtime.services.cwd,
+            fallback=runtime.model_fallback_message,
+            diagnostics=[d.message for d in runtime.diagnostics],
+        ))
+
+    runtime.set_rebind_session(rebind)
+    assert not (await runtime.switch_session(target)).cancelled
+    assert len(calls) == 1
+    seen = calls[0]
+
+    assert seen["same_session"] is True
+    assert seen["cwd"] == seen["services_cwd"] == str(other)
+    assert seen["fallback"] == "Could not restore model gone/model-x. Using faux/faux-1"
+    assert any("settings.json" in m for m in seen["diagnostics"])
+    assert seen["fallback"] in seen["diagnostics"]

@@ -296,3 +296,31 @@ async def test_invalidated_runner_rejects_handlers_and_stale_contexts(tmp_path: 
     with pytest.raises(SessionDisposedError):
         await runner.emit({"type": "session_start"})
     assert runner.extensions[0].module_name not in sys.modules
+
+
+async def test_sys_exit_in_a_handler_or_tool_is_an_extension_error_not_a_daemon_exit(tmp_path: Path) -> None:
+    ext = write(
+        tmp_path / "quitter.py",
+        """
+        import sys
+
+        async def tool(tool_call_id, args, ctx):
+            sys.exit("tool wants out")
+
+        def register(pi):
+            pi.on("session_shutdown", lambda event, ctx: sys.exit(3))
+            pi.on("project_trust", lambda event, ctx: sys.exit(4))
+            pi.register_tool("quit", "d", {}, tool)
+        """,
+    )
+    runner = runner_for(tmp_path)
+    assert await runner.load([str(ext)]) == []
+    errors: list[ExtensionError] = []
+    runner.bind(ExtensionBindings(on_error=errors.append), Actions())
+
+    await runner.emit_session_shutdown({"reason": "quit"})
+    assert errors == [ExtensionError(str(ext), "session_shutdown", "SystemExit: 3")]
+    decision, _, trust_errors = await runner.emit_project_trust({"type": "project_trust", "cwd": str(tmp_path)})
+    assert decision is None and [e.error for e in trust_errors] == ["SystemExit: 4"]
+    result = await runner.execute_tool("quit", "c1", {})
+    assert result["isError"] is True and result["content"] == [{"type": "text", "text": "tool wants out"}]
