@@ -33,6 +33,7 @@ from rpcd.runtime.providers.base import ModelInfo, Provider, ProviderRequest, To
 _log = logging.getLogger("rpcd.runtime.agent")
 
 ABORTED_MESSAGE = "Request was aborted"
+RETRY_CANCELLED_MESSAGE = "Retry cancelled"
 TOOL_ABORTED_MESSAGE = "Tool execution was aborted"
 
 Event = dict[str, Any]
@@ -223,6 +224,7 @@ class Agent:
         )
         partial: _Partial | None = None
         final: dict[str, Any] | None = None
+        retry_attempt = 0  # an auto_retry_start not yet ended (the provider is waiting to retry)
         fast = sink.fast_update()
         with anyio.CancelScope() as scope:
             self._scope = scope
@@ -249,6 +251,7 @@ class Agent:
                             break
                         if kind in ("auto_retry_start", "auto_retry_end"):
                             # a provider retrying before any content: session events, not message updates
+                            retry_attempt = int(event.get("attempt", 1)) if kind == "auto_retry_start" else 0
                             with anyio.CancelScope(shield=True):
                                 await emit(dict(event))
                             continue
@@ -272,6 +275,11 @@ class Agent:
                 final["stopReason"] = "error"
                 final["errorMessage"] = str(exc) or type(exc).__name__
         self._scope = None
+        if retry_attempt:
+            # aborted (or the provider failed) while waiting to retry: close the retry as Pi
+            # does, so no client stays "retrying"
+            reason = RETRY_CANCELLED_MESSAGE if final is None else str(final.get("errorMessage") or "")
+            await emit({"type": "auto_retry_end", "success": False, "attempt": retry_attempt, "finalError": reason})
         started = partial is not None
         if final is None and not (scope.cancelled_caught or self._abort_requested):
             final = new_assistant_message(self.model, partial.settle() if partial else [])

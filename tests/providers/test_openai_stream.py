@@ -9,7 +9,9 @@ from typing import Any
 import anyio
 import pytest
 
+from rpcd.runtime.models_config import parse_models_config
 from rpcd.runtime.providers.base import ToolSpec
+from rpcd.runtime.providers.openai_compat import OpenAICompatProvider, RetryPolicy
 from tests.providers.conftest import PLANTED_KEY, collect, make_provider, request_for
 from tests.providers.sse_server import Reply, SseServer, chunk, load_recording
 
@@ -274,3 +276,23 @@ async def test_unresolvable_key_fails_the_turn_without_a_request(server: SseServ
         'Cannot resolve credentials: apiKey of provider "local": environment variable RPCD_TEST_PLANTED_KEY is not set'
     )
     assert server.requests == []
+
+
+async def test_literal_key_from_models_json_is_redacted_though_no_env_var_holds_it(
+    server: SseServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    literal = "lm-studio-7f3a9c21d4e8b6"  # no well-known key format: only the exact value can catch it
+    config = parse_models_config({"providers": {"lit": {
+        "baseUrl": server.base_url, "api": "openai-completions", "apiKey": literal, "models": [{"id": "test-model"}]}}})
+    provider = OpenAICompatProvider(config.providers["lit"], retry=RetryPolicy(max_retries=1, base_delay=0.01), env={})
+    server.enqueue(
+        Reply(status=500, body=b'{"error":{"message":"echo ' + literal.encode() + b'"}}'),
+        Reply(events=[chunk({"content": "ok"}), json.dumps({"error": {"message": "mid " + literal}})]),
+    )
+    caplog.set_level(logging.DEBUG)
+    events = await collect(provider, request_for(provider))
+
+    assert server.requests[0].headers["Authorization"] == f"Bearer {literal}"
+    text = json.dumps(events) + caplog.text
+    assert literal not in text
+    assert text.count("[REDACTED]") >= 2  # the echoing bodies were shown, with the key removed

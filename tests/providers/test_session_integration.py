@@ -183,3 +183,36 @@ async def test_resume_restores_the_model_or_reports_pis_fallback(server: SseServ
     resumed, fallback = await new_session(agent_dir, cwd, SessionManager.open(path))
     assert fallback == "Could not restore model local/test-model. Using faux/faux-1"
     assert (resumed.model.provider, resumed.model.id) == ("faux", "faux-1")
+
+
+async def test_abort_while_waiting_to_retry_ends_the_retry_and_sends_no_second_request(server: SseServer) -> None:
+    server.enqueue(Reply(status=429, headers={"Retry-After": "30"}, body=b"slow down"),
+                   Reply(events=load_recording("plain")))
+    provider = make_provider(server.base_url)
+    agent = Agent(provider=provider, model=provider.models()[0])
+    sink = RecordingSink()
+    retrying = anyio.Event()
+
+    async def emit(event: dict[str, Any]) -> None:
+        sink.events.append(event)
+        if event["type"] == "auto_retry_start":
+            retrying.set()
+
+    sink.emit = emit  # type: ignore[method-assign]
+
+    async def abort_when_retrying() -> None:
+        await retrying.wait()
+        agent.request_abort()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(abort_when_retrying)
+        stop = await agent.run([user("hi")], sink)
+
+    assert stop == "aborted"
+    retry_events = [e for e in sink.events if e["type"].startswith("auto_retry")]
+    assert [e["type"] for e in retry_events] == ["auto_retry_start", "auto_retry_end"]
+    assert retry_events[1] == {"type": "auto_retry_end", "success": False, "attempt": 1,
+                               "finalError": "Retry cancelled"}
+    final = [e for e in sink.events if e["type"] == "message_end"][-1]["message"]
+    assert final["stopReason"] == "aborted" and final["content"] == []
+    assert len(server.requests) == 1

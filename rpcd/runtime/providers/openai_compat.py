@@ -595,19 +595,13 @@ class OpenAICompatProvider:
                     delay = self._retry_delay(failure, attempt)
                     failure_message = redact(failure.message)
                     if delay is None:
-                        if attempt > 0:
-                            yield {"type": "auto_retry_end", "success": False, "attempt": attempt,
-                                   "finalError": failure_message}
-                        async for event in self._fail(message, failure_message, redact):
+                        async for event in self._give_up(message, failure_message, attempt, redact):
                             yield event
                         return
                 except httpx.HTTPError as exc:
                     # before any content: connect errors and timeouts waiting for headers
                     failure_message = redact(_transport_message(self.name, exc))
-                    if attempt > 0:
-                        yield {"type": "auto_retry_end", "success": False, "attempt": attempt,
-                               "finalError": failure_message}
-                    async for event in self._fail(message, failure_message, redact):
+                    async for event in self._give_up(message, failure_message, attempt, redact):
                         yield event
                     return
                 attempt += 1
@@ -680,6 +674,16 @@ class OpenAICompatProvider:
                 yield {"type": "done", "reason": stop, "message": message}
                 return
         async for event in self._fail(message, redact(failure), redact):
+            yield event
+
+    async def _give_up(
+        self, message: dict[str, Any], failure_message: str, attempt: int, redact: Callable[[str], str]
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        """End the turn without a stream; a retry sequence in progress is closed first (every
+        ``auto_retry_start`` gets its ``auto_retry_end``, so a client's "retrying" state ends)."""
+        if attempt > 0:
+            yield {"type": "auto_retry_end", "success": False, "attempt": attempt, "finalError": failure_message}
+        async for event in self._fail(message, failure_message, redact):
             yield event
 
     async def _fail(
