@@ -1,9 +1,10 @@
 """Models and providers configured the way Pi users configure them.
 
 Reads ``<agentDir>/models.json`` (providers → ``baseUrl``, ``api``, ``apiKey``, ``headers``,
-``compat``, ``models``) and the ``defaultProvider``/``defaultModel`` settings, and decides
-which model a session starts with (Pi's ``createAgentSession`` rules, including its
-``Could not restore model …`` fallback message).
+``compat``, ``models``), resolves Pi's ``apiKey``/header value syntax per request, and
+applies ``setModel`` to a session (``apply_model_selection``). Which model a session
+*starts* with (settings default, restore on resume, Pi's ``Could not restore model …``
+fallback) is decided by ``rpcd.runtime.session.create_agent_session`` over the registry.
 
 Secrets: ``apiKey`` and header values are kept *unresolved* (``$VAR``, ``${VAR}``, ``!cmd``
 or a literal) until a request needs them, and the resolved value lives only in the
@@ -18,7 +19,7 @@ import json
 import os
 import re
 import subprocess
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -112,9 +113,6 @@ class ModelsConfig:
 
     def models(self) -> list[ModelSpec]:
         return [m for p in self.providers.values() for m in p.models]
-
-    def provider_of(self, model: ModelSpec) -> ProviderSpec:
-        return self.providers[model.provider]
 
 
 # -- loading -------------------------------------------------------------------------------
@@ -320,192 +318,6 @@ def resolve_headers(model: ModelSpec, *, env: Mapping[str, str] | None = None) -
         name: resolve_config_value(value, env=env, what=f'header {name} of provider "{model.provider}"')
         for name, value in model.headers.items()
     }
-
-
-def secret_values(config: ModelsConfig, *, env: Mapping[str, str] | None = None) -> list[str]:
-    """Every resolvable secret of the config (keys and header values) for redaction of outgoing text.
-
-    Commands are *not* run here (that would be a side effect of logging); their output is
-    only known to the request that ran them, which redacts it itself.
-    """
-    found: list[str] = []
-    for provider in config.providers.values():
-        raws = [provider.api_key, *provider.headers.values()]
-        for raw in raws:
-            if not raw or raw.startswith("!"):
-                continue
-            try:
-                value = resolve_config_value(raw, env=env)
-            except UnresolvedValueError:
-                continue
-            if len(value) >= 4:
-                found.append(value)
-    return found
-
-
-# -- settings and model selection -----------------------------------------------------------
-
-
-@attrs.frozen
-class DefaultModelSetting:
-    provider: str | None = None
-    model_id: str | None = None
-
-
-def read_default_model_setting(settings: Mapping[str, Any]) -> DefaultModelSetting:
-    """``defaultProvider``/``defaultModel`` from already-merged settings (global + trusted project)."""
-    provider = settings.get("defaultProvider")
-    model_id = settings.get("defaultModel")
-    return DefaultModelSetting(
-        provider=provider if isinstance(provider, str) and provider else None,
-        model_id=model_id if isinstance(model_id, str) and model_id else None,
-    )
-
-
-def load_settings_files(agent_dir: str | os.PathLike[str], cwd: str | None, *, project_trusted: bool) -> dict[str, Any]:
-    """Deep-merged global + project settings (project ignored unless trusted), for callers without a settings service.
-
-    Unreadable or invalid files count as empty: the settings service owns reporting them.
-    """
-    merged: dict[str, Any] = _read_json_object(Path(agent_dir) / "settings.json")
-    if cwd is not None and project_trusted:
-        merged = _deep_merge(merged, _read_json_object(Path(cwd) / ".pi" / "settings.json"))
-    return merged
-
-
-def _read_json_object(path: Path) -> dict[str, Any]:
-    try:
-        value = json.loads(path.read_text(encoding="utf-8-sig"))
-    except (OSError, ValueError):
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
-def _deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in over.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _deep_merge(out[key], value)
-        elif value is not None:
-            out[key] = value
-    return out
-
-
-@attrs.frozen
-class CatalogEntry:
-    """A model any provider offers (configured or built in, e.g. the offline faux model)."""
-
-    provider: str
-    model_id: str
-    has_auth: bool = True
-
-
-@attrs.frozen
-class ModelResolution:
-    model: ModelRef | None
-    fallback_message: str | None = None
-    """Pi's ``modelFallbackMessage``; report it as a warning diagnostic when a model was found."""
-
-    def diagnostics(self) -> list[Diagnostic]:
-        if self.fallback_message is None:
-            return []
-        return [_diag("warning" if self.model is not None else "error", self.fallback_message)]
-
-
-NO_MODELS_MESSAGE = (
-    "No models available. Configure a provider with an API key in models.json "
-    "(see docs/providers.md), or use the built-in offline model."
-)
-
-
-def resolve_model(
-    catalog: Sequence[CatalogEntry],
-    *,
-    explicit: ModelRef | None = None,
-    session_model: ModelRef | None = None,
-    has_existing_session: bool = False,
-    default: DefaultModelSetting | None = None,
-    preferred_fallbacks: Iterable[ModelRef] = (),
-) -> ModelResolution:
-    """Pick the session's model with Pi's precedence.
-
-    explicit option → (existing session) the branch's last ``model_change`` if that model
-    exists and has auth → settings ``defaultProvider``/``defaultModel`` → the first of
-    ``preferred_fallbacks`` available (e.g. the offline model) → the first catalog entry.
-    A failed restore yields ``Could not restore model p/id`` + ``. Using p/id``.
-    """
-    available = {(e.provider, e.model_id): e for e in catalog}
-
-    def usable(ref: ModelRef | None) -> bool:
-        entry = available.get((ref.provider, ref.model_id)) if ref else None
-        return entry is not None and entry.has_auth
-
-    if explicit is not None and usable(explicit):
-        return ModelResolution(model=explicit)
-    message: str | None = None
-    if has_existing_session and session_model is not None:
-        if usable(session_model):
-            return ModelResolution(model=session_model)
-        message = f"Could not restore model {session_model.provider}/{session_model.model_id}"
-    chosen = _initial_model(catalog, default or DefaultModelSetting(), preferred_fallbacks, usable)
-    if chosen is None:
-        return ModelResolution(model=None, fallback_message=NO_MODELS_MESSAGE)
-    if message is not None:
-        message += f". Using {chosen.provider}/{chosen.model_id}"
-    return ModelResolution(model=chosen, fallback_message=message)
-
-
-def _initial_model(
-    catalog: Sequence[CatalogEntry],
-    default: DefaultModelSetting,
-    preferred: Iterable[ModelRef],
-    usable: Any,
-) -> ModelRef | None:
-    if default.provider and default.model_id:
-        ref = ModelRef(provider=default.provider, model_id=default.model_id)
-        if usable(ref):
-            return ref
-    elif default.model_id:
-        for entry in catalog:
-            if entry.model_id == default.model_id and entry.has_auth:
-                return ModelRef(provider=entry.provider, model_id=entry.model_id)
-    if default.provider:
-        for entry in catalog:
-            if entry.provider == default.provider and entry.has_auth:
-                return ModelRef(provider=entry.provider, model_id=entry.model_id)
-    for ref in preferred:
-        if usable(ref):
-            return ref
-    for entry in catalog:
-        if entry.has_auth:
-            return ModelRef(provider=entry.provider, model_id=entry.model_id)
-    return None
-
-
-def session_model_from_entries(entries: Iterable[Mapping[str, Any]]) -> ModelRef | None:
-    """The model selected on a branch: its last ``model_change`` entry (Pi's ``buildSessionContext().model``).
-
-    Pi also falls back to the provider/model of the last assistant message; we do the same
-    so a session written by a Pi that never appended model_change still restores.
-    """
-    found: ModelRef | None = None
-    for entry in entries:
-        if entry.get("type") == "model_change":
-            provider, model_id = entry.get("provider"), entry.get("modelId")
-            if isinstance(provider, str) and isinstance(model_id, str):
-                found = ModelRef(provider=provider, model_id=model_id)
-        elif entry.get("type") == "message":
-            message = entry.get("message")
-            if isinstance(message, Mapping) and message.get("role") == "assistant":
-                provider, model_id = message.get("provider"), message.get("model")
-                if isinstance(provider, str) and isinstance(model_id, str):
-                    found = ModelRef(provider=provider, model_id=model_id)
-    return found
-
-
-def model_change_entry_fields(model: ModelRef) -> dict[str, str]:
-    """The payload of the ``model_change`` entry ``setModel`` appends (``appendModelChange(p, id)``)."""
-    return {"provider": model.provider, "modelId": model.model_id}
 
 
 # -- setModel (runtime side) ----------------------------------------------------------------

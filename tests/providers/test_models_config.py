@@ -9,19 +9,13 @@ from typing import Any
 import pytest
 
 from rpcd.errors import ModelNotFoundError, ProviderError
-from rpcd.port import ModelRef
 from rpcd.runtime.agent import Agent
 from rpcd.runtime.models_config import (
-    CatalogEntry,
-    DefaultModelSetting,
     UnresolvedValueError,
     apply_model_selection,
     load_models_config,
     parse_models_config,
     resolve_config_value,
-    resolve_model,
-    secret_values,
-    session_model_from_entries,
 )
 from rpcd.runtime.providers import default_registry
 from rpcd.runtime.providers.faux import FAUX_MODEL, FauxProvider
@@ -107,54 +101,12 @@ def test_invalid_entries_are_reported_and_skipped() -> None:
     assert any("providers.ok.models[0]" in m and "'id'" in m for m in messages)
 
 
-def test_provider_reprs_and_secret_listing_hide_keys() -> None:
+def test_provider_reprs_hide_keys() -> None:
     config = parse_models_config({"providers": {"p": {
         "baseUrl": "http://x/v1", "api": "openai-completions", "apiKey": "$MY_KEY",
         "headers": {"x-extra": "${MY_KEY}"}, "models": [{"id": "m"}]}}})
     spec = config.providers["p"]
     assert "MY_KEY" not in repr(spec) and "x-extra" not in repr(spec.models[0])
-    assert secret_values(config, env=ENV) == [PLANTED_KEY, PLANTED_KEY]
-
-
-CATALOG = [CatalogEntry("faux", "faux-1"), CatalogEntry("local", "a"), CatalogEntry("local", "b"),
-           CatalogEntry("nokey", "c", has_auth=False)]
-
-
-def test_resume_restores_the_session_model() -> None:
-    result = resolve_model(CATALOG, session_model=ModelRef("local", "b"), has_existing_session=True)
-    assert result.model == ModelRef("local", "b") and result.fallback_message is None
-
-
-def test_unavailable_session_model_falls_back_with_pis_message() -> None:
-    result = resolve_model(
-        CATALOG, session_model=ModelRef("gone", "x"), has_existing_session=True,
-        default=DefaultModelSetting("local", "a"),
-    )
-    assert result.model == ModelRef("local", "a")
-    assert result.fallback_message == "Could not restore model gone/x. Using local/a"
-    assert [d.type for d in result.diagnostics()] == ["warning"]
-
-
-def test_model_without_auth_is_not_restored() -> None:
-    result = resolve_model(CATALOG, session_model=ModelRef("nokey", "c"), has_existing_session=True,
-                           preferred_fallbacks=[ModelRef("faux", "faux-1")])
-    assert result.fallback_message == "Could not restore model nokey/c. Using faux/faux-1"
-
-
-def test_settings_default_applies_to_new_sessions_only_when_available() -> None:
-    assert resolve_model(CATALOG, default=DefaultModelSetting("local", "b")).model == ModelRef("local", "b")
-    assert resolve_model(CATALOG, default=DefaultModelSetting("local", "zzz")).model == ModelRef("local", "a")
-    assert resolve_model([], default=DefaultModelSetting("local", "b")).model is None
-
-
-def test_session_model_is_the_latest_model_change_or_assistant_on_the_branch() -> None:
-    entries: list[dict[str, Any]] = [
-        {"type": "model_change", "provider": "a", "modelId": "1"},
-        {"type": "message", "message": {"role": "assistant", "provider": "b", "model": "2"}},
-    ]
-    assert session_model_from_entries(entries) == ModelRef("b", "2")
-    entries.append({"type": "model_change", "provider": "c", "modelId": "3"})
-    assert session_model_from_entries(entries) == ModelRef("c", "3")
 
 
 def _local_registry(tmp_path: Path, *, api_key: str | None = "$MY_KEY") -> Any:
