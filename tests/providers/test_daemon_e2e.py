@@ -7,18 +7,20 @@ wrote under its agent dir (session files, journal).
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import os
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from clients.client import RpcdClient
 from clients.errors import RpcError
 from tests.providers.conftest import KEY_ENV, PLANTED_KEY
-from tests.providers.sse_server import Reply, SseServer, load_recording
+from tests.providers.sse_server import Reply, SseServer, chunk, load_recording
 
 pytestmark = pytest.mark.anyio
 
@@ -126,3 +128,59 @@ async def test_settings_default_model_is_used_at_startup(server: SseServer, tmp_
     finally:
         await client.close()
     assert len(server.requests) == 1
+
+
+async def test_failures_abort_and_restore_fallback_through_the_daemon(server: SseServer, tmp_path: Path) -> None:
+    agent_dir, cwd = _setup(tmp_path, server.base_url, {"defaultProvider": "local", "defaultModel": "test-model",
+                                                       "retry": {"baseDelayMs": 1}})
+    seen: list[tuple[str, Any]] = []
+    stderr = io.StringIO()
+    client = await RpcdClient.spawn(cwd=cwd, env=_daemon_env(agent_dir), request_timeout=30.0, echo_stderr=stderr)
+    try:
+        client.on_notification(lambda method, params: seen.append((method, params)))
+        body = json.dumps({"error": {"message": f"Incorrect API key provided: {PLANTED_KEY}"}}).encode()
+        server.enqueue(Reply(status=401, body=body))
+        assert (await client.prompt("one", timeout=30.0))["stopReason"] == "error"
+        server.enqueue(Reply(status=503, body=b"busy"), Reply(events=load_recording("plain")))
+        assert (await client.prompt("two", timeout=30.0))["stopReason"] == "stop"
+        server.enqueue(Reply(events=[chunk({"content": "partial "}), chunk({"content": "never"})], stall_after=1))
+        async with client.notifications(["session/event"]) as stream:
+            turn = asyncio.create_task(client.prompt("three", timeout=30.0))
+            with anyio.fail_after(30):  # a guard against a hang, not a speed assertion
+                async for item in stream:
+                    event = item["params"]["event"]
+                    if event["type"] == "message_update" and event["assistantMessageEvent"].get("delta") == "partial ":
+                        break
+            await client.abort()
+            assert (await turn)["stopReason"] == "aborted"
+        assert await anyio.to_thread.run_sync(server.disconnected.wait, 10.0)  # the HTTP stream was closed
+        session_file = (await client.get_state()).get("sessionFile")
+    finally:
+        await client.close()
+    events = [p["event"] for m, p in seen if m == "session/event"]
+    errors = [e["message"]["errorMessage"] for e in events
+              if e["type"] == "message_end" and e["message"].get("stopReason") == "error"]
+    assert errors == ['Provider "local" rejected the request as unauthorized (HTTP 401); '
+                      'check the apiKey configured for "local" in models.json']
+    assert [e["type"] for e in events if e["type"].startswith("auto_retry")] == ["auto_retry_start", "auto_retry_end"]
+    assert session_file is not None
+    stops = [json.loads(line)["message"].get("stopReason") for line in _read(session_file).splitlines()
+             if '"role":"assistant"' in line]
+    assert stops == ["error", "stop", "aborted"]
+
+    (agent_dir / "models.json").unlink()  # the session's model is gone: Pi's fallback, as a diagnostic
+    client = await RpcdClient.spawn(cwd=cwd, env=_daemon_env(agent_dir), request_timeout=30.0, echo_stderr=stderr)
+    try:
+        async with client.notifications(["session/diagnostics"]) as stream:
+            await client.resume(session_file)
+            diagnostics = []
+            while not diagnostics:
+                item = await stream.next(timeout=30.0)
+                assert item is not None
+                if item["params"]["operation"] == "resume":
+                    diagnostics = item["params"]["diagnostics"]
+        assert (await client.get_state()).get("model") == FAUX
+    finally:
+        await client.close()
+    assert {"type": "warning", "message": "Could not restore model local/test-model. Using faux/faux-1"} in diagnostics
+    assert PLANTED_KEY not in json.dumps(seen) + stderr.getvalue() + _files_under(agent_dir)
