@@ -12,19 +12,23 @@ from pathlib import Path
 
 import pytest
 
-from tests.pi_compat.oracle import OracleUnavailable, PiReader, ensure_oracle
+from tests.pi_compat.oracle import OracleUnavailable, PiOracle, PiReader, ensure_oracle
 
 
 @pytest.fixture(scope="session")
-def pi_reader() -> Iterator[PiReader]:
+def pi_oracle() -> PiOracle:
     try:
-        oracle = ensure_oracle()
+        return ensure_oracle()
     except OracleUnavailable as exc:
         message = f"real Pi 0.85.0 oracle unavailable: {exc}"
         if os.environ.get("RPCD_REQUIRE_PI_ORACLE") == "1":
             pytest.fail(f"{message} (RPCD_REQUIRE_PI_ORACLE=1)")
         pytest.skip(message)
-    with oracle.start_reader() as reader:
+
+
+@pytest.fixture(scope="session")
+def pi_reader(pi_oracle: PiOracle) -> Iterator[PiReader]:
+    with pi_oracle.start_reader() as reader:
         yield reader
 
 
