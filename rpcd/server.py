@@ -510,13 +510,20 @@ class Server:
         return code
 
     async def _cancel_in_flight(self) -> None:
+        """Answer every request still in pygls' table: finished ones with their result, the rest -32800.
+
+        A handler that finished in the same loop turn as the stop (``shutdown`` pipelined with
+        ``exit``) is done but its done-callback, which sends the response, has not run yet: yield
+        once first so it runs, instead of exiting without ever answering it.
+        """
+        await asyncio.sleep(0)
         pending: list[Any] = list(self._proto._request_futures.values())
         tasks: list[asyncio.Future[Any]] = [f for f in pending if isinstance(f, asyncio.Future) and not f.done()]
         for task in tasks:
             task.cancel()
         if tasks:
             await asyncio.wait(tasks, timeout=1.0)
-            await asyncio.sleep(0)  # let done-callbacks queue their -32800 answers
+        await asyncio.sleep(0)  # let done-callbacks queue their answers
 
 
 def _chain(exc: BaseException) -> Iterable[BaseException]:

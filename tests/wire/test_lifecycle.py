@@ -141,6 +141,23 @@ def test_shutdown_then_requests_are_refused_and_exit_ends_with_zero(tmp_path: Pa
         assert mark.read_text() == "disposed\n"  # disposal ran exactly once
 
 
+@pytest.mark.parametrize("run", range(3))
+def test_shutdown_pipelined_with_exit_is_still_answered(tmp_path: Path, run: int) -> None:
+    """A client that writes shutdown and exit back to back (no wait) still gets the shutdown response."""
+    mark = tmp_path / "disposed"
+    with Daemon(env={"FIXTURE_DISPOSE_MARK": str(mark)}) as d:
+        messages = [
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}},
+            {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+            {"jsonrpc": "2.0", "id": 3, "method": "shutdown"},
+            {"jsonrpc": "2.0", "method": "exit"},
+        ]
+        d.send_raw(b"".join(d.frame(json.dumps(message).encode()) for message in messages))
+        assert d.wait_for(3)["result"] is None
+        assert d.proc.wait(timeout=20) == 0
+        assert mark.read_text() == "disposed\n"
+
+
 def test_exit_without_shutdown_still_disposes_but_exits_one(tmp_path: Path) -> None:
     mark = tmp_path / "disposed"
     with Daemon(env={"FIXTURE_DISPOSE_MARK": str(mark)}) as d:
