@@ -103,8 +103,18 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("name")
     command("dispose", "dispose the host (final)")
     command("chat", "interactive chat: streams replies; /help lists slash commands")
-    command("demo", "run the end-to-end demo in a temporary project")
+    demo = commands.add_parser("demo", help=DEMO_HELP, description=DEMO_HELP)
+    demo.add_argument("--daemon", metavar="CMD", default=argparse.SUPPRESS,
+                      help="daemon command line (default: this python -m rpcd)")
+    demo.add_argument("--verbose", "-v", action="store_true", default=argparse.SUPPRESS,
+                      help="echo the daemon's stderr")
     return parser
+
+
+DEMO_HELP = "run the end-to-end demo in its own temporary agent dir and project (offline model)"
+#: Global options the demo cannot honour (it makes its own project and answers its own prompts).
+DEMO_IGNORES = {"json": "--json", "start_resume": "--resume", "start_continue": "--continue",
+                "in_memory": "--in-memory", "agent_dir": "--agent-dir", "cwd": "--cwd", "trust": "--trust"}
 
 
 def daemon_args(args: argparse.Namespace) -> list[str]:
@@ -384,6 +394,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "demo":
         from clients.demo import main as demo_main
+
+        given = [flag for dest, flag in DEMO_IGNORES.items() if getattr(args, dest)]
+        if given:
+            parser.error(f"demo: {', '.join(given)} not used (the demo creates its own temporary project)")
 
         return int(demo_main(daemon=args.daemon, verbose=args.verbose))
     if args.start_resume and args.start_continue:

@@ -24,6 +24,7 @@ from typing import Any, TextIO
 from clients import render
 from clients.client import EventStream, RpcdClient
 from clients.errors import ClientError, DaemonDied, RpcError
+from clients.process import default_command
 
 NEEDED = ("newSession", "prompt", "getTree", "fork", "resume", "getState", "dispose")
 
@@ -31,10 +32,20 @@ FAUX_SCRIPT = {
     "chunkSize": 6,
     "chunkDelay": 0.01,
     "steps": [
-        {"text": "Hello from the offline demo model! This project's AGENTS.md asks for short answers, so: hi."},
-        {"text": "Back in the original session after the fork, and the history is intact."},
+        {"text": "Hello from the offline demo model! (A scripted reply: no network, no API key.)"},
+        {"text": "Second scripted reply, appended to the original session after its first exchange."},
     ],
 }
+
+
+LEGEND = """\
+How to read this:
+  == N. step       what the client asks the daemon next (JSON-RPC requests)
+  <- ...           the daemon's answer to that request
+  [event gG#S]     a session/event notification: generation G (bumped on every replacement), sequence S
+  [lifecycle gG#S] session_start / session_shutdown of the session with generation G
+  [host] ...       host/status: ready, replacing, disposed
+  assistant> ...   assistant text, printed as its message_update deltas stream in"""
 
 
 def make_project(root: Path) -> tuple[Path, Path]:
@@ -122,6 +133,12 @@ async def startup_settled(stream: EventStream, show: Show) -> None:
             return
 
 
+async def show_history(client: RpcdClient, show: Show, why: str) -> None:
+    """One line proving what a replacement did to the history (getState's messageCount)."""
+    count = (await client.get_state()).get("messageCount")
+    show.line(f"  getState: {count} message(s) in this session — {why}")
+
+
 def first_user_entry(tree: dict[str, Any]) -> str | None:
     for entry in tree.get("entries") or []:
         message = entry.get("message") if isinstance(entry, dict) else None
@@ -132,80 +149,96 @@ def first_user_entry(tree: dict[str, Any]) -> str | None:
 
 async def run(daemon: str | None, verbose: bool, show: Show) -> int:
     with tempfile.TemporaryDirectory(prefix="rpcd-demo-") as tmp:
-        agent_dir, project = make_project(Path(tmp))
-        show.line(f"temporary agent dir: {agent_dir}")
-        show.line(f"temporary project:   {project} (AGENTS.md, .pi/settings.json, faux-script.json)")
+        code = await _run_in(Path(tmp), daemon, verbose, show)
+    show.line(f"\nremoved the temporary directory {tmp}")
+    if code == 0:
+        show.line("demo finished: new -> prompt -> fork -> resume -> prompt -> dispose, all over one stdio pipe")
+    return code
 
-        async def authorize(params: Any) -> dict[str, Any]:
-            reasons = ", ".join(params.get("reasons", []))
-            show.line(f"  [trust prompt] project {params.get('cwd')} needs trust: {reasons}")
-            show.line("  [trust prompt] answering trustOnce (for this process only)")
-            return {"decision": "trustOnce"}
 
-        env = {**os.environ, "PI_CODING_AGENT_DIR": str(agent_dir)}
-        env.pop("RPCD_FAUX_SCRIPT", None)
-        args = ["--agent-dir", str(agent_dir), "--cwd", str(project)]
-        command = shlex.split(daemon) if daemon else None
-        show.step("spawn the daemon and initialize")
-        client = await RpcdClient.spawn(
-            args, command=command, cwd=project, env=env, handlers={"host/authorizeProject": authorize},
-            request_timeout=60, echo_stderr=sys.stderr if verbose else None,
-        )
-        async with client:
-            stream = client.notifications(include_stale=True)  # the demo shows every event, labelled
-            info: dict[str, Any] = dict(client.server or {})
-            server = info.get("serverInfo", {})
-            show.result(f"{server.get('name')} {server.get('version')}, protocol {info.get('protocolVersion')}")
-            show.line(f"  methods: {', '.join(client.methods)}")
-            await startup_settled(stream, show)
-            missing = [m for m in NEEDED if m not in client.methods]
-            if missing:
-                show.line(f"\nthe daemon does not serve {', '.join(missing)} yet: the demo stops here.")
-                return 1
+async def _run_in(root: Path, daemon: str | None, verbose: bool, show: Show) -> int:
+    agent_dir, project = make_project(root)
+    show.line("rpcd demo: the bundled Python client drives a real daemon child process over stdio,")
+    show.line("with the embedded offline model (no network, no API key).")
+    show.line(f"temporary agent dir: {agent_dir}")
+    show.line(f"temporary project:   {project} (AGENTS.md, .pi/settings.json, faux-script.json)")
+    show.line(LEGEND)
 
-            show.step("newSession")
-            created = await client.new_session()
+    async def authorize(params: Any) -> dict[str, Any]:
+        reasons = ", ".join(params.get("reasons", []))
+        show.line(f"  [trust prompt] project {params.get('cwd')} needs trust: {reasons}")
+        show.line("  [trust prompt] answering trustOnce (for this process only)")
+        return {"decision": "trustOnce"}
+
+    env = {**os.environ, "PI_CODING_AGENT_DIR": str(agent_dir)}
+    env.pop("RPCD_FAUX_SCRIPT", None)
+    args = ["--agent-dir", str(agent_dir), "--cwd", str(project)]
+    command = shlex.split(daemon) if daemon else None
+    show.step("spawn the daemon and initialize")
+    argv = [*command, *args] if command is not None else default_command(args)
+    show.line(f"  $ {shlex.join(argv)}")
+    client = await RpcdClient.spawn(
+        args, command=command, cwd=project, env=env, handlers={"host/authorizeProject": authorize},
+        request_timeout=60, echo_stderr=sys.stderr if verbose else None,
+    )
+    async with client:
+        stream = client.notifications(include_stale=True)  # the demo shows every event, labelled
+        info: dict[str, Any] = dict(client.server or {})
+        server = info.get("serverInfo", {})
+        show.result(f"{server.get('name')} {server.get('version')}, protocol {info.get('protocolVersion')}")
+        show.line(f"  methods: {', '.join(client.methods)}")
+        await startup_settled(stream, show)
+        missing = [m for m in NEEDED if m not in client.methods]
+        if missing:
+            show.line(f"\nthe daemon does not serve {', '.join(missing)} yet: the demo stops here.")
+            return 1
+
+        show.step("newSession")
+        created = await client.new_session()
+        drain(stream, show)
+        show.result(render.replacement(created, "new"))
+        original = created.get("sessionFile")
+
+        question = "Hello! What is this project?"
+        show.step(f"prompt {question!r} (assistant text streams live from session/event deltas)")
+        show.result(f"stopReason: {(await streamed_prompt(client, stream, show, question)).get('stopReason')}")
+
+        show.step("fork before the user message")
+        entry = first_user_entry(dict(await client.get_tree()))
+        show.line(f"  user message entry: {entry}")
+        if entry is None:
+            show.line("  no user entry found: cannot fork")
+            return 1
+        forked = await client.fork(entry)
+        drain(stream, show)
+        show.result(render.replacement(forked, "fork"))
+        await show_history(client, show, "the fork ends just before the user message, whose text came back "
+                           "as selectedText")
+
+        if original:
+            show.step("resume the original session file")
+            resumed = await client.resume(original)
             drain(stream, show)
-            show.result(render.replacement(created, "new"))
-            original = created.get("sessionFile")
+            show.result(render.replacement(resumed, "resume"))
+            await show_history(client, show, "the original's first exchange is intact")
+        else:
+            show.line("  (in-memory session: nothing to resume)")
 
-            question = "Hello! What is this project?"
-            show.step(f"prompt {question!r} (assistant text streams live from session/event deltas)")
-            show.result(f"stopReason: {(await streamed_prompt(client, stream, show, question)).get('stopReason')}")
+        question = "Are we back in the original session?"
+        show.step(f"prompt {question!r}")
+        show.result(f"stopReason: {(await streamed_prompt(client, stream, show, question)).get('stopReason')}")
 
-            show.step("fork before the user message")
-            entry = first_user_entry(dict(await client.get_tree()))
-            show.line(f"  user message entry: {entry}")
-            if entry is None:
-                show.line("  no user entry found: cannot fork")
-                return 1
-            forked = await client.fork(entry)
-            drain(stream, show)
-            show.result(render.replacement(forked, "fork"))
+        show.step("getState")
+        show.result(render.state(await client.get_state()))
 
-            if original:
-                show.step("resume the original session file")
-                resumed = await client.resume(original)
-                drain(stream, show)
-                show.result(render.replacement(resumed, "resume"))
-            else:
-                show.line("  (in-memory session: nothing to resume)")
-
-            question = "Are we back in the original session?"
-            show.step(f"prompt {question!r}")
-            show.result(f"stopReason: {(await streamed_prompt(client, stream, show, question)).get('stopReason')}")
-
-            show.step("getState")
-            show.result(render.state(await client.get_state()))
-
-            show.step("dispose and shutdown")
-            await client.dispose()
-            drain(stream, show)
-            show.result("disposed")
-            code = await client.close()
-            drain(stream, show)
-            show.result(f"daemon exited with status {code}")
-        return 0
+        show.step("dispose and shutdown")
+        await client.dispose()
+        drain(stream, show)
+        show.result("disposed")
+        code = await client.close()
+        drain(stream, show)
+        show.result(f"daemon exited with status {code}")
+    return 0
 
 
 def main(daemon: str | None = None, verbose: bool = False) -> int:
@@ -219,15 +252,21 @@ def main(daemon: str | None = None, verbose: bool = False) -> int:
         with contextlib.suppress(OSError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    except OSError as exc:  # the daemon command is missing or not executable
+        return _failed(show, f"error: cannot start the daemon ({daemon or 'python -m rpcd'}): {exc}", 4)
     except RpcError as exc:
-        show.line(exc.describe())
-        return 3
+        return _failed(show, exc.describe(), 3)
     except DaemonDied as exc:
-        show.line(exc.describe())
-        return 4
+        return _failed(show, exc.describe(), 4)
     except ClientError as exc:
-        show.line(f"error: {exc}")
-        return 5 if isinstance(exc, TimeoutError) else 4
+        return _failed(show, f"error: {exc}", 5 if isinstance(exc, TimeoutError) else 4)
+
+
+def _failed(show: Show, report: str, code: int) -> int:
+    """Errors go to stderr (exit codes as in ``rpcctl``: 3 RPC error, 4 daemon died, 5 timeout)."""
+    show.end_line()
+    print(report, file=sys.stderr, flush=True)
+    return code
 
 
 if __name__ == "__main__":

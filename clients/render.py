@@ -159,10 +159,11 @@ def event_line(method: str, params: Any) -> str | None:
         event = params.get("event") or {}
         extra = {k: v for k, v in event.items() if k != "type"}
         suffix = f" {json.dumps(extra)}" if extra else ""
-        return f"[lifecycle g{params.get('generation')}] {event.get('type')}{suffix}"
+        return f"[lifecycle g{params.get('generation')}#{params.get('seq')}] {event.get('type')}{suffix}"
     if method == "session/diagnostics":
         diagnostics = params.get("diagnostics") or []
-        head = f"[diagnostics g{params.get('generation')}] {params.get('operation')}: {len(diagnostics)} item(s)"
+        count = f"{len(diagnostics)} item(s)" if diagnostics else "nothing to report"
+        head = f"[diagnostics g{params.get('generation')}] {params.get('operation')}: {count}"
         return "\n".join([head, *(f"    {d.get('type')}: {d.get('message')}" for d in diagnostics)])
     if method == "host/status":
         return f"[host] status={params.get('status')} generation={params.get('generation')}"

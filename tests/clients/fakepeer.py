@@ -19,7 +19,7 @@ class FakePeer:
         self._on_message = on_message
         self._buffer = b""
         self.closed = False
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
 
     # the client's sink
     def write(self, data: bytes) -> None:
@@ -30,7 +30,7 @@ class FakePeer:
             self.received.append(message)
             result = self._on_message(self, message)
             if result is not None:
-                task = asyncio.get_running_loop().create_task(result)  # type: ignore[arg-type]
+                task: asyncio.Task[Any] = asyncio.get_running_loop().create_task(result)  # type: ignore[arg-type]
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
 

@@ -126,7 +126,7 @@ def test_sessions_tree_messages_of_a_saved_session(saved: tuple[Ctl, str]) -> No
 
 def _user_entry(ctl: Ctl, path: str) -> str:
     tree = ctl.json("--resume", path, "tree")
-    return next(e["id"] for e in tree["entries"] if e.get("type") == "message" and e["message"]["role"] == "user")
+    return str(next(e["id"] for e in tree["entries"] if e.get("type") == "message" and e["message"]["role"] == "user"))
 
 
 def test_fork_before_the_user_message_shows_selected_text(saved: tuple[Ctl, str]) -> None:

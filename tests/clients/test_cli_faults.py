@@ -172,3 +172,17 @@ def test_module_entry_point_prints_help() -> None:
 
     done = subprocess.run([sys.executable, "-m", "clients", "--help"], capture_output=True, text=True, check=False)
     assert done.returncode == 0 and "exit codes" in done.stdout
+
+
+def test_demo_with_a_missing_daemon_binary_exits_4_without_a_traceback(capsys: Any, tmp_path: Any) -> None:
+    code = cli.main(["demo", "--daemon", str(tmp_path / "no-such-rpcd")])
+    out, err = capsys.readouterr()
+    assert code == cli.EXIT_DAEMON_DIED
+    assert "cannot start the daemon" in err and "Traceback" not in out + err
+
+
+def test_demo_refuses_options_it_would_silently_ignore(capsys: Any) -> None:
+    for argv in (["--json", "demo"], ["--cwd", "/tmp", "demo"], ["demo", "--in-memory"]):
+        with pytest.raises(SystemExit) as caught:
+            cli.main(argv)
+        assert caught.value.code == cli.EXIT_USAGE, argv

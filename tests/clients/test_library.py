@@ -33,7 +33,7 @@ def basic(peer: FakePeer, message: dict[str, Any]) -> bool:
 
 
 async def drain_until_marker(stream: Any) -> list[dict[str, Any]]:
-    seen = []
+    seen: list[dict[str, Any]] = []
     async for item in stream:
         if item["method"] == "test/done":
             return seen

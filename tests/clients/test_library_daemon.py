@@ -115,6 +115,12 @@ def test_demo_runs_the_whole_flow_and_exits_0() -> None:
     resumed_id = re.search(r"resume: session (\S+)", out)
     assert new_id and resumed_id and new_id.group(1) == resumed_id.group(1)
     assert "daemon exited with status 0" in out
+    # The history a first-time user is told about is the daemon's, not the script's.
+    assert "getState: 0 message(s) in this session — the fork ends just before the user message" in out
+    assert "getState: 2 message(s) in this session — the original's first exchange is intact" in out
+    assert re.search(r"^     messages    4$", out, re.MULTILINE)
+    assert "How to read this:" in out and "removed the temporary directory" in out
+    assert done.stderr == ""
 
 
 def test_error_names_match_the_protocol_table() -> None:
