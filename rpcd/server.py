@@ -275,6 +275,12 @@ class Server:
             error = protocol_error(ErrorCode.METHOD_NOT_FOUND, f"unknown method {request.method!r}",
                                    operation=request.method, phase="dispatch")
             return self._send_error(request.id, error)
+        if request.id in self._proto._request_futures:
+            # pygls keys incoming handlers and our own outgoing requests in one table: a reused id would
+            # overwrite the entry, so one of the two requests would never be answered or cancelled.
+            error = protocol_error(ErrorCode.INVALID_REQUEST, "this id is already used by a request in flight",
+                                   operation=request.method, phase="envelope")
+            return self._send_error(request.id, error)
         if self.shutdown_requested:
             error = protocol_error(ErrorCode.SHUTTING_DOWN, "the daemon is shutting down; only `exit` is accepted",
                                    operation=request.method, phase="handshake")

@@ -96,6 +96,19 @@ def test_cancel_notification_cancels_the_running_handler(cancel_method: str) -> 
         assert d.call("ping")["result"] is None
 
 
+def test_reused_id_of_a_request_in_flight_is_refused_and_the_first_still_answered() -> None:
+    with Daemon() as d:
+        d.initialize()
+        d.request("test/sleep", {"seconds": 60}, msg_id="dup")
+        d.request("ping", msg_id="dup")
+        refused = d.wait_for("dup")
+        assert refused["error"]["code"] == -32600
+        assert "in flight" in refused["error"]["data"]["errors"][0]["message"]
+        d.send({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": "dup"}})
+        assert d.wait_for("dup")["error"]["code"] == -32800  # the first request is still tracked
+        assert d.call("ping")["result"] is None
+
+
 def test_server_to_client_request_gets_the_client_answer() -> None:
     with Daemon() as d:
         d.initialize()
