@@ -25,6 +25,7 @@ HELP = """commands:
   /clone [ID]          clone the branch ending at ID (default: the leaf)
   /state  /tree  /messages  /sessions
   /name NAME           set the session's name
+  /model PROVIDER ID   switch the session's model
   /quit                leave (also Ctrl-D)
 anything else is sent as a prompt."""
 
@@ -78,6 +79,9 @@ async def _command(client: RpcdClient, printer: Printer, line: str) -> bool:
         printer.result(await client.get_messages(), render.messages)
     elif name == "sessions":
         printer.result(await client.list_sessions(), render.sessions)
+    elif name == "model" and len(rest.split()) == 2:
+        provider, model_id = rest.split()
+        printer.result(await client.set_model(provider, model_id), render.model)
     elif name == "name" and rest:
         await client.set_session_name(rest)
         printer.result(None, lambda _: f"session name set to {rest!r}")

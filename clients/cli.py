@@ -32,6 +32,7 @@ EXIT_TIMEOUT = 5
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141
 
+CHAT_COMMANDS = ("chat", "attach")
 EVENT_METHODS = ("session/event", "session/lifecycle", "session/diagnostics", "host/status", "$/progress", "ui/notify")
 
 
@@ -101,8 +102,13 @@ def build_parser() -> argparse.ArgumentParser:
     command("messages", "show the current context's messages")
     sub = command("name", "set the session's display name")
     sub.add_argument("name")
+    sub = command("model", "switch the session's model (setModel; not saved as the default)")
+    sub.add_argument("provider")
+    sub.add_argument("model_id", metavar="MODEL_ID")
     command("dispose", "dispose the host (final)")
-    command("chat", "interactive chat: streams replies; /help lists slash commands")
+    chat_help = "interactive chat: streams replies; /help lists slash commands (attach: the same)"
+    chat = commands.add_parser("chat", aliases=["attach"], help=chat_help, description=chat_help)
+    _add_common(chat, suppress=True)
     demo = commands.add_parser("demo", help=DEMO_HELP, description=DEMO_HELP)
     demo.add_argument("--daemon", metavar="CMD", default=argparse.SUPPRESS,
                       help="daemon command line (default: this python -m rpcd)")
@@ -322,6 +328,8 @@ async def one_shot(client: RpcdClient, args: argparse.Namespace, printer: Printe
     elif name == "name":
         await client.set_session_name(args.name)
         printer.result(None, lambda _: f"session name set to {args.name!r}")
+    elif name == "model":
+        printer.result(await client.set_model(args.provider, args.model_id), render.model)
     elif name == "dispose":
         await client.dispose()
         printer.result(None, lambda _: "disposed")
@@ -332,13 +340,14 @@ async def one_shot(client: RpcdClient, args: argparse.Namespace, printer: Printe
 async def amain(args: argparse.Namespace) -> int:
     printer = Printer(args.json, verbose=args.verbose)
     timeout = args.timeout if args.timeout and args.timeout > 0 else None
-    interactive = args.command == "chat" and sys.stdin.isatty()
+    chatting = args.command in CHAT_COMMANDS
+    interactive = chatting and sys.stdin.isatty()
     command = shlex.split(args.daemon) if args.daemon else None
     try:
         client = await RpcdClient.spawn(
             daemon_args(args),
             command=command,
-            handlers=make_handlers(args.trust, interactive or (args.command != "chat" and sys.stdin.isatty())),
+            handlers=make_handlers(args.trust, interactive or (not chatting and sys.stdin.isatty())),
             request_timeout=timeout,
             start_timeout=timeout,
             echo_stderr=sys.stderr if args.verbose else None,
@@ -349,7 +358,7 @@ async def amain(args: argparse.Namespace) -> int:
         return EXIT_DAEMON_DIED
     try:
         await client.initialize(timeout=timeout)
-        if args.command == "chat":
+        if chatting:
             from clients.chat import chat
 
             await chat(client, printer)

@@ -63,6 +63,10 @@ def state(result: Mapping[str, Any]) -> str:
     return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
 
 
+def model(result: Mapping[str, Any]) -> str:
+    return f"model: {result.get('provider')}/{result.get('modelId')}"
+
+
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     cells = [[str(c) for c in row] for row in rows]
     widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]

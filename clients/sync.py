@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 from clients.client import RpcdClient
 from clients.connection import RequestHandler
 from clients.types import (
+    SESSION_SCOPED,
     ForkResult,
     InitializeResult,
     ListSessionsResult,
@@ -98,7 +99,7 @@ class SyncClient:
                 self._queue.put(_END)
                 return
             params = item["params"]
-            if item["method"] in ("session/event", "session/lifecycle") and isinstance(params, dict):
+            if item["method"] in SESSION_SCOPED and isinstance(params, dict):
                 generation = params.get("generation")
                 if isinstance(generation, int) and generation < self.client.generation:
                     continue

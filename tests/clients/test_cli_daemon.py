@@ -201,3 +201,22 @@ def test_daemon_dying_at_start_exits_4(ctl: Ctl) -> None:
                "state")
     assert done.returncode == 4
     assert "exit status 9" in done.stderr and "no such luck" in done.stderr
+
+
+def test_model_switches_human_and_json_and_an_unknown_model_exits_3(ctl: Ctl) -> None:
+    done = ctl("model", "faux", "faux-1")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "model: faux/faux-1\n"
+    assert ctl.json("model", "faux", "faux-1") == {"provider": "faux", "modelId": "faux-1"}
+    missing = ctl("--json", "model", "faux", "no-such-model")
+    assert missing.returncode == 3
+    assert json.loads(missing.stdout.splitlines()[-1])["error"]["code"] == -32041
+    assert "[MODEL_NOT_FOUND -32041]" in missing.stderr and "1. [primary] ModelNotFound" in missing.stderr
+
+
+def test_attach_resumes_a_saved_session_interactively(saved: tuple[Ctl, str]) -> None:
+    ctl, path = saved
+    done = ctl("--resume", path, "attach", stdin="/messages\n/model faux faux-1\n/quit\n")
+    assert done.returncode == 0, done.stderr
+    assert "user: first question" in done.stdout
+    assert "model: faux/faux-1" in done.stdout
