@@ -6,8 +6,14 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv"
 PY="$VENV/bin/python"
 if [ ! -x "$PY" ]; then
+    BASE_PY="${PYTHON:-python3}"  # PYTHON=python3.12 ./scripts/test picks another interpreter
+    if ! "$BASE_PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+        echo "[setup] rpcd needs Python >= 3.11 with venv; '$BASE_PY' is $("$BASE_PY" -V 2>&1 || echo missing)." >&2
+        echo "[setup] set PYTHON=/path/to/python3.11+ and retry" >&2
+        exit 1
+    fi
     echo "[setup] creating virtual environment at $VENV" >&2
-    python3 -m venv "$VENV"
+    "$BASE_PY" -m venv "$VENV"
 fi
 STAMP="$VENV/.rpcd-installed"
 if [ ! -f "$STAMP" ] || [ "$ROOT/pyproject.toml" -nt "$STAMP" ]; then
