@@ -161,6 +161,7 @@ def test_import_a_jsonl_transcript(saved: tuple[Ctl, str]) -> None:
     done = ctl("import", str(transcript))
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("import: session")
+    assert " ... done" in done.stderr  # the $/progress display (plain begin/end lines off a terminal)
     imported = ctl.json("import", str(transcript))
     assert imported["sessionFile"] not in (path, str(transcript))
 
