@@ -141,9 +141,14 @@ class Daemon:
             while msg_id not in self._responses:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or self.eof:
-                    raise TimeoutError(f"no response to {msg_id}; stderr tail: {self.stderr_lines[-20:]}")
+                    raise TimeoutError(f"no response to {msg_id}; stderr tail: {self.stderr_lines[-60:]}")
                 self._lock.wait(remaining)
             return self._responses[msg_id]
+
+    def responses(self) -> set[Any]:
+        """Ids answered so far."""
+        with self._lock:
+            return set(self._responses)
 
     def call(self, method: str, params: Any = None, timeout: float = DEFAULT_TIMEOUT) -> Any:
         response = self.wait(self.start(method, params), timeout)

@@ -16,7 +16,7 @@ import pytest
 from tests.e2e.ndjson_client import Daemon, RpcError, events_of
 from tests.e2e.projects import last_assistant_text, read_jsonl
 
-SLOW_BEFORE_SWITCH = textwrap.dedent(
+HELD_BEFORE_SWITCH = textwrap.dedent(
     """
     import asyncio, os
 
@@ -24,7 +24,11 @@ SLOW_BEFORE_SWITCH = textwrap.dedent(
         async def before(event, ctx):
             with open(os.environ["RPCD_TEST_MARK"], "a") as mark:
                 mark.write("start\\n")
-            await asyncio.sleep(float(os.environ.get("RPCD_TEST_SLOW", "0")))
+            # Held until the test releases it (observed, not timed); the cap only stops a broken run.
+            for _ in range(6000):
+                if os.path.exists(os.environ["RPCD_TEST_RELEASE"]):
+                    return
+                await asyncio.sleep(0.01)
 
         pi.on("session_before_switch", before)
     """
@@ -53,21 +57,31 @@ def first_delta(log: list[Any]) -> bool:
 
 
 def test_cancelled_queued_replacement_never_starts_and_started_one_answers(tmp_path: Path) -> None:
+    """The first replacement is held inside its before-event until the queued one was answered -32800.
+
+    No timing assumption: the queued request's cancellation is observed while the first one is
+    provably still running, and only then is the first one released.
+    """
     agent = tmp_path / "agent"
     (agent / "extensions").mkdir(parents=True)
-    (agent / "extensions" / "slow.py").write_text(SLOW_BEFORE_SWITCH)
-    mark = tmp_path / "mark"
-    env = {"RPCD_TEST_MARK": str(mark), "RPCD_TEST_SLOW": "1.0"}
+    (agent / "extensions" / "held.py").write_text(HELD_BEFORE_SWITCH)
+    mark, release = tmp_path / "mark", tmp_path / "release"
+    env = {"RPCD_TEST_MARK": str(mark), "RPCD_TEST_RELEASE": str(release), "RPCD_LOG_LEVEL": "debug"}
     with Daemon("--agent-dir", str(agent), "--cwd", str(tmp_path), env=env) as d:
         d.initialize()
         started = d.start("newSession")
         wait_file(mark)  # the first replacement is running (inside its before-event)
         queued = d.start("newSession")
-        d.notify("$/cancel_request", {"id": queued})
-        d.notify("$/cancelRequest", {"id": started})
-        first, second = d.wait(started), d.wait(queued)
-        assert "result" in first and first["result"]["generation"] == 1
+        d.notify("$/cancel_request", {"id": queued})  # ACP's spelling
+        d.notify("$/cancelRequest", {"id": started})  # too late: it started, so it is shielded
+        second = d.wait(queued)
         assert second["error"]["code"] == -32800
+        assert started not in d.responses(), "the first replacement must still be running"
+        assert d.call("getState")["generation"] == 0
+        release.write_text("go")
+        first = d.wait(started)
+        assert "result" in first and first["result"]["generation"] == 1
+        assert first["result"]["cancelled"] is False
         assert d.call("getState")["generation"] == 1
         assert mark.read_text().count("start") == 1, "the cancelled queued replacement must never start"
 
@@ -82,6 +96,38 @@ def test_cancelled_prompt_aborts_the_turn_and_the_session_stays_usable(tmp_path:
         assert d.wait(turn)["result"] == {"stopReason": "aborted"}
         assert d.call("prompt", {"text": "short"}) == {"stopReason": "stop"}
         assert last_assistant_text(d.call("getMessages")["messages"]) == "echo: short"
+
+
+VETO_SWITCH = textwrap.dedent(
+    """
+    def register(pi):
+        def before(event, ctx):
+            return {"cancel": True}
+
+        pi.on("session_before_switch", before)
+        pi.on("session_before_fork", before)
+    """
+)
+
+
+def test_replacement_vetoed_by_an_extension_answers_cancelled_and_keeps_the_session(tmp_path: Path) -> None:
+    agent = tmp_path / "agent"
+    (agent / "extensions").mkdir(parents=True)
+    (agent / "extensions" / "veto.py").write_text(VETO_SWITCH)
+    with Daemon("--agent-dir", str(agent), "--cwd", str(tmp_path)) as d:
+        d.initialize()
+        d.call("prompt", {"text": "stay"})
+        before = d.call("getState")
+        for method in ("newSession", "clone"):
+            vetoed = d.call(method)
+            assert vetoed["cancelled"] is True, method
+            assert (vetoed["sessionId"], vetoed["generation"]) == (before["sessionId"], 0)
+        after = d.call("getState")
+        assert (after["sessionId"], after["generation"], after["status"]) == (before["sessionId"], 0, "ready")
+        assert d.call("prompt", {"text": "still here"}) == {"stopReason": "stop"}
+    lifecycle = events_of(d.log, "session/lifecycle")
+    assert [p["event"]["type"] for p in lifecycle] == ["session_start", "session_shutdown"]  # only the final one
+    assert len(events_of(d.log, "session/diagnostics")) == 1  # startup only: no replacement happened
 
 
 # -- failures ---------------------------------------------------------------------------------
@@ -101,6 +147,7 @@ def test_terminal_failure_on_the_wire_is_flat_and_later_calls_are_rejected(tmp_p
         assert error.data["terminal"] is True
         assert (error.data["operation"], error.data["phase"]) == ("newSession", "replacement persistence")
         assert error.data["errors"][0]["type"] == "HostJournalError"
+        assert error.data["target"]["cwd"] == str(tmp_path)  # the operation and its target are named
         assert all("Traceback" not in item["message"] for item in error.data["errors"])
         with pytest.raises(RpcError) as later:
             d.call("getMessages")
@@ -172,6 +219,13 @@ def test_list_sessions_pages_through_every_session(tmp_path: Path) -> None:
         assert sorted(seen) == sorted(files)
         titles = {s["title"] for s in d.call("listSessions", {"cwd": str(tmp_path)})["sessions"]}
         assert titles == {"message 0", "message 1", "message 2"}
+        d.call("prompt", {"text": "cloned"})
+        original = d.call("getState")["sessionFile"]
+        clone = d.call("clone")["sessionFile"]
+        listed = {s["sessionFile"]: s for s in d.call("listSessions", {"cwd": str(tmp_path)})["sessions"]}
+        assert listed[clone]["parentSession"] == original
+        assert listed[clone]["messageCount"] == 2
+        assert "parentSession" not in listed[original]
         with pytest.raises(RpcError) as bad:
             d.call("listSessions", {"cursor": "nope"})
         assert bad.value.code == -32602
@@ -201,6 +255,65 @@ def test_orderly_end_disposes_once_and_keeps_files_intact(tmp_path: Path, how: s
     entries = read_jsonl(path)
     assert entries[0]["type"] == "session"
     assert [e["message"]["role"] for e in entries if e["type"] == "message"] == ["user", "assistant"]
+
+
+HELD_SHUTDOWN = textwrap.dedent(
+    """
+    import asyncio, os
+
+    def register(pi):
+        async def on_shutdown(event, ctx):
+            with open(os.environ["RPCD_TEST_MARK"], "a") as mark:
+                mark.write(event.get("reason", "") + "\\n")
+            for _ in range(6000):  # held for up to a minute: only a second signal ends it sooner
+                await asyncio.sleep(0.01)
+
+        pi.on("session_shutdown", on_shutdown)
+    """
+)
+
+
+def test_second_signal_exits_at_once_while_the_final_disposal_hangs(tmp_path: Path) -> None:
+    agent = tmp_path / "agent"
+    (agent / "extensions").mkdir(parents=True)
+    (agent / "extensions" / "held.py").write_text(HELD_SHUTDOWN)
+    mark = tmp_path / "mark"
+    d = Daemon("--agent-dir", str(agent), "--cwd", str(tmp_path), env={"RPCD_TEST_MARK": str(mark)})
+    try:
+        d.initialize()
+        d.call("getState")
+        d.signal(signal.SIGTERM)
+        wait_file(mark)  # the final disposal is running, held by the extension's shutdown handler
+        assert d.proc.poll() is None
+        d.signal(signal.SIGTERM)
+        assert d.wait_exit(30) == 128 + signal.SIGTERM
+    finally:
+        d.kill()
+    assert mark.read_text() == "quit\n"
+    assert any("second signal" in line for line in d.stderr_lines)
+
+
+def test_dispose_is_final_and_later_session_calls_get_the_disposed_error(tmp_path: Path) -> None:
+    with Daemon("--agent-dir", str(tmp_path / "agent"), "--cwd", str(tmp_path)) as d:
+        d.initialize()
+        d.call("prompt", {"text": "keep me"})
+        path = d.call("getState")["sessionFile"]
+        assert d.call("dispose") is None
+        for method, params in (("getMessages", None), ("prompt", {"text": "x"}), ("newSession", None),
+                               ("dispose", None)):
+            with pytest.raises(RpcError) as refused:
+                d.call(method, params)
+            assert refused.value.code == -32021, method
+            assert refused.value.data["operation"] == method
+            assert refused.value.data["errors"][0]["type"] == "HostDisposed"
+        state = d.call("getState")  # the health probe still answers, with the true status
+        assert (state["status"], state["sessionFile"]) == ("disposed", path)
+    assert d.proc.returncode == 0
+    lifecycle = events_of(d.log, "session/lifecycle")
+    assert [p["event"]["type"] for p in lifecycle] == ["session_start", "session_shutdown"]
+    assert lifecycle[-1]["event"]["reason"] == "quit"
+    assert events_of(d.log, "host/status")[-1]["status"] == "disposed"
+    assert [e["message"]["role"] for e in read_jsonl(path) if e["type"] == "message"] == ["user", "assistant"]
 
 
 def test_eof_during_a_turn_persists_the_aborted_reply_and_exits_cleanly(tmp_path: Path) -> None:
