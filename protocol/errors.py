@@ -50,8 +50,8 @@ WHEN: dict[ErrorCode, str] = {
     ),
     ErrorCode.INVALID_REQUEST: (
         "Valid JSON that is not a JSON-RPC 2.0 request object: not an object, a batch array, missing or wrong "
-        "``jsonrpc``, non-string ``method``, bad ``id`` type, ``params`` neither object nor array, or an ``id`` "
-        "already used by a request still in flight. ``id`` is null unless the object carried a usable id."
+        "``jsonrpc``, non-string ``method``, bad ``id`` type, ``params`` neither object nor array, or the ``id`` "
+        "of a request the daemon itself is still waiting on. ``id`` is null unless the object carried a usable id."
     ),
     ErrorCode.METHOD_NOT_FOUND: (
         "The request names a method the daemon does not serve (unknown notifications are ignored)."

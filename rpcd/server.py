@@ -135,6 +135,7 @@ class Server:
         self._exit_code: int | None = None
         self._signals = 0
         self._ids = itertools.count(1)
+        self._in_flight: set[asyncio.Future[Any]] = set()
         self._register_builtins()
 
     # -- registration --------------------------------------------------------------------------------
@@ -275,10 +276,11 @@ class Server:
             error = protocol_error(ErrorCode.METHOD_NOT_FOUND, f"unknown method {request.method!r}",
                                    operation=request.method, phase="dispatch")
             return self._send_error(request.id, error)
-        if request.id in self._proto._request_futures:
-            # pygls keys incoming handlers and our own outgoing requests in one table: a reused id would
-            # overwrite the entry, so one of the two requests would never be answered or cancelled.
-            error = protocol_error(ErrorCode.INVALID_REQUEST, "this id is already used by a request in flight",
+        existing = self._proto._request_futures.get(request.id)
+        if existing is not None and not isinstance(existing, asyncio.Future):
+            # pygls keys our own outgoing requests and incoming handlers in one table: taking this id
+            # would overwrite our pending request, so the client's answer to it would hit this handler.
+            error = protocol_error(ErrorCode.INVALID_REQUEST, "this id is used by a pending request of the daemon",
                                    operation=request.method, phase="envelope")
             return self._send_error(request.id, error)
         if self.shutdown_requested:
@@ -304,6 +306,12 @@ class Server:
         params = request.params
         self._proto.handle_message(JsonRPCRequestMessage(id=request.id, method=request.method, jsonrpc="2.0",
                                                          params=params))
+        handler = self._proto._request_futures.get(request.id)
+        if isinstance(handler, asyncio.Future) and handler is not existing:
+            # Our own record: a client reusing an id in flight overwrites pygls' entry, and the orderly
+            # end must still answer both requests.
+            self._in_flight.add(handler)
+            handler.add_done_callback(self._in_flight.discard)
         return None
 
     def _on_notification(self, note: Notification) -> None:
@@ -523,8 +531,7 @@ class Server:
         once first so it runs, instead of exiting without ever answering it.
         """
         await asyncio.sleep(0)
-        pending: list[Any] = list(self._proto._request_futures.values())
-        tasks: list[asyncio.Future[Any]] = [f for f in pending if isinstance(f, asyncio.Future) and not f.done()]
+        tasks = [task for task in self._in_flight if not task.done()]
         for task in tasks:
             task.cancel()
         if tasks:

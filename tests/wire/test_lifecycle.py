@@ -96,17 +96,26 @@ def test_cancel_notification_cancels_the_running_handler(cancel_method: str) -> 
         assert d.call("ping")["result"] is None
 
 
-def test_reused_id_of_a_request_in_flight_is_refused_and_the_first_still_answered() -> None:
+def test_reused_id_of_a_request_in_flight_is_answered_for_both_requests() -> None:
     with Daemon() as d:
         d.initialize()
         d.request("test/sleep", {"seconds": 60}, msg_id="dup")
         d.request("ping", msg_id="dup")
-        refused = d.wait_for("dup")
-        assert refused["error"]["code"] == -32600
-        assert "in flight" in refused["error"]["data"]["errors"][0]["message"]
-        d.send({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": "dup"}})
-        assert d.wait_for("dup")["error"]["code"] == -32800  # the first request is still tracked
+        assert d.wait_for("dup")["result"] is None
         assert d.call("ping")["result"] is None
+
+
+def test_orderly_end_answers_every_request_sharing_an_id() -> None:
+    """pygls keeps one entry per id; the daemon's own record still cancels and answers both."""
+    with Daemon() as d:
+        d.initialize()
+        d.request("test/sleep", {"seconds": 60}, msg_id="dup")
+        d.request("test/sleep", {"seconds": 60}, msg_id="dup")
+        assert d.call("ping")["result"] is None  # both handlers are running now
+        d.proc.send_signal(signal.SIGTERM)
+        answers = [d.wait_for("dup"), d.wait_for("dup")]
+        assert [a["error"]["code"] for a in answers] == [-32800, -32800]
+        assert d.proc.wait(timeout=20) == 0
 
 
 def test_server_to_client_request_gets_the_client_answer() -> None:
@@ -116,6 +125,18 @@ def test_server_to_client_request_gets_the_client_answer() -> None:
         ask = d.next_message()
         assert ask is not None and ask["method"] == "ui/confirm"
         d.send({"jsonrpc": "2.0", "id": ask["id"], "result": {"confirmed": True}})
+        assert d.wait_for(msg_id)["result"] == {"outcome": "answered", "answer": {"confirmed": True}}
+
+
+def test_client_request_reusing_the_id_of_a_pending_server_request_is_refused() -> None:
+    with Daemon() as d:
+        d.initialize()
+        msg_id = d.request("test/ask", {"timeout": 30})
+        ask = d.next_message()
+        assert ask is not None and ask["method"] == "ui/confirm"
+        d.request("ping", msg_id=ask["id"])
+        assert d.wait_for(ask["id"])["error"]["code"] == -32600
+        d.send({"jsonrpc": "2.0", "id": ask["id"], "result": {"confirmed": True}})  # still reaches the handler
         assert d.wait_for(msg_id)["result"] == {"outcome": "answered", "answer": {"confirmed": True}}
 
 
