@@ -130,6 +130,27 @@ def test_replacement_vetoed_by_an_extension_answers_cancelled_and_keeps_the_sess
     assert len(events_of(d.log, "session/diagnostics")) == 1  # startup only: no replacement happened
 
 
+def test_replacement_during_a_streaming_turn_silences_the_old_session_after_its_shutdown(tmp_path: Path) -> None:
+    env = {"RPCD_FAUX_SCRIPT": str(slow_script(tmp_path / "script.json"))}
+    with Daemon("--agent-dir", str(tmp_path / "agent"), "--cwd", str(tmp_path), env=env) as d:
+        d.initialize()
+        turn = d.start("prompt", {"text": "long please"})
+        d.wait_for(first_delta)
+        replaced = d.call("newSession")
+        assert replaced["generation"] == 1
+        assert d.wait(turn)["result"] == {"stopReason": "aborted"}  # teardown aborted the old turn
+        assert d.call("prompt", {"text": "new one"}) == {"stopReason": "stop"}
+    log = [m for m in d.log if m.get("method") in ("session/event", "session/lifecycle")]
+    shutdown = next(i for i, m in enumerate(log) if m["params"]["event"]["type"] == "session_shutdown")
+    assert log[shutdown]["params"]["generation"] == 0
+    old = [m["params"]["event"]["type"] for m in log[:shutdown]]
+    assert old[-2:] == ["agent_end", "agent_settled"], "the aborted turn settles before the shutdown"
+    after = log[shutdown + 1:]
+    assert after and all(m["params"]["generation"] == 1 for m in after), "an invalidated session spoke"
+    start = after[0]["params"]
+    assert (start["event"]["type"], start["event"]["reason"], start["seq"]) == ("session_start", "new", 1)
+
+
 # -- failures ---------------------------------------------------------------------------------
 
 
