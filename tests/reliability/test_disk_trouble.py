@@ -246,7 +246,8 @@ def test_importing_onto_a_file_where_the_session_directory_must_be_is_a_defined_
 
 def test_import_while_in_memory_never_writes_into_the_daemons_working_directory(tmp_path: Path) -> None:
     """An in-memory session's directory is "" (Pi); joined to a file name that is the daemon's
-    process cwd — wherever the editor happened to start it. The copy belongs under the agent dir."""
+    process cwd — wherever the editor happened to start it. The copy belongs under the agent dir.
+    (Found by this suite; fixed in the runtime.)"""
     project = tmp_path / "project"
     project.mkdir()
     process_cwd = tmp_path / "process-cwd"

@@ -218,13 +218,13 @@ def run_case(
             expected_errors[detail] += 1
         elif kind == "maybe":
             maybe += 1
-    if frames is not None:
-        for key, count in expected_ids.items():
-            msg_id = json.loads(key)
-            for _ in range(50):
-                if len(daemon.responses_to(msg_id)) >= count:
-                    break
-                daemon.wait(msg_id, WAIT)
+    if frames is not None and expected_ids:
+
+        def all_answered(messages: list[dict[str, Any]]) -> bool:
+            seen = Counter(json.dumps(m["id"]) for m in messages[start:] if "method" not in m and "id" in m)
+            return all(seen[key] >= count for key, count in expected_ids.items())
+
+        daemon.wait_for(all_answered, WAIT)
     assert daemon.alive, daemon.stderr_tail()
     assert not daemon.bad_frames, daemon.bad_frames[-3:]
     received = daemon.messages[start:]
@@ -236,17 +236,23 @@ def run_case(
     if frames is None:
         return
     responses = [m for m in received if "method" not in m and m.get("id") != sentinel]
-    got_ids = Counter(json.dumps(m["id"]) for m in responses if m["id"] is not None or "result" in m)
-    for key, count in expected_ids.items():
-        assert got_ids[key] == count, (key, count, responses)
-    nulls = [m for m in responses if m["id"] is None]
-    stray = [m for m in responses if m["id"] is not None and json.dumps(m["id"]) not in expected_ids]
-    # An invalid request may be answered with its own (usable) id instead of null.
-    assert all(m["error"]["code"] == -32600 for m in stray), stray
-    codes = Counter(m["error"]["code"] for m in nulls if "error" in m)
-    assert codes[-32700] == expected_errors[-32700], (codes, expected_errors, frames)
-    invalid = codes[-32600] + len(stray)
-    assert expected_errors[-32600] <= invalid <= expected_errors[-32600] + maybe, (codes, expected_errors, frames)
+    # -32600 answers belong to invalid frames (with their usable id or null); every other answer
+    # belongs to a well-formed request, exactly one per request id.
+    invalid = [m for m in responses if "error" in m and m["error"]["code"] == -32600]
+    answers = Counter(json.dumps(m["id"]) for m in responses if m not in invalid and m["id"] is not None)
+    # A request reusing the id of one still in flight is refused with -32600 under that id:
+    # that refusal is its answer.
+    for message in list(invalid):
+        key = json.dumps(message["id"])
+        if expected_ids[key] > 1 and answers[key] < expected_ids[key]:
+            answers[key] += 1
+            invalid.remove(message)
+    assert answers == expected_ids, (answers, expected_ids, frames)
+    nulls = Counter(m["error"]["code"] for m in responses if m["id"] is None and m not in invalid)
+    assert nulls[-32700] == expected_errors[-32700], (nulls, expected_errors, frames)
+    assert set(nulls) <= {-32700}, (nulls, frames)
+    low, high = expected_errors[-32600], expected_errors[-32600] + maybe
+    assert low <= len(invalid) <= high, (invalid, expected_errors, frames)
 
 
 def ndjson_frames(payload: bytes) -> list[bytes]:
@@ -302,8 +308,10 @@ def damaged_content_length_streams(draw: st.DrawFn) -> bytes:
 def test_damaged_content_length_framing_resynchronises_within_one_frame(
     content_length_daemon: RawDaemon, payload: bytes
 ) -> None:
-    """Damaged framing may cost the frame right after it (an unterminated header block swallows
-    the next header; see the two exact cases below), never more: the second sentinel answers."""
+    """Damaged framing may cost the frame right after it, never more: the second sentinel answers.
+    Losing one is unavoidable when damage glues the next header onto a valid header *value*:
+    ``Content-Length: 2\\r\\nContent-Type:{}`` + ``Content-Length: 70\\r\\n\\r\\n{...}`` is a
+    well-formed header block declaring 2 bytes."""
     # Declared lengths over the size limit are drained by design (answered -32012); keep them small.
     lengths = [int(m) for m in re.findall(rb"(?i)content-length[ \t]*:[ \t]*(\d{1,30})", payload)]
     assume(all(n < 100_000 for n in lengths))
@@ -311,11 +319,10 @@ def test_damaged_content_length_framing_resynchronises_within_one_frame(
     run_case(content_length_daemon, payload, None, may_swallow=True)
 
 
-# Two exact resynchronisation gaps of rpcd/transport/framing.py (reported to the wire owner).
-# Each sends a damaged frame, then one valid request that the framer could recognise.
+# Two exact resynchronisation gaps this fuzz found in rpcd/transport/framing.py (fixed there).
+# Each sends a damaged frame, then one valid request that the framer must recognise.
 
 
-@pytest.mark.xfail(strict=True, reason="framing: a header name that is no RFC 7230 token is accepted")
 def test_garbage_glued_to_the_next_header_does_not_swallow_that_frame(tmp_path: Path) -> None:
     # `{}Content-Length: 70` is not a header line (`{` is no token character), so the framer
     # could skip to the `Content-Length:` inside it; today it joins the open header block.
@@ -323,7 +330,6 @@ def test_garbage_glued_to_the_next_header_does_not_swallow_that_frame(tmp_path: 
         run_case(daemon, b"Content-Length: 2\r\n{}", None, wait=3.0)
 
 
-@pytest.mark.xfail(strict=True, reason="framing: a header at the very start of a declared body is taken as body")
 def test_a_header_at_the_start_of_a_declared_body_ends_that_body(tmp_path: Path) -> None:
     # The body never came; a JSON body cannot start with `Content-Length:`, and a header later
     # inside a body already ends it early (framing.py) -- but not one at offset 0.
