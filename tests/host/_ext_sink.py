@@ -3,13 +3,18 @@ imported fresh per services instance, so their state cannot live in the extensio
 
 from __future__ import annotations
 
+from typing import Any
+
 SEEN: list[tuple[str, str]] = []
 """(event type, ctx.cwd) for every handled event, in order."""
 CANCEL: dict[str, bool] = {}
 RAISE: set[str] = set()
+HOLD: dict[str, tuple[Any, Any]] = {}
+"""event type -> (reached, release) ``anyio.Event`` pair: the handler sets ``reached`` and waits for ``release``."""
 
 
 def reset() -> None:
     SEEN.clear()
     CANCEL.clear()
     RAISE.clear()
+    HOLD.clear()

@@ -54,6 +54,7 @@ STEPS = (
     "factory",
     "rebind",
     "dispose",
+    "dispose_shutdown",
     "bind_extensions",
     "subscribe",
     "unsubscribe",
@@ -380,6 +381,7 @@ class FakeRuntime:
             self.dispose_calls += 1
             await self.steps.enter("dispose")
             self.steps.trace.append("session_shutdown quit")
+            self.faults.check("dispose_shutdown")  # rejects before the callback: nothing unsubscribed yet
             if self._before_invalidate is not None:
                 self._before_invalidate()
             self._session.dispose()

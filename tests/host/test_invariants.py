@@ -109,14 +109,21 @@ async def test_replacement_calls_never_overlap_including_after_earlier_rejection
     assert host is not None
     outcomes: list[str] = []
 
+    # every kind of replacement, with a pre-validation rejection between each two
+    calls: list[Op] = [
+        lambda h: h.fork("missing"),
+        OPERATIONS["newSession"],
+        lambda h: h.fork("missing"),
+        OPERATIONS["resume"],
+        lambda h: h.fork("missing"),
+        lambda h: h.clone("o1"),  # lands after the resume above: o1 exists
+        lambda h: h.fork("missing"),
+        OPERATIONS["importJsonl"],
+    ]
+
     async def call(i: int) -> None:
         try:
-            if i % 3 == 0:
-                await host.fork("missing")  # rejected before invalidation
-            elif i % 3 == 1:
-                await host.resume(OTHER_FILE)
-            else:
-                await host.new_session()
+            await calls[i % len(calls)](host)
             outcomes.append("ok")
         except InvalidEntryError:
             outcomes.append("rejected")
@@ -125,8 +132,9 @@ async def test_replacement_calls_never_overlap_including_after_earlier_rejection
         for i in range(200):
             tg.start_soon(call, i)
     assert harness.runtime.max_active == 1
-    assert outcomes.count("rejected") == 67 and outcomes.count("ok") == 133
-    assert host.status == "ready" and host.generation == 133
+    assert outcomes.count("rejected") == 100 and outcomes.count("ok") == 100
+    assert host.status == "ready" and host.generation == 100
+    assert harness.runtime.fork_calls.count(("o1", "at")) == 25
 
 
 async def test_clone_forks_at_the_entry_and_fork_keeps_the_default_before_position(harness: Harness) -> None:

@@ -5,26 +5,31 @@ poisoned cwd."""
 
 from __future__ import annotations
 
+import json
 import textwrap
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import anyio
 import attrs
 import pytest
 
 from rpcd.errors import (
     FactoryError,
+    HostDisposedError,
     HostUnavailableError,
     InvalidEntryError,
     MissingSessionCwdError,
     SessionFileNotFoundError,
 )
 from rpcd.failures import (
+    PHASE_BINDING,
+    PHASE_FINAL_DISPOSAL,
+    PHASE_INVALIDATION_CLEANUP,
     PHASE_PERSISTENCE,
     PHASE_PRE_VALIDATION,
     PHASE_REPLACEMENT,
-    SessionBindingFailure,
     context_of,
 )
 from rpcd.host import SerializedHost
@@ -46,8 +51,13 @@ from tests.host import _ext_sink as sink
 
 def register(pi):
     def make(kind):
-        def handler(event, ctx):
+        async def handler(event, ctx):
             sink.SEEN.append((kind, ctx.cwd))
+            hold = sink.HOLD.pop(kind, None)
+            if hold is not None:
+                reached, release = hold
+                reached.set()
+                await release.wait()
             if kind in sink.RAISE:
                 raise RuntimeError("extension handler failed on purpose")
             if sink.CANCEL.get(kind):
@@ -107,13 +117,24 @@ class ComposedBindings:
     events: list[tuple[str, str]] = attrs.field(factory=list)
     reported: list[Sequence[Diagnostic]] = attrs.field(factory=list)
     extension_errors: list[ExtensionError] = attrs.field(factory=list)
+    fail_subscribe: bool = False
+    fail_unsubscribe: bool = False
 
     def extension_bindings(self, session: SessionPort) -> ExtensionBindings:
         return ExtensionBindings(mode="rpc", on_error=self.extension_errors.append)
 
     def subscribe(self, session: SessionPort) -> Unsubscribe:
+        if self.fail_subscribe:
+            raise RuntimeError("subscribe failed on purpose")  # atomic: nothing installed
         session_id = session.session_id
-        return session.subscribe(lambda event: self.events.append((session_id, str(event["type"]))))
+        release = session.subscribe(lambda event: self.events.append((session_id, str(event["type"]))))
+
+        def unsubscribe() -> None:
+            if self.fail_unsubscribe:
+                raise RuntimeError("unsubscribe failed on purpose")
+            release()
+
+        return unsubscribe
 
     def report_diagnostics(self, diagnostics: Sequence[Diagnostic]) -> None:
         self.reported.append(diagnostics)
@@ -161,11 +182,17 @@ def persisted_session(cwd: Path, agent_dir: Path, text: str = "hello") -> str:
     return path
 
 
-async def build_world(tmp_path: Path, *, journal_path: Path | None = None) -> World:
-    agent_dir = tmp_path / "agent"
+async def build_world(
+    tmp_path: Path,
+    *,
+    journal_path: Path | None = None,
+    projects: tuple[Path, Path] | None = None,
+    agent_dir: Path | None = None,
+) -> World:
+    agent_dir = agent_dir or tmp_path / "agent"
     (agent_dir / "extensions").mkdir(parents=True)
     (agent_dir / "extensions" / "hostprobe.py").write_text(textwrap.dedent(PROBE_EXTENSION))
-    alpha, beta = _project(tmp_path, "alpha"), _project(tmp_path, "beta")
+    alpha, beta = projects or (_project(tmp_path, "alpha"), _project(tmp_path, "beta"))
     inner = make_default_factory(
         ProcessInputs(), authorize_project=_trust, provider_registry=ProviderRegistry([FauxProvider()])
     )
@@ -299,6 +326,134 @@ async def test_real_journal_directory_blocked_by_a_file_makes_the_replacement_te
     with pytest.raises(HostUnavailableError):
         await host.resume(persisted_session(w.beta, w.agent_dir))
     # final disposal still attempts every step; the journal flush fails again and is reported
-    with pytest.raises((HostJournalError, SessionBindingFailure)):
+    with pytest.raises(HostJournalError) as final:
         await host.dispose()
+    final_context = context_of(final.value)
+    assert final_context is not None and final_context.phase == PHASE_FINAL_DISPOSAL and final_context.terminal
     assert host.status == "disposed"
+
+
+PROJECT_EXTENSION = """
+from tests.host import _ext_sink as sink
+
+
+def register(pi):
+    def on_start(event, ctx):
+        sink.SEEN.append(("project-extension:" + NAME, ctx.cwd))
+
+    pi.on("session_start", on_start)
+"""
+
+
+def _project_resources(project: Path) -> None:
+    """``.pi/settings.json`` naming a *relative* extension path, and that extension: both must
+    be read from this project only when a session of this project is current (seed §4, §10)."""
+    config = project / ".pi"
+    config.mkdir()
+    (config / "settings.json").write_text(json.dumps({"marker": project.name, "extensions": ["probe.py"]}))
+    (config / "probe.py").write_text(f"NAME = {project.name!r}\n" + textwrap.dedent(PROJECT_EXTENSION))
+
+
+async def test_real_project_settings_and_relative_extensions_come_from_the_selected_cwd(tmp_path: Path) -> None:
+    agent_dir = tmp_path / "agent"
+    agent_dir.mkdir()
+    alpha, beta = _project(tmp_path, "alpha"), _project(tmp_path, "beta")
+    _project_resources(alpha)
+    _project_resources(beta)
+    beta_file = persisted_session(beta, agent_dir)
+    w = await build_world(tmp_path, projects=(alpha, beta), agent_dir=agent_dir)
+    host = w.host
+    assert w.runtime.services.settings.get("marker") == "alpha"
+    await host.resume(beta_file)
+    assert host.cwd == str(beta) and w.runtime.services.settings.get("marker") == "beta"
+    await host.new_session()
+    assert host.cwd == str(beta) and w.runtime.services.settings.get("marker") == "beta"
+    starts = [entry for entry in sink.SEEN if entry[0].startswith("project-extension:")]
+    assert starts == [
+        ("project-extension:alpha", str(alpha)),
+        ("project-extension:beta", str(beta)),
+        ("project-extension:beta", str(beta)),
+    ]
+
+
+async def test_real_dispose_during_a_slow_healthy_replacement_waits_and_cleans_the_new_session(
+    tmp_path: Path,
+) -> None:
+    w = await build_world(tmp_path)
+    host = w.host
+    beta_file = persisted_session(w.beta, w.agent_dir)
+    reached, release = anyio.Event(), anyio.Event()
+    sink.HOLD["session_start"] = (reached, release)  # the replacement's extension binding is slow
+    outcome: list[Any] = []
+
+    async def replace() -> None:
+        outcome.append(await host.resume(beta_file))
+
+    async def queued() -> None:
+        with pytest.raises(HostDisposedError):
+            await host.new_session()
+        outcome.append("queued refused")
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(replace)
+        await reached.wait()
+        try:
+            disposal = host.dispose()
+            assert host.status == "disposed"  # terminal at once, while the replacement owns the lock
+            with pytest.raises(HostDisposedError):
+                host.cwd  # noqa: B018
+            tg.start_soon(queued)  # queues behind the replacement, then meets the terminal guard
+            tg.start_soon(_await, disposal)
+            await anyio.wait_all_tasks_blocked()
+            assert ("session_shutdown", str(w.beta)) not in sink.SEEN  # cleanup waits behind the tail
+        finally:
+            release.set()
+    assert outcome[0].session_file == beta_file and outcome[0].cwd == str(w.beta)
+    assert outcome[1] == "queued refused"
+    assert sink.SEEN[-2:] == [("session_start", str(w.beta)), ("session_shutdown", str(w.beta))]
+    assert w.runtime.session.extension_runner is None or w.runtime.session.extension_runner.is_invalidated
+    record = w.bindings.journal.read()
+    assert record is not None and record.session_file == beta_file
+    with pytest.raises(HostDisposedError):
+        await host.dispose()
+
+
+async def _await(awaitable: Awaitable[Any]) -> None:
+    await awaitable
+
+
+async def test_real_host_subscribe_failure_after_apply_disposes_the_applied_replacement(tmp_path: Path) -> None:
+    w = await build_world(tmp_path)
+    host = w.host
+    journal_before = w.bindings.journal.read()
+    w.bindings.fail_subscribe = True
+    with pytest.raises(RuntimeError, match="subscribe failed on purpose") as info:
+        await host.new_session()
+    context = context_of(info.value)
+    assert context is not None and context.phase == PHASE_BINDING and context.terminal
+    assert host.status == "unusable"
+    # extensions of the replacement were bound (session_start), then it was shut down and disposed
+    assert sink.SEEN[-2:] == [("session_start", str(w.alpha)), ("session_shutdown", str(w.alpha))]
+    runner = w.runtime.session.extension_runner
+    assert runner is None or runner.is_invalidated
+    assert w.bindings.journal.read() == journal_before  # an unpublished replacement is never journaled
+    with pytest.raises(HostUnavailableError):
+        await host.prompt("anyone?")
+
+
+async def test_real_old_unsubscribe_failure_lets_the_factory_run_then_disposes_the_replacement(
+    tmp_path: Path,
+) -> None:
+    w = await build_world(tmp_path)
+    host = w.host
+    beta_file = persisted_session(w.beta, w.agent_dir)
+    w.bindings.fail_unsubscribe = True
+    with pytest.raises(RuntimeError, match="unsubscribe failed on purpose") as info:
+        await host.resume(beta_file)
+    context = context_of(info.value)
+    assert context is not None and context.phase == PHASE_INVALIDATION_CLEANUP and context.terminal
+    assert context.session_path == beta_file
+    # the factory built the beta session (its services exist), but it was never bound nor published
+    assert w.runtime.cwd == str(w.beta)
+    assert ("session_start", str(w.beta)) not in sink.SEEN
+    assert host.status == "unusable"
