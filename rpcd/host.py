@@ -291,7 +291,7 @@ class SerializedHost:
             yield session
         except Exception as error:
             if context_of(error) is None:
-                target = _Target(cwd=self._runtime.cwd, session_path=session.session_file)
+                target = self._current_target()
                 attach_context(error, self._context(operation, target, PHASE_SESSION_ACCESS, terminal=False))
             raise
 
@@ -336,6 +336,17 @@ class SerializedHost:
             lambda: _Target(cwd=cwd_override, session_path=path),
             lambda: self._runtime.import_from_jsonl(path, cwd_override),
         )
+
+    def _current_target(self) -> _Target:
+        """The current cwd and session file, for describing a failure; never raises.
+
+        Describing a failure must not replace it: a runtime whose session was just
+        invalidated (a replacement failed under a running prompt) may refuse to answer.
+        """
+        try:
+            return _Target(cwd=self._runtime.cwd, session_path=self._runtime.session.session_file)
+        except Exception:
+            return _Target()
 
     def _entry_target(self, entry_id: str | None) -> _Target:
         return _Target(cwd=self._runtime.cwd, session_path=self._runtime.session.session_file, entry_id=entry_id)
@@ -581,10 +592,7 @@ class SerializedHost:
         await _run_to_settlement(locked_cleanup, self)
 
     async def _final_cleanup(self) -> None:
-        try:
-            target = _Target(cwd=self._runtime.cwd, session_path=self._runtime.session.session_file)
-        except Exception:
-            target = _Target()
+        target = self._current_target()
         failures: list[Exception] = []
         try:
             await self._runtime.session.abort()

@@ -60,6 +60,7 @@ STEPS = (
     "unsubscribe",
     "report_diagnostics",
     "flush",
+    "cwd",
 )
 
 
@@ -324,6 +325,7 @@ class FakeRuntime:
 
     @property
     def cwd(self) -> str:
+        self.faults.check("cwd")
         return self._services.cwd
 
     @property

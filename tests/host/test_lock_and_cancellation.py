@@ -8,8 +8,8 @@ from typing import Any
 import anyio
 import pytest
 
-from rpcd.errors import HostError, HostUnavailableError
-from rpcd.failures import PHASE_AVAILABILITY, context_of
+from rpcd.errors import HostError, HostUnavailableError, SessionBusyError
+from rpcd.failures import PHASE_AVAILABILITY, PHASE_SESSION_ACCESS, context_of
 from rpcd.host import ReplacementOutcome
 from tests.host.conftest import OTHER_FILE, PROJECT, Harness
 
@@ -217,3 +217,25 @@ async def test_no_event_of_an_invalidated_session_reaches_the_host_after_invalid
     harness.runtime.session.emit({"type": "fresh"})
     assert harness.bindings.events[-1] == ("s2", "fresh")
     assert ("s2", "session_start") not in harness.bindings.events  # emitted before the host subscribed
+
+
+async def test_a_failed_session_access_is_described_and_a_failing_description_never_replaces_it(
+    harness: Harness,
+) -> None:
+    host = harness.host
+    assert host is not None
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(host.prompt, "first")
+        await anyio.wait_all_tasks_blocked()
+        with pytest.raises(SessionBusyError) as busy:
+            await host.prompt("second")
+        context = context_of(busy.value)
+        assert context is not None and context.phase == PHASE_SESSION_ACCESS and not context.terminal
+        assert (context.operation, context.cwd, context.session_path) == ("prompt", PROJECT, "/sessions/s1.jsonl")
+        harness.faults.arm("cwd")  # the runtime cannot even name its cwd while the failure is described
+        with pytest.raises(SessionBusyError) as again:
+            await host.prompt("third")
+        context = context_of(again.value)
+        assert context is not None and context.phase == PHASE_SESSION_ACCESS and context.cwd is None
+        harness.runtime.session.finish_turn()
+    assert host.status == "ready"
