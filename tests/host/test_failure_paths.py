@@ -146,11 +146,8 @@ def assert_flat_ordered_and_described(group: SessionBindingFailure, path: Path) 
         assert member_context.operation == path.operation
 
 
-@pytest.mark.parametrize("name", REPLACEMENT_PATHS)
-async def test_every_replacement_multi_failure_path_raises_one_flat_ordered_group_and_is_terminal(
-    harness: Harness, name: str
-) -> None:
-    path = REPLACEMENT_PATHS[name]
+async def fail_along(harness: Harness, path: Path) -> SerializedHost:
+    """Arm ``path``'s faults, make its call, check the one group it must raise; return the host."""
     host = harness.host
     assert host is not None
     for step, skip in path.faults:
@@ -158,6 +155,15 @@ async def test_every_replacement_multi_failure_path_raises_one_flat_ordered_grou
     with pytest.raises(SessionBindingFailure) as info:
         await path.call(host)
     assert_flat_ordered_and_described(info.value, path)
+    return host
+
+
+@pytest.mark.parametrize("name", REPLACEMENT_PATHS)
+async def test_every_replacement_multi_failure_path_raises_one_flat_ordered_group_and_is_terminal(
+    harness: Harness, name: str
+) -> None:
+    path = REPLACEMENT_PATHS[name]
+    host = await fail_along(harness, path)
     assert host.status == "unusable"
     if ("unsubscribe", 1) not in path.faults:  # unless the replacement's own unsubscribe was made to fail
         assert harness.bindings.active_subscriptions - {"s1"} == set()  # nothing of the replacement left bound
@@ -172,13 +178,7 @@ async def test_every_final_disposal_multi_failure_path_raises_one_flat_ordered_g
     harness: Harness, name: str
 ) -> None:
     path = DISPOSAL_PATHS[name]
-    host = harness.host
-    assert host is not None
-    for step, skip in path.faults:
-        harness.faults.arm(step, skip=skip)
-    with pytest.raises(SessionBindingFailure) as info:
-        await path.call(host)
-    assert_flat_ordered_and_described(info.value, path)
+    host = await fail_along(harness, path)
     assert host.status == "disposed" and harness.runtime.dispose_calls == 1
     with pytest.raises(HostDisposedError):
         await host.dispose()
