@@ -428,6 +428,10 @@ class SerializedHost:
             finally:
                 self._terminal_failure = None
 
+        if self._disposed or self._unusable:
+            # Terminal flags never clear, so the guard's answer is already known: give it now
+            # instead of after queueing behind (possibly slow) final cleanup.
+            self._assert_available(operation_name)
         return await self._exclusive(operation_name, body)
 
     async def _exclusive(self, operation_name: str, body: Callable[[], Awaitable[T]]) -> T:

@@ -404,3 +404,31 @@ async def test_failures_identify_the_operation_and_its_target_without_session_co
     assert context is not None
     assert (context.operation, context.cwd, context.session_path) == ("importJsonl", OTHER, OTHER_FILE)
     assert "text of" not in str(info.value)
+
+
+async def test_a_call_made_after_dispose_fails_at_once_instead_of_queueing_behind_the_cleanup(
+    harness: Harness,
+) -> None:
+    host = harness.host
+    assert host is not None
+    harness.steps.pause("factory")
+    refused: list[BaseException] = []
+
+    async def late_call() -> None:
+        try:
+            await host.fork("u1")
+        except HostDisposedError as error:
+            refused.append(error)
+
+    async with anyio.create_task_group() as tg:
+        with harness.steps.released_on_exit():
+            tg.start_soon(host.new_session)
+            await harness.steps.reached("factory")
+            tg.start_soon(_await, host.dispose())
+            tg.start_soon(late_call)
+            await anyio.wait_all_tasks_blocked()
+            # the replacement still owns the lock, yet the later call already has its answer
+            assert len(refused) == 1 and context_of(refused[0]).operation == "fork"  # type: ignore[union-attr]
+            assert harness.runtime.fork_calls == []
+            harness.steps.release("factory")
+    assert harness.runtime.dispose_calls == 1

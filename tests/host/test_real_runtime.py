@@ -384,15 +384,15 @@ async def test_real_dispose_during_a_slow_healthy_replacement_waits_and_cleans_t
     beta_file = persisted_session(w.beta, w.agent_dir)
     reached, release = anyio.Event(), anyio.Event()
     sink.HOLD["session_start"] = (reached, release)  # the replacement's extension binding is slow
-    outcome: list[Any] = []
+    outcome: dict[str, Any] = {}
 
     async def replace() -> None:
-        outcome.append(await host.resume(beta_file))
+        outcome["replace"] = await host.resume(beta_file)
 
     async def queued() -> None:
         with pytest.raises(HostDisposedError):
             await host.new_session()
-        outcome.append("queued refused")
+        outcome["later"] = "refused"
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(replace)
@@ -402,14 +402,14 @@ async def test_real_dispose_during_a_slow_healthy_replacement_waits_and_cleans_t
             assert host.status == "disposed"  # terminal at once, while the replacement owns the lock
             with pytest.raises(HostDisposedError):
                 host.cwd  # noqa: B018
-            tg.start_soon(queued)  # queues behind the replacement, then meets the terminal guard
+            tg.start_soon(queued)  # a later call meets the terminal guard
             tg.start_soon(_await, disposal)
             await anyio.wait_all_tasks_blocked()
             assert ("session_shutdown", str(w.beta)) not in sink.SEEN  # cleanup waits behind the tail
         finally:
             release.set()
-    assert outcome[0].session_file == beta_file and outcome[0].cwd == str(w.beta)
-    assert outcome[1] == "queued refused"
+    assert outcome["replace"].session_file == beta_file and outcome["replace"].cwd == str(w.beta)
+    assert outcome["later"] == "refused"
     assert sink.SEEN[-2:] == [("session_start", str(w.beta)), ("session_shutdown", str(w.beta))]
     assert w.runtime.session.extension_runner is None or w.runtime.session.extension_runner.is_invalidated
     record = w.bindings.journal.read()
