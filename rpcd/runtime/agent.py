@@ -33,6 +33,9 @@ from rpcd.runtime.providers.base import ModelInfo, Provider, ProviderRequest, To
 _log = logging.getLogger("rpcd.runtime.agent")
 
 ABORTED_MESSAGE = "Request was aborted"
+MAX_TOOL_ROUNDS = 50
+"""Model calls per prompt that may follow tool results: a model that never stops calling tools
+must not keep a turn (and the host's queue) busy forever."""
 RETRY_CANCELLED_MESSAGE = "Retry cancelled"
 TOOL_ABORTED_MESSAGE = "Tool execution was aborted"
 
@@ -145,6 +148,7 @@ class Agent:
         tools: Sequence[ToolSpec] = (),
         tool_runner: ToolRunner | None = None,
         session_id: str = "",
+        max_tool_rounds: int = MAX_TOOL_ROUNDS,
     ) -> None:
         self.provider = provider
         self.model = model
@@ -154,6 +158,7 @@ class Agent:
         self.tools = list(tools)
         self.tool_runner = tool_runner
         self.session_id = session_id
+        self.max_tool_rounds = max_tool_rounds
         self._abort_requested = False
         self._scope: anyio.CancelScope | None = None
 
@@ -185,6 +190,7 @@ class Agent:
             produced.append(message)
             await emit({"type": "message_end", "message": message})
         stop_reason = "stop"
+        rounds = 0
         while True:
             assistant = await self._stream_assistant(sink)
             produced.append(assistant)
@@ -197,6 +203,11 @@ class Agent:
                     produced.append(result)
             await emit({"type": "turn_end", "message": assistant, "toolResults": tool_results})
             if not tool_results or self._abort_requested:
+                break
+            rounds += 1
+            if rounds > self.max_tool_rounds:
+                # the tool results are kept; the next prompt continues from them
+                _log.warning("tool round limit (%d) reached; ending the run", self.max_tool_rounds)
                 break
             await emit({"type": "turn_start"})
         await emit({"type": "agent_end", "messages": produced, "willRetry": False})

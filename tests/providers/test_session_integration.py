@@ -14,6 +14,7 @@ import pytest
 from rpcd.runtime.agent import Agent
 from rpcd.runtime.models_config import load_models_config
 from rpcd.runtime.providers import default_registry
+from rpcd.runtime.providers.base import ToolSpec
 from rpcd.runtime.providers.openai_compat import RetryPolicy, Timeouts, register_configured_providers
 from rpcd.runtime.services import ProcessInputs, create_services
 from rpcd.runtime.session import create_agent_session
@@ -216,3 +217,22 @@ async def test_abort_while_waiting_to_retry_ends_the_retry_and_sends_no_second_r
     final = [e for e in sink.events if e["type"] == "message_end"][-1]["message"]
     assert final["stopReason"] == "aborted" and final["content"] == []
     assert len(server.requests) == 1
+
+
+async def test_a_model_that_keeps_calling_tools_is_stopped_after_the_round_limit(server: SseServer) -> None:
+    server.enqueue(*[Reply(events=load_recording("tool_call")) for _ in range(5)])
+    provider = make_provider(server.base_url)
+
+    async def run_tool(name: str, tool_call_id: str, args: dict[str, Any]) -> dict[str, Any]:
+        return {"content": [{"type": "text", "text": "again"}]}
+
+    tool = ToolSpec(name="lookup", description="Look up", parameters={"type": "object", "properties": {}})
+    agent = Agent(provider=provider, model=provider.models()[0], tools=[tool], tool_runner=run_tool,
+                  max_tool_rounds=2)
+    sink = RecordingSink()
+
+    assert await agent.run([user("loop")], sink) == "toolUse"
+
+    assert len(server.requests) == 3  # the first call plus two rounds after tool results
+    assert sink.kinds().count("turn_end") == 3 and sink.kinds()[-1] == "agent_end"
+    assert agent.messages[-1]["role"] == "toolResult"  # results kept: the next prompt continues from them
