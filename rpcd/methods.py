@@ -26,7 +26,7 @@ import base64
 import contextlib
 import json
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, Final, Protocol
 
 import anyio
@@ -138,11 +138,10 @@ class SessionMethods:
         return await self._replaced(host, outcome)
 
     async def resume(self, params: t.ResumeParams) -> t.ReplacementResult:
-        host = await self._slot.get("resume")
-        with operation("resume"), self._progress(params.work_done_token, "Resuming session") as progress:
-            progress.report(params.session_path, 0)
-            outcome = await host.resume(params.session_path, params.cwd_override)
-        return await self._replaced(host, outcome)
+        return await self._reported(
+            "resume", "Resuming session", params.work_done_token, params.session_path,
+            lambda host: host.resume(params.session_path, params.cwd_override),
+        )
 
     async def fork(self, params: t.ForkParams) -> t.ForkResult:
         host = await self._slot.get("fork")
@@ -165,10 +164,24 @@ class SessionMethods:
         return await self._replaced(host, outcome)
 
     async def import_jsonl(self, params: t.ImportJsonlParams) -> t.ReplacementResult:
-        host = await self._slot.get("importJsonl")
-        with operation("importJsonl"), self._progress(params.work_done_token, "Importing transcript") as progress:
-            progress.report(params.path, 0)
-            outcome = await host.import_jsonl(params.path, params.cwd_override)
+        return await self._reported(
+            "importJsonl", "Importing transcript", params.work_done_token, params.path,
+            lambda host: host.import_jsonl(params.path, params.cwd_override),
+        )
+
+    async def _reported(
+        self,
+        name: str,
+        title: str,
+        token: t.ProgressToken | None,
+        path: str,
+        replace: Callable[[SerializedHost], Awaitable[ReplacementOutcome]],
+    ) -> t.ReplacementResult:
+        """A replacement that reads a whole file: ``$/progress`` begin → report(path) → end around it."""
+        host = await self._slot.get(name)
+        with operation(name), self._progress(token, title) as progress:
+            progress.report(path, 0)
+            outcome = await replace(host)
         return await self._replaced(host, outcome)
 
     async def dispose(self, params: t.EmptyParams | None = None) -> None:
