@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 import anyio
 
+from rpcd.redact import redact
 from rpcd.runtime.providers.base import ModelInfo, Provider, ProviderRequest, ToolSpec, new_assistant_message
 
 _log = logging.getLogger("rpcd.runtime.agent")
@@ -284,7 +285,8 @@ class Agent:
                 _log.warning("provider %s failed: %s", self.provider.name, type(exc).__name__)
                 final = new_assistant_message(self.model, partial.settle() if partial else [])
                 final["stopReason"] = "error"
-                final["errorMessage"] = str(exc) or type(exc).__name__
+                # persisted and streamed: never let a key or token from an exception text through
+                final["errorMessage"] = redact(str(exc)) or type(exc).__name__
         self._scope = None
         if retry_attempt:
             # aborted (or the provider failed) while waiting to retry: close the retry as Pi
