@@ -247,7 +247,18 @@ def _worth_showing(method: str, params: Any) -> bool:
     if not isinstance(params, dict):
         return False
     if method == "session/event":
-        return str((params.get("event") or {}).get("type", "")).startswith("tool_execution")
+        event = params.get("event") or {}
+        kind = str(event.get("type", ""))
+        if kind.startswith(("tool_execution", "auto_retry", "extension_error")):
+            return True
+        # a turn that failed or was aborted says why (e.g. the provider refused the key)
+        message = event.get("message")
+        return (
+            kind == "message_end"
+            and isinstance(message, dict)
+            and message.get("role") == "assistant"
+            and message.get("stopReason") in ("error", "aborted")
+        )
     if method == "session/diagnostics":
         return bool(params.get("diagnostics"))
     if method == "host/status":

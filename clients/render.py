@@ -155,9 +155,19 @@ def event_line(method: str, params: Any) -> str | None:
             return None  # thinking/toolcall deltas and text_start/end: too chatty for humans
         detail = ""
         if kind in ("message_start", "message_end") and isinstance(event.get("message"), Mapping):
-            detail = f" {event['message'].get('role', '')}"
+            message = event["message"]
+            detail = f" {message.get('role', '')}"
+            if kind == "message_end" and message.get("stopReason") in ("error", "aborted"):
+                detail += f" ({message.get('stopReason')}: {message.get('errorMessage') or 'no reason given'})"
         elif kind.startswith("tool_execution"):
             detail = f" {event.get('toolName', '')}"
+        elif kind == "auto_retry_start":
+            detail = (f" attempt {event.get('attempt')}/{event.get('maxAttempts')} in {event.get('delayMs')} ms:"
+                      f" {event.get('errorMessage', '')}")
+        elif kind == "auto_retry_end":
+            detail = f" {'succeeded' if event.get('success') else 'gave up: ' + str(event.get('finalError', ''))}"
+        elif kind == "extension_error":
+            detail = f" {event.get('extensionPath', '')} ({event.get('event', '')}): {event.get('error', '')}"
         return f"[event g{params.get('generation')}#{params.get('seq')}] {kind}{detail}"
     if method == "session/lifecycle":
         event = params.get("event") or {}

@@ -36,3 +36,32 @@ def test_event_labels_carry_generation_and_seq() -> None:
     assert render.event_line("session/lifecycle", lifecycle) == '[lifecycle g2#1] session_start {"reason": "fork"}'
     empty = {"operation": "fork", "generation": 2, "cwd": "/p", "diagnostics": []}
     assert render.event_line("session/diagnostics", empty) == "[diagnostics g2] fork: nothing to report"
+
+
+def test_failed_turns_retries_and_extension_errors_say_why() -> None:
+    def line(event: dict[str, object]) -> str | None:
+        return render.event_line("session/event", {"sessionId": "s", "generation": 1, "seq": 9, "event": event})
+
+    failed = {"type": "message_end", "message": {"role": "assistant", "stopReason": "error",
+                                                  "errorMessage": "provider local rejected the API key (401)"}}
+    assert line(failed) == "[event g1#9] message_end assistant (error: provider local rejected the API key (401))"
+    retry = {"type": "auto_retry_start", "attempt": 1, "maxAttempts": 3, "delayMs": 2000, "errorMessage": "HTTP 503"}
+    assert line(retry) == "[event g1#9] auto_retry_start attempt 1/3 in 2000 ms: HTTP 503"
+    assert line({"type": "auto_retry_end", "success": False, "finalError": "Retry cancelled"}) == (
+        "[event g1#9] auto_retry_end gave up: Retry cancelled"
+    )
+    ok = {"type": "message_end", "message": {"role": "assistant", "stopReason": "stop"}}
+    assert line(ok) == "[event g1#9] message_end assistant"
+
+
+def test_a_human_sees_why_a_turn_failed_without_verbose() -> None:
+    from clients.cli import _worth_showing
+
+    def shown(event: dict[str, object]) -> bool:
+        return _worth_showing("session/event", {"event": event})
+
+    assert shown({"type": "message_end", "message": {"role": "assistant", "stopReason": "error"}})
+    assert shown({"type": "message_end", "message": {"role": "assistant", "stopReason": "aborted"}})
+    assert shown({"type": "auto_retry_start"}) and shown({"type": "extension_error"})
+    assert not shown({"type": "message_end", "message": {"role": "assistant", "stopReason": "stop"}})
+    assert not shown({"type": "turn_end"})
