@@ -269,14 +269,40 @@ class SerializedHost:
         with self._session_access("setModel") as session:
             return session.set_model(provider, model_id)
 
-    async def prompt(self, text: str) -> str:
+    async def after_queued_replacements(self, operation: str) -> None:
+        """Wait until every replacement (and a final disposal) requested before this call settled.
+
+        Session calls take effect in arrival order: ``newSession`` then ``setSessionName``
+        pipelined names the *new* session, never the one being replaced. The wait goes through
+        the FIFO lock and holds it for no time at all; nothing awaits between its release and the
+        return, so a caller that touches the session right after this (synchronously, or by
+        starting a coroutine) acts on the session current after those replacements and before any
+        later one begins. Cancellable while waiting (the call then never happened). Fails at once,
+        without waiting, when the host is already terminal or disposed.
+        """
+        self._refuse_reentry(operation)
+        if self._disposed or self._unusable:
+            self._assert_available(operation)
+        async with self._lock:
+            pass
+
+    async def prompt(self, text: str, *, on_started: Callable[[], None] | None = None) -> str:
         """Run one turn on the current session; resolves with its ``stopReason``.
 
-        Not under the host lock (as in Pi): a replacement that starts meanwhile aborts this
-        turn in its teardown, and this call then resolves with the aborted turn's reason.
+        The turn starts after every replacement requested before it (``after_queued_replacements``)
+        and then runs outside the host lock, as in Pi: a replacement requested later aborts it in
+        its teardown, and this call resolves with the aborted turn's reason. ``on_started`` is
+        called once the turn has begun, i.e. when cancelling the wait is no longer enough and the
+        caller must abort the turn instead.
         """
+        await self.after_queued_replacements("prompt")
         with self._session_access("prompt") as session:
-            return await session.prompt(text)
+            turn = session.prompt(text)
+            if on_started is not None:
+                on_started()
+            # Awaiting a coroutine runs it at once up to its first suspension: the session marks
+            # the turn as running before any replacement woken by the lock release can look.
+            return await turn
 
     async def abort(self) -> None:
         with self._session_access("abort") as session:

@@ -241,12 +241,14 @@ class SessionMethods:
 
     async def get_messages(self, params: t.EmptyParams | None = None) -> t.GetMessagesResult:
         host = await self._slot.get("getMessages")
+        await host.after_queued_replacements("getMessages")
         messages = host.messages()
         await self._pump.drain()
         return t.GetMessagesResult(messages=messages)
 
     async def get_tree(self, params: t.EmptyParams | None = None) -> t.GetTreeResult:
         host = await self._slot.get("getTree")
+        await host.after_queued_replacements("getTree")
         tree = host.tree()
         await self._pump.drain()
         return t.GetTreeResult(
@@ -268,11 +270,22 @@ class SessionMethods:
     async def prompt(self, params: t.PromptParams) -> t.PromptResult:
         """Run one turn; a cancelled request aborts the turn and still answers (``aborted``)."""
         host = await self._slot.get("prompt")
+        started = False
+
+        def mark_started() -> None:
+            nonlocal started
+            started = True
+
         with operation("prompt"):
-            turn = asyncio.ensure_future(host.prompt(params.text))
+            turn = asyncio.ensure_future(host.prompt(params.text, on_started=mark_started))
         try:
             stop_reason = await asyncio.shield(turn)
         except asyncio.CancelledError:
+            if not started:  # still waiting behind earlier replacements: it never starts (-32800)
+                turn.cancel()
+                with contextlib.suppress(asyncio.CancelledError, HostError):
+                    await turn
+                raise
             caller = asyncio.current_task()
             if caller is not None:
                 caller.uncancel()
@@ -287,11 +300,13 @@ class SessionMethods:
 
     async def set_session_name(self, params: t.SetSessionNameParams) -> None:
         host = await self._slot.get("setSessionName")
+        await host.after_queued_replacements("setSessionName")
         host.set_session_name(params.name)
         await self._pump.drain()
 
     async def set_model(self, params: t.SetModelParams) -> t.ModelRef:
         host = await self._slot.get("setModel")
+        await host.after_queued_replacements("setModel")
         ref = host.set_model(params.provider, params.model_id)
         await self._pump.drain()
         return t.ModelRef(ref.provider, ref.model_id)

@@ -86,6 +86,26 @@ def test_cancelled_queued_replacement_never_starts_and_started_one_answers(tmp_p
         assert mark.read_text().count("start") == 1, "the cancelled queued replacement must never start"
 
 
+def test_a_prompt_cancelled_while_queued_behind_a_replacement_never_runs(tmp_path: Path) -> None:
+    agent = tmp_path / "agent"
+    (agent / "extensions").mkdir(parents=True)
+    (agent / "extensions" / "held.py").write_text(HELD_BEFORE_SWITCH)
+    mark, release = tmp_path / "mark", tmp_path / "release"
+    env = {"RPCD_TEST_MARK": str(mark), "RPCD_TEST_RELEASE": str(release)}
+    with Daemon("--agent-dir", str(agent), "--cwd", str(tmp_path), env=env) as d:
+        d.initialize()
+        replacing = d.start("newSession")
+        wait_file(mark)  # the replacement is running (held inside its before-event)
+        queued = d.start("prompt", {"text": "never"})
+        d.notify("$/cancelRequest", {"id": queued})
+        assert d.wait(queued)["error"]["code"] == -32800
+        assert replacing not in d.responses(), "the replacement must still be running"
+        release.write_text("go")
+        assert d.wait(replacing)["result"]["generation"] == 1
+        assert d.call("getMessages") == {"messages": []}
+        assert not any(e["params"]["event"]["type"] == "agent_start" for e in d.notifications("session/event"))
+
+
 def test_cancelled_prompt_aborts_the_turn_and_the_session_stays_usable(tmp_path: Path) -> None:
     env = {"RPCD_FAUX_SCRIPT": str(slow_script(tmp_path / "script.json"))}
     with Daemon("--agent-dir", str(tmp_path / "agent"), "--cwd", str(tmp_path), env=env) as d:
@@ -403,3 +423,31 @@ def test_extension_dialogs_are_forwarded_to_a_client_that_declared_them(tmp_path
         assert answers == [{"confirmed": False, "choice": None}]
         assert notes == []
         assert not [m for m in d.log if m.get("method") in ("ui/confirm", "ui/select")]
+
+
+def test_pipelined_session_calls_take_effect_in_arrival_order(tmp_path: Path) -> None:
+    """newSession, setSessionName, prompt sent without waiting: everything after the replacement
+    acts on the NEW session; the old one is neither named nor prompted."""
+    project = tmp_path / "project"
+    project.mkdir()
+    with Daemon("--agent-dir", str(tmp_path / "agent"), "--cwd", str(project)) as d:
+        d.initialize()
+        assert d.call("prompt", {"text": "first"}) == {"stopReason": "stop"}
+        old_file = d.call("getState")["sessionFile"]
+        ids = [
+            d.start("newSession"),
+            d.start("setSessionName", {"name": "the new one"}),
+            d.start("prompt", {"text": "second"}),
+        ]
+        replaced, named, prompted = (d.wait(i) for i in ids)
+        assert "result" in replaced and named == {"jsonrpc": "2.0", "id": ids[1], "result": None}
+        assert prompted["result"] == {"stopReason": "stop"}
+        messages = d.call("getMessages")["messages"]
+        user_texts = [m["content"][0]["text"] for m in messages if m["role"] == "user"]
+        assert user_texts == ["second"]
+        state = d.call("getState")
+        assert (state["sessionId"], state["name"]) == (replaced["result"]["sessionId"], "the new one")
+    old = read_jsonl(old_file)
+    assert [e for e in old if e.get("type") == "session_info"] == []
+    assert [e["message"]["content"][0]["text"] for e in old
+            if e.get("type") == "message" and e["message"]["role"] == "user"] == ["first"]

@@ -6,9 +6,10 @@ import asyncio
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
-from rpcd.errors import HostError, HostUnavailableError, SessionBusyError
+from rpcd.errors import HostDisposedError, HostError, SessionBusyError
 from rpcd.failures import PHASE_AVAILABILITY, PHASE_SESSION_ACCESS, context_of
 from rpcd.host import ReplacementOutcome
 from tests.host.conftest import OTHER_FILE, PROJECT, Harness
@@ -176,19 +177,62 @@ async def test_prompt_runs_outside_the_lock_and_a_replacement_aborts_the_running
     assert results["outcome"].session_id == "s2"
 
 
-async def test_prompt_is_refused_while_a_replacement_is_in_flight(harness: Harness) -> None:
+async def test_a_prompt_requested_during_a_replacement_waits_for_it_and_runs_on_the_new_session(
+    harness: Harness,
+) -> None:
     host = harness.host
     assert host is not None
+    old_session = harness.runtime.session
     harness.steps.pause("factory")
+    results: dict[str, str] = {}
+
+    async def prompt() -> None:
+        results["stop"] = await host.prompt("hello")
+
     async with anyio.create_task_group() as tg:
         with harness.steps.released_on_exit():
             tg.start_soon(host.new_session)
             await harness.steps.reached("factory")
-            with pytest.raises(HostUnavailableError) as info:
-                await host.prompt("hello")
-            assert not context_of(info.value).terminal  # type: ignore[union-attr]
+            tg.start_soon(prompt)
+            await anyio.wait_all_tasks_blocked()
+            assert results == {}  # queued behind the replacement: neither refused nor run on the old session
             harness.steps.release("factory")
-    assert await _prompt_and_finish(harness) == "stop"
+            while harness.runtime.session is old_session or not harness.runtime.session.is_streaming:
+                await anyio.lowlevel.checkpoint()
+            harness.runtime.session.finish_turn()
+    assert results == {"stop": "stop"}
+    assert not old_session.is_streaming
+
+
+async def test_session_calls_wait_for_replacements_requested_before_them(harness: Harness) -> None:
+    """newSession then setSessionName, pipelined: the name lands on the new session."""
+    host = harness.host
+    assert host is not None
+    old_session = harness.runtime.session
+    harness.steps.pause("factory")
+
+    async def name_it() -> None:
+        await host.after_queued_replacements("setSessionName")
+        host.set_session_name("named after the replacement")
+
+    async with anyio.create_task_group() as tg:
+        with harness.steps.released_on_exit():
+            tg.start_soon(host.new_session)
+            await harness.steps.reached("factory")
+            tg.start_soon(name_it)
+            await anyio.wait_all_tasks_blocked()
+            harness.steps.release("factory")
+    assert harness.runtime.session is not old_session
+    assert harness.runtime.session.name == "named after the replacement"
+    assert old_session.name is None
+
+
+async def test_waiting_for_queued_replacements_fails_at_once_on_a_disposed_host(harness: Harness) -> None:
+    host = harness.host
+    assert host is not None
+    await host.dispose()
+    with pytest.raises(HostDisposedError):
+        await host.after_queued_replacements("getMessages")
 
 
 async def _prompt_and_finish(harness: Harness) -> str:
