@@ -33,7 +33,7 @@ from rpcd.errors import InvalidEntryError, SessionFileNotFoundError, SessionNotS
 from rpcd.port import Diagnostic, ForkPosition, ReplaceResult, RuntimePort, SessionPort
 from rpcd.runtime.session import AgentSession
 from rpcd.runtime.trust import ProjectTrustContext
-from rpcd.store import SessionManager, assert_session_cwd_exists, default_session_dir, import_session_file
+from rpcd.store import SessionManager, assert_session_cwd_exists, default_session_dir, import_session
 from rpcd.store.entries import message_text
 
 BeforeInvalidate = Callable[[], None]
@@ -302,11 +302,10 @@ class AgentSessionRuntime:
         if await self._emit_before({"type": "session_before_switch", "reason": "resume", "targetSessionFile": target}):
             return ReplaceResult(cancelled=True)
         previous = self._session.session_file
-        # 0.85.0 copies before the cwd check and leaves the copy behind when the check
-        # fails (observed: a retry with cwd_override lands in ``<name>-1.jsonl``).
-        dest, _copied = import_session_file(resolved, session_dir)
-        sm = SessionManager.open(dest, session_dir, cwd_override)
-        assert_session_cwd_exists(sm, self.cwd)
+        # The store refuses a file that is not a session before copying anything, and removes its
+        # copy when the stored cwd is missing (Pi 0.85.0 left both behind; the issue and Pi >= 1.x
+        # remove it), so a retry with cwd_override reuses the name. Old session untouched either way.
+        sm = import_session(resolved, session_dir, cwd_override, fallback_cwd=self.cwd)
         await self._teardown("resume", sm.get_session_file())
         await self._create_and_apply(sm.get_cwd(), sm, "resume", previous)
         return ReplaceResult(cancelled=False)

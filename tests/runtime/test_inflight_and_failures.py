@@ -4,13 +4,14 @@ each checked against what Pi 0.85.0 did in the same situation."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from rpcd.errors import SessionBusyError, SessionFileNotFoundError
+from rpcd.errors import NotASessionError, SessionBusyError, SessionFileNotFoundError
 from rpcd.runtime.agent import ABORTED_MESSAGE
 
 from . import _trace_sink as sink
@@ -200,3 +201,20 @@ async def test_resume_of_a_missing_path_is_refused_before_teardown(tmp_path: Pat
     assert runtime.session is before and not before.is_disposed
     assert not missing.parent.exists()
     assert await runtime.session.prompt("still here") == "stop"
+
+
+async def test_importing_a_file_that_is_not_a_session_copies_nothing_and_keeps_the_session(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    runtime, _, _ = await start_runtime(project, make_agent_dir(tmp_path))
+    before = runtime.session
+    await before.prompt("keep me")
+    session_dir = Path(before.session_manager.get_session_dir())
+    listing = sorted(os.listdir(session_dir))
+    notes = tmp_path / "notes.jsonl"
+    notes.write_text('{"not": "a session"}\n')
+    with pytest.raises(NotASessionError):
+        await runtime.import_from_jsonl(str(notes))
+    assert sorted(os.listdir(session_dir)) == listing  # nothing copied
+    assert notes.read_text() == '{"not": "a session"}\n'
+    assert runtime.session is before and await before.prompt("still here") == "stop"

@@ -151,12 +151,14 @@ async def test_prevalidation_failures_emit_only_the_before_event_like_pi(tmp_pat
     shutil.rmtree(gone)
     ours = await traced(runtime.import_from_jsonl(str(missing)))
     assert normalize(ours) == normalize(pi_segment("importFromJsonl(file with nonexistent header cwd)"))
-    # 0.85.0 leaves the copy behind; a retry with an override lands in missing-cwd-1.jsonl.
+    # Deliberately unlike 0.85.0 (which leaves the copy behind, so a retry lands in missing-cwd-1.jsonl):
+    # issue 3 asks for the copy to be removed, as newer Pi does, so the retry reuses the name.
     session_dir = Path(session.session_manager.get_session_dir())
-    assert (session_dir / "missing-cwd.jsonl").exists()
+    assert not (session_dir / "missing-cwd.jsonl").exists()
     ours = await traced(runtime.import_from_jsonl(str(missing), cwd_override=str(project)))
     assert normalize(ours) == normalize(pi_segment("importFromJsonl(same, cwdOverride=project cwd)"))
-    assert runtime.session.session_file == str(session_dir / "missing-cwd-1.jsonl")
+    assert runtime.session.session_file == str(session_dir / "missing-cwd.jsonl")
+    assert not (session_dir / "missing-cwd-1.jsonl").exists()
     assert runtime.cwd == str(project)
 
     ours = await traced(runtime.import_from_jsonl(str(tmp_path / "nope.jsonl")))
