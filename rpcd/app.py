@@ -70,6 +70,8 @@ class Options:
     log_level: str | None
     extensions: tuple[str, ...] = ()
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    extension_flags: Mapping[str, bool | str] = attrs.field(factory=dict)
+    no_context_files: bool = False
 
     @property
     def journal_path(self) -> str:
@@ -119,10 +121,25 @@ def build_parser() -> argparse.ArgumentParser:
         help="load this extension into every session (made absolute at startup)",
     )
     parser.add_argument(
+        "--flag", action="append", default=[], metavar="NAME[=VALUE]", type=_extension_flag,
+        help="an extension flag for every session (Pi's --NAME / --NAME VALUE); an unknown name is a diagnostic",
+    )
+    parser.add_argument(
+        "--no-context-files", action="store_true", help="load no AGENTS.md / CLAUDE.md context files",
+    )
+    parser.add_argument(
         "--max-message-bytes", type=_positive_int, default=DEFAULT_MAX_MESSAGE_BYTES, metavar="N",
         help=f"frames larger than this are drained and answered with -32012 (default {DEFAULT_MAX_MESSAGE_BYTES})",
     )
     return parser
+
+
+def _extension_flag(text: str) -> tuple[str, bool | str]:
+    """``name`` (a boolean flag, set) or ``name=value`` (a string flag); a leading ``--`` is allowed."""
+    name, sep, value = text.removeprefix("--").partition("=")
+    if not name:
+        raise argparse.ArgumentTypeError(f"an extension flag needs a name: {text!r}")
+    return name, (value if sep else True)
 
 
 def _positive_int(text: str) -> int:
@@ -159,6 +176,8 @@ def parse_options(argv: Sequence[str]) -> Options:
         log_level=ns.log_level,
         extensions=tuple(os.path.abspath(p) for p in ns.extension),
         max_message_bytes=ns.max_message_bytes,
+        extension_flags=dict(ns.flag),
+        no_context_files=ns.no_context_files,
     )
 
 
@@ -315,7 +334,12 @@ class Daemon:
                     "startup", "pre-validation", cwd=target.cwd, session_path=target.path, terminal=True))
             raise
         factory = make_default_factory(
-            ProcessInputs(extension_paths=self.options.extensions), authorize_project=authorize
+            ProcessInputs(
+                extension_paths=self.options.extensions,
+                flags=self.options.extension_flags,
+                no_context_files=self.options.no_context_files,
+            ),
+            authorize_project=authorize,
         )
         with operation("startup"):
             runtime = await create_runtime(

@@ -59,3 +59,22 @@ def test_the_model_sees_the_context_files_of_the_selected_cwd(tmp_path: Path, se
     for later in prompts[1:]:
         assert "Project rules of beta." in later and "Project rules of alpha." not in later
         assert f"Current working directory: {beta}" in later
+
+
+def test_no_context_files_keeps_agents_md_out_of_the_system_prompt(tmp_path: Path, server: SseServer) -> None:
+    alpha = make_project(tmp_path, "alpha")
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    (agent / "models.json").write_text(json.dumps({"providers": {"local": {
+        "baseUrl": server.base_url, "api": "openai-completions", "apiKey": "RPCD_E2E_KEY",
+        "models": [{"id": "test-model"}]}}}))
+    (agent / "settings.json").write_text(json.dumps({"defaultProvider": "local", "defaultModel": "test-model"}))
+    server.enqueue(Reply(events=load_recording("plain")))
+    trust = {"host/authorizeProject": lambda p: {"decision": "trustOnce"}}
+    args = ["--agent-dir", str(agent), "--cwd", str(alpha), "--no-context-files"]
+    with Daemon(*args, env={"RPCD_E2E_KEY": "unused"}, handlers=trust) as d:
+        d.initialize({"authorizeProject": {}})
+        assert d.call("prompt", {"text": "in alpha"}) == {"stopReason": "stop"}
+    (prompt,) = [system_prompt(r.body) for r in server.requests]
+    assert "Project rules of alpha." not in prompt
+    assert f"Current working directory: {alpha}" in prompt

@@ -128,3 +128,40 @@ def test_max_message_bytes_must_be_a_positive_integer(tmp_path: Path, value: str
     d.wait_for(lambda _: d.eof)
     assert d.log == []
     assert any("--max-message-bytes" in line for line in d.stderr_lines)
+
+
+FLAG_EXTENSION = '''
+def register(pi):
+    pi.register_flag("greeting", type="string", default="none")
+    pi.register_flag("loud")
+
+    def start(event, ctx):
+        pi.append_entry("flags", {"greeting": pi.get_flag("greeting"), "loud": pi.get_flag("loud")})
+
+    pi.on("session_start", start)
+'''
+
+
+def test_extension_flags_reach_every_session_and_unknown_ones_are_diagnosed(tmp_path: Path) -> None:
+    agent, project = tmp_path / "agent", tmp_path / "p"
+    (agent / "extensions").mkdir(parents=True)
+    (agent / "extensions" / "flags.py").write_text(FLAG_EXTENSION)
+    project.mkdir()
+    args = ["--agent-dir", str(agent), "--cwd", str(project), "--flag", "greeting=hello", "--flag=--loud",
+            "--flag", "nope"]
+    with Daemon(*args) as d:
+        d.initialize()
+        d.call("newSession")
+        flags = [e["data"] for e in d.call("getTree")["entries"] if e.get("customType") == "flags"]
+        assert flags == [{"greeting": "hello", "loud": True}]  # rebuilt for the replacement too
+        reports = [p["diagnostics"] for p in events_of(d.log, "session/diagnostics")]
+        assert reports and all(any("Unknown option: --nope" in x["message"] for x in r) for r in reports)
+
+
+def test_extension_flag_without_a_name_is_a_usage_error(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "rpcd", "--flag", "=x"], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=60)
+    assert done.returncode == 2 and "an extension flag needs a name" in done.stderr
