@@ -91,9 +91,10 @@ class HostSlot:
         return self._host
 
     def _unavailable(self, operation: str) -> BaseException:
-        """HOST_UNAVAILABLE first, then the startup failure itself (flat), so a client learns
-        *why* (e.g. SessionFileNotFound for a mistyped ``--resume``) without reading the log."""
-        primary = HostUnavailableError("the session host could not be started; restart the daemon")
+        """HOST_UNAVAILABLE (terminal, phase ``startup``) whose ``data.errors`` are the startup
+        failure itself, primary first (e.g. SessionFileNotFound for a mistyped ``--resume``), so a
+        client learns *why* without reading the log. A fresh group each time: the startup failure's
+        members are shared, never re-labelled."""
         startup = self._failure
         cause = context_of(startup) if startup is not None else None
         context = FailureContext(
@@ -103,11 +104,12 @@ class HostSlot:
             session_path=cause.session_path if cause is not None else None,
             terminal=True,
         )
-        attach_context(primary, context)
-        if not isinstance(startup, Exception):
-            return primary
-        failure = SessionBindingFailure("the session host could not be started", [primary, startup])
-        return attach_context(failure, context)
+        reason = (
+            startup
+            if isinstance(startup, Exception)  # a flat group is spliced in member by member
+            else HostUnavailableError("the session host could not be started; restart the daemon")
+        )
+        return attach_context(SessionBindingFailure("the session host could not be started", [reason]), context)
 
 
 @contextlib.contextmanager

@@ -103,6 +103,8 @@ def code_for(primary: BaseException, context: FailureContext | None, default: Er
         return ErrorCode.HOST_DISPOSED
     if isinstance(primary, e.HostUnavailableError):
         return ErrorCode.HOST_UNAVAILABLE
+    if context is not None and context.terminal and context.phase == "startup":
+        return ErrorCode.HOST_UNAVAILABLE  # the daemon never got a session; errors say why
     if context is not None and context.terminal:
         return ErrorCode.DISPOSAL_FAILED if _is_disposal(context) else ErrorCode.REPLACEMENT_FAILED
     if context is not None and _is_disposal(context) and not isinstance(primary, e.HostError):
