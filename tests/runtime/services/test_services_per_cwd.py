@@ -356,3 +356,13 @@ async def test_unreadable_trust_json_is_never_clobbered_by_a_remembered_decision
     # Still remembered for this process, so the client is not asked again.
     again = await create_services(str(project), str(agent_dir), process_inputs=inputs)
     assert again.project_trusted and again.trust is not None and again.trust.source == "session"
+
+
+async def test_unlistable_extensions_directory_does_not_make_services_raise(tmp_path: Path, agent_dir: Path) -> None:
+    # a symlink loop fails os.listdir with ELOOP even for root (chmod 000 would not)
+    loop = agent_dir / "extensions"
+    loop.symlink_to(loop)
+    cwd = tmp_path / "w"
+    cwd.mkdir()
+    services = await create_services(str(cwd), str(agent_dir), process_inputs=ProcessInputs())
+    assert services.extensions.extensions == []
