@@ -156,9 +156,9 @@ class EventPump:
         """The sender loop; run it in the daemon's task group. Returns after :meth:`close`."""
         while True:
             if not self._queue:
+                self._idle.set()  # also before returning: a drain() waiting across close() must wake
                 if self._closed:
                     return
-                self._idle.set()
                 await self._wakeup.wait()
                 self._wakeup = anyio.Event()
                 continue
@@ -185,8 +185,6 @@ class EventPump:
         replacement's result)."""
         while not self._idle.is_set() and not self._closed:
             await self._idle.wait()
-        if self._closed:
-            return
 
     def close(self) -> None:
         """Stop accepting; the sender flushes what is queued and then returns."""
