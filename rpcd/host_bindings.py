@@ -12,7 +12,7 @@ The host calls these in the seed's order for the initial session and for every r
   channel, so nothing of an invalidated session is sent after its invalidation.
 * which operation caused a start/shutdown is not part of the port; request handlers set
   :data:`OPERATION` (a context variable) around each host call. The host runs the operation in
-  the caller's task, so the runtime's callbacks see the caller's context.
+  its own task started with a copy of the caller's context, so the runtime's callbacks see it.
 """
 
 from __future__ import annotations
