@@ -160,3 +160,11 @@ def test_refresh_follows_edits_to_models_json(tmp_path: Path) -> None:
     diagnostics = refresh_configured_providers(registry, str(tmp_path), env=ENV)
     assert registry.find("local", "plain") is None and registry.find("faux", "faux-1") is not None
     assert [d.type for d in diagnostics] == ["warning"] and "anthropic-messages" in diagnostics[0].message
+
+
+def test_refresh_drops_a_provider_whose_models_all_left_openai_completions(tmp_path: Path) -> None:
+    registry = _local_registry(tmp_path)
+    (tmp_path / "models.json").write_text(json.dumps({"providers": {"local": {
+        "baseUrl": "http://127.0.0.1:9/v1", "api": "anthropic-messages", "models": [{"id": "plain"}]}}}))
+    refresh_configured_providers(registry, str(tmp_path), env=ENV)
+    assert registry.find("local", "plain") is None and registry.find("local", "thinker") is None

@@ -745,8 +745,13 @@ def refresh_configured_providers(
     Returns models.json diagnostics (a broken file never raises).
     """
     config = load_models_config(agent_dir)
+    # A provider still listed but left without openai-completions models (api changed, models
+    # removed) is not re-registered below, so it must go too or its stale models stay usable.
+    configured = {
+        name for name, spec in config.providers.items() if any(m.api == OPENAI_COMPLETIONS_API for m in spec.models)
+    }
     for provider in registry.providers():
-        if isinstance(provider, OpenAICompatProvider) and provider.name not in config.providers:
+        if isinstance(provider, OpenAICompatProvider) and provider.name not in configured:
             registry.unregister(provider.name)
     retry = RetryPolicy.from_settings(settings or {})
     return [
