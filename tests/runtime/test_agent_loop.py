@@ -202,6 +202,8 @@ def test_bad_script_steps_are_rejected_with_a_reason() -> None:
         parse_step({"toolCall": {"arguments": {}}})
     with pytest.raises(FauxScriptError):
         parse_step({"stopReason": "pending"})
+    with pytest.raises(FauxScriptError):
+        parse_step({"toolCalls": 5})
     assert parse_step({"text": "ab", "repeat": 3}).blocks[0].text == "ababab"
 
 

@@ -129,8 +129,11 @@ def parse_step(raw: Mapping[str, Any] | FauxStep) -> FauxStep:
             blocks.append(FauxBlock("text", text=_text(raw, "text")))
         if "toolCall" in raw:
             blocks.append(_tool_block(raw["toolCall"]))
-        for call in raw.get("toolCalls", ()):
-            blocks.append(_tool_block(call))
+        calls = raw.get("toolCalls", [])
+        if not isinstance(calls, list):
+            # a TypeError here would escape the callers' FauxScriptError handling
+            raise FauxScriptError("'toolCalls' must be a list")
+        blocks.extend(_tool_block(call) for call in calls)
     stop_reason = raw.get("stopReason")
     if stop_reason is not None and stop_reason not in ("stop", "length", "toolUse", "error"):
         raise FauxScriptError(f"unsupported stopReason {stop_reason!r}")
