@@ -225,9 +225,11 @@ def list_sessions(agent_dir: str, cwd: str | None) -> list[t.SessionSummary]:
             project_dirs = []
         for name in project_dirs:
             directory = os.path.join(root, name)
-            if not os.path.isdir(directory):
+            try:
+                files = sorted(os.listdir(directory))
+            except OSError:  # not a directory, removed meanwhile, unreadable: one project never hides the rest
                 continue
-            for file in sorted(os.listdir(directory)):
+            for file in files:
                 if file.endswith(".jsonl"):
                     info = build_session_info(os.path.join(directory, file))
                     if info is not None:
