@@ -48,6 +48,8 @@ def loads(line: bytes | memoryview | str) -> Any:
         return _FALLBACK_DECODER.decode(text.strip(" \t\r\n"))
     except (ValueError, UnicodeDecodeError) as exc:
         raise LineError(str(exc)) from None
+    except RecursionError:  # nesting deeper than Python's parser can follow: skipped, not fatal
+        raise LineError("JSON nested too deeply") from None
 
 
 def dumps(value: Any) -> bytes:

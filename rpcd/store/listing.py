@@ -6,6 +6,7 @@ skipped (never modified), exactly as Pi skips it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from datetime import UTC, datetime
 from typing import Any
@@ -105,8 +106,11 @@ def build_session_info(path: str) -> SessionInfo | None:
     if header is None:
         return None
     created = parse_iso(header.get("timestamp"))
-    has_activity = last_activity is not None and last_activity > 0
-    modified = _from_ms(last_activity) if has_activity and last_activity is not None else created or mtime
+    modified = created or mtime
+    if last_activity is not None and last_activity > 0:
+        # A hand-edited timestamp can lie outside what datetime holds (JS: Invalid Date): keep the fallback.
+        with contextlib.suppress(OverflowError, ValueError, OSError):
+            modified = _from_ms(last_activity)
     cwd = header.get("cwd")
     parent = header.get("parentSession")
     return SessionInfo(

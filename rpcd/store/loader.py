@@ -92,8 +92,9 @@ def parse_chunks(chunks: list[bytes], path: str, *, lazy: bool = True) -> Loaded
                     kind = names.get(kind_b) or _name(kind_b)
                     if kind not in _EAGER_TYPES and (role_b is not None or kind != E.MESSAGE):
                         role = None if role_b is None else names.get(role_b) or _name(role_b)
-                        parent = None if parent_b is None else parent_b.decode()
-                        append(Record(id_b.decode(), parent, kind, role, buf, None, pos, end))
+                        # Node decodes with U+FFFD for invalid bytes (as codec.loads does): never raise here.
+                        parent = None if parent_b is None else parent_b.decode("utf-8", "replace")
+                        append(Record(id_b.decode("utf-8", "replace"), parent, kind, role, buf, None, pos, end))
                         last_lazy = number
                         pos = end + 1
                         continue
