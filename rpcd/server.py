@@ -333,7 +333,10 @@ class Server:
             log.debug("notification ignored", extra={"method": note.method})
 
     def _on_response(self, response: Response) -> None:
-        if response.id is None or response.id not in self._proto._request_futures:
+        pending = None if response.id is None else self._proto._request_futures.get(response.id)
+        if response.id is None or pending is None or isinstance(pending, asyncio.Future):
+            # Unknown, or the id of a client request whose handler task is running (pygls keeps both in
+            # one table): delivering it would pop that task and fail on ``Task.set_result``.
             log.warning("response to an unknown request id ignored")
             return
         if response.error is not None:

@@ -140,6 +140,20 @@ def test_client_request_reusing_the_id_of_a_pending_server_request_is_refused() 
         assert d.wait_for(msg_id)["result"] == {"outcome": "answered", "answer": {"confirmed": True}}
 
 
+def test_client_response_carrying_the_id_of_its_own_request_in_flight_is_ignored() -> None:
+    """pygls keeps incoming handler tasks and our outgoing requests in one table: a stray response with
+    the id of a running request must not be delivered to (and crash on) that handler's task."""
+    with Daemon() as d:
+        d.initialize()
+        msg_id = d.request("test/sleep", {"seconds": 60}, msg_id="busy")
+        ping = {"jsonrpc": "2.0", "id": "after", "method": "ping"}
+        stray = {"jsonrpc": "2.0", "id": msg_id, "result": 1}
+        d.send_raw(d.frame(json.dumps(stray).encode()) + d.frame(json.dumps(ping).encode()))
+        assert d.wait_for("after")["result"] is None
+        d.send({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": msg_id}})
+        assert d.wait_for(msg_id)["error"]["code"] == -32800
+
+
 def test_server_to_client_request_error_reaches_the_handler() -> None:
     with Daemon() as d:
         d.initialize()
