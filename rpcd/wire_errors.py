@@ -164,7 +164,9 @@ def to_error(
         log.error(
             "unexpected failure in %s",
             operation,
-            exc_info=(type(primary), primary, primary.__traceback__),
+            # The whole group, not just the primary: an unexpected *cleanup* failure's item also says
+            # "see daemon log <id>", so its traceback must be there too.
+            exc_info=(type(exc), exc, exc.__traceback__),
             extra={"correlationId": correlation_id, "operation": op, "phase": phase,
                    "failures": [type(x).__name__ for x in chain]},
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import traceback
 
 import pytest
 
@@ -76,3 +77,16 @@ def test_error_data_is_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
     error = to_error(e.ProviderError("401 from provider for key sk-abcdefghijklmnopqrstu"), operation="prompt")
     assert "sk-abcdefghij" not in str(to_wire_dict(error))
     assert unstructure(error)["data"]["errors"][0]["type"] == "ProviderError"
+
+
+def test_unexpected_cleanup_failure_behind_a_typed_primary_is_logged_under_the_correlation_id(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    group = ExceptionGroup("fork failed", [e.SessionWriteError("disk full"), ZeroDivisionError("cleanup")])
+    with caplog.at_level(logging.ERROR, logger="rpcd.errors"):
+        error = to_error(group, operation="fork")
+    assert error.data is not None and error.data.correlation_id is not None
+    assert error.data.correlation_id in error.data.errors[1].message
+    logged = [r for r in caplog.records if getattr(r, "correlationId", None) == error.data.correlation_id]
+    assert logged and logged[0].exc_info is not None
+    assert "ZeroDivisionError" in "".join(traceback.format_exception(logged[0].exc_info[1]))
