@@ -1,8 +1,8 @@
 """``python -m rpcd``: the daemon.
 
-Once the composition root ``rpcd/app.py`` exists with ``def main(argv) -> int``, this module
-just calls it. Until then (and if it is removed) a bare wire server runs: ``initialize``,
-``shutdown``, ``exit`` and ``ping`` — a real daemon end to end, with no session behind it.
+This module calls the composition root ``rpcd.app.main(argv) -> int``. Only if that module is
+absent does a bare wire server run: ``initialize``, ``shutdown``, ``exit`` and ``ping`` — a
+real daemon end to end, with no session behind it (``standalone_main``).
 """
 
 from __future__ import annotations
