@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import itertools
 import os
+import sys
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from types import TracebackType
@@ -89,6 +90,8 @@ class EventStream:
         if self._methods is not None and method not in self._methods:
             return
         if (self._session_id is not None or self._generation is not None) and method in SESSION_SCOPED:
+            if not isinstance(params, dict):
+                return  # a malformed event cannot belong to the pinned session
             if self._session_id is not None and params.get("sessionId") != self._session_id:
                 return
             if self._generation is not None and params.get("generation") != self._generation:
@@ -105,9 +108,10 @@ class EventStream:
             waiter.set_result(None)
 
     def _stale(self, item: Notification) -> bool:
-        if self._include_stale or item["method"] not in SESSION_SCOPED:
+        params = item["params"]
+        if self._include_stale or item["method"] not in SESSION_SCOPED or not isinstance(params, dict):
             return False
-        generation = item["params"].get("generation")
+        generation = params.get("generation")
         return isinstance(generation, int) and generation < self._client.generation
 
     def get_nowait(self) -> Notification | None:
@@ -305,8 +309,13 @@ class RpcdClient:
                         callback(params.get("value") or {})
             elif isinstance(generation, int) and generation > self.generation:
                 self.generation = generation
-        for listener in self._listeners:
-            listener(method, params)
+        # This runs on the connection's reader: a listener that raises must not end the reader
+        # (every pending request would then hang), nor keep later listeners from their events.
+        for listener in list(self._listeners):
+            try:
+                listener(method, params)
+            except Exception as exc:
+                print(f"rpcd-client: notification listener failed: {type(exc).__name__}", file=sys.stderr)
         for stream in self._streams:
             stream._offer(method, params)
 

@@ -304,3 +304,35 @@ async def test_a_server_request_withdrawn_by_the_daemon_cancels_its_handler() ->
     await answered.wait()
     assert answers[0]["error"]["code"] == -32800
     await client.close()
+
+
+async def test_a_failing_listener_or_malformed_event_does_not_stop_answers_from_arriving() -> None:
+    def script(peer: FakePeer, message: dict[str, Any]) -> None:
+        if basic(peer, message):
+            return
+        if message["method"] == "newSession":
+            peer.send({"method": "session/event", "params": ["not", "an", "object"]})
+            peer.event("s1", 1, 1, "message_update")
+            peer.reply(message, replacement("s1", 1))
+
+    peer = FakePeer(script)
+    client = await attach(peer)
+    seen: list[str] = []
+
+    def broken(method: str, params: Any) -> None:
+        raise KeyError("listener bug")
+
+    client.on_notification(broken)
+    client.on_notification(lambda method, params: seen.append(method))
+    pinned = client.notifications(session_id="s1")
+    everything = client.notifications()
+
+    result = await client.new_session(timeout=5.0)
+
+    assert result["sessionId"] == "s1"
+    assert seen == ["session/event", "session/event"]
+    first = await pinned.next(timeout=5.0)
+    assert first is not None and first["params"]["seq"] == 1
+    malformed = await everything.next(timeout=5.0)
+    assert malformed is not None and malformed["params"] == ["not", "an", "object"]
+    await client.close()
