@@ -32,7 +32,7 @@ import attrs
 from protocol import methods as pm
 from protocol import types as t
 from rpcd.client_requests import ClientRequests, UiBridge
-from rpcd.errors import HostDisposedError
+from rpcd.errors import HostDisposedError, RpcdError
 from rpcd.failures import FailureContext, attach_context, context_of
 from rpcd.host import SerializedHost
 from rpcd.host_bindings import RpcHostBindings
@@ -414,8 +414,14 @@ def log_failure(message: str, exc: BaseException) -> None:
     """One flat log record: operation, phase, target and each failure's type + short text."""
     members = list(exc.exceptions) if isinstance(exc, BaseExceptionGroup) else [exc]
     context = context_of(exc) or context_of(members[0])
+    def text(failure: BaseException) -> str:
+        # Our own failures never quote transcript text; a foreign exception's text might (debug only).
+        if isinstance(failure, RpcdError) or logging.getLogger().isEnabledFor(logging.DEBUG):
+            return str(failure)[:300]
+        return "(exception text only in the debug log)"
+
     extra: dict[str, Any] = {
-        "failures": [{"type": getattr(m, "kind", type(m).__name__), "message": str(m)[:300]} for m in members],
+        "failures": [{"type": getattr(m, "kind", type(m).__name__), "message": text(m)} for m in members],
     }
     if context is not None:
         extra.update(

@@ -24,7 +24,8 @@ _STANDARD_ATTRS: Final = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None
 
 
 class JsonFormatter(logging.Formatter):
-    """``{"ts", "level", "logger", "msg", ...extra}`` on one line; exceptions as type + redacted text."""
+    """``{"ts", "level", "logger", "msg", ...extra}`` on one line; an exception as its type and the
+    frames of its traceback, plus its (redacted) text only when the log level is debug."""
 
     def __init__(self, redactor: Redactor | None = None) -> None:
         super().__init__()
@@ -44,8 +45,13 @@ class JsonFormatter(logging.Formatter):
         if record.exc_info and record.exc_info[1] is not None:
             exc = record.exc_info[1]
             entry["excType"] = type(exc).__name__
-            entry["exc"] = redactor.redact(str(exc))
-            entry["trace"] = redactor.redact("".join(traceback.format_exception(exc)))
+            if logging.getLogger().isEnabledFor(logging.DEBUG):
+                # An exception's text may quote transcript content; only a debug log carries it.
+                entry["exc"] = redactor.redact(str(exc))
+                entry["trace"] = redactor.redact("".join(traceback.format_exception(exc)))
+            else:
+                frames = traceback.TracebackException.from_exception(exc).stack.format()
+                entry["trace"] = redactor.redact("".join(frames))  # where it failed, not what it said
         return json.dumps(entry, default=str, ensure_ascii=False)
 
 

@@ -57,3 +57,30 @@ def test_json_values_are_redacted_recursively_and_keys_kept() -> None:
 def test_ordinary_text_is_untouched() -> None:
     text = "Session file not found: /home/u/.pi/agent/sessions/--x--/2025_abc.jsonl (entry 3f2a)"
     assert Redactor(env={}).redact(text) == text
+
+
+def test_an_exception_text_reaches_the_log_only_at_debug_level() -> None:
+    import io
+    import json
+    import logging
+
+    from rpcd.logs import configure_logging
+
+    def logged(level: str) -> dict[str, object]:
+        stream = io.StringIO()
+        configure_logging(level, stream)
+        said = "the user's private " + "transcript line"  # not in the source line the trace shows
+        try:
+            raise ValueError(said)
+        except ValueError:
+            logging.getLogger("rpcd.test").exception("unexpected failure")
+        return dict(json.loads(stream.getvalue().splitlines()[-1]))
+
+    try:
+        quiet = logged("info")
+        assert quiet["excType"] == "ValueError" and "private transcript" not in json.dumps(quiet)
+        assert "in logged" in str(quiet["trace"])  # the frames still say where it failed
+        loud = logged("debug")
+        assert "private transcript" in str(loud["exc"])
+    finally:
+        configure_logging("info")
