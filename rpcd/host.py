@@ -296,6 +296,11 @@ class SerializedHost:
         caller must abort the turn instead.
         """
         await self.after_queued_replacements("prompt")
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            # cancelled while it waited (a shielded checkpoint may have deferred the delivery):
+            # the turn must never start, so do not hand the pending cancellation to the agent loop
+            raise asyncio.CancelledError
         with self._session_access("prompt") as session:
             turn = session.prompt(text)
             if on_started is not None:

@@ -283,3 +283,21 @@ async def test_a_failed_session_access_is_described_and_a_failing_description_ne
         assert context is not None and context.phase == PHASE_SESSION_ACCESS and context.cwd is None
         harness.runtime.session.finish_turn()
     assert host.status == "ready"
+
+
+async def test_a_prompt_cancelled_while_waiting_behind_a_replacement_never_starts(harness: Harness) -> None:
+    host = harness.host
+    assert host is not None
+    harness.steps.pause("factory")
+    async with anyio.create_task_group() as tg:
+        with harness.steps.released_on_exit():
+            tg.start_soon(host.new_session)
+            await harness.steps.reached("factory")
+            waiting = asyncio.ensure_future(host.prompt("never"))  # native cancel, as pygls does it
+            await anyio.wait_all_tasks_blocked()
+            waiting.cancel()
+            harness.steps.release("factory")
+            with pytest.raises(asyncio.CancelledError):
+                await waiting
+    assert host.status == "ready"
+    assert not harness.runtime.session.is_streaming  # a started turn would wait for finish_turn
