@@ -23,6 +23,7 @@ from pathlib import Path
 import anyio.to_thread
 import attrs
 
+from rpcd.durable import fsync_directory
 from rpcd.errors import SessionWriteError
 
 __all__ = ["JOURNAL_VERSION", "HostJournal", "HostJournalError", "JournalRecord"]
@@ -86,7 +87,7 @@ class HostJournal:
             with contextlib.suppress(OSError):
                 os.unlink(temp_name)
             raise self._error("cannot write", error) from error
-        _fsync_directory(directory)
+        fsync_directory(directory)
         return record
 
     async def write_async(self, session_file: str | None, cwd: str) -> JournalRecord:
@@ -179,17 +180,3 @@ def _process_alive(pid: int) -> bool:
     except OSError:
         return True  # EPERM: it exists, owned by someone else
     return True
-
-
-def _fsync_directory(directory: Path) -> None:
-    """Make the rename durable; not every platform/filesystem allows opening a directory."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

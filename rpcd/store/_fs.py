@@ -13,6 +13,8 @@ import contextlib
 import os
 import tempfile
 
+from rpcd.durable import fsync_directory
+
 FSYNC = os.environ.get("RPCD_STORE_FSYNC", "1") != "0"
 """``RPCD_STORE_FSYNC=0`` turns the fsyncs off (test suites on slow disks); never in production."""
 
@@ -23,19 +25,9 @@ def _fsync(fd: int) -> None:
 
 
 def fsync_dir(directory: str) -> None:
-    """Make a created/renamed name durable; best effort where directories cannot be opened."""
-    if not FSYNC:
-        return
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    """Make a created/renamed name durable (unless fsync is switched off for tests)."""
+    if FSYNC:
+        fsync_directory(directory)
 
 
 def _write_all(fd: int, data: bytes) -> None:
