@@ -13,10 +13,9 @@ from typing import Any
 
 import attrs
 
-from rpcd.store import codec
 from rpcd.store import entries as E
 from rpcd.store._ids import parse_iso
-from rpcd.store.loader import read_header
+from rpcd.store.loader import parsed_lines, read_header
 from rpcd.store.paths import encode_cwd, get_agent_dir
 
 
@@ -62,14 +61,7 @@ def build_session_info(path: str) -> SessionInfo | None:
     texts: list[str] = []
     name: str | None = None
     last_activity: float | None = None
-    for line in data.split(b"\n"):
-        raw = line.strip(b" \t\r\n")
-        if not raw:
-            continue
-        try:
-            entry = codec.loads(raw)
-        except codec.LineError:
-            continue
+    for entry in parsed_lines(data):
         if header is None:
             if not isinstance(entry, dict) or entry.get("type") != E.SESSION:
                 return None

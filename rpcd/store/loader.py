@@ -274,18 +274,23 @@ def read_header(path: str, limit: int = 1 << 20) -> dict[str, Any] | None:
             chunk = handle.read(limit)
     except OSError:
         return None
-    for line in chunk.split(b"\n"):
-        raw = line.strip(b" \t\r\n")
-        if not raw:
-            continue
-        try:
-            value = codec.loads(raw)
-        except codec.LineError:
-            continue
+    for value in parsed_lines(chunk):
         if isinstance(value, dict) and value.get("type") == E.SESSION and isinstance(value.get("id"), str):
             return value
         return None
     return None
+
+
+def parsed_lines(data: bytes) -> Iterator[Any]:
+    """Every line of ``data`` that parses, in order; blank and unparsable lines skipped (Pi's rule)."""
+    for line in data.split(b"\n"):
+        raw = line.strip(b" \t\r\n")
+        if not raw:
+            continue
+        try:
+            yield codec.loads(raw)
+        except codec.LineError:
+            continue
 
 
 def _lines(numbers: list[int]) -> str:
