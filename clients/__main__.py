@@ -1,5 +1,5 @@
-"""``python -m clients``: the rpcctl CLI (``python -m clients demo`` runs the demo)."""
+"""``python -m rpcd.clients``: the rpcctl CLI (``python -m rpcd.clients demo`` runs the demo)."""
 
-from clients.cli import main
+from rpcd.clients.cli import main
 
 raise SystemExit(main())

@@ -11,12 +11,12 @@ import asyncio
 import sys
 from typing import TYPE_CHECKING, Any
 
-from clients import render
-from clients.client import RpcdClient
-from clients.errors import RpcError
+from rpcd.clients import render
+from rpcd.clients.client import RpcdClient
+from rpcd.clients.errors import RpcError
 
 if TYPE_CHECKING:
-    from clients.cli import Printer
+    from rpcd.clients.cli import Printer
 
 HELP = """commands:
   /new                 start a new session
@@ -91,7 +91,7 @@ async def _command(client: RpcdClient, printer: Printer, line: str) -> bool:
 
 
 async def chat(client: RpcdClient, printer: Printer) -> None:
-    from clients.cli import run_prompt
+    from rpcd.clients.cli import run_prompt
 
     state = await client.get_state()
     printer.err.write(f"chat with session {state.get('sessionId')} in {state.get('cwd')} — /help for commands\n")

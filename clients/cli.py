@@ -1,4 +1,4 @@
-"""``rpcctl`` / ``python -m clients``: drive an rpcd daemon from a shell.
+"""``rpcctl`` / ``python -m rpcd.clients``: drive an rpcd daemon from a shell.
 
 Each one-shot command starts a daemon for the given target, runs one method, prints
 the result and exits; ``chat`` keeps the daemon and streams assistant text live.
@@ -19,10 +19,10 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TextIO
 
-from clients import render
-from clients.client import EventStream, RpcdClient
-from clients.errors import ClientError, ConnectionClosed, DaemonDied, RpcError, RpcTimeout
-from clients.types import Notification
+from rpcd.clients import render
+from rpcd.clients.client import EventStream, RpcdClient
+from rpcd.clients.errors import ClientError, ConnectionClosed, DaemonDied, RpcError, RpcTimeout
+from rpcd.clients.types import Notification
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -370,7 +370,7 @@ async def amain(args: argparse.Namespace) -> int:
     try:
         await client.initialize(timeout=timeout)
         if chatting:
-            from clients.chat import chat
+            from rpcd.clients.chat import chat
 
             await chat(client, printer)
         else:
@@ -413,7 +413,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "demo":
-        from clients.demo import main as demo_main
+        from rpcd.clients.demo import main as demo_main
 
         given = [flag for dest, flag in DEMO_IGNORES.items() if getattr(args, dest)]
         if given:

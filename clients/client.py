@@ -27,10 +27,10 @@ from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequen
 from types import TracebackType
 from typing import Any, TextIO, cast
 
-from clients.connection import ByteSink, ByteSource, Connection, RequestHandler
-from clients.errors import ClientError, ConnectionClosed, DaemonDied, ProtocolViolation, RpcError
-from clients.process import DaemonProcess, default_command
-from clients.types import (
+from rpcd.clients.connection import ByteSink, ByteSource, Connection, RequestHandler
+from rpcd.clients.errors import ClientError, ConnectionClosed, DaemonDied, ProtocolViolation, RpcError
+from rpcd.clients.process import DaemonProcess, default_command
+from rpcd.clients.types import (
     PROTOCOL_VERSION,
     SESSION_SCOPED,
     ForkResult,

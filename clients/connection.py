@@ -23,7 +23,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
-from clients.errors import (
+from rpcd.clients.errors import (
     INTERNAL_ERROR,
     METHOD_NOT_FOUND,
     REQUEST_CANCELLED,
@@ -33,7 +33,7 @@ from clients.errors import (
     RpcError,
     RpcTimeout,
 )
-from clients.framing import DEFAULT_MAX_LINE_BYTES, LineSplitter, LineTooLong, encode
+from rpcd.clients.framing import DEFAULT_MAX_LINE_BYTES, LineSplitter, LineTooLong, encode
 
 CANCEL_METHOD = "$/cancelRequest"
 CANCEL_METHODS = frozenset({CANCEL_METHOD, "$/cancel_request"})

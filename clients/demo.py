@@ -1,4 +1,4 @@
-"""``python -m clients demo``: the whole system in one run, against the real daemon.
+"""``python -m rpcd.clients demo``: the whole system in one run, against the real daemon.
 
 A temporary agent dir and project (with ``AGENTS.md`` and ``.pi/settings.json``) are
 created, the daemon is spawned as a child over stdio, and the bundled client walks
@@ -21,10 +21,10 @@ import tempfile
 from pathlib import Path
 from typing import Any, TextIO
 
-from clients import render
-from clients.client import EventStream, RpcdClient
-from clients.errors import ClientError, DaemonDied, RpcError
-from clients.process import default_command
+from rpcd.clients import render
+from rpcd.clients.client import EventStream, RpcdClient
+from rpcd.clients.errors import ClientError, DaemonDied, RpcError
+from rpcd.clients.process import default_command
 
 NEEDED = ("newSession", "prompt", "getTree", "fork", "resume", "getState", "dispose")
 

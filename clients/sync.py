@@ -19,9 +19,9 @@ from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
-from clients.client import RpcdClient
-from clients.connection import RequestHandler
-from clients.types import (
+from rpcd.clients.client import RpcdClient
+from rpcd.clients.connection import RequestHandler
+from rpcd.clients.types import (
     SESSION_SCOPED,
     ForkResult,
     InitializeResult,

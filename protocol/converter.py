@@ -26,7 +26,7 @@ import cattrs
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
 from cattrs.gen import make_dict_structure_fn, override
 
-from protocol._fields import camel, is_nullable, is_open
+from rpcd.protocol._fields import camel, is_nullable, is_open
 
 T = TypeVar("T")
 _NONE = type(None)

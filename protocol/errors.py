@@ -122,7 +122,7 @@ class ErrorItem:
     """One failure: ``errors[0]`` is the primary, later items are cleanup failures in occurrence order."""
 
     type: str
-    """Stable kind (``rpcd.errors.RpcdError.kind``, ``InvalidParams``, ``ParseError``, ``Internal``, ...)."""
+    """Stable kind (``rpcd.core.errors.RpcdError.kind``, ``InvalidParams``, ``ParseError``, ``Internal``, ...)."""
     message: str
     """Short human text; never a traceback, a secret, or transcript content."""
     code: str | None = None

@@ -11,8 +11,8 @@ from typing import Any, Final, Literal
 
 import attrs
 
-from protocol import types as t
-from protocol.errors import ErrorCode
+from rpcd.protocol import types as t
+from rpcd.protocol.errors import ErrorCode
 
 Kind = Literal["request", "notification"]
 Direction = Literal["client->server", "server->client"]

@@ -13,7 +13,7 @@ from typing import Any, Literal, TypeAlias
 
 import attrs
 
-from protocol._fields import nullable, open_object
+from rpcd.protocol._fields import nullable, open_object
 
 PROTOCOL_VERSION = 1
 """The protocol version this daemon speaks (an integer MAJOR, negotiated like ACP)."""

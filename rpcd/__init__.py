@@ -1,3 +1,22 @@
-"""rpcd: a JSON-RPC 2.0 daemon over stdio hosting one replaceable agent session."""
+"""rpcd: a JSON-RPC 2.0 daemon over stdio hosting one replaceable agent session.
+
+The package is one import root with one room per responsibility. Each room's ``__init__``
+says what it owns and which rooms it may import; ``tests/test_doors.py`` fails when a door is
+broken. From the bottom up:
+
+``core``       shared vocabulary: typed failures, value types, redaction, durable writes
+``protocol``   the wire contract, no I/O (directory ``protocol/``, installed as ``rpcd.protocol``)
+``transport``  stdio framing and the stdout guard; knows nothing of sessions
+``store``      Pi session JSONL; imports nothing of the host or the runtime
+``tools``      the built-in coding tools
+``runtime``    Pi's AgentSessionRuntime in Python (sessions, agent loop, services, providers)
+``host``       THE serialized host and the narrow port it knows the runtime through
+``wire``       the JSON-RPC endpoint (pygls confined here), handlers, event pump, client requests
+``acp``        the Agent Client Protocol front
+``daemon``     the composition root: flags, startup, bindings, journal, logs
+``clients``    the Python client library and ``rpcctl`` (directory ``clients/``; stdlib only)
+
+Importing ``rpcd`` itself imports nothing else, so ``rpcd.clients`` starts without pygls.
+"""
 
 __version__ = "0.1.0"

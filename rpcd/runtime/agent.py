@@ -28,7 +28,7 @@ from typing import Any, Protocol
 
 import anyio
 
-from rpcd.redact import redact
+from rpcd.core.redact import redact
 from rpcd.runtime.providers.base import ModelInfo, Provider, ProviderRequest, ToolSpec, new_assistant_message
 
 _log = logging.getLogger("rpcd.runtime.agent")

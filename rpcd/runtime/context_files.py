@@ -13,7 +13,7 @@ import os
 
 import attrs
 
-from rpcd.port import Diagnostic
+from rpcd.core.values import Diagnostic
 
 CONTEXT_FILE_NAMES: tuple[str, ...] = ("AGENTS.override.md", "AGENTS.md", "AGENTS.MD", "CLAUDE.md", "CLAUDE.MD")
 

@@ -26,9 +26,9 @@ from typing import Any, Literal, Protocol, TypeAlias
 
 import attrs
 
-from rpcd.errors import RuntimeFailure, SessionDisposedError
-from rpcd.port import Diagnostic, ExtensionBindings, ExtensionError, UiContext
-from rpcd.redact import redact
+from rpcd.core.errors import RuntimeFailure, SessionDisposedError
+from rpcd.core.redact import redact
+from rpcd.core.values import Diagnostic, ExtensionBindings, ExtensionError, UiContext
 
 _log = logging.getLogger("rpcd.runtime.extensions")
 

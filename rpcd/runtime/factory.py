@@ -16,7 +16,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from rpcd.port import Diagnostic
+from rpcd.core.values import Diagnostic
 from rpcd.runtime.providers import default_registry
 from rpcd.runtime.providers.base import ProviderRegistry
 from rpcd.runtime.providers.faux import FauxProvider, FauxScriptError

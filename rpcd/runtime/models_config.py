@@ -25,8 +25,8 @@ from typing import Any, Protocol
 
 import attrs
 
-from rpcd.errors import ProviderError
-from rpcd.port import Diagnostic, ModelRef
+from rpcd.core.errors import ProviderError
+from rpcd.core.values import Diagnostic, ModelRef
 
 DEFAULT_CONTEXT_WINDOW = 128_000
 DEFAULT_MAX_TOKENS = 16_384

@@ -25,19 +25,19 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import attrs
 
-from rpcd.errors import InvalidEntryError, SessionFileNotFoundError, SessionNotSavedError
-from rpcd.port import Diagnostic, ForkPosition, ReplaceResult, RuntimePort, SessionPort
+from rpcd.core.errors import InvalidEntryError, SessionFileNotFoundError, SessionNotSavedError
+from rpcd.core.values import Diagnostic, ForkPosition, ReplaceResult
 from rpcd.runtime.session import AgentSession
 from rpcd.runtime.trust import ProjectTrustContext
 from rpcd.store import SessionManager, assert_session_cwd_exists, default_session_dir, import_session
 from rpcd.store.entries import message_text
 
 BeforeInvalidate = Callable[[], None]
-Rebind = Callable[[SessionPort], Awaitable[None]]
+Rebind = Callable[[AgentSession], Awaitable[None]]
 ProjectTrustContextFactory = Callable[[str], ProjectTrustContext | None]
 
 
@@ -96,7 +96,7 @@ def _resolve_import_source(input_path: str) -> str:
 
 
 class AgentSessionRuntime:
-    """Satisfies ``rpcd.port.RuntimePort``."""
+    """Satisfies ``rpcd.host.port.RuntimePort`` structurally (checked by mypy in ``rpcd.daemon.app``)."""
 
     def __init__(
         self,
@@ -353,8 +353,3 @@ async def create_runtime(
         project_trust_context_factory=project_trust_context_factory,
     )
 
-
-if TYPE_CHECKING:  # the real runtime and session satisfy the host's narrow port (checked by mypy)
-
-    def _satisfies_port(runtime: AgentSessionRuntime, session: AgentSession) -> tuple[RuntimePort, SessionPort]:
-        return runtime, session

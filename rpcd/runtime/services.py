@@ -27,7 +27,7 @@ from typing import Any
 
 import attrs
 
-from rpcd.port import Diagnostic
+from rpcd.core.values import Diagnostic
 
 from .context_files import ContextFile, load_context_files
 from .extensions import ExtensionRunner, discover_extensions

@@ -1,6 +1,6 @@
 """AgentSession: one conversation bound to one SessionManager and one services set.
 
-It satisfies ``rpcd.port.SessionPort``. Every agent event goes, in Pi's order, to the
+It satisfies ``rpcd.host.port.SessionPort``. Every agent event goes, in Pi's order, to the
 extensions (awaited), then to the subscribers (synchronously, in subscription order),
 then — on ``message_end`` — to the store, whose flush rule decides when the file is
 written. ``message_update`` skips the await when no extension listens for it, which
@@ -19,8 +19,16 @@ from typing import Any, Protocol
 
 import anyio
 
-from rpcd.errors import ModelNotFoundError, RuntimeFailure, SessionBusyError
-from rpcd.port import EventListener, ExtensionBindings, ModelRef, SessionEvent, SessionState, SessionTree, Unsubscribe
+from rpcd.core.errors import ModelNotFoundError, RuntimeFailure, SessionBusyError
+from rpcd.core.values import (
+    EventListener,
+    ExtensionBindings,
+    ModelRef,
+    SessionEvent,
+    SessionState,
+    SessionTree,
+    Unsubscribe,
+)
 from rpcd.runtime.agent import Agent, Event
 from rpcd.runtime.providers.base import ModelInfo, Provider, ProviderRegistry, ToolSpec
 from rpcd.store import SessionManager

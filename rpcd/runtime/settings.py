@@ -16,7 +16,7 @@ from typing import Any, Literal, TypeAlias
 
 import attrs
 
-from rpcd.port import Diagnostic
+from rpcd.core.values import Diagnostic
 
 SettingsScope: TypeAlias = Literal["global", "project"]
 

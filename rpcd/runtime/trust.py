@@ -21,8 +21,8 @@ from typing import Any, Literal, TypeAlias
 
 import attrs
 
-from rpcd.errors import RuntimeFailure
-from rpcd.port import Diagnostic
+from rpcd.core.errors import RuntimeFailure
+from rpcd.core.values import Diagnostic
 
 from .settings import CONFIG_DIR_NAME
 

@@ -2,6 +2,8 @@
 
 Reads every Pi session file (v1-v3, newer Pi's unknown entry types kept byte-for-byte),
 writes what Pi 0.85.0 writes, and never overwrites a user's file. See docs/store.md.
+
+Doors: may import ``rpcd.core`` only; nothing of the host, the runtime or the wire.
 """
 
 from rpcd.store.context import SessionContext

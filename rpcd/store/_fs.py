@@ -13,7 +13,7 @@ import contextlib
 import os
 import tempfile
 
-from rpcd.durable import fsync_directory
+from rpcd.core.durable import fsync_directory
 
 FSYNC = os.environ.get("RPCD_STORE_FSYNC", "1") != "0"
 """``RPCD_STORE_FSYNC=0`` turns the fsyncs off (test suites on slow disks); never in production."""

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Container
 from datetime import UTC, datetime
 
-from rpcd.errors import StoreError
+from rpcd.core.errors import StoreError
 
 _SESSION_ID_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$")
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import attrs
 
-from rpcd.port import ModelRef
+from rpcd.core.values import ModelRef
 from rpcd.store import entries as E
 from rpcd.store._ids import parse_iso
 from rpcd.store.records import Record

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 
-from rpcd.errors import MissingSessionCwdError, SessionFileNotFoundError, SessionWriteError
+from rpcd.core.errors import MissingSessionCwdError, SessionFileNotFoundError, SessionWriteError
 from rpcd.store import _fs
 from rpcd.store.loader import not_a_session, read_header
 from rpcd.store.manager import SessionManager, assert_session_cwd_exists

@@ -17,8 +17,8 @@ from typing import Any
 
 import attrs
 
-from rpcd.errors import NotASessionError
-from rpcd.port import Diagnostic
+from rpcd.core.errors import NotASessionError
+from rpcd.core.values import Diagnostic
 from rpcd.store import codec, migrations
 from rpcd.store import entries as E
 from rpcd.store.records import Record

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import attrs
 
-from rpcd.errors import (
+from rpcd.core.errors import (
     InvalidEntryError,
     MissingSessionCwdError,
     SessionFileNotFoundError,
@@ -28,7 +28,7 @@ from rpcd.errors import (
     SessionWriteError,
     StoreError,
 )
-from rpcd.port import Diagnostic, ModelRef
+from rpcd.core.values import Diagnostic, ModelRef
 from rpcd.store import _fs, codec
 from rpcd.store import entries as E
 from rpcd.store._ids import file_timestamp, iso_now, new_entry_id, uuid7, validate_session_id

@@ -3,6 +3,9 @@
 ``Transport`` is what the server and the notification pump write through: it frames an
 outgoing body in the client's framing and hands it to a ``Sink`` (the queued writer thread in
 production, a list in tests). It never blocks the event loop.
+
+Doors: may import ``rpcd.core`` and ``rpcd.protocol`` (the envelope's error codes) only;
+it knows nothing of sessions, the host or the runtime.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Protocol
 
-from protocol.converter import unstructure
+from rpcd.protocol.converter import unstructure
 from rpcd.transport.framing import DEFAULT_MAX_MESSAGE_BYTES, NEED_DATA, Frame, Framer, Framing, Garbage, Oversized
 
 __all__ = [

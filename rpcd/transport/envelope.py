@@ -12,7 +12,7 @@ from typing import Any, NoReturn
 
 import attrs
 
-from protocol.errors import ErrorCode
+from rpcd.protocol.errors import ErrorCode
 
 RequestId = int | str
 

@@ -1,6 +1,6 @@
 """Client benchmarks: start-up cost and notification consumption rate.
 
-* start-up: ``python -c pass`` (baseline) vs ``import clients.client`` vs import + spawn the
+* start-up: ``python -c pass`` (baseline) vs ``import rpcd.clients.client`` vs import + spawn the
   daemon + ``initialize`` + close, each as a fresh interpreter, medians of repeated runs;
 * event rate: one faux turn streaming N single-chunk deltas; a raw stdlib reader (bytes
   counted, no parsing) gives the daemon's emission rate, the library's subscriber the
@@ -26,7 +26,7 @@ if str(REPO) not in sys.path:
 
 SPAWN_AND_INIT = """
 import asyncio, sys
-from clients.client import RpcdClient
+from rpcd.clients.client import RpcdClient
 async def main():
     client = await RpcdClient.spawn(["--in-memory"], command=[sys.executable, "-m", "rpcd"])
     await client.close()
@@ -46,7 +46,7 @@ def _time_python(code: str, runs: int) -> float:
 
 async def _spawn_to_initialized(runs: int) -> tuple[float, float]:
     """In-process: spawn + initialize, and close (shutdown + exit + wait), medians in ms."""
-    from clients.client import RpcdClient
+    from rpcd.clients.client import RpcdClient
 
     up, down = [], []
     for _ in range(runs):
@@ -61,11 +61,11 @@ async def _spawn_to_initialized(runs: int) -> tuple[float, float]:
 
 def _startup(runs: int) -> list[Measurement]:
     bare = _time_python("pass", runs)
-    imported = _time_python("import clients.client", runs)
+    imported = _time_python("import rpcd.clients.client", runs)
     spawned = _time_python(SPAWN_AND_INIT, max(3, runs // 2))
     up, down = asyncio.run(_spawn_to_initialized(max(3, runs // 2)))
     return [
-        Measurement("import clients.client (fresh interpreter)", imported, "ms", "python -c pass", bare),
+        Measurement("import rpcd.clients.client (fresh interpreter)", imported, "ms", "python -c pass", bare),
         Measurement("spawn daemon + initialize answered (in-process)", up, "ms", "python -c pass", bare),
         Measurement("close: shutdown + exit + daemon exit (in-process)", down, "ms", "python -c pass", bare),
         Measurement("import + spawn daemon + initialize + close", spawned, "ms", "python -c pass", bare,
@@ -116,7 +116,7 @@ def _raw_rate(env: dict[str, str], cwd: Path) -> tuple[float, int]:
 
 
 async def _library_rate(env: dict[str, str], cwd: Path) -> tuple[float, int]:
-    from clients.client import RpcdClient
+    from rpcd.clients.client import RpcdClient
 
     client = await RpcdClient.spawn(["--in-memory", "--cwd", str(cwd)], command=[sys.executable, "-m", "rpcd"],
                                     env=env)

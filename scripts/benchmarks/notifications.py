@@ -4,7 +4,7 @@ The faux provider streams one scripted reply of N chunks (``RPCD_FAUX_SCRIPT``),
 emits about N ``message_update`` events plus the structural ones. Measured twice:
 
 * raw reader: a thread ``json.loads``-ing stdout lines (what any fast client sees);
-* bundled library: ``clients.client.RpcdClient`` with an ``EventStream`` subscriber, counting
+* bundled library: ``rpcd.clients.client.RpcdClient`` with an ``EventStream`` subscriber, counting
   what reaches the consumer (after its stale/duplicate filtering).
 
 The text must arrive complete either way (the pump may merge deltas for a slow reader, never
@@ -65,7 +65,7 @@ def raw_reader(args: list[str], env: dict[str, str], chunks: int) -> tuple[float
 
 async def _library(args: list[str], env: dict[str, str], chunks: int) -> tuple[float, int]:
     sys.path.insert(0, str(REPO))
-    from clients.client import RpcdClient
+    from rpcd.clients.client import RpcdClient
 
     full_env = {k: v for k, v in os.environ.items() if not k.startswith(("PI_", "RPCD_"))}
     full_env["PYTHONPATH"] = str(REPO) + os.pathsep + full_env.get("PYTHONPATH", "")

@@ -2,7 +2,7 @@
 
 Baselines, measured in the same run: a bare Python process answering one NDJSON line (spawn),
 and a bare Python NDJSON echo loop (round trip). The daemon measured is the wire server alone
-(``rpcd.__main__.standalone_main``: initialize/shutdown/ping), so the numbers say what the
+(``rpcd.wire.server.create_server()`` alone: initialize/shutdown/ping), so the numbers say what the
 transport + dispatch cost; one more row spawns the full daemon (``python -m rpcd``, which also
 imports the host, runtime and store and starts a session in a throw-away agent dir) so a user
 sees what an editor waits for.
@@ -22,7 +22,8 @@ from benchmarks._harness import Measurement, median, percentile
 
 ROOT = Path(__file__).resolve().parents[2]
 FULL_DAEMON = [sys.executable, "-m", "rpcd"]
-DAEMON = [sys.executable, "-c", "from rpcd.__main__ import standalone_main; raise SystemExit(standalone_main())"]
+DAEMON = [sys.executable, "-c",
+          "from rpcd.wire.server import create_server, run_stdio; raise SystemExit(run_stdio(create_server()))"]
 BARE_ONE = [sys.executable, "-c",
             "import sys, json\nline = sys.stdin.readline()\nreq = json.loads(line)\n"
             "sys.stdout.write(json.dumps({'jsonrpc': '2.0', 'id': req['id'], 'result': None}) + '\\n')\n"

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from pytest_subprocess.fake_popen import AsyncFakePopen
 
-from clients import cli
+from rpcd.clients import cli
 
 FAKE = ["fake-rpcd", "--in-memory"]
 INIT = {"protocolVersion": 1, "serverInfo": {"name": "fake", "version": "0"}, "capabilities": {"methods": []}}
@@ -170,7 +170,7 @@ def test_usage_errors_exit_2(capsys: Any) -> None:
 def test_module_entry_point_prints_help() -> None:
     import subprocess
 
-    done = subprocess.run([sys.executable, "-m", "clients", "--help"], capture_output=True, text=True, check=False)
+    done = subprocess.run([sys.executable, "-m", "rpcd.clients", "--help"], capture_output=True, text=True, check=False)
     assert done.returncode == 0 and "exit codes" in done.stdout
 
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from clients.client import RpcdClient
-from clients.errors import ConnectionClosed, RpcError, RpcTimeout
+from rpcd.clients.client import RpcdClient
+from rpcd.clients.errors import ConnectionClosed, RpcError, RpcTimeout
 from tests.clients.fakepeer import INIT_RESULT, FakePeer
 
 pytestmark = pytest.mark.anyio

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from clients.client import RpcdClient
-from clients.errors import ERROR_NAMES
-from clients.sync import SyncClient
+from rpcd.clients.client import RpcdClient
+from rpcd.clients.errors import ERROR_NAMES
+from rpcd.clients.sync import SyncClient
 from tests.clients.conftest import REPO, daemon_python, needs_daemon
 
 
@@ -101,7 +101,7 @@ def test_sync_facade_runs_a_turn_and_streams_notifications(tmp_path: Path) -> No
 def test_demo_runs_the_whole_flow_and_exits_0() -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("RPCD_FAUX_SCRIPT", "PI_CODING_AGENT_DIR")}
     env["PYTHONPATH"] = str(REPO)
-    done = subprocess.run([daemon_python(), "-m", "clients", "demo"], capture_output=True, text=True, env=env,
+    done = subprocess.run([daemon_python(), "-m", "rpcd.clients", "demo"], capture_output=True, text=True, env=env,
                           cwd=REPO, check=False, timeout=180)
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
@@ -124,13 +124,13 @@ def test_demo_runs_the_whole_flow_and_exits_0() -> None:
 
 
 def test_error_names_match_the_protocol_table() -> None:
-    from protocol.errors import ErrorCode
+    from rpcd.protocol.errors import ErrorCode
 
     assert {int(c): c.name for c in ErrorCode} == ERROR_NAMES
 
 
 def test_every_client_request_of_the_contract_has_a_typed_call() -> None:
-    from protocol.methods import METHODS
+    from rpcd.protocol.methods import METHODS
 
     def snake(name: str) -> str:
         return {"importJsonl": "import_jsonl"}.get(name, re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower())
@@ -141,7 +141,8 @@ def test_every_client_request_of_the_contract_has_a_typed_call() -> None:
 
 
 def test_importing_the_client_does_not_import_pygls_or_lsprotocol() -> None:
-    code = "import sys, clients.client, clients.cli, clients.sync; print(json.dumps(sorted(sys.modules)))"
+    code = ("import sys, rpcd.clients.client, rpcd.clients.cli, rpcd.clients.sync; "
+            "print(json.dumps(sorted(sys.modules)))")
     done = subprocess.run([daemon_python(), "-c", "import json; " + code], capture_output=True, text=True,
                           check=True, cwd=REPO)
     modules = json.loads(done.stdout)

@@ -8,7 +8,7 @@ from typing import Any
 import attrs
 import pytest
 
-from rpcd.host import HostStatus, SerializedHost
+from rpcd.host.host import HostStatus, SerializedHost
 from tests.host.fake_runtime import FakeBindings, FakeRuntime, Faults, Steps
 
 PROJECT = "/work/project-a"

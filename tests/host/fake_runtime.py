@@ -21,7 +21,7 @@ from typing import Any
 import anyio
 import attrs
 
-from rpcd.errors import (
+from rpcd.core.errors import (
     FactoryError,
     InvalidEntryError,
     MissingSessionCwdError,
@@ -30,18 +30,18 @@ from rpcd.errors import (
     SessionDisposedError,
     SessionFileNotFoundError,
 )
-from rpcd.port import (
+from rpcd.core.values import (
     Diagnostic,
     EventListener,
     ExtensionBindings,
     ForkPosition,
     ModelRef,
     ReplaceResult,
-    SessionPort,
     SessionState,
     SessionTree,
     Unsubscribe,
 )
+from rpcd.host.port import SessionPort
 
 KNOWN_MODELS = frozenset({("faux", "faux-1"), ("local", "test-model")})
 

@@ -13,8 +13,8 @@ from typing import Any
 import attrs
 import pytest
 
-from rpcd.errors import HostDisposedError, HostUnavailableError
-from rpcd.failures import (
+from rpcd.core.errors import HostDisposedError, HostUnavailableError
+from rpcd.host.failures import (
     PHASE_BINDING,
     PHASE_FINAL_DISPOSAL,
     PHASE_INITIAL_BINDING,
@@ -24,7 +24,7 @@ from rpcd.failures import (
     SessionBindingFailure,
     context_of,
 )
-from rpcd.host import SerializedHost
+from rpcd.host.host import SerializedHost
 from tests.host.conftest import OTHER_FILE, Harness
 from tests.host.fake_runtime import InjectedFault
 

@@ -1,4 +1,4 @@
-"""Flat failure aggregation (``rpcd.failures``) and the host journal (``rpcd.journal``)."""
+"""Flat failure aggregation (``rpcd.host.failures``) and the host journal (``rpcd.daemon.journal``)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from rpcd.failures import (
+from rpcd.daemon.journal import HostJournal, HostJournalError
+from rpcd.host.failures import (
     FailureContext,
     SessionBindingFailure,
     attach_context,
     context_of,
     raise_session_binding_failure,
 )
-from rpcd.journal import HostJournal, HostJournalError
 
 CONTEXT = FailureContext("fork", "replacement session binding", entry_id="e1", terminal=True)
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from rpcd.errors import HostDisposedError, HostUnavailableError
-from rpcd.failures import (
+from rpcd.core.errors import HostDisposedError, HostUnavailableError
+from rpcd.host.failures import (
     PHASE_AVAILABILITY,
     PHASE_FINAL_DISPOSAL,
     PHASE_INITIAL_BINDING,

@@ -8,8 +8,8 @@ from typing import Any
 import anyio
 import pytest
 
-from rpcd.errors import FactoryError, HostDisposedError, HostUnavailableError, InvalidEntryError
-from rpcd.failures import (
+from rpcd.core.errors import FactoryError, HostDisposedError, HostUnavailableError, InvalidEntryError
+from rpcd.host.failures import (
     PHASE_BINDING,
     PHASE_INVALIDATION_CLEANUP,
     PHASE_PERSISTENCE,
@@ -18,7 +18,7 @@ from rpcd.failures import (
     SessionBindingFailure,
     context_of,
 )
-from rpcd.host import ReplacementOutcome, SerializedHost
+from rpcd.host.host import ReplacementOutcome, SerializedHost
 from tests.host.conftest import OTHER, OTHER_FILE, PROJECT, Harness
 from tests.host.fake_runtime import InjectedFault
 

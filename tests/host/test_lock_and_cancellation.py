@@ -9,9 +9,9 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from rpcd.errors import HostDisposedError, HostError, SessionBusyError
-from rpcd.failures import PHASE_AVAILABILITY, PHASE_SESSION_ACCESS, context_of
-from rpcd.host import ReplacementOutcome
+from rpcd.core.errors import HostDisposedError, HostError, SessionBusyError
+from rpcd.host.failures import PHASE_AVAILABILITY, PHASE_SESSION_ACCESS, context_of
+from rpcd.host.host import ReplacementOutcome
 from tests.host.conftest import OTHER_FILE, PROJECT, Harness
 
 pytestmark = pytest.mark.anyio

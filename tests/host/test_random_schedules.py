@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rpcd.errors import HostDisposedError, HostUnavailableError
-from rpcd.failures import PHASE_AVAILABILITY, context_of
+from rpcd.core.errors import HostDisposedError, HostUnavailableError
+from rpcd.host.failures import PHASE_AVAILABILITY, context_of
 from tests.host.conftest import OTHER, OTHER_FILE, _harness
 
 LONG = os.environ.get("RPCD_LONG") == "1"

@@ -15,7 +15,7 @@ import anyio
 import attrs
 import pytest
 
-from rpcd.errors import (
+from rpcd.core.errors import (
     FactoryError,
     HostDisposedError,
     HostUnavailableError,
@@ -23,7 +23,9 @@ from rpcd.errors import (
     MissingSessionCwdError,
     SessionFileNotFoundError,
 )
-from rpcd.failures import (
+from rpcd.core.values import Diagnostic, ExtensionBindings, ExtensionError, Unsubscribe
+from rpcd.daemon.journal import HostJournal, HostJournalError
+from rpcd.host.failures import (
     PHASE_BINDING,
     PHASE_FINAL_DISPOSAL,
     PHASE_INVALIDATION_CLEANUP,
@@ -32,9 +34,8 @@ from rpcd.failures import (
     PHASE_REPLACEMENT,
     context_of,
 )
-from rpcd.host import SerializedHost
-from rpcd.journal import HostJournal, HostJournalError
-from rpcd.port import Diagnostic, ExtensionBindings, ExtensionError, SessionPort, Unsubscribe
+from rpcd.host.host import SerializedHost
+from rpcd.host.port import SessionPort
 from rpcd.runtime.factory import make_default_factory
 from rpcd.runtime.providers.base import ProviderRegistry
 from rpcd.runtime.providers.faux import FauxProvider

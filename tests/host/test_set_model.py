@@ -5,9 +5,9 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from rpcd.errors import HostDisposedError, HostUnavailableError, ModelNotFoundError
-from rpcd.failures import PHASE_AVAILABILITY, PHASE_SESSION_ACCESS, context_of
-from rpcd.port import ModelRef
+from rpcd.core.errors import HostDisposedError, HostUnavailableError, ModelNotFoundError
+from rpcd.core.values import ModelRef
+from rpcd.host.failures import PHASE_AVAILABILITY, PHASE_SESSION_ACCESS, context_of
 from tests.host.conftest import OTHER_FILE, PROJECT, Harness
 
 pytestmark = pytest.mark.anyio

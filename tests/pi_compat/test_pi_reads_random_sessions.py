@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rpcd.errors import SessionNotSavedError
+from rpcd.core.errors import SessionNotSavedError
 from rpcd.store import SessionManager
 from tests.pi_compat.messages import assistant, bash_execution, tool_result, user
 from tests.pi_compat.oracle import PiReader

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rpcd.port import ExtensionBindings
+from rpcd.core.values import ExtensionBindings
 from rpcd.runtime.factory import make_default_factory
 from rpcd.runtime.providers.base import ProviderRegistry
 from rpcd.runtime.providers.faux import FauxProvider

@@ -17,8 +17,8 @@ from typing import Any
 import anyio
 import pytest
 
-from clients.client import RpcdClient
-from clients.errors import RpcError
+from rpcd.clients.client import RpcdClient
+from rpcd.clients.errors import RpcError
 from tests.providers.conftest import KEY_ENV, PLANTED_KEY
 from tests.providers.sse_server import Reply, SseServer, chunk, load_recording
 

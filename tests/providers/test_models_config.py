@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from rpcd.errors import ModelNotFoundError, ProviderError
+from rpcd.core.errors import ModelNotFoundError, ProviderError
 from rpcd.runtime.agent import Agent
 from rpcd.runtime.models_config import (
     UnresolvedValueError,

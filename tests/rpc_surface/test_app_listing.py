@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rpcd import app
+from rpcd.daemon import app
 
 
 def _write_session(directory: Path, cwd: str, session_id: str) -> Path:

@@ -8,8 +8,8 @@ from typing import Any
 import anyio
 import pytest
 
-from rpcd.client_requests import ClientRequests, UiBridge
-from rpcd.notifications import EventPump, Notification
+from rpcd.wire.client_requests import ClientRequests, UiBridge
+from rpcd.wire.notifications import EventPump, Notification
 
 
 class FakeClient:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from protocol import types as t
-from rpcd.methods import InvalidParamsError, _decode_cursor, paginate
+from rpcd.protocol import types as t
+from rpcd.wire.handlers import InvalidParamsError, _decode_cursor, paginate
 
 
 def summary(n: int, updated: str) -> t.SessionSummary:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from rpcd.progress import Progress
+from rpcd.wire.progress import Progress
 
 
 def collect() -> tuple[list[dict[str, Any]], Any]:

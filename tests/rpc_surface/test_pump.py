@@ -8,7 +8,7 @@ from typing import Any
 import anyio
 import pytest
 
-from rpcd.notifications import EventPump, Notification, wire_event
+from rpcd.wire.notifications import EventPump, Notification, wire_event
 
 
 class GatedSink:

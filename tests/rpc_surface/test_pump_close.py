@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import anyio
 import pytest
 
-from rpcd.notifications import EventPump, Notification
+from rpcd.wire.notifications import EventPump, Notification
 
 
 @pytest.mark.anyio

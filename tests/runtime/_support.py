@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from rpcd.port import ExtensionBindings
+from rpcd.core.values import ExtensionBindings
 from rpcd.runtime.factory import make_default_factory
 from rpcd.runtime.providers.base import ProviderRegistry
 from rpcd.runtime.providers.faux import FauxProvider

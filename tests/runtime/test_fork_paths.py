@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import pytest
 
-from rpcd.errors import SessionNotSavedError
+from rpcd.core.errors import SessionNotSavedError
 from rpcd.runtime.agent import TOOL_ABORTED_MESSAGE
 from rpcd.store import SessionManager
 

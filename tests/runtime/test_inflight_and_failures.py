@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
-from rpcd.errors import NotASessionError, SessionBusyError, SessionFileNotFoundError
+from rpcd.core.errors import NotASessionError, SessionBusyError, SessionFileNotFoundError
 from rpcd.runtime.agent import ABORTED_MESSAGE
 
 from . import _trace_sink as sink

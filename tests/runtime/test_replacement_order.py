@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from rpcd.errors import InvalidEntryError, MissingSessionCwdError, SessionFileNotFoundError
+from rpcd.core.errors import InvalidEntryError, MissingSessionCwdError, SessionFileNotFoundError
 
 from . import _trace_sink as sink
 from ._support import PI_FIXTURE_SESSIONS, normalize, pi_segment, start_runtime

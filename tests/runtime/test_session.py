@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from rpcd.errors import ModelNotFoundError, RuntimeFailure
+from rpcd.core.errors import ModelNotFoundError, RuntimeFailure
 from rpcd.runtime.providers import default_registry
 from rpcd.runtime.providers.faux import SCRIPT_ENV
 from rpcd.store import SessionManager
@@ -275,7 +275,7 @@ def test_the_default_registry_reads_the_faux_script_from_the_environment(
 
 
 async def test_create_runtime_checks_the_session_cwd_before_calling_the_factory(tmp_path: Path) -> None:
-    from rpcd.errors import MissingSessionCwdError
+    from rpcd.core.errors import MissingSessionCwdError
     from rpcd.runtime.runtime import create_runtime
 
     gone = tmp_path / "gone"

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from rpcd.errors import (
+from rpcd.core.errors import (
     InvalidEntryError,
     MissingSessionCwdError,
     NotASessionError,

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from rpcd.errors import NotASessionError
+from rpcd.core.errors import NotASessionError
 from rpcd.store import SessionManager
 
 from .conftest import PI_VERSIONS, copy_fixture, fixture_path, inspect_names, load_inspect

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rpcd.errors import InvalidEntryError, NotASessionError, SessionNotSavedError
+from rpcd.core.errors import InvalidEntryError, NotASessionError, SessionNotSavedError
 from rpcd.store import SessionManager, import_session_file
 
 from .conftest import fixture_path, load_inspect

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from rpcd.errors import InvalidEntryError, SessionWriteError
+from rpcd.core.errors import InvalidEntryError, SessionWriteError
 from rpcd.store import SessionManager, _fs
 
 from .conftest import FIXTURES, copy_fixture, load_inspect

@@ -14,11 +14,11 @@ from typing import Any
 import anyio
 import attrs
 
-from protocol.errors import RpcError
-from rpcd import errors
-from rpcd.failures import FailureContext, attach_context
-from rpcd.logs import configure_logging
-from rpcd.server import create_server, run_stdio
+from rpcd.core import errors
+from rpcd.daemon.logs import configure_logging
+from rpcd.host.failures import FailureContext, attach_context
+from rpcd.protocol.errors import RpcError
+from rpcd.wire.server import create_server, run_stdio
 
 SECRET = "sk-fixture0123456789abcdef"
 

@@ -7,9 +7,9 @@ from typing import Any
 import attrs
 import pytest
 
-from protocol import types as t
-from protocol.converter import ParamsError, structure, unstructure
-from protocol.methods import METHODS
+from rpcd.protocol import types as t
+from rpcd.protocol.converter import ParamsError, structure, unstructure
+from rpcd.protocol.methods import METHODS
 
 
 def problems(data: Any, cls: type[Any]) -> list[tuple[str, str]]:

@@ -6,20 +6,20 @@ import json
 import subprocess
 import sys
 
-from protocol.errors import DEFAULT_MESSAGES, WHEN, ErrorCode
-from protocol.methods import METHODS
-from protocol.openrpc import DOCUMENT, render
+from rpcd.protocol.errors import DEFAULT_MESSAGES, WHEN, ErrorCode
+from rpcd.protocol.methods import METHODS
+from rpcd.protocol.openrpc import DOCUMENT, render
 from tests.wire.daemon import ROOT
 
 
 def test_checked_in_document_is_current() -> None:
-    result = subprocess.run([sys.executable, "-m", "protocol.openrpc", "--check"], cwd=ROOT, capture_output=True,
+    result = subprocess.run([sys.executable, "-m", "rpcd.protocol.openrpc", "--check"], cwd=ROOT, capture_output=True,
                             text=True, timeout=60)
     assert result.returncode == 0, result.stderr
 
 
 def test_check_fails_on_a_stale_document(tmp_path: object, monkeypatch: object) -> None:
-    import protocol.openrpc as openrpc
+    import rpcd.protocol.openrpc as openrpc
 
     stale = tmp_path / "openrpc.json"  # type: ignore[operator]
     stale.write_text("{}\n")

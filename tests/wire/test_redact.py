@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rpcd.redact import MASK, Redactor
+from rpcd.core.redact import MASK, Redactor
 
 
 @pytest.mark.parametrize(
@@ -64,7 +64,7 @@ def test_an_exception_text_reaches_the_log_only_at_debug_level() -> None:
     import json
     import logging
 
-    from rpcd.logs import configure_logging
+    from rpcd.daemon.logs import configure_logging
 
     def logged(level: str) -> dict[str, object]:
         stream = io.StringIO()

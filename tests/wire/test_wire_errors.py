@@ -7,11 +7,11 @@ import traceback
 
 import pytest
 
-from protocol.converter import unstructure
-from protocol.errors import ErrorCode
-from rpcd import errors as e
-from rpcd.failures import FailureContext, attach_context
-from rpcd.wire_errors import to_error, to_wire_dict
+from rpcd.core import errors as e
+from rpcd.host.failures import FailureContext, attach_context
+from rpcd.protocol.converter import unstructure
+from rpcd.protocol.errors import ErrorCode
+from rpcd.wire.errors import to_error, to_wire_dict
 
 
 def test_terminal_replacement_failure_is_replacement_failed_whatever_the_primary() -> None:
@@ -65,7 +65,7 @@ def test_primary_class_decides_the_code_without_context(exc: BaseException, code
 def test_unexpected_exception_is_logged_with_the_correlation_id_and_hidden_on_the_wire(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    with caplog.at_level(logging.ERROR, logger="rpcd.errors"):
+    with caplog.at_level(logging.ERROR, logger="rpcd.core.errors"):
         error = to_error(RuntimeError("transcript: my private text"), operation="prompt")
     wire = str(to_wire_dict(error))
     assert error.code == ErrorCode.INTERNAL_ERROR and "private text" not in wire and "Traceback" not in wire
@@ -83,7 +83,7 @@ def test_unexpected_cleanup_failure_behind_a_typed_primary_is_logged_under_the_c
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     group = ExceptionGroup("fork failed", [e.SessionWriteError("disk full"), ZeroDivisionError("cleanup")])
-    with caplog.at_level(logging.ERROR, logger="rpcd.errors"):
+    with caplog.at_level(logging.ERROR, logger="rpcd.core.errors"):
         error = to_error(group, operation="fork")
     assert error.data is not None and error.data.correlation_id is not None
     assert error.data.correlation_id in error.data.errors[1].message

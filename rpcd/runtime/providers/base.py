@@ -38,7 +38,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
-from rpcd.errors import ModelNotFoundError
+from rpcd.core.errors import ModelNotFoundError
 
 AssistantMessageEvent = dict[str, Any]
 """One streamed event in Pi's shape; ``event["type"]`` names it."""

@@ -15,7 +15,7 @@ doc). Three concerns shape this module:
   read and the connection is closed before the exception leaves the generator.
 * *Secrets.* The resolved key exists only in the request headers. Every message that can
   leave this module (``errorMessage``, retry events, log lines) passes through
-  ``rpcd.redact.Redactor`` extended with the exact key and header values of that request.
+  ``rpcd.core.redact.Redactor`` extended with the exact key and header values of that request.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ import anyio
 import attrs
 import httpx
 
-from rpcd.port import Diagnostic
-from rpcd.redact import Redactor
+from rpcd.core.redact import Redactor
+from rpcd.core.values import Diagnostic
 from rpcd.runtime.models_config import (
     OPENAI_COMPLETIONS_API,
     ModelsConfig,

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from rpcd.errors import SessionDisposedError
-from rpcd.port import ExtensionBindings, ExtensionError
+from rpcd.core.errors import SessionDisposedError
+from rpcd.core.values import ExtensionBindings, ExtensionError
 from rpcd.runtime.extensions import ExtensionRunner, ExtensionRuntimeNotReadyError
 
 from ._projects import write

@@ -3,7 +3,7 @@
 pygls' ``JsonRPCProtocol`` does the dispatch (handler tasks, ``$/cancelRequest`` -> task
 cancellation, server->client request futures); everything it gets wrong for a daemon is
 done here instead: our own framing and envelope checks (``rpcd.transport``), strict params
-(``protocol.converter``) -> -32602, pre-serialised results, exceptions -> ``rpcd.wire_errors``
+(``rpcd.protocol.converter``) -> -32602, pre-serialised results, exceptions -> ``rpcd.wire.errors``
 (never a traceback), and a lifecycle state machine:
 
     NEW --initialize--> READY --shutdown--> SHUT_DOWN --exit / EOF--> (process ends)
@@ -35,10 +35,11 @@ from pygls.protocol import JsonRPCProtocol, JsonRPCRequestMessage, default_conve
 from pygls.server import JsonRPCServer
 
 import rpcd
-from protocol import methods as m
-from protocol.converter import ParamsError, structure, unstructure
-from protocol.errors import ErrorCode, ErrorItem, ErrorObject, RpcError
-from protocol.types import (
+from rpcd.host.failures import context_of
+from rpcd.protocol import methods as m
+from rpcd.protocol.converter import ParamsError, structure, unstructure
+from rpcd.protocol.errors import ErrorCode, ErrorItem, ErrorObject, RpcError
+from rpcd.protocol.types import (
     PROTOCOL_VERSION,
     SUPPORTED_PROTOCOL_VERSIONS,
     ClientCapabilities,
@@ -49,12 +50,11 @@ from protocol.types import (
     ServerCapabilities,
     ServerInfo,
 )
-from rpcd.failures import context_of
 from rpcd.transport import DEFAULT_MAX_MESSAGE_BYTES, Framer, Sink, Transport, encode_json
 from rpcd.transport.envelope import Invalid, Notification, Request, Response, classify
 from rpcd.transport.framing import NEED_DATA, Frame, Garbage, Oversized
 from rpcd.transport.stdio import QueuedWriter, StdinReader, guard_stdout
-from rpcd.wire_errors import WireError, protocol_error, to_error, to_wire_dict
+from rpcd.wire.errors import WireError, protocol_error, to_error, to_wire_dict
 
 log = logging.getLogger("rpcd.server")
 

@@ -29,21 +29,22 @@ import anyio.abc
 import anyio.lowlevel
 import attrs
 
-from protocol import methods as pm
-from protocol import types as t
-from rpcd.client_requests import ClientRequests, UiBridge
-from rpcd.errors import HostDisposedError, RpcdError
-from rpcd.failures import FailureContext, attach_context, context_of
-from rpcd.host import SerializedHost
-from rpcd.host_bindings import RpcHostBindings
-from rpcd.journal import HostJournal
-from rpcd.logs import configure_logging
-from rpcd.methods import HostSlot, SessionMethods, operation
-from rpcd.notifications import HOST_STATUS, EventPump, Notification
-from rpcd.server import Server, create_server
+from rpcd.core.errors import HostDisposedError, RpcdError
+from rpcd.daemon.bindings import RpcHostBindings
+from rpcd.daemon.journal import HostJournal
+from rpcd.daemon.logs import configure_logging
+from rpcd.host.failures import FailureContext, attach_context, context_of
+from rpcd.host.host import SerializedHost
+from rpcd.host.port import RuntimePort
+from rpcd.protocol import methods as pm
+from rpcd.protocol import types as t
 from rpcd.store.paths import get_agent_dir
 from rpcd.transport import DEFAULT_MAX_MESSAGE_BYTES
 from rpcd.transport.stdio import guard_stdout
+from rpcd.wire.client_requests import ClientRequests, UiBridge
+from rpcd.wire.handlers import HostSlot, SessionMethods, operation
+from rpcd.wire.notifications import HOST_STATUS, EventPump, Notification
+from rpcd.wire.server import Server, create_server
 
 log = logging.getLogger("rpcd.app")
 
@@ -344,7 +345,7 @@ class Daemon:
             authorize_project=authorize,
         )
         with operation("startup"):
-            runtime = await create_runtime(
+            runtime: RuntimePort = await create_runtime(
                 factory, cwd=manager.get_cwd(), agent_dir=agent_dir, session_manager=manager
             )
             bindings = RpcHostBindings(self.pump, UiBridge(requests), persist=self._persist)

@@ -23,8 +23,8 @@ from pathlib import Path
 import anyio.to_thread
 import attrs
 
-from rpcd.durable import fsync_directory
-from rpcd.errors import SessionWriteError
+from rpcd.core.durable import fsync_directory
+from rpcd.core.errors import SessionWriteError
 
 __all__ = ["JOURNAL_VERSION", "HostJournal", "HostJournalError", "JournalRecord"]
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any
 
-from rpcd.notifications import PROGRESS
+from rpcd.wire.notifications import PROGRESS
 
 Post = Callable[[str, Mapping[str, Any]], None]
 

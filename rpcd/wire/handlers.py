@@ -7,7 +7,7 @@ the policy *between* the wire and the host:
 * the host exists only after ``initialize`` (the trust prompt needs the client's capabilities),
   so every handler first awaits :class:`HostSlot` — while startup runs, requests wait; if
   startup failed, they get HOST_UNAVAILABLE naming the startup failure (fail closed);
-* :data:`rpcd.host_bindings.OPERATION` is set around each host call so lifecycle
+* :data:`OPERATION` is set around each host call so lifecycle
   notifications name their reason and diagnostics their operation;
 * a handler answers only after the event pump has flushed what the operation produced,
   so ``session_start`` / ``agent_end`` reach the client before the response that caused them;
@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import contextvars
 import json
 import logging
 from collections.abc import Awaitable, Callable, Iterator, Sequence
@@ -31,18 +32,20 @@ from typing import Any, Final, Protocol
 
 import anyio
 
-from protocol import types as t
-from protocol.errors import ErrorCode, ErrorItem
-from rpcd.errors import HostDisposedError, HostError, HostUnavailableError
-from rpcd.failures import FailureContext, SessionBindingFailure, attach_context, context_of
-from rpcd.host import ReplacementOutcome, SerializedHost
-from rpcd.host_bindings import OPERATION
-from rpcd.notifications import EventPump
-from rpcd.port import SessionState
-from rpcd.progress import Progress
-from rpcd.wire_errors import WireError, protocol_error
+from rpcd.core.errors import HostDisposedError, HostError, HostUnavailableError
+from rpcd.core.values import SessionState
+from rpcd.host.failures import FailureContext, SessionBindingFailure, attach_context, context_of
+from rpcd.host.host import ReplacementOutcome, SerializedHost
+from rpcd.protocol import types as t
+from rpcd.protocol.errors import ErrorCode, ErrorItem
+from rpcd.wire.errors import WireError, protocol_error
+from rpcd.wire.notifications import EventPump
+from rpcd.wire.progress import Progress
 
 log = logging.getLogger(__name__)
+
+OPERATION: contextvars.ContextVar[str] = contextvars.ContextVar("rpcd_operation", default="startup")
+"""The wire operation on whose behalf the host is running (``startup``, ``newSession``, ``fork``, ...)."""
 
 DEFAULT_PAGE: Final = 50
 MAX_PAGE: Final = 500

@@ -19,7 +19,7 @@ from typing import Any, Final, Literal, TypeAlias
 import anyio
 import attrs
 
-from rpcd.notifications import EventPump
+from rpcd.wire.notifications import EventPump
 
 log = logging.getLogger(__name__)
 
@@ -171,7 +171,7 @@ class ClientRequests:
 
 
 class UiBridge:
-    """``rpcd.port.UiContext`` for extensions, forwarding to :class:`ClientRequests`."""
+    """``rpcd.core.values.UiContext`` for extensions, forwarding to :class:`ClientRequests`."""
 
     def __init__(self, requests: ClientRequests) -> None:
         self._requests = requests

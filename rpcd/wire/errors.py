@@ -2,7 +2,7 @@
 
 The host raises either the primary exception unchanged or one flat ``ExceptionGroup`` whose
 ``.exceptions`` are ``[primary, *cleanup]``; the failure context (operation, phase, target,
-terminal) rides on the exception (``rpcd.failures.context_of``). The code follows the context
+terminal) rides on the exception (``rpcd.host.failures.context_of``). The code follows the context
 first — a terminal replacement failure is REPLACEMENT_FAILED whatever its primary was, a failed
 final disposal is DISPOSAL_FAILED — and otherwise the primary's class.
 
@@ -19,13 +19,13 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from protocol.converter import unstructure
-from protocol.errors import DEFAULT_MESSAGES, ErrorCode, ErrorData, ErrorItem, ErrorObject, ErrorTarget
-from rpcd import errors as e
-from rpcd.failures import FailureContext, context_of
-from rpcd.redact import default_redactor
+from rpcd.core import errors as e
+from rpcd.core.redact import default_redactor
+from rpcd.host.failures import FailureContext, context_of
+from rpcd.protocol.converter import unstructure
+from rpcd.protocol.errors import DEFAULT_MESSAGES, ErrorCode, ErrorData, ErrorItem, ErrorObject, ErrorTarget
 
-log = logging.getLogger("rpcd.errors")
+log = logging.getLogger("rpcd.core.errors")
 
 CODE_BY_CLASS: tuple[tuple[type[e.RpcdError], ErrorCode], ...] = (
     (e.SessionFileNotFoundError, ErrorCode.SESSION_FILE_NOT_FOUND),

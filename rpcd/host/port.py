@@ -3,104 +3,26 @@
 This is the Python counterpart of the seed's ``Pick<AgentSessionRuntime, ...>``: the
 host (``rpcd.host``) knows the runtime *only* through these protocols, so tests can
 inject an in-memory fake that fails at any step, and the real runtime
-(``rpcd.runtime``) satisfies them structurally. Nothing here knows JSON-RPC.
-
-Events are plain ``dict`` objects in Pi's shapes (``{"type": "message_update", ...}``):
-they go to the wire as they are, so there is no second model of them to keep in sync.
+(``rpcd.runtime``) satisfies them structurally. Nothing here knows JSON-RPC. The value
+types they speak live in ``rpcd.core.values``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Literal, Protocol, TypeAlias
+from typing import Any, Protocol
 
-import attrs
-
-DiagnosticType: TypeAlias = Literal["info", "warning", "error"]
-ForkPosition: TypeAlias = Literal["before", "at"]
-SessionEvent: TypeAlias = Mapping[str, Any]
-"""One AgentSession event in Pi's shape; ``event["type"]`` names it."""
-EventListener: TypeAlias = Callable[[SessionEvent], None]
-Unsubscribe: TypeAlias = Callable[[], None]
-
-
-@attrs.frozen
-class Diagnostic:
-    """``AgentSessionRuntimeDiagnostic``: ``{type, message}`` (Pi has no ``level`` field)."""
-
-    type: DiagnosticType
-    message: str
-
-
-@attrs.frozen
-class ReplaceResult:
-    """What a replacement returns: Pi's ``{cancelled, selectedText?}``."""
-
-    cancelled: bool
-    selected_text: str | None = None
-
-
-@attrs.frozen
-class ExtensionError:
-    """An extension handler failed; reported through ``ExtensionBindings.on_error``."""
-
-    extension_path: str
-    event: str
-    error: str
-
-
-@attrs.frozen
-class ModelRef:
-    provider: str
-    model_id: str
-
-
-@attrs.frozen
-class SessionState:
-    """A read-only snapshot of the current session for ``getState``."""
-
-    session_id: str
-    session_file: str | None
-    cwd: str
-    name: str | None
-    leaf_id: str | None
-    model: ModelRef | None
-    thinking_level: str
-    is_streaming: bool
-    message_count: int
-
-
-@attrs.frozen
-class SessionTree:
-    """Raw entries as in the file (file order, no header), the leaf, and the global labels."""
-
-    entries: Sequence[Mapping[str, Any]]
-    leaf_id: str | None
-    labels: Mapping[str, str]
-
-
-class UiContext(Protocol):
-    """Extension UI callbacks the host supplies (forwarded to the client by the daemon).
-
-    Dialogs resolve to Pi's cancel defaults (``None`` / ``False``) on timeout or refusal.
-    """
-
-    def notify(self, message: str, notify_type: Literal["info", "warning", "error"] = "info") -> None: ...
-
-    async def confirm(self, title: str, message: str, timeout: float | None = None) -> bool: ...
-
-    async def select(self, title: str, options: Sequence[str], timeout: float | None = None) -> str | None: ...
-
-    async def input(self, title: str, placeholder: str | None = None, timeout: float | None = None) -> str | None: ...
-
-
-@attrs.frozen
-class ExtensionBindings:
-    """``Parameters<AgentSession["bindExtensions"]>[0]``: what the host binds into a session."""
-
-    mode: str = "rpc"
-    ui: UiContext | None = None
-    on_error: Callable[[ExtensionError], None] | None = None
+from rpcd.core.values import (
+    Diagnostic,
+    EventListener,
+    ExtensionBindings,
+    ForkPosition,
+    ModelRef,
+    ReplaceResult,
+    SessionState,
+    SessionTree,
+    Unsubscribe,
+)
 
 
 class SessionPort(Protocol):
@@ -125,14 +47,14 @@ class SessionPort(Protocol):
 
     async def prompt(self, text: str) -> str:
         """Run one agent turn; resolves at turn end with the last ``stopReason``.
-        Raises ``rpcd.errors.SessionBusyError`` while a turn is running."""
+        Raises ``rpcd.core.errors.SessionBusyError`` while a turn is running."""
         ...
 
     def set_session_name(self, name: str) -> None: ...
 
     def set_model(self, provider: str, model_id: str) -> ModelRef:
         """Pi's ``setModel``: switch the model for the next turn and append ``model_change``.
-        Raises ``rpcd.errors.ModelNotFoundError`` / ``ProviderError`` before appending anything."""
+        Raises ``rpcd.core.errors.ModelNotFoundError`` / ``ProviderError`` before appending anything."""
         ...
 
     def state(self) -> SessionState: ...

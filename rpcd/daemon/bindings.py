@@ -17,19 +17,17 @@ The host calls these in the seed's order for the initial session and for every r
 
 from __future__ import annotations
 
-import contextvars
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
 
-from rpcd.notifications import SESSION_DIAGNOSTICS, EventPump, SessionChannel
-from rpcd.port import Diagnostic, ExtensionBindings, ExtensionError, SessionPort, UiContext, Unsubscribe
-from rpcd.redact import redact as redact_text
+from rpcd.core.redact import redact as redact_text
+from rpcd.core.values import Diagnostic, ExtensionBindings, ExtensionError, UiContext, Unsubscribe
+from rpcd.host.port import SessionPort
+from rpcd.wire.handlers import OPERATION
+from rpcd.wire.notifications import SESSION_DIAGNOSTICS, EventPump, SessionChannel
 
 log = logging.getLogger(__name__)
-
-OPERATION: contextvars.ContextVar[str] = contextvars.ContextVar("rpcd_operation", default="startup")
-"""The wire operation on whose behalf the host is running (``startup``, ``newSession``, ``fork``, ...)."""
 
 _START_REASONS: Final = {
     "startup": "startup",
@@ -46,7 +44,7 @@ Persist = Callable[[str | None, str], Awaitable[object]]
 
 
 class RpcHostBindings:
-    """``rpcd.port.HostBindings`` for the JSON-RPC daemon."""
+    """``rpcd.host.port.HostBindings`` for the JSON-RPC daemon."""
 
     def __init__(self, pump: EventPump, ui: UiContext | None, persist: Persist | None = None) -> None:
         self._pump = pump

@@ -15,7 +15,7 @@ import sys
 import traceback
 from typing import Any, Final, TextIO
 
-from rpcd.redact import Redactor, default_redactor
+from rpcd.core.redact import Redactor, default_redactor
 
 ENV_LEVEL: Final = "RPCD_LOG_LEVEL"
 DEFAULT_LEVEL: Final = "info"

@@ -1,6 +1,6 @@
 """The serialized host: the seed's ``bindSerializedSessionRuntimeHost`` in Python (seed §3, §5-§9).
 
-One ``SerializedHost`` owns one runtime (through ``rpcd.port.RuntimePort`` only) and is
+One ``SerializedHost`` owns one runtime (through ``rpcd.host.port.RuntimePort`` only) and is
 the single door request code goes through. It adds what the runtime deliberately lacks:
 
 * **A FIFO host lock.** Every replacement (new/resume/fork/clone/import) and the final
@@ -14,7 +14,7 @@ the single door request code goes through. It adds what the runtime deliberately
   is set by the first ``dispose()`` call. Getters fail at once unless the host is available.
 * **The failure policy.** Failures before invalidation leave the old session current;
   failures after it leave the host terminal, with the applied replacement disposed and every
-  cleanup failure kept in one flat ``SessionBindingFailure`` (``rpcd.failures``).
+  cleanup failure kept in one flat ``SessionBindingFailure`` (``rpcd.host.failures``).
 
 The raw runtime and session objects are never handed out: request code calls
 ``prompt``/``abort``/``state``/... here, which check availability first.
@@ -32,8 +32,9 @@ from typing import Any, Literal, TypeAlias, TypeVar
 import anyio
 import attrs
 
-from rpcd.errors import HostDisposedError, HostError, HostUnavailableError, InvalidEntryError
-from rpcd.failures import (
+from rpcd.core.errors import HostDisposedError, HostError, HostUnavailableError, InvalidEntryError
+from rpcd.core.values import Diagnostic, ModelRef, ReplaceResult, SessionState, SessionTree, Unsubscribe
+from rpcd.host.failures import (
     PHASE_AVAILABILITY,
     PHASE_BINDING,
     PHASE_FINAL_DISPOSAL,
@@ -48,17 +49,7 @@ from rpcd.failures import (
     context_of,
     raise_session_binding_failure,
 )
-from rpcd.port import (
-    Diagnostic,
-    HostBindings,
-    ModelRef,
-    ReplaceResult,
-    RuntimePort,
-    SessionPort,
-    SessionState,
-    SessionTree,
-    Unsubscribe,
-)
+from rpcd.host.port import HostBindings, RuntimePort, SessionPort
 
 __all__ = ["HostStatus", "ReplacementOutcome", "SerializedHost", "StatusListener"]
 

@@ -1,0 +1,122 @@
+"""The one-way doors between rooms (``rpcd/__init__.py``): a test fails when one is broken.
+
+Every module of every room is parsed (not imported) and each ``import`` of an rpcd room is
+checked against the rooms its own room may import. Third-party doors too: pygls and lsprotocol
+only in the wire's endpoint; the client library imports no third-party package at all, so it
+starts without pygls. And nothing anywhere imports the directories ``protocol``/``clients`` by
+their bare names: the installed names are ``rpcd.protocol`` / ``rpcd.clients``.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "rpcd"
+
+# room -> the rooms it may import (itself always allowed)
+DOORS: dict[str, frozenset[str]] = {
+    "core": frozenset(),
+    "protocol": frozenset(),
+    "clients": frozenset({"protocol.names"}),
+    "transport": frozenset({"core", "protocol"}),
+    "store": frozenset({"core"}),
+    "tools": frozenset({"core"}),
+    "runtime": frozenset({"core", "store", "tools"}),
+    "host": frozenset({"core"}),
+    "wire": frozenset({"core", "protocol", "transport", "host"}),
+    "acp": frozenset({"core", "protocol", "host", "runtime", "store", "tools", "transport"}),
+    "daemon": frozenset({"*"}),
+    "__main__": frozenset({"daemon"}),
+    "__init__": frozenset(),
+}
+PYGLS_ONLY_IN = {"rpcd/wire/server.py"}
+THIRD_PARTY_FREE = {"clients"}  # stdlib only: a fast start, no pygls/attrs/cattrs/anyio
+ROOM_DIRS = {"protocol": ROOT / "protocol", "clients": ROOT / "clients"}
+
+
+def _room_files() -> Iterator[tuple[str, Path, str]]:
+    """(room, file, path relative to the repo) for every module we ship."""
+    for child in sorted(PACKAGE.iterdir()):
+        if child.name in ROOM_DIRS:
+            continue  # the symlinks: read the real directories below
+        if child.is_dir() and (child / "__init__.py").exists():
+            for file in sorted(child.rglob("*.py")):
+                yield child.name, file, str(file.relative_to(ROOT))
+        elif child.suffix == ".py":
+            yield child.stem, child, str(child.relative_to(ROOT))
+    for room, directory in ROOM_DIRS.items():
+        for file in sorted(directory.rglob("*.py")):
+            if "node_modules" not in file.parts:
+                yield room, file, f"rpcd/{file.relative_to(ROOT)}"
+
+
+def _imports(file: Path) -> Iterator[tuple[int, str]]:
+    tree = ast.parse(file.read_text(), filename=str(file))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module is not None:
+            if node.module == "rpcd":
+                for alias in node.names:
+                    yield node.lineno, f"rpcd.{alias.name}"
+            else:
+                yield node.lineno, node.module
+
+
+def _allowed(room: str, target: str) -> bool:
+    doors = DOORS[room]
+    if "*" in doors or target == room or target.startswith(room + "."):
+        return True
+    return any(target == door or target.startswith(door + ".") for door in doors)
+
+
+FILES = list(_room_files())
+
+
+def test_every_room_has_a_door_rule_and_a_docstring_naming_its_doors() -> None:
+    rooms = {room for room, _, _ in FILES}
+    assert rooms <= set(DOORS), f"rooms without a door rule: {sorted(rooms - set(DOORS))}"
+    for room in rooms - {"__main__", "__init__"}:
+        init = (ROOM_DIRS.get(room) or PACKAGE / room) / "__init__.py"
+        doc = ast.get_docstring(ast.parse(init.read_text())) or ""
+        if room not in ROOM_DIRS:
+            assert "Doors:" in doc, f"{init.relative_to(ROOT)} does not say which rooms it may import"
+
+
+@pytest.mark.parametrize(("room", "file", "rel"), FILES, ids=[rel for _, _, rel in FILES])
+def test_imports_go_through_open_doors_only(room: str, file: Path, rel: str) -> None:
+    broken = []
+    for line, module in _imports(file):
+        top = module.split(".")[0]
+        if top in ("protocol", "clients"):
+            broken.append(f"{rel}:{line} imports {module!r}: the installed name is 'rpcd.{module}'")
+        elif top == "rpcd":
+            parts = module.split(".")
+            if len(parts) == 1:
+                continue
+            target = ".".join(parts[1:])
+            if not _allowed(room, target):
+                broken.append(f"{rel}:{line} ({room}) imports rpcd.{target}; {room} may import {sorted(DOORS[room])}")
+        elif top in ("pygls", "lsprotocol") and rel not in PYGLS_ONLY_IN:
+            broken.append(f"{rel}:{line} imports {top}; pygls is confined to {sorted(PYGLS_ONLY_IN)}")
+        elif room in THIRD_PARTY_FREE and top not in sys.stdlib_module_names and top != "__future__":
+            broken.append(f"{rel}:{line} imports third-party {top!r}; the {room} room is stdlib only")
+    assert not broken, "\n".join(broken)
+
+
+def test_tests_and_scripts_import_what_users_import() -> None:
+    """No test or script reaches a room by its directory name (``protocol.types``)."""
+    broken = []
+    for directory in (ROOT / "tests", ROOT / "scripts"):
+        for file in directory.rglob("*.py"):
+            for line, module in _imports(file):
+                if module.split(".")[0] in ("protocol", "clients"):
+                    broken.append(f"{file.relative_to(ROOT)}:{line} imports {module!r}")
+    assert not broken, "\n".join(broken)
