@@ -37,6 +37,7 @@ from contextlib import aclosing
 from typing import Any, Protocol
 
 import anyio
+import anyio.lowlevel
 
 from rpcd.core.redact import redact
 from rpcd.runtime.providers.base import ModelInfo, Provider, ProviderRequest, ToolSpec, new_assistant_message
@@ -320,6 +321,9 @@ class Agent:
             if self._abort_requested:
                 scope.cancel()
             try:
+                if self._abort_requested:
+                    # aborted before the call (e.g. during tools): the model is not asked at all
+                    await anyio.lowlevel.checkpoint()
                 async with aclosing(self.provider.stream(request)) as stream:  # type: ignore[type-var]
                     async for event in stream:
                         kind = event["type"]
