@@ -24,10 +24,14 @@ async def run_blocking(fn: Callable[[], T], signal: AbortSignal) -> T:
     if signal.aborted:
         raise ToolError(ABORTED_MESSAGE)
     result: list[T] = []
+    failure: list[BaseException] = []
     async with anyio.create_task_group() as group:
 
         async def work() -> None:
-            result.append(await anyio.to_thread.run_sync(fn, abandon_on_cancel=True))
+            try:
+                result.append(await anyio.to_thread.run_sync(fn, abandon_on_cancel=True))
+            except Exception as exc:  # re-raised below, outside the task group (no ExceptionGroup)
+                failure.append(exc)
             group.cancel_scope.cancel()
 
         async def watch() -> None:
@@ -36,6 +40,8 @@ async def run_blocking(fn: Callable[[], T], signal: AbortSignal) -> T:
 
         group.start_soon(work)
         group.start_soon(watch)
+    if failure:
+        raise failure[0]
     if not result:
         raise ToolError(ABORTED_MESSAGE)
     return result[0]

@@ -176,7 +176,8 @@ def _find(search_path: str, pattern: str, limit: int | float, signal: AbortSigna
     except OSError:
         info = None
     if info is None or not stat.S_ISDIR(info.st_mode):
-        raise ToolError(f"[fd error]: Search path '{search_path}' is not a directory.")
+        raise ToolError(f"[fd error]: Search path '{search_path}' is not a directory.\n"
+                        "[fd error]: No valid search paths given.")
     full_path = "/" in pattern
     effective = pattern
     if full_path and not pattern.startswith("/") and not pattern.startswith("**/") and pattern != "**":

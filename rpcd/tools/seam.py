@@ -189,10 +189,14 @@ class ToolSeam:
 async def _cancel_on_abort(tool: Tool, call: ToolCall, ctx: ToolCallContext) -> ToolResult:
     """A tool that does not watch the signal (an extension's) is cancelled when it fires."""
     result: list[ToolResult] = []
+    failure: list[BaseException] = []
     async with anyio.create_task_group() as group:
 
         async def work() -> None:
-            result.append(await tool.execute(call.tool_call_id, call.args, ctx))
+            try:
+                result.append(await tool.execute(call.tool_call_id, call.args, ctx))
+            except Exception as exc:  # re-raised below, outside the task group (no ExceptionGroup)
+                failure.append(exc)
             group.cancel_scope.cancel()
 
         async def watch() -> None:
@@ -201,6 +205,8 @@ async def _cancel_on_abort(tool: Tool, call: ToolCall, ctx: ToolCallContext) -> 
 
         group.start_soon(work)
         group.start_soon(watch)
+    if failure:
+        raise failure[0]
     if not result:
         raise ToolError(ABORTED_MESSAGE)
     return result[0]

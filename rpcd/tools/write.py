@@ -30,9 +30,7 @@ PROMPT_GUIDELINES: Final = ("Use write only for new files or complete rewrites."
 def _mkdir_p(directory: str) -> None:
     try:
         os.makedirs(directory, exist_ok=True)
-    except FileExistsError as exc:  # a path component is a file
-        raise node_error(OSError(20, "not a directory"), "mkdir", directory) from exc
-    except OSError as exc:
+    except OSError as exc:  # a component that is a file: EEXIST, as Node's recursive mkdir says
         raise node_error(exc, "mkdir", directory) from None
 
 
