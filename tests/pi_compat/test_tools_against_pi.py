@@ -222,3 +222,72 @@ def test_our_files_decode_like_pi(world: World) -> None:
     """The snapshots are base64 on both sides; a sanity check that they are real file bytes."""
     record = world.ours["write-unicode"]
     assert base64.b64decode(record["files"]["ü/名前.txt"]) == "日本語 ✓\n".encode()
+
+
+def _pi_document(pi_oracle: PiOracle, request: dict[str, Any]) -> list[dict[str, Any]]:
+    done = subprocess.run([str(pi_oracle.node), str(TOOLS_SCRIPT)], input=json.dumps(request).encode(),
+                          capture_output=True, timeout=120, check=False,
+                          env={"PATH": "/usr/bin:/bin", "HOME": tempfile.gettempdir(), "PI_OFFLINE": "1",
+                               "RPCD_PI_ORACLE_DIR": str(pi_oracle.root)})
+    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    return [json.loads(line) for line in done.stdout.decode().splitlines() if line.strip()]
+
+
+def test_tool_definitions_are_pis(pi_oracle: PiOracle) -> None:
+    """Name, label, description, parameter schema, prompt snippet and guidelines of every built-in."""
+    from rpcd.tools import create_builtin_tools
+
+    (document,) = _pi_document(pi_oracle, {"definitions": True})
+    ours = create_builtin_tools("/")
+    for name, pi in document["definitions"].items():
+        tool = ours[name]
+        assert tool.name == pi["name"] and tool.label == pi["label"]
+        assert tool.description == pi["description"]
+        assert dict(tool.parameters) == pi["parameters"]
+        assert tool.prompt_snippet == pi["promptSnippet"]
+        assert list(tool.prompt_guidelines) == (pi.get("promptGuidelines") or [])
+
+
+PI_DOCS_BLOCK = re.compile(r"\n\nPi documentation \(read only when.*?follow links to related docs \(e\.g\., tui\.md "
+                           r"for TUI API details\)", re.DOTALL)
+
+
+def test_system_prompt_is_pis_build_system_prompt(pi_oracle: PiOracle) -> None:
+    """Our prompt for several tool sets, context files and SYSTEM/APPEND files is Pi's
+    ``buildSystemPrompt`` text for the same options, minus Pi's documentation block."""
+    from rpcd.runtime.system_prompt import build_system_prompt, normalize_guidelines, normalize_snippet
+    from rpcd.tools import create_builtin_tools
+
+    tools = create_builtin_tools("/")
+    contexts = [{"path": "/p/AGENTS.md", "content": "Use tabs.\n"}, {"path": "/p/sub/CLAUDE.md", "content": "x"}]
+    selections: list[tuple[list[str], dict[str, Any]]] = [
+        (["read", "bash", "edit", "write"], {}),
+        (["read", "grep", "find", "ls"], {"contextFiles": contexts}),
+        (["bash"], {"appendSystemPrompt": "Appended rules."}),
+        ([], {}),
+        (["read", "bash", "edit", "write", "grep", "find", "ls"], {"customPrompt": "You are custom.",
+                                                                   "contextFiles": contexts[:1]}),
+        (["read", "bash"], {"customPrompt": "Custom.", "appendSystemPrompt": "More."}),
+    ]
+    requests = []
+    for names, extra in selections:
+        snippets = {n: normalize_snippet(tools[n].prompt_snippet) for n in names if tools[n].prompt_snippet}
+        guidelines = [g for n in names for g in normalize_guidelines(tools[n].prompt_guidelines)]
+        requests.append({"cwd": "/work/project", "selectedTools": names, "toolSnippets": snippets,
+                         "promptGuidelines": guidelines, **extra})
+    documents = _pi_document(pi_oracle, {"systemPrompts": requests})
+    assert len(documents) == len(requests)
+    for request, document in zip(requests, documents, strict=True):
+
+        class File:
+            def __init__(self, entry: dict[str, str]) -> None:
+                self.path, self.content = entry["path"], entry["content"]
+
+        ours = build_system_prompt(
+            cwd=request["cwd"], selected_tools=request["selectedTools"], tool_snippets=request["toolSnippets"],
+            prompt_guidelines=request["promptGuidelines"], custom_prompt=request.get("customPrompt"),
+            append_system_prompt=request.get("appendSystemPrompt"),
+            context_files=[File(e) for e in request.get("contextFiles", [])],
+        )
+        expected = PI_DOCS_BLOCK.sub("", document["systemPrompt"])
+        assert ours == expected
