@@ -29,6 +29,7 @@ and ``_poll_steering`` / follow-ups (issue 18) sit where pi-agent-core calls
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
@@ -456,10 +457,9 @@ class Agent:
         send, receive = anyio.create_memory_object_stream[ToolResult](max_buffer_size=10_000)
 
         def on_update(partial: ToolResult) -> None:
-            try:
+            # a flood of updates: dropping one partial snapshot loses nothing final
+            with contextlib.suppress(anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
                 send.send_nowait(partial)
-            except (anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
-                pass  # a flood of updates: dropping one partial snapshot loses nothing final
 
         async def deliver() -> None:
             async with receive:

@@ -68,7 +68,7 @@ class ProcessInputs:
     trust_override: bool | None = None
     """``--approve`` (True) / ``--no-approve`` (False); ``None`` follows the trust policy."""
     no_context_files: bool = False
-    tool_selection: ToolSelection = ToolSelection()
+    tool_selection: ToolSelection = attrs.field(factory=ToolSelection)
     """``--tools`` / ``--exclude-tools`` / ``--no-builtin-tools`` / ``--no-tools`` (Pi's tool flags)."""
     trust_memory: SessionTrustMemory = attrs.field(factory=SessionTrustMemory, eq=False)
     """Per-process trust decisions (``trustOnce``), shared by every replacement."""

@@ -365,7 +365,7 @@ def session_tools(services: Any, selection: ToolSelection) -> dict[str, Tool]:
     runner: Any = getattr(services, "extensions", None)
     extension_defs: Mapping[str, Any] = getattr(runner, "tools", None) or {}
     builtin = create_builtin_tools(services.cwd, tool_options(services))
-    settings = getattr(services, "settings", None)
+    settings: Any = getattr(services, "settings", None)
     default_tools = settings.default_tools() if callable(getattr(settings, "default_tools", None)) else None
     names = active_tool_names(selection, default_tools=default_tools, builtin=BUILTIN_TOOL_NAMES,
                               extension_tools=list(extension_defs))
@@ -518,7 +518,8 @@ class _SessionHooks:
         runner = self._runner()
         if runner is None or not runner.has_handlers("tool_call"):
             return None
-        event = {"type": "tool_call", "toolName": call.tool_name, "toolCallId": call.tool_call_id, "input": call.args}
+        event: dict[str, Any] = {"type": "tool_call", "toolName": call.tool_name, "toolCallId": call.tool_call_id,
+                                 "input": call.args}
         result = await runner.emit_tool_call(event)
         if isinstance(event.get("input"), dict) and event["input"] is not call.args:
             call.args = event["input"]

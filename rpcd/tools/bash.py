@@ -15,6 +15,7 @@ signal of its own reports success, as in Pi (Node's exit code is ``null`` then).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import signal as signals
@@ -103,10 +104,8 @@ async def kill_process_group(pgid: int, grace: float = KILL_GRACE_S) -> None:
         await anyio.sleep(0.02)
         if not _group_alive(pgid):
             return
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signals.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _status(text: str, status: str) -> str:

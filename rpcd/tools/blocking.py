@@ -51,4 +51,5 @@ async def run_in_thread(fn: Callable[[], T]) -> T:
     """``fn()`` in a worker thread, waited for even when the caller is aborted (a file mutation
     must settle before the next one on the same file starts)."""
     with anyio.CancelScope(shield=True):
-        return await anyio.to_thread.run_sync(fn)
+        result = await anyio.to_thread.run_sync(fn)
+    return result

@@ -151,8 +151,8 @@ def create_edit_tool(cwd: str) -> FunctionTool:
             details: dict[str, Any] = {"diff": diff, "patch": generate_unified_patch(path_arg, base, new)}
             if first_changed is not None:
                 details["firstChangedLine"] = first_changed
-            return {"content": [{"type": "text", "text": f"Successfully replaced {len(edits)} block(s) in {path_arg}."}],
-                    "details": details}
+            text = f"Successfully replaced {len(edits)} block(s) in {path_arg}."
+            return {"content": [{"type": "text", "text": text}], "details": details}
 
         async with file_mutation(absolute):
             # not abandoned on abort: the queue stays held until the write has settled (as in Pi)

@@ -5,6 +5,7 @@ errors, line endings restored, and the two diffs Pi returns (numbered display di
 
 from __future__ import annotations
 
+import itertools
 import re
 import unicodedata
 from typing import Any
@@ -13,7 +14,8 @@ from rpcd.tools.diff import create_two_files_patch, diff_lines
 from rpcd.tools.errors import ToolError
 
 # JavaScript's String.prototype.trimEnd: WhiteSpace + LineTerminator.
-_JS_SPACE = "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+_JS_SPACE = ("\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+             "\u2028\u2029\u202f\u205f\u3000\ufeff")
 _SINGLE_QUOTES = re.compile("[\u2018\u2019\u201a\u201b]")
 _DOUBLE_QUOTES = re.compile("[\u201c\u201d\u201e\u201f]")
 _DASHES = re.compile("[\u2010\u2011\u2012\u2013\u2014\u2015\u2212]")
@@ -165,7 +167,7 @@ def apply_edits(normalized: str, edits: list[dict[str, Any]], path: str) -> tupl
         matched.append({"editIndex": index, "matchIndex": position, "matchLength": length,
                         "newText": edit["newText"]})
     matched.sort(key=lambda m: m["matchIndex"])
-    for previous, current in zip(matched, matched[1:], strict=False):
+    for previous, current in itertools.pairwise(matched):
         if previous["matchIndex"] + previous["matchLength"] > current["matchIndex"]:
             raise ToolError(f"edits[{previous['editIndex']}] and edits[{current['editIndex']}] overlap in {path}. "
                             "Merge them into one edit or target disjoint regions.")

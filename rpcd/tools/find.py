@@ -49,10 +49,10 @@ PROMPT_SNIPPET: Final = "Find files by glob pattern (respects .gitignore)"
 # Ignore-file kinds in precedence order (fd: custom ignore files > .ignore > .gitignore > exclude).
 _KINDS: Final = (".fdignore", ".ignore", ".gitignore")
 _EXCLUDE: Final = 3
-_Matcher = tuple[str, pathspec.PathSpec]  # (base directory, spec)
+_Matcher = tuple[str, pathspec.GitIgnoreSpec]  # (base directory, spec)
 
 
-def _spec(path: str) -> pathspec.PathSpec | None:
+def _spec(path: str) -> pathspec.GitIgnoreSpec | None:
     try:
         with open(path, "rb") as handle:
             lines = handle.read().decode("utf-8", "replace").splitlines()

@@ -47,14 +47,11 @@ def glob_to_regex(pattern: str) -> str:
                 end = i + 2
                 end_ok = end == n or pattern[end] == "/"
                 if start_ok and end_ok:
-                    if end == n:
-                        out.append(".*" if i == 0 else ".*")
-                        if i > 0 and out[-2:-1] == ["/"]:
-                            pass
+                    if end == n:  # a trailing "**" (or the whole pattern): anything
+                        out.append(".*")
                         i = end
                         continue
-                    # "**/": zero or more directories
-                    out.append("(?:.*/)?" if i == 0 else "(?:.*/)?")
+                    out.append("(?:.*/)?")  # "**/": zero or more directories
                     i = end + 1
                     continue
                 out.append("[^/]*")

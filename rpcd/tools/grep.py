@@ -9,7 +9,9 @@ the whole output cut at 50 KB, and Pi's notices appended. Like Pi, file order is
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
 import subprocess
 from typing import Any, Final
 
@@ -126,7 +128,7 @@ def create_grep_tool(cwd: str) -> FunctionTool:
             raise ToolError("ripgrep (rg) is not available and could not be downloaded")
         search_path = resolve_to_cwd(args.get("path") or ".", cwd)
         try:
-            is_directory = os.path.isdir(search_path) if os.stat(search_path) else False
+            is_directory = stat.S_ISDIR(os.stat(search_path).st_mode)
         except OSError:
             raise ToolError(f"Path not found: {search_path}") from None
         context_arg = args.get("context")
@@ -233,7 +235,5 @@ def create_grep_tool(cwd: str) -> FunctionTool:
 
 def _stop(process: anyio.abc.Process) -> None:
     if process.returncode is None:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             process.terminate()
-        except ProcessLookupError:
-            pass

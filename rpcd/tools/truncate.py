@@ -23,12 +23,7 @@ def utf8_len(text: str) -> int:
     """``Buffer.byteLength(text, "utf-8")`` (a lone surrogate counts as U+FFFD, 3 bytes)."""
     if text.isascii():
         return len(text)
-    return len(text.encode("utf-8", "surrogatepass")) if not _has_lone_surrogate(text) else len(
-        text.encode("utf-8", "replace"))
-
-
-def _has_lone_surrogate(text: str) -> bool:
-    return any("\ud800" <= ch <= "\udfff" for ch in text)
+    return len(text.encode("utf-8", "surrogatepass"))
 
 
 def format_size(size: int | float) -> str:
@@ -73,7 +68,8 @@ def count_lines(content: str) -> int:
     return newlines if content.endswith("\n") else newlines + 1
 
 
-def truncate_head(content: str, *, max_lines: int = DEFAULT_MAX_LINES, max_bytes: int = DEFAULT_MAX_BYTES) -> Truncation:
+def truncate_head(content: str, *, max_lines: int = DEFAULT_MAX_LINES,
+                  max_bytes: int = DEFAULT_MAX_BYTES) -> Truncation:
     """Keep the first complete lines that fit (``truncateHead``); never a partial line."""
     total_bytes = utf8_len(content)
     total_lines = count_lines(content)
@@ -109,7 +105,8 @@ def truncate_head(content: str, *, max_lines: int = DEFAULT_MAX_LINES, max_bytes
                    max_lines, max_bytes)
 
 
-def truncate_tail(content: str, *, max_lines: int = DEFAULT_MAX_LINES, max_bytes: int = DEFAULT_MAX_BYTES) -> Truncation:
+def truncate_tail(content: str, *, max_lines: int = DEFAULT_MAX_LINES,
+                  max_bytes: int = DEFAULT_MAX_BYTES) -> Truncation:
     """Keep the last lines that fit (``truncateTail``); the last line alone may be cut from its end."""
     total_bytes = utf8_len(content)
     total_lines = count_lines(content)

@@ -19,7 +19,9 @@ from typing import Any
 
 from rpcd.tools.errors import ToolError
 
-_NUMERIC = re.compile(r"^\s*[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|0[xX][0-9a-fA-F]+|0[bB][01]+|0[oO][0-7]+|Infinity)\s*$")
+_NUMERIC = re.compile(
+    r"^\s*[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|0[xX][0-9a-fA-F]+|0[bB][01]+|0[oO][0-7]+|Infinity)\s*$"
+)
 
 
 def _js_number(text: str) -> float | None:
@@ -30,10 +32,7 @@ def _js_number(text: str) -> float | None:
         return None
     stripped = text.strip()
     try:
-        if stripped.lower().startswith(("0x", "0b", "0o")):
-            value = float(int(stripped, 0))
-        else:
-            value = float(stripped)
+        value = float(int(stripped, 0)) if stripped.lower().startswith(("0x", "0b", "0o")) else float(stripped)
     except ValueError:
         return None
     return value if math.isfinite(value) else None
@@ -72,8 +71,8 @@ def _convert(value: Any, spec: Mapping[str, Any]) -> Any:
             return value
         if value is None:
             return False
-        if isinstance(value, int | float):
-            return {0: False, 1: True}.get(value, value) if value in (0, 1) else value
+        if isinstance(value, int | float) and value in (0, 1):
+            return value == 1
         if isinstance(value, str):
             lowered = value.lower()
             if lowered == "false" or value == "0":

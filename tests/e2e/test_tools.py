@@ -65,7 +65,7 @@ def test_scripted_tool_calls_stream_tagged_events_and_persist_pi_tool_results(tm
     entries = read_jsonl(state["sessionFile"])
     results = [e["message"] for e in entries if e["type"] == "message" and e["message"]["role"] == "toolResult"]
     assert [r["toolCallId"] for r in results] == [c["id"] for c in calls]  # call order, as Pi writes them
-    assert [list(r) for r in results][0] == ["role", "toolCallId", "toolName", "content", "isError", "timestamp"]
+    assert list(results[0]) == ["role", "toolCallId", "toolName", "content", "isError", "timestamp"]
     edit = next(r for r in results if r["toolCallId"] == "call-edit")
     assert edit["details"]["patch"].startswith("--- notes.txt\n+++ notes.txt\n")
     assert edit["details"]["firstChangedLine"] == 2

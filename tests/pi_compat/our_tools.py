@@ -45,8 +45,8 @@ async def run_case(case: dict[str, Any]) -> dict[str, Any]:
     files: dict[str, str | None] = {}
     for rel in case.get("snapshot", []):
         try:
-            with open(os.path.join(cwd, rel), "rb") as handle:
-                files[rel] = base64.b64encode(handle.read()).decode("ascii")
+            data = await anyio.Path(cwd, rel).read_bytes()
+            files[rel] = base64.b64encode(data).decode("ascii")
         except OSError:
             files[rel] = None
     record["files"] = files

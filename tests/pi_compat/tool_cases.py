@@ -265,6 +265,7 @@ CASES: list[Case] = [
     _read("file-url-missing", {"path": "file:///definitely/missing.txt"}),
     _read("dotdot", {"path": "dir/../a.txt"}),
     _read("no-path", {}),
+    _read("no-path-bad-offset", {"offset": "x", "limit": True}),
     _read("path-number", {"path": 5}),
     _read("png", {"path": "img/small.png"}),
     _read("png-real", {"path": "img/python.png"}),
@@ -276,7 +277,8 @@ CASES: list[Case] = [
     _read("png-broken", {"path": "img/fake.png"}),
     # -- edit ------------------------------------------------------------------------------
     _edit("single", {"path": "code.py", E: [{"oldText": "return a + b", "newText": "return b + a"}]}),
-    _edit("two", {"path": "code.py", E: [{"oldText": "a + b", "newText": "a+b"}, {"oldText": "a - b", "newText": "a-b"}]}),
+    _edit("two", {"path": "code.py", E: [{"oldText": "a + b", "newText": "a+b"},
+                                          {"oldText": "a - b", "newText": "a-b"}]}),
     _edit("not-found", {"path": "code.py", E: [{"oldText": "nothing like this", "newText": "x"}]}),
     _edit("not-found-second", {"path": "code.py", E: [{"oldText": "a + b", "newText": "x"},
                                                         {"oldText": "missing", "newText": "y"}]}),

@@ -11,8 +11,8 @@ import anyio
 import pytest
 
 from rpcd.core.errors import SessionNotSavedError
-from rpcd.tools import ABORTED_MESSAGE
 from rpcd.store import SessionManager
+from rpcd.tools import ABORTED_MESSAGE
 
 from . import _trace_sink as sink
 from ._support import make_agent_dir, normalize, pi_segment, start_runtime, write
