@@ -14,6 +14,7 @@ at most ``limit`` results, directories with a trailing ``/``. Results come in wa
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Iterator
 from typing import Any, Final
@@ -49,21 +50,74 @@ PROMPT_SNIPPET: Final = "Find files by glob pattern (respects .gitignore)"
 # Ignore-file kinds in precedence order (fd: custom ignore files > .ignore > .gitignore > exclude).
 _KINDS: Final = (".fdignore", ".ignore", ".gitignore")
 _EXCLUDE: Final = 3
-_Matcher = tuple[str, pathspec.GitIgnoreSpec]  # (base directory, spec)
+_Matcher = tuple[str, "_IgnoreFile"]  # (base directory, patterns)
 
 
-def _spec(path: str) -> pathspec.GitIgnoreSpec | None:
+class _IgnoreFile:
+    """One ignore file's patterns, matched as the ``ignore`` crate (fd, ripgrep) matches them:
+    a pattern must match the entry's own path (relative to the file's directory, with ``/``
+    after a directory), not merely a directory above it — which matters when the search root
+    lies inside an ignored directory (a virtualenv's site-packages). A pattern without a ``/``
+    matches the entry's name alone; one combined regex per kind answers "does any pattern match"
+    (the usual "no"), and only a hit walks the patterns for the last match."""
+
+    __slots__ = ("any_name", "any_path", "patterns")
+
+    def __init__(self, patterns: list[tuple[re.Pattern[str], bool, bool]]) -> None:
+        self.patterns = patterns
+        self.any_name = _union([r for r, _, by_name in patterns if by_name])
+        self.any_path = _union([r for r, _, by_name in patterns if not by_name])
+
+    def verdict(self, name: str, relative: str) -> bool | None:
+        """``True`` ignored, ``False`` re-included (``!``), ``None`` no pattern matches; last match wins."""
+        if (self.any_name is None or self.any_name.fullmatch(name) is None) and (
+                self.any_path is None or self.any_path.fullmatch(relative) is None):
+            return None
+        result: bool | None = None
+        for regex, include, by_name in self.patterns:
+            if regex.fullmatch(name if by_name else relative) is not None:
+                result = include
+        return result
+
+
+def _union(regexes: list[re.Pattern[str]]) -> re.Pattern[str] | None:
+    if not regexes:
+        return None
+    return re.compile("|".join(f"(?:{r.pattern})" for r in regexes), re.DOTALL)
+
+
+def _plain(pattern: str) -> str:
+    """A pathspec regex without its anchor and named groups (so several can be joined)."""
+    return re.sub(r"\(\?P<[^>]+>", "(?:", pattern.removeprefix("^"))
+
+
+def _by_name(source: str) -> bool:
+    """A gitignore pattern without a ``/`` (a trailing one aside) matches names at any depth."""
+    text = source.strip()
+    if text.startswith("!"):
+        text = text[1:]
+    return "/" not in text.rstrip("/")
+
+
+def _load(path: str) -> _IgnoreFile | None:
     try:
         with open(path, "rb") as handle:
             lines = handle.read().decode("utf-8", "replace").splitlines()
     except OSError:
         return None
-    lines = [line for line in lines if line.strip() and not line.startswith("#")]
-    return pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
+    spec = pathspec.GitIgnoreSpec.from_lines(lines)
+    patterns: list[tuple[re.Pattern[str], bool, bool]] = []
+    for pattern in spec.patterns:
+        regex = getattr(pattern, "regex", None)
+        if pattern.include is None or not isinstance(regex, re.Pattern):
+            continue  # a blank or comment line
+        patterns.append((re.compile(_plain(regex.pattern), re.DOTALL), bool(pattern.include),
+                         _by_name(str(getattr(pattern, "pattern", "")))))
+    return _IgnoreFile(patterns) if patterns else None
 
 
 class _Rules:
-    """The ignore matchers in force in one directory: per kind, deepest first."""
+    """The ignore files in force in one directory: per kind, deepest first."""
 
     __slots__ = ("kinds",)
 
@@ -74,36 +128,48 @@ class _Rules:
     def empty(cls) -> _Rules:
         return cls(((), (), (), ()))
 
-    def child(self, directory: str, *, new_repo: bool) -> _Rules:
+    def child(self, directory: str, names: frozenset[str] | set[str] | None = None) -> _Rules:
+        """The rules inside ``directory`` (``names``: its entries, when already listed)."""
+        def has(name: str) -> bool:
+            return name in names if names is not None else os.path.lexists(os.path.join(directory, name))
+
+        new_repo = has(".git")
+        if not new_repo and not any(has(name) for name in _KINDS):
+            return self
         kinds = list(self.kinds)
         if new_repo:
             kinds[2] = ()  # git rules from outside a repository stop at its root
-            kinds[_EXCLUDE] = ()
-            exclude = _spec(os.path.join(directory, ".git", "info", "exclude"))
-            if exclude is not None:
-                kinds[_EXCLUDE] = ((directory, exclude),)
+            exclude = _load(os.path.join(directory, ".git", "info", "exclude"))
+            kinds[_EXCLUDE] = ((directory, exclude),) if exclude is not None else ()
         for index, name in enumerate(_KINDS):
-            spec = _spec(os.path.join(directory, name))
-            if spec is not None:
-                kinds[index] = ((directory, spec), *kinds[index])
+            if has(name):
+                loaded = _load(os.path.join(directory, name))
+                if loaded is not None:
+                    kinds[index] = ((directory, loaded), *kinds[index])
         return _Rules(tuple(kinds))
 
-    @property
-    def active(self) -> bool:
-        return any(self.kinds)
-
-    def ignored(self, path: str, is_dir: bool) -> bool:
+    def for_directory(self, directory: str) -> list[list[tuple[str, _IgnoreFile]]] | None:
+        """Per kind, ``(prefix of entries of directory relative to the file's base, file)``."""
+        if not any(self.kinds):
+            return None
+        out: list[list[tuple[str, _IgnoreFile]]] = []
         for matchers in self.kinds:
-            for base, spec in matchers:
-                relative = os.path.relpath(path, base)
-                if relative.startswith(".."):
-                    continue
-                if is_dir:
-                    relative += "/"
-                verdict = spec.check_file(relative).include
-                if verdict is not None:
-                    return verdict
-        return False
+            row = []
+            for base, ignore in matchers:
+                prefix = "" if directory == base else directory[len(base) + 1:] + "/"
+                row.append((prefix, ignore))
+            out.append(row)
+        return out
+
+
+def _ignored(prepared: list[list[tuple[str, _IgnoreFile]]], name: str, is_dir: bool) -> bool:
+    for row in prepared:
+        for prefix, ignore in row:
+            entry = f"{name}/" if is_dir else name
+            verdict = ignore.verdict(entry, prefix + entry)
+            if verdict is not None:
+                return verdict
+    return False
 
 
 def _repo_root(start: str) -> str | None:
@@ -117,8 +183,8 @@ def _repo_root(start: str) -> str | None:
         current = parent
 
 
-def _root_rules(search_path: str, repo: str | None) -> _Rules:
-    """Rules from the ancestors of the search root (and the root itself)."""
+def _root_rules(search_path: str) -> _Rules:
+    """Rules from the search root and its ancestors, outermost first."""
     chain: list[str] = []
     current = search_path
     while True:
@@ -129,20 +195,15 @@ def _root_rules(search_path: str, repo: str | None) -> _Rules:
         current = parent
     rules = _Rules.empty()
     for directory in reversed(chain):
-        rules = rules.child(directory, new_repo=directory == repo)
-        if repo is not None and directory != repo and len(directory) < len(repo) and rules.kinds[2]:
-            # a .gitignore above the repository never applies inside it
-            kinds = list(rules.kinds)
-            kinds[2] = ()
-            rules = _Rules(tuple(kinds))
+        rules = rules.child(directory)
     return rules
 
 
 def _walk(search_path: str, rules: _Rules, signal: AbortSignal) -> Iterator[tuple[str, bool]]:
-    """(absolute path, is a directory) for every entry fd would consider, in walk order."""
-    stack: list[tuple[str, _Rules]] = [(search_path, rules)]
+    """(absolute path, is a directory) for every entry fd would list, in walk order."""
+    stack: list[tuple[str, _Rules | None, _Rules]] = [(search_path, rules, rules)]
     while stack:
-        directory, here = stack.pop()
+        directory, own, inherited = stack.pop()
         if signal.aborted:
             return
         try:
@@ -150,7 +211,9 @@ def _walk(search_path: str, rules: _Rules, signal: AbortSignal) -> Iterator[tupl
                 entries = sorted(iterator, key=lambda e: e.name)
         except OSError:
             continue  # fd reports unreadable directories on stderr and goes on
-        subdirs: list[tuple[str, _Rules]] = []
+        here = own if own is not None else inherited.child(directory, {e.name for e in entries})
+        prepared = here.for_directory(directory)
+        subdirs: list[str] = []
         for entry in entries:
             name = entry.name
             if name == ".git":
@@ -159,15 +222,13 @@ def _walk(search_path: str, rules: _Rules, signal: AbortSignal) -> Iterator[tupl
                 is_dir = entry.is_dir(follow_symlinks=False)
             except OSError:
                 is_dir = False
-            path = entry.path
-            if here.active and here.ignored(path, is_dir):
+            if prepared is not None and _ignored(prepared, name, is_dir):
                 continue
-            yield path, is_dir
+            yield entry.path, is_dir
             if is_dir:
-                subdirs.append((path, here))
-        for path, parent_rules in reversed(subdirs):
-            new_repo = os.path.lexists(os.path.join(path, ".git"))
-            stack.append((path, parent_rules.child(path, new_repo=new_repo)))
+                subdirs.append(entry.path)
+        for path in reversed(subdirs):
+            stack.append((path, None, here))
 
 
 def _find(search_path: str, pattern: str, limit: int | float, signal: AbortSignal) -> list[str]:
@@ -183,8 +244,7 @@ def _find(search_path: str, pattern: str, limit: int | float, signal: AbortSigna
     if full_path and not pattern.startswith("/") and not pattern.startswith("**/") and pattern != "**":
         effective = f"**/{pattern}"
     matcher = compile_glob(effective).match
-    repo = _repo_root(search_path)
-    rules = _root_rules(search_path, repo)
+    rules = _root_rules(search_path)
     results: list[str] = []
     prefix_len = len(search_path.rstrip("/")) + 1
     for path, is_dir in _walk(search_path, rules, signal):

@@ -13,10 +13,11 @@ import contextlib
 import os
 import stat
 import subprocess
+import threading
 from typing import Any, Final
 
 import anyio
-import anyio.abc
+import anyio.to_thread
 import orjson
 
 from rpcd.tools.base import ABORTED_MESSAGE, FunctionTool, ToolCallContext, ToolResult, schema
@@ -109,13 +110,6 @@ class _Search:
         return out
 
 
-async def _drain(stream: anyio.abc.ByteReceiveStream | None, sink: bytearray) -> None:
-    if stream is None:
-        return
-    async for chunk in stream:
-        sink.extend(chunk)
-
-
 def create_grep_tool(cwd: str) -> FunctionTool:
     """Pi's ``createGrepTool(cwd)``."""
 
@@ -143,52 +137,24 @@ def create_grep_tool(cwd: str) -> FunctionTool:
         if args.get("glob"):
             command += ["--glob", args["glob"]]
         command += ["--", args["pattern"], search_path]
-        matches: list[tuple[str, int, str | None]] = []
-        match_count = 0
-        limit_reached = False
-        stderr = bytearray()
-        aborted = False
-        try:
-            process = await anyio.open_process(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                               stderr=subprocess.PIPE)
-        except OSError as exc:
-            raise ToolError(f"Failed to run ripgrep: {exc.strerror or exc}") from None
-        async with process, anyio.create_task_group() as group:
+        run = _RipgrepRun(command, limit)
+        async with anyio.create_task_group() as group:
 
             async def watch_abort() -> None:
-                nonlocal aborted
                 await signal.wait()
-                aborted = True
-                _stop(process)
+                run.stop(aborted=True)
+
+            async def work() -> None:
+                await anyio.to_thread.run_sync(run.run, abandon_on_cancel=True)
+                group.cancel_scope.cancel()
 
             group.start_soon(watch_abort)
-            group.start_soon(_drain, process.stderr, stderr)
-            pending = b""
-            assert process.stdout is not None
-            async for chunk in process.stdout:
-                pending += chunk
-                *lines, pending = pending.split(b"\n")
-                for line in lines:
-                    if match_count >= limit or not line.strip():
-                        continue
-                    try:
-                        event = orjson.loads(line)
-                    except orjson.JSONDecodeError:
-                        continue
-                    if not isinstance(event, dict) or event.get("type") != "match":
-                        continue
-                    match_count += 1
-                    data = event.get("data") or {}
-                    file_path = (data.get("path") or {}).get("text")
-                    line_number = data.get("line_number")
-                    line_text = (data.get("lines") or {}).get("text")
-                    if file_path and isinstance(line_number, int):
-                        matches.append((file_path, line_number, line_text))
-                    if match_count >= limit:
-                        limit_reached = True
-                        _stop(process)
-            code = await process.wait()
-            group.cancel_scope.cancel()
+            group.start_soon(work)
+        if run.spawn_error is not None:
+            raise ToolError(f"Failed to run ripgrep: {run.spawn_error}")
+        aborted = run.aborted or signal.aborted
+        matches, match_count, limit_reached, code = run.matches, run.match_count, run.limit_reached, run.code
+        stderr = run.stderr
         if aborted:
             raise ToolError(ABORTED_MESSAGE)
         if not limit_reached and code not in (0, 1):
@@ -233,7 +199,69 @@ def create_grep_tool(cwd: str) -> FunctionTool:
     )
 
 
-def _stop(process: anyio.abc.Process) -> None:
-    if process.returncode is None:
-        with contextlib.suppress(ProcessLookupError):
-            process.terminate()
+class _RipgrepRun:
+    """One ``rg --json`` run in a worker thread (a plain ``Popen``: cheaper to start than an
+    asyncio subprocess), collecting matches until the limit, then stopping rg."""
+
+    def __init__(self, command: list[str], limit: int | float) -> None:
+        self.command = command
+        self.limit = limit
+        self.matches: list[tuple[str, int, str | None]] = []
+        self.match_count = 0
+        self.limit_reached = False
+        self.aborted = False
+        self.code: int | None = None
+        self.stderr = bytearray()
+        self.spawn_error: str | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()
+
+    def stop(self, *, aborted: bool = False) -> None:
+        with self._lock:
+            if aborted:
+                self.aborted = True
+            process = self._process
+        if process is not None and process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.terminate()
+
+    def run(self) -> None:
+        try:
+            process = subprocess.Popen(self.command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, close_fds=False)
+        except OSError as exc:
+            self.spawn_error = exc.strerror or str(exc)
+            return
+        with self._lock:
+            self._process = process
+            stop_now = self.aborted
+        if stop_now:
+            self.stop()
+        assert process.stdout is not None and process.stderr is not None
+        errors = process.stderr
+        reader = threading.Thread(target=lambda: self.stderr.extend(errors.read()), daemon=True)
+        reader.start()
+        limit = self.limit
+        for line in process.stdout:
+            if self.match_count >= limit or not line.strip():
+                continue
+            try:
+                event = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            if not isinstance(event, dict) or event.get("type") != "match":
+                continue
+            self.match_count += 1
+            data = event.get("data") or {}
+            file_path = (data.get("path") or {}).get("text")
+            line_number = data.get("line_number")
+            line_text = (data.get("lines") or {}).get("text")
+            if file_path and isinstance(line_number, int):
+                self.matches.append((file_path, line_number, line_text))
+            if self.match_count >= limit:
+                self.limit_reached = True
+                self.stop()
+        self.code = process.wait()
+        reader.join()
+        process.stdout.close()
+        errors.close()
