@@ -42,8 +42,8 @@ import anyio.lowlevel
 
 from rpcd.core.redact import redact
 from rpcd.runtime.providers.base import ModelInfo, Provider, ProviderRequest, ToolSpec, new_assistant_message
-from rpcd.tools.base import AbortSignal, ToolResult
-from rpcd.tools.seam import Prepared, ToolOutcome, ToolSeam
+from rpcd.tools.base import AbortSignal, FunctionTool, ToolResult
+from rpcd.tools.seam import Prepared, ToolCall, ToolOutcome, ToolSeam
 
 _log = logging.getLogger("rpcd.runtime.agent")
 
@@ -86,9 +86,6 @@ class _RunnerSeam(ToolSeam):
             return ToolOutcome.error(f"Tool {name} not found")
         if signal.aborted:
             return ToolOutcome.error(ABORTED_TOOL_MESSAGE)
-        from rpcd.tools.base import FunctionTool
-        from rpcd.tools.seam import ToolCall
-
         runner = self._runner
 
         async def run(tool_call_id: str, args: dict[str, Any], ctx: Any) -> ToolResult:

@@ -172,17 +172,6 @@ def _ignored(prepared: list[list[tuple[str, _IgnoreFile]]], name: str, is_dir: b
     return False
 
 
-def _repo_root(start: str) -> str | None:
-    current = start
-    while True:
-        if os.path.lexists(os.path.join(current, ".git")):
-            return current
-        parent = os.path.dirname(current)
-        if parent == current:
-            return None
-        current = parent
-
-
 def _root_rules(search_path: str) -> _Rules:
     """Rules from the search root and its ancestors, outermost first."""
     chain: list[str] = []

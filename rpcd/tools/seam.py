@@ -29,7 +29,7 @@ from typing import Any, Protocol
 import anyio
 import attrs
 
-from rpcd.tools.base import ABORTED_MESSAGE, AbortSignal, Tool, ToolCallContext, ToolResult, error_result
+from rpcd.tools.base import ABORTED_MESSAGE, AbortSignal, Tool, ToolCallContext, ToolResult
 from rpcd.tools.errors import ToolError
 from rpcd.tools.validation import validate_arguments
 
@@ -223,21 +223,3 @@ def _outcome_of(result: Any) -> ToolOutcome:
         usage=result.get("usage"),
         terminate=bool(result.get("terminate", False)),
     )
-
-
-def outcome_error(message: str) -> ToolOutcome:
-    return ToolOutcome.error(message)
-
-
-__all__ = [
-    "BLOCKED_MESSAGE",
-    "AfterToolCall",
-    "BeforeToolCall",
-    "Block",
-    "Prepared",
-    "ToolCall",
-    "ToolCallHooks",
-    "ToolOutcome",
-    "ToolSeam",
-    "error_result",
-]
