@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 import anyio
 
-from rpcd.core.errors import ModelNotFoundError, RuntimeFailure, SessionBusyError
+from rpcd.core.errors import InvalidArgumentError, ModelNotFoundError, SessionBusyError
 from rpcd.core.values import (
     EventListener,
     ExtensionBindings,
@@ -32,6 +32,7 @@ from rpcd.core.values import (
 from rpcd.runtime.agent import Agent, Event
 from rpcd.runtime.providers.base import ModelInfo, Provider, ProviderRegistry, ToolSpec
 from rpcd.store import SessionManager
+from rpcd.store.entries import js_trim
 
 _log = logging.getLogger("rpcd.runtime.session")
 
@@ -235,11 +236,12 @@ class AgentSession:
     # -- names, entries ---------------------------------------------------------------------
 
     def set_session_name(self, name: str) -> None:
-        # Pi 0.85.0: the raw name goes to the store, which folds CR/LF runs into one space and
-        # trims like JavaScript's trim(); only a name that is empty after that is refused.
-        if not name.strip():
-            raise RuntimeFailure("Session name cannot be empty", session_path=self.session_file)
-        self.session_manager.append_session_info(name)
+        # Pi 0.85.0's rpc mode: ``name.trim()`` (JavaScript's trim: U+FEFF goes, \x1c stays), an
+        # empty result is refused as a bad argument; the store then folds CR/LF runs into one space.
+        trimmed = js_trim(name)
+        if not trimmed:
+            raise InvalidArgumentError("Session name cannot be empty", param="name", session_path=self.session_file)
+        self.session_manager.append_session_info(trimmed)
         self._notify({"type": "session_info_changed", "name": self.session_manager.get_session_name()})
 
     def set_model(self, provider: str, model_id: str) -> ModelRef:
