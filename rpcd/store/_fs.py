@@ -7,8 +7,8 @@ cut back to the previous file size so the file never keeps half a line that a la
 append would be glued onto.
 
 Identity (``FileState``): the session file we append to must still be the file we read or
-created. Before every append its device/inode, its size and the bytes just before the end we
-know (``TAIL`` of them) are compared with what we hold: a file replaced by another (renamed
+created. Before every append its device/inode, its size, its first bytes (the header, which
+names the session) and the bytes just before the end we know are compared with what we hold: a file replaced by another (renamed
 over, or a symlink retargeted), truncated, rewritten in place or turned into something that is
 not a regular file is refused with ``FileChangedError``, and nothing is written to it. A file
 that only grew (another writer appended after our last line) is still ours: the append goes
@@ -50,25 +50,25 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-TAIL = 64
-"""Bytes before the known end of file compared before an append (a whole entry id and more)."""
+TAIL = 256
+"""Bytes before the known end of file compared before an append."""
+HEAD = 256
+"""Bytes at the start compared before an append: the header, which names the session."""
 
 
 @attrs.frozen
 class FileState:
-    """Which file we hold and how much of it we know: identity, size, the last ``TAIL`` bytes."""
+    """Which file we hold and how much of it we know: identity, size, first and last bytes."""
 
     dev: int
     ino: int
     size: int
+    head: bytes
     tail: bytes
 
     @classmethod
-    def of(cls, info: os.stat_result, size: int, content_end: bytes) -> FileState:
-        return cls(info.st_dev, info.st_ino, size, content_end[-TAIL:])
-
-    def grown(self, data: bytes) -> FileState:
-        return FileState(self.dev, self.ino, self.size + len(data), (self.tail + data)[-TAIL:])
+    def of(cls, info: os.stat_result, size: int, content_start: bytes, content_end: bytes) -> FileState:
+        return cls(info.st_dev, info.st_ino, size, content_start[:HEAD], content_end[-TAIL:])
 
 
 class FileChangedError(OSError):
@@ -84,7 +84,7 @@ def create_exclusive(path: str, data: bytes) -> FileState:
     try:
         _write_all(fd, data)
         _fsync(fd)
-        state = FileState.of(os.fstat(fd), len(data), data)
+        state = FileState.of(os.fstat(fd), len(data), data, data)
     except BaseException:
         os.close(fd)
         with contextlib.suppress(OSError):
@@ -136,8 +136,10 @@ def append(path: str, data: bytes, expected: FileState | None = None) -> FileSta
     finally:
         os.close(fd)
     if expected is None:
-        return FileState.of(info, size + len(data), data)
-    return FileState(info.st_dev, info.st_ino, size + len(data), (tail + data)[-TAIL:])
+        # An empty file's head is what we wrote; otherwise it is unknown and not checked later.
+        return FileState.of(info, size + len(data), data if size == 0 else b"", data)
+    head = expected.head if len(expected.head) >= HEAD else (expected.head + data)[:HEAD]
+    return FileState(info.st_dev, info.st_ino, size + len(data), head, (tail + data)[-TAIL:])
 
 
 def _check_same(fd: int, info: os.stat_result, expected: FileState, path: str) -> bytes:
@@ -146,6 +148,8 @@ def _check_same(fd: int, info: os.stat_result, expected: FileState, path: str) -
         raise FileChangedError(path, "replaced by another file")
     if info.st_size < expected.size:
         raise FileChangedError(path, "truncated")
+    if expected.head and os.pread(fd, len(expected.head), 0) != expected.head:
+        raise FileChangedError(path, "rewritten")
     if expected.tail:
         start = expected.size - len(expected.tail)
         if os.pread(fd, len(expected.tail), start) != expected.tail:
@@ -163,7 +167,7 @@ def replace_atomically(path: str, data: bytes) -> FileState:
     try:
         _write_all(fd, data)
         _fsync(fd)
-        state = FileState.of(os.fstat(fd), len(data), data)
+        state = FileState.of(os.fstat(fd), len(data), data, data)
         os.close(fd)
         fd = -1
         os.replace(temp, path)

@@ -22,7 +22,7 @@ from rpcd.core.files import open_regular, read_fd
 from rpcd.core.values import Diagnostic
 from rpcd.store import codec, migrations
 from rpcd.store import entries as E
-from rpcd.store._fs import TAIL, FileState
+from rpcd.store._fs import HEAD, TAIL, FileState
 from rpcd.store.records import Record
 
 _MAX_LISTED_LINES = 20
@@ -253,7 +253,7 @@ def read_chunks(path: str) -> tuple[list[bytes], FileState]:
     finally:
         os.close(fd)
     total = sum(len(chunk) for chunk in chunks)
-    return chunks, FileState.of(info, total, _last_bytes(chunks))
+    return chunks, FileState.of(info, total, _first_bytes(chunks), _last_bytes(chunks))
 
 
 def _read_fd_chunks(fd: int, size: int, path: str) -> list[bytes]:
@@ -283,6 +283,15 @@ def _read_fd_chunks(fd: int, size: int, path: str) -> list[bytes]:
     os.lseek(fd, size, os.SEEK_SET)
     rest = read_fd(fd, path=path)  # grew meanwhile: what one read() to EOF would also have seen
     return [head, tail[0], rest] if rest else [head, tail[0]]
+
+
+def _first_bytes(chunks: list[bytes]) -> bytes:
+    start = b""
+    for chunk in chunks:
+        start += chunk[: HEAD - len(start)]
+        if len(start) >= HEAD:
+            break
+    return start
 
 
 def _last_bytes(chunks: list[bytes]) -> bytes:
