@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -180,3 +182,50 @@ def _numbered(text: str) -> list[Any]:
                     entry[key] = seen.setdefault(value, f"#{len(seen)}")
         out.append(entry)
     return out
+
+
+# -- deep values (item 7): a file Pi writes with a deeply nested tool result --------------------------
+
+
+@pytest.fixture
+def deep_recursion() -> Iterator[None]:
+    """The harness's own ``json`` recurses (requests to Node, its answers); the store does not."""
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(20_000)
+    yield
+    sys.setrecursionlimit(old)
+
+
+@pytest.mark.usefixtures("deep_recursion")
+@pytest.mark.parametrize("depth", [300, 1200, 3000])
+def test_a_tool_result_pi_writes_nested_deep_reads_as_pi_reads_it(
+    depth: int, pi_reader: PiReader, tmp_path: Path
+) -> None:
+    """Pi 0.85.0 read 6 messages from such a file and we read 3 (orjson's parser stops at 1,024
+    levels, and the fallback recursed): the deep line was dropped."""
+    tree: Any = {"leaf": 1.5}
+    for index in range(depth):
+        tree = [tree] if index % 2 else {"node": tree}
+    call = {"type": "toolCall", "id": "c1", "name": "walk", "arguments": {}}
+    program = [
+        ["message", {"role": "user", "content": "walk", "timestamp": 1}],
+        ["message", {"role": "assistant", "content": [call], "provider": "faux", "model": "faux-1",
+                     "stopReason": "toolUse", "timestamp": 2}],
+        ["message", {"role": "toolResult", "toolCallId": "c1", "toolName": "walk", "content": [],
+                     "details": tree, "isError": False, "timestamp": 3}],
+        ["message", {"role": "assistant", "content": [{"type": "text", "text": "done"}], "provider": "faux",
+                     "model": "faux-1", "stopReason": "stop", "timestamp": 4}],
+    ]
+    project = tmp_path / "project"
+    project.mkdir()
+    written = pi_reader.write(str(project), str(tmp_path / "pi"), program)
+    path = Path(written["file"])
+    (pi,) = pi_reader.inspect([path])
+    assert pi["context"]["roles"] == ["user", "assistant", "toolResult", "assistant"]
+    assert_pi_reads_as_we_do(pi, reading_of_file(path), path)
+    manager = SessionManager.open(str(path))
+    manager.append_message({"role": "user", "content": "again", "timestamp": 5})  # and we write such values too
+    manager.append_message({"role": "toolResult", "toolCallId": "c2", "toolName": "walk", "content": [],
+                            "details": tree, "isError": False, "timestamp": 6})
+    (pi,) = pi_reader.inspect([path])
+    assert_pi_reads_as_we_do(pi, reading_of_file(path), path)
