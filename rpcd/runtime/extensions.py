@@ -202,7 +202,11 @@ class ExtensionAPI:
         self._runner._check_live()
         if not callable(execute):
             raise TypeError(f"execute of tool {name!r} is not callable")
-        self._runner._add_tool(ToolDefinition(name, description, dict(parameters), execute, self._path))
+        if not isinstance(name, str) or not isinstance(description, str):
+            raise TypeError("register_tool: name and description must be strings")
+        # The schema goes to providers and clients as JSON: a value without a JSON form fails here, in register().
+        schema = to_json(dict(parameters))
+        self._runner._add_tool(ToolDefinition(str.__str__(name), str.__str__(description), schema, execute, self._path))
 
     def register_flag(
         self, name: str, *, type: FlagType = "boolean", default: bool | str | None = None, description: str = ""

@@ -8,9 +8,10 @@ append would be glued onto.
 
 Identity (``FileState``): the session file we append to must still be the file we read or
 created. Before every append its device/inode, its size, its first bytes (the header, which
-names the session) and the bytes just before the end we know are compared with what we hold: a file replaced by another (renamed
-over, or a symlink retargeted), truncated, rewritten in place or turned into something that is
-not a regular file is refused with ``FileChangedError``, and nothing is written to it. A file
+names the session) and the bytes just before the end we know are compared with what we hold:
+a file replaced by another (renamed over, or a symlink retargeted), truncated, rewritten in
+place or turned into something that is not a regular file is refused with
+``FileChangedError``, and nothing is written to it. A file
 that only grew (another writer appended after our last line) is still ours: the append goes
 after the new lines, as Pi's would.
 """

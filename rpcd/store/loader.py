@@ -336,15 +336,18 @@ def read_header(path: str, limit: int = 1 << 20) -> dict[str, Any] | None:
 
 
 def parsed_lines(data: bytes) -> Iterator[Any]:
-    """Every line of ``data`` that parses, in order; blank and unparsable lines skipped (Pi's rule)."""
+    """Every line of ``data`` that parses, in order; blank and unparsable lines skipped, and so
+    are lines parsing to ``null``/``false``/``0``/``""`` (Pi's ``parseSessionEntryLine`` rule)."""
     for line in data.split(b"\n"):
         raw = line.strip(b" \t\r\n")
         if not raw:
             continue
         try:
-            yield codec.loads(raw)
+            value = codec.loads(raw)
         except codec.LineError:
             continue
+        if E.js_truthy(value):
+            yield value
 
 
 def _lines(numbers: list[int]) -> str:
