@@ -77,16 +77,16 @@ def read_fd(fd: int, limit: int | None = None, path: str = "") -> bytes:
     ``FileTooLargeError`` if there is more than ``limit``: the read stops there, so a file that
     keeps growing cannot keep the caller reading.
     """
-    size = os.fstat(fd).st_size
+    size = os.fstat(fd).st_size - os.lseek(fd, 0, os.SEEK_CUR)
     if limit is not None and size > limit:
         raise FileTooLargeError(errno.EFBIG, f"File too large ({size} bytes, limit {limit})", path)
     pieces: list[bytes] = []
     total = 0
-    want = size + 1  # one more byte tells whether it grew
+    want = max(size, 0) + 1  # one more byte tells whether it grew (a read buffer is sized by it)
     while True:
         if limit is not None and total > limit:
             raise FileTooLargeError(errno.EFBIG, f"File too large (more than {limit} bytes)", path)
-        piece = os.read(fd, max(want - total, _CHUNK))
+        piece = os.read(fd, want - total if total < want else _CHUNK)
         if not piece:
             break
         pieces.append(piece)

@@ -13,7 +13,7 @@ import re
 import sys
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Final
 
 import attrs
 
@@ -205,10 +205,24 @@ def _ends_with_newline(chunks: list[bytes]) -> bool:
     return False
 
 
+_HOPELESS: Final = b"\x00"
+"""Stands for a line cut by a chunk boundary that cannot be JSON (it starts with a byte no JSON
+text starts with): the parser sees one unreadable line, and the line is never copied."""
+
+
+def _carried(chunk: bytes, start: int) -> bytes:
+    """The partial line ``chunk[start:]`` to carry into the next chunk (or its stand-in)."""
+    if start < len(chunk) and chunk[start] not in _LINE_START:
+        return _HOPELESS
+    return chunk[start:]
+
+
 def _segments(chunks: list[bytes]) -> Iterator[tuple[bytes, int, int]]:
     """``(buf, start, stop)`` spans holding whole lines, in order, covering all of ``chunks``.
 
-    A line cut by a chunk boundary is joined into a small buffer of its own.
+    A line cut by a chunk boundary is joined into a small buffer of its own; one that cannot be
+    JSON is not joined at all (``_HOPELESS``), so a huge binary or zero-filled line (a sparse file)
+    costs no copy.
     """
     carry = b""
     for index, chunk in enumerate(chunks):
@@ -217,18 +231,20 @@ def _segments(chunks: list[bytes]) -> Iterator[tuple[bytes, int, int]]:
         if carry:
             newline = chunk.find(b"\n")
             if newline < 0 and not last:
-                carry += chunk
+                if carry is not _HOPELESS:
+                    carry += chunk
                 continue
             head = len(chunk) if newline < 0 else newline + 1
-            joined = carry + chunk[:head]
+            # A hopeless line is not joined: its stand-in (plus the newline that ends it) is enough.
+            joined = carry + chunk[:head] if carry is not _HOPELESS else _HOPELESS + chunk[newline:head]
             carry = b""
             yield joined, 0, len(joined)
             start = head
         stop = len(chunk) if last else chunk.rfind(b"\n", start) + 1
         if stop <= start:  # no line ends in this chunk
-            carry = chunk[start:]
+            carry = _carried(chunk, start)
             continue
-        carry = chunk[stop:]
+        carry = _carried(chunk, stop)
         yield chunk, start, stop
     if carry:
         yield carry, 0, len(carry)

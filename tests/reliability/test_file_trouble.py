@@ -179,7 +179,7 @@ def test_an_import_streams_and_reports_progress(tmp_path: Path, project: Path) -
         if LONG:  # a 1 GiB copy takes long enough that the loop is seen answering meanwhile
             order = [m.get("id") for m in daemon.messages if m.get("id") in (importing, state) and "method" not in m]
             assert order == [state, importing]
-            assert _peak_rss(daemon) < 2 * size  # the copy is streamed; only the open reads the file
+            assert _peak_rss(daemon) < 1.5 * size  # the copy streams; the open holds the file once (was 3x)
         values = [m["params"]["value"] for m in daemon.notifications("$/progress") if m["params"]["token"] == "imp"]
         percentages = [v["percentage"] for v in values if v["kind"] == "report" and "percentage" in v]
         assert values[0]["kind"] == "begin" and values[-1]["kind"] == "end"

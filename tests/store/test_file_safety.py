@@ -249,3 +249,19 @@ def test_an_import_accepts_every_session_a_resume_accepts(prefix: bytes, header_
     imported = import_session(str(source), str(tmp_path / "sessions"), cwd_override=str(tmp_path))
     assert imported.get_header() == resumed.get_header() == header
     assert imported.get_entries() == resumed.get_entries() == [entry]
+
+
+def test_opening_a_sparse_file_holds_it_once(tmp_path: Path) -> None:
+    """A zero-filled line (a sparse file) cut by the read's chunk boundary used to be copied twice
+    more (the carry, then the joined line): 3x the file size in memory for one unreadable line."""
+    import tracemalloc
+
+    source = sparse_session(tmp_path / "sparse.jsonl", 64 << 20)
+    tracemalloc.start()
+    try:
+        manager = SessionManager.open(str(source))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert manager.get_entries() == [] and manager.load_diagnostics
+    assert peak < 1.25 * (64 << 20), f"peak {peak / 2**20:.0f} MiB for a 64 MiB file"
