@@ -236,7 +236,8 @@ def _segments(chunks: list[bytes]) -> Iterator[tuple[bytes, int, int]]:
                 continue
             head = len(chunk) if newline < 0 else newline + 1
             # A hopeless line is not joined: its stand-in (plus the newline that ends it) is enough.
-            joined = carry + chunk[:head] if carry is not _HOPELESS else _HOPELESS + chunk[newline:head]
+            ending = b"\n" if newline >= 0 else b""
+            joined = carry + chunk[:head] if carry is not _HOPELESS else _HOPELESS + ending
             carry = b""
             yield joined, 0, len(joined)
             start = head
