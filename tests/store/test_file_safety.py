@@ -16,10 +16,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rpcd.core.errors import NotASessionError, SessionFileTooLargeError, SessionWriteError
 from rpcd.core.files import NotARegularFileError, read_regular
-from rpcd.store import SessionManager, import_session, import_session_file
+from rpcd.store import SessionManager, import_session, import_session_file, importing, loader
 from rpcd.store.listing import find_most_recent_session, list_sessions
 
 T = TypeVar("T")
@@ -265,3 +267,32 @@ def test_opening_a_sparse_file_holds_it_once(tmp_path: Path) -> None:
         tracemalloc.stop()
     assert manager.get_entries() == [] and manager.load_diagnostics
     assert peak < 1.25 * (64 << 20), f"peak {peak / 2**20:.0f} MiB for a 64 MiB file"
+
+
+_LINES = st.sampled_from([
+    b"", b"   ", b"\r", b"null", b"0", b"false", b'""', b"5", b"[1]", b'"text"', b"{bad json", b"\x00\x00\x00",
+    b"\xff\xfe", b'{"type":"custom"}', json.dumps(HEADER).encode(), json.dumps({**HEADER, "id": 7}).encode(),
+])
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines=st.lists(_LINES, max_size=6), chunk=st.integers(min_value=1, max_value=64), newline=st.booleans())
+def test_the_import_check_finds_the_header_where_the_full_load_does(
+    lines: list[bytes], chunk: int, newline: bool, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Streamed in chunks of any size, the check agrees with the loader: session or not."""
+    data = b"\n".join(lines) + (b"\n" if newline else b"")
+    path = tmp_path_factory.mktemp("check") / "s.jsonl"
+    path.write_bytes(data)
+    try:
+        loads = loader.parse_bytes(data, str(path)) is not None
+    except NotASessionError:
+        loads = False
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(importing, "_CHUNK", chunk)
+            found = importing._starts_with_header(fd, 1 << 20)
+    finally:
+        os.close(fd)
+    assert found == loads, data
