@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 import anyio
 
-from rpcd.core.errors import ModelNotFoundError, RuntimeFailure, SessionBusyError
+from rpcd.core.errors import InvalidArgumentError, ModelNotFoundError, SessionBusyError
 from rpcd.core.values import (
     EventListener,
     ExtensionBindings,
@@ -34,6 +34,7 @@ from rpcd.runtime.providers.base import ModelInfo, Provider, ProviderRegistry, T
 from rpcd.runtime.system_prompt import build_system_prompt as pi_system_prompt
 from rpcd.runtime.system_prompt import normalize_guidelines, normalize_snippet
 from rpcd.store import SessionManager
+from rpcd.store.entries import js_trim
 from rpcd.tools import (
     BUILTIN_TOOL_NAMES,
     AbortSignal,
@@ -250,11 +251,12 @@ class AgentSession:
     # -- names, entries ---------------------------------------------------------------------
 
     def set_session_name(self, name: str) -> None:
-        # Pi 0.85.0: the raw name goes to the store, which folds CR/LF runs into one space and
-        # trims like JavaScript's trim(); only a name that is empty after that is refused.
-        if not name.strip():
-            raise RuntimeFailure("Session name cannot be empty", session_path=self.session_file)
-        self.session_manager.append_session_info(name)
+        # Pi 0.85.0's rpc mode: ``name.trim()`` (JavaScript's trim: U+FEFF goes, \x1c stays), an
+        # empty result is refused as a bad argument; the store then folds CR/LF runs into one space.
+        trimmed = js_trim(name)
+        if not trimmed:
+            raise InvalidArgumentError("Session name cannot be empty", param="name", session_path=self.session_file)
+        self.session_manager.append_session_info(trimmed)
         self._notify({"type": "session_info_changed", "name": self.session_manager.get_session_name()})
 
     def set_model(self, provider: str, model_id: str) -> ModelRef:

@@ -33,6 +33,7 @@ from typing import Any, Final, Protocol
 import anyio
 
 from rpcd.core.errors import HostDisposedError, HostError, HostUnavailableError
+from rpcd.core.progress import reporting
 from rpcd.core.values import SessionState
 from rpcd.host.failures import FailureContext, SessionBindingFailure, attach_context, context_of
 from rpcd.host.host import ReplacementOutcome, SerializedHost
@@ -186,7 +187,8 @@ class SessionMethods:
         host = await self._slot.get(name)
         with operation(name), self._progress(token, title) as progress:
             progress.report(path, 0)
-            outcome = await replace(host)
+            with reporting(progress.bytes_reporter()):  # the store reports bytes copied (importJsonl)
+                outcome = await replace(host)
         return await self._replaced(host, outcome)
 
     async def dispose(self, params: t.EmptyParams | None = None) -> None:
