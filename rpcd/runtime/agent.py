@@ -177,9 +177,17 @@ class Agent:
 
     # -- the loop ---------------------------------------------------------------------
 
-    async def run(self, prompts: Sequence[dict[str, Any]], sink: AgentSink) -> str:
+    async def run(
+        self,
+        prompts: Sequence[dict[str, Any]],
+        sink: AgentSink,
+        *,
+        will_retry: Callable[[Sequence[Mapping[str, Any]]], bool] | None = None,
+    ) -> str:
         """Run until the model stops calling tools (or abort/error). Returns the last
-        assistant's stopReason, or ``"aborted"`` when the run was aborted."""
+        assistant's stopReason, or ``"aborted"`` when the run was aborted. ``prompts`` may be
+        empty: the run continues from ``messages`` (Pi's ``agent.continue()``, after a retry);
+        ``will_retry`` answers ``agent_end.willRetry``."""
         self._abort_requested = False
         produced: list[dict[str, Any]] = []
         emit = sink.emit
@@ -211,7 +219,8 @@ class Agent:
                 _log.warning("tool round limit (%d) reached; ending the run", self.max_tool_rounds)
                 break
             await emit({"type": "turn_start"})
-        await emit({"type": "agent_end", "messages": produced, "willRetry": False})
+        retrying = bool(will_retry(produced)) if will_retry is not None and not self._abort_requested else False
+        await emit({"type": "agent_end", "messages": produced, "willRetry": retrying})
         # An abort that landed in a tool leaves the last assistant at "toolUse"; the
         # caller still needs to know the run was aborted.
         return "aborted" if self._abort_requested else stop_reason
