@@ -45,14 +45,16 @@ async function probe(auth) {
   const env = [];
   let custom = false;
   for (const name of asked) {
-    const got = await auth.resolve({ ctx: ctx((n) => (n === name ? "VALUE" : undefined)), credential: undefined, signal });
+    const only = ctx((n) => (n === name ? "VALUE" : undefined));
+    const got = await auth.resolve({ ctx: only, credential: undefined, signal });
     if (got?.auth?.apiKey === "VALUE" && !got.auth.headers) env.push([name, "apiKey"]);
     else if (got?.auth?.headers?.Authorization === "Bearer VALUE" && !got.auth.apiKey) env.push([name, "bearer"]);
     else custom = true;
   }
   let stored = false;
   try {
-    const got = await auth.resolve({ ctx: ctx(() => undefined), credential: { type: "api_key", key: "STORED" }, signal });
+    const stored_ = { type: "api_key", key: "STORED" };
+    const got = await auth.resolve({ ctx: ctx(() => undefined), credential: stored_, signal });
     stored = got?.auth?.apiKey === "STORED";
   } catch {}
   return { env, custom, stored };

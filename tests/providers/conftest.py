@@ -78,3 +78,23 @@ def final(events: list[dict[str, Any]]) -> dict[str, Any]:
 
 def types(events: list[dict[str, Any]]) -> list[str]:
     return [e["type"] for e in events]
+
+
+@pytest.fixture(scope="session")
+def pi_ai() -> Iterator[Any]:
+    """Real Pi 0.85.0's providers (pi-ai) in one Node process; skipped (with the reason) when the
+    oracle cannot be installed, unless ``RPCD_REQUIRE_PI_ORACLE=1``."""
+    import os
+
+    from tests.pi_compat.oracle import OracleUnavailable, ensure_oracle
+    from tests.providers.pi_ai import running_pi_ai
+
+    try:
+        oracle = ensure_oracle()
+    except OracleUnavailable as exc:
+        message = f"real Pi 0.85.0 oracle unavailable: {exc}"
+        if os.environ.get("RPCD_REQUIRE_PI_ORACLE") == "1":
+            pytest.fail(f"{message} (RPCD_REQUIRE_PI_ORACLE=1)")
+        pytest.skip(message)
+    with running_pi_ai(oracle) as pi:
+        yield pi

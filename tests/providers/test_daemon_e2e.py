@@ -142,7 +142,8 @@ async def test_failures_abort_and_restore_fallback_through_the_daemon(server: Ss
         body = json.dumps({"error": {"message": f"Incorrect API key provided: {PLANTED_KEY}"}}).encode()
         server.enqueue(Reply(status=401, body=body))
         assert (await client.prompt("one", timeout=30.0))["stopReason"] == "error"
-        server.enqueue(Reply(status=503, body=b"busy", content_type="text/plain"), Reply(events=load_recording("plain")))
+        busy = Reply(status=503, body=b"busy", content_type="text/plain")
+        server.enqueue(busy, Reply(events=load_recording("plain")))
         assert (await client.prompt("two", timeout=30.0))["stopReason"] == "stop"
         server.enqueue(Reply(events=[chunk({"content": "partial "}), chunk({"content": "never"})], stall_after=1))
         async with client.notifications(["session/event"]) as stream:

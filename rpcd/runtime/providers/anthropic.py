@@ -386,7 +386,7 @@ class AnthropicParser:
             message["providerThinkingLevel"] = _effort_for(model, ctx.reasoning) if (
                 ctx.reasoning and model.compat.get("forceAdaptiveThinking") is True) else "high"
 
-    def error_message(self, status: int, body: bytes, headers: Mapping[str, str]) -> str:
+    def error_message(self, status: int, body: bytes, headers: Mapping[str, str], reason: str = "") -> str:
         text = body.decode("utf-8", "replace")
         return sdk_status_message(status, json_or_none(body), text)
 

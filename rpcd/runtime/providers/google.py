@@ -31,7 +31,7 @@ from urllib.parse import quote
 from rpcd.runtime.models_config import ModelSpec
 from rpcd.runtime.providers.assembly import Blocks, calculate_cost, int_field
 from rpcd.runtime.providers.call import CallContext, merge_headers
-from rpcd.runtime.providers.http import HttpRequest, StreamError, decode_chunk, json_or_none
+from rpcd.runtime.providers.http import HttpRequest, StreamError, decode_chunk, js_json_parse_error, json_or_none
 from rpcd.runtime.providers.sse import SseEvent
 from rpcd.runtime.providers.transform import (
     clamp_max_tokens_to_context,
@@ -269,13 +269,14 @@ class GoogleParser:
         self.current: int | None = None
         message["stopReason"] = "pending"
 
-    def error_message(self, status: int, body: bytes, headers: Mapping[str, str]) -> str:
-        data = json_or_none(body)
-        if "application/json" in (headers.get("content-type") or "") and isinstance(data, Mapping) and "error" in data:
-            return js_stringify(data)
-        if isinstance(data, Mapping) and "error" in data:
-            return js_stringify(data)
-        return js_stringify({"error": {"message": body.decode("utf-8", "replace"), "code": status, "status": ""}})
+    def error_message(self, status: int, body: bytes, headers: Mapping[str, str], reason: str = "") -> str:
+        """``@google/genai``: a JSON body is quoted whole; any other body is wrapped as
+        ``{"error": {"message": <text>, "code": <status>, "status": <reason phrase>}}``."""
+        text = body.decode("utf-8", "replace")
+        if "application/json" in (headers.get("content-type") or ""):
+            data = json_or_none(body)
+            return js_stringify(data) if data is not None else js_json_parse_error(text)
+        return js_stringify({"error": {"message": text, "code": status, "status": reason}})
 
     def _close_current(self) -> list[dict[str, Any]]:
         if self.current is None:

@@ -215,6 +215,16 @@ def sdk_status_message(status: int, error: Any, text: str) -> str:
     return f"{status} {msg}" if msg else f"{status} status code (no body)"
 
 
+def js_json_parse_error(text: str) -> str:
+    """V8's ``JSON.parse`` message for a body that is not JSON (what an SDK that calls
+    ``response.json()`` on it surfaces)."""
+    if not text.strip():
+        return "Unexpected end of JSON input"
+    stripped = text.lstrip()
+    shown = stripped[:10]
+    return f'Unexpected token \'{stripped[0]}\', "{shown}"{"..." if len(stripped) > 10 else ""} is not valid JSON'
+
+
 def transport_message(exc: BaseException) -> str:
     """A transport failure as Pi's SDKs word it (the words Pi's retry rules look for), never an
     httpx message (which quotes the URL)."""
@@ -263,7 +273,7 @@ class StreamParser(Protocol):
         """Settle ``stopReason``; raise ``StreamError`` if the stream ended without a result."""
         ...
 
-    def error_message(self, status: int, body: bytes, headers: Mapping[str, str]) -> str:
+    def error_message(self, status: int, body: bytes, headers: Mapping[str, str], reason: str = "") -> str:
         """The ``errorMessage`` of an HTTP error status, worded as Pi's SDK for this API words it."""
         ...
 
@@ -321,7 +331,7 @@ async def stream_call(
                         raw = await response.aread()
                         status = response.status_code
                         text = (unauthorized_message(provider, status) if status in (401, 403)
-                                else parser.error_message(status, raw, response.headers))
+                                else parser.error_message(status, raw, response.headers, response.reason_phrase))
                         problem = HttpFailure(text, status=status, headers=response.headers,
                                               retry_after=parse_retry_after(response.headers))
                     else:

@@ -254,7 +254,7 @@ class CompletionsParser:
         self.finish_reason: str | None = None
         self.saw_done = False
 
-    def error_message(self, status: int, body: bytes, headers: Mapping[str, str]) -> str:
+    def error_message(self, status: int, body: bytes, headers: Mapping[str, str], reason: str = "") -> str:
         """Pi's ``formatProviderError`` for this API: ``<status>: <error JSON>``."""
         data = json_or_none(body)
         error = data.get("error") if isinstance(data, Mapping) else None

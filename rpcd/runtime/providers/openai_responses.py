@@ -308,7 +308,7 @@ class ResponsesParser:
         self.terminal = False
         message["stopReason"] = "pending"
 
-    def error_message(self, status: int, body: bytes, headers: Mapping[str, str]) -> str:
+    def error_message(self, status: int, body: bytes, headers: Mapping[str, str], reason: str = "") -> str:
         data = json_or_none(body)
         error = data.get("error") if isinstance(data, Mapping) else None
         text = "" if data is not None else body.decode("utf-8", "replace")
