@@ -528,6 +528,8 @@ def register(server: Server, methods: SessionMethods) -> None:
     server.method(pm.ABORT)(methods.abort)
     server.method(pm.SET_SESSION_NAME, t.SetSessionNameParams)(methods.set_session_name)
     server.method(pm.SET_MODEL, t.SetModelParams)(methods.set_model)
+    server.method(pm.GET_AVAILABLE_MODELS, t.EmptyParams)(methods.get_available_models)
+    server.method(pm.CYCLE_MODEL, t.CycleModelParams)(methods.cycle_model)
 
 
 async def serve(options: Options, in_fd: int, out_fd: int) -> int:
