@@ -68,6 +68,13 @@ class PiAi:
         models: list[dict[str, Any]] = answer["models"]
         return models
 
+    def session(self, agent_dir: Path, cwd: Path, *, settings: Mapping[str, Any], env: Mapping[str, str],
+                ops: Sequence[Sequence[Any]] = (), unset: Sequence[str] = ()) -> dict[str, Any]:
+        """A new in-memory Pi session with these settings, then ``ops``: its model, thinking level,
+        entries (``[kind, value]``) and the operations' results."""
+        return self._ask({"session": {"agentDir": str(agent_dir), "cwd": str(cwd), "env": dict(env),
+                                      "unset": list(unset), "settings": dict(settings), "ops": [list(o) for o in ops]}})
+
     def _read_line(self) -> bytes:
         assert self._process.stdout is not None
         fd = self._process.stdout.fileno()

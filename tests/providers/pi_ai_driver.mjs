@@ -6,6 +6,10 @@
 //     -> pi-ai's streamSimple(model, context, options) for that API, the context's messages first
 //        through pi-coding-agent's convertToLlm (what the agent does before every call);
 //        answers {"id", "events": [types...], "message": <final assistant message>}
+//   {"id", "session": {"agentDir", "cwd", "env", "unset", "settings", "ops": [["setModel", p, id] |
+//                                                   ["cycleModel", "forward"|"backward"]]}}
+//     -> pi-coding-agent's createAgentSession (in-memory session, the given settings) then the
+//        operations; answers {"id", "model", "thinkingLevel", "entries": [[kind, value]...]}
 //   {"id", "available": {"agentDir", "env": {...}, "unset": [...]}}
 //     -> pi-coding-agent's ModelRuntime for that agent dir (auth.json + models.json) with that
 //        environment; answers {"id", "models": [Model...]} (getAvailable(), Pi's order)
@@ -29,6 +33,10 @@ const modules = join(oracleDir, "node_modules", "@earendil-works");
 const load = (...parts) => import(pathToFileURL(join(modules, ...parts)).href);
 const { convertToLlm } = await load("pi-coding-agent", "dist", "core", "messages.js");
 const { ModelRuntime } = await load("pi-coding-agent", "dist", "core", "model-runtime.js");
+const { createAgentSession } = await load("pi-coding-agent", "dist", "core", "sdk.js");
+const { SessionManager } = await load("pi-coding-agent", "dist", "core", "session-manager.js");
+const { SettingsManager } = await load("pi-coding-agent", "dist", "core", "settings-manager.js");
+const { resolveModelScope } = await load("pi-coding-agent", "dist", "core", "model-resolver.js");
 const apis = new Map();
 
 async function stream({ api, model, context, options }) {
@@ -41,8 +49,7 @@ async function stream({ api, model, context, options }) {
 }
 
 async function available({ agentDir, env, unset }) {
-  for (const name of unset ?? []) delete process.env[name];
-  Object.assign(process.env, env ?? {});
+  setEnv(env, unset);
   const runtime = await ModelRuntime.create({
     authPath: join(agentDir, "auth.json"),
     modelsPath: join(agentDir, "models.json"),
@@ -50,6 +57,57 @@ async function available({ agentDir, env, unset }) {
   });
   const models = await runtime.getAvailable();
   return { models, error: runtime.getError() ?? null };
+}
+
+function setEnv(env, unset) {
+  for (const name of unset ?? []) delete process.env[name];
+  Object.assign(process.env, env ?? {});
+}
+
+async function session({ agentDir, cwd, env, unset, settings, ops }) {
+  setEnv(env, unset);
+  const modelRuntime = await ModelRuntime.create({
+    authPath: join(agentDir, "auth.json"),
+    modelsPath: join(agentDir, "models.json"),
+    allowModelNetwork: false,
+  });
+  const sessionManager = SessionManager.inMemory(cwd);
+  const settingsManager = SettingsManager.inMemory(settings ?? {});
+  // main.ts buildSessionOptions (no CLI flags): enabledModels become the scope, and a new session
+  // starts on the saved default if it is in scope, else on the first scoped model
+  const patterns = settingsManager.getEnabledModels();
+  const scoped = patterns?.length ? await resolveModelScope(patterns, modelRuntime) : [];
+  const options = {};
+  if (scoped.length > 0) {
+    const saved = modelRuntime.getModel(settingsManager.getDefaultProvider(), settingsManager.getDefaultModel());
+    const inScope = saved && scoped.find((sm) => sm.model.provider === saved.provider && sm.model.id === saved.id);
+    const first = inScope ?? scoped[0];
+    options.model = first.model;
+    if (first.thinkingLevel) options.thinkingLevel = first.thinkingLevel;
+    options.scopedModels = scoped.map((sm) => ({ model: sm.model, thinkingLevel: sm.thinkingLevel }));
+  }
+  const { session: s } = await createAgentSession({
+    cwd, agentDir, sessionManager, settingsManager, modelRuntime, ...options,
+  });
+  const results = [];
+  for (const [op, a, b] of ops ?? []) {
+    if (op === "setModel") {
+      await s.setModel(modelRuntime.getModel(a, b));
+      results.push(null);
+    } else if (op === "cycleModel") {
+      const r = await s.cycleModel(a);
+      results.push(r ? { model: `${r.model.provider}/${r.model.id}`, thinkingLevel: r.thinkingLevel, isScoped: r.isScoped } : null);
+    }
+  }
+  const entries = sessionManager.getEntries().map((e) =>
+    e.type === "model_change" ? ["model", `${e.provider}/${e.modelId}`]
+      : e.type === "thinking_level_change" ? ["thinking", e.thinkingLevel] : [e.type]);
+  return {
+    model: s.model ? `${s.model.provider}/${s.model.id}` : null,
+    thinkingLevel: s.thinkingLevel,
+    entries,
+    results,
+  };
 }
 
 const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
@@ -61,6 +119,7 @@ for await (const line of lines) {
     request = JSON.parse(line);
     if (request.stream) answer = await stream(request.stream);
     else if (request.available) answer = await available(request.available);
+    else if (request.session) answer = await session(request.session);
     else answer = { error: "unknown request" };
   } catch (error) {
     answer = { error: String(error?.stack ?? error) };
