@@ -36,7 +36,9 @@ _PATTERNS: Final = (
     re.compile(r"\beyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}"),  # JWT
 )
 _ASSIGNMENT: Final = re.compile(
-    r"""(?P<key>["']?[A-Za-z0-9_\-]*(?:api[_\-]?key|token|secret|password|passwd|authorization)["']?\s*[:=]\s*)"""
+    # The name may carry any prefix (``access_token``, ``"x-api-key"``); it is left as it is, so the
+    # pattern starts at the keyword (a leading ``[A-Za-z0-9_-]*`` made long words quadratic).
+    r"""(?P<key>(?:api[_\-]?key|token|secret|password|passwd|authorization)["']?\s*[:=]\s*)"""
     r"""(?P<quote>["']?)(?P<value>[^\s"',;&}]{4,})""",
     re.I,
 )
@@ -49,10 +51,12 @@ _QUERY_VALUE: Final = re.compile(r"([?&;][^=&#;\s]*=)[^&#;\s]*")
 
 def _redact_url(match: re.Match[str]) -> str:
     url = _USERINFO.sub(lambda m: f"{m[1]}{MASK}@", match[0])
-    head, sep, rest = url.partition("?")
-    if not sep:
-        return url
-    return head + _QUERY_VALUE.sub(lambda m: f"{m[1]}{MASK}", sep + rest)
+    scheme, sep, rest = url.partition("://")
+    host, slash, tail = rest.partition("/")
+    query_at = host.find("?")
+    if query_at != -1:  # no path: the query starts right after the host
+        host, tail, slash = host[:query_at], host[query_at:] + slash + tail, ""
+    return scheme + sep + host + slash + _QUERY_VALUE.sub(lambda m: f"{m[1]}{MASK}", tail)
 
 
 class Redactor:

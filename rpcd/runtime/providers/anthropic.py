@@ -345,7 +345,7 @@ def build_request(model: ModelSpec, ctx: CallContext) -> HttpRequest:
         if oauth and api_key:
             auth_headers["Authorization"] = f"Bearer {api_key}"
         elif api_key:
-            auth_headers["X-Api-Key"] = api_key
+            auth_headers["x-api-key"] = api_key
     headers = merge_headers(headers, auth_headers, {"anthropic-version": ANTHROPIC_VERSION})
     if betas:
         headers = merge_headers(headers, {"anthropic-beta": ",".join(betas)})
