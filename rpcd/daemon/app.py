@@ -39,7 +39,7 @@ from rpcd.host.host import SerializedHost
 from rpcd.host.port import RuntimePort
 from rpcd.protocol import methods as pm
 from rpcd.protocol import types as t
-from rpcd.runtime.model_selection import ModelInputs
+from rpcd.runtime.model_inputs import ModelInputs
 from rpcd.store.paths import get_agent_dir
 from rpcd.transport import DEFAULT_MAX_MESSAGE_BYTES
 from rpcd.transport.stdio import guard_stdout

@@ -33,22 +33,12 @@ import attrs
 
 from rpcd.core.errors import ModelNotFoundError, ProviderError
 from rpcd.core.values import Diagnostic
+from rpcd.runtime.model_inputs import ModelInputs
 from rpcd.runtime.providers.base import ModelInfo, Provider, ProviderRegistry
 from rpcd.runtime.providers.thinking import DEFAULT_THINKING_LEVEL, THINKING_LEVELS, is_thinking_level
 
 FAUX_REF = ("faux", "faux-1")
-
-
-@attrs.frozen
-class ModelInputs:
-    """The daemon's model flags (process inputs, applied to every session creation)."""
-
-    provider: str | None = None
-    model: str | None = None
-    thinking: str | None = None
-    api_key: str | None = attrs.field(default=None, repr=False)
-    models: tuple[str, ...] | None = None
-    """``--models`` patterns (scope for ``cycleModel``); ``None``: settings ``enabledModels``."""
+__all__ = ["ModelInputs", "apply_model_selection", "cycle_model", "resolve_cli_model", "select_session_model"]
 
 
 @attrs.frozen

@@ -457,10 +457,9 @@ def compose_provider(provider_id: str, builtin: Any, config: ProviderConfig | No
     """One provider: the catalog's ``builtin`` (or ``None``) with ``config`` over it.
 
     Raises ``CompositionError`` (Pi's messages) for an entry Pi refuses."""
-    base_models = [ModelSpec.from_pi(m, provider_id) for m in (builtin.models if builtin is not None else ())]
     if config is None:
-        return ProviderSpec(name=provider_id, display_name=builtin.name, base_url=builtin.base_url or "",
-                            models=tuple(base_models), builtin=builtin)
+        return builtin_spec(builtin)
+    base_models = [ModelSpec.from_pi(m, provider_id) for m in (builtin.models if builtin is not None else ())]
     if config.is_empty:
         raise CompositionError(f'Provider {provider_id}: must specify "baseUrl", "headers", "compat", '
                                '"modelOverrides", or "models".')
@@ -491,6 +490,20 @@ def compose_provider(provider_id: str, builtin: Any, config: ProviderConfig | No
         builtin=builtin,
         configured=True,
     )
+
+
+_BUILTIN_SPECS: dict[int, tuple[Any, ProviderSpec]] = {}
+
+
+def builtin_spec(builtin: Any) -> ProviderSpec:
+    """A catalog provider without a models.json entry (composed once per process: it never changes)."""
+    cached = _BUILTIN_SPECS.get(id(builtin))
+    if cached is not None and cached[0] is builtin:
+        return cached[1]
+    spec = ProviderSpec(name=builtin.id, display_name=builtin.name, base_url=builtin.base_url or "",
+                        models=tuple(ModelSpec.from_pi(m, builtin.id) for m in builtin.models), builtin=builtin)
+    _BUILTIN_SPECS[id(builtin)] = (builtin, spec)
+    return spec
 
 
 def compose_providers(catalog: Any, config: ModelsConfig) -> tuple[dict[str, ProviderSpec], list[Diagnostic]]:

@@ -73,6 +73,10 @@ def _text(seen: list[tuple[str, Any]]) -> str:
                    if e["type"] == "message_update" and e["assistantMessageEvent"]["type"] == "text_delta")
 
 
+def _read_lines(path: str) -> list[str]:
+    return Path(path).read_text(encoding="utf-8").splitlines()
+
+
 def _everything(agent: Path, stderr: io.StringIO, seen: list[tuple[str, Any]]) -> str:
     files = "".join(p.read_text(encoding="utf-8", errors="replace") for p in agent.rglob("*")
                     if p.is_file() and p.name != "auth.json")
@@ -97,8 +101,8 @@ async def test_anthropic_from_the_environment_streams_through_the_daemon(server:
     assert request.headers["x-api-key"] == PLANTED_KEY and request.headers["anthropic-version"] == "2023-06-01"
     assert request.body["model"] == "claude-sonnet-4-5" and request.body["thinking"]["type"] == "enabled"
     assert session_file is not None
-    assistant = [json.loads(line)["message"] for line in Path(session_file).read_text().splitlines()
-                 if '"role":"assistant"' in line][0]
+    lines = _read_lines(session_file)
+    assistant = next(json.loads(line)["message"] for line in lines if '"role":"assistant"' in line)
     assert (assistant["api"], assistant["provider"], assistant["usage"]["output"]) == (
         "anthropic-messages", "anthropic", 15)
     assert not [d for d in _diagnostics(seen) if d["type"] == "warning"]

@@ -31,7 +31,8 @@ def leaked(text: str, secret: str) -> list[str]:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(offset=st.one_of(st.integers(0, 40), st.integers(250, 330), st.integers(MAX_ERROR_CHARS - 60, MAX_ERROR_CHARS + 5)))
+@given(offset=st.one_of(st.integers(0, 40), st.integers(250, 330),
+                        st.integers(MAX_ERROR_CHARS - 60, MAX_ERROR_CHARS + 5)))
 def test_redact_and_cut_never_leaves_part_of_a_secret(offset: int) -> None:
     redactor = Redactor(env={}, extra_secrets=(LITERAL,))
     text = "x" * offset + LITERAL + " tail"

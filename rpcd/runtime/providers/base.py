@@ -179,6 +179,10 @@ class ProviderRegistry:
         for provider in self._providers.values():
             if getattr(provider, "offline", False):
                 continue
+            usable_models = getattr(provider, "usable_models", None)
+            if usable_models is not None:
+                usable.extend((provider, model) for model in usable_models())
+                continue
             reason = getattr(provider, "unusable_reason", None)
             for model in provider.models():
                 if reason is None or reason(model.id) is None:

@@ -105,7 +105,7 @@ class RemoteProvider:
         self.settings = settings or RequestSettings()
         self._transport = transport
         self._models = {m.id: m for m in spec.models}
-        self._infos = [m.info() for m in spec.models]
+        self._infos = _infos(spec)
         self._check: AuthCheck | bool | None = False  # False: not checked yet
 
     def __repr__(self) -> str:
@@ -133,6 +133,12 @@ class RemoteProvider:
 
     def models(self) -> list[ModelInfo]:
         return list(self._infos)
+
+    def usable_models(self) -> list[ModelInfo]:
+        """The models usable now: none without credentials, else those of an implemented API."""
+        if self.auth_check() is None:
+            return []
+        return [info for info in self._infos if self._models[info.id].api in SUPPORTED_APIS]
 
     def model_spec(self, model_id: str) -> ModelSpec | None:
         return self._models.get(model_id)
@@ -205,6 +211,20 @@ class RemoteProvider:
         env = os.environ if self.credentials.env is None else self.credentials.env
         headers = resolve_headers(spec.headers, env=env, what=f'model header of "{spec.provider}/{spec.id}":')
         return auth, headers
+
+
+_INFOS: dict[int, tuple[ProviderSpec, list[ModelInfo]]] = {}
+
+
+def _infos(spec: ProviderSpec) -> list[ModelInfo]:
+    """``ModelInfo`` per model, computed once per (cached, immutable) catalog provider spec."""
+    cached = _INFOS.get(id(spec))
+    if cached is not None and cached[0] is spec:
+        return list(cached[1])
+    infos = [m.info() for m in spec.models]
+    if not spec.configured:
+        _INFOS[id(spec)] = (spec, infos)
+    return list(infos)
 
 
 def _fail(message: dict[str, Any], text: str, *, secrets: tuple[str, ...] = ()) -> AssistantMessageEvent:
