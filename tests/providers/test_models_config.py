@@ -217,3 +217,38 @@ def test_an_entry_that_configures_nothing_is_refused_and_the_builtin_stays() -> 
     providers, diagnostics = compose_providers(builtin_catalog(), config)
     assert any("must specify" in d.message for d in diagnostics)
     assert providers["openai"].display_name == "OpenAI" and providers["openai"].models
+
+
+def test_auth_json_oauth_entries_say_that_refreshing_is_pis_job(tmp_path: Path) -> None:
+    valid_until = 4102444800000  # 2100-01-01
+    (tmp_path / "auth.json").write_text(json.dumps({
+        "anthropic": {"type": "oauth", "access": "sk-ant-oat01-valid", "refresh": "r", "expires": valid_until},
+        "openrouter": {"type": "oauth", "access": "x", "refresh": "r", "expires": 1000},
+        "github-copilot": {"type": "oauth", "access": "x", "refresh": "r", "expires": valid_until},
+        "broken": {"type": "oauth", "access": 5},
+    }))
+    registry = default_registry()
+    diagnostics = refresh_providers(registry, str(tmp_path), env={})
+    messages = [(d.type, d.message) for d in diagnostics]
+    assert ("info", 'auth.json: using the stored OAuth login for "anthropic" (access token valid until '
+                    "2100-01-01T00:00+00:00); rpcd does not refresh it: when it expires, run pi and use /login"
+            ) in messages
+    assert any(t == "warning" and '"openrouter" has expired' in m and "/login" in m for t, m in messages)
+    assert any(t == "warning" and '"github-copilot" is not supported by rpcd' in m for t, m in messages)
+    assert any(t == "warning" and 'credential for provider "broken"' in m for t, m in messages)
+    assert "sk-ant-oat01-valid" not in json.dumps(messages)
+    usable = {m.provider for m in registry.available_models()}
+    assert usable == {"anthropic"}
+
+
+def test_read_and_connect_timeouts_come_from_settings() -> None:
+    from rpcd.runtime.providers.remote import RequestSettings
+
+    settings = RequestSettings.from_settings({"httpIdleTimeoutMs": 1500, "httpConnectTimeoutMs": 250,
+                                              "retry": {"provider": {"timeoutMs": 4000, "maxRetries": 2,
+                                                                     "maxRetryDelayMs": 0}}})
+    assert (settings.timeouts.read, settings.timeouts.connect, settings.timeouts.headers) == (1.5, 0.25, 4.0)
+    assert (settings.retry.max_retries, settings.retry.max_delay) == (2, 0)
+    disabled = RequestSettings.from_settings({"httpIdleTimeoutMs": 0})
+    assert disabled.timeouts.read is None and disabled.retry.max_retries == 0
+    assert RequestSettings.from_settings({}).timeouts.read == 300.0  # Pi's default idle timeout

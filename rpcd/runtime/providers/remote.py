@@ -21,6 +21,7 @@ when a request is made.
 
 from __future__ import annotations
 
+import datetime
 import importlib
 import logging
 import os
@@ -264,11 +265,14 @@ def build_providers(
                 f"(supported: {', '.join(sorted(SUPPORTED_APIS))}); those models are unavailable",
             ))
     for provider, credential in stored.items():
-        if credential.type == "oauth" and provider in specs:
-            reason = None
-            check = credentials.check(specs[provider])
-            if check is None:
-                reason = credentials.why_unusable(specs[provider])
-            if reason:
-                diagnostics.append(Diagnostic("warning", f'auth.json: {reason}'))
+        if credential.type != "oauth" or provider not in specs:
+            continue
+        if credentials.check(specs[provider]) is None:
+            diagnostics.append(Diagnostic("warning", f"auth.json: {credentials.why_unusable(specs[provider])}"))
+        elif credential.expires is not None:
+            until = datetime.datetime.fromtimestamp(credential.expires / 1000, datetime.UTC).isoformat(
+                timespec="minutes")
+            diagnostics.append(Diagnostic(
+                "info", f'auth.json: using the stored OAuth login for "{provider}" (access token valid until '
+                        f"{until}); rpcd does not refresh it: when it expires, run pi and use /login"))
     return providers, diagnostics
