@@ -10,6 +10,8 @@ from typing import Any
 
 import anyio
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from rpcd.core.errors import ContextOverflowError
 from rpcd.runtime.agent import Agent
@@ -308,3 +310,44 @@ async def test_a_model_that_keeps_calling_tools_is_stopped_after_the_round_limit
     assert len(server.requests) == 3  # the first call plus two rounds after tool results
     assert sink.kinds().count("turn_end") == 3 and sink.kinds()[-1] == "agent_end"
     assert agent.messages[-1]["role"] == "toolResult"  # results kept: the next prompt continues from them
+
+
+REPLY_KINDS = {
+    "ok": lambda: Reply(events=load_recording("plain")),
+    "overloaded": lambda: Reply(status=529, body=b'{"error":{"message":"Overloaded"}}'),
+    "rate_limited": lambda: Reply(status=429, body=b'{"error":{"message":"Rate limit reached"}}'),
+    "bad_request": lambda: Reply(status=400, body=b'{"error":{"message":"bad"}}'),
+    "cut": lambda: Reply(events=load_recording("plain"), cut_after=2),
+    "dropped": lambda: Reply(drop=True),
+}
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(replies=st.lists(st.sampled_from(sorted(REPLY_KINDS)), min_size=1, max_size=6),
+       max_retries=st.integers(0, 3))
+async def test_every_retry_sequence_is_closed_exactly_once(server: SseServer, tmp_path_factory: pytest.TempPathFactory,
+                                                         replies: list[str], max_retries: int) -> None:
+    server.replies.clear()
+    server.enqueue(*[REPLY_KINDS[kind]() for kind in replies], *[REPLY_KINDS["ok"]() for _ in range(4)])
+    tmp = tmp_path_factory.mktemp("retry")
+    agent_dir, cwd = write_agent_dir(tmp, server.base_url, settings={"retry": {"baseDelayMs": 1,
+                                                                                "maxRetries": max_retries}})
+    session, _ = await new_session(agent_dir, cwd, SessionManager.in_memory(cwd))
+    seen: list[dict[str, Any]] = []
+    session.subscribe(seen.append)
+
+    await session.prompt("go")
+
+    retry = [e for e in seen if e["type"].startswith("auto_retry")]
+    open_attempts = 0
+    for event in retry:
+        if event["type"] == "auto_retry_start":
+            assert event["attempt"] == open_attempts + 1 <= max_retries
+            open_attempts = event["attempt"]
+        else:
+            assert open_attempts > 0 and event["attempt"] == open_attempts  # ends the sequence it closes
+            open_attempts = 0
+    assert open_attempts == 0, retry  # nothing left "retrying"
+    assert seen[-1]["type"] == "agent_settled"
+    assistants = [m for m in session.messages() if m.get("role") == "assistant"]
+    assert len(assistants) == 1  # failed attempts left the model's context
