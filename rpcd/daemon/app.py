@@ -77,6 +77,10 @@ class Options:
     no_context_files: bool = False
     model_inputs: ModelInputs = attrs.field(factory=ModelInputs)
     """``--provider`` / ``--model`` / ``--thinking`` / ``--api-key`` / ``--models`` (Pi's flags)."""
+    tools: tuple[str, ...] | None = None
+    exclude_tools: tuple[str, ...] = ()
+    no_builtin_tools: bool = False
+    no_tools: bool = False
 
     @property
     def journal_path(self) -> str:
@@ -149,6 +153,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--models", metavar="PATTERNS", help="comma-separated model patterns to cycle through (cycleModel)",
     )
     parser.add_argument(
+        "-t", "--tools", type=_tool_names, metavar="A,B",
+        help="allow only these tools, built-in or extension (default: read,bash,edit,write + extension tools)",
+    )
+    parser.add_argument(
+        "-xt", "--exclude-tools", type=_tool_names, default=(), metavar="A,B", help="disable these tools",
+    )
+    parser.add_argument(
+        "-nbt", "--no-builtin-tools", action="store_true", help="start without built-in tools (extension tools stay)",
+    )
+    parser.add_argument("-nt", "--no-tools", action="store_true", help="start without any tool")
+    parser.add_argument(
         "--max-message-bytes", type=_positive_int, default=DEFAULT_MAX_MESSAGE_BYTES, metavar="N",
         help=f"frames larger than this are drained and answered with -32012 (default {DEFAULT_MAX_MESSAGE_BYTES})",
     )
@@ -161,6 +176,11 @@ def _extension_flag(text: str) -> tuple[str, bool | str]:
     if not name:
         raise argparse.ArgumentTypeError(f"an extension flag needs a name: {text!r}")
     return name, (value if sep else True)
+
+
+def _tool_names(text: str) -> tuple[str, ...]:
+    """Pi's comma list: names trimmed, empty ones dropped."""
+    return tuple(name.strip() for name in text.split(",") if name.strip())
 
 
 def _positive_int(text: str) -> int:
@@ -206,6 +226,10 @@ def parse_options(argv: Sequence[str]) -> Options:
             api_key=ns.api_key,
             models=tuple(p.strip() for p in ns.models.split(",") if p.strip()) if ns.models else None,
         ),
+        tools=ns.tools,
+        exclude_tools=ns.exclude_tools,
+        no_builtin_tools=ns.no_builtin_tools,
+        no_tools=ns.no_tools,
     )
 
 
@@ -339,6 +363,7 @@ class Daemon:
         from rpcd.runtime.services import ProcessInputs
         from rpcd.runtime.trust import ProjectTrustContext, TrustDecision
         from rpcd.store import SessionManager
+        from rpcd.tools import ToolSelection
 
         async def authorize(cwd: str, context: ProjectTrustContext) -> TrustDecision:
             answer = await requests.authorize_project(cwd, list(context.reasons))
@@ -368,6 +393,10 @@ class Daemon:
                 extension_paths=self.options.extensions,
                 flags=self.options.extension_flags,
                 no_context_files=self.options.no_context_files,
+                tool_selection=ToolSelection(
+                    allow=self.options.tools, exclude=self.options.exclude_tools,
+                    no_builtin_tools=self.options.no_builtin_tools, no_tools=self.options.no_tools,
+                ),
             ),
             authorize_project=authorize,
             model_inputs=self.options.model_inputs,

@@ -417,6 +417,47 @@ class ExtensionRunner:
         out.setdefault("content", [])
         return out
 
+    async def emit_tool_call(self, event: dict[str, Any]) -> Any:
+        """Pi's ``emitToolCall``: handlers in load order, all seeing the same ``event["input"]``
+        (mutations are the argument changes); the first result with a truthy ``block`` wins. A
+        handler that raises is NOT swallowed: the caller blocks the call with its message."""
+        self._check_live()
+        ctx = ExtensionContext(self)
+        result: Any = None
+        for handler in [h for h in self._handlers if h.event_type == "tool_call"]:
+            try:
+                outcome = handler.fn(event, ctx)
+                if inspect.isawaitable(outcome):
+                    outcome = await outcome
+            except SystemExit as exc:  # an extension's sys.exit() is its bug, not ours to exit on
+                raise RuntimeFailure(_describe(exc)) from None
+            if outcome:
+                result = outcome
+                if _field(outcome, "block"):
+                    return result
+        return result
+
+    async def emit_tool_result(self, event: dict[str, Any]) -> dict[str, Any] | None:
+        """Pi's ``emitToolResult``: middleware over ``content``/``details``/``isError``/``usage``;
+        returns the patched fields, or ``None`` when no handler changed anything. A raising
+        handler is reported and skipped."""
+        self._check_live()
+        ctx = ExtensionContext(self)
+        current = dict(event)
+        modified = False
+        for handler in [h for h in self._handlers if h.event_type == "tool_result"]:
+            outcome = await self._call(handler, current, ctx)
+            if not outcome:
+                continue
+            for key in ("content", "details", "isError", "usage"):
+                value = _field(outcome, key)
+                if value is not None:
+                    current[key] = value
+                    modified = True
+        if not modified:
+            return None
+        return {key: current.get(key) for key in ("content", "details", "isError", "usage")}
+
     async def _call(self, handler: _Handler, event: dict[str, Any], ctx: ExtensionContext) -> Any:
         try:
             outcome = handler.fn(event, ctx)
@@ -436,6 +477,13 @@ class ExtensionRunner:
             listener(error)
         except Exception:
             _log.exception("extension error listener failed")
+
+
+def _field(result: Any, name: str) -> Any:
+    """A field of a handler's result, whether it returned a dict or an object."""
+    if isinstance(result, Mapping):
+        return result.get(name)
+    return getattr(result, name, None)
 
 
 def _is_cancel(result: Any) -> bool:

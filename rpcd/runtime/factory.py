@@ -132,6 +132,7 @@ def make_default_factory(
             registry=registry,
             session_start_event=session_start_event,
             model_inputs=inputs,
+            tool_selection=process_inputs.tool_selection,
         )
         diagnostics.extend(selection.diagnostics)
         return CreateRuntimeResult(

@@ -28,6 +28,7 @@ from typing import Any
 import attrs
 
 from rpcd.core.values import Diagnostic
+from rpcd.tools import ToolSelection
 
 from .context_files import ContextFile, load_context_files
 from .extensions import ExtensionRunner, discover_extensions
@@ -67,6 +68,8 @@ class ProcessInputs:
     trust_override: bool | None = None
     """``--approve`` (True) / ``--no-approve`` (False); ``None`` follows the trust policy."""
     no_context_files: bool = False
+    tool_selection: ToolSelection = attrs.field(factory=ToolSelection)
+    """``--tools`` / ``--exclude-tools`` / ``--no-builtin-tools`` / ``--no-tools`` (Pi's tool flags)."""
     trust_memory: SessionTrustMemory = attrs.field(factory=SessionTrustMemory, eq=False)
     """Per-process trust decisions (``trustOnce``), shared by every replacement."""
 
