@@ -163,14 +163,14 @@ CASES = [
 LEVELS = ("off", "medium", "xhigh")
 
 
-def rpcd_provider(model: Mapping[str, Any]) -> RemoteProvider:
+def rpcd_provider(model: Mapping[str, Any], key: str = KEY) -> RemoteProvider:
     builtin = builtin_catalog().providers[model["provider"]]
     spec = ModelSpec.from_pi(model, model["provider"])
     provider_spec = ProviderSpec(name=model["provider"], display_name=builtin.name, base_url=model["baseUrl"],
                                  models=(spec,), builtin=builtin)
     return RemoteProvider(
         provider_spec,
-        credentials=Credentials(runtime_keys={model["provider"]: KEY}, env={}),
+        credentials=Credentials(runtime_keys={model["provider"]: key}, env={}),
         settings=RequestSettings(timeouts=Timeouts(connect=5, read=30), retry=ProviderRetry(max_retries=0)),
     )
 
@@ -183,23 +183,28 @@ def pi_context(messages: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 async def run_both(server: SseServer, pi_ai: Any, model: dict[str, Any], messages: list[dict[str, Any]],
-                   level: str, reply: list[Reply] | None = None) -> tuple[tuple[RecordedRequest, dict[str, Any]],
-                                                                          tuple[RecordedRequest, dict[str, Any]]]:
+                   level: str, reply: list[Reply] | None = None, *, key: str = KEY,
+                   tools: list[ToolSpec] | None = None) -> tuple[tuple[RecordedRequest, dict[str, Any]],
+                                                                 tuple[RecordedRequest, dict[str, Any]]]:
     replies = reply or [Reply(events=load_recording(REPLY[model["provider"]]))]
     server.enqueue(*copy.deepcopy(replies))
-    options: dict[str, Any] = {"apiKey": KEY, "sessionId": SESSION}
+    options: dict[str, Any] = {"apiKey": key, "sessionId": SESSION}
+    tool_specs = TOOLS if tools is None else tools
+    context = pi_context(messages)
+    context["tools"] = [{"name": t.name, "description": t.description, "parameters": dict(t.parameters)}
+                        for t in tool_specs]
     if level != "off":
         options["reasoning"] = level
     before = len(server.requests)
-    pi = pi_ai.stream(model["api"], model, pi_context(messages), options)
+    pi = pi_ai.stream(model["api"], model, context, options)
     assert len(server.requests) == before + len(replies), f"Pi sent no request: {pi['message'].get('errorMessage')}"
     pi_request = server.requests[-1]
     server.enqueue(*copy.deepcopy(replies))
-    provider = rpcd_provider(model)
+    provider = rpcd_provider(model, key)
     spec = provider.model_spec(model["id"])
     assert spec is not None
     request = ProviderRequest(model=spec.info(), system_prompt=pi_context([])["systemPrompt"], messages=messages,
-                              tools=TOOLS, thinking_level=level, session_id=SESSION)
+                              tools=tool_specs, thinking_level=level, session_id=SESSION)
     events = await collect(provider, request)
     ours = server.requests[-1]
     return (pi_request, pi["message"]), (ours, final(events))
@@ -283,3 +288,24 @@ async def test_http_errors_are_worded_as_pi_words_them(server: SseServer, pi_ai:
                                                        reply=[ERROR_REPLIES[index]])
     assert our_message["stopReason"] == pi_message["stopReason"] == "error"
     assert our_message["errorMessage"] == pi_message["errorMessage"]
+
+
+OAUTH_TOOLS = [ToolSpec("read", "Read a file", {"type": "object", "properties": {"path": {"type": "string"}}}),
+               ToolSpec("bash", "Run a command", {"type": "object", "properties": {"command": {"type": "string"}}}),
+               ToolSpec("lookup", "Look up", {"type": "object", "properties": {}})]
+
+
+@pytest.mark.parametrize("model_id", ["claude-sonnet-4-5", "claude-opus-4-8"])
+async def test_an_anthropic_oauth_token_sends_what_pi_sends(server: SseServer, pi_ai: Any, model_id: str) -> None:
+    """``sk-ant-oat…`` tokens: Bearer auth, Claude Code's identity and tool names, the OAuth betas."""
+    model = catalog_model("anthropic", model_id, server.root_url)
+    oauth_key = "sk-ant-oat01-differential-0123456789"
+    history = contexts(model)["tool_round"]
+    history[1]["content"][2]["name"] = "read"  # a Claude Code tool name, sent as "Read"
+    for messages in (contexts(model)["text"], history):
+        for level in ("off", "high"):
+            (pi_req, _), (our_req, _) = await run_both(server, pi_ai, model, messages, level, key=oauth_key,
+                                                       tools=OAUTH_TOOLS)
+            assert our_req.body == pi_req.body
+            assert relevant_headers(our_req) == relevant_headers(pi_req)
+            assert relevant_headers(our_req)["authorization"] == f"Bearer {oauth_key}"
