@@ -110,7 +110,7 @@ async def test_session_model_and_thinking_level_are_pis(pi_ai: Any, tmp_path: Pa
     assert ours == {k: pi[k] for k in ("model", "thinkingLevel", "entries", "results")}
 
 
-async def test_item_14_thinking_levels_are_recorded_as_pi_records_them(pi_ai: Any, tmp_path: Path) -> None:
+async def test_item_14_thinking_levels_are_recorded_as_pi_records_them(tmp_path: Path) -> None:
     """The probe's exact cases, spelled out (the parametrized test above compares everything)."""
     for level in ("xhigh", "max"):
         agent, cwd = _agent_dir(tmp_path / level, {"defaultProvider": "anthropic", "defaultModel": "claude-sonnet-4-5",
