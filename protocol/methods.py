@@ -36,6 +36,9 @@ PROMPT: Final = "prompt"
 ABORT: Final = "abort"
 SET_SESSION_NAME: Final = "setSessionName"
 SET_MODEL: Final = "setModel"
+SET_APPROVAL_POLICY: Final = "setApprovalPolicy"
+LIST_APPROVAL_RULES: Final = "listApprovalRules"
+REVOKE_APPROVAL_RULE: Final = "revokeApprovalRule"
 CANCEL_REQUEST: Final = "$/cancelRequest"
 CANCEL_REQUEST_ACP: Final = "$/cancel_request"
 SESSION_EVENT: Final = "session/event"
@@ -48,6 +51,7 @@ UI_CONFIRM: Final = "ui/confirm"
 UI_SELECT: Final = "ui/select"
 UI_INPUT: Final = "ui/input"
 UI_NOTIFY: Final = "ui/notify"
+TOOL_AUTHORIZE: Final = "tool/authorize"
 
 CANCEL_METHODS: Final = (CANCEL_REQUEST, CANCEL_REQUEST_ACP)
 
@@ -114,6 +118,12 @@ METHODS: Final[dict[str, MethodSpec]] = {
         _req(SET_SESSION_NAME, t.SetSessionNameParams, None, "Name the current session.", *_HOST_ERRORS),
         _req(SET_MODEL, t.SetModelParams, t.ModelRef, "Switch the model.", *_HOST_ERRORS, ErrorCode.MODEL_NOT_FOUND,
              ErrorCode.PROVIDER_ERROR),
+        _req(SET_APPROVAL_POLICY, t.SetApprovalPolicyParams, None,
+             "Set the tool-approval policy for every later tool call of this process.", *_HOST_ERRORS),
+        _req(LIST_APPROVAL_RULES, t.ListApprovalRulesParams, t.ListApprovalRulesResult,
+             "The remembered approval rules (of one project, or all).", *_HOST_ERRORS),
+        _req(REVOKE_APPROVAL_RULE, t.RevokeApprovalRuleParams, t.RevokeApprovalRuleResult,
+             "Forget one remembered approval rule.", *_HOST_ERRORS),
         # notifications client -> daemon
         _note(EXIT, None, "End the process (exit code 0 after `shutdown`).", "client->server"),
         _note(CANCEL_REQUEST, t.CancelParams, "Cancel a running request (LSP spelling).", "client->server"),
@@ -134,6 +144,8 @@ METHODS: Final[dict[str, MethodSpec]] = {
                    "Extension choice dialog (capability extensionUi)."),
         MethodSpec(UI_INPUT, t.UiInputParams, t.UiInputResult, "request", "server->client",
                    "Extension text input (capability extensionUi)."),
+        MethodSpec(TOOL_AUTHORIZE, t.ToolAuthorizeParams, t.ToolAuthorizeResult, "request", "server->client",
+                   "May this tool call run? (capability toolApproval)"),
     )
 }
 

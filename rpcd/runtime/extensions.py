@@ -86,6 +86,9 @@ class ToolDefinition:
     parameters: Mapping[str, Any]
     execute: ToolExecute
     extension_path: str
+    read_only: bool = False
+    """Declared by the extension: the tool never changes anything, so the approval policy
+    ``ask-writes`` lets it run without asking (undeclared tools count as writes)."""
 
 
 @attrs.frozen
@@ -188,12 +191,16 @@ class ExtensionAPI:
         self._runner._handlers.append(_Handler(self._path, event_type, handler))
 
     def register_tool(
-        self, name: str, description: str, parameters: Mapping[str, Any], execute: ToolExecute
+        self, name: str, description: str, parameters: Mapping[str, Any], execute: ToolExecute, *,
+        read_only: bool = False,
     ) -> None:
+        """Add a tool; ``read_only=True`` declares it never changes anything (approval: it is
+        treated like ``read``; without the declaration it is treated like ``bash``)."""
         self._runner._check_live()
         if not callable(execute):
             raise TypeError(f"execute of tool {name!r} is not callable")
-        self._runner._add_tool(ToolDefinition(name, description, dict(parameters), execute, self._path))
+        self._runner._add_tool(ToolDefinition(name, description, dict(parameters), execute, self._path,
+                                              read_only=read_only is True))
 
     def register_flag(
         self, name: str, *, type: FlagType = "boolean", default: bool | str | None = None, description: str = ""

@@ -24,6 +24,7 @@ from rpcd.runtime.runtime import CreateRuntimeResult, RuntimeFactory
 from rpcd.runtime.services import AuthorizeProject, ProcessInputs, ProjectTrustContext, create_services
 from rpcd.runtime.session import create_agent_session
 from rpcd.store import SessionManager
+from rpcd.tools import POLICY_SETTING
 
 FAUX_SCRIPT_SETTING = "fauxScript"
 
@@ -83,12 +84,15 @@ def make_default_factory(
             *_refresh_models_json(registry, agent_dir, services),
             *_apply_faux_script(services, registry),
         ]
+        if process_inputs.approval is not None:
+            diagnostics += process_inputs.approval.diagnostics(services.settings.get(POLICY_SETTING))
         session, fallback = create_agent_session(
             services=services,
             session_manager=session_manager,
             registry=registry,
             session_start_event=session_start_event,
             tool_selection=process_inputs.tool_selection,
+            approval=process_inputs.approval,
         )
         if fallback is not None and session.model is not None:
             diagnostics.append(Diagnostic("warning", fallback))
