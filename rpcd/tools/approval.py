@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 import anyio
+import anyio.to_thread
 
 from rpcd.core.values import (
     APPROVAL_POLICIES,
@@ -41,6 +42,7 @@ from rpcd.core.values import (
 from rpcd.tools.approval_facts import CallFacts, ToolProfile, describe_call
 from rpcd.tools.approval_rules import ApprovalRules, ApprovalRulesError, canonical_project, new_rule
 from rpcd.tools.base import AbortSignal
+from rpcd.tools.blocking import unless_aborted
 from rpcd.tools.seam import Block, ToolCall
 
 _log = logging.getLogger("rpcd.tools.approval")
@@ -133,7 +135,7 @@ class ApprovalGate:
         if policy == "deny-writes":
             return Block(f"{REJECTED}: the approval policy deny-writes refuses calls that may change something")
         project = canonical_project(cwd)
-        rule = self.rules.decide(facts, project) if self.rules is not None else None
+        rule = await anyio.to_thread.run_sync(self.rules.decide, facts, project) if self.rules is not None else None
         if rule is not None:
             if rule.decision == "reject":
                 return Block(f"{REJECTED}: refused by a remembered approval rule ({_describe(rule)})")
@@ -144,7 +146,8 @@ class ApprovalGate:
         if answer is None:  # aborted while waiting: the seam reports the abort
             return None
         if answer.decision in ("allowAlways", "rejectAlways"):
-            self._remember(facts, project, "allow" if answer.decision == "allowAlways" else "reject")
+            await anyio.to_thread.run_sync(self._remember, facts, project,
+                                           "allow" if answer.decision == "allowAlways" else "reject")
         if answer.decision in ("allowOnce", "allowAlways"):
             return None
         reason = (answer.reason or "").strip()
@@ -167,28 +170,15 @@ async def _ask(approver: ToolApprover, facts: CallFacts, tool_call_id: str,
                signal: AbortSignal) -> ToolApprovalAnswer | None:
     """The approver's answer, or ``None`` if the signal fired first (the ask is then cancelled,
     which withdraws the question from the client)."""
-    if signal.aborted:
-        return None
-    answers: list[ToolApprovalAnswer] = []
-    async with anyio.create_task_group() as group:
-
-        async def asking() -> None:
-            try:
-                answers.append(await approver(facts.request(tool_call_id)))
-            except Exception as exc:  # an approver bug refuses the call, never runs it
-                _log.warning("tool approver failed: %s", type(exc).__name__, exc_info=True)
-                answers.append(ToolApprovalAnswer("rejectOnce", "the approval request failed", answered=False))
-            group.cancel_scope.cancel()
-
-        async def watching() -> None:
-            await signal.wait()
-            group.cancel_scope.cancel()
-
-        group.start_soon(asking)
-        group.start_soon(watching)
-    if signal.aborted:
-        return None
-    return answers[0] if answers else ToolApprovalAnswer("rejectOnce", "no answer", answered=False)
+    try:
+        answer = await unless_aborted(lambda: approver(facts.request(tool_call_id)), signal)
+    except Exception as exc:
+        if signal.aborted:  # unless_aborted's ToolError: the question was withdrawn
+            return None
+        # an approver bug refuses the call, never runs it
+        _log.warning("tool approver failed: %s", type(exc).__name__, exc_info=True)
+        return ToolApprovalAnswer("rejectOnce", "the approval request failed", answered=False)
+    return None if signal.aborted else answer
 
 
 def _describe(rule: ApprovalRule) -> str:

@@ -34,6 +34,7 @@ _BASH_KINDS: Final[Mapping[str, ToolKind]] = {
 }
 PREVIEW_CHARS: Final = 2000
 """A string argument longer than this is cut to this many characters plus a note of how much was cut."""
+PREVIEW_DEPTH: Final = 32
 TITLE_CHARS: Final = 120
 _OPERATOR = re.compile(r"^[();<>|&]+$")
 
@@ -109,8 +110,9 @@ def _absolute(path: str, cwd: str) -> str | None:
 
 def _compact(args: Mapping[str, Any]) -> str:
     try:
-        return json.dumps(args, ensure_ascii=False, separators=(",", ":"), default=str)
-    except (TypeError, ValueError):
+        return json.dumps(preview_arguments(args, TITLE_CHARS), ensure_ascii=False, separators=(",", ":"),
+                          default=str)
+    except (TypeError, ValueError, RecursionError):
         return "…"
 
 
@@ -124,17 +126,20 @@ def _one_line(text: str) -> str:
     return f"{first} …" if cut else first
 
 
-def preview_arguments(value: Any, limit: int = PREVIEW_CHARS) -> Any:
+def preview_arguments(value: Any, limit: int = PREVIEW_CHARS, depth: int = 0) -> Any:
     """``value`` with every string longer than ``limit`` cut to ``limit`` characters followed by
-    ``… [N more characters]``; objects and arrays keep their shape."""
+    ``… [N more characters]``; objects and arrays keep their shape down to ``PREVIEW_DEPTH``
+    levels (deeper ones are shown as ``…``)."""
     if isinstance(value, str):
         if len(value) <= limit:
             return value
         return f"{value[:limit]}… [{len(value) - limit} more characters]"
+    if isinstance(value, Mapping | list | tuple) and depth >= PREVIEW_DEPTH:
+        return "…"
     if isinstance(value, Mapping):
-        return {str(k): preview_arguments(v, limit) for k, v in value.items()}
+        return {str(k): preview_arguments(v, limit, depth + 1) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [preview_arguments(v, limit) for v in value]
+        return [preview_arguments(v, limit, depth + 1) for v in value]
     return value
 
 

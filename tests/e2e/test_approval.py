@@ -6,10 +6,11 @@ goes away, remembered rules across restarts and after revocation, and a corrupte
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -311,15 +312,29 @@ def _pending_script(marker: Path) -> list[dict[str, Any]]:
     return [{"toolCall": _call("bash", "b", command=f"touch {marker}")}, {"text": "after"}, {"text": "later"}]
 
 
-def test_a_timeout_rejects_withdraws_the_question_and_a_late_answer_is_ignored(tmp_path: Path) -> None:
+@contextlib.contextmanager
+def _unanswered(tmp_path: Path, *args: str) -> Iterator[tuple[Daemon, int, Mapping[str, Any], Path]]:
+    """A daemon whose turn waits on a ``tool/authorize`` the client leaves unanswered: yields the
+    daemon, the prompt's request id, the question, and the file the tool would create."""
     marker = tmp_path / "ran"
     project, agent, env = _setup(tmp_path, _pending_script(marker))
-    with _daemon(project, agent, env, lambda params: NO_ANSWER, "--approval-timeout", "0.5") as d:
+    with _daemon(project, agent, env, lambda params: NO_ANSWER, *args) as d:
         d.initialize(APPROVE)
-        assert d.call("prompt", {"text": "go"}) == {"stopReason": "stop"}
+        prompt = d.start("prompt", {"text": "go"})
+        d.wait_for(lambda log: bool(_authorize_requests(log)))
         (question,) = _authorize_requests(list(d.log))
+        yield d, prompt, question, marker
+
+
+def _answer_late(d: Daemon, question: Mapping[str, Any]) -> None:
+    d.send({"jsonrpc": "2.0", "id": question["id"], "result": {"decision": "allowOnce"}})
+
+
+def test_a_timeout_rejects_withdraws_the_question_and_a_late_answer_is_ignored(tmp_path: Path) -> None:
+    with _unanswered(tmp_path, "--approval-timeout", "0.5") as (d, prompt, question, marker):
+        assert d.wait(prompt)["result"] == {"stopReason": "stop"}
         d.wait_for(lambda log: question["id"] in _cancelled_ids(log))
-        d.send({"jsonrpc": "2.0", "id": question["id"], "result": {"decision": "allowOnce"}})  # too late
+        _answer_late(d, question)
         assert d.call("prompt", {"text": "still serving?"}) == {"stopReason": "stop"}
         log = list(d.log)
     assert _text(_ends(log)["b"]) == "Tool call rejected: no approval answer within 0.5 s"
@@ -328,17 +343,11 @@ def test_a_timeout_rejects_withdraws_the_question_and_a_late_answer_is_ignored(t
 
 
 def test_an_abort_while_the_question_is_pending_withdraws_it_and_nothing_runs(tmp_path: Path) -> None:
-    marker = tmp_path / "ran"
-    project, agent, env = _setup(tmp_path, _pending_script(marker))
-    with _daemon(project, agent, env, lambda params: NO_ANSWER) as d:
-        d.initialize(APPROVE)
-        prompt = d.start("prompt", {"text": "go"})
-        d.wait_for(lambda log: bool(_authorize_requests(log)))
-        (question,) = _authorize_requests(list(d.log))
+    with _unanswered(tmp_path) as (d, prompt, question, marker):
         assert d.call("abort") is None
         assert d.wait(prompt)["result"] == {"stopReason": "aborted"}
         d.wait_for(lambda log: question["id"] in _cancelled_ids(log))
-        d.send({"jsonrpc": "2.0", "id": question["id"], "result": {"decision": "allowOnce"}})  # ignored
+        _answer_late(d, question)
         state = d.call("getState")
         log = list(d.log)
     assert not marker.exists()
@@ -348,31 +357,19 @@ def test_an_abort_while_the_question_is_pending_withdraws_it_and_nothing_runs(tm
 
 
 def test_a_replacement_while_the_question_is_pending_withdraws_it_and_nothing_runs(tmp_path: Path) -> None:
-    marker = tmp_path / "ran"
-    project, agent, env = _setup(tmp_path, _pending_script(marker))
-    with _daemon(project, agent, env, lambda params: NO_ANSWER) as d:
-        d.initialize(APPROVE)
-        prompt = d.start("prompt", {"text": "go"})
-        d.wait_for(lambda log: bool(_authorize_requests(log)))
-        (question,) = _authorize_requests(list(d.log))
+    with _unanswered(tmp_path) as (d, prompt, question, marker):
         old = d.call("getState")
         replaced = d.call("newSession")
         assert d.wait(prompt)["result"] == {"stopReason": "aborted"}
         assert question["id"] in _cancelled_ids(list(d.log))
-        d.send({"jsonrpc": "2.0", "id": question["id"], "result": {"decision": "allowOnce"}})  # ignored
+        _answer_late(d, question)
         assert d.call("getState")["generation"] == replaced["generation"] > old["generation"]
     assert not marker.exists()
     assert _tool_results(old["sessionFile"])["b"]["isError"] is True
 
 
 def test_a_client_that_goes_away_while_asked_gets_nothing_run(tmp_path: Path) -> None:
-    marker = tmp_path / "ran"
-    project, agent, env = _setup(tmp_path, _pending_script(marker))
-    d = _daemon(project, agent, env, lambda params: NO_ANSWER)
-    with d:
-        d.initialize(APPROVE)
-        d.start("prompt", {"text": "go"})
-        d.wait_for(lambda log: bool(_authorize_requests(log)))
+    with _unanswered(tmp_path) as (d, _prompt, _question, marker):
         state = d.call("getState")
         d.close_stdin()
         assert d.wait_exit() == 0

@@ -328,3 +328,15 @@ async def test_no_approver_or_a_failing_one_refuses_and_never_runs() -> None:
         block = await gate.authorize(_write(), AbortSignal(), cwd="/p", profile=builtin_profile("write"),
                                      approver=approver)
         assert block is not None and block.reason is not None and text in block.reason
+
+
+def test_deeply_nested_arguments_are_previewed_and_titled_without_failing() -> None:
+    deep: Any = "leaf"
+    for _ in range(5000):
+        deep = {"d": deep}
+    facts = describe_call("deploy", {"spec": deep}, cwd="/p", profile=extension_profile())
+    assert facts.title.startswith('deploy {"spec":{"d":') and len(facts.title) <= 122
+    level, depth = facts.arguments, 0
+    while isinstance(level, dict):
+        level, depth = next(iter(level.values())), depth + 1
+    assert level == "…" and depth == 32
