@@ -34,6 +34,8 @@ from rpcd.clients.types import (
     PROTOCOL_VERSION,
     SESSION_SCOPED,
     ApprovalPolicy,
+    AvailableModelsResult,
+    CycleModelResult,
     ForkResult,
     InitializeResult,
     ListApprovalRulesResult,
@@ -514,6 +516,15 @@ class RpcdClient:
 
     async def revoke_approval_rule(self, rule_id: str, *, timeout: float | None = _UNSET) -> RevokeApprovalRuleResult:
         return cast(RevokeApprovalRuleResult, await self.call("revokeApprovalRule", {"id": rule_id}, timeout=timeout))
+
+    async def get_available_models(self, *, timeout: float | None = _UNSET) -> AvailableModelsResult:
+        """The models usable now (``getAvailableModels``), in Pi's order."""
+        return cast(AvailableModelsResult, await self.call("getAvailableModels", timeout=timeout))
+
+    async def cycle_model(self, direction: str = "forward", *, timeout: float | None = _UNSET) -> CycleModelResult:
+        """Switch to the next (``forward``) or previous (``backward``) usable model; ``model`` is
+        ``None`` when there is nothing to cycle to."""
+        return cast(CycleModelResult, await self.call("cycleModel", {"direction": direction}, timeout=timeout))
 
     async def ping(self, *, timeout: float | None = _UNSET) -> Any:
         return await self.call("ping", timeout=timeout)

@@ -39,6 +39,8 @@ SET_MODEL: Final = "setModel"
 SET_APPROVAL_POLICY: Final = "setApprovalPolicy"
 LIST_APPROVAL_RULES: Final = "listApprovalRules"
 REVOKE_APPROVAL_RULE: Final = "revokeApprovalRule"
+GET_AVAILABLE_MODELS: Final = "getAvailableModels"
+CYCLE_MODEL: Final = "cycleModel"
 CANCEL_REQUEST: Final = "$/cancelRequest"
 CANCEL_REQUEST_ACP: Final = "$/cancel_request"
 SESSION_EVENT: Final = "session/event"
@@ -124,6 +126,12 @@ METHODS: Final[dict[str, MethodSpec]] = {
              "The remembered approval rules (of one project, or all).", *_HOST_ERRORS),
         _req(REVOKE_APPROVAL_RULE, t.RevokeApprovalRuleParams, t.RevokeApprovalRuleResult,
              "Forget one remembered approval rule.", *_HOST_ERRORS),
+        _req(SET_MODEL, t.SetModelParams, t.ModelRef, "Switch the model (errors name close matches).", *_HOST_ERRORS,
+             ErrorCode.MODEL_NOT_FOUND, ErrorCode.PROVIDER_ERROR),
+        _req(GET_AVAILABLE_MODELS, t.EmptyParams, t.GetAvailableModelsResult,
+             "The models usable now (credentials present), in Pi's order.", *_HOST_ERRORS),
+        _req(CYCLE_MODEL, t.CycleModelParams, t.CycleModelResult,
+             "Switch to the next (or previous) usable model, over enabledModels like Pi.", *_HOST_ERRORS),
         # notifications client -> daemon
         _note(EXIT, None, "End the process (exit code 0 after `shutdown`).", "client->server"),
         _note(CANCEL_REQUEST, t.CancelParams, "Cancel a running request (LSP spelling).", "client->server"),

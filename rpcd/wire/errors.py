@@ -41,6 +41,7 @@ CODE_BY_CLASS: tuple[tuple[type[e.RpcdError], ErrorCode], ...] = (
     (e.HostUnavailableError, ErrorCode.HOST_UNAVAILABLE),
     (e.SessionDisposedError, ErrorCode.HOST_UNAVAILABLE),
     (e.FactoryError, ErrorCode.REPLACEMENT_FAILED),
+    (e.InvalidArgumentError, ErrorCode.INVALID_PARAMS),
 )
 """First match wins (subclasses before their bases)."""
 
@@ -121,7 +122,8 @@ def _item(exc: BaseException, correlation_id: str | None) -> ErrorItem:
         cause = exc.__cause__
         errno_name = getattr(cause, "errno", None)
         code = _errno_name(errno_name) if isinstance(errno_name, int) else None
-        return ErrorItem(exc.kind, redact(exc.message), code)
+        param = getattr(exc, "param", None)
+        return ErrorItem(exc.kind, redact(exc.message), code, f"$.{param}" if isinstance(param, str) else None)
     if isinstance(exc, WireError):
         return ErrorItem(exc.error.data.errors[0].type if exc.error.data else "Error", redact(exc.error.message))
     if isinstance(exc, OSError) and exc.errno is not None:
