@@ -90,54 +90,50 @@ def _authorize_requests(log: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]
 # -- decisions ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("decision", ["allowOnce", "allowAlways", "rejectOnce", "rejectAlways"])
-def test_each_decision_runs_or_refuses_the_call_and_always_answers_are_remembered(tmp_path: Path,
-                                                                                 decision: str) -> None:
-    script = [
-        {"toolCall": _call("write", "w1", path="out/a.txt", content="first\n")}, {"text": "one"},
-        {"toolCall": _call("write", "w2", path="out/a.txt", content="second\n")}, {"text": "two"},
-    ]
+DECISIONS = ("allowOnce", "allowAlways", "rejectOnce", "rejectAlways")
+
+
+def test_each_decision_runs_or_refuses_the_call_and_always_answers_are_remembered(tmp_path: Path) -> None:
+    # one file per decision, written twice: the second round shows what was remembered
+    script: list[dict[str, Any]] = []
+    for round_ in (1, 2):
+        calls = [_call("write", f"{d}{round_}", path=f"out/{d}.txt", content=f"round {round_}\n") for d in DECISIONS]
+        script += [{"toolCalls": calls}, {"text": f"round {round_}"}]
     project, agent, env = _setup(tmp_path, script)
-    asker = Asker({"decision": decision, "reason": "I say so"}, {"decision": "allowOnce"})
+    answers = {d: {"decision": d, "reason": "I say so"} for d in DECISIONS}
+    asker = Asker(*[lambda p: answers[p["toolCallId"][:-1]]] * 4, *[{"decision": "allowOnce"}] * 2)
     with _daemon(project, agent, env, asker) as d:
         d.initialize(APPROVE)
-        assert d.call("prompt", {"text": "write it"}) == {"stopReason": "stop"}
-        assert d.call("prompt", {"text": "write again"}) == {"stopReason": "stop"}
+        assert d.call("prompt", {"text": "write them"}) == {"stopReason": "stop"}
+        assert d.call("prompt", {"text": "write them again"}) == {"stopReason": "stop"}
         rules = d.call("listApprovalRules", {"cwd": str(project)})
         state = d.call("getState")
         log = list(d.log)
     ends = _ends(log)
-    target = project / "out" / "a.txt"
-    remembered = decision.endswith("Always")
-    assert len(asker.asked) == (1 if remembered else 2)  # an Always answer is not asked again
+    results = _tool_results(state["sessionFile"])
+    # an Always answer is not asked again; a Once answer is (and allowed, the second time)
+    assert [p["toolCallId"] for p in asker.asked] == ["allowOnce1", "allowAlways1", "rejectOnce1", "rejectAlways1",
+                                                      "allowOnce2", "rejectOnce2"]
     first = asker.asked[0]
     assert first["sessionId"] == state["sessionId"] and first["generation"] == state["generation"]
-    assert (first["toolCallId"], first["toolName"], first["kind"], first["title"]) == \
-        ("w1", "write", "edit", "write out/a.txt")
-    assert first["arguments"] == {"path": "out/a.txt", "content": "first\n"}
-    assert first["locations"] == [{"path": str(project / "out" / "a.txt")}]
-    results = _tool_results(state["sessionFile"])
-    if decision.startswith("allow"):
-        assert ends["w1"]["isError"] is False and ends["w2"]["isError"] is False
-        assert target.read_text() == "second\n"
-    else:
-        # rejectOnce: the second call is asked again (and allowed); rejectAlways: refused by the rule
-        assert target.exists() == (not remembered)
-        assert _text(ends["w1"]) == "Tool call rejected by the user: I say so"
+    assert (first["toolName"], first["kind"], first["title"]) == ("write", "edit", "write out/allowOnce.txt")
+    assert first["arguments"] == {"path": "out/allowOnce.txt", "content": "round 1\n"}
+    assert first["locations"] == [{"path": str(project / "out" / "allowOnce.txt")}]
+    out = project / "out"
+    assert (out / "allowOnce.txt").read_text() == (out / "allowAlways.txt").read_text() == "round 2\n"
+    assert (out / "rejectOnce.txt").read_text() == "round 2\n"  # rejected once, allowed when asked again
+    assert not (out / "rejectAlways.txt").exists()
+    for rejected in ("rejectOnce1", "rejectAlways1"):
+        assert _text(ends[rejected]) == "Tool call rejected by the user: I say so"
         # persisted as Pi persists a call an extension blocked: error text, empty details, isError
-        assert results["w1"]["content"] == [{"type": "text", "text": "Tool call rejected by the user: I say so"}]
-        assert results["w1"]["details"] == {} and results["w1"]["isError"] is True
-        if remembered:
-            assert _text(ends["w2"]).startswith("Tool call rejected: refused by a remembered approval rule (write")
-    if remembered:
-        (rule,) = rules["rules"]
-        assert rule["project"] == os.path.realpath(project) and rule["toolName"] == "write"
-        assert rule["decision"] == ("allow" if decision == "allowAlways" else "reject")
-        assert rule["path"] == "out/a.txt" and "command" not in rule
-        rules_file = agent / "rpcd" / "approvals.json"
-        assert stat.S_IMODE(rules_file.stat().st_mode) == 0o600
-    else:
-        assert rules == {"rules": [], "diagnostics": []}
+        assert results[rejected]["content"] == [{"type": "text", "text": "Tool call rejected by the user: I say so"}]
+        assert results[rejected]["details"] == {} and results[rejected]["isError"] is True
+    assert _text(ends["rejectAlways2"]).startswith("Tool call rejected: refused by a remembered approval rule (write")
+    assert [(r["toolName"], r["decision"], r["path"], r["project"]) for r in rules["rules"]] == [
+        ("write", "allow", "out/allowAlways.txt", os.path.realpath(project)),
+        ("write", "reject", "out/rejectAlways.txt", os.path.realpath(project))]
+    assert all("command" not in r for r in rules["rules"]) and rules["diagnostics"] == []
+    assert stat.S_IMODE((agent / "rpcd" / "approvals.json").stat().st_mode) == 0o600
 
 
 def test_the_question_follows_the_calls_start_event_and_cuts_long_arguments(tmp_path: Path) -> None:
@@ -174,29 +170,39 @@ POLICY_SCRIPT = [
 ]
 
 
-@pytest.mark.parametrize(("policy", "asked", "ran"), [
-    ("auto", [], {"r", "b", "e"}),
-    ("ask-writes", ["b", "e"], {"r", "b", "e"}),
-    ("ask-all", ["r", "b", "e"], {"r", "b", "e"}),
-    ("deny-writes", [], {"r"}),
-])
-def test_each_policy_asks_about_and_runs_the_calls_it_should(tmp_path: Path, policy: str, asked: list[str],
-                                                             ran: set[str]) -> None:
-    project, agent, env = _setup(tmp_path, POLICY_SCRIPT)
-    asker = Asker(*[{"decision": "allowOnce"}] * 3)
-    with _daemon(project, agent, env, asker, "--approval", policy) as d:
+POLICIES = {  # policy -> (calls asked about, calls that ran)
+    "auto": ([], {"r", "b", "e"}),
+    "ask-writes": (["b", "e"], {"r", "b", "e"}),
+    "ask-all": (["r", "b", "e"], {"r", "b", "e"}),
+    "deny-writes": ([], {"r"}),
+}
+
+
+def _policy_round(policy: str) -> list[dict[str, Any]]:
+    calls = [_call("read", f"r-{policy}", path="notes.txt"), _call("bash", f"b-{policy}", command=f"touch {policy}"),
+             _call("edit", f"e-{policy}", path="notes.txt", edits=[{"oldText": "one", "newText": f"one {policy}"}])]
+    return [{"toolCalls": calls}, {"text": "done"}]
+
+
+def test_each_policy_asks_about_and_runs_the_calls_it_should(tmp_path: Path) -> None:
+    project, agent, env = _setup(tmp_path, [step for policy in POLICIES for step in _policy_round(policy)])
+    asker = Asker(*[{"decision": "allowOnce"}] * 5)
+    with _daemon(project, agent, env, asker, "--approval", "auto") as d:
         d.initialize(APPROVE)
-        d.call("prompt", {"text": "go"})
-        assert d.call("getState")["approvalPolicy"] == policy
+        for policy in POLICIES:
+            assert d.call("setApprovalPolicy", {"policy": policy}) is None
+            assert d.call("getState")["approvalPolicy"] == policy
+            d.call("prompt", {"text": policy})
         log = list(d.log)
     ends = _ends(log)
-    assert [p["toolCallId"] for p in asker.asked] == asked
-    assert {call_id for call_id, end in ends.items() if not end["isError"]} == ran
-    assert (project / "bash.txt").exists() == ("b" in ran)
-    assert ((project / "notes.txt").read_text() == "one\n2\n") == ("e" in ran)
-    if policy == "deny-writes":
-        assert _text(ends["b"]) == "Tool call rejected: the approval policy deny-writes refuses calls that may " \
-                                   "change something"
+    for policy, (asked, ran) in POLICIES.items():
+        assert [p["toolCallId"] for p in asker.asked if p["toolCallId"].endswith(policy)] == \
+            [f"{name}-{policy}" for name in asked]
+        assert {k for k, end in ends.items() if k.endswith(f"-{policy}") and not end["isError"]} == \
+            {f"{name}-{policy}" for name in ran}
+        assert (project / policy).exists() == ("b" in ran)
+    assert _text(ends["b-deny-writes"]) == "Tool call rejected: the approval policy deny-writes refuses calls " \
+                                           "that may change something"
 
 
 def test_the_default_is_ask_writes_with_the_capability_and_auto_without(tmp_path: Path) -> None:
@@ -465,22 +471,20 @@ def test_a_corrupted_rules_file_is_a_warning_no_rule_applies_and_it_is_never_rew
 # -- bad answers -----------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("answer", [
-    {"decision": "yes"},
-    {"decision": 1},
-    {"decision": "allowOnce", "reason": 7},
-    "allowOnce",
-    None,
-])
-def test_an_invalid_answer_is_a_rejection(tmp_path: Path, answer: Any) -> None:
-    marker = tmp_path / "ran"
-    project, agent, env = _setup(tmp_path, _pending_script(marker))
-    with _daemon(project, agent, env, Asker(answer)) as d:
+INVALID_ANSWERS = [{"decision": "yes"}, {"decision": 1}, {"decision": "allowOnce", "reason": 7}, "allowOnce", None]
+
+
+def test_an_invalid_answer_is_a_rejection(tmp_path: Path) -> None:
+    calls = [_call("bash", f"b{i}", command=f"touch ran{i}") for i in range(len(INVALID_ANSWERS))]
+    project, agent, env = _setup(tmp_path, [{"toolCalls": calls}, {"text": "done"}])
+    with _daemon(project, agent, env, Asker(*INVALID_ANSWERS)) as d:
         d.initialize(APPROVE)
         d.call("prompt", {"text": "go"})
         log = list(d.log)
-    assert not marker.exists()
-    assert _text(_ends(log)["b"]).startswith("Tool call rejected: the client's approval answer was invalid")
+    ends = _ends(log)
+    for i in range(len(INVALID_ANSWERS)):
+        assert not (project / f"ran{i}").exists()
+        assert _text(ends[f"b{i}"]).startswith("Tool call rejected: the client's approval answer was invalid")
 
 
 def test_an_error_reply_is_a_rejection(tmp_path: Path) -> None:
