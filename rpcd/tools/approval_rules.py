@@ -70,6 +70,9 @@ class ApprovalRules:
 
     def __init__(self, path: str) -> None:
         self.path = path
+        self._cache: tuple[tuple[int, int, int, int], list[ApprovalRule], str | None] | None = None
+        """The last reading and the file's (device, inode, size, mtime) then: a file replaced or
+        changed (by us, another rpcd, a person) has another identity, and is read again."""
 
     @classmethod
     def in_agent_dir(cls, agent_dir: str) -> ApprovalRules:
@@ -79,10 +82,18 @@ class ApprovalRules:
 
     def read(self) -> tuple[list[ApprovalRule], str | None]:
         """The usable rules, and why the file cannot be used (then no rule at all)."""
+        try:
+            st = os.stat(self.path)
+            identity: tuple[int, int, int, int] | None = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        except OSError:
+            identity = None
+        cached = self._cache
+        if identity is not None and cached is not None and cached[0] == identity:
+            return list(cached[1]), cached[2]
         raw, error = self._read_raw()
-        if error is not None:
-            return [], error
-        return [rule for rule in map(_rule_of, raw) if rule is not None], None
+        rules = [] if error is not None else [rule for rule in map(_rule_of, raw) if rule is not None]
+        self._cache = (identity, rules, error) if identity is not None else None
+        return list(rules), error
 
     def _read_raw(self) -> tuple[list[Any], str | None]:
         try:

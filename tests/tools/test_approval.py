@@ -340,3 +340,19 @@ def test_deeply_nested_arguments_are_previewed_and_titled_without_failing() -> N
     while isinstance(level, dict):
         level, depth = next(iter(level.values())), depth + 1
     assert level == "…" and depth == 32
+
+
+def test_a_change_by_another_writer_or_a_hand_edit_is_seen_at_once(tmp_path: Path) -> None:
+    path = str(tmp_path / "approvals.json")
+    ours, theirs = ApprovalRules(path), ApprovalRules(path)
+    assert ours.read() == ([], None)
+    theirs.add(_rule("/p"))
+    assert [r.id for r in ours.for_project("/p")] == ["r1"]
+    with open(path, "r+") as handle:  # in place, same inode: another size
+        text = handle.read().replace('"r1"', '"r22"')
+        handle.seek(0)
+        handle.write(text)
+    assert [r.id for r in ours.for_project("/p")] == ["r22"]
+    with open(path, "w") as handle:
+        handle.write("{broken")
+    assert ours.read()[0] == [] and ours.read()[1] is not None
