@@ -32,10 +32,8 @@ def ensure_tmux() -> tuple[str, dict[str, str]]:
     if found:
         return found, {}
     binary = CACHE / "usr" / "bin" / "tmux"
-    env = {"LD_LIBRARY_PATH": ":".join(str(p) for p in (CACHE / "usr" / "lib").glob("*-linux-gnu*"))
-           + f":{CACHE / 'usr' / 'lib'}"}
     if binary.exists():
-        return str(binary), env
+        return str(binary), _library_env()
     if not (shutil.which("apt-get") and shutil.which("dpkg-deb") and shutil.which("apt-cache")):
         raise TmuxUnavailable("tmux is not installed and apt-get/dpkg-deb are not available to fetch it")
     download = CACHE / "debs"
@@ -44,7 +42,8 @@ def ensure_tmux() -> tuple[str, dict[str, str]]:
         depends = subprocess.run(["apt-cache", "depends", "--no-recommends", "--no-suggests", "tmux"],
                                  capture_output=True, text=True, check=True, timeout=120).stdout
         packages = ["tmux", *re.findall(r"^\s+Depends: ([\w.+-]+)$", depends, re.MULTILINE)]
-        libraries = [p for p in packages if p == "tmux" or p.startswith("lib")]
+        # the C library is the system's own (a second one on LD_LIBRARY_PATH would not match its loader)
+        libraries = [p for p in packages if p == "tmux" or (p.startswith("lib") and p != "libc6")]
         subprocess.run(["apt-get", "download", *libraries], cwd=download, capture_output=True, check=True,
                        timeout=300)
         for deb in download.glob("*.deb"):
@@ -53,7 +52,13 @@ def ensure_tmux() -> tuple[str, dict[str, str]]:
         raise TmuxUnavailable(f"tmux is not installed and fetching Debian's package failed: {exc}") from exc
     if not binary.exists():
         raise TmuxUnavailable("fetched Debian's tmux package but it holds no usr/bin/tmux")
-    return str(binary), env
+    return str(binary), _library_env()
+
+
+def _library_env() -> dict[str, str]:
+    directories = [p for base in (CACHE / "usr" / "lib", CACHE / "lib") for p in [base, *base.glob("*-linux-gnu")]
+                   if p.is_dir()]
+    return {"LD_LIBRARY_PATH": ":".join(str(p) for p in directories)}
 
 
 class Tmux:
