@@ -336,6 +336,9 @@ def models_json(root: str) -> dict[str, Any]:
             "modelOverrides": {"anthropic/claude-fable-5.1:batch": {
                 "compat": {"supportsLongCacheRetention": False}, "headers": {"X-Override": "yes"}}},
         },
+        "nvidia": {"baseUrl": f"{root}/integrate.api.nvidia.com/v1", "apiKey": "nvapi-0006"},
+        "cloudflare-workers-ai": {"baseUrl": f"{root}/api.cloudflare.com/client/v4/accounts/acct/ai/v1",
+                                  "apiKey": "cf-0007"},
         "openai": {
             "baseUrl": f"{root}/api.openai.com/v1", "apiKey": "sk-openai-0005",
             "models": [{"id": "gpt-4o-chat", "api": API, "input": ["text", "image"], "reasoning": True,
@@ -344,6 +347,8 @@ def models_json(root: str) -> dict[str, Any]:
     }}
 
 
+ENV = {"CLOUDFLARE_ACCOUNT_ID": "acct"}
+"""Pi's Cloudflare provider counts as configured only with an account id."""
 MODELS_JSON_CASES = [
     ("llama-cpp", "qwen3-8b"), ("ollama", "gpt-oss:20b"), ("ollama", "llama3.2"), ("vllm", "Qwen/Qwen3-32B"),
     ("vllm", "zai-glm"), ("litellm", "claude-sonnet"), ("openrouter", "anthropic/claude-fable-5.1:batch"),
@@ -369,11 +374,11 @@ async def run_runtime(server: SseServer, pi_ai: Any, agent: Path, provider: str,
         options["reasoning"] = level
     server.enqueue(copy.deepcopy(reply))
     before = len(server.requests)
-    pi = pi_ai.runtime_stream(agent, provider, model_id, context_for(messages, TOOLS), options, env={},
+    pi = pi_ai.runtime_stream(agent, provider, model_id, context_for(messages, TOOLS), options, env=ENV,
                               unset=["PI_TELEMETRY"], settings=settings)
     assert len(server.requests) == before + 1, f"Pi sent no request: {pi.get('error') or pi['message']}"
     pi_request = server.requests[-1]
-    providers, diagnostics = build_providers(str(agent), settings=settings or {}, env={})
+    providers, diagnostics = build_providers(str(agent), settings=settings or {}, env=ENV)
     assert not [d for d in diagnostics if d.type == "error"], diagnostics
     ours = next(p for p in providers if p.name == provider)
     server.enqueue(copy.deepcopy(reply))
@@ -396,15 +401,21 @@ async def test_models_json_providers_send_what_pi_sends(server: SseServer, pi_ai
             assert_same_request(pi_req, our_req, f"{provider}/{model_id} context={name} thinking={level}")
 
 
+ATTRIBUTED = [("openrouter", "anthropic/claude-fable-5.1:batch", "x-openrouter-title"),
+              ("nvidia", "deepseek-ai/deepseek-v4-flash-0731", "x-billing-invoke-origin"),
+              ("cloudflare-workers-ai", "@cf/openai/gpt-oss-20b", "user-agent")]
+
+
+@pytest.mark.parametrize(("provider", "model_id", "header"), ATTRIBUTED, ids=[a[0] for a in ATTRIBUTED])
 @pytest.mark.parametrize("telemetry", [True, False])
-async def test_attribution_headers_follow_the_install_telemetry_setting(server: SseServer, pi_ai: Any,
-                                                                       agent_dir: Path, telemetry: bool) -> None:
+async def test_attribution_headers_follow_the_install_telemetry_setting(
+        server: SseServer, pi_ai: Any, agent_dir: Path, provider: str, model_id: str, header: str,
+        telemetry: bool) -> None:
     settings = {"enableInstallTelemetry": telemetry}
-    (pi_req, _), (our_req, _) = await run_runtime(server, pi_ai, agent_dir, "openrouter",
-                                                  "anthropic/claude-fable-5.1:batch", [user("hi")], "off",
+    (pi_req, _), (our_req, _) = await run_runtime(server, pi_ai, agent_dir, provider, model_id, [user("hi")], "off",
                                                   settings=settings)
-    assert_same_request(pi_req, our_req, f"telemetry={telemetry}")
-    assert ("x-openrouter-title" in meaningful_headers(our_req)) is telemetry
+    assert_same_request(pi_req, our_req, f"{provider} telemetry={telemetry}")
+    assert (header in meaningful_headers(our_req)) is telemetry
 
 
 # -- the same stream, the same assistant message --------------------------------------------
