@@ -41,7 +41,8 @@ from rpcd.protocol import types as t
 from rpcd.store.paths import get_agent_dir
 from rpcd.transport import DEFAULT_MAX_MESSAGE_BYTES
 from rpcd.transport.stdio import guard_stdout
-from rpcd.wire.client_requests import ClientRequests, UiBridge
+from rpcd.wire.client_requests import UI_FEATURES, ClientRequests, UiBridge
+from rpcd.wire.commands import HostCommandActions
 from rpcd.wire.handlers import HostSlot, SessionMethods, operation
 from rpcd.wire.notifications import HOST_STATUS, EventPump, Notification
 from rpcd.wire.server import Server, create_server
@@ -377,7 +378,9 @@ class Daemon:
             runtime: RuntimePort = await create_runtime(
                 factory, cwd=manager.get_cwd(), agent_dir=agent_dir, session_manager=manager
             )
-            bindings = RpcHostBindings(self.pump, UiBridge(requests), persist=self._persist)
+            bindings = RpcHostBindings(
+                self.pump, UiBridge(requests), persist=self._persist, command_actions=HostCommandActions(self.slot)
+            )
             host = await SerializedHost.bind(runtime, bindings, on_status=self.on_status)
             try:
                 # Record the startup session too, so --resume-last works after a run without replacements.
@@ -493,6 +496,8 @@ def build(options: Options) -> tuple[Server, Daemon]:
             pump,
             authorize_project=caps.authorize_project is not None,
             extension_ui=caps.extension_ui is not None,
+            ui_features=frozenset(key for key in UI_FEATURES if isinstance(caps.extension_ui, dict)
+                                  and isinstance(caps.extension_ui.get(key), dict)),
             trust_policy=options.trust_policy,
             trust_timeout=options.trust_timeout,
             ui_timeout=options.ui_timeout,
@@ -529,6 +534,7 @@ def register(server: Server, methods: SessionMethods) -> None:
     server.method(pm.ABORT)(methods.abort)
     server.method(pm.SET_SESSION_NAME, t.SetSessionNameParams)(methods.set_session_name)
     server.method(pm.SET_MODEL, t.SetModelParams)(methods.set_model)
+    server.method(pm.GET_COMMANDS)(methods.get_commands)
 
 
 async def serve(options: Options, in_fd: int, out_fd: int) -> int:

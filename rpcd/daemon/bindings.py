@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
 
 from rpcd.core.redact import redact as redact_text
-from rpcd.core.values import Diagnostic, ExtensionBindings, ExtensionError, UiContext, Unsubscribe
+from rpcd.core.values import CommandActions, Diagnostic, ExtensionBindings, ExtensionError, UiContext, Unsubscribe
 from rpcd.host.port import SessionPort
 from rpcd.wire.handlers import OPERATION
 from rpcd.wire.notifications import SESSION_DIAGNOSTICS, EventPump, SessionChannel
@@ -46,10 +46,17 @@ Persist = Callable[[str | None, str], Awaitable[object]]
 class RpcHostBindings:
     """``rpcd.host.port.HostBindings`` for the JSON-RPC daemon."""
 
-    def __init__(self, pump: EventPump, ui: UiContext | None, persist: Persist | None = None) -> None:
+    def __init__(
+        self,
+        pump: EventPump,
+        ui: UiContext | None,
+        persist: Persist | None = None,
+        command_actions: CommandActions | None = None,
+    ) -> None:
         self._pump = pump
         self._ui = ui
         self._persist = persist
+        self._command_actions = command_actions
         self._channel: SessionChannel | None = None
         self._session: SessionPort | None = None
         self._previous_file: str | None = None
@@ -64,7 +71,9 @@ class RpcHostBindings:
     # -- HostBindings ---------------------------------------------------------------------
 
     def extension_bindings(self, session: SessionPort) -> ExtensionBindings:
-        return ExtensionBindings(mode="rpc", ui=self._ui, on_error=self._on_extension_error)
+        return ExtensionBindings(
+            mode="rpc", ui=self._ui, on_error=self._on_extension_error, command_actions=self._command_actions
+        )
 
     def subscribe(self, session: SessionPort) -> Unsubscribe:
         generation = self.generation + 1
