@@ -234,12 +234,11 @@ class _Reader:
         if text[:1] == "?" and text[1:2] in ("", " ", "\t"):
             raise FrontmatterError(f"unsupported YAML (complex keys): {text[:20]!r}")
         if _starts(text, "&!"):
+            # properties before a key: read the entry without them (the anchor/tag is not kept)
             rest = text
             while _starts(rest, "&!"):
                 rest = rest.partition(" ")[2].lstrip(" \t")
-            if rest and self._mapping_split(rest) is not None:
-                raise FrontmatterError(f"unsupported YAML (anchors or tags on mapping keys): {text[:20]!r}")
-            return None
+            return self._mapping_split(rest) if rest else None
         if _starts(text, "\"'"):
             end = _quoted_end(text)
             if end is None:
@@ -371,6 +370,11 @@ class _Reader:
         value: Any
         if _strip_comment(rest) == "":
             self.pos = index + 1
+            below = self._next_content()
+            if below is not None:
+                head = self._indent_and_text(below)[1][:1]
+                if (head == "!" and tagged) or (head == "&" and anchor is not None):
+                    raise FrontmatterError(f"line {below + 1}: a node can have at most one tag and one anchor")
             value = self._block_node(parent_indent)
             if value is None and tagged:
                 value = ""
@@ -444,19 +448,19 @@ class _Reader:
                 break
             raw.append(line)
             self.pos += 1
-        if (raw and self._unterminated_last and self.pos == len(self.lines) and not raw[-1].strip(" ")
-                and any(line.strip(" ") for line in raw)):
-            raw.pop()  # blanks after the last line break of the input are no line at all
+        first = next((len(line) - len(line.lstrip(" ")) for line in raw if line.strip(" ")), None)
         if explicit:
             content_indent = max(parent_indent, 0) + int(explicit)
         else:
-            first = next((len(line) - len(line.lstrip(" ")) for line in raw if line.strip(" ")), None)
             content_indent = 0 if first is None else first
             for line in raw if first is not None else ():
                 if line.strip(" "):
                     break
                 if len(line) > content_indent:
                     raise FrontmatterError(f"line {index + 1}: a leading empty line is indented more than the block")
+        if (first is not None and raw and self._unterminated_last and self.pos == len(self.lines)
+                and not raw[-1].strip(" ") and len(raw[-1]) <= content_indent):
+            raw.pop()  # an empty line after the input's last line break is no line at all
         for number, line in enumerate(raw):
             # a comment less indented than the content ends the block (the rest is the mapping's)
             stripped = line.lstrip(" ")
@@ -472,8 +476,10 @@ class _Reader:
             if len(line) - len(line.lstrip(" ")) < content_indent:
                 raise FrontmatterError(f"line {index + 2 + number}: bad indentation in a block scalar")
             lines.append(line[content_indent:])
+        if first is None:
+            lines = ["" for _ in lines]  # nothing but blanks: all of them are empty lines
         end = len(lines)
-        while end > 0 and lines[end - 1].strip(" ") == "":
+        while end > 0 and lines[end - 1] == "":
             end -= 1
         body_lines, trailing = lines[:end], lines[end:]
         if not body_lines:

@@ -83,10 +83,10 @@ class _Meta:
 # -- paths ------------------------------------------------------------------------------------
 
 
-def resolve_path(raw: str, base_dir: str) -> str:
+def resolve_path(raw: str, base_dir: str, home: str | None = None) -> str:
     """Pi's ``resolvePath(input, baseDir, {trim})``: trimmed, ``~`` expanded, absolute."""
     text = raw.strip()
-    home = home_dir()
+    home = home if home is not None else home_dir()
     if text == "~":
         text = home
     elif text.startswith("~/"):
@@ -402,7 +402,7 @@ def resolve_resources(
     def local_entries(entries: list[str], meta: _Meta, base_dir: str) -> None:
         if not entries:
             return
-        plain = [resolve_path(e, base_dir) for e in entries if not _is_pattern(e)]
+        plain = [resolve_path(e, base_dir, home) for e in entries if not _is_pattern(e)]
         patterns = [e for e in entries if _is_pattern(e)]
         files = _files_from_paths(plain, kind)
         enabled = apply_patterns(files, patterns, base_dir)

@@ -29,10 +29,15 @@ for await (const line of rl) {
   } else if (request.expand) {
     // {"expand": {"templates": [{name, content}], "inputs": [text, ...]}}
     const list = request.expand.templates;
-    results = request.expand.inputs.map((text) => ({
-      args: templates.parseCommandArgs(text.replace(/^\/[^\s]+\s*/, "")),
-      expanded: templates.expandPromptTemplate(text, list),
-    }));
+    // args: what parseCommandArgs makes of the text after "/name" (the regex expandPromptTemplate uses)
+    results = request.expand.inputs.map((text) => {
+      const match = text.match(/^\/([^\s]+)(?:\s+([\s\S]*))?$/);
+      return {
+        name: match ? match[1] : null,
+        args: match ? templates.parseCommandArgs(match[2] ?? "") : null,
+        expanded: templates.expandPromptTemplate(text, list),
+      };
+    });
   }
   process.stdout.write(JSON.stringify({ results }) + "\n");
 }
