@@ -203,6 +203,9 @@ class ClientRequests:
     async def _dialog(self, method: str, params: Mapping[str, Any], timeout: float | None) -> Any:
         if not self.can_ui:
             return None
+        # What the session and the extension already said (events, ui/setEditorText, ...) reaches
+        # the client before the dialog does, as on Pi's single output stream.
+        await self._pump.drain()
         try:
             return await self._ask(method, params, self.ui_timeout if timeout is None else timeout)
         except (TimeoutError, _Gone):

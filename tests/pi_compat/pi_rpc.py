@@ -28,8 +28,8 @@ class PiRpc:
     def __init__(self, oracle: PiOracle, cwd: Path, agent_dir: Path, home: Path, *args: str,
                  ui_answers: Mapping[str, Mapping[str, Any]] | None = None) -> None:
         cli = oracle.root / "node_modules" / "@earendil-works" / "pi-coding-agent" / "dist" / "bundle" / "cli.js"
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "PI_CODING_AGENT_DIR": str(agent_dir),
-               "PI_OFFLINE": "1", "PI_TELEMETRY": "0", "NO_COLOR": "1"}
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
+               "PI_CODING_AGENT_DIR": str(agent_dir), "PI_OFFLINE": "1", "PI_TELEMETRY": "0", "NO_COLOR": "1"}
         command = [str(oracle.node), str(cli), "--mode", "rpc", "-e", str(FAUX_EXTENSION), "--provider", "pifaux",
                    "--model", "m1", *args]
         self.proc = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,

@@ -172,7 +172,8 @@ async def world(tmp_path: Path) -> World:
     (cwd / ".pi" / "extensions").mkdir(parents=True)
     (cwd / ".pi" / "extensions" / "commands.py").write_text(textwrap.dedent(EXTENSION))
     faux = FauxProvider()
-    factory = make_default_factory(ProcessInputs(), authorize_project=_trust, provider_registry=ProviderRegistry([faux]))
+    factory = make_default_factory(ProcessInputs(), authorize_project=_trust,
+                                   provider_registry=ProviderRegistry([faux]))
     sm = SessionManager.create(str(cwd), agent_dir=str(agent_dir))
     runtime = await create_runtime(factory, cwd=str(cwd), agent_dir=str(agent_dir), session_manager=sm)
     slot = HostSlot()
@@ -193,7 +194,8 @@ async def test_a_command_run_by_a_prompt_replaces_the_session_through_the_host(t
     assert await w.prompt("/fresh") == CommandRan("fresh")
     second = w.host.session_id
     assert second != first and w.host.generation == 1 and w.host.status == "ready"
-    assert sink.RESULTS == [("with_session", second), ("fresh", first, False, second), ("stale", "SessionDisposedError")]
+    assert list(sink.RESULTS) == [("with_session", second), ("fresh", first, False, second),
+                                  ("stale", "SessionDisposedError")]
     assert w.bindings.errors == []
     assert await w.prompt("still usable") == "stop"  # the new session runs turns
 

@@ -88,7 +88,8 @@ def test_the_prompt_lists_visible_skills_as_pi_does(tmp_path: Path) -> None:
 def test_skill_command_expands_to_the_current_file(tmp_path: Path) -> None:
     path = skill_file(tmp_path, "s", "name: s\ndescription: d", "# Steps\nDo it.\n")
     skills, _ = load_skills(resources(path))
-    block = f'<skill name="s" location="{path}">\nReferences are relative to {tmp_path / "s"}.\n\n# Steps\nDo it.\n</skill>'
+    block = (f'<skill name="s" location="{path}">\nReferences are relative to {tmp_path / "s"}.\n\n'
+             "# Steps\nDo it.\n</skill>")
     assert expand_skill_command("/skill:s", skills) == block
     assert expand_skill_command("/skill:s   these args  ", skills) == block + "\n\nthese args"
     assert expand_skill_command("/skill:other x", skills) == "/skill:other x"
