@@ -36,6 +36,9 @@ PROMPT: Final = "prompt"
 ABORT: Final = "abort"
 SET_SESSION_NAME: Final = "setSessionName"
 SET_MODEL: Final = "setModel"
+SET_APPROVAL_POLICY: Final = "setApprovalPolicy"
+LIST_APPROVAL_RULES: Final = "listApprovalRules"
+REVOKE_APPROVAL_RULE: Final = "revokeApprovalRule"
 GET_AVAILABLE_MODELS: Final = "getAvailableModels"
 CYCLE_MODEL: Final = "cycleModel"
 GET_COMMANDS: Final = "getCommands"
@@ -56,6 +59,7 @@ UI_SET_STATUS: Final = "ui/setStatus"
 UI_SET_WIDGET: Final = "ui/setWidget"
 UI_SET_TITLE: Final = "ui/setTitle"
 UI_SET_EDITOR_TEXT: Final = "ui/setEditorText"
+TOOL_AUTHORIZE: Final = "tool/authorize"
 
 CANCEL_METHODS: Final = (CANCEL_REQUEST, CANCEL_REQUEST_ACP)
 
@@ -120,6 +124,14 @@ METHODS: Final[dict[str, MethodSpec]] = {
              *_HOST_ERRORS, ErrorCode.SESSION_BUSY, ErrorCode.PROVIDER_ERROR, ErrorCode.MODEL_NOT_FOUND),
         _req(ABORT, t.EmptyParams, None, "Abort the running turn; answers once idle.", *_HOST_ERRORS),
         _req(SET_SESSION_NAME, t.SetSessionNameParams, None, "Name the current session.", *_HOST_ERRORS),
+        _req(SET_MODEL, t.SetModelParams, t.ModelRef, "Switch the model.", *_HOST_ERRORS, ErrorCode.MODEL_NOT_FOUND,
+             ErrorCode.PROVIDER_ERROR),
+        _req(SET_APPROVAL_POLICY, t.SetApprovalPolicyParams, None,
+             "Set the tool-approval policy for every later tool call of this process.", *_HOST_ERRORS),
+        _req(LIST_APPROVAL_RULES, t.ListApprovalRulesParams, t.ListApprovalRulesResult,
+             "The remembered approval rules (of one project, or all).", *_HOST_ERRORS),
+        _req(REVOKE_APPROVAL_RULE, t.RevokeApprovalRuleParams, t.RevokeApprovalRuleResult,
+             "Forget one remembered approval rule.", *_HOST_ERRORS),
         _req(SET_MODEL, t.SetModelParams, t.ModelRef, "Switch the model (errors name close matches).", *_HOST_ERRORS,
              ErrorCode.MODEL_NOT_FOUND, ErrorCode.PROVIDER_ERROR),
         _req(GET_AVAILABLE_MODELS, t.EmptyParams, t.GetAvailableModelsResult,
@@ -155,6 +167,8 @@ METHODS: Final[dict[str, MethodSpec]] = {
                    "Extension text input (capability extensionUi)."),
         MethodSpec(UI_EDITOR, t.UiEditorParams, t.UiEditorResult, "request", "server->client",
                    "Extension multi-line editor dialog (capability extensionUi.editor)."),
+        MethodSpec(TOOL_AUTHORIZE, t.ToolAuthorizeParams, t.ToolAuthorizeResult, "request", "server->client",
+                   "May this tool call run? (capability toolApproval)"),
     )
 }
 
