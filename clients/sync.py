@@ -23,6 +23,8 @@ from rpcd.clients.client import RpcdClient
 from rpcd.clients.connection import RequestHandler
 from rpcd.clients.types import (
     SESSION_SCOPED,
+    DeleteSessionResult,
+    ExportResult,
     ForkResult,
     InitializeResult,
     ListSessionsResult,
@@ -30,6 +32,7 @@ from rpcd.clients.types import (
     ModelRef,
     Notification,
     PromptResult,
+    RenameSessionResult,
     ReplacementResult,
     SessionState,
     TreeResult,
@@ -141,6 +144,18 @@ class SyncClient:
 
     def list_sessions(self, **kwargs: Any) -> ListSessionsResult:
         return self._run(self.client.list_sessions(**kwargs))
+
+    def delete_session(self, session_file: str, **kwargs: Any) -> DeleteSessionResult:
+        return self._run(self.client.delete_session(session_file, **kwargs))
+
+    def rename_session(self, session_file: str, name: str, **kwargs: Any) -> RenameSessionResult:
+        return self._run(self.client.rename_session(session_file, name, **kwargs))
+
+    def export_html(self, output_path: str | None = None, **kwargs: Any) -> ExportResult:
+        return self._run(self.client.export_html(output_path, **kwargs))
+
+    def export_jsonl(self, output_path: str, **kwargs: Any) -> ExportResult:
+        return self._run(self.client.export_jsonl(output_path, **kwargs))
 
     def prompt(self, text: str, **kwargs: Any) -> PromptResult:
         return self._run(self.client.prompt(text, **kwargs))

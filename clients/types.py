@@ -92,6 +92,22 @@ class ListSessionsResult(TypedDict):
     nextCursor: NotRequired[str]
 
 
+class DeleteSessionResult(TypedDict):
+    method: Literal["trash", "unlink"]
+    trashPath: NotRequired[str]
+
+
+class RenameSessionResult(TypedDict):
+    name: str
+
+
+class ExportResult(TypedDict):
+    path: str
+
+
+SessionSort = Literal["updated", "created"]
+
+
 class PromptResult(TypedDict):
     stopReason: str
 

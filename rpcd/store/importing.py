@@ -130,6 +130,13 @@ def import_session(
     return manager
 
 
+def starts_with_session_header(source: str) -> bool:
+    """Whether the regular file ``source`` is a session by Pi's full-load rule (its first line that
+    parses is a header), found however far into the file it is; streamed, nothing held."""
+    with _open_source(source) as fd:
+        return _starts_with_header(fd, 1 << 62)
+
+
 def _limit(max_bytes: int | None) -> int:
     return max_bytes if max_bytes is not None else default_max_import_bytes()
 
