@@ -246,12 +246,17 @@ def _entry(entry: Mapping[str, Any], anchor: str, labels: Mapping[str, str]) -> 
     return f'<article class="entry {css}" id="{anchor}"><h3>{heading}{tag}</h3>{body}</article>'
 
 
-def _tree_html(tree: _Tree, anchors: Mapping[int, str]) -> str:
+def _tree_html(tree: _Tree, anchors: Mapping[int, str], labels: Mapping[str, str]) -> str:
     rows: list[str] = []
     for index, depth in tree.rows():
         entry = tree.entries[index]
         classes = ["node"]
         text = _e(_row_label(entry))
+        entry_id = entry.get("id")
+        label = labels.get(entry_id) if isinstance(entry_id, str) else None
+        if label:
+            text += f' <span class="label">{_e(label)}</span>'
+
         if index in tree.on_branch:
             classes.append("on-branch")
             text = f'<a href="#{anchors[index]}">{text}</a>'
@@ -313,7 +318,7 @@ def render_html(export: HtmlExport) -> str:
         '<meta name="generator" content="rpcd">'
         f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>"
         f'<header><h1>{_e(title)}</h1><dl class="facts">{facts_html}</dl>{extras}</header>'
-        f'<div class="layout"><nav id="tree"><h2>Session tree</h2>{_tree_html(tree, anchors)}</nav>'
+        f'<div class="layout"><nav id="tree"><h2>Session tree</h2>{_tree_html(tree, anchors, export.labels)}</nav>'
         f'<main id="conversation"><h2>Current branch</h2>{conversation}</main></div>'
         "</body></html>\n"
     )

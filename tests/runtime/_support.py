@@ -158,6 +158,7 @@ async def start_runtime(
     faux: FauxProvider | None = None,
     process_inputs: ProcessInputs | None = None,
     session_manager: SessionManager | None = None,
+    session_dir: str | None = None,
 ) -> tuple[AgentSessionRuntime, TracingFactory, FauxProvider]:
     """Create a runtime with the real default factory (wrapped for tracing) and bind it
     like the host does."""
@@ -169,7 +170,9 @@ async def start_runtime(
     )
     factory = TracingFactory(inner)
     sm = session_manager or SessionManager.create(str(cwd), agent_dir=str(agent_dir))
-    runtime = await create_runtime(factory, cwd=str(cwd), agent_dir=str(agent_dir), session_manager=sm)
+    runtime = await create_runtime(
+        factory, cwd=str(cwd), agent_dir=str(agent_dir), session_manager=sm, session_dir=session_dir
+    )
     attach_host(runtime)
     await runtime.session.bind_extensions(ExtensionBindings())
     return runtime, factory, provider
