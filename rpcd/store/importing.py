@@ -119,10 +119,11 @@ def import_session(
         if size > 0 and not _starts_with_header(fd, _limit(max_bytes)):
             raise not_a_session(source)
         destination, copied = _copy_into(fd, source, session_dir, _limit(max_bytes), on_progress)
+    manager = SessionManager.open(destination, session_dir, cwd_override)
     try:
-        manager = SessionManager.open(destination, session_dir, cwd_override)
         assert_session_cwd_exists(manager, fallback_cwd if fallback_cwd is not None else os.getcwd())
     except MissingSessionCwdError:
+        manager.close()  # let go of the copy's writer lock before the copy goes
         if copied:
             with contextlib.suppress(OSError):
                 os.unlink(destination)
