@@ -40,6 +40,11 @@ DELETE_SESSION: Final = "deleteSession"
 RENAME_SESSION: Final = "renameSession"
 EXPORT_HTML: Final = "exportHtml"
 EXPORT_JSONL: Final = "exportJsonl"
+SET_APPROVAL_POLICY: Final = "setApprovalPolicy"
+LIST_APPROVAL_RULES: Final = "listApprovalRules"
+REVOKE_APPROVAL_RULE: Final = "revokeApprovalRule"
+GET_AVAILABLE_MODELS: Final = "getAvailableModels"
+CYCLE_MODEL: Final = "cycleModel"
 CANCEL_REQUEST: Final = "$/cancelRequest"
 CANCEL_REQUEST_ACP: Final = "$/cancel_request"
 SESSION_EVENT: Final = "session/event"
@@ -52,6 +57,7 @@ UI_CONFIRM: Final = "ui/confirm"
 UI_SELECT: Final = "ui/select"
 UI_INPUT: Final = "ui/input"
 UI_NOTIFY: Final = "ui/notify"
+TOOL_AUTHORIZE: Final = "tool/authorize"
 
 CANCEL_METHODS: Final = (CANCEL_REQUEST, CANCEL_REQUEST_ACP)
 
@@ -134,6 +140,18 @@ METHODS: Final[dict[str, MethodSpec]] = {
         _req(SET_SESSION_NAME, t.SetSessionNameParams, None, "Name the current session.", *_HOST_ERRORS),
         _req(SET_MODEL, t.SetModelParams, t.ModelRef, "Switch the model.", *_HOST_ERRORS, ErrorCode.MODEL_NOT_FOUND,
              ErrorCode.PROVIDER_ERROR),
+        _req(SET_APPROVAL_POLICY, t.SetApprovalPolicyParams, None,
+             "Set the tool-approval policy for every later tool call of this process.", *_HOST_ERRORS),
+        _req(LIST_APPROVAL_RULES, t.ListApprovalRulesParams, t.ListApprovalRulesResult,
+             "The remembered approval rules (of one project, or all).", *_HOST_ERRORS),
+        _req(REVOKE_APPROVAL_RULE, t.RevokeApprovalRuleParams, t.RevokeApprovalRuleResult,
+             "Forget one remembered approval rule.", *_HOST_ERRORS),
+        _req(SET_MODEL, t.SetModelParams, t.ModelRef, "Switch the model (errors name close matches).", *_HOST_ERRORS,
+             ErrorCode.MODEL_NOT_FOUND, ErrorCode.PROVIDER_ERROR),
+        _req(GET_AVAILABLE_MODELS, t.EmptyParams, t.GetAvailableModelsResult,
+             "The models usable now (credentials present), in Pi's order.", *_HOST_ERRORS),
+        _req(CYCLE_MODEL, t.CycleModelParams, t.CycleModelResult,
+             "Switch to the next (or previous) usable model, over enabledModels like Pi.", *_HOST_ERRORS),
         # notifications client -> daemon
         _note(EXIT, None, "End the process (exit code 0 after `shutdown`).", "client->server"),
         _note(CANCEL_REQUEST, t.CancelParams, "Cancel a running request (LSP spelling).", "client->server"),
@@ -154,6 +172,8 @@ METHODS: Final[dict[str, MethodSpec]] = {
                    "Extension choice dialog (capability extensionUi)."),
         MethodSpec(UI_INPUT, t.UiInputParams, t.UiInputResult, "request", "server->client",
                    "Extension text input (capability extensionUi)."),
+        MethodSpec(TOOL_AUTHORIZE, t.ToolAuthorizeParams, t.ToolAuthorizeResult, "request", "server->client",
+                   "May this tool call run? (capability toolApproval)"),
     )
 }
 

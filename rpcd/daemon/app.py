@@ -29,6 +29,8 @@ import anyio.lowlevel
 import attrs
 
 from rpcd.core.errors import HostDisposedError, RpcdError
+from rpcd.core.redact import redact_and_cut
+from rpcd.core.values import APPROVAL_POLICIES, ApprovalPolicy
 from rpcd.daemon.bindings import RpcHostBindings
 from rpcd.daemon.journal import HostJournal
 from rpcd.daemon.library import SessionLibrary, SessionLocation, resolve_session_dir
@@ -38,11 +40,14 @@ from rpcd.host.host import SerializedHost
 from rpcd.host.port import RuntimePort
 from rpcd.protocol import methods as pm
 from rpcd.protocol import types as t
+from rpcd.runtime.model_inputs import ModelInputs
 from rpcd.store import writer_lock
 from rpcd.store.paths import get_agent_dir
+from rpcd.tools import ApprovalGate, ApprovalRules
 from rpcd.transport import DEFAULT_MAX_MESSAGE_BYTES
 from rpcd.transport.stdio import guard_stdout
-from rpcd.wire.client_requests import ClientRequests, UiBridge
+from rpcd.wire.approvals import ApprovalMethods
+from rpcd.wire.client_requests import DEFAULT_APPROVAL_TIMEOUT, ClientRequests, UiBridge
 from rpcd.wire.handlers import HostSlot, SessionMethods, operation
 from rpcd.wire.notifications import HOST_STATUS, EventPump, Notification
 from rpcd.wire.server import Server, create_server
@@ -74,12 +79,16 @@ class Options:
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     extension_flags: Mapping[str, bool | str] = attrs.field(factory=dict)
     no_context_files: bool = False
+    model_inputs: ModelInputs = attrs.field(factory=ModelInputs)
+    """``--provider`` / ``--model`` / ``--thinking`` / ``--api-key`` / ``--models`` (Pi's flags)."""
     tools: tuple[str, ...] | None = None
     exclude_tools: tuple[str, ...] = ()
     no_builtin_tools: bool = False
     no_tools: bool = False
     session_dir: str | None = None
     """``--session-dir`` as given (resolved with the environment and settings at start)."""
+    approval: ApprovalPolicy | None = None
+    approval_timeout: float = DEFAULT_APPROVAL_TIMEOUT
 
     @property
     def journal_path(self) -> str:
@@ -140,6 +149,22 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--no-context-files", action="store_true", help="load no AGENTS.md / CLAUDE.md context files",
     )
+    models = parser.add_argument_group("model (as Pi's flags; see docs/providers.md)")
+    models.add_argument("--provider", metavar="NAME", help="provider of --model (e.g. anthropic, openai, google)")
+    models.add_argument(
+        "--model", metavar="PATTERN",
+        help="model id, provider/id or a partial name; PATTERN:LEVEL also sets the thinking level",
+    )
+    models.add_argument(
+        "--thinking", metavar="LEVEL", help="thinking level: off, minimal, low, medium, high, xhigh, max",
+    )
+    models.add_argument(
+        "--api-key", metavar="KEY",
+        help="API key for the selected model's provider (kept in memory only; prefer the environment)",
+    )
+    models.add_argument(
+        "--models", metavar="PATTERNS", help="comma-separated model patterns to cycle through (cycleModel)",
+    )
     parser.add_argument(
         "-t", "--tools", type=_tool_names, metavar="A,B",
         help="allow only these tools, built-in or extension (default: read,bash,edit,write + extension tools)",
@@ -151,6 +176,17 @@ def build_parser() -> argparse.ArgumentParser:
         "-nbt", "--no-builtin-tools", action="store_true", help="start without built-in tools (extension tools stay)",
     )
     parser.add_argument("-nt", "--no-tools", action="store_true", help="start without any tool")
+    parser.add_argument(
+        "--approval", choices=APPROVAL_POLICIES, metavar="POLICY",
+        help="tool approval: auto (run every tool, as Pi), ask-writes (the client decides calls that may change "
+             "something), ask-all (every call), deny-writes (refuse those calls). Default: the approvalPolicy "
+             "setting, else ask-writes if the client declared toolApproval, else auto",
+    )
+    parser.add_argument(
+        "--approval-timeout", type=_positive_float, default=DEFAULT_APPROVAL_TIMEOUT, metavar="SECONDS",
+        help=f"wait this long for the client's tool/authorize answer, then reject "
+             f"(default {DEFAULT_APPROVAL_TIMEOUT:g})",
+    )
     parser.add_argument(
         "--max-message-bytes", type=_positive_int, default=DEFAULT_MAX_MESSAGE_BYTES, metavar="N",
         help=f"frames larger than this are drained and answered with -32012 (default {DEFAULT_MAX_MESSAGE_BYTES})",
@@ -181,6 +217,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0 or math.isinf(value):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds: {text}")
+    return value
+
+
 def parse_options(argv: Sequence[str]) -> Options:
     ns = build_parser().parse_args(list(argv))
     cwd = os.path.abspath(ns.cwd) if ns.cwd else os.getcwd()
@@ -207,11 +253,20 @@ def parse_options(argv: Sequence[str]) -> Options:
         max_message_bytes=ns.max_message_bytes,
         extension_flags=dict(ns.flag),
         no_context_files=ns.no_context_files,
+        model_inputs=ModelInputs(
+            provider=ns.provider,
+            model=ns.model,
+            thinking=ns.thinking,
+            api_key=ns.api_key,
+            models=tuple(p.strip() for p in ns.models.split(",") if p.strip()) if ns.models else None,
+        ),
         tools=ns.tools,
         exclude_tools=ns.exclude_tools,
         no_builtin_tools=ns.no_builtin_tools,
         no_tools=ns.no_tools,
         session_dir=ns.session_dir,
+        approval=ns.approval,
+        approval_timeout=ns.approval_timeout,
     )
 
 
@@ -257,6 +312,9 @@ class Daemon:
         self.library = SessionLibrary(options.agent_dir, self.location, self.journal)
         self.methods = SessionMethods(self.slot, pump, self.library)
         self.requests: ClientRequests | None = None
+        self.approval = ApprovalGate(ApprovalRules.in_agent_dir(options.agent_dir), policy=options.approval)
+        """The process's tool-approval gate; the client's ``toolApproval`` capability is set at ``initialize``."""
+        self.approval_methods = ApprovalMethods(self.slot, self.approval)
         self.disposal_failure: BaseException | None = None
         self.task_group: anyio.abc.TaskGroup | None = None
         self._disposed_once = False
@@ -338,8 +396,10 @@ class Daemon:
                     allow=self.options.tools, exclude=self.options.exclude_tools,
                     no_builtin_tools=self.options.no_builtin_tools, no_tools=self.options.no_tools,
                 ),
+                approval=self.approval,
             ),
             authorize_project=authorize,
+            model_inputs=self.options.model_inputs,
         )
         with operation("startup"):
             try:
@@ -350,7 +410,8 @@ class Daemon:
             except BaseException:
                 manager.close()  # never served: let another daemon have the file
                 raise
-            bindings = RpcHostBindings(self.pump, UiBridge(requests), persist=self._persist)
+            bindings = RpcHostBindings(self.pump, UiBridge(requests), persist=self._persist,
+                                       authorize_tool=requests.authorize_tool)
             host = await SerializedHost.bind(runtime, bindings, on_status=self.on_status)
             try:
                 # Record the startup session too, so --resume-last works after a run without replacements.
@@ -420,7 +481,7 @@ def log_failure(message: str, exc: BaseException) -> None:
     def text(failure: BaseException) -> str:
         # Our own failures never quote transcript text; a foreign exception's text might (debug only).
         if isinstance(failure, RpcdError) or logging.getLogger().isEnabledFor(logging.DEBUG):
-            return str(failure)[:300]
+            return redact_and_cut(str(failure), 300)  # redact first: a cut key would no longer match
         return "(exception text only in the debug log)"
 
     extra: dict[str, Any] = {
@@ -470,6 +531,9 @@ def build(options: Options) -> tuple[Server, Daemon]:
             trust_timeout=options.trust_timeout,
             ui_timeout=options.ui_timeout,
         )
+        requests.can_approve = caps.tool_approval is not None
+        requests.approval_timeout = options.approval_timeout
+        daemon.approval.client_can_answer = requests.can_approve
         daemon.slot.started = True
         daemon.spawn(daemon.startup_after_response(requests))
 
@@ -483,6 +547,7 @@ def build(options: Options) -> tuple[Server, Daemon]:
     )
     server_ref.append(server)
     register(server, daemon.methods)
+    register_approvals(server, daemon.approval_methods)
     return server, daemon
 
 
@@ -506,6 +571,15 @@ def register(server: Server, methods: SessionMethods) -> None:
     server.method(pm.RENAME_SESSION, t.RenameSessionParams)(methods.rename_session)
     server.method(pm.EXPORT_HTML, t.ExportHtmlParams)(methods.export_html)
     server.method(pm.EXPORT_JSONL, t.ExportJsonlParams)(methods.export_jsonl)
+    server.method(pm.GET_AVAILABLE_MODELS, t.EmptyParams)(methods.get_available_models)
+    server.method(pm.CYCLE_MODEL, t.CycleModelParams)(methods.cycle_model)
+
+
+def register_approvals(server: Server, methods: ApprovalMethods) -> None:
+    """The tool-approval methods (issue 15) → their handlers."""
+    server.method(pm.SET_APPROVAL_POLICY, t.SetApprovalPolicyParams)(methods.set_approval_policy)
+    server.method(pm.LIST_APPROVAL_RULES, t.ListApprovalRulesParams)(methods.list_approval_rules)
+    server.method(pm.REVOKE_APPROVAL_RULE, t.RevokeApprovalRuleParams)(methods.revoke_approval_rule)
 
 
 async def serve(options: Options, in_fd: int, out_fd: int) -> int:

@@ -34,7 +34,7 @@ import anyio
 
 from rpcd.core.errors import HostDisposedError, HostError, HostUnavailableError
 from rpcd.core.progress import reporting
-from rpcd.core.values import SessionState
+from rpcd.core.values import ModelDescription, SessionState
 from rpcd.host.failures import FailureContext, SessionBindingFailure, attach_context, context_of
 from rpcd.host.host import ReplacementOutcome, SerializedHost
 from rpcd.protocol import types as t
@@ -256,6 +256,7 @@ class SessionMethods:
             session_file=state.session_file,
             name=state.name,
             model=model,
+            approval_policy=state.approval_policy,
         )
 
     async def get_messages(self, params: t.EmptyParams | None = None) -> t.GetMessagesResult:
@@ -365,6 +366,23 @@ class SessionMethods:
         await self._pump.drain()
         return t.ModelRef(ref.provider, ref.model_id)
 
+    async def get_available_models(self, params: t.EmptyParams | None = None) -> t.GetAvailableModelsResult:
+        host = await self._slot.get("getAvailableModels")
+        await host.after_queued_replacements("getAvailableModels")
+        models = host.available_models()
+        await self._pump.drain()
+        return t.GetAvailableModelsResult(models=[_model_description(m) for m in models])
+
+    async def cycle_model(self, params: t.CycleModelParams | None = None) -> t.CycleModelResult:
+        host = await self._slot.get("cycleModel")
+        await host.after_queued_replacements("cycleModel")
+        result = host.cycle_model(params.direction if params is not None else "forward")
+        await self._pump.drain()
+        if result is None:
+            return t.CycleModelResult(model=None, thinking_level=host.state().thinking_level, is_scoped=False)
+        return t.CycleModelResult(model=_model_description(result.model), thinking_level=result.thinking_level,
+                                  is_scoped=result.is_scoped)
+
     def _remember(self, host: SerializedHost) -> None:
         with contextlib.suppress(HostError):
             self._snapshot = host.state()
@@ -442,3 +460,14 @@ def _invalid_params(operation_name: str, message: str, path: str) -> InvalidPara
 
 
 Handler = Callable[[Any], Any]
+
+
+def _model_description(model: ModelDescription) -> t.ModelDescription:
+    cost = model.cost
+    return t.ModelDescription(
+        provider=model.provider, id=model.id, name=model.name, api=model.api, reasoning=model.reasoning,
+        thinking_levels=list(model.thinking_levels), input=list(model.input), context_window=model.context_window,
+        max_tokens=model.max_tokens,
+        cost=t.ModelCost(input=float(cost.get("input", 0)), output=float(cost.get("output", 0)),
+                         cache_read=float(cost.get("cacheRead", 0)), cache_write=float(cost.get("cacheWrite", 0))),
+    )

@@ -159,6 +159,7 @@ async def start_runtime(
     process_inputs: ProcessInputs | None = None,
     session_manager: SessionManager | None = None,
     session_dir: str | None = None,
+    bindings: ExtensionBindings | None = None,
 ) -> tuple[AgentSessionRuntime, TracingFactory, FauxProvider]:
     """Create a runtime with the real default factory (wrapped for tracing) and bind it
     like the host does."""
@@ -174,7 +175,7 @@ async def start_runtime(
         factory, cwd=str(cwd), agent_dir=str(agent_dir), session_manager=sm, session_dir=session_dir
     )
     attach_host(runtime)
-    await runtime.session.bind_extensions(ExtensionBindings())
+    await runtime.session.bind_extensions(bindings or ExtensionBindings())
     return runtime, factory, provider
 
 
