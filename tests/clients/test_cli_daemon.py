@@ -230,20 +230,16 @@ def test_sessions_rename_search_rm_and_export(saved: tuple[Ctl, str], tmp_path: 
     assert renamed.returncode == 0 and "'My first'" in renamed.stdout, renamed.stderr
     found = ctl.json("sessions", "--query", "my FIRST", "--sort", "created")["sessions"]
     assert [(s["sessionFile"], s["title"]) for s in found] == [(path, "My first")]
-    assert ctl.json("sessions", "-q", "no such words")["sessions"] == []
     html = ctl("--resume", path, "export", "html", "out.html")  # relative to rpcctl's cwd (the project)
     assert html.returncode == 0 and str(ctl.project / "out.html") in html.stdout, html.stderr
     assert (ctl.project / "out.html").read_text().startswith("<!DOCTYPE html>")
     exported = ctl.json("--resume", path, "export", "jsonl", str(tmp_path / "branch.jsonl"))
     assert exported == {"path": str(tmp_path / "branch.jsonl")}
-    again = ctl("--resume", path, "export", "jsonl", str(tmp_path / "branch.jsonl"))
-    assert again.returncode == 3 and "never overwritten" in again.stderr
     current = ctl("--resume", path, "sessions", "rm", path)
     assert current.returncode == 3 and "SESSION_IN_USE" in current.stderr
     removed = ctl("sessions", "rm", path)
     assert removed.returncode == 0 and "moved to the trash" in removed.stdout, removed.stderr
     assert not Path(path).exists() and (tmp_path / "xdg" / "Trash" / "files" / Path(path).name).exists()
-    assert path not in ctl("sessions").stdout
 
 
 def test_new_in_another_project_with_a_parent(saved: tuple[Ctl, str], tmp_path: Path) -> None:
