@@ -26,6 +26,8 @@ from rpcd.clients.types import (
     AvailableModelsResult,
     CommandsResult,
     CycleModelResult,
+    DeleteSessionResult,
+    ExportResult,
     ForkResult,
     InitializeResult,
     ListSessionsResult,
@@ -33,6 +35,7 @@ from rpcd.clients.types import (
     ModelRef,
     Notification,
     PromptResult,
+    RenameSessionResult,
     ReplacementResult,
     SessionState,
     TreeResult,
@@ -144,6 +147,18 @@ class SyncClient:
 
     def list_sessions(self, **kwargs: Any) -> ListSessionsResult:
         return self._run(self.client.list_sessions(**kwargs))
+
+    def delete_session(self, session_file: str, **kwargs: Any) -> DeleteSessionResult:
+        return self._run(self.client.delete_session(session_file, **kwargs))
+
+    def rename_session(self, session_file: str, name: str, **kwargs: Any) -> RenameSessionResult:
+        return self._run(self.client.rename_session(session_file, name, **kwargs))
+
+    def export_html(self, output_path: str | None = None, **kwargs: Any) -> ExportResult:
+        return self._run(self.client.export_html(output_path, **kwargs))
+
+    def export_jsonl(self, output_path: str, **kwargs: Any) -> ExportResult:
+        return self._run(self.client.export_jsonl(output_path, **kwargs))
 
     def prompt(self, text: str, **kwargs: Any) -> PromptResult:
         return self._run(self.client.prompt(text, **kwargs))

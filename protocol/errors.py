@@ -39,6 +39,7 @@ class ErrorCode(enum.IntEnum):
     MISSING_SESSION_CWD = -32033
     SESSION_NOT_SAVED = -32034
     SESSION_WRITE_FAILED = -32035
+    SESSION_IN_USE = -32036
     SESSION_BUSY = -32040
     MODEL_NOT_FOUND = -32041
     PROVIDER_ERROR = -32042
@@ -87,6 +88,11 @@ WHEN: dict[ErrorCode, str] = {
     ErrorCode.MISSING_SESSION_CWD: "The session's stored working directory does not exist.",
     ErrorCode.SESSION_NOT_SAVED: "Fork/clone before the session's first write.",
     ErrorCode.SESSION_WRITE_FAILED: "Writing a session file failed (disk trouble).",
+    ErrorCode.SESSION_IN_USE: (
+        "The session file is in use: another rpcd process holds its writer lock (``SessionLocked``, its pid "
+        "in the message; ``resume``/``renameSession``/``deleteSession`` of that file), or it is this daemon's "
+        "current session (``deleteSession``: ``SessionInUse``). Nothing was read, written or moved."
+    ),
     ErrorCode.SESSION_BUSY: "A prompt while a turn is running.",
     ErrorCode.MODEL_NOT_FOUND: "The requested model is unknown.",
     ErrorCode.PROVIDER_ERROR: "The model provider failed (auth, rate limit after retries, transport).",
@@ -115,6 +121,7 @@ DEFAULT_MESSAGES: dict[ErrorCode, str] = {
     ErrorCode.MISSING_SESSION_CWD: "Missing session cwd",
     ErrorCode.SESSION_NOT_SAVED: "Session not saved",
     ErrorCode.SESSION_WRITE_FAILED: "Session write failed",
+    ErrorCode.SESSION_IN_USE: "Session in use",
     ErrorCode.SESSION_BUSY: "Session busy",
     ErrorCode.MODEL_NOT_FOUND: "Model not found",
     ErrorCode.PROVIDER_ERROR: "Provider error",

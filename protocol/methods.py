@@ -36,6 +36,10 @@ PROMPT: Final = "prompt"
 ABORT: Final = "abort"
 SET_SESSION_NAME: Final = "setSessionName"
 SET_MODEL: Final = "setModel"
+DELETE_SESSION: Final = "deleteSession"
+RENAME_SESSION: Final = "renameSession"
+EXPORT_HTML: Final = "exportHtml"
+EXPORT_JSONL: Final = "exportJsonl"
 SET_APPROVAL_POLICY: Final = "setApprovalPolicy"
 LIST_APPROVAL_RULES: Final = "listApprovalRules"
 REVOKE_APPROVAL_RULE: Final = "revokeApprovalRule"
@@ -105,9 +109,10 @@ METHODS: Final[dict[str, MethodSpec]] = {
         _req(SHUTDOWN, t.EmptyParams, None, "Run the final disposal; afterwards only `exit` is accepted.",
              ErrorCode.DISPOSAL_FAILED),
         _req(PING, t.EmptyParams, None, "Liveness check; answers null."),
-        _req(NEW_SESSION, t.NewSessionParams, t.ReplacementResult, "Replace the current session by a new one.",
-             *_REPLACE_ERRORS),
-        _req(RESUME, t.ResumeParams, t.ReplacementResult, "Switch to a session file.", *_REPLACE_ERRORS),
+        _req(NEW_SESSION, t.NewSessionParams, t.ReplacementResult,
+             "Replace the current session by a new one (in this or another project).", *_REPLACE_ERRORS),
+        _req(RESUME, t.ResumeParams, t.ReplacementResult, "Switch to a session file.", *_REPLACE_ERRORS,
+             ErrorCode.SESSION_IN_USE),
         _req(FORK, t.ForkParams, t.ForkResult, "Fork the current session before a user entry.",
              *_REPLACE_ERRORS, ErrorCode.INVALID_ENTRY, ErrorCode.SESSION_NOT_SAVED),
         _req(CLONE, t.CloneParams, t.ReplacementResult, "Clone the branch ending at an entry (default: leaf).",
@@ -119,7 +124,22 @@ METHODS: Final[dict[str, MethodSpec]] = {
         _req(GET_STATE, t.EmptyParams, t.GetStateResult, "Snapshot of the current session.", *_HOST_ERRORS),
         _req(GET_MESSAGES, t.EmptyParams, t.GetMessagesResult, "The current context messages.", *_HOST_ERRORS),
         _req(GET_TREE, t.EmptyParams, t.GetTreeResult, "Raw entries, leaf and labels.", *_HOST_ERRORS),
-        _req(LIST_SESSIONS, t.ListSessionsParams, t.ListSessionsResult, "Session files, newest first, paged."),
+        _req(LIST_SESSIONS, t.ListSessionsParams, t.ListSessionsResult,
+             "Session files, newest first (by last activity or creation), searchable, paged.", *_HOST_ERRORS),
+        _req(DELETE_SESSION, t.DeleteSessionParams, t.DeleteSessionResult,
+             "Move a session file (not the current one) to the user's trash.", *_HOST_ERRORS,
+             ErrorCode.SESSION_FILE_NOT_FOUND, ErrorCode.NOT_A_SESSION, ErrorCode.SESSION_IN_USE,
+             ErrorCode.SESSION_WRITE_FAILED),
+        _req(RENAME_SESSION, t.RenameSessionParams, t.RenameSessionResult,
+             "Name any session file (appends Pi's session_info entry).", *_HOST_ERRORS,
+             ErrorCode.SESSION_FILE_NOT_FOUND, ErrorCode.NOT_A_SESSION, ErrorCode.SESSION_IN_USE,
+             ErrorCode.SESSION_WRITE_FAILED),
+        _req(EXPORT_HTML, t.ExportHtmlParams, t.ExportResult,
+             "Export the current session as one self-contained HTML file.", *_HOST_ERRORS,
+             ErrorCode.SESSION_NOT_SAVED, ErrorCode.SESSION_WRITE_FAILED),
+        _req(EXPORT_JSONL, t.ExportJsonlParams, t.ExportResult,
+             "Export the current branch as a new standalone session file.", *_HOST_ERRORS,
+             ErrorCode.SESSION_WRITE_FAILED),
         _req(PROMPT, t.PromptParams, t.PromptResult, "Run one agent turn; events stream meanwhile.",
              *_HOST_ERRORS, ErrorCode.SESSION_BUSY, ErrorCode.PROVIDER_ERROR, ErrorCode.MODEL_NOT_FOUND),
         _req(ABORT, t.EmptyParams, None, "Abort the running turn; answers once idle.", *_HOST_ERRORS),

@@ -21,7 +21,6 @@ import math
 import os
 import sys
 from collections.abc import Awaitable, Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
 import anyio
@@ -34,6 +33,7 @@ from rpcd.core.redact import redact_and_cut
 from rpcd.core.values import APPROVAL_POLICIES, ApprovalPolicy
 from rpcd.daemon.bindings import RpcHostBindings
 from rpcd.daemon.journal import HostJournal
+from rpcd.daemon.library import SessionLibrary, SessionLocation, resolve_session_dir
 from rpcd.daemon.logs import configure_logging
 from rpcd.host.failures import FailureContext, attach_context, context_of
 from rpcd.host.host import SerializedHost
@@ -41,6 +41,7 @@ from rpcd.host.port import RuntimePort
 from rpcd.protocol import methods as pm
 from rpcd.protocol import types as t
 from rpcd.runtime.model_inputs import ModelInputs
+from rpcd.store import writer_lock
 from rpcd.store.paths import get_agent_dir
 from rpcd.tools import ApprovalGate, ApprovalRules
 from rpcd.transport import DEFAULT_MAX_MESSAGE_BYTES
@@ -85,6 +86,8 @@ class Options:
     exclude_tools: tuple[str, ...] = ()
     no_builtin_tools: bool = False
     no_tools: bool = False
+    session_dir: str | None = None
+    """``--session-dir`` as given (resolved with the environment and settings at start)."""
     approval: ApprovalPolicy | None = None
     approval_timeout: float = DEFAULT_APPROVAL_TIMEOUT
 
@@ -115,6 +118,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="start with the session recorded in the host journal <agentDir>/rpcd/journal.json (else a new one)",
     )
     parser.add_argument("--agent-dir", help="Pi's agent dir (default: $PI_CODING_AGENT_DIR or ~/.pi/agent)")
+    parser.add_argument(
+        "--session-dir", metavar="DIR",
+        help="where session files live (default: $PI_CODING_AGENT_SESSION_DIR, else the sessionDir setting, "
+             "else <agentDir>/sessions/--<cwd>--/)",
+    )
     parser.add_argument(
         "--trust-policy", choices=("deny", "trust"), default="deny",
         help="project trust when the client did not declare authorizeProject (default: deny project code)",
@@ -257,6 +265,7 @@ def parse_options(argv: Sequence[str]) -> Options:
         exclude_tools=ns.exclude_tools,
         no_builtin_tools=ns.no_builtin_tools,
         no_tools=ns.no_tools,
+        session_dir=ns.session_dir,
         approval=ns.approval,
         approval_timeout=ns.approval_timeout,
     )
@@ -287,53 +296,6 @@ def resolve_target(options: Options) -> StartTarget:
     return StartTarget("new", options.cwd)
 
 
-# -- listing ---------------------------------------------------------------------------------
-
-
-def list_sessions(agent_dir: str, cwd: str | None) -> list[t.SessionSummary]:
-    """Every session of ``cwd`` (or of every project under ``<agentDir>/sessions``) as summaries."""
-    from rpcd.store.listing import build_session_info
-    from rpcd.store.listing import list_sessions as store_list
-
-    if cwd is not None:
-        infos = store_list(os.path.abspath(cwd), agent_dir=agent_dir)
-    else:
-        root = os.path.join(agent_dir, "sessions")
-        infos = []
-        try:
-            project_dirs = sorted(os.listdir(root))
-        except OSError:
-            project_dirs = []
-        for name in project_dirs:
-            directory = os.path.join(root, name)
-            try:
-                files = sorted(os.listdir(directory))
-            except OSError:  # not a directory, removed meanwhile, unreadable: one project never hides the rest
-                continue
-            for file in files:
-                if file.endswith(".jsonl"):
-                    info = build_session_info(os.path.join(directory, file))
-                    if info is not None:
-                        infos.append(info)
-    return [
-        t.SessionSummary(
-            session_id=info.id,
-            session_file=info.path,
-            cwd=info.cwd,
-            title=(info.name or info.first_message)[:200],
-            created_at=_iso(info.created),
-            updated_at=_iso(info.modified),
-            message_count=info.message_count,
-            parent_session=info.parent_session_path,
-        )
-        for info in infos
-    ]
-
-
-def _iso(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 # -- the daemon ------------------------------------------------------------------------------
 
 
@@ -344,9 +306,13 @@ class Daemon:
         self.options = options
         self.pump = pump
         self.slot = HostSlot()
-        self.methods = SessionMethods(self.slot, pump, lambda cwd: list_sessions(options.agent_dir, cwd))
-        self.requests: ClientRequests | None = None
         self.journal = HostJournal(options.journal_path)
+        self.location: SessionLocation = resolve_session_dir(
+            options.session_dir, cwd=options.cwd, agent_dir=options.agent_dir
+        )
+        self.library = SessionLibrary(options.agent_dir, self.location, self.journal)
+        self.methods = SessionMethods(self.slot, pump, self.library)
+        self.requests: ClientRequests | None = None
         self.approval = ApprovalGate(ApprovalRules.in_agent_dir(options.agent_dir), policy=options.approval)
         """The process's tool-approval gate; the client's ``toolApproval`` capability is set at ``initialize``."""
         self.approval_methods = ApprovalMethods(self.slot, self.approval)
@@ -403,18 +369,20 @@ class Daemon:
 
         target = resolve_target(self.options)
         agent_dir = self.options.agent_dir
+        session_dir = self.location.directory
         try:
             if target.kind == "open":
                 assert target.path is not None
                 # Like the ``resume`` method (and unlike Pi): a mistyped --resume path is an
-                # error, never a new session silently created at that path.
-                manager = SessionManager.open(target.path, must_exist=True)
+                # error, never a new session silently created at that path. A file another rpcd
+                # process holds is SessionLocked (its writer lock comes before the first read).
+                manager = SessionManager.open(target.path, session_dir, must_exist=True)
             elif target.kind == "continue":
-                manager = SessionManager.continue_recent(target.cwd, agent_dir=agent_dir)
+                manager = SessionManager.continue_recent(target.cwd, session_dir, agent_dir=agent_dir)
             elif target.kind == "in-memory":
                 manager = SessionManager.in_memory(target.cwd)
             else:
-                manager = SessionManager.create(target.cwd, agent_dir=agent_dir)
+                manager = SessionManager.create(target.cwd, session_dir, agent_dir=agent_dir)
         except Exception as exc:
             if context_of(exc) is None:
                 attach_context(exc, FailureContext(
@@ -435,9 +403,14 @@ class Daemon:
             model_inputs=self.options.model_inputs,
         )
         with operation("startup"):
-            runtime: RuntimePort = await create_runtime(
-                factory, cwd=manager.get_cwd(), agent_dir=agent_dir, session_manager=manager
-            )
+            try:
+                runtime: RuntimePort = await create_runtime(
+                    factory, cwd=manager.get_cwd(), agent_dir=agent_dir, session_manager=manager,
+                    session_dir=session_dir,
+                )
+            except BaseException:
+                manager.close()  # never served: let another daemon have the file
+                raise
             bindings = RpcHostBindings(self.pump, UiBridge(requests), persist=self._persist,
                                        authorize_tool=requests.authorize_tool,
                                        command_actions=HostCommandActions(self.slot))
@@ -598,6 +571,10 @@ def register(server: Server, methods: SessionMethods) -> None:
     server.method(pm.ABORT)(methods.abort)
     server.method(pm.SET_SESSION_NAME, t.SetSessionNameParams)(methods.set_session_name)
     server.method(pm.SET_MODEL, t.SetModelParams)(methods.set_model)
+    server.method(pm.DELETE_SESSION, t.DeleteSessionParams)(methods.delete_session)
+    server.method(pm.RENAME_SESSION, t.RenameSessionParams)(methods.rename_session)
+    server.method(pm.EXPORT_HTML, t.ExportHtmlParams)(methods.export_html)
+    server.method(pm.EXPORT_JSONL, t.ExportJsonlParams)(methods.export_jsonl)
     server.method(pm.GET_AVAILABLE_MODELS, t.EmptyParams)(methods.get_available_models)
     server.method(pm.CYCLE_MODEL, t.CycleModelParams)(methods.cycle_model)
     server.method(pm.GET_COMMANDS)(methods.get_commands)
@@ -626,6 +603,9 @@ async def serve(options: Options, in_fd: int, out_fd: int) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     options = parse_options(sys.argv[1:] if argv is None else argv)
     configure_logging(options.log_level)
+    # A daemon process holds the writer lock of every session file it writes: one writer per file
+    # among rpcd processes (rpcd.store.writer_lock).
+    writer_lock.set_enabled(True)
     out_fd = guard_stdout()
     result: int = anyio.run(serve, options, 0, out_fd, backend="asyncio")
     return result

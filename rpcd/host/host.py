@@ -329,6 +329,16 @@ class SerializedHost:
         with self._session_access("abort") as session:
             await session.abort()
 
+    async def export_html(self, output_path: str | None = None) -> str:
+        """Export the current session as one HTML file (not under the lock: it only reads the session)."""
+        with self._session_access("exportHtml") as session:
+            return await session.export_html(output_path)
+
+    def export_jsonl(self, output_path: str) -> str:
+        """Export the current branch as a new standalone session file."""
+        with self._session_access("exportJsonl") as session:
+            return session.export_jsonl(output_path)
+
     @contextlib.contextmanager
     def _session_access(self, operation: str) -> Iterator[SessionPort]:
         """Yield the current session if available; describe any failure of the access itself."""
@@ -344,9 +354,14 @@ class SerializedHost:
 
     # -- replacements ------------------------------------------------------------------
 
-    async def new_session(self) -> ReplacementOutcome:
-        """Start a fresh session in the current cwd. See ``_replace`` for resources and errors."""
-        return await self._replace("newSession", lambda: _Target(cwd=self._runtime.cwd), self._runtime.new_session)
+    async def new_session(self, *, cwd: str | None = None, parent_session: str | None = None) -> ReplacementOutcome:
+        """Start a fresh session in the current cwd, or in ``cwd`` (another project: checked before
+        teardown, like a resume into it). See ``_replace`` for resources and errors."""
+        return await self._replace(
+            "newSession",
+            lambda: _Target(cwd=cwd if cwd is not None else self._runtime.cwd, session_path=parent_session),
+            lambda: self._runtime.new_session(parent_session=parent_session, cwd=cwd),
+        )
 
     async def resume(self, session_path: str, cwd_override: str | None = None) -> ReplacementOutcome:
         """Switch to ``session_path`` (its cwd, or ``cwd_override``)."""

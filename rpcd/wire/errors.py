@@ -34,6 +34,7 @@ CODE_BY_CLASS: tuple[tuple[type[e.RpcdError], ErrorCode], ...] = (
     (e.MissingSessionCwdError, ErrorCode.MISSING_SESSION_CWD),
     (e.SessionNotSavedError, ErrorCode.SESSION_NOT_SAVED),
     (e.SessionWriteError, ErrorCode.SESSION_WRITE_FAILED),
+    (e.SessionInUseError, ErrorCode.SESSION_IN_USE),
     (e.SessionBusyError, ErrorCode.SESSION_BUSY),
     (e.ModelNotFoundError, ErrorCode.MODEL_NOT_FOUND),
     (e.ProviderError, ErrorCode.PROVIDER_ERROR),

@@ -52,8 +52,20 @@ DEFAULT_PAGE: Final = 50
 MAX_PAGE: Final = 500
 
 
-class SessionLister(Protocol):
-    def __call__(self, cwd: str | None) -> Sequence[t.SessionSummary]: ...
+class SessionLibrary(Protocol):
+    """The session files beside the current session (listing, delete, rename), provided by the daemon.
+
+    The handlers call these after every replacement requested before them, with the current
+    session's file, so "the current session" means the one current at the request's turn.
+    """
+
+    def list(self, cwd: str | None, query: str | None, sort: t.SessionSort) -> Sequence[t.SessionSummary]: ...
+
+    def is_current(self, session_file: str, current_file: str | None) -> bool: ...
+
+    def delete(self, session_file: str, current_file: str | None) -> t.DeleteSessionResult: ...
+
+    def rename(self, session_file: str, name: str) -> str | None: ...
 
 
 class HostSlot:
@@ -128,10 +140,10 @@ def operation(name: str) -> Iterator[None]:
 class SessionMethods:
     """The handlers behind the wire methods (camelCase names in ``protocol.methods``)."""
 
-    def __init__(self, slot: HostSlot, pump: EventPump, list_sessions: SessionLister) -> None:
+    def __init__(self, slot: HostSlot, pump: EventPump, library: SessionLibrary) -> None:
         self._slot = slot
         self._pump = pump
-        self._list = list_sessions
+        self._library = library
         self._snapshot: SessionState | None = None
         self.dispose_failure: BaseException | None = None
 
@@ -140,7 +152,7 @@ class SessionMethods:
     async def new_session(self, params: t.NewSessionParams) -> t.ReplacementResult:
         host = await self._slot.get("newSession")
         with operation("newSession"), self._progress(params.work_done_token, "New session"):
-            outcome = await host.new_session()
+            outcome = await host.new_session(cwd=params.cwd, parent_session=params.parent_session)
         return await self._replaced(host, outcome)
 
     async def resume(self, params: t.ResumeParams) -> t.ReplacementResult:
@@ -269,9 +281,44 @@ class SessionMethods:
         limit = DEFAULT_PAGE if params.limit is None else params.limit
         if limit < 1 or limit > MAX_PAGE:
             raise _invalid_params("listSessions", f"limit must be between 1 and {MAX_PAGE}", "$.limit")
-        after = _decode_cursor(params.cursor) if params.cursor is not None else None
-        summaries = await anyio.to_thread.run_sync(self._list, params.cwd)
-        return paginate(summaries, after, limit)
+        sort: t.SessionSort = params.sort or "updated"
+        after = _decode_cursor(params.cursor, sort) if params.cursor is not None else None
+        summaries = await anyio.to_thread.run_sync(self._library.list, params.cwd, params.query, sort)
+        return paginate(summaries, after, limit, sort)
+
+    async def delete_session(self, params: t.DeleteSessionParams) -> t.DeleteSessionResult:
+        """Trash a session file; never the session current at this request's turn."""
+        host = await self._slot.get("deleteSession")
+        await host.after_queued_replacements("deleteSession")
+        result = self._library.delete(params.session_file, host.session_file)
+        await self._pump.drain()
+        return result
+
+    async def rename_session(self, params: t.RenameSessionParams) -> t.RenameSessionResult:
+        """Name any session file; the current session's through the session itself (``setSessionName``)."""
+        host = await self._slot.get("renameSession")
+        await host.after_queued_replacements("renameSession")
+        if self._library.is_current(params.session_file, host.session_file):
+            host.set_session_name(params.name)
+            name = host.state().name
+        else:
+            name = self._library.rename(params.session_file, params.name)
+        await self._pump.drain()
+        return t.RenameSessionResult(name=name or "")
+
+    async def export_html(self, params: t.ExportHtmlParams) -> t.ExportResult:
+        host = await self._slot.get("exportHtml")
+        await host.after_queued_replacements("exportHtml")
+        path = await host.export_html(params.output_path)
+        await self._pump.drain()
+        return t.ExportResult(path=path)
+
+    async def export_jsonl(self, params: t.ExportJsonlParams) -> t.ExportResult:
+        host = await self._slot.get("exportJsonl")
+        await host.after_queued_replacements("exportJsonl")
+        path = host.export_jsonl(params.output_path)
+        await self._pump.drain()
+        return t.ExportResult(path=path)
 
     # -- actions --------------------------------------------------------------------------
 
@@ -383,33 +430,42 @@ def command_result(info: CommandInfo) -> t.CommandInfo:
 # -- listSessions pagination ----------------------------------------------------------------
 
 
-def _order_key(s: t.SessionSummary) -> tuple[str, str]:
-    return (s.updated_at, s.session_file)
+def _order_key(s: t.SessionSummary, sort: t.SessionSort = "updated") -> tuple[str, str]:
+    """The store's ``recency_key`` on the wire: (updatedAt or createdAt, sessionFile); ISO-8601 UTC with
+    milliseconds sorts as the times do."""
+    return (s.updated_at if sort == "updated" else s.created_at, s.session_file)
 
 
-def paginate(summaries: Sequence[t.SessionSummary], after: tuple[str, str] | None, limit: int) -> t.ListSessionsResult:
-    """Newest first by (updatedAt, sessionFile); the cursor is the last key of the page.
+def paginate(
+    summaries: Sequence[t.SessionSummary],
+    after: tuple[str, str] | None,
+    limit: int,
+    sort: t.SessionSort = "updated",
+) -> t.ListSessionsResult:
+    """Newest first by (updatedAt or createdAt, sessionFile); the cursor is the last key of the page.
 
     Keyset pagination instead of offsets: a session written between two pages does not shift
     the rest, so a client never sees a session twice or skips one that existed throughout.
     """
-    ordered = sorted(summaries, key=_order_key, reverse=True)
+    ordered = sorted(summaries, key=lambda s: _order_key(s, sort), reverse=True)
     if after is not None:
-        ordered = [s for s in ordered if _order_key(s) < after]
+        ordered = [s for s in ordered if _order_key(s, sort) < after]
     page = ordered[:limit]
-    next_cursor = _encode_cursor(_order_key(page[-1])) if len(ordered) > limit else None
+    next_cursor = _encode_cursor(sort, _order_key(page[-1], sort)) if len(ordered) > limit else None
     return t.ListSessionsResult(sessions=page, next_cursor=next_cursor)
 
 
-def _encode_cursor(key: tuple[str, str]) -> str:
-    return base64.urlsafe_b64encode(json.dumps(list(key)).encode()).decode().rstrip("=")
+def _encode_cursor(sort: t.SessionSort, key: tuple[str, str]) -> str:
+    return base64.urlsafe_b64encode(json.dumps([sort, *key]).encode()).decode().rstrip("=")
 
 
-def _decode_cursor(cursor: str) -> tuple[str, str]:
+def _decode_cursor(cursor: str, sort: t.SessionSort) -> tuple[str, str]:
     try:
         raw = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        if isinstance(raw, list) and len(raw) == 2 and all(isinstance(x, str) for x in raw):
-            return (raw[0], raw[1])
+        if isinstance(raw, list) and len(raw) == 3 and all(isinstance(x, str) for x in raw):
+            if raw[0] != sort:
+                raise _invalid_params("listSessions", f"cursor belongs to sort {raw[0]!r}, not {sort!r}", "$.cursor")
+            return (raw[1], raw[2])
     except (ValueError, TypeError):
         pass
     raise _invalid_params("listSessions", "cursor is not one this daemon issued", "$.cursor")
