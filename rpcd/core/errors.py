@@ -103,6 +103,23 @@ class ModelNotFoundError(RuntimeFailure):
     kind = "ModelNotFound"
 
 
+class InvalidInputError(RuntimeFailure):
+    """Input the session refuses before recording anything: an image that is not valid base64 or
+    not a supported image type. ``path`` names the offending param (``$.images[0].data``)."""
+
+    kind = "InvalidParams"
+
+    def __init__(self, message: str, *, path: str, **target: str | None) -> None:
+        super().__init__(message, **target)
+        self.path = path
+
+
+class InputNotSupportedError(RuntimeFailure):
+    """The current model does not take this kind of input (images); nothing was recorded."""
+
+    kind = "InputNotSupported"
+
+
 class ProviderError(RuntimeFailure):
     """The model provider failed (auth, rate limit after retries, transport)."""
 

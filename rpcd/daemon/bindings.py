@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
 
 from rpcd.core.redact import redact as redact_text
-from rpcd.core.values import Diagnostic, ExtensionBindings, ExtensionError, UiContext, Unsubscribe
+from rpcd.core.values import Diagnostic, ExtensionBindings, ExtensionError, QueueSnapshot, UiContext, Unsubscribe
 from rpcd.host.port import SessionPort
 from rpcd.wire.handlers import OPERATION
 from rpcd.wire.notifications import SESSION_DIAGNOSTICS, EventPump, SessionChannel
@@ -93,6 +93,9 @@ class RpcHostBindings:
                 "type": "session_shutdown",
                 "reason": _SHUTDOWN_REASONS.get(OPERATION.get(), "quit"),
             }
+            dropped = _safe_dropped(session)
+            if dropped is not None:
+                shutdown["droppedQueue"] = {"steering": list(dropped.steering), "followUp": list(dropped.follow_up)}
             channel.lifecycle(shutdown)
             channel.close()
             self._previous_file = _safe_file(session)
@@ -143,6 +146,13 @@ class RpcHostBindings:
 def _safe_file(session: SessionPort) -> str | None:
     try:
         return session.session_file
+    except Exception:
+        return None
+
+
+def _safe_dropped(session: SessionPort) -> QueueSnapshot | None:
+    try:
+        return session.dropped_queue
     except Exception:
         return None
 

@@ -22,9 +22,15 @@ model stream (an anyio cancel scope), never an event hand-off. As in Pi the loop
 on to the next model call, which ends at once as an aborted assistant message
 (``stopReason: "aborted"``, ``content: []``), so what is persisted is what Pi persists.
 
-Seams left for later issues: ``_next_turn`` (compaction before the next model call, issue 17)
-and ``_poll_steering`` / follow-ups (issue 18) sit where pi-agent-core calls
-``prepareNextTurn`` / ``getSteeringMessages``.
+Queued input (``rpcd.runtime.queue``): steering is polled when the run starts, after every
+turn, and again before a turn when that poll found nothing (``_poll_steering``: Pi's
+``getSteeringMessages``); a turn follows while tools ran or steering is pending. When the loop
+would stop, queued follow-ups start the next round (``_poll_follow_up``). Delivered messages
+get ``message_start``/``message_end`` and join the context, as a prompt does. An ``error`` or
+``aborted`` assistant ends the run with the queue as it is (the session continues with it).
+
+Seam left for later: ``_next_turn`` (compaction before the next model call, issue 17) sits where
+pi-agent-core calls ``prepareNextTurn``.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ import anyio.lowlevel
 
 from rpcd.core.redact import redact
 from rpcd.runtime.providers.base import ModelInfo, Provider, ProviderRequest, ToolSpec, new_assistant_message
+from rpcd.runtime.queue import InputQueues
 from rpcd.tools.base import AbortSignal, FunctionTool, ToolResult
 from rpcd.tools.seam import Prepared, ToolCall, ToolOutcome, ToolSeam
 
@@ -204,6 +211,13 @@ class Agent:
         self.seam: ToolSeam = seam if seam is not None else _RunnerSeam(tool_runner)
         self.session_id = session_id
         self.max_tool_rounds = max_tool_rounds
+        self.queues: InputQueues | None = None
+        """Steering / follow-up input (``rpcd.runtime.queue``); the session sets it."""
+        self.auto_retry = True
+        """Whether providers may retry transient failures (``ProviderRequest.retry``)."""
+        self._retrying: str | None = None
+        """While a provider waits to retry: the failure it will retry."""
+        self._retry_cancelled = False
         self._abort_requested = False
         self._signal = AbortSignal()
         self._scope: anyio.CancelScope | None = None
@@ -221,11 +235,23 @@ class Agent:
         if self._scope is not None:
             self._scope.cancel()
 
+    def abort_retry(self) -> None:
+        """Cancel a retry the provider is waiting for (Pi's ``abortRetry``): the model call ends
+        with the failure it would have retried, and the run goes on as after any failure."""
+        if self._retrying is None or self._scope is None:
+            return
+        self._retry_cancelled = True
+        self._scope.cancel()
+
     # -- the loop ---------------------------------------------------------------------
 
-    async def run(self, prompts: Sequence[dict[str, Any]], sink: AgentSink) -> str:
-        """Run until the model stops calling tools (or abort/error). Returns the last
-        assistant's stopReason, or ``"aborted"`` when the run was aborted."""
+    async def run(self, prompts: Sequence[dict[str, Any]], sink: AgentSink, *,
+                  skip_initial_steering: bool = False) -> str:
+        """Run until the model stops calling tools and no queued input is left (or abort/error).
+        Returns the last assistant's stopReason, or ``"aborted"`` when the run was aborted.
+
+        ``skip_initial_steering``: ``prompts`` are steering messages already taken from the
+        queue (Pi's ``continue()`` after an aborted run), so the run does not poll again first."""
         self._abort_requested = False
         self._signal = AbortSignal()
         produced: list[dict[str, Any]] = []
@@ -233,53 +259,65 @@ class Agent:
         await emit({"type": "agent_start"})
         await emit({"type": "turn_start"})
         for message in prompts:
-            await emit({"type": "message_start", "message": message})
-            self.messages.append(message)
-            produced.append(message)
-            await emit({"type": "message_end", "message": message})
-        stop_reason = await self._run_turns(produced, sink)
+            await self._deliver(message, produced, sink)
+        stop_reason = await self._run_turns(produced, sink, skip_initial_steering)
         await emit({"type": "agent_end", "messages": produced, "willRetry": False})
         return "aborted" if self._abort_requested else stop_reason
 
-    async def _run_turns(self, produced: list[dict[str, Any]], sink: AgentSink) -> str:
-        """pi-agent-core's inner loop: a model call, its tool calls, again while tools ran."""
+    async def _deliver(self, message: dict[str, Any], produced: list[dict[str, Any]], sink: AgentSink) -> None:
+        await sink.emit({"type": "message_start", "message": message})
+        self.messages.append(message)
+        produced.append(message)
+        await sink.emit({"type": "message_end", "message": message})
+
+    async def _run_turns(self, produced: list[dict[str, Any]], sink: AgentSink, skip_initial_steering: bool) -> str:
+        """pi-agent-core's ``runLoop``: a model call, its tool calls, again while tools ran or
+        steering is queued; when it would stop, queued follow-ups start the next round."""
         rounds = 0
         first = True
+        stop_reason = "stop"
+        pending = [] if skip_initial_steering else self._poll_steering()
         while True:
-            if not first:
-                await self._next_turn()
-                await sink.emit({"type": "turn_start"})
-            first = False
-            for message in self._poll_steering():
-                await sink.emit({"type": "message_start", "message": message})
-                self.messages.append(message)
-                produced.append(message)
-                await sink.emit({"type": "message_end", "message": message})
-            assistant = await self._stream_assistant(sink)
-            produced.append(assistant)
-            stop_reason = str(assistant.get("stopReason", "stop"))
-            if stop_reason in ("error", "aborted"):
-                await sink.emit({"type": "turn_end", "message": assistant, "toolResults": []})
-                return stop_reason
-            content = assistant.get("content")
-            calls = [b for b in content if isinstance(b, Mapping) and b.get("type") == "toolCall"] \
-                if isinstance(content, list) else []
-            tool_results: list[dict[str, Any]] = []
-            more = False
-            if calls:
-                if stop_reason == "length":
-                    tool_results, terminate = await self._fail_truncated_calls(calls, sink)
-                else:
-                    tool_results, terminate = await self._execute_tool_calls(calls, sink)
-                produced.extend(tool_results)
-                more = not terminate
-            await sink.emit({"type": "turn_end", "message": assistant, "toolResults": tool_results})
-            if not more:
-                return stop_reason
-            rounds += 1
-            if rounds > self.max_tool_rounds:
-                # the tool results are kept; the next prompt continues from them
-                _log.warning("tool round limit (%d) reached; ending the run", self.max_tool_rounds)
+            more = True
+            while more or pending:
+                if not first:
+                    await self._next_turn()
+                    if not pending:
+                        pending = self._poll_steering()
+                    await sink.emit({"type": "turn_start"})
+                first = False
+                for message in pending:
+                    await self._deliver(message, produced, sink)
+                pending = []
+                assistant = await self._stream_assistant(sink)
+                produced.append(assistant)
+                stop_reason = str(assistant.get("stopReason", "stop"))
+                if stop_reason in ("error", "aborted"):
+                    # queued input stays queued: the session decides whether to continue with it
+                    await sink.emit({"type": "turn_end", "message": assistant, "toolResults": []})
+                    return stop_reason
+                content = assistant.get("content")
+                calls = [b for b in content if isinstance(b, Mapping) and b.get("type") == "toolCall"] \
+                    if isinstance(content, list) else []
+                tool_results: list[dict[str, Any]] = []
+                more = False
+                if calls:
+                    if stop_reason == "length":
+                        tool_results, terminate = await self._fail_truncated_calls(calls, sink)
+                    else:
+                        tool_results, terminate = await self._execute_tool_calls(calls, sink)
+                    produced.extend(tool_results)
+                    more = not terminate
+                await sink.emit({"type": "turn_end", "message": assistant, "toolResults": tool_results})
+                if more:
+                    rounds += 1
+                    if rounds > self.max_tool_rounds:
+                        # the tool results are kept; the next prompt continues from them
+                        _log.warning("tool round limit (%d) reached; ending the run", self.max_tool_rounds)
+                        return stop_reason
+                pending = self._poll_steering()
+            pending = self._poll_follow_up()
+            if not pending:
                 return stop_reason
 
     async def _next_turn(self) -> None:
@@ -288,9 +326,13 @@ class Agent:
         return None
 
     def _poll_steering(self) -> list[dict[str, Any]]:
-        """Messages to inject before the next model call (``getSteeringMessages``): steering and
-        follow-up queues arrive with issue 18. None yet."""
-        return []
+        """Steering to inject before the next model call (``getSteeringMessages``), by the
+        queue's mode."""
+        return self.queues.drain("steering") if self.queues is not None else []
+
+    def _poll_follow_up(self) -> list[dict[str, Any]]:
+        """Follow-ups to deliver when the agent would otherwise stop (``getFollowUpMessages``)."""
+        return self.queues.drain("follow_up") if self.queues is not None else []
 
     async def _stream_assistant(self, sink: AgentSink) -> dict[str, Any]:
         emit = sink.emit
@@ -309,10 +351,12 @@ class Agent:
             tools=self.tools,
             thinking_level=self.thinking_level,
             session_id=self.session_id,
+            retry=self.auto_retry,
         )
         partial: _Partial | None = None
         final: dict[str, Any] | None = None
         retry_attempt = 0  # an auto_retry_start not yet ended (the provider is waiting to retry)
+        self._retry_cancelled = False
         fast = sink.fast_update()
         with anyio.CancelScope() as scope:
             self._scope = scope
@@ -343,9 +387,11 @@ class Agent:
                         if kind in ("auto_retry_start", "auto_retry_end"):
                             # a provider retrying before any content: session events, not message updates
                             retry_attempt = int(event.get("attempt", 1)) if kind == "auto_retry_start" else 0
+                            self._retrying = str(event.get("errorMessage") or "") if retry_attempt else None
                             with anyio.CancelScope(shield=True):
                                 await emit(dict(event))
                             continue
+                        self._retrying = None
                         if partial is None:
                             partial = _Partial(new_assistant_message(self.model))
                             with anyio.CancelScope(shield=True):
@@ -367,11 +413,18 @@ class Agent:
                 # persisted and streamed: never let a key or token from an exception text through
                 final["errorMessage"] = redact(str(exc)) or type(exc).__name__
         self._scope = None
+        retried_failure, self._retrying = self._retrying, None
         if retry_attempt:
             # aborted (or the provider failed) while waiting to retry: close the retry as Pi
             # does, so no client stays "retrying"
             reason = RETRY_CANCELLED_MESSAGE if final is None else str(final.get("errorMessage") or "")
             await emit({"type": "auto_retry_end", "success": False, "attempt": retry_attempt, "finalError": reason})
+        if final is None and self._retry_cancelled and not self._abort_requested:
+            # abortRetry: the failure that was going to be retried is the reply
+            final = new_assistant_message(self.model, partial.settle() if partial else [])
+            final["stopReason"] = "error"
+            final["errorMessage"] = retried_failure or RETRY_CANCELLED_MESSAGE
+        self._retry_cancelled = False
         started = partial is not None
         if final is None and not (scope.cancelled_caught or self._abort_requested):
             final = new_assistant_message(self.model, partial.settle() if partial else [])

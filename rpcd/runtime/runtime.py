@@ -9,12 +9,14 @@ Every replacement is the same four-phase shape (``agent-session-runtime.ts``):
 2. *pre-validation* — open the target file, check the stored cwd, check the fork
    entry, write the fork file, copy the import; a failure raises with the old session
    still current and usable;
-3. *teardown* — ``await old.abort()`` (the in-flight turn settles into the OUTGOING
-   file), ``session_shutdown``, the host's synchronous before-invalidate callback,
-   ``old.dispose()``;
+3. *teardown* — the old session's queued steering/follow-up input is dropped (reported in
+   the result's ``dropped_queue``: after a replacement nothing may run it), ``await old.abort()``
+   (the in-flight turn settles into the OUTGOING file), ``session_shutdown``, the host's
+   synchronous before-invalidate callback, ``old.dispose()``;
 4. *create + apply* — the one factory builds session + services + diagnostics for the
-   target cwd; they are applied together, then the host's awaited rebind callback runs
-   (it calls ``bind_extensions`` → ``session_start``).
+   target cwd; they are applied together (with what the old session's setters chose: queue
+   modes, auto-retry), then the host's awaited rebind callback runs (it calls
+   ``bind_extensions`` → ``session_start``).
 
 A factory rejection in phase 4 propagates as is: the runtime keeps referencing the
 disposed old session and does not roll back (Pi does not either); making the host
@@ -30,7 +32,7 @@ from typing import Any, Protocol
 import attrs
 
 from rpcd.core.errors import InvalidEntryError, SessionFileNotFoundError, SessionNotSavedError
-from rpcd.core.values import Diagnostic, ForkPosition, ReplaceResult
+from rpcd.core.values import Diagnostic, ForkPosition, QueueSnapshot, ReplaceResult
 from rpcd.runtime.session import AgentSession
 from rpcd.runtime.trust import ProjectTrustContext
 from rpcd.store import SessionManager, assert_session_cwd_exists, default_session_dir, import_session
@@ -118,6 +120,7 @@ class AgentSessionRuntime:
         self._trust_context_factory = project_trust_context_factory
         self._before_invalidate: BeforeInvalidate | None = None
         self._rebind: Rebind | None = None
+        self._dropped = QueueSnapshot()
 
     # -- accessors ----------------------------------------------------------------
 
@@ -170,6 +173,7 @@ class AgentSessionRuntime:
 
     async def _teardown(self, reason: str, target_session_file: str | None) -> None:
         old = self._session
+        self._dropped = old.drop_queue()
         await old.abort()
         runner = self._runner()
         if runner is not None and runner.has_handlers("session_shutdown"):
@@ -188,6 +192,7 @@ class AgentSessionRuntime:
         if previous_session_file is not None:
             start["previousSessionFile"] = previous_session_file
         trust_context = self._trust_context_factory(cwd) if self._trust_context_factory is not None else None
+        preferences = self._session.preferences
         result = await self._factory(
             cwd=cwd,
             agent_dir=self._agent_dir,
@@ -195,12 +200,18 @@ class AgentSessionRuntime:
             session_start_event=start,
             project_trust_context=trust_context,
         )
+        result.session.apply_preferences(preferences)
         self._session = result.session
         self._services = result.services
         self._diagnostics = tuple(result.diagnostics)
         self._model_fallback_message = result.model_fallback_message
         if self._rebind is not None:
             await self._rebind(result.session)
+
+    def _replaced(self, selected_text: str | None = None) -> ReplaceResult:
+        dropped, self._dropped = self._dropped, QueueSnapshot()
+        return ReplaceResult(cancelled=False, selected_text=selected_text,
+                             dropped_queue=None if dropped.empty else dropped)
 
     # -- replacements --------------------------------------------------------------------
 
@@ -217,7 +228,7 @@ class AgentSessionRuntime:
             sm.new_session(parent_session=parent_session)
         await self._teardown("new", sm.get_session_file())
         await self._create_and_apply(self.cwd, sm, "new", previous)
-        return ReplaceResult(cancelled=False)
+        return self._replaced()
 
     async def switch_session(self, session_path: str, cwd_override: str | None = None) -> ReplaceResult:
         if await self._emit_before(
@@ -232,7 +243,7 @@ class AgentSessionRuntime:
         assert_session_cwd_exists(sm, self.cwd)
         await self._teardown("resume", sm.get_session_file())
         await self._create_and_apply(sm.get_cwd(), sm, "resume", previous)
-        return ReplaceResult(cancelled=False)
+        return self._replaced()
 
     async def fork(self, entry_id: str, position: ForkPosition = "before") -> ReplaceResult:
         if await self._emit_before({"type": "session_before_fork", "entryId": entry_id, "position": position}):
@@ -262,7 +273,7 @@ class AgentSessionRuntime:
                 sm.new_session(parent_session=current_file)
                 await self._teardown("fork", sm.get_session_file())
                 await self._create_and_apply(self.cwd, sm, "fork", previous)
-                return ReplaceResult(cancelled=False, selected_text=selected_text)
+                return self._replaced(selected_text)
             if not _exists(current_file):
                 raise SessionNotSavedError(
                     "This session has not been saved yet. Wait for the first assistant response before cloning "
@@ -276,7 +287,7 @@ class AgentSessionRuntime:
                 raise SessionNotSavedError("Failed to create forked session", session_path=current_file)
             await self._teardown("fork", new_path)
             await self._create_and_apply(sm.get_cwd(), sm, "fork", previous)
-            return ReplaceResult(cancelled=False, selected_text=selected_text)
+            return self._replaced(selected_text)
 
         # In memory: teardown first (the settled turn lands in the shared manager), then mutate.
         sm = current_sm
@@ -286,7 +297,7 @@ class AgentSessionRuntime:
         else:
             sm.create_branched_session(target_leaf)
         await self._create_and_apply(self.cwd, sm, "fork", previous)
-        return ReplaceResult(cancelled=False, selected_text=selected_text)
+        return self._replaced(selected_text)
 
     async def import_from_jsonl(self, input_path: str, cwd_override: str | None = None) -> ReplaceResult:
         resolved = _resolve_import_source(input_path)
@@ -308,7 +319,7 @@ class AgentSessionRuntime:
         sm = import_session(resolved, session_dir, cwd_override, fallback_cwd=self.cwd)
         await self._teardown("resume", sm.get_session_file())
         await self._create_and_apply(sm.get_cwd(), sm, "resume", previous)
-        return ReplaceResult(cancelled=False)
+        return self._replaced()
 
     async def dispose(self) -> None:
         """Final disposal (0.85.0 order): ``session_shutdown{quit}`` → before-invalidate →

@@ -39,6 +39,7 @@ from typing import Any, Protocol, runtime_checkable
 import attrs
 
 from rpcd.core.errors import ModelNotFoundError
+from rpcd.runtime.providers.thinking import clamp_thinking_level, supported_thinking_levels
 
 AssistantMessageEvent = dict[str, Any]
 """One streamed event in Pi's shape; ``event["type"]`` names it."""
@@ -55,6 +56,17 @@ class ModelInfo:
     reasoning: bool = False
     context_window: int = 128_000
     max_tokens: int = 16_384
+    input: tuple[str, ...] = ("text",)
+    thinking_level_map: Mapping[str, Any] | None = attrs.field(default=None, eq=False)
+    """Pi's ``thinkingLevelMap``: provider values per level; ``null`` marks a level unsupported."""
+
+    def thinking_levels(self) -> list[str]:
+        """The thinking levels this model supports (Pi's ``getSupportedThinkingLevels``)."""
+        return supported_thinking_levels(self.reasoning, self.thinking_level_map)
+
+    def clamp_thinking(self, level: str) -> str:
+        """``level`` clamped to this model as Pi clamps it (``clampThinkingLevel``)."""
+        return clamp_thinking_level(self.reasoning, self.thinking_level_map, level)
 
     def to_pi(self) -> dict[str, Any]:
         """The camelCase shape Pi's RPC ``get_state`` / ``get_available_models`` use."""
@@ -90,6 +102,8 @@ class ProviderRequest:
     tools: Sequence[ToolSpec] = ()
     thinking_level: str = "off"
     session_id: str = ""
+    retry: bool = True
+    """Whether the provider may retry a transient failure (``setAutoRetry``; ``retry.enabled``)."""
 
 
 @runtime_checkable

@@ -522,6 +522,7 @@ def model_info(spec: ModelSpec) -> ModelInfo:
         reasoning=spec.reasoning,
         context_window=spec.context_window,
         max_tokens=spec.max_tokens,
+        input=spec.input,
     )
 
 
@@ -592,7 +593,7 @@ class OpenAICompatProvider:
                             yield event
                         return
                 except _RequestFailed as failure:
-                    delay = self._retry_delay(failure, attempt)
+                    delay = self._retry_delay(failure, attempt) if request.retry else None
                     failure_message = redact(failure.message)
                     if delay is None:
                         async for event in self._give_up(message, failure_message, attempt, redact):
