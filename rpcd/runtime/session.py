@@ -79,7 +79,7 @@ from rpcd.tools import (
     active_tool_names,
     create_builtin_tools,
 )
-from rpcd.tools.bash import shell_env
+from rpcd.tools.bash import SESSION_ENV_KEYS, shell_env
 from rpcd.tools.images import detect_image_mime
 from rpcd.tools.user_bash import execute_user_bash
 
@@ -533,7 +533,8 @@ class AgentSession:
         options = tool_options(self.services)
         resolved = f"{options.command_prefix}\n{command}" if options.command_prefix else command
         env = shell_env(options.agent_dir)
-        env.update(_SessionHooks(self).context())
+        for key in SESSION_ENV_KEYS:  # Pi's user bash runs without the session's PI_* variables
+            env.pop(key, None)
         signal = AbortSignal()
         self._bash_signals.add(signal)
 

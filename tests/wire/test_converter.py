@@ -128,3 +128,11 @@ def test_every_params_type_refuses_unknown_keys(name: str) -> None:
     with pytest.raises(ParamsError) as info:
         structure({"definitelyNotAField": 1}, cls)
     assert ("$.definitelyNotAField", "unknown field") in [(p.path, p.message) for p in info.value.problems]
+
+
+def test_an_optional_literal_takes_its_values_or_null_and_names_the_field_otherwise() -> None:
+    assert structure({"text": "a", "streamingBehavior": "followUp"}, t.PromptParams).streaming_behavior == "followUp"
+    assert structure({"text": "a", "streamingBehavior": None}, t.PromptParams).streaming_behavior is None
+    assert [p for p, _ in problems({"text": "a", "streamingBehavior": "later"}, t.PromptParams)] == [
+        "$.streamingBehavior"]
+    assert [p for p, _ in problems({"text": "a", "streamingBehavior": 1}, t.PromptParams)] == ["$.streamingBehavior"]
