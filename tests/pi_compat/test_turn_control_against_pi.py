@@ -9,6 +9,8 @@ The turns are held open by a ``bash`` tool call that sleeps, so input sent at
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,14 @@ def _slow_tool(seconds: float = 0.6, call_id: str = "call_1") -> dict[str, Any]:
 
 def _event_types(events: list[dict[str, Any]]) -> list[str]:
     return [e["type"] for e in events if e["type"] not in STREAMED]
+
+
+def _both(pi: Callable[[], dict[str, Any]], ours: Callable[[], dict[str, Any]]) -> tuple[dict[str, Any], ...]:
+    """Both sides at once (each mostly waits on its child process): half the wall time."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        theirs = pool.submit(pi)
+        mine = ours()
+        return theirs.result(), mine
 
 
 SCENARIOS: dict[str, tuple[list[dict[str, Any]], list[Step]]] = {
@@ -83,8 +93,7 @@ SCENARIOS: dict[str, tuple[list[dict[str, Any]], list[Step]]] = {
 @pytest.mark.parametrize("name", list(SCENARIOS))
 def test_turn_control_matches_pi(pi_oracle: PiOracle, tmp_path: Path, name: str) -> None:
     script, program = SCENARIOS[name]
-    pi = run_pi(pi_oracle, tmp_path, script, program)
-    ours = run_rpcd(tmp_path, script, program)
+    pi, ours = _both(lambda: run_pi(pi_oracle, tmp_path, script, program), lambda: run_rpcd(tmp_path, script, program))
     assert ours["file"] == pi["file"], "the session files differ"
     assert ours["entries"] == pi["entries"]
     assert ours["file"], "the scenario wrote a session file"
@@ -110,8 +119,8 @@ def test_thinking_setters_match_pi(pi_oracle: PiOracle, tmp_path: Path) -> None:
         ("getAvailableThinkingLevels",), ("setThinkingLevel", "xhigh"), ("setThinkingLevel", "high"),
         ("cycleThinkingLevel",), ("cycleThinkingLevel",), ("setThinkingLevel", "max"), ("setThinkingLevel", "minimal"),
     ]
-    pi = run_pi(pi_oracle, tmp_path, [], program, agent_files=files, model_args=())
-    ours = run_rpcd(tmp_path, [], program, agent_files=files)
+    pi, ours = _both(lambda: run_pi(pi_oracle, tmp_path, [], program, agent_files=files, model_args=()),
+                     lambda: run_rpcd(tmp_path, [], program, agent_files=files))
     assert ours["answers"] == pi["answers"]
     assert pi["answers"][0]["data"] == {"levels": ["off", "minimal", "low", "medium", "high"]}
     assert ours["entries"] == pi["entries"]
@@ -123,8 +132,7 @@ def test_thinking_setters_match_pi(pi_oracle: PiOracle, tmp_path: Path) -> None:
 
 def test_thinking_setters_on_a_model_that_does_not_reason_match_pi(pi_oracle: PiOracle, tmp_path: Path) -> None:
     program: list[Step] = [("getAvailableThinkingLevels",), ("cycleThinkingLevel",), ("setThinkingLevel", "high")]
-    pi = run_pi(pi_oracle, tmp_path, [], program)
-    ours = run_rpcd(tmp_path, [], program)
+    pi, ours = _both(lambda: run_pi(pi_oracle, tmp_path, [], program), lambda: run_rpcd(tmp_path, [], program))
     assert ours["answers"] == pi["answers"]
     assert ours["answers"][1] == {"ok": True}  # Pi's data: null; rpcd's {"level": null}, reduced alike
     assert ours["entries"] == pi["entries"]
