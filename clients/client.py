@@ -33,7 +33,9 @@ from rpcd.clients.process import DaemonProcess, default_command
 from rpcd.clients.types import (
     PROTOCOL_VERSION,
     SESSION_SCOPED,
+    AvailableModelsResult,
     BashResult,
+    CycleModelResult,
     CycleThinkingLevelResult,
     EntriesResult,
     ForkMessagesResult,
@@ -576,6 +578,15 @@ class RpcdClient:
 
     async def set_model(self, provider: str, model_id: str, *, timeout: float | None = _UNSET) -> ModelRef:
         return cast(ModelRef, await self.call("setModel", {"provider": provider, "modelId": model_id}, timeout=timeout))
+
+    async def get_available_models(self, *, timeout: float | None = _UNSET) -> AvailableModelsResult:
+        """The models usable now (``getAvailableModels``), in Pi's order."""
+        return cast(AvailableModelsResult, await self.call("getAvailableModels", timeout=timeout))
+
+    async def cycle_model(self, direction: str = "forward", *, timeout: float | None = _UNSET) -> CycleModelResult:
+        """Switch to the next (``forward``) or previous (``backward``) usable model; ``model`` is
+        ``None`` when there is nothing to cycle to."""
+        return cast(CycleModelResult, await self.call("cycleModel", {"direction": direction}, timeout=timeout))
 
     async def ping(self, *, timeout: float | None = _UNSET) -> Any:
         return await self.call("ping", timeout=timeout)

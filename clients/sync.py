@@ -23,7 +23,9 @@ from rpcd.clients.client import RpcdClient
 from rpcd.clients.connection import RequestHandler
 from rpcd.clients.types import (
     SESSION_SCOPED,
+    AvailableModelsResult,
     BashResult,
+    CycleModelResult,
     CycleThinkingLevelResult,
     EntriesResult,
     ForkMessagesResult,
@@ -209,6 +211,11 @@ class SyncClient:
 
     def get_entries(self, since: str | None = None, **kwargs: Any) -> EntriesResult:
         return self._run(self.client.get_entries(since, **kwargs))
+    def get_available_models(self, **kwargs: Any) -> AvailableModelsResult:
+        return self._run(self.client.get_available_models(**kwargs))
+
+    def cycle_model(self, direction: str = "forward", **kwargs: Any) -> CycleModelResult:
+        return self._run(self.client.cycle_model(direction, **kwargs))
 
     def close(self, grace: float = 3.0) -> int | None:
         """Shut the daemon down and stop the loop thread; returns the daemon's exit status."""

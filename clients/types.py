@@ -60,6 +60,36 @@ QueueMode = Literal["all", "one-at-a-time"]
 StreamingBehavior = Literal["steer", "followUp"]
 
 
+class ModelCost(TypedDict):
+    input: float
+    output: float
+    cacheRead: float
+    cacheWrite: float
+
+
+class ModelDescription(TypedDict):
+    provider: str
+    id: str
+    name: str
+    api: str
+    reasoning: bool
+    thinkingLevels: list[str]
+    input: list[str]
+    contextWindow: int
+    maxTokens: int
+    cost: ModelCost
+
+
+class AvailableModelsResult(TypedDict):
+    models: list[ModelDescription]
+
+
+class CycleModelResult(TypedDict):
+    model: ModelDescription | None
+    thinkingLevel: str
+    isScoped: bool
+
+
 class SessionState(TypedDict):
     sessionId: str
     sessionFile: NotRequired[str]

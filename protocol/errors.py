@@ -58,7 +58,8 @@ WHEN: dict[ErrorCode, str] = {
         "The request names a method the daemon does not serve (unknown notifications are ignored)."
     ),
     ErrorCode.INVALID_PARAMS: (
-        "``params`` fail the strict converter; ``data.errors`` has one item per offending path."
+        "``params`` fail the strict converter, or a value is refused by its meaning (an empty session name); "
+        "``data.errors`` has one item per offending path."
     ),
     ErrorCode.INTERNAL_ERROR: (
         "An unexpected exception in a handler; ``data.correlationId`` is also logged to stderr."
@@ -79,7 +80,10 @@ WHEN: dict[ErrorCode, str] = {
     ),
     ErrorCode.DISPOSAL_FAILED: "Final disposal failed.",
     ErrorCode.SESSION_FILE_NOT_FOUND: "A session or import source path does not exist.",
-    ErrorCode.NOT_A_SESSION: "The file is not a session file; it was refused and left untouched.",
+    ErrorCode.NOT_A_SESSION: (
+        "The file is not a session file (or not a regular file: a FIFO, a device; or, for ``importJsonl``, over "
+        "the size limit: ``SessionFileTooLarge``); it was refused and left untouched."
+    ),
     ErrorCode.INVALID_ENTRY: "Unknown entry id, or fork before a non-user entry.",
     ErrorCode.MISSING_SESSION_CWD: "The session's stored working directory does not exist.",
     ErrorCode.SESSION_NOT_SAVED: "Fork/clone before the session's first write.",

@@ -37,6 +37,8 @@ PROMPT: Final = "prompt"
 ABORT: Final = "abort"
 SET_SESSION_NAME: Final = "setSessionName"
 SET_MODEL: Final = "setModel"
+GET_AVAILABLE_MODELS: Final = "getAvailableModels"
+CYCLE_MODEL: Final = "cycleModel"
 # turn control (Pi's rpc commands, camelCase)
 STEER: Final = "steer"
 FOLLOW_UP: Final = "followUp"
@@ -133,8 +135,12 @@ METHODS: Final[dict[str, MethodSpec]] = {
              ErrorCode.INVALID_PARAMS),
         _req(ABORT, t.EmptyParams, None, "Abort the running turn; answers once idle.", *_HOST_ERRORS),
         _req(SET_SESSION_NAME, t.SetSessionNameParams, None, "Name the current session.", *_HOST_ERRORS),
-        _req(SET_MODEL, t.SetModelParams, t.ModelRef, "Switch the model.", *_HOST_ERRORS, ErrorCode.MODEL_NOT_FOUND,
-             ErrorCode.PROVIDER_ERROR),
+        _req(SET_MODEL, t.SetModelParams, t.ModelRef, "Switch the model (errors name close matches).", *_HOST_ERRORS,
+             ErrorCode.MODEL_NOT_FOUND, ErrorCode.PROVIDER_ERROR),
+        _req(GET_AVAILABLE_MODELS, t.EmptyParams, t.GetAvailableModelsResult,
+             "The models usable now (credentials present), in Pi's order.", *_HOST_ERRORS),
+        _req(CYCLE_MODEL, t.CycleModelParams, t.CycleModelResult,
+             "Switch to the next (or previous) usable model, over enabledModels like Pi.", *_HOST_ERRORS),
         # turn control
         _req(STEER, t.QueueInputParams, None,
              "Queue input delivered after the current tool round, before the next model call.",

@@ -50,6 +50,12 @@ class NotASessionError(StoreError):
     kind = "NotASession"
 
 
+class SessionFileTooLargeError(NotASessionError):
+    """An import source over the size limit; refused before anything is copied (wire: NOT_A_SESSION)."""
+
+    kind = "SessionFileTooLarge"
+
+
 class InvalidEntryError(StoreError):
     """Unknown entry id, or ``fork`` before a non-user entry (Pi: ``Invalid entry ID for forking``)."""
 
@@ -72,6 +78,23 @@ class SessionWriteError(StoreError):
     """Writing a session file failed (ENOSPC, a file where a directory must be, ...)."""
 
     kind = "SessionWriteError"
+
+
+# -- arguments -------------------------------------------------------------------------
+
+
+class InvalidArgumentError(RpcdError):
+    """A value the caller passed is refused by its meaning, not its type (an empty session name).
+
+    The wire answers INVALID_PARAMS (the request was wrong, nothing failed); ``param`` names the
+    argument (``name``), which the wire reports as the offending path (``$.name``).
+    """
+
+    kind = "InvalidParams"
+
+    def __init__(self, message: str, *, param: str | None = None, **target: str | None) -> None:
+        super().__init__(message, **target)
+        self.param = param
 
 
 # -- session runtime (rpcd.runtime) ----------------------------------------------------
@@ -103,17 +126,6 @@ class ModelNotFoundError(RuntimeFailure):
     kind = "ModelNotFound"
 
 
-class InvalidInputError(RuntimeFailure):
-    """Input the session refuses before recording anything: an image that is not valid base64 or
-    not a supported image type. ``path`` names the offending param (``$.images[0].data``)."""
-
-    kind = "InvalidParams"
-
-    def __init__(self, message: str, *, path: str, **target: str | None) -> None:
-        super().__init__(message, **target)
-        self.path = path
-
-
 class InputNotSupportedError(RuntimeFailure):
     """The current model does not take this kind of input (images); nothing was recorded."""
 
@@ -124,6 +136,25 @@ class ProviderError(RuntimeFailure):
     """The model provider failed (auth, rate limit after retries, transport)."""
 
     kind = "ProviderError"
+
+
+class ContextOverflowError(ProviderError):
+    """The request did not fit the model's context window — the one type for this condition,
+    whatever the API (``rpcd.runtime.providers.failures.context_overflow`` recognises it).
+
+    ``reason``: ``error`` (the provider refused the request), ``silent`` (it answered, but
+    reported more input tokens than the window), ``length`` (it filled the window and could
+    not answer). ``provider_message`` is the provider's redacted text, if any."""
+
+    kind = "ContextOverflow"
+
+    def __init__(self, message: str, *, provider: str = "", model: str = "", reason: str = "error",
+                 provider_message: str | None = None) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.model = model
+        self.reason = reason
+        self.provider_message = provider_message
 
 
 # -- host (rpcd.host) ------------------------------------------------------------------

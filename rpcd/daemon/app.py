@@ -30,6 +30,7 @@ import anyio.lowlevel
 import attrs
 
 from rpcd.core.errors import HostDisposedError, RpcdError
+from rpcd.core.redact import redact_and_cut
 from rpcd.daemon.bindings import RpcHostBindings
 from rpcd.daemon.journal import HostJournal
 from rpcd.daemon.logs import configure_logging
@@ -38,6 +39,7 @@ from rpcd.host.host import SerializedHost
 from rpcd.host.port import RuntimePort
 from rpcd.protocol import methods as pm
 from rpcd.protocol import types as t
+from rpcd.runtime.model_inputs import ModelInputs
 from rpcd.store.paths import get_agent_dir
 from rpcd.transport import DEFAULT_MAX_MESSAGE_BYTES
 from rpcd.transport.stdio import guard_stdout
@@ -73,6 +75,8 @@ class Options:
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     extension_flags: Mapping[str, bool | str] = attrs.field(factory=dict)
     no_context_files: bool = False
+    model_inputs: ModelInputs = attrs.field(factory=ModelInputs)
+    """``--provider`` / ``--model`` / ``--thinking`` / ``--api-key`` / ``--models`` (Pi's flags)."""
     tools: tuple[str, ...] | None = None
     exclude_tools: tuple[str, ...] = ()
     no_builtin_tools: bool = False
@@ -131,6 +135,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--no-context-files", action="store_true", help="load no AGENTS.md / CLAUDE.md context files",
+    )
+    models = parser.add_argument_group("model (as Pi's flags; see docs/providers.md)")
+    models.add_argument("--provider", metavar="NAME", help="provider of --model (e.g. anthropic, openai, google)")
+    models.add_argument(
+        "--model", metavar="PATTERN",
+        help="model id, provider/id or a partial name; PATTERN:LEVEL also sets the thinking level",
+    )
+    models.add_argument(
+        "--thinking", metavar="LEVEL", help="thinking level: off, minimal, low, medium, high, xhigh, max",
+    )
+    models.add_argument(
+        "--api-key", metavar="KEY",
+        help="API key for the selected model's provider (kept in memory only; prefer the environment)",
+    )
+    models.add_argument(
+        "--models", metavar="PATTERNS", help="comma-separated model patterns to cycle through (cycleModel)",
     )
     parser.add_argument(
         "-t", "--tools", type=_tool_names, metavar="A,B",
@@ -199,6 +219,13 @@ def parse_options(argv: Sequence[str]) -> Options:
         max_message_bytes=ns.max_message_bytes,
         extension_flags=dict(ns.flag),
         no_context_files=ns.no_context_files,
+        model_inputs=ModelInputs(
+            provider=ns.provider,
+            model=ns.model,
+            thinking=ns.thinking,
+            api_key=ns.api_key,
+            models=tuple(p.strip() for p in ns.models.split(",") if p.strip()) if ns.models else None,
+        ),
         tools=ns.tools,
         exclude_tools=ns.exclude_tools,
         no_builtin_tools=ns.no_builtin_tools,
@@ -372,6 +399,7 @@ class Daemon:
                 ),
             ),
             authorize_project=authorize,
+            model_inputs=self.options.model_inputs,
         )
         with operation("startup"):
             runtime: RuntimePort = await create_runtime(
@@ -447,7 +475,7 @@ def log_failure(message: str, exc: BaseException) -> None:
     def text(failure: BaseException) -> str:
         # Our own failures never quote transcript text; a foreign exception's text might (debug only).
         if isinstance(failure, RpcdError) or logging.getLogger().isEnabledFor(logging.DEBUG):
-            return str(failure)[:300]
+            return redact_and_cut(str(failure), 300)  # redact first: a cut key would no longer match
         return "(exception text only in the debug log)"
 
     extra: dict[str, Any] = {
@@ -529,6 +557,8 @@ def register(server: Server, methods: SessionMethods) -> None:
     server.method(pm.ABORT)(methods.abort)
     server.method(pm.SET_SESSION_NAME, t.SetSessionNameParams)(methods.set_session_name)
     server.method(pm.SET_MODEL, t.SetModelParams)(methods.set_model)
+    server.method(pm.GET_AVAILABLE_MODELS, t.EmptyParams)(methods.get_available_models)
+    server.method(pm.CYCLE_MODEL, t.CycleModelParams)(methods.cycle_model)
     server.method(pm.STEER, t.QueueInputParams)(methods.steer)
     server.method(pm.FOLLOW_UP, t.QueueInputParams)(methods.follow_up)
     server.method(pm.SET_STEERING_MODE, t.SetQueueModeParams)(methods.set_steering_mode)

@@ -35,9 +35,11 @@ import attrs
 from rpcd.core.errors import HostDisposedError, HostError, HostUnavailableError, InvalidEntryError
 from rpcd.core.values import (
     BashOutcome,
+    CycleModelResult,
     Diagnostic,
     ForkMessage,
     ImageInput,
+    ModelDescription,
     ModelRef,
     QueueMode,
     QueueSnapshot,
@@ -275,6 +277,15 @@ class SerializedHost:
         it appends one entry and never replaces the session). A running turn keeps its model."""
         with self._session_access("setModel") as session:
             return session.set_model(provider, model_id)
+
+    def cycle_model(self, direction: str = "forward") -> CycleModelResult | None:
+        """Switch the current session to the next usable model (not under the lock, like ``set_model``)."""
+        with self._session_access("cycleModel") as session:
+            return session.cycle_model(direction)
+
+    def available_models(self) -> list[ModelDescription]:
+        with self._session_access("getAvailableModels") as session:
+            return session.available_models()
 
     async def after_queued_replacements(self, operation: str) -> None:
         """Wait until every replacement (and a final disposal) requested before this call settled.

@@ -14,12 +14,14 @@ from typing import Any, Protocol
 
 from rpcd.core.values import (
     BashOutcome,
+    CycleModelResult,
     Diagnostic,
     EventListener,
     ExtensionBindings,
     ForkMessage,
     ForkPosition,
     ImageInput,
+    ModelDescription,
     ModelRef,
     QueueMode,
     QueueSnapshot,
@@ -115,6 +117,15 @@ class SessionPort(Protocol):
     def set_model(self, provider: str, model_id: str) -> ModelRef:
         """Pi's ``setModel``: switch the model for the next turn and append ``model_change``.
         Raises ``rpcd.core.errors.ModelNotFoundError`` / ``ProviderError`` before appending anything."""
+        ...
+
+    def cycle_model(self, direction: str = "forward") -> CycleModelResult | None:
+        """Pi's ``cycleModel``: the next usable model (scoped models first); ``None`` when there is
+        nothing to cycle to. Appends ``model_change`` (and ``thinking_level_change`` if it changes)."""
+        ...
+
+    def available_models(self) -> list[ModelDescription]:
+        """The models usable now, in Pi's order."""
         ...
 
     def state(self) -> SessionState: ...

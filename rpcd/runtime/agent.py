@@ -213,11 +213,6 @@ class Agent:
         self.max_tool_rounds = max_tool_rounds
         self.queues: InputQueues | None = None
         """Steering / follow-up input (``rpcd.runtime.queue``); the session sets it."""
-        self.auto_retry = True
-        """Whether providers may retry transient failures (``ProviderRequest.retry``)."""
-        self._retrying: str | None = None
-        """While a provider waits to retry: the failure it will retry."""
-        self._retry_cancelled = False
         self._abort_requested = False
         self._signal = AbortSignal()
         self._scope: anyio.CancelScope | None = None
@@ -235,23 +230,22 @@ class Agent:
         if self._scope is not None:
             self._scope.cancel()
 
-    def abort_retry(self) -> None:
-        """Cancel a retry the provider is waiting for (Pi's ``abortRetry``): the model call ends
-        with the failure it would have retried, and the run goes on as after any failure."""
-        if self._retrying is None or self._scope is None:
-            return
-        self._retry_cancelled = True
-        self._scope.cancel()
-
     # -- the loop ---------------------------------------------------------------------
 
-    async def run(self, prompts: Sequence[dict[str, Any]], sink: AgentSink, *,
-                  skip_initial_steering: bool = False) -> str:
+    async def run(
+        self,
+        prompts: Sequence[dict[str, Any]],
+        sink: AgentSink,
+        *,
+        will_retry: Callable[[Sequence[Mapping[str, Any]]], bool] | None = None,
+        skip_initial_steering: bool = False,
+    ) -> str:
         """Run until the model stops calling tools and no queued input is left (or abort/error).
         Returns the last assistant's stopReason, or ``"aborted"`` when the run was aborted.
-
-        ``skip_initial_steering``: ``prompts`` are steering messages already taken from the
-        queue (Pi's ``continue()`` after an aborted run), so the run does not poll again first."""
+        ``prompts`` may be empty: the run continues from ``messages`` (Pi's ``agent.continue()``,
+        after a retry); ``will_retry`` answers ``agent_end.willRetry``; ``skip_initial_steering``:
+        ``prompts`` are steering messages already taken from the queue (Pi's ``continue()`` after an
+        aborted run), so the run does not poll again first."""
         self._abort_requested = False
         self._signal = AbortSignal()
         produced: list[dict[str, Any]] = []
@@ -261,7 +255,8 @@ class Agent:
         for message in prompts:
             await self._deliver(message, produced, sink)
         stop_reason = await self._run_turns(produced, sink, skip_initial_steering)
-        await emit({"type": "agent_end", "messages": produced, "willRetry": False})
+        retrying = bool(will_retry(produced)) if will_retry is not None and not self._abort_requested else False
+        await emit({"type": "agent_end", "messages": produced, "willRetry": retrying})
         return "aborted" if self._abort_requested else stop_reason
 
     async def _deliver(self, message: dict[str, Any], produced: list[dict[str, Any]], sink: AgentSink) -> None:
@@ -351,12 +346,10 @@ class Agent:
             tools=self.tools,
             thinking_level=self.thinking_level,
             session_id=self.session_id,
-            retry=self.auto_retry,
         )
         partial: _Partial | None = None
         final: dict[str, Any] | None = None
         retry_attempt = 0  # an auto_retry_start not yet ended (the provider is waiting to retry)
-        self._retry_cancelled = False
         fast = sink.fast_update()
         with anyio.CancelScope() as scope:
             self._scope = scope
@@ -387,11 +380,9 @@ class Agent:
                         if kind in ("auto_retry_start", "auto_retry_end"):
                             # a provider retrying before any content: session events, not message updates
                             retry_attempt = int(event.get("attempt", 1)) if kind == "auto_retry_start" else 0
-                            self._retrying = str(event.get("errorMessage") or "") if retry_attempt else None
                             with anyio.CancelScope(shield=True):
                                 await emit(dict(event))
                             continue
-                        self._retrying = None
                         if partial is None:
                             partial = _Partial(new_assistant_message(self.model))
                             with anyio.CancelScope(shield=True):
@@ -413,18 +404,11 @@ class Agent:
                 # persisted and streamed: never let a key or token from an exception text through
                 final["errorMessage"] = redact(str(exc)) or type(exc).__name__
         self._scope = None
-        retried_failure, self._retrying = self._retrying, None
         if retry_attempt:
             # aborted (or the provider failed) while waiting to retry: close the retry as Pi
             # does, so no client stays "retrying"
             reason = RETRY_CANCELLED_MESSAGE if final is None else str(final.get("errorMessage") or "")
             await emit({"type": "auto_retry_end", "success": False, "attempt": retry_attempt, "finalError": reason})
-        if final is None and self._retry_cancelled and not self._abort_requested:
-            # abortRetry: the failure that was going to be retried is the reply
-            final = new_assistant_message(self.model, partial.settle() if partial else [])
-            final["stopReason"] = "error"
-            final["errorMessage"] = retried_failure or RETRY_CANCELLED_MESSAGE
-        self._retry_cancelled = False
         started = partial is not None
         if final is None and not (scope.cancelled_caught or self._abort_requested):
             final = new_assistant_message(self.model, partial.settle() if partial else [])

@@ -27,6 +27,7 @@ from typing import Any
 
 import attrs
 
+from rpcd.core.files import read_regular
 from rpcd.core.values import Diagnostic
 from rpcd.tools import ToolSelection
 
@@ -258,8 +259,7 @@ def _read_prompt_file(name: str, cwd: str, agent_dir: str, trusted: bool) -> str
     candidates.append(os.path.join(agent_dir, name))
     for path in candidates:
         try:
-            with open(path, "rb") as fh:
-                return fh.read().decode("utf-8", errors="replace").removeprefix("\ufeff")
+            return read_regular(path).decode("utf-8", errors="replace").removeprefix("\ufeff")
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             continue
         except OSError:

@@ -32,19 +32,21 @@ import anyio
 import attrs
 
 from rpcd.core.errors import (
+    ContextOverflowError,
     InputNotSupportedError,
+    InvalidArgumentError,
     InvalidEntryError,
-    InvalidInputError,
     ModelNotFoundError,
-    RuntimeFailure,
     SessionBusyError,
 )
 from rpcd.core.values import (
     BashOutcome,
+    CycleModelResult,
     EventListener,
     ExtensionBindings,
     ForkMessage,
     ImageInput,
+    ModelDescription,
     ModelRef,
     QueueMode,
     QueueSnapshot,
@@ -56,9 +58,12 @@ from rpcd.core.values import (
     Unsubscribe,
 )
 from rpcd.runtime.agent import Agent, Event
+from rpcd.runtime.model_selection import ModelInputs, Selection, select_session_model
 from rpcd.runtime.providers import thinking
-from rpcd.runtime.providers.base import ModelInfo, Provider, ProviderRegistry, ToolSpec
+from rpcd.runtime.providers.base import ModelInfo, ProviderRegistry, ToolSpec
+from rpcd.runtime.providers.thinking import DEFAULT_THINKING_LEVEL, THINKING_LEVELS
 from rpcd.runtime.queue import InputQueues, Kind
+from rpcd.runtime.retry import SessionRetry
 from rpcd.runtime.system_prompt import build_system_prompt as pi_system_prompt
 from rpcd.runtime.system_prompt import normalize_guidelines, normalize_snippet
 from rpcd.runtime.usage import context_usage, session_stats
@@ -85,8 +90,7 @@ from rpcd.tools.user_bash import execute_user_bash
 
 _log = logging.getLogger("rpcd.runtime.session")
 
-DEFAULT_THINKING_LEVEL = "off"
-THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh")
+__all__ = ["DEFAULT_THINKING_LEVEL", "THINKING_LEVELS", "AgentSession", "create_agent_session"]
 IMAGE_MIME_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 """What a prompt's images may be (the types every image-taking provider accepts inline)."""
 QUEUE_MODES: tuple[QueueMode, ...] = ("all", "one-at-a-time")
@@ -154,9 +158,14 @@ class AgentSession:
         agent: Agent,
         session_start_event: Mapping[str, Any] | None = None,
         registry: ProviderRegistry | None = None,
+        model_inputs: ModelInputs | None = None,
     ) -> None:
         self.session_manager = session_manager
         self.registry = registry
+        self.model_inputs = model_inputs or ModelInputs()
+        self.retry = SessionRetry(self)
+        self.last_context_overflow: ContextOverflowError | None = None
+        """The overflow the last run ended with (compaction, issue 17, starts from here)."""
         self.services = services
         self.agent = agent
         self.session_start_event: dict[str, Any] = dict(session_start_event or {"type": "session_start",
@@ -175,7 +184,6 @@ class AgentSession:
         """What ``drop_queue`` took away when this session was replaced or disposed."""
         self._bash_signals: set[AbortSignal] = set()
         self._pending_bash: list[dict[str, Any]] = []
-        agent.auto_retry = self.auto_retry_enabled
 
     # -- identity / state ------------------------------------------------------------
 
@@ -272,7 +280,10 @@ class AgentSession:
             await runner.emit(event)
         self._notify(event)
         if kind == "message_end" and not self._disposed:
-            self.session_manager.append_message(event["message"])
+            message = event["message"]
+            self.session_manager.append_message(message)
+            if message.get("role") == "assistant":
+                self.retry.on_assistant_end(message)
 
     def fast_update(self) -> Callable[[Event], None] | None:
         if self._disposed:
@@ -290,7 +301,11 @@ class AgentSession:
 
         While a turn runs, the text is queued instead when ``streaming_behavior`` says how
         (``None`` is returned), else ``SessionBusyError``. Images are checked before anything
-        happens (``InvalidInputError`` / ``InputNotSupportedError``: nothing recorded).
+        happens (``InvalidArgumentError`` / ``InputNotSupportedError``: nothing recorded).
+        A transient provider failure is retried as Pi retries it (``rpcd.runtime.retry``): the
+        failed attempt stays in the file, leaves the model's context, and the turn continues
+        after ``auto_retry_start`` … ``auto_retry_end``; input still queued when a run ends
+        (aborted, failed) continues it, as Pi's ``_handlePostAgentRun`` does.
         """
         content = self._user_content(text, images)
         if self._running:
@@ -307,8 +322,9 @@ class AgentSession:
         try:
             self._flush_pending_bash()
             user = {"role": "user", "content": content, "timestamp": _now_ms()}
-            stop_reason = await self.agent.run([user], self)
-            stop_reason = await self._continue_with_queue(stop_reason)
+            stop_reason = await self.agent.run([user], self, will_retry=self.retry.will_retry)
+            stop_reason = await self._after_runs(stop_reason)
+            self.last_context_overflow = self.retry.overflow_of_last_run()
             self._flush_pending_bash()
             await self.emit({"type": "agent_settled"})
             return stop_reason
@@ -316,15 +332,22 @@ class AgentSession:
             self._running = False
             self._idle.set()
 
-    async def _continue_with_queue(self, stop_reason: str) -> str:
-        """Pi's ``_handlePostAgentRun`` → ``agent.continue()``: a run that ended with input still
-        queued (aborted, a model error, the tool-round limit) goes on with it, steering first."""
-        while self.queues.has_items() and not self._disposed:
+    async def _after_runs(self, stop_reason: str) -> str:
+        """Pi's ``_handlePostAgentRun`` → ``agent.continue()`` loop: a transient failure is retried
+        first (``rpcd.runtime.retry``); a run that ended with input still queued (aborted, a model
+        error, the tool-round limit) goes on with it, steering first."""
+        while not self._disposed:
+            if await self.retry.after_run():
+                stop_reason = await self.agent.run([], self, will_retry=self.retry.will_retry)
+                continue
+            if not self.queues.has_items():
+                break
             steering = self.queues.drain("steering")
             if steering:
-                stop_reason = await self.agent.run(steering, self, skip_initial_steering=True)
+                stop_reason = await self.agent.run(steering, self, will_retry=self.retry.will_retry,
+                                                   skip_initial_steering=True)
                 continue
-            stop_reason = await self.agent.run(self.queues.drain("follow_up"), self)
+            stop_reason = await self.agent.run(self.queues.drain("follow_up"), self, will_retry=self.retry.will_retry)
         return stop_reason
 
     async def abort(self) -> None:
@@ -334,6 +357,7 @@ class AgentSession:
         if not self._running:
             return
         self.agent.request_abort()
+        self.retry.cancel()
         await self._idle.wait()
 
     # -- queued input ----------------------------------------------------------------------
@@ -393,23 +417,23 @@ class AgentSession:
         JPEG, GIF or WebP whose bytes match the declared type, for a model that takes images)."""
         content: list[dict[str, Any]] = [{"type": "text", "text": text}]
         for index, image in enumerate(images):
-            where = f"$.images[{index}]"
+            where = f"images[{index}]"
             try:
                 raw = base64.b64decode(image.data, validate=True)
             except (binascii.Error, ValueError):
                 raw = b""
             if not raw:
-                raise InvalidInputError(f"images[{index}].data is not valid base64", path=f"{where}.data",
-                                        session_path=self.session_file)
+                raise InvalidArgumentError(f"images[{index}].data is not valid base64", param=f"{where}.data",
+                                           session_path=self.session_file)
             detected = detect_image_mime(raw[:4100])
             if detected not in IMAGE_MIME_TYPES:
-                raise InvalidInputError(
-                    f"images[{index}] is not a PNG, JPEG, GIF or WebP image", path=f"{where}.data",
+                raise InvalidArgumentError(
+                    f"images[{index}] is not a PNG, JPEG, GIF or WebP image", param=f"{where}.data",
                     session_path=self.session_file)
             if image.mime_type != detected:
-                raise InvalidInputError(
+                raise InvalidArgumentError(
                     f"images[{index}].mimeType is {image.mime_type!r} but the data is {detected}",
-                    path=f"{where}.mimeType", session_path=self.session_file)
+                    param=f"{where}.mimeType", session_path=self.session_file)
             content.append({"type": "image", "data": image.data, "mimeType": image.mime_type})
         if images:
             model = self.agent.model
@@ -462,18 +486,17 @@ class AgentSession:
 
     @property
     def auto_retry_enabled(self) -> bool:
-        if self.preferences.auto_retry is not None:
-            return self.preferences.auto_retry
-        retry = self._setting("retry")
-        return not (isinstance(retry, Mapping) and retry.get("enabled") is False)
+        """``retry.enabled`` from the settings, or what ``set_auto_retry`` chose."""
+        return self.retry.enabled
 
     def set_auto_retry(self, enabled: bool) -> None:
         self.preferences = attrs.evolve(self.preferences, auto_retry=enabled)
-        self.agent.auto_retry = enabled
 
     def abort_retry(self) -> None:
-        """Cancel a retry that is waiting: the turn ends with the failure it would have retried."""
-        self.agent.abort_retry()
+        """Pi's ``abortRetry``: cancel a retry that is waiting (``auto_retry_end`` with ``Retry
+        cancelled``); the run then ends with the failure it would have retried."""
+        if self.retry.waiting:
+            self.retry.cancel()
 
     # -- reads ---------------------------------------------------------------------------------
 
@@ -589,32 +612,63 @@ class AgentSession:
         for signal in list(self._bash_signals):
             signal.abort()
 
+    def settings(self) -> Any:
+        return getattr(self.services, "settings", None)
+
     # -- names, entries ---------------------------------------------------------------------
 
     def set_session_name(self, name: str) -> None:
-        # Pi 0.85.0: the raw name goes to the store, which folds CR/LF runs into one space and
-        # trims like JavaScript's trim(); only a name that is empty after that is refused.
-        if not name.strip():
-            raise RuntimeFailure("Session name cannot be empty", session_path=self.session_file)
-        self.session_manager.append_session_info(name)
+        # Pi 0.85.0's rpc mode: ``name.trim()`` (JavaScript's trim: U+FEFF goes, \x1c stays), an
+        # empty result is refused as a bad argument; the store then folds CR/LF runs into one space.
+        trimmed = js_trim(name)
+        if not trimmed:
+            raise InvalidArgumentError("Session name cannot be empty", param="name", session_path=self.session_file)
+        self.session_manager.append_session_info(trimmed)
         self._notify({"type": "session_info_changed", "name": self.session_manager.get_session_name()})
 
     def set_model(self, provider: str, model_id: str) -> ModelRef:
-        """Pi's ``setModel``: validate, append ``model_change``, switch, re-clamp thinking.
+        """Pi's ``setModel``: validate, append ``model_change``, switch, re-apply the thinking level.
 
-        Raises ``ModelNotFoundError`` / ``ProviderError`` before anything is appended; a
-        turn in flight keeps its model, the next one uses the new one. Returns the port's
-        ``ModelRef`` (what the wire answers); the full ``ModelInfo`` is ``self.model``.
+        Raises ``ModelNotFoundError`` (naming close matches) / ``ProviderError`` before anything
+        is appended; a turn in flight keeps its model, the next one uses the new one. The
+        thinking level becomes the settings default for the new model (``modelThinkingLevels``,
+        ``defaultThinkingLevel``, else the current one), clamped, recorded only if it changed.
         """
-        from rpcd.runtime.models_config import apply_model_selection
+        from rpcd.runtime.model_selection import apply_model_selection
 
         if self.registry is None:
             raise ModelNotFoundError(f"Model not found: {provider}/{model_id}")
         info: ModelInfo = apply_model_selection(
             agent=self.agent, session_manager=self.session_manager, registry=self.registry,
-            provider=provider, model_id=model_id, notify=self._notify,
+            provider=provider, model_id=model_id, settings=self.settings(), notify=self._notify,
         )
         return ModelRef(info.provider, info.id)
+
+    def cycle_model(self, direction: str = "forward") -> CycleModelResult | None:
+        """Pi's ``cycleModel``: the next usable model in the scope (settings ``enabledModels`` /
+        ``--models``) or among all usable models; ``None`` when there is nothing to cycle to."""
+        from rpcd.runtime.model_selection import cycle_model
+
+        if self.registry is None:
+            return None
+        result = cycle_model(agent=self.agent, session_manager=self.session_manager, registry=self.registry,
+                             settings=self.settings(), inputs=self.model_inputs, direction=direction,
+                             notify=self._notify)
+        if result is None:
+            return None
+        return CycleModelResult(model=describe_model(result.model), thinking_level=result.thinking_level,
+                                is_scoped=result.is_scoped)
+
+    def available_models(self) -> list[ModelDescription]:
+        """The models usable now (credentials present, API implemented), in Pi's order; the
+        offline faux model only when nothing else is usable."""
+        if self.registry is None:
+            return []
+        models = self.registry.available_models()
+        if not models:
+            fallback = self.registry.find("faux", "faux-1") or self.registry.default_model()
+            models = [fallback[1]] if fallback is not None else []
+        return [describe_model(m) for m in models]
 
     def append_custom_entry(self, custom_type: str, data: Any = None) -> str:
         """``SessionActions`` for extensions: a ``custom`` entry at the leaf."""
@@ -742,24 +796,17 @@ def build_system_prompt(services: Any, tools: Mapping[str, Tool] | None = None) 
     )
 
 
+def describe_model(model: ModelInfo) -> ModelDescription:
+    return ModelDescription(
+        provider=model.provider, id=model.id, name=model.name, api=model.api, reasoning=model.reasoning,
+        thinking_levels=tuple(model.thinking_levels()), input=tuple(model.input),
+        context_window=model.context_window, max_tokens=model.max_tokens,
+        cost={k: float(model.cost.get(k, 0) or 0) for k in ("input", "output", "cacheRead", "cacheWrite")},
+    )
+
+
 def _branch_has_thinking_entry(sm: SessionManager) -> bool:
     return any(e.get("type") == "thinking_level_change" for e in sm.get_branch())
-
-
-def _clamp_thinking(level: Any, model: ModelInfo | None) -> str:
-    if model is None or not model.reasoning:
-        return "off"
-    return level if isinstance(level, str) and level in THINKING_LEVELS else DEFAULT_THINKING_LEVEL
-
-
-def _pick_default_model(services: Any, registry: ProviderRegistry) -> tuple[Provider, ModelInfo] | None:
-    provider = _settings_get(services, "defaultProvider")
-    model_id = _settings_get(services, "defaultModel")
-    if isinstance(provider, str) and isinstance(model_id, str):
-        found = registry.find(provider, model_id)
-        if found is not None:
-            return found
-    return registry.default_model()
 
 
 def create_agent_session(
@@ -770,9 +817,12 @@ def create_agent_session(
     session_start_event: Mapping[str, Any] | None = None,
     extra_tools: Sequence[ToolSpec] = (),
     tool_selection: ToolSelection | None = None,
-) -> tuple[AgentSession, str | None]:
-    """Build a session over ``session_manager`` with ``services``; returns it and the
-    model fallback message (``Could not restore model p/m. Using p2/m2``) if any.
+    model_inputs: ModelInputs | None = None,
+    selection: Selection | None = None,
+) -> tuple[AgentSession, Selection]:
+    """Build a session over ``session_manager`` with ``services``; returns it and the model
+    ``Selection`` (its ``fallback_message`` is Pi's ``Could not restore model p/m. Using p2/m2``,
+    its ``diagnostics`` say which configured model could not be used and why).
 
     Like Pi's ``createAgentSession``: an empty session gets ``model_change`` (when a
     model exists) and ``thinking_level_change`` appended — kept in memory by the store
@@ -782,30 +832,28 @@ def create_agent_session(
     context = sm.build_session_context()
     messages: list[dict[str, Any]] = list(context.messages)
     has_existing = bool(messages)
-    fallback_message: str | None = None
-    chosen: tuple[Provider, ModelInfo] | None = None
-    stored: ModelRef | None = context.model
-    if has_existing and stored is not None:
-        chosen = registry.find(stored.provider, stored.model_id)
-        if chosen is None:
-            fallback_message = f"Could not restore model {stored.provider}/{stored.model_id}"
-            chosen = _pick_default_model(services, registry)
-            if chosen is not None:
-                fallback_message += f". Using {chosen[1].provider}/{chosen[1].id}"
-    else:
-        chosen = _pick_default_model(services, registry)
-    provider, model = chosen if chosen is not None else (None, None)
-
-    if has_existing and _branch_has_thinking_entry(sm):
-        thinking = _clamp_thinking(context.thinking_level, model)
-    else:
-        thinking = _clamp_thinking(_settings_get(services, "defaultThinkingLevel") or DEFAULT_THINKING_LEVEL, model)
+    has_thinking_entry = _branch_has_thinking_entry(sm)
+    inputs = model_inputs or ModelInputs()
+    if selection is None:
+        stored: ModelRef | None = context.model
+        selection = select_session_model(
+            registry=registry,
+            settings=getattr(services, "settings", None),
+            inputs=inputs,
+            has_existing=has_existing,
+            stored_model=(stored.provider, stored.model_id) if stored is not None else None,
+            stored_thinking=context.thinking_level,
+            has_thinking_entry=has_thinking_entry,
+            default_order=_default_order(registry),
+        )
+    provider, model = selection.provider, selection.model
+    thinking = selection.thinking_level
 
     if not has_existing:
         if model is not None:
             sm.append_model_change(model.provider, model.id)
         sm.append_thinking_level_change(thinking)
-    elif not _branch_has_thinking_entry(sm):
+    elif not has_thinking_entry:
         sm.append_thinking_level_change(thinking)
 
     tools = session_tools(services, tool_selection or ToolSelection())
@@ -821,10 +869,10 @@ def create_agent_session(
     )
     session = AgentSession(
         session_manager=sm, services=services, agent=agent, session_start_event=session_start_event,
-        registry=registry,
+        registry=registry, model_inputs=inputs,
     )
     agent.seam = ToolSeam(tools, _SessionHooks(session).hooks())
-    return session, fallback_message
+    return session, selection
 
 
 class _SessionHooks:
@@ -898,3 +946,12 @@ class _SessionHooks:
             usage=patch.get("usage") if patch.get("usage") is not None else outcome.usage,
             terminate=outcome.terminate,
         )
+
+
+def _default_order(registry: ProviderRegistry) -> tuple[tuple[str, str], ...]:
+    """Pi's ``defaultModelPerProvider`` — only worth loading when network providers exist."""
+    if all(getattr(p, "offline", False) or type(p).__name__ == "FauxProvider" for p in registry.providers()):
+        return ()
+    from rpcd.runtime.providers.catalog import builtin_catalog
+
+    return builtin_catalog().default_model_per_provider

@@ -36,13 +36,13 @@ CODE_BY_CLASS: tuple[tuple[type[e.RpcdError], ErrorCode], ...] = (
     (e.SessionWriteError, ErrorCode.SESSION_WRITE_FAILED),
     (e.SessionBusyError, ErrorCode.SESSION_BUSY),
     (e.ModelNotFoundError, ErrorCode.MODEL_NOT_FOUND),
-    (e.InvalidInputError, ErrorCode.INVALID_PARAMS),
     (e.InputNotSupportedError, ErrorCode.INPUT_NOT_SUPPORTED),
     (e.ProviderError, ErrorCode.PROVIDER_ERROR),
     (e.HostDisposedError, ErrorCode.HOST_DISPOSED),
     (e.HostUnavailableError, ErrorCode.HOST_UNAVAILABLE),
     (e.SessionDisposedError, ErrorCode.HOST_UNAVAILABLE),
     (e.FactoryError, ErrorCode.REPLACEMENT_FAILED),
+    (e.InvalidArgumentError, ErrorCode.INVALID_PARAMS),
 )
 """First match wins (subclasses before their bases)."""
 
@@ -123,7 +123,8 @@ def _item(exc: BaseException, correlation_id: str | None) -> ErrorItem:
         cause = exc.__cause__
         errno_name = getattr(cause, "errno", None)
         code = _errno_name(errno_name) if isinstance(errno_name, int) else None
-        return ErrorItem(exc.kind, redact(exc.message), code, getattr(exc, "path", None))
+        param = getattr(exc, "param", None)
+        return ErrorItem(exc.kind, redact(exc.message), code, f"$.{param}" if isinstance(param, str) else None)
     if isinstance(exc, WireError):
         return ErrorItem(exc.error.data.errors[0].type if exc.error.data else "Error", redact(exc.error.message))
     if isinstance(exc, OSError) and exc.errno is not None:

@@ -33,7 +33,8 @@ from typing import Any, Final, Protocol
 import anyio
 
 from rpcd.core.errors import HostDisposedError, HostError, HostUnavailableError
-from rpcd.core.values import ImageInput, QueueSnapshot, SessionState
+from rpcd.core.progress import reporting
+from rpcd.core.values import ImageInput, ModelDescription, QueueSnapshot, SessionState
 from rpcd.host.failures import FailureContext, SessionBindingFailure, attach_context, context_of
 from rpcd.host.host import ReplacementOutcome, SerializedHost
 from rpcd.protocol import events as ev
@@ -190,7 +191,8 @@ class SessionMethods:
         host = await self._slot.get(name)
         with operation(name), self._progress(token, title) as progress:
             progress.report(path, 0)
-            outcome = await replace(host)
+            with reporting(progress.bytes_reporter()):  # the store reports bytes copied (importJsonl)
+                outcome = await replace(host)
         return await self._replaced(host, outcome)
 
     async def dispose(self, params: t.EmptyParams | None = None) -> None:
@@ -332,6 +334,23 @@ class SessionMethods:
         ref = host.set_model(params.provider, params.model_id)
         await self._pump.drain()
         return t.ModelRef(ref.provider, ref.model_id)
+
+    async def get_available_models(self, params: t.EmptyParams | None = None) -> t.GetAvailableModelsResult:
+        host = await self._slot.get("getAvailableModels")
+        await host.after_queued_replacements("getAvailableModels")
+        models = host.available_models()
+        await self._pump.drain()
+        return t.GetAvailableModelsResult(models=[_model_description(m) for m in models])
+
+    async def cycle_model(self, params: t.CycleModelParams | None = None) -> t.CycleModelResult:
+        host = await self._slot.get("cycleModel")
+        await host.after_queued_replacements("cycleModel")
+        result = host.cycle_model(params.direction if params is not None else "forward")
+        await self._pump.drain()
+        if result is None:
+            return t.CycleModelResult(model=None, thinking_level=host.state().thinking_level, is_scoped=False)
+        return t.CycleModelResult(model=_model_description(result.model), thinking_level=result.thinking_level,
+                                  is_scoped=result.is_scoped)
 
     # -- turn control (each: the host's session call after queued replacements) ----------------
 
@@ -537,3 +556,14 @@ def _invalid_params(operation_name: str, message: str, path: str) -> InvalidPara
 
 
 Handler = Callable[[Any], Any]
+
+
+def _model_description(model: ModelDescription) -> t.ModelDescription:
+    cost = model.cost
+    return t.ModelDescription(
+        provider=model.provider, id=model.id, name=model.name, api=model.api, reasoning=model.reasoning,
+        thinking_levels=list(model.thinking_levels), input=list(model.input), context_window=model.context_window,
+        max_tokens=model.max_tokens,
+        cost=t.ModelCost(input=float(cost.get("input", 0)), output=float(cost.get("output", 0)),
+                         cache_read=float(cost.get("cacheRead", 0)), cache_write=float(cost.get("cacheWrite", 0))),
+    )

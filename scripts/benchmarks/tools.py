@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import sysconfig
@@ -81,7 +80,7 @@ async def _ours(ops: list[dict[str, Any]]) -> dict[str, list[float]]:
 
 def _pi(ops: list[dict[str, Any]], work: Path) -> dict[str, list[float]] | None:
     try:
-        from tests.pi_compat.oracle import OracleUnavailable, ensure_oracle
+        from tests.pi_compat.oracle import OracleUnavailable, ensure_fd, ensure_oracle
     except ImportError:
         return None
     try:
@@ -94,7 +93,7 @@ def _pi(ops: list[dict[str, Any]], work: Path) -> dict[str, list[float]] | None:
     rg = ripgrep_path()
     if rg:
         (shim / "rg").symlink_to(rg)
-    fd = shutil.which("fdfind") or shutil.which("fd")
+    fd = ensure_fd()
     if fd:
         (shim / "fd").write_text(
             "#!/bin/sh\nfor a; do shift; [ \"$a\" = --no-require-git ] || set -- \"$@\" \"$a\"; done\n"

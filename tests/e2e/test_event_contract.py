@@ -135,6 +135,7 @@ def test_a_run_producing_nearly_every_event_kind_matches_the_schema(tmp_path: Pa
             "models": [{"id": "r", "reasoning": True}]}}}))
         with Daemon("--agent-dir", str(agent), "--cwd", str(project), env={"RPCD_FAUX_SCRIPT": str(script)}) as d:
             d.initialize()
+            d.call("setModel", {"provider": "faux", "modelId": "faux-1"})
             prompt = d.start("prompt", {"text": "go"})
             d.wait_for(lambda log: any(p["event"]["type"] == "tool_execution_start"
                                        for p in events_of(log, "session/event")))

@@ -43,6 +43,8 @@ def _start(tmp_path: Path, script: list[dict[str, Any]], *, models: Mapping[str,
         (agent / "settings.json").write_text(json.dumps(settings))
     daemon = Daemon("--agent-dir", str(agent), "--cwd", str(project), env={"RPCD_FAUX_SCRIPT": str(script_file)})
     daemon.initialize()
+    if models is not None:  # a usable models.json model would be the default: start on the scripted one
+        daemon.call("setModel", {"provider": "faux", "modelId": "faux-1"})
     return daemon
 
 
@@ -337,7 +339,7 @@ def test_bash_during_a_turn_is_recorded_after_the_turn(tmp_path: Path) -> None:
 
 def test_abort_retry_ends_the_wait_and_the_turn_with_the_failure(server: SseServer, tmp_path: Path) -> None:
     server.enqueue(Reply(status=503, body=b'{"error": {"message": "overloaded"}}', headers={"Retry-After": "30"}))
-    with _start(tmp_path, [], models=_local(server), settings={"retry": {"provider": {"maxRetryDelayMs": 60000}}}) as d:
+    with _start(tmp_path, [], models=_local(server), settings={"retry": {"baseDelayMs": 30000}}) as d:
         d.call("setModel", {"provider": "local", "modelId": "m"})
         prompt = d.start("prompt", {"text": "hello"})
         _wait_event(d, "auto_retry_start")

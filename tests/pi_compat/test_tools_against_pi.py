@@ -33,7 +33,7 @@ import pytest
 
 from rpcd.tools.binaries import ripgrep_path
 from rpcd.tools.images import NOT_CONVERTIBLE, NOT_RESIZABLE
-from tests.pi_compat.oracle import PiOracle
+from tests.pi_compat.oracle import PiOracle, ensure_fd
 from tests.pi_compat.tool_cases import CASES, TREES, Case, build_tree
 
 pytestmark = pytest.mark.node
@@ -42,7 +42,6 @@ ROOT = Path(__file__).resolve().parents[2]
 TOOLS_SCRIPT = Path(__file__).resolve().parent / "tools.mjs"
 FULL_OUTPUT = re.compile(r"/[^\s\]\"]*/pi-bash-[0-9a-f]{16}\.log")
 DOCS = (ROOT / "docs" / "pi-compat.md").read_text()
-FD = shutil.which("fdfind") or shutil.which("fd")
 
 
 class World:
@@ -90,9 +89,10 @@ class World:
         rg = ripgrep_path()
         assert rg is not None, "the ripgrep dependency ships rg"
         (self.bin / "rg").symlink_to(rg)
-        if FD is not None:
+        fd_binary = ensure_fd()
+        if fd_binary is not None:
             fd = self.bin / "fd"
-            fd.write_text(f'#!/bin/sh\nexec {FD} --exclude .git "$@"\n')
+            fd.write_text(f'#!/bin/sh\nexec {fd_binary} --exclude .git "$@"\n')
             fd.chmod(0o755)
 
     def payload(self) -> bytes:
@@ -103,8 +103,8 @@ class World:
 
 
 def skip_reason(case: Case) -> str | None:
-    if case.needs == "fd" and FD is None:
-        return "Pi's find needs fd: install Debian's fd-find to run the find cases"
+    if case.needs == "fd" and ensure_fd() is None:
+        return "Pi's find needs fd: neither fdfind/fd nor Debian's fd-find package (apt-get download) is available"
     return None
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from rpcd.core.errors import ModelNotFoundError, RuntimeFailure
+from rpcd.core.errors import InvalidArgumentError, ModelNotFoundError
 from rpcd.runtime.providers import default_registry
 from rpcd.runtime.providers.faux import SCRIPT_ENV
 from rpcd.store import SessionManager
@@ -187,7 +187,7 @@ async def test_session_name_is_normalised_persisted_and_announced(tmp_path: Path
     assert session.state().name == "My Name"
     assert events == [{"type": "session_info_changed", "name": "My Name"}]
     assert entries_in_file(str(session.session_file))[-1]["name"] == "My Name"
-    with pytest.raises(RuntimeFailure, match="cannot be empty"):
+    with pytest.raises(InvalidArgumentError, match="cannot be empty"):
         session.set_session_name(" \n ")
 
 
@@ -214,7 +214,9 @@ async def test_a_resumed_session_with_an_unknown_model_falls_back_with_pi_messag
     sm.append_message({"role": "user", "content": [{"type": "text", "text": "old"}], "timestamp": 1})
     runtime, _, _ = await start_runtime(project, agent_dir, session_manager=sm)
     assert runtime.model_fallback_message == "Could not restore model gone/model-x. Using faux/faux-1"
-    assert any(d.type == "warning" and d.message == runtime.model_fallback_message for d in runtime.diagnostics)
+    # the diagnostic adds why (Pi's interactive wording): which model, why, what instead
+    assert any(d.type == "warning" and d.message == "Could not restore model gone/model-x (no such model). "
+               "Using faux/faux-1." for d in runtime.diagnostics), runtime.diagnostics
     assert runtime.session.model is not None and runtime.session.model.id == "faux-1"
     # An existing branch without a thinking entry gets one appended.
     assert [e["type"] for e in sm.get_entries()] == ["model_change", "message", "thinking_level_change"]
@@ -333,4 +335,4 @@ async def test_rebind_sees_session_services_diagnostics_and_fallback_of_the_targ
     assert seen["cwd"] == seen["services_cwd"] == str(other)
     assert seen["fallback"] == "Could not restore model gone/model-x. Using faux/faux-1"
     assert any("settings.json" in m for m in seen["diagnostics"])
-    assert seen["fallback"] in seen["diagnostics"]
+    assert "Could not restore model gone/model-x (no such model). Using faux/faux-1." in seen["diagnostics"]
