@@ -23,7 +23,7 @@ import itertools
 import os
 import sys
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TextIO, cast
 
@@ -33,6 +33,7 @@ from rpcd.clients.process import DaemonProcess, default_command
 from rpcd.clients.types import (
     PROTOCOL_VERSION,
     SESSION_SCOPED,
+    ApprovalPolicy,
     AvailableModelsResult,
     BashResult,
     CycleModelResult,
@@ -43,6 +44,7 @@ from rpcd.clients.types import (
     Image,
     InitializeResult,
     LastAssistantText,
+    ListApprovalRulesResult,
     ListSessionsResult,
     MessagesResult,
     ModelRef,
@@ -51,10 +53,13 @@ from rpcd.clients.types import (
     QueueContents,
     QueueMode,
     ReplacementResult,
+    RevokeApprovalRuleResult,
     SessionState,
     SessionStats,
     StreamingBehavior,
     ThinkingLevelsResult,
+    ToolAuthorizeParams,
+    ToolAuthorizeResult,
     TreeResult,
 )
 
@@ -67,9 +72,12 @@ __all__ = [
     "RpcdClient",
 ]
 
+TOOL_AUTHORIZE = "tool/authorize"
 CLIENT_NAME = "rpcd-python-client"
 CLIENT_VERSION = "0.1.0"
 ProgressCallback = Callable[[dict[str, Any]], None]
+ToolAuthorizeHandler = Callable[[ToolAuthorizeParams], Awaitable[ToolAuthorizeResult] | ToolAuthorizeResult]
+"""Decides one tool call (``tool/authorize``); raising or returning garbage counts as a rejection."""
 _UNSET: Any = object()
 
 
@@ -281,6 +289,14 @@ class RpcdClient:
         """
         self.connection.handlers[method] = handler
 
+    def on_tool_authorize(self, handler: ToolAuthorizeHandler) -> None:
+        """Decide tool calls before they run (``tool/authorize``): ``handler(params)`` returns
+        ``{"decision": "allowOnce" | "allowAlways" | "rejectOnce" | "rejectAlways", "reason"?}``.
+
+        Register before ``initialize``: it declares the ``toolApproval`` capability, which makes
+        the daemon's default policy ``ask-writes``."""
+        self.connection.handlers[TOOL_AUTHORIZE] = handler
+
     def on_notification(self, listener: Callable[[str, Any], None]) -> Callable[[], None]:
         """Call ``listener(method, params)`` for every notification, unfiltered; returns an unsubscribe."""
         self._listeners.append(listener)
@@ -400,6 +416,8 @@ class RpcdClient:
             capabilities["authorizeProject"] = {}
         if any(name.startswith("ui/") for name in handlers):
             capabilities["extensionUi"] = {}
+        if TOOL_AUTHORIZE in handlers:
+            capabilities["toolApproval"] = {}
         params = {
             "protocolVersion": PROTOCOL_VERSION,
             "clientInfo": {"name": CLIENT_NAME, "version": CLIENT_VERSION},
@@ -578,6 +596,19 @@ class RpcdClient:
 
     async def set_model(self, provider: str, model_id: str, *, timeout: float | None = _UNSET) -> ModelRef:
         return cast(ModelRef, await self.call("setModel", {"provider": provider, "modelId": model_id}, timeout=timeout))
+
+    async def set_approval_policy(self, policy: ApprovalPolicy, *, timeout: float | None = _UNSET) -> None:
+        """The tool-approval policy for every later tool call of this daemon."""
+        await self.call("setApprovalPolicy", {"policy": policy}, timeout=timeout)
+
+    async def list_approval_rules(
+        self, *, cwd: str | os.PathLike[str] | None = None, timeout: float | None = _UNSET
+    ) -> ListApprovalRulesResult:
+        params = {"cwd": os.fspath(cwd)} if cwd is not None else {}
+        return cast(ListApprovalRulesResult, await self.call("listApprovalRules", params, timeout=timeout))
+
+    async def revoke_approval_rule(self, rule_id: str, *, timeout: float | None = _UNSET) -> RevokeApprovalRuleResult:
+        return cast(RevokeApprovalRuleResult, await self.call("revokeApprovalRule", {"id": rule_id}, timeout=timeout))
 
     async def get_available_models(self, *, timeout: float | None = _UNSET) -> AvailableModelsResult:
         """The models usable now (``getAvailableModels``), in Pi's order."""

@@ -58,6 +58,9 @@ class ModelRef(TypedDict):
 Status = Literal["ready", "replacing", "unusable", "disposed"]
 QueueMode = Literal["all", "one-at-a-time"]
 StreamingBehavior = Literal["steer", "followUp"]
+ApprovalPolicy = Literal["auto", "ask-writes", "ask-all", "deny-writes"]
+ApprovalDecision = Literal["allowOnce", "allowAlways", "rejectOnce", "rejectAlways"]
+APPROVAL_POLICIES: tuple[ApprovalPolicy, ...] = ("auto", "ask-writes", "ask-all", "deny-writes")
 
 
 class ModelCost(TypedDict):
@@ -108,6 +111,7 @@ class SessionState(TypedDict):
     autoCompactionEnabled: bool
     autoRetryEnabled: bool
     pendingMessageCount: int
+    approvalPolicy: NotRequired[ApprovalPolicy]
 
 
 class MessagesResult(TypedDict):
@@ -226,6 +230,53 @@ class AuthorizeProjectParams(TypedDict):
 class AuthorizeProjectResult(TypedDict):
     decision: Literal["trust", "trustOnce", "deny"]
     remember: NotRequired[bool]
+
+
+class ToolLocation(TypedDict):
+    path: str
+    line: NotRequired[int]
+
+
+class ToolAuthorizeParams(TypedDict):
+    """``tool/authorize``: may this tool call run?"""
+
+    sessionId: str
+    generation: int
+    toolCallId: str
+    toolName: str
+    kind: Literal["read", "edit", "delete", "move", "search", "execute", "fetch", "other"]
+    title: str
+    arguments: dict[str, Any]
+    locations: list[ToolLocation]
+
+
+class ToolAuthorizeResult(TypedDict):
+    decision: ApprovalDecision
+    reason: NotRequired[str]
+
+
+class ApprovalRule(TypedDict):
+    id: str
+    project: str
+    toolName: str
+    decision: Literal["allow", "reject"]
+    createdAt: str
+    command: NotRequired[str]
+    path: NotRequired[str]
+
+
+class Diagnostic(TypedDict):
+    type: Literal["info", "warning", "error"]
+    message: str
+
+
+class ListApprovalRulesResult(TypedDict):
+    rules: list[ApprovalRule]
+    diagnostics: list[Diagnostic]
+
+
+class RevokeApprovalRuleResult(TypedDict):
+    rule: ApprovalRule
 
 
 #: Notification methods scoped to one (sessionId, generation): the stale filter applies.

@@ -37,6 +37,9 @@ PROMPT: Final = "prompt"
 ABORT: Final = "abort"
 SET_SESSION_NAME: Final = "setSessionName"
 SET_MODEL: Final = "setModel"
+SET_APPROVAL_POLICY: Final = "setApprovalPolicy"
+LIST_APPROVAL_RULES: Final = "listApprovalRules"
+REVOKE_APPROVAL_RULE: Final = "revokeApprovalRule"
 GET_AVAILABLE_MODELS: Final = "getAvailableModels"
 CYCLE_MODEL: Final = "cycleModel"
 # turn control (Pi's rpc commands, camelCase)
@@ -68,6 +71,7 @@ UI_CONFIRM: Final = "ui/confirm"
 UI_SELECT: Final = "ui/select"
 UI_INPUT: Final = "ui/input"
 UI_NOTIFY: Final = "ui/notify"
+TOOL_AUTHORIZE: Final = "tool/authorize"
 
 CANCEL_METHODS: Final = (CANCEL_REQUEST, CANCEL_REQUEST_ACP)
 
@@ -135,6 +139,14 @@ METHODS: Final[dict[str, MethodSpec]] = {
              ErrorCode.INVALID_PARAMS),
         _req(ABORT, t.EmptyParams, None, "Abort the running turn; answers once idle.", *_HOST_ERRORS),
         _req(SET_SESSION_NAME, t.SetSessionNameParams, None, "Name the current session.", *_HOST_ERRORS),
+        _req(SET_MODEL, t.SetModelParams, t.ModelRef, "Switch the model.", *_HOST_ERRORS, ErrorCode.MODEL_NOT_FOUND,
+             ErrorCode.PROVIDER_ERROR),
+        _req(SET_APPROVAL_POLICY, t.SetApprovalPolicyParams, None,
+             "Set the tool-approval policy for every later tool call of this process.", *_HOST_ERRORS),
+        _req(LIST_APPROVAL_RULES, t.ListApprovalRulesParams, t.ListApprovalRulesResult,
+             "The remembered approval rules (of one project, or all).", *_HOST_ERRORS),
+        _req(REVOKE_APPROVAL_RULE, t.RevokeApprovalRuleParams, t.RevokeApprovalRuleResult,
+             "Forget one remembered approval rule.", *_HOST_ERRORS),
         _req(SET_MODEL, t.SetModelParams, t.ModelRef, "Switch the model (errors name close matches).", *_HOST_ERRORS,
              ErrorCode.MODEL_NOT_FOUND, ErrorCode.PROVIDER_ERROR),
         _req(GET_AVAILABLE_MODELS, t.EmptyParams, t.GetAvailableModelsResult,
@@ -196,6 +208,8 @@ METHODS: Final[dict[str, MethodSpec]] = {
                    "Extension choice dialog (capability extensionUi)."),
         MethodSpec(UI_INPUT, t.UiInputParams, t.UiInputResult, "request", "server->client",
                    "Extension text input (capability extensionUi)."),
+        MethodSpec(TOOL_AUTHORIZE, t.ToolAuthorizeParams, t.ToolAuthorizeResult, "request", "server->client",
+                   "May this tool call run? (capability toolApproval)"),
     )
 }
 

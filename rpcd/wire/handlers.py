@@ -255,6 +255,7 @@ class SessionMethods:
             session_file=state.session_file,
             name=state.name,
             model=model,
+            approval_policy=state.approval_policy,
         )
 
     async def get_messages(self, params: t.EmptyParams | None = None) -> t.GetMessagesResult:
