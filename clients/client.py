@@ -36,23 +36,34 @@ from rpcd.clients.types import (
     UI_NOTIFICATIONS,
     ApprovalPolicy,
     AvailableModelsResult,
+    BashResult,
     CommandsResult,
     CycleModelResult,
+    CycleThinkingLevelResult,
     DeleteSessionResult,
+    EntriesResult,
     ExportResult,
+    ForkMessagesResult,
     ForkResult,
+    Image,
     InitializeResult,
+    LastAssistantText,
     ListApprovalRulesResult,
     ListSessionsResult,
     MessagesResult,
     ModelRef,
     Notification,
     PromptResult,
+    QueueContents,
+    QueueMode,
     RenameSessionResult,
     ReplacementResult,
     RevokeApprovalRuleResult,
     SessionSort,
     SessionState,
+    SessionStats,
+    StreamingBehavior,
+    ThinkingLevelsResult,
     ToolAuthorizeParams,
     ToolAuthorizeResult,
     TreeResult,
@@ -553,9 +564,91 @@ class RpcdClient:
         params = {"outputPath": os.fspath(output_path)}
         return cast(ExportResult, await self.call("exportJsonl", params, timeout=timeout))
 
-    async def prompt(self, text: str, *, timeout: float | None = None) -> PromptResult:
-        """Run one turn; events stream meanwhile. No timeout by default: turns legitimately run long."""
-        return cast(PromptResult, await self.call("prompt", {"text": text}, timeout=timeout))
+    async def prompt(
+        self,
+        text: str,
+        *,
+        images: Sequence[Image] | None = None,
+        streaming_behavior: StreamingBehavior | None = None,
+        timeout: float | None = None,
+    ) -> PromptResult:
+        """Run one turn; events stream meanwhile. No timeout by default: turns legitimately run long.
+        With ``streaming_behavior`` and a turn running, the text is queued into it (``queued``)."""
+        params: dict[str, Any] = {"text": text}
+        if images:
+            params["images"] = list(images)
+        if streaming_behavior is not None:
+            params["streamingBehavior"] = streaming_behavior
+        return cast(PromptResult, await self.call("prompt", params, timeout=timeout))
+
+    async def steer(self, text: str, *, images: Sequence[Image] | None = None,
+                    timeout: float | None = _UNSET) -> None:
+        """Queue input for after the current tool round (before the next model call)."""
+        await self.call("steer", _with_images({"text": text}, images), timeout=timeout)
+
+    async def follow_up(self, text: str, *, images: Sequence[Image] | None = None,
+                        timeout: float | None = _UNSET) -> None:
+        """Queue input for when the agent would otherwise stop."""
+        await self.call("followUp", _with_images({"text": text}, images), timeout=timeout)
+
+    async def set_steering_mode(self, mode: QueueMode, *, timeout: float | None = _UNSET) -> None:
+        await self.call("setSteeringMode", {"mode": mode}, timeout=timeout)
+
+    async def set_follow_up_mode(self, mode: QueueMode, *, timeout: float | None = _UNSET) -> None:
+        await self.call("setFollowUpMode", {"mode": mode}, timeout=timeout)
+
+    async def clear_queue(self, *, timeout: float | None = _UNSET) -> QueueContents:
+        """Drop the queued input; returns what was dropped (to put back in an editor)."""
+        return cast(QueueContents, await self.call("clearQueue", timeout=timeout))
+
+    async def set_thinking_level(self, level: str, *, timeout: float | None = _UNSET) -> None:
+        await self.call("setThinkingLevel", {"level": level}, timeout=timeout)
+
+    async def cycle_thinking_level(self, *, timeout: float | None = _UNSET) -> CycleThinkingLevelResult:
+        return cast(CycleThinkingLevelResult, await self.call("cycleThinkingLevel", timeout=timeout))
+
+    async def get_available_thinking_levels(self, *, timeout: float | None = _UNSET) -> ThinkingLevelsResult:
+        return cast(ThinkingLevelsResult, await self.call("getAvailableThinkingLevels", timeout=timeout))
+
+    async def get_session_stats(self, *, timeout: float | None = _UNSET) -> SessionStats:
+        return cast(SessionStats, await self.call("getSessionStats", timeout=timeout))
+
+    async def bash(
+        self,
+        command: str,
+        *,
+        exclude_from_context: bool | None = None,
+        command_timeout: float | None = None,
+        timeout: float | None = None,
+    ) -> BashResult:
+        """Run a shell command in the session's cwd (output streams as ``bash_execution_update``);
+        ``command_timeout`` stops it after that many seconds. No request timeout by default."""
+        params: dict[str, Any] = {"command": command}
+        if exclude_from_context is not None:
+            params["excludeFromContext"] = exclude_from_context
+        if command_timeout is not None:
+            params["timeout"] = command_timeout
+        return cast(BashResult, await self.call("bash", params, timeout=timeout))
+
+    async def abort_bash(self, *, timeout: float | None = _UNSET) -> None:
+        await self.call("abortBash", timeout=timeout)
+
+    async def set_auto_retry(self, enabled: bool, *, timeout: float | None = _UNSET) -> None:
+        await self.call("setAutoRetry", {"enabled": enabled}, timeout=timeout)
+
+    async def abort_retry(self, *, timeout: float | None = _UNSET) -> None:
+        await self.call("abortRetry", timeout=timeout)
+
+    async def get_last_assistant_text(self, *, timeout: float | None = _UNSET) -> LastAssistantText:
+        return cast(LastAssistantText, await self.call("getLastAssistantText", timeout=timeout))
+
+    async def get_fork_messages(self, *, timeout: float | None = _UNSET) -> ForkMessagesResult:
+        return cast(ForkMessagesResult, await self.call("getForkMessages", timeout=timeout))
+
+    async def get_entries(self, since: str | None = None, *, timeout: float | None = _UNSET) -> EntriesResult:
+        """Raw entries in append order; with ``since`` (an entry id) only the ones after it."""
+        params = {"since": since} if since is not None else {}
+        return cast(EntriesResult, await self.call("getEntries", params, timeout=timeout))
 
     async def abort(self, *, timeout: float | None = _UNSET) -> None:
         await self.call("abort", timeout=timeout)
@@ -617,6 +710,12 @@ class RpcdClient:
         if self.process is None:
             return None
         return await self.process.stop(grace)
+
+
+def _with_images(params: dict[str, Any], images: Sequence[Image] | None) -> dict[str, Any]:
+    if images:
+        params["images"] = list(images)
+    return params
 
 
 @contextlib.asynccontextmanager

@@ -11,6 +11,7 @@ from typing import Any, Final, Literal
 
 import attrs
 
+from rpcd.protocol import events as ev
 from rpcd.protocol import types as t
 from rpcd.protocol.errors import ErrorCode
 
@@ -46,6 +47,23 @@ REVOKE_APPROVAL_RULE: Final = "revokeApprovalRule"
 GET_AVAILABLE_MODELS: Final = "getAvailableModels"
 CYCLE_MODEL: Final = "cycleModel"
 GET_COMMANDS: Final = "getCommands"
+# turn control (Pi's rpc commands, camelCase)
+STEER: Final = "steer"
+FOLLOW_UP: Final = "followUp"
+SET_STEERING_MODE: Final = "setSteeringMode"
+SET_FOLLOW_UP_MODE: Final = "setFollowUpMode"
+CLEAR_QUEUE: Final = "clearQueue"
+SET_THINKING_LEVEL: Final = "setThinkingLevel"
+CYCLE_THINKING_LEVEL: Final = "cycleThinkingLevel"
+GET_AVAILABLE_THINKING_LEVELS: Final = "getAvailableThinkingLevels"
+GET_SESSION_STATS: Final = "getSessionStats"
+BASH: Final = "bash"
+ABORT_BASH: Final = "abortBash"
+SET_AUTO_RETRY: Final = "setAutoRetry"
+ABORT_RETRY: Final = "abortRetry"
+GET_LAST_ASSISTANT_TEXT: Final = "getLastAssistantText"
+GET_FORK_MESSAGES: Final = "getForkMessages"
+GET_ENTRIES: Final = "getEntries"
 CANCEL_REQUEST: Final = "$/cancelRequest"
 CANCEL_REQUEST_ACP: Final = "$/cancel_request"
 SESSION_EVENT: Final = "session/event"
@@ -140,8 +158,11 @@ METHODS: Final[dict[str, MethodSpec]] = {
         _req(EXPORT_JSONL, t.ExportJsonlParams, t.ExportResult,
              "Export the current branch as a new standalone session file.", *_HOST_ERRORS,
              ErrorCode.SESSION_WRITE_FAILED),
-        _req(PROMPT, t.PromptParams, t.PromptResult, "Run one agent turn; events stream meanwhile.",
-             *_HOST_ERRORS, ErrorCode.SESSION_BUSY, ErrorCode.PROVIDER_ERROR, ErrorCode.MODEL_NOT_FOUND),
+        _req(PROMPT, t.PromptParams, t.PromptResult,
+             "Run one agent turn (or queue the text into the running one with `streamingBehavior`); events "
+             "stream meanwhile.",
+             *_HOST_ERRORS, ErrorCode.SESSION_BUSY, ErrorCode.PROVIDER_ERROR, ErrorCode.MODEL_NOT_FOUND,
+             ErrorCode.INVALID_PARAMS),
         _req(ABORT, t.EmptyParams, None, "Abort the running turn; answers once idle.", *_HOST_ERRORS),
         _req(SET_SESSION_NAME, t.SetSessionNameParams, None, "Name the current session.", *_HOST_ERRORS),
         _req(SET_MODEL, t.SetModelParams, t.ModelRef, "Switch the model.", *_HOST_ERRORS, ErrorCode.MODEL_NOT_FOUND,
@@ -160,6 +181,41 @@ METHODS: Final[dict[str, MethodSpec]] = {
              "Switch to the next (or previous) usable model, over enabledModels like Pi.", *_HOST_ERRORS),
         _req(GET_COMMANDS, t.EmptyParams, t.GetCommandsResult,
              "Every command a prompt can invoke now: extension commands, prompt templates, skills.", *_HOST_ERRORS),
+        # turn control
+        _req(STEER, t.QueueInputParams, None,
+             "Queue input delivered after the current tool round, before the next model call.",
+             *_HOST_ERRORS, ErrorCode.INVALID_PARAMS),
+        _req(FOLLOW_UP, t.QueueInputParams, None, "Queue input delivered when the agent would otherwise stop.",
+             *_HOST_ERRORS, ErrorCode.INVALID_PARAMS),
+        _req(SET_STEERING_MODE, t.SetQueueModeParams, None, "Deliver queued steering all at once or one per turn.",
+             *_HOST_ERRORS),
+        _req(SET_FOLLOW_UP_MODE, t.SetQueueModeParams, None, "Deliver queued follow-ups all at once or one per stop.",
+             *_HOST_ERRORS),
+        _req(CLEAR_QUEUE, t.EmptyParams, ev.QueueContents, "Drop the queued input; answers what was dropped.",
+             *_HOST_ERRORS),
+        _req(SET_THINKING_LEVEL, t.SetThinkingLevelParams, None,
+             "Set the thinking level (clamped to the model); appends thinking_level_change if it changed.",
+             *_HOST_ERRORS),
+        _req(CYCLE_THINKING_LEVEL, t.EmptyParams, t.CycleThinkingLevelResult,
+             "Switch to the model's next thinking level.", *_HOST_ERRORS),
+        _req(GET_AVAILABLE_THINKING_LEVELS, t.EmptyParams, t.AvailableThinkingLevelsResult,
+             "The thinking levels the current model supports.", *_HOST_ERRORS),
+        _req(GET_SESSION_STATS, t.EmptyParams, t.SessionStatsResult,
+             "Message counts, tokens, cost and context usage of the session.", *_HOST_ERRORS),
+        _req(BASH, t.BashParams, t.BashResult,
+             "Run a shell command in the session's cwd; its result reaches the next model call.", *_HOST_ERRORS),
+        _req(ABORT_BASH, t.EmptyParams, None, "Stop the running `bash` commands.", *_HOST_ERRORS),
+        _req(SET_AUTO_RETRY, t.SetAutoRetryParams, None, "Turn automatic retry of transient failures on or off.",
+             *_HOST_ERRORS),
+        _req(ABORT_RETRY, t.EmptyParams, None, "Cancel a retry that is waiting (the turn ends with the error).",
+             *_HOST_ERRORS),
+        _req(GET_LAST_ASSISTANT_TEXT, t.EmptyParams, t.LastAssistantTextResult,
+             "The text of the last assistant message.", *_HOST_ERRORS),
+        _req(GET_FORK_MESSAGES, t.EmptyParams, t.ForkMessagesResult, "The user messages `fork` can start before.",
+             *_HOST_ERRORS),
+        _req(GET_ENTRIES, t.GetEntriesParams, t.GetEntriesResult,
+             "Raw entries in append order, optionally only those after an entry id.", *_HOST_ERRORS,
+             ErrorCode.INVALID_ENTRY),
         # notifications client -> daemon
         _note(EXIT, None, "End the process (exit code 0 after `shutdown`).", "client->server"),
         _note(CANCEL_REQUEST, t.CancelParams, "Cancel a running request (LSP spelling).", "client->server"),

@@ -578,6 +578,23 @@ def register(server: Server, methods: SessionMethods) -> None:
     server.method(pm.GET_AVAILABLE_MODELS, t.EmptyParams)(methods.get_available_models)
     server.method(pm.CYCLE_MODEL, t.CycleModelParams)(methods.cycle_model)
     server.method(pm.GET_COMMANDS)(methods.get_commands)
+    server.method(pm.STEER, t.QueueInputParams)(methods.steer)
+    server.method(pm.FOLLOW_UP, t.QueueInputParams)(methods.follow_up)
+    server.method(pm.SET_STEERING_MODE, t.SetQueueModeParams)(methods.set_steering_mode)
+    server.method(pm.SET_FOLLOW_UP_MODE, t.SetQueueModeParams)(methods.set_follow_up_mode)
+    server.method(pm.CLEAR_QUEUE)(methods.clear_queue)
+    server.method(pm.SET_THINKING_LEVEL, t.SetThinkingLevelParams)(methods.set_thinking_level)
+    server.method(pm.CYCLE_THINKING_LEVEL)(methods.cycle_thinking_level)
+    server.method(pm.GET_AVAILABLE_THINKING_LEVELS)(methods.get_available_thinking_levels)
+    server.method(pm.GET_SESSION_STATS)(methods.get_session_stats)
+    server.method(pm.BASH, t.BashParams)(methods.bash)
+    server.method(pm.ABORT_BASH)(methods.abort_bash)
+    server.method(pm.SET_AUTO_RETRY, t.SetAutoRetryParams)(methods.set_auto_retry)
+    server.method(pm.ABORT_RETRY)(methods.abort_retry)
+    server.method(pm.GET_LAST_ASSISTANT_TEXT)(methods.get_last_assistant_text)
+    server.method(pm.GET_FORK_MESSAGES)(methods.get_fork_messages)
+    server.method(pm.GET_ENTRIES, t.GetEntriesParams)(methods.get_entries)
+    methods.request_id = server.request_id
 
 
 def register_approvals(server: Server, methods: ApprovalMethods) -> None:

@@ -27,6 +27,7 @@ from rpcd.core.values import (
     Diagnostic,
     ExtensionBindings,
     ExtensionError,
+    QueueSnapshot,
     ToolApprovalAnswer,
     ToolApprovalRequest,
     ToolApprover,
@@ -141,6 +142,9 @@ class RpcHostBindings:
                 "type": "session_shutdown",
                 "reason": _SHUTDOWN_REASONS.get(OPERATION.get(), "quit"),
             }
+            dropped = _safe_dropped(session)
+            if dropped is not None:
+                shutdown["droppedQueue"] = {"steering": list(dropped.steering), "followUp": list(dropped.follow_up)}
             channel.lifecycle(shutdown)
             channel.close()
             self._previous_file = _safe_file(session)
@@ -191,6 +195,13 @@ class RpcHostBindings:
 def _safe_file(session: SessionPort) -> str | None:
     try:
         return session.session_file
+    except Exception:
+        return None
+
+
+def _safe_dropped(session: SessionPort) -> QueueSnapshot | None:
+    try:
+        return session.dropped_queue
     except Exception:
         return None
 

@@ -34,15 +34,22 @@ import attrs
 
 from rpcd.core.errors import HostDisposedError, HostError, HostUnavailableError, InvalidEntryError
 from rpcd.core.values import (
+    BashOutcome,
     CommandInfo,
     CommandRan,
     CycleModelResult,
     Diagnostic,
+    ForkMessage,
+    ImageInput,
     ModelDescription,
     ModelRef,
+    QueueMode,
+    QueueSnapshot,
     ReplaceResult,
     SessionState,
+    SessionStats,
     SessionTree,
+    StreamingBehavior,
     Unsubscribe,
 )
 from rpcd.host.failures import (
@@ -87,6 +94,8 @@ class ReplacementOutcome:
     session_file: str | None
     cwd: str
     generation: int
+    dropped_queue: QueueSnapshot | None = None
+    """Queued input the replaced session never delivered."""
 
 
 @attrs.frozen
@@ -301,7 +310,9 @@ class SerializedHost:
         async with self._lock:
             pass
 
-    async def prompt(self, text: str, *, on_started: Callable[[], None] | None = None) -> str | CommandRan:
+    async def prompt(self, text: str, *, images: Sequence[ImageInput] = (),
+                     streaming_behavior: StreamingBehavior | None = None,
+                     on_started: Callable[[], None] | None = None) -> str | CommandRan | None:
         """Run one turn on the current session; resolves with its ``stopReason``.
 
         The turn starts after every replacement requested before it (``after_queued_replacements``)
@@ -309,7 +320,9 @@ class SerializedHost:
         its teardown, and this call resolves with the aborted turn's reason. ``on_started`` is
         called once the turn has begun, i.e. when cancelling the wait is no longer enough and the
         caller must abort the turn instead. An extension command runs in this call too (outside the
-        lock, like the turn), so its session actions queue on the host like any request.
+        lock, like the turn), so its session actions queue on the host like any request. With
+        ``streaming_behavior``, a prompt that finds a turn running is queued into it and resolves
+        with ``None`` at once.
         """
         await self.after_queued_replacements("prompt")
         current = asyncio.current_task()
@@ -318,7 +331,7 @@ class SerializedHost:
             # the turn must never start, so do not hand the pending cancellation to the agent loop
             raise asyncio.CancelledError
         with self._session_access("prompt") as session:
-            turn = session.prompt(text)
+            turn = session.prompt(text, images=images, streaming_behavior=streaming_behavior)
             if on_started is not None:
                 on_started()
             # Awaiting a coroutine runs it at once up to its first suspension: the session marks
@@ -338,6 +351,77 @@ class SerializedHost:
         """Export the current branch as a new standalone session file."""
         with self._session_access("exportJsonl") as session:
             return session.export_jsonl(output_path)
+
+    # -- turn control (session calls that never replace the session; not under the lock, like
+    #    ``set_model``: the wire orders them after queued replacements) ----------------------
+
+    def steer(self, text: str, images: Sequence[ImageInput] = ()) -> None:
+        with self._session_access("steer") as session:
+            session.steer(text, images)
+
+    def follow_up(self, text: str, images: Sequence[ImageInput] = ()) -> None:
+        with self._session_access("followUp") as session:
+            session.follow_up(text, images)
+
+    def clear_queue(self) -> QueueSnapshot:
+        with self._session_access("clearQueue") as session:
+            return session.clear_queue()
+
+    def set_steering_mode(self, mode: QueueMode) -> None:
+        with self._session_access("setSteeringMode") as session:
+            session.set_steering_mode(mode)
+
+    def set_follow_up_mode(self, mode: QueueMode) -> None:
+        with self._session_access("setFollowUpMode") as session:
+            session.set_follow_up_mode(mode)
+
+    def set_thinking_level(self, level: str) -> str:
+        with self._session_access("setThinkingLevel") as session:
+            return session.set_thinking_level(level)
+
+    def cycle_thinking_level(self) -> str | None:
+        with self._session_access("cycleThinkingLevel") as session:
+            return session.cycle_thinking_level()
+
+    def available_thinking_levels(self) -> list[str]:
+        with self._session_access("getAvailableThinkingLevels") as session:
+            return session.available_thinking_levels()
+
+    def stats(self) -> SessionStats:
+        with self._session_access("getSessionStats") as session:
+            return session.stats()
+
+    def set_auto_retry(self, enabled: bool) -> None:
+        with self._session_access("setAutoRetry") as session:
+            session.set_auto_retry(enabled)
+
+    def abort_retry(self) -> None:
+        with self._session_access("abortRetry") as session:
+            session.abort_retry()
+
+    def last_assistant_text(self) -> str | None:
+        with self._session_access("getLastAssistantText") as session:
+            return session.last_assistant_text()
+
+    def fork_messages(self) -> list[ForkMessage]:
+        with self._session_access("getForkMessages") as session:
+            return session.fork_messages()
+
+    def entries(self, since: str | None = None) -> tuple[list[dict[str, Any]], str | None]:
+        with self._session_access("getEntries") as session:
+            return session.entries(since)
+
+    async def bash(self, command: str, *, exclude_from_context: bool | None = None, timeout: float | None = None,
+                   request_id: int | str | None = None) -> BashOutcome:
+        """Run a client command in the current session (outside the lock, like a turn: a later
+        replacement stops it in its teardown and this call resolves with ``cancelled``)."""
+        with self._session_access("bash") as session:
+            return await session.bash(command, exclude_from_context=exclude_from_context, timeout=timeout,
+                                      request_id=request_id)
+
+    def abort_bash(self) -> None:
+        with self._session_access("abortBash") as session:
+            session.abort_bash()
 
     @contextlib.contextmanager
     def _session_access(self, operation: str) -> Iterator[SessionPort]:
@@ -447,6 +531,7 @@ class SerializedHost:
                 session_file=session.session_file,
                 cwd=self._runtime.cwd,
                 generation=self._generation,
+                dropped_queue=result.dropped_queue,
             )
 
         return await self._serialize(operation_name, target, replace)
@@ -661,7 +746,9 @@ class SerializedHost:
         target = self._current_target()
         failures: list[Exception] = []
         try:
-            await self._runtime.session.abort()
+            session = self._runtime.session
+            session.drop_queue()  # reported in session_shutdown; nothing queued may run at the end
+            await session.abort()
         except Exception as error:
             failures.append(error)
         try:

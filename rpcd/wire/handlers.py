@@ -34,9 +34,10 @@ import anyio
 
 from rpcd.core.errors import HostDisposedError, HostError, HostUnavailableError
 from rpcd.core.progress import reporting
-from rpcd.core.values import CommandInfo, CommandRan, ModelDescription, SessionState
+from rpcd.core.values import CommandInfo, CommandRan, ImageInput, ModelDescription, QueueSnapshot, SessionState
 from rpcd.host.failures import FailureContext, SessionBindingFailure, attach_context, context_of
 from rpcd.host.host import ReplacementOutcome, SerializedHost
+from rpcd.protocol import events as ev
 from rpcd.protocol import types as t
 from rpcd.protocol.errors import ErrorCode, ErrorItem
 from rpcd.wire.errors import WireError, protocol_error
@@ -146,6 +147,8 @@ class SessionMethods:
         self._library = library
         self._snapshot: SessionState | None = None
         self.dispose_failure: BaseException | None = None
+        self.request_id: Callable[[], int | str | None] = lambda: None
+        """The id of the request being served (``bash_execution_update.id``); set by the server."""
 
     # -- replacements ---------------------------------------------------------------------
 
@@ -173,6 +176,7 @@ class SessionMethods:
             generation=result.generation,
             session_file=result.session_file,
             selected_text=outcome.selected_text,
+            dropped_queue=result.dropped_queue,
         )
 
     async def clone(self, params: t.CloneParams) -> t.ReplacementResult:
@@ -225,6 +229,7 @@ class SessionMethods:
             cwd=outcome.cwd,
             generation=outcome.generation,
             session_file=outcome.session_file,
+            dropped_queue=queue_contents(outcome.dropped_queue) if outcome.dropped_queue is not None else None,
         )
 
     def _progress(self, token: t.ProgressToken | None, title: str) -> Progress:
@@ -253,6 +258,12 @@ class SessionMethods:
             message_count=state.message_count,
             generation=host.generation,
             status=host.status,
+            is_compacting=state.is_compacting,
+            steering_mode=state.steering_mode,
+            follow_up_mode=state.follow_up_mode,
+            auto_compaction_enabled=state.auto_compaction_enabled,
+            auto_retry_enabled=state.auto_retry_enabled,
+            pending_message_count=state.pending_message_count,
             session_file=state.session_file,
             name=state.name,
             model=model,
@@ -323,7 +334,8 @@ class SessionMethods:
     # -- actions --------------------------------------------------------------------------
 
     async def prompt(self, params: t.PromptParams) -> t.PromptResult:
-        """Run one turn; a cancelled request aborts the turn and still answers (``aborted``)."""
+        """Run one turn; a cancelled request aborts the turn and still answers (``aborted``).
+        With ``streamingBehavior`` and a turn running, the text is queued and this answers at once."""
         host = await self._slot.get("prompt")
         started = False
 
@@ -332,7 +344,10 @@ class SessionMethods:
             started = True
 
         with operation("prompt"):
-            turn = asyncio.ensure_future(host.prompt(params.text, on_started=mark_started))
+            turn = asyncio.ensure_future(host.prompt(
+                params.text, images=_images(params.images), streaming_behavior=params.streaming_behavior,
+                on_started=mark_started,
+            ))
         try:
             outcome = await asyncio.shield(turn)
         except asyncio.CancelledError:
@@ -348,6 +363,8 @@ class SessionMethods:
         await self._pump.drain()
         if isinstance(outcome, CommandRan):
             return t.PromptResult(command=outcome.name)
+        if outcome is None:
+            return t.PromptResult(queued=params.streaming_behavior)
         return t.PromptResult(stop_reason=outcome)
 
     async def abort(self, params: t.EmptyParams | None = None) -> None:
@@ -391,12 +408,142 @@ class SessionMethods:
         return t.CycleModelResult(model=_model_description(result.model), thinking_level=result.thinking_level,
                                   is_scoped=result.is_scoped)
 
+    # -- turn control (each: the host's session call after queued replacements) ----------------
+
+    async def steer(self, params: t.QueueInputParams) -> None:
+        host = await self._slot.get("steer")
+        await host.after_queued_replacements("steer")
+        host.steer(params.text, _images(params.images))
+        await self._pump.drain()
+
+    async def follow_up(self, params: t.QueueInputParams) -> None:
+        host = await self._slot.get("followUp")
+        await host.after_queued_replacements("followUp")
+        host.follow_up(params.text, _images(params.images))
+        await self._pump.drain()
+
+    async def set_steering_mode(self, params: t.SetQueueModeParams) -> None:
+        host = await self._slot.get("setSteeringMode")
+        await host.after_queued_replacements("setSteeringMode")
+        host.set_steering_mode(params.mode)
+
+    async def set_follow_up_mode(self, params: t.SetQueueModeParams) -> None:
+        host = await self._slot.get("setFollowUpMode")
+        await host.after_queued_replacements("setFollowUpMode")
+        host.set_follow_up_mode(params.mode)
+
+    async def clear_queue(self, params: t.EmptyParams | None = None) -> ev.QueueContents:
+        host = await self._slot.get("clearQueue")
+        await host.after_queued_replacements("clearQueue")
+        dropped = host.clear_queue()
+        await self._pump.drain()
+        return queue_contents(dropped)
+
+    async def set_thinking_level(self, params: t.SetThinkingLevelParams) -> None:
+        host = await self._slot.get("setThinkingLevel")
+        await host.after_queued_replacements("setThinkingLevel")
+        host.set_thinking_level(params.level)
+        await self._pump.drain()
+
+    async def cycle_thinking_level(self, params: t.EmptyParams | None = None) -> t.CycleThinkingLevelResult:
+        host = await self._slot.get("cycleThinkingLevel")
+        await host.after_queued_replacements("cycleThinkingLevel")
+        level = host.cycle_thinking_level()
+        await self._pump.drain()
+        return t.CycleThinkingLevelResult(level=level)  # type: ignore[arg-type]  # the session's levels are Pi's
+
+    async def get_available_thinking_levels(
+        self, params: t.EmptyParams | None = None
+    ) -> t.AvailableThinkingLevelsResult:
+        host = await self._slot.get("getAvailableThinkingLevels")
+        await host.after_queued_replacements("getAvailableThinkingLevels")
+        return t.AvailableThinkingLevelsResult(levels=host.available_thinking_levels())  # type: ignore[arg-type]
+
+    async def get_session_stats(self, params: t.EmptyParams | None = None) -> t.SessionStatsResult:
+        host = await self._slot.get("getSessionStats")
+        await host.after_queued_replacements("getSessionStats")
+        stats = host.stats()
+        usage = stats.context_usage
+        tokens = stats.tokens
+        return t.SessionStatsResult(
+            session_id=stats.session_id,
+            session_file=stats.session_file,
+            user_messages=stats.user_messages,
+            assistant_messages=stats.assistant_messages,
+            tool_calls=stats.tool_calls,
+            tool_results=stats.tool_results,
+            total_messages=stats.total_messages,
+            tokens=t.TokenStats(input=tokens.input, output=tokens.output, cache_read=tokens.cache_read,
+                                cache_write=tokens.cache_write, total=tokens.total),
+            cost=stats.cost,
+            context_usage=(t.ContextUsage(context_window=usage.context_window, tokens=usage.tokens,
+                                          percent=usage.percent) if usage is not None else None),
+        )
+
+    async def bash(self, params: t.BashParams) -> t.BashResult:
+        """Run the command outside the host lock (like a turn); a cancelled request stops it and
+        still answers (``cancelled: true``)."""
+        host = await self._slot.get("bash")
+        request_id = self.request_id()
+        await host.after_queued_replacements("bash")
+        run = asyncio.ensure_future(host.bash(params.command, exclude_from_context=params.exclude_from_context,
+                                              timeout=params.timeout, request_id=request_id))
+        try:
+            outcome = await asyncio.shield(run)
+        except asyncio.CancelledError:
+            caller = asyncio.current_task()
+            if caller is not None:
+                caller.uncancel()
+            with anyio.CancelScope(shield=True):
+                with contextlib.suppress(HostError):
+                    host.abort_bash()
+                outcome = await run
+        await self._pump.drain()
+        return t.BashResult(output=outcome.output, exit_code=outcome.exit_code, cancelled=outcome.cancelled,
+                            truncated=outcome.truncated, full_output_path=outcome.full_output_path)
+
+    async def abort_bash(self, params: t.EmptyParams | None = None) -> None:
+        host = await self._slot.get("abortBash")
+        await host.after_queued_replacements("abortBash")
+        host.abort_bash()
+
+    async def set_auto_retry(self, params: t.SetAutoRetryParams) -> None:
+        host = await self._slot.get("setAutoRetry")
+        await host.after_queued_replacements("setAutoRetry")
+        host.set_auto_retry(params.enabled)
+
+    async def abort_retry(self, params: t.EmptyParams | None = None) -> None:
+        host = await self._slot.get("abortRetry")
+        await host.after_queued_replacements("abortRetry")
+        host.abort_retry()
+
+    async def get_last_assistant_text(self, params: t.EmptyParams | None = None) -> t.LastAssistantTextResult:
+        host = await self._slot.get("getLastAssistantText")
+        await host.after_queued_replacements("getLastAssistantText")
+        return t.LastAssistantTextResult(text=host.last_assistant_text())
+
+    async def get_fork_messages(self, params: t.EmptyParams | None = None) -> t.ForkMessagesResult:
+        host = await self._slot.get("getForkMessages")
+        await host.after_queued_replacements("getForkMessages")
+        return t.ForkMessagesResult(
+            messages=[t.ForkMessage(entry_id=m.entry_id, text=m.text) for m in host.fork_messages()]
+        )
+
+    async def get_entries(self, params: t.GetEntriesParams) -> t.GetEntriesResult:
+        host = await self._slot.get("getEntries")
+        await host.after_queued_replacements("getEntries")
+        entries, leaf_id = host.entries(params.since)
+        await self._pump.drain()
+        return t.GetEntriesResult(entries=entries, leaf_id=leaf_id)
+
     def _remember(self, host: SerializedHost) -> None:
         with contextlib.suppress(HostError):
             self._snapshot = host.state()
 
 
-async def _abort_and_settle(host: SerializedHost, turn: asyncio.Future[str | CommandRan]) -> str | CommandRan:
+async def _abort_and_settle(
+    host: SerializedHost, turn: asyncio.Future[str | CommandRan | None]
+) -> str | CommandRan | None:
     """Abort the running turn and wait for it, shielded: the client asked to stop, not to wedge."""
     with anyio.CancelScope(shield=True):
         # HostError: the session was replaced meanwhile, and its teardown aborts the turn anyway.
@@ -425,6 +572,14 @@ def command_result(info: CommandInfo) -> t.CommandInfo:
         description=info.description,
         argument_hint=info.argument_hint,
     )
+
+
+def _images(images: list[t.PromptImage] | None) -> tuple[ImageInput, ...]:
+    return tuple(ImageInput(data=i.data, mime_type=i.mime_type) for i in images or ())
+
+
+def queue_contents(snapshot: QueueSnapshot) -> ev.QueueContents:
+    return ev.QueueContents(steering=list(snapshot.steering), follow_up=list(snapshot.follow_up))
 
 
 # -- listSessions pagination ----------------------------------------------------------------

@@ -28,6 +28,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_TIMEOUT = 60.0
 NO_ANSWER = object()
+STARTED: list[Daemon] = []
+"""Every daemon started; ``tests/conftest.py`` checks their session events against the schema."""
 
 Handler = Callable[[Mapping[str, Any]], Any]
 
@@ -75,6 +77,7 @@ class Daemon:
         self._write_lock = threading.Lock()
         threading.Thread(target=self._read_stdout, daemon=True).start()
         threading.Thread(target=self._read_stderr, daemon=True).start()
+        STARTED.append(self)
 
     # -- I/O threads --------------------------------------------------------------------
 
