@@ -68,15 +68,19 @@ class SessionState:
     thinking_level: str
     is_streaming: bool
     message_count: int
+    is_compacting: bool = False
+    auto_compaction_enabled: bool = True
 
 
 @attrs.frozen
 class SessionTree:
-    """Raw entries as in the file (file order, no header), the leaf, and the global labels."""
+    """Raw entries as in the file (file order, no header), the leaf, and the global labels;
+    ``nodes``: Pi's ``getTree()`` (``{entry, children, label?, labelTimestamp?}`` roots) when asked."""
 
     entries: Sequence[Mapping[str, Any]]
     leaf_id: str | None
     labels: Mapping[str, str]
+    nodes: Sequence[Mapping[str, Any]] | None = None
 
 
 class UiContext(Protocol):

@@ -22,9 +22,10 @@ model stream (an anyio cancel scope), never an event hand-off. As in Pi the loop
 on to the next model call, which ends at once as an aborted assistant message
 (``stopReason: "aborted"``, ``content: []``), so what is persisted is what Pi persists.
 
-Seams left for later issues: ``_next_turn`` (compaction before the next model call, issue 17)
-and ``_poll_steering`` / follow-ups (issue 18) sit where pi-agent-core calls
-``prepareNextTurn`` / ``getSteeringMessages``.
+Before every model call after the first, ``_next_turn`` runs the session's
+``before_next_turn(messages)`` (pi-agent-core's ``prepareNextTurn``: compaction when the
+context crossed the threshold, which may replace ``messages``). The seam left for issue 18:
+``_poll_steering`` / follow-ups, where pi-agent-core calls ``getSteeringMessages``.
 """
 
 from __future__ import annotations
@@ -204,6 +205,8 @@ class Agent:
         self.seam: ToolSeam = seam if seam is not None else _RunnerSeam(tool_runner)
         self.session_id = session_id
         self.max_tool_rounds = max_tool_rounds
+        self.before_next_turn: Callable[[list[Mapping[str, Any]]], Awaitable[None]] | None = None
+        """Called before each model call after the first (the session compacts there)."""
         self._abort_requested = False
         self._signal = AbortSignal()
         self._scope: anyio.CancelScope | None = None
@@ -292,9 +295,10 @@ class Agent:
                 return stop_reason
 
     async def _next_turn(self) -> None:
-        """Before each model call after the first (pi-agent-core's ``prepareNextTurn``): where
-        compaction before the next response will plug in (issue 17). Nothing yet."""
-        return None
+        """Before each model call after the first (pi-agent-core's ``prepareNextTurn``): the
+        session may compact here, replacing ``messages`` with the compacted context."""
+        if self.before_next_turn is not None and not self._abort_requested:
+            await self.before_next_turn(self.messages)
 
     def _poll_steering(self) -> list[dict[str, Any]]:
         """Messages to inject before the next model call (``getSteeringMessages``): steering and

@@ -37,6 +37,7 @@ from rpcd.core.values import (
     Unsubscribe,
 )
 from rpcd.runtime.agent import Agent, Event
+from rpcd.runtime.compaction import SessionCompaction
 from rpcd.runtime.model_selection import ModelInputs, Selection, select_session_model
 from rpcd.runtime.providers.base import ModelInfo, ProviderRegistry, ToolSpec
 from rpcd.runtime.providers.thinking import DEFAULT_THINKING_LEVEL, THINKING_LEVELS
@@ -125,9 +126,13 @@ class AgentSession:
         self.model_inputs = model_inputs or ModelInputs()
         self.retry = SessionRetry(self)
         self.last_context_overflow: ContextOverflowError | None = None
-        """The overflow the last run ended with (compaction, issue 17, starts from here)."""
+        """The overflow the last run ended with (after recovery: the one recovery could not fix)."""
         self.services = services
         self.agent = agent
+        self.compaction = SessionCompaction(self)
+        self._last_reply: Mapping[str, Any] | None = None
+        """The last assistant message a model call produced (it may have left the context since)."""
+        agent.before_next_turn = self.compaction.before_next_turn
         self.session_start_event: dict[str, Any] = dict(session_start_event or {"type": "session_start",
                                                                                   "reason": "startup"})
         self._runner: ExtensionRunnerLike | None = getattr(services, "extensions", None)
@@ -180,14 +185,17 @@ class AgentSession:
             thinking_level=self.agent.thinking_level,
             is_streaming=self._running,
             message_count=len(self.agent.messages),
+            is_compacting=self.compaction.is_compacting,
+            auto_compaction_enabled=self.compaction.auto_enabled,
         )
 
     def messages(self) -> list[Mapping[str, Any]]:
         return list(self.agent.messages)
 
-    def tree(self) -> SessionTree:
+    def tree(self, nested: bool = False) -> SessionTree:
         sm = self.session_manager
-        return SessionTree(entries=sm.get_entries(), leaf_id=sm.get_leaf_id(), labels=dict(sm.get_labels()))
+        return SessionTree(entries=sm.get_entries(), leaf_id=sm.get_leaf_id(), labels=dict(sm.get_labels()),
+                           nodes=sm.get_tree() if nested else None)
 
     # -- subscribers -------------------------------------------------------------------
 
@@ -223,11 +231,16 @@ class AgentSession:
         kind = event["type"]
         if runner is not None and not runner.is_invalidated and runner.has_handlers(kind):
             await runner.emit(event)
+        if kind == "message_start" and event["message"].get("role") == "user":
+            self.compaction.overflow_recovery_attempted = False
         self._notify(event)
         if kind == "message_end" and not self._disposed:
             message = event["message"]
             self.session_manager.append_message(message)
             if message.get("role") == "assistant":
+                self._last_reply = message
+                if message.get("stopReason") not in ("error", "length"):
+                    self.compaction.overflow_recovery_attempted = False
                 self.retry.on_assistant_end(message)
 
     def fast_update(self) -> Callable[[Event], None] | None:
@@ -245,33 +258,78 @@ class AgentSession:
 
         A transient provider failure is retried as Pi retries it (``rpcd.runtime.retry``): the
         failed attempt stays in the file, leaves the model's context, and the turn continues
-        after ``auto_retry_start`` … ``auto_retry_end``."""
+        after ``auto_retry_start`` … ``auto_retry_end``. Compaction is checked where Pi checks it
+        (``rpcd.runtime.compaction``): before the prompt, between tool rounds, after the run (a
+        context overflow is compacted and the turn retried once)."""
         if self._running:
             raise SessionBusyError(
                 "A turn is already running; wait for it to finish or abort it", cwd=self.cwd,
                 session_path=self.session_file,
             )
+        if self.compaction.manual_running:
+            raise SessionBusyError(
+                "Cannot submit a prompt while compaction is in progress. Wait for compaction to finish and retry.",
+                cwd=self.cwd, session_path=self.session_file,
+            )
         self._running = True
         self._idle = anyio.Event()
         try:
+            last = self._last_assistant()
+            if last is not None:
+                await self.compaction.check(last, skip_aborted_check=False)
             user = {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": int(time.time() * 1000)}
             stop_reason = await self.agent.run([user], self, will_retry=self.retry.will_retry)
             while await self.retry.after_run():
                 stop_reason = await self.agent.run([], self, will_retry=self.retry.will_retry)
-            self.last_context_overflow = self.retry.overflow_of_last_run()
+            self.last_context_overflow = self.retry.overflow_of(self._last_reply)
             await self.emit({"type": "agent_settled"})
             return stop_reason
         finally:
             self._running = False
             self._idle.set()
 
+    def _last_assistant(self) -> Mapping[str, Any] | None:
+        for message in reversed(self.agent.messages):
+            if message.get("role") == "assistant":
+                found: Mapping[str, Any] = message
+                return found
+        return None
+
     async def abort(self) -> None:
-        """Stop the running turn (if any) and wait until it has settled and persisted."""
-        if not self._running:
-            return
-        self.agent.request_abort()
-        self.retry.cancel()
-        await self._idle.wait()
+        """Stop the running turn, compaction or branch summary (if any) and wait until it has
+        settled and persisted (Pi's ``abort``: retry, compaction, branch summary, then the agent)."""
+        self.compaction.abort()
+        if self._running:
+            self.agent.request_abort()
+            self.retry.cancel()
+            await self._idle.wait()
+        await self.compaction.wait_idle()
+
+    # -- compaction and the tree ---------------------------------------------------------------
+
+    async def compact(self, custom_instructions: str | None = None) -> dict[str, Any]:
+        """Pi's manual ``compact``: aborts a running turn first; returns Pi's compaction result.
+        Raises ``CompactionError`` / ``CompactionCancelledError`` when nothing was written."""
+        return await self.compaction.compact(custom_instructions)
+
+    def set_auto_compaction(self, enabled: bool) -> None:
+        """Pi's ``setAutoCompactionEnabled`` (kept for the daemon's life, not written to settings.json)."""
+        self.compaction.set_auto_enabled(enabled)
+
+    async def navigate_tree(self, target_id: str, *, summarize: bool = False, custom_instructions: str | None = None,
+                            replace_instructions: bool | None = None, label: str | None = None) -> dict[str, Any]:
+        """Pi's ``navigateTree``: move the leaf within this file (see ``rpcd.runtime.compaction``)."""
+        return await self.compaction.navigate_tree(target_id, summarize=summarize,
+                                                   custom_instructions=custom_instructions,
+                                                   replace_instructions=replace_instructions, label=label)
+
+    def set_label(self, entry_id: str, label: str | None = None) -> str:
+        """Pi's ``setLabel``: a ``label`` entry for ``entry_id`` (``None`` clears its label)."""
+        label_id = self.session_manager.append_label_change(entry_id, label)
+        entry = self.session_manager.get_entry(label_id)
+        if entry is not None:
+            self._notify({"type": "entry_appended", "entry": entry})
+        return label_id
 
     def settings(self) -> Any:
         return getattr(self.services, "settings", None)
@@ -359,6 +417,7 @@ class AgentSession:
         if self._disposed:
             return
         self._disposed = True
+        self.compaction.abort()
         if self._running:
             self.agent.request_abort()
         self._subs.clear()

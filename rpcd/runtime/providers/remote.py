@@ -187,8 +187,9 @@ class RemoteProvider:
             session_id=request.session_id,
             auth=auth,
             headers=headers,
-            cache_retention=self.settings.cache_retention,
+            cache_retention=request.cache_retention or self.settings.cache_retention,
             thinking_budgets=self.settings.thinking_budgets,
+            max_tokens=request.max_tokens,
         )
         try:
             http_request = module.build_request(spec, ctx)

@@ -56,7 +56,7 @@ def js_length(text: str) -> int:
     """``text.length`` in JavaScript (UTF-16 code units)."""
     if text.isascii():
         return len(text)
-    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+    return len(text.encode("utf-16-le", "surrogatepass")) >> 1
 
 
 def js_stringify(value: Any) -> str:

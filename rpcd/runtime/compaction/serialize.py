@@ -1,0 +1,154 @@
+"""What the summarizer reads: Pi 0.85.0's ``serializeConversation`` and the file lists
+(``compaction/utils.ts``).
+
+Messages are first brought to the LLM shape (``convert_to_llm``: ``bashExecution``, custom and
+summary messages become user messages), then written as labelled text so the summarizing
+model does not continue the conversation::
+
+    [User]: ...
+    [Assistant thinking]: ...
+    [Assistant]: ...
+    [Assistant tool calls]: read(path="a.py"); bash(command="ls")
+    [Tool result]: ...   (cut after 2000 characters, with a marker)
+
+File operations come from the ``read`` / ``write`` / ``edit`` tool calls' ``path`` argument
+(the built-in tools of ``rpcd.tools``) and from the previous summary's ``details``; a file
+both read and modified is listed as modified only. Lists are sorted as JavaScript sorts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final
+
+import attrs
+
+from rpcd.runtime.compaction.jstext import content_text, js_entries, js_length, js_slice, json_text, utf16_key
+from rpcd.store.entries import js_truthy
+from rpcd.tools import edit as edit_tool
+from rpcd.tools import read as read_tool
+from rpcd.tools import write as write_tool
+
+TOOL_RESULT_MAX_CHARS: Final = 2000
+
+@attrs.define
+class FileOps:
+    """Pi's ``FileOperations``: paths read, written and edited (insertion-ordered sets).
+
+    Only string paths are collected: ``details`` lists come from files, and a non-string
+    there (a hand edit) is not a path."""
+
+    read: dict[str, None] = attrs.field(factory=dict)
+    written: dict[str, None] = attrs.field(factory=dict)
+    edited: dict[str, None] = attrs.field(factory=dict)
+
+    def add_details(self, details: Any) -> None:
+        """A previous summary's ``details``: ``readFiles`` read, ``modifiedFiles`` edited."""
+        if not isinstance(details, Mapping):
+            return
+        read_files, modified_files = details.get("readFiles"), details.get("modifiedFiles")
+        if isinstance(read_files, list):
+            self.read.update(dict.fromkeys(f for f in read_files if isinstance(f, str)))
+        if isinstance(modified_files, list):
+            self.edited.update(dict.fromkeys(f for f in modified_files if isinstance(f, str)))
+
+    def to_pi(self) -> dict[str, list[str]]:
+        return {"read": list(self.read), "written": list(self.written), "edited": list(self.edited)}
+
+
+_OPS: Final = {read_tool.NAME: "read", write_tool.NAME: "written", edit_tool.NAME: "edited"}
+
+
+def extract_file_ops_from_message(message: Mapping[str, Any], ops: FileOps) -> None:
+    """Pi's ``extractFileOpsFromMessage``: the ``path`` of read/write/edit tool calls."""
+    if message.get("role") != "assistant":
+        return
+    content = message.get("content")
+    if not isinstance(content, list):
+        return
+    for block in content:
+        if not isinstance(block, Mapping) or block.get("type") != "toolCall":
+            continue
+        if "arguments" not in block or "name" not in block:
+            continue
+        args = block["arguments"]
+        if not js_truthy(args) or not isinstance(args, Mapping):
+            continue
+        path = args.get("path")
+        if not isinstance(path, str) or not path:
+            continue
+        target = _OPS.get(block["name"]) if isinstance(block["name"], str) else None
+        if target is not None:
+            getattr(ops, target)[path] = None
+
+
+def compute_file_lists(ops: FileOps) -> tuple[list[str], list[str]]:
+    """``(readFiles, modifiedFiles)``: files only read, and files edited or written; sorted."""
+    modified = {**ops.edited, **ops.written}
+    read_only = sorted((f for f in ops.read if f not in modified), key=utf16_key)
+    return read_only, sorted(modified, key=utf16_key)
+
+
+def format_file_operations(read_files: Sequence[str], modified_files: Sequence[str]) -> str:
+    """The ``<read-files>`` / ``<modified-files>`` blocks appended to a summary."""
+    sections: list[str] = []
+    if read_files:
+        sections.append("<read-files>\n" + "\n".join(read_files) + "\n</read-files>")
+    if modified_files:
+        sections.append("<modified-files>\n" + "\n".join(modified_files) + "\n</modified-files>")
+    return "\n\n" + "\n\n".join(sections) if sections else ""
+
+
+def truncate_for_summary(text: str, max_chars: int = TOOL_RESULT_MAX_CHARS) -> str:
+    length = js_length(text)
+    if length <= max_chars:
+        return text
+    return f"{js_slice(text, max_chars)}\n\n[... {length - max_chars} more characters truncated]"
+
+
+def serialize_conversation(messages: Iterable[Mapping[str, Any]]) -> str:
+    """Pi's ``serializeConversation`` of LLM messages (call ``convert_to_llm`` first)."""
+    parts: list[str] = []
+    append = parts.append
+    for message in messages:
+        role = message.get("role")
+        if role == "user":
+            text = content_text(message.get("content"), "")
+            if text:
+                append("[User]: " + text)
+        elif role == "assistant":
+            content = message.get("content")
+            blocks = content if isinstance(content, list) else []
+            thinking: list[str] = []
+            calls: list[str] = []
+            has_text = False
+            for block in blocks:
+                if not isinstance(block, Mapping):
+                    continue
+                kind = block.get("type")
+                if kind == "thinking":
+                    value = block.get("thinking")
+                    thinking.append(value if isinstance(value, str) else "")
+                elif kind == "toolCall":
+                    calls.append(_tool_call_text(block))
+                elif kind == "text":
+                    has_text = True
+            if thinking:
+                append("[Assistant thinking]: " + "\n".join(thinking))
+            if has_text:
+                append("[Assistant]: " + content_text(blocks))
+            if calls:
+                append("[Assistant tool calls]: " + "; ".join(calls))
+        elif role == "toolResult":
+            text = content_text(message.get("content"), "")
+            if text:
+                append("[Tool result]: " + truncate_for_summary(text))
+    return "\n\n".join(parts)
+
+
+def _tool_call_text(block: Mapping[str, Any]) -> str:
+    args = block.get("arguments")
+    pairs = ", ".join(f"{key}={json_text(value)}" for key, value in js_entries(args)) \
+        if isinstance(args, Mapping) else ""
+    name = block.get("name")
+    return f"{name if isinstance(name, str) else json_text(name)}({pairs})"
