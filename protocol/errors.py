@@ -42,6 +42,7 @@ class ErrorCode(enum.IntEnum):
     SESSION_BUSY = -32040
     MODEL_NOT_FOUND = -32041
     PROVIDER_ERROR = -32042
+    COMPACTION_FAILED = -32044
 
 
 WHEN: dict[ErrorCode, str] = {
@@ -90,6 +91,11 @@ WHEN: dict[ErrorCode, str] = {
     ErrorCode.SESSION_BUSY: "A prompt while a turn is running.",
     ErrorCode.MODEL_NOT_FOUND: "The requested model is unknown.",
     ErrorCode.PROVIDER_ERROR: "The model provider failed (auth, rate limit after retries, transport).",
+    ErrorCode.COMPACTION_FAILED: (
+        "A compaction or branch summary did not happen (``CompactionFailed``: nothing to compact, already "
+        "compacted, the summary call failed or hit its token cap; ``CompactionCancelled``: aborted, or an "
+        "extension cancelled it). Nothing was written; the session is as it was."
+    ),
 }
 """When each code is used (the OpenRPC document and docs/protocol.md carry the same text)."""
 
@@ -118,6 +124,7 @@ DEFAULT_MESSAGES: dict[ErrorCode, str] = {
     ErrorCode.SESSION_BUSY: "Session busy",
     ErrorCode.MODEL_NOT_FOUND: "Model not found",
     ErrorCode.PROVIDER_ERROR: "Provider error",
+    ErrorCode.COMPACTION_FAILED: "Compaction failed",
 }
 
 

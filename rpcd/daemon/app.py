@@ -551,7 +551,7 @@ def register(server: Server, methods: SessionMethods) -> None:
     server.method(pm.DISPOSE)(methods.dispose)
     server.method(pm.GET_STATE)(methods.get_state)
     server.method(pm.GET_MESSAGES)(methods.get_messages)
-    server.method(pm.GET_TREE)(methods.get_tree)
+    server.method(pm.GET_TREE, t.GetTreeParams)(methods.get_tree)
     server.method(pm.LIST_SESSIONS, t.ListSessionsParams)(methods.list_sessions)
     server.method(pm.PROMPT, t.PromptParams)(methods.prompt)
     server.method(pm.ABORT)(methods.abort)
@@ -559,6 +559,10 @@ def register(server: Server, methods: SessionMethods) -> None:
     server.method(pm.SET_MODEL, t.SetModelParams)(methods.set_model)
     server.method(pm.GET_AVAILABLE_MODELS, t.EmptyParams)(methods.get_available_models)
     server.method(pm.CYCLE_MODEL, t.CycleModelParams)(methods.cycle_model)
+    server.method(pm.COMPACT, t.CompactParams)(methods.compact)
+    server.method(pm.SET_AUTO_COMPACTION, t.SetAutoCompactionParams)(methods.set_auto_compaction)
+    server.method(pm.NAVIGATE_TREE, t.NavigateTreeParams)(methods.navigate_tree)
+    server.method(pm.SET_LABEL, t.SetLabelParams)(methods.set_label)
 
 
 async def serve(options: Options, in_fd: int, out_fd: int) -> int:

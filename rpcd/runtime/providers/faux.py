@@ -23,7 +23,8 @@ A step (a JSON object in a script file, or a dict passed to ``push``):
 
 A script file is either a JSON list of steps or ``{"steps": [...], "chunkSize"?,
 "chunkDelay"?, "contextWindow"?, "maxTokens"?}`` (defaults for every step; the model's
-limits, e.g. a small ``contextWindow`` so that a few turns reach the compaction threshold). It is read as ``JSON.parse`` reads it (the shared
+limits, e.g. a small ``contextWindow`` so that a few turns reach the compaction threshold).
+It is read as ``JSON.parse`` reads it (the shared
 codec: a ``NaN`` literal is an error, ``1e999`` a number too large) and tool-call arguments are
 brought into plain JSON (``codec.to_json``: a non-finite number becomes ``null``), so a script
 cannot put a value into a session that the store or the wire cannot encode. Its path comes from the environment
@@ -282,10 +283,9 @@ class FauxProvider:
             self.chunk_size = script.chunk_size
         if script.chunk_delay is not None:
             self.chunk_delay = script.chunk_delay
-        limits = {k: v for k, v in (("context_window", script.context_window), ("max_tokens", script.max_tokens))
-                  if v is not None}
-        if limits:
-            self._models = [attrs.evolve(model, **limits) for model in self._models]
+        if script.context_window is not None or script.max_tokens is not None:
+            self._models = [attrs.evolve(model, context_window=script.context_window or model.context_window,
+                                         max_tokens=script.max_tokens or model.max_tokens) for model in self._models]
         self._script_path = resolved
         return True
 

@@ -4,11 +4,13 @@ fill a session with long turns."""
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import anyio
 import attrs
 
 from rpcd.runtime.providers.base import ModelInfo
@@ -42,6 +44,9 @@ class World:
     def of(self, kind: str) -> list[dict[str, Any]]:
         return [e for e in self.events if e["type"] == kind]
 
+    def file_bytes(self) -> bytes:
+        return Path(str(self.session.session_file)).read_bytes()
+
     def file_entries(self) -> list[dict[str, Any]]:
         path = self.session.session_file
         assert path is not None
@@ -55,6 +60,14 @@ class World:
 
     async def close(self) -> None:
         await self.runtime.dispose()
+
+
+async def until(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+    with anyio.fail_after(timeout):
+        for _ in itertools.count():
+            if predicate():
+                return
+            await anyio.sleep(0.005)
 
 
 def faux_model(window: int = WINDOW, max_tokens: int = 4_000) -> FauxProvider:

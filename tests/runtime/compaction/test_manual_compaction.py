@@ -15,7 +15,7 @@ from rpcd.core.errors import CompactionCancelledError, CompactionError
 from rpcd.runtime.compaction.prompts import SUMMARIZATION_SYSTEM_PROMPT, UPDATE_SUMMARIZATION_PROMPT
 from rpcd.runtime.compaction.tokens import estimate_tokens
 from rpcd.store import SessionManager
-from tests.runtime.compaction._world import KEEP, world
+from tests.runtime.compaction._world import KEEP, until, world
 
 pytestmark = pytest.mark.anyio
 
@@ -103,7 +103,7 @@ async def test_a_failed_summary_writes_nothing_and_the_session_stays_usable(tmp_
     w = await world(tmp_path)
     try:
         await w.long_turns(5)
-        before = Path(str(w.session.session_file)).read_bytes()
+        before = w.file_bytes()
         messages = w.session.messages()
         w.faux.push({"text": "", "stopReason": "error", "errorMessage": "quota exceeded"},
                     {"text": "half a summ", "stopReason": "length"})
@@ -111,7 +111,7 @@ async def test_a_failed_summary_writes_nothing_and_the_session_stays_usable(tmp_
                          "Summarization failed: generation hit the token cap and the summary is incomplete"):
             with pytest.raises(CompactionError, match=expected):
                 await w.session.compact()
-            assert Path(str(w.session.session_file)).read_bytes() == before
+            assert w.file_bytes() == before
             assert w.session.messages() == messages
             assert w.of("compaction_end")[-1]["errorMessage"] == f"Compaction failed: {expected}"
         w.faux.push({"text": "still here"})
@@ -124,7 +124,7 @@ async def test_abort_during_the_summary_leaves_the_session_exactly_as_before(tmp
     w = await world(tmp_path)
     try:
         await w.long_turns(5)
-        before = Path(str(w.session.session_file)).read_bytes()
+        before = w.file_bytes()
         messages = w.session.messages()
         w.faux.push({"text": "a slow summary " * 50, "chunkSize": 4, "chunkDelay": 0.02})
         outcome: list[BaseException] = []
@@ -137,13 +137,11 @@ async def test_abort_during_the_summary_leaves_the_session_exactly_as_before(tmp
 
         async with anyio.create_task_group() as group:
             group.start_soon(compact)
-            with anyio.fail_after(10):
-                while not w.session.state().is_compacting:
-                    await anyio.sleep(0.005)
+            await until(lambda: w.session.state().is_compacting)
             await anyio.sleep(0.05)
             await w.session.abort()
         assert isinstance(outcome[0], CompactionCancelledError)
-        assert Path(str(w.session.session_file)).read_bytes() == before
+        assert w.file_bytes() == before
         assert w.session.messages() == messages
         assert w.of("compaction_end")[-1] == {"type": "compaction_end", "reason": "manual", "aborted": True,
                                                "willRetry": False}
@@ -164,9 +162,7 @@ async def test_compact_aborts_a_running_turn_first(tmp_path: Path) -> None:
 
         async with anyio.create_task_group() as group:
             group.start_soon(prompt)
-            with anyio.fail_after(10):
-                while not any(e["type"] == "message_update" for e in w.events[-3:]):
-                    await anyio.sleep(0.005)
+            await until(lambda: any(e["type"] == "message_update" for e in w.events[-3:]))
             result = await w.session.compact()
         assert reasons == ["aborted"] and result["summary"] == "summary"
         assert w.file_entries()[-1]["type"] == "compaction"

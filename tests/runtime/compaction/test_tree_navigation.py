@@ -14,7 +14,7 @@ import pytest
 from rpcd.core.errors import InvalidEntryError, SessionBusyError
 from rpcd.runtime.compaction.prompts import BRANCH_SUMMARY_PREAMBLE
 from rpcd.store import SessionManager
-from tests.runtime.compaction._world import World, world
+from tests.runtime.compaction._world import World, until, world
 
 pytestmark = pytest.mark.anyio
 
@@ -46,7 +46,7 @@ async def test_navigation_without_summary_moves_the_leaf_and_writes_nothing(tmp_
     w = await world(tmp_path)
     try:
         ids = await _three_turns(w)
-        before = Path(str(w.session.session_file)).read_bytes()
+        before = w.file_bytes()
         assert await w.session.navigate_tree(ids["a1"]) == {"cancelled": False}
         assert w.session.state().leaf_id == ids["a1"] and _texts(w) == ["q1", "one"]
         # a user message: the leaf is its parent and its text comes back for the editor
@@ -57,7 +57,7 @@ async def test_navigation_without_summary_moves_the_leaf_and_writes_nothing(tmp_
         first = w.session.session_manager.get_entry(ids["u1"])
         assert first is not None and w.session.state().leaf_id == first["parentId"]
         assert w.session.messages() == []
-        assert Path(str(w.session.session_file)).read_bytes() == before
+        assert w.file_bytes() == before
         assert await w.session.navigate_tree(ids["a3"]) == {"cancelled": False}
         assert await w.session.navigate_tree(ids["a3"]) == {"cancelled": False}  # already there: no-op
         with pytest.raises(InvalidEntryError, match="Entry nope not found"):
@@ -114,7 +114,7 @@ async def test_abort_during_a_branch_summary_writes_nothing(tmp_path: Path) -> N
     w = await world(tmp_path)
     try:
         ids = await _three_turns(w)
-        before = Path(str(w.session.session_file)).read_bytes()
+        before = w.file_bytes()
         w.faux.push({"text": "slow " * 100, "chunkSize": 3, "chunkDelay": 0.02})
         outcome: list[dict[str, Any]] = []
 
@@ -123,15 +123,13 @@ async def test_abort_during_a_branch_summary_writes_nothing(tmp_path: Path) -> N
 
         async with anyio.create_task_group() as group:
             group.start_soon(navigate)
-            with anyio.fail_after(10):
-                while not w.session.state().is_compacting:
-                    await anyio.sleep(0.005)
+            await until(lambda: w.session.state().is_compacting)
             await anyio.sleep(0.05)
             with pytest.raises(SessionBusyError):
                 await w.session.navigate_tree(ids["a2"])
             await w.session.abort()
         assert outcome == [{"cancelled": True, "aborted": True}]
-        assert Path(str(w.session.session_file)).read_bytes() == before
+        assert w.file_bytes() == before
         assert w.session.state().leaf_id == ids["a3"]
     finally:
         await w.close()
@@ -144,9 +142,7 @@ async def test_navigation_while_a_turn_runs_is_refused(tmp_path: Path) -> None:
         w.faux.push({"text": "slow " * 100, "chunkSize": 2, "chunkDelay": 0.01})
         async with anyio.create_task_group() as group:
             group.start_soon(w.session.prompt, "go")
-            with anyio.fail_after(10):
-                while not w.session.is_streaming:
-                    await anyio.sleep(0.005)
+            await until(lambda: w.session.is_streaming)
             with pytest.raises(SessionBusyError, match="Wait for the current response to finish"):
                 await w.session.navigate_tree(ids["a1"])
             await w.session.abort()
