@@ -27,7 +27,6 @@ from rpcd.runtime.compaction import cut_point, prepare, serialize, summarize, to
 from rpcd.runtime.compaction.branch import collect_entries_for_branch_summary, prepare_branch_entries
 from rpcd.runtime.compaction.tokens import CompactionSettings
 from rpcd.runtime.providers.base import ModelInfo, ProviderRequest, new_assistant_message
-from rpcd.runtime.providers.transform import convert_to_llm
 from rpcd.runtime.retry import RetrySettings
 from rpcd.store import SessionManager
 from rpcd.store.context import build_session_context
@@ -179,8 +178,8 @@ def ours_prepare(request: Mapping[str, Any]) -> dict[str, Any]:
         "messagesToSummarize": _plain(preparation.messages_to_summarize),
         "turnPrefixMessages": _plain(preparation.turn_prefix_messages),
     }
-    out["serialized"] = serialize.serialize_conversation(convert_to_llm(preparation.messages_to_summarize))
-    out["serializedPrefix"] = serialize.serialize_conversation(convert_to_llm(preparation.turn_prefix_messages))
+    out["serialized"] = serialize.serialize_conversation(serialize.llm_messages(preparation.messages_to_summarize))
+    out["serializedPrefix"] = serialize.serialize_conversation(serialize.llm_messages(preparation.turn_prefix_messages))
     model = model_info(request["model"])
     provider = RecordingProvider(model, request.get("answers"))
     summarizer = summarize.Summarizer(provider=provider, model=model, thinking_level=request["thinkingLevel"],

@@ -205,3 +205,39 @@ def test_compaction_of_random_pi_sessions_matches_pi(
     _assert_same_branch(pi_compaction, {"file": str(file), "oldLeafId": leaf or manager.get_leaf_id(),
                                         "targetId": target, "model": model, "reserveTokens": min(reserve, 5_000),
                                         "customInstructions": custom, "answers": answers})
+
+
+def test_javascript_string_semantics_in_the_summary_text_match_pi(pi_compaction: PiCompaction, pi_reader: PiReader,
+                                                                  tmp_path: Path) -> None:
+    """The places where JavaScript and Python disagree on text: a tool result cut at 2,000 UTF-16
+    units through a surrogate pair, ``Object.entries`` putting integer-like keys first, file lists
+    sorted by UTF-16 code units (``😀`` before ``ﬀ``), JSON numbers (``1.0`` is ``1``)."""
+    stamp = 1_768_000_000_000
+    call = {"type": "toolCall", "id": "c1", "name": "read",
+            "arguments": {"path": "ﬀ.txt", "10": [1.0, 2.5e-7], "2": {"b": 1, "1": None}, "a": "é\u2028"}}
+    program = [
+        ["model_change", "anthropic", "claude-sonnet-4-5"],
+        ["message", {"role": "user", "content": "go", "timestamp": stamp}],
+        ["message", {"role": "assistant", "content": [call, {"type": "toolCall", "id": "c2", "name": "read",
+                                                             "arguments": {"path": "😀.txt"}},
+                                                      {"type": "toolCall", "id": "c3", "name": "edit",
+                                                       "arguments": {"path": "b.py"}}],
+                     "api": "anthropic-messages", "provider": "anthropic", "model": "claude-sonnet-4-5",
+                     "usage": {"input": 5, "output": 5, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 10,
+                               "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
+                     "stopReason": "toolUse", "timestamp": stamp}],
+        ["message", {"role": "toolResult", "toolCallId": "c1", "toolName": "read",
+                     "content": [{"type": "text", "text": "x😀" * 1_000}], "isError": False, "timestamp": stamp}],
+        ["message", {"role": "user", "content": "later " * 400, "timestamp": stamp}],
+        ["message", {"role": "assistant", "content": [{"type": "text", "text": "ok"}], "api": "anthropic-messages",
+                     "provider": "anthropic", "model": "claude-sonnet-4-5", "usage": {}, "stopReason": "stop",
+                     "timestamp": stamp}],
+    ]
+    (tmp_path / "project").mkdir()
+    written = pi_reader.write(str(tmp_path / "project"), str(tmp_path / "sessions"), program)
+    theirs = _assert_same_prepare(pi_compaction, _prepare_request(Path(written["file"]), 500))
+    assert "[... 1000 more characters truncated]" in theirs["serialized"]
+    assert "\ud83d\n\n[..." in theirs["serialized"]  # JavaScript cut the pair in half
+    assert 'read(2={"1":null,"b":1}, 10=[1,2.5e-7], path="ﬀ.txt", a="é\u2028")' in theirs["serialized"]
+    # UTF-16 order: U+D83D (the pair's first unit) sorts before U+FB00; code point order would not
+    assert theirs["result"]["details"] == {"readFiles": ["😀.txt", "ﬀ.txt"], "modifiedFiles": ["b.py"]}

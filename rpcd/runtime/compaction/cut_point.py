@@ -81,7 +81,18 @@ def entry_tokens(record: Record) -> int:
 
 
 def find_valid_cut_points(path: Sequence[Record], start: int, end: int) -> list[int]:
-    return [i for i in range(start, end) if path[i].type != E.COMPACTION and is_cut_point(path[i])]
+    found: list[int] = []
+    append = found.append
+    message, custom_message, branch_summary = E.MESSAGE, E.CUSTOM_MESSAGE, E.BRANCH_SUMMARY
+    for i in range(start, end):
+        record = path[i]
+        kind = record.type
+        if kind == message:
+            if record.role in CUT_POINT_ROLES:
+                append(i)
+        elif kind == custom_message or (kind == branch_summary and _has_branch_summary_message(record)):
+            append(i)
+    return found
 
 
 def find_turn_start_index(path: Sequence[Record], entry_index: int, start: int) -> int:

@@ -29,6 +29,8 @@ def _is_index(key: str) -> bool:
 def _js_order(obj: Mapping[str, Any]) -> list[str]:
     """Own-key order of a JavaScript object built by ``JSON.parse`` in this key order."""
     keys = list(obj)
+    if not any(k[:1].isdigit() for k in keys):
+        return keys
     indices = [k for k in keys if _is_index(k)]
     if not indices:
         return keys
@@ -68,7 +70,7 @@ def _reordered(value: Any) -> Any:
 def json_text(value: Any) -> str:
     """``JSON.stringify(value)`` of a value ``JSON.parse`` produced (``undefined`` for ``None``
     is not a case here: JSON has ``null``, which prints as ``null``)."""
-    if isinstance(value, dict | list) and _needs_reorder(value):
+    if type(value) is not str and isinstance(value, dict | list) and _needs_reorder(value):
         value = _reordered(value)
     return codec.dumps(value).decode()
 
@@ -83,8 +85,8 @@ def json_length(value: Any) -> int:
 
 def js_slice(text: str, end: int) -> str:
     """``text.slice(0, end)`` in UTF-16 code units (a surrogate pair may be cut in half, as in JS)."""
-    if text.isascii() or len(text) == js_length(text):
-        return text[:end]
+    if js_length(text) == len(text):
+        return text[:end]  # no character above U+FFFF: characters are units
     units = text.encode("utf-16-le", "surrogatepass")[: 2 * end]
     return units.decode("utf-16-le", "surrogatepass")
 
@@ -97,13 +99,17 @@ def utf16_key(value: Any) -> bytes:
 
 def content_text(content: Any, separator: str = "\n") -> str:
     """pi-ai's ``contentText``: a string as is, else the text blocks' texts joined."""
-    if isinstance(content, str):
+    if type(content) is str:
         return content
     if not isinstance(content, list):
-        return ""
+        return content if isinstance(content, str) else ""
+    if len(content) == 1:  # the common case, without building a list
+        block = content[0]
+        if type(block) is dict and block.get("type") == "text" and type(text := block.get("text")) is str:
+            return text
     texts: list[str] = []
     for block in content:
-        if isinstance(block, Mapping) and block.get("type") == "text":
+        if (type(block) is dict or isinstance(block, Mapping)) and block.get("type") == "text":
             text = block.get("text")
             texts.append(text if isinstance(text, str) else "" if text is None else _js_string(text))
     return separator.join(texts)

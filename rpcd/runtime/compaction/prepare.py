@@ -10,16 +10,22 @@ Nothing to do (``None``): the path ends with a compaction, or there is nothing b
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import attrs
 
 from rpcd.runtime.compaction.cut_point import find_cut_point, message_for_compaction
 from rpcd.runtime.compaction.serialize import FileOps, extract_file_ops_from_message
-from rpcd.runtime.compaction.tokens import CompactionSettings, estimate_context_tokens
+from rpcd.runtime.compaction.tokens import (
+    CompactionSettings,
+    assistant_usage,
+    calculate_context_tokens,
+    estimate_tokens,
+)
 from rpcd.store import entries as E
-from rpcd.store.context import build_session_context
+from rpcd.store.context import entry_to_message
 from rpcd.store.records import Record
 
 
@@ -78,7 +84,7 @@ def prepare_compaction(path: Sequence[Record], settings: CompactionSettings) -> 
     previous_summary = path[previous_index].entry.get("summary") if previous_index >= 0 else None
     boundary_start = summarized_span_start(path, previous_index)
     boundary_end = len(path)
-    tokens_before = estimate_context_tokens(build_session_context(path).messages).tokens
+    tokens_before = context_tokens(path)
     cut = find_cut_point(path, boundary_start, boundary_end, settings.keep_recent_tokens)
     if cut.first_kept_entry_index >= len(path):
         return None
@@ -96,10 +102,9 @@ def prepare_compaction(path: Sequence[Record], settings: CompactionSettings) -> 
         previous_entry = path[previous_index].entry
         if not E.js_truthy(previous_entry.get("fromHook")) and E.js_truthy(previous_entry.get("details")):
             ops.add_details(previous_entry.get("details"))
-    for message in to_summarize:
-        extract_file_ops_from_message(message, ops)
-    for message in turn_prefix:
-        extract_file_ops_from_message(message, ops)
+    for message in itertools.chain(to_summarize, turn_prefix):
+        if message.get("role") == "assistant":
+            extract_file_ops_from_message(message, ops)
     return CompactionPreparation(
         first_kept_entry_id=first_kept_id,
         messages_to_summarize=to_summarize,
@@ -110,6 +115,30 @@ def prepare_compaction(path: Sequence[Record], settings: CompactionSettings) -> 
         file_ops=ops,
         settings=settings,
     )
+
+
+def context_tokens(path: Sequence[Record]) -> int:
+    """``estimateContextTokens(buildSessionContext(path).messages).tokens``, reading the context
+    from its end: only the messages after the last valid usage are built and estimated."""
+    compaction_index = last_compaction_index(path)
+    if compaction_index < 0:
+        order: Iterator[Record] = reversed(path)
+    else:
+        kept_from = summarized_span_start(path, compaction_index)
+        if kept_from > compaction_index:  # its kept boundary is not on the path: nothing is kept
+            kept_from = compaction_index
+        order = itertools.chain(reversed(path[compaction_index + 1:]), reversed(path[kept_from:compaction_index]),
+                                (path[compaction_index],))
+    trailing = 0
+    for record in order:
+        message = entry_to_message(record)
+        if message is None:
+            continue
+        usage = assistant_usage(message) if record.type == E.MESSAGE and record.role == "assistant" else None
+        if usage is not None:
+            return calculate_context_tokens(usage) + trailing
+        trailing += estimate_tokens(message)
+    return trailing
 
 
 def _messages(path: Sequence[Record], start: int, end: int) -> list[dict[str, Any]]:

@@ -18,12 +18,13 @@ both read and modified is listed as modified only. Lists are sorted as JavaScrip
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 import attrs
 
 from rpcd.runtime.compaction.jstext import content_text, js_entries, js_length, js_slice, json_text, utf16_key
+from rpcd.runtime.providers.transform import convert_to_llm
 from rpcd.store.entries import js_truthy
 from rpcd.tools import edit as edit_tool
 from rpcd.tools import read as read_tool
@@ -67,7 +68,7 @@ def extract_file_ops_from_message(message: Mapping[str, Any], ops: FileOps) -> N
     if not isinstance(content, list):
         return
     for block in content:
-        if not isinstance(block, Mapping) or block.get("type") != "toolCall":
+        if (type(block) is not dict and not isinstance(block, Mapping)) or block.get("type") != "toolCall":
             continue
         if "arguments" not in block or "name" not in block:
             continue
@@ -100,14 +101,27 @@ def format_file_operations(read_files: Sequence[str], modified_files: Sequence[s
 
 
 def truncate_for_summary(text: str, max_chars: int = TOOL_RESULT_MAX_CHARS) -> str:
+    if 2 * len(text) <= max_chars:  # at most two UTF-16 units a character: short whatever it holds
+        return text
     length = js_length(text)
     if length <= max_chars:
         return text
-    return f"{js_slice(text, max_chars)}\n\n[... {length - max_chars} more characters truncated]"
+    head = text[:max_chars] if length == len(text) else js_slice(text, max_chars)
+    return f"{head}\n\n[... {length - max_chars} more characters truncated]"
+
+
+def llm_messages(messages: Iterable[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
+    """``convertToLlm`` as the summarizer reads it: user, assistant and tool-result messages as they
+    are (Pi passes them through), the others through ``convert_to_llm``."""
+    for message in messages:
+        if message.get("role") in ("user", "assistant", "toolResult"):
+            yield message
+        else:
+            yield from convert_to_llm([message])
 
 
 def serialize_conversation(messages: Iterable[Mapping[str, Any]]) -> str:
-    """Pi's ``serializeConversation`` of LLM messages (call ``convert_to_llm`` first)."""
+    """Pi's ``serializeConversation`` of LLM messages (``llm_messages`` first)."""
     parts: list[str] = []
     append = parts.append
     for message in messages:
@@ -118,25 +132,24 @@ def serialize_conversation(messages: Iterable[Mapping[str, Any]]) -> str:
                 append("[User]: " + text)
         elif role == "assistant":
             content = message.get("content")
-            blocks = content if isinstance(content, list) else []
             thinking: list[str] = []
             calls: list[str] = []
             has_text = False
-            for block in blocks:
-                if not isinstance(block, Mapping):
+            for block in content if type(content) is list else ():
+                if type(block) is not dict and not isinstance(block, Mapping):
                     continue
                 kind = block.get("type")
-                if kind == "thinking":
+                if kind == "text":
+                    has_text = True
+                elif kind == "thinking":
                     value = block.get("thinking")
-                    thinking.append(value if isinstance(value, str) else "")
+                    thinking.append(value if type(value) is str else "")
                 elif kind == "toolCall":
                     calls.append(_tool_call_text(block))
-                elif kind == "text":
-                    has_text = True
             if thinking:
-                append("[Assistant thinking]: " + "\n".join(thinking))
+                append("[Assistant thinking]: " + (thinking[0] if len(thinking) == 1 else "\n".join(thinking)))
             if has_text:
-                append("[Assistant]: " + content_text(blocks))
+                append("[Assistant]: " + content_text(content))
             if calls:
                 append("[Assistant tool calls]: " + "; ".join(calls))
         elif role == "toolResult":
@@ -148,7 +161,7 @@ def serialize_conversation(messages: Iterable[Mapping[str, Any]]) -> str:
 
 def _tool_call_text(block: Mapping[str, Any]) -> str:
     args = block.get("arguments")
-    pairs = ", ".join(f"{key}={json_text(value)}" for key, value in js_entries(args)) \
+    pairs = ", ".join([f"{key}={json_text(value)}" for key, value in js_entries(args)]) \
         if isinstance(args, Mapping) else ""
     name = block.get("name")
     return f"{name if isinstance(name, str) else json_text(name)}({pairs})"

@@ -44,10 +44,14 @@ from rpcd.runtime.compaction.prompts import (
     TURN_PREFIX_SUMMARIZATION_PROMPT,
     UPDATE_SUMMARIZATION_PROMPT,
 )
-from rpcd.runtime.compaction.serialize import compute_file_lists, format_file_operations, serialize_conversation
+from rpcd.runtime.compaction.serialize import (
+    compute_file_lists,
+    format_file_operations,
+    llm_messages,
+    serialize_conversation,
+)
 from rpcd.runtime.providers.base import ModelInfo, Provider, ProviderRequest, new_assistant_message
 from rpcd.runtime.providers.failures import is_retryable_assistant_error
-from rpcd.runtime.providers.transform import convert_to_llm
 from rpcd.runtime.retry import RetrySettings
 from rpcd.store._ids import uuid7
 from rpcd.store.entries import js_truthy
@@ -79,7 +83,7 @@ def summary_prompt(messages: Sequence[Mapping[str, Any]], custom_instructions: s
     base = UPDATE_SUMMARIZATION_PROMPT if js_truthy(previous_summary) else SUMMARIZATION_PROMPT
     if custom_instructions:
         base = f"{base}\n\nAdditional focus: {custom_instructions}"
-    text = f"<conversation>\n{serialize_conversation(convert_to_llm(messages))}\n</conversation>\n\n"
+    text = f"<conversation>\n{serialize_conversation(llm_messages(messages))}\n</conversation>\n\n"
     if js_truthy(previous_summary):
         text += f"<previous-summary>\n{_text(previous_summary)}\n</previous-summary>\n\n"
     return text + base
@@ -87,7 +91,7 @@ def summary_prompt(messages: Sequence[Mapping[str, Any]], custom_instructions: s
 
 def turn_prefix_prompt(messages: Sequence[Mapping[str, Any]]) -> str:
     """The user message of ``generateTurnPrefixSummary``."""
-    conversation = serialize_conversation(convert_to_llm(messages))
+    conversation = serialize_conversation(llm_messages(messages))
     return f"<conversation>\n{conversation}\n</conversation>\n\n{TURN_PREFIX_SUMMARIZATION_PROMPT}"
 
 
@@ -100,7 +104,7 @@ def branch_summary_prompt(messages: Sequence[Mapping[str, Any]], custom_instruct
         instructions = f"{BRANCH_SUMMARY_PROMPT}\n\nAdditional focus: {custom_instructions}"
     else:
         instructions = BRANCH_SUMMARY_PROMPT
-    conversation = serialize_conversation(convert_to_llm(messages))
+    conversation = serialize_conversation(llm_messages(messages))
     return f"<conversation>\n{conversation}\n</conversation>\n\n{instructions}"
 
 
