@@ -200,6 +200,7 @@ class AgentSessionRuntime:
         if previous_session_file is not None:
             start["previousSessionFile"] = previous_session_file
         trust_context = self._trust_context_factory(cwd) if self._trust_context_factory is not None else None
+        auto_compaction = _auto_compaction_override(self._session)
         result = await self._factory(
             cwd=cwd,
             agent_dir=self._agent_dir,
@@ -208,6 +209,8 @@ class AgentSessionRuntime:
             project_trust_context=trust_context,
         )
         self._session = result.session
+        if auto_compaction is not None and hasattr(result.session, "set_auto_compaction"):
+            result.session.set_auto_compaction(auto_compaction)  # setAutoCompaction holds for the daemon's life
         self._services = result.services
         self._diagnostics = tuple(result.diagnostics)
         self._model_fallback_message = result.model_fallback_message
@@ -337,6 +340,13 @@ class AgentSessionRuntime:
         if self._before_invalidate is not None:
             self._before_invalidate()
         self._session.dispose()
+
+
+def _auto_compaction_override(session: Any) -> bool | None:
+    """What ``setAutoCompaction`` chose in the session being replaced (``None``: the setting rules)."""
+    compaction = getattr(session, "compaction", None)
+    value = getattr(compaction, "enabled_override", None)
+    return value if isinstance(value, bool) else None
 
 
 def _from_worker(report: progress.Reporter) -> progress.Reporter:

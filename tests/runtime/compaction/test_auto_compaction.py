@@ -144,3 +144,16 @@ async def test_an_overflow_from_another_model_is_not_recovered(tmp_path: Path) -
         assert w.session.agent.model.context_window == WINDOW
     finally:
         await w.close()
+
+
+async def test_set_auto_compaction_holds_across_replacements(tmp_path: Path) -> None:
+    w = await world(tmp_path)
+    try:
+        w.session.set_auto_compaction(False)
+        await w.runtime.new_session()
+        assert w.runtime.session.state().auto_compaction_enabled is False
+        w.runtime.session.set_auto_compaction(True)
+        await w.runtime.new_session()
+        assert w.runtime.session.state().auto_compaction_enabled is True
+    finally:
+        await w.close()

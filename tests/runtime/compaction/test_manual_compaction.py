@@ -226,3 +226,22 @@ async def test_extensions_cancel_or_supply_the_compaction(tmp_path: Path) -> Non
         assert json.loads(json.dumps(result)) == result
     finally:
         await w.close()
+
+
+async def test_a_transient_summary_failure_is_retried_with_the_retry_settings(tmp_path: Path) -> None:
+    w = await world(tmp_path)
+    try:
+        await w.long_turns(5)
+        w.faux.push({"text": "", "stopReason": "error", "errorMessage": "529 overloaded_error: Overloaded"},
+                    {"text": "the summary"})
+        result = await w.session.compact()
+        assert result["summary"] == "the summary"
+        retry = [e for e in w.events if e["type"].startswith("summarization_retry")]
+        assert retry == [
+            {"type": "summarization_retry_scheduled", "attempt": 1, "maxAttempts": 3, "delayMs": 1,
+             "errorMessage": "529 overloaded_error: Overloaded"},
+            {"type": "summarization_retry_attempt_start", "source": "compaction", "reason": "manual"},
+            {"type": "summarization_retry_finished"},
+        ]
+    finally:
+        await w.close()

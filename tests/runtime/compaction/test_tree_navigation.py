@@ -225,3 +225,30 @@ async def test_set_label_and_the_nested_tree(tmp_path: Path) -> None:
             w.session.set_label("missing", "x")
     finally:
         await w.close()
+
+
+async def test_navigating_to_a_root_user_message_resets_the_leaf(tmp_path: Path) -> None:
+    """A session whose first entry is a user message: going there leaves no leaf (the next entry
+    is a new root), and a summary of the branch left becomes a root ``branch_summary``."""
+    project = tmp_path / "project"
+    project.mkdir()
+    manager = SessionManager.create(str(project), session_dir=str(tmp_path / "sessions"))
+    root = manager.append_message({"role": "user", "content": "first", "timestamp": 1})
+    manager.append_message({"role": "assistant", "content": [{"type": "text", "text": "one"}], "api": "faux",
+                            "provider": "faux", "model": "faux-1", "usage": {}, "stopReason": "stop",
+                            "timestamp": 2})
+    w = await world(tmp_path)
+    try:
+        await w.runtime.switch_session(str(manager.get_session_file()))
+        session = w.runtime.session
+        assert await session.navigate_tree(root) == {"cancelled": False, "editorText": "first"}
+        assert session.state().leaf_id is None and session.messages() == []
+        await session.navigate_tree(session.session_manager.get_entries()[-1]["id"])
+        w.faux.push({"text": "left behind"})
+        result = await session.navigate_tree(root, summarize=True)
+        summary = result["summaryEntry"]
+        assert summary["parentId"] is None and summary["type"] == "branch_summary"
+        assert session.state().leaf_id == summary["id"]
+        assert [m["role"] for m in session.messages()] == ["branchSummary"]
+    finally:
+        await w.close()
