@@ -58,45 +58,56 @@ def prepare_once(manager: SessionManager) -> dict[str, Any]:
             "messages": len(preparation.messages_to_summarize), "chars": len(text) + len(prefix)}
 
 
-def _ours(file: Path, runs: int) -> tuple[float, list[float], dict[str, Any]]:
-    manager = SessionManager.open(str(file))
-    manager.build_session_context()  # what a resume does
+class _Pi:
+    """Pi's side: one warm Node process, one timed run per request."""
+
+    def __init__(self, files: dict[str, Path]) -> None:
+        if str(REPO) not in sys.path:
+            sys.path.insert(0, str(REPO))  # the oracle's installer lives with the tests
+        from tests.pi_compat.oracle import ensure_oracle
+
+        oracle = ensure_oracle()
+        self._home = tempfile.TemporaryDirectory()
+        self._process = subprocess.Popen(
+            [str(oracle.node), str(Path(__file__).with_name("_compaction_pi.mjs"))], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, env={"PATH": "/usr/bin:/bin", "HOME": self._home.name,
+                                         "PI_CODING_AGENT_DIR": self._home.name, "PI_OFFLINE": "1",
+                                         "RPCD_PI_ORACLE_DIR": str(oracle.root)})
+        self._ask({"files": {name: str(path) for name, path in files.items()}, "settings": SETTINGS.to_pi()})
+
+    def _ask(self, request: dict[str, Any]) -> dict[str, Any]:
+        assert self._process.stdin is not None and self._process.stdout is not None
+        self._process.stdin.write(json.dumps(request).encode() + b"\n")
+        self._process.stdin.flush()
+        line = self._process.stdout.readline()
+        if not line:
+            raise RuntimeError("Pi's benchmark process exited")
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    def run(self, name: str) -> tuple[float, dict[str, Any]]:
+        answer = self._ask({"run": name})
+        return float(answer["ms"]), answer["check"]
+
+    def close(self) -> None:
+        if self._process.stdin is not None:
+            self._process.stdin.close()
+        self._process.wait(timeout=60)
+        self._home.cleanup()
+
+
+def _pi(files: dict[str, Path]) -> _Pi | None:
+    try:
+        return _Pi(files)
+    except Exception as exc:  # no oracle here (no npm, no registry): the section runs without a baseline
+        print(f"[compaction] no Pi baseline: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return None
+
+
+def _ours_once(manager: SessionManager) -> tuple[float, dict[str, Any]]:
     started = time.perf_counter()
     check = prepare_once(manager)
-    first = (time.perf_counter() - started) * 1000
-    times = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        check = prepare_once(manager)
-        times.append((time.perf_counter() - started) * 1000)
-    return first, times, check
-
-
-def _pi(files: dict[str, Path], runs: int) -> dict[str, Any] | None:
-    if str(REPO) not in sys.path:
-        sys.path.insert(0, str(REPO))  # the oracle's installer lives with the tests
-    try:
-        from tests.pi_compat.oracle import OracleUnavailable, ensure_oracle
-    except ImportError as exc:
-        print(f"[compaction] no Pi baseline: {exc}", file=sys.stderr)
-        return None
-    try:
-        oracle = ensure_oracle()
-    except OracleUnavailable as exc:
-        print(f"[compaction] no Pi baseline: {exc}", file=sys.stderr)
-        return None
-    request = {"files": [{"name": n, "file": str(f), "runs": runs + 1} for n, f in files.items()],
-               "settings": SETTINGS.to_pi()}
-    with tempfile.TemporaryDirectory() as home:
-        done = subprocess.run([str(oracle.node), str(Path(__file__).with_name("_compaction_pi.mjs"))],
-                              input=json.dumps(request).encode(), capture_output=True, timeout=900, check=False,
-                              env={"PATH": "/usr/bin:/bin", "HOME": home, "PI_CODING_AGENT_DIR": home,
-                                   "PI_OFFLINE": "1", "RPCD_PI_ORACLE_DIR": str(oracle.root)})
-    if done.returncode != 0:
-        print(f"[compaction] Pi run failed: {done.stderr.decode()[-2000:]}", file=sys.stderr)
-        return None
-    result: dict[str, Any] = json.loads(done.stdout)
-    return result
+    return (time.perf_counter() - started) * 1000, check
 
 
 def run(full: bool) -> list[Measurement]:
@@ -108,19 +119,31 @@ def run(full: bool) -> list[Measurement]:
         whole = Path(directory) / "whole.jsonl"
         _without_compactions(generated, whole)
         files = {"after 3 earlier compactions": generated, "whole history, no earlier compaction": whole}
-        pi = _pi(files, RUNS)
         size = generated.stat().st_size / 1e6
-        for name, file in files.items():
-            first, times, check = _ours(file, RUNS)
-            baseline = median(pi[name][1:]) if pi and name in pi else None  # Pi's first run is its warm-up
-            pi_check = pi.get(f"{name}:check") if pi else None
-            same = "same cut, tokensBefore and text as Pi" if pi_check == check else f"DIFFERS from Pi: {pi_check}"
-            rows.append(Measurement(
-                name=f"prepare a compaction, {name} ({entries:,} entries, {size:.1f} MB)",
-                value=median(times), unit="ms",
-                baseline_name="Pi 0.85.0 (prepareCompaction + serializeConversation)" if pi else None,
-                baseline_value=baseline,
-                note=f"median of {RUNS} warm runs; first run {first:.1f} ms; {check['messages']:,} messages, "
-                     f"{check['chars']:,} chars to the summarizer; {same}",
-            ))
+        pi = _pi(files)
+        try:
+            for name, file in files.items():
+                manager = SessionManager.open(str(file))
+                manager.build_session_context()  # what a resume does
+                first, check = _ours_once(manager)  # also parses what the resume left unparsed
+                pi_check = pi.run(name)[1] if pi is not None else None  # Pi's warm-up
+                ours: list[float] = []
+                theirs: list[float] = []
+                for _ in range(RUNS):  # alternating: both sides see the same load on a shared machine
+                    ours.append(_ours_once(manager)[0])
+                    if pi is not None:
+                        theirs.append(pi.run(name)[0])
+                same = "same cut, tokensBefore and text as Pi" if pi_check == check else f"DIFFERS from Pi: {pi_check}"
+                rows.append(Measurement(
+                    name=f"prepare a compaction, {name} ({entries:,} entries, {size:.1f} MB)",
+                    value=median(ours), unit="ms",
+                    baseline_name="Pi 0.85.0 (prepareCompaction + serializeConversation)" if pi else None,
+                    baseline_value=median(theirs) if theirs else None,
+                    note=f"median of {RUNS} warm runs, alternating with Pi's (fastest: ours {min(ours):.1f} ms, "
+                         f"Pi {min(theirs) if theirs else float('nan'):.1f} ms); our first run {first:.1f} ms; "
+                         f"{check['messages']:,} messages, {check['chars']:,} chars to the summarizer; {same}",
+                ))
+        finally:
+            if pi is not None:
+                pi.close()
     return rows

@@ -23,6 +23,7 @@ from typing import Any
 
 import anyio
 
+from rpcd.core import codec
 from rpcd.runtime.compaction import cut_point, prepare, serialize, summarize, tokens
 from rpcd.runtime.compaction.branch import collect_entries_for_branch_summary, prepare_branch_entries
 from rpcd.runtime.compaction.tokens import CompactionSettings
@@ -79,7 +80,8 @@ class PiCompaction:
                     raise OracleError(f"compaction.mjs exited: {self._stderr.read()[-2000:].decode(errors='replace')}")
                 self._pending += chunk
         line, _, self._pending = self._pending.partition(b"\n")
-        answer: dict[str, Any] = json.loads(line)
+        # read as JSON.parse reads it (an integer beyond 2^53 is a double), like our side's values
+        answer: dict[str, Any] = codec.loads(line)
         if "crash" in answer:
             raise OracleError(f"compaction.mjs failed: {answer['crash']}")
         assert answer.pop("id") == self._next
@@ -146,8 +148,6 @@ def _settings(raw: Mapping[str, Any]) -> CompactionSettings:
 
 def _plain(value: Any) -> Any:
     """What ``JSON.parse(JSON.stringify(value))`` gives (both sides compared as JSON)."""
-    from rpcd.core import codec
-
     return codec.loads(codec.dumps(value))
 
 

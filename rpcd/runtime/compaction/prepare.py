@@ -93,8 +93,10 @@ def prepare_compaction(path: Sequence[Record], settings: CompactionSettings) -> 
     if not isinstance(first_kept_id, str) or not first_kept_id:
         return None  # Pi: "session needs migration"
     history_end = cut.turn_start_index if cut.is_split_turn else cut.first_kept_entry_index
-    to_summarize = _messages(path, boundary_start, history_end)
-    turn_prefix = _messages(path, cut.turn_start_index, cut.first_kept_entry_index) if cut.is_split_turn else []
+    found = FileOps()  # collected while the messages are at hand, then put after the previous summary's
+    to_summarize = _messages(path, boundary_start, history_end, found)
+    turn_prefix = _messages(path, cut.turn_start_index, cut.first_kept_entry_index, found) if cut.is_split_turn \
+        else []
     if not to_summarize and not turn_prefix:
         return None
     ops = FileOps()
@@ -102,9 +104,7 @@ def prepare_compaction(path: Sequence[Record], settings: CompactionSettings) -> 
         previous_entry = path[previous_index].entry
         if not E.js_truthy(previous_entry.get("fromHook")) and E.js_truthy(previous_entry.get("details")):
             ops.add_details(previous_entry.get("details"))
-    for message in itertools.chain(to_summarize, turn_prefix):
-        if message.get("role") == "assistant":
-            extract_file_ops_from_message(message, ops)
+    ops.merge(found)
     return CompactionPreparation(
         first_kept_entry_id=first_kept_id,
         messages_to_summarize=to_summarize,
@@ -141,11 +141,14 @@ def context_tokens(path: Sequence[Record]) -> int:
     return trailing
 
 
-def _messages(path: Sequence[Record], start: int, end: int) -> list[dict[str, Any]]:
+def _messages(path: Sequence[Record], start: int, end: int, ops: FileOps) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
+    append = out.append
     for index in range(start, end):
-        message = message_for_compaction(path[index])
+        record = path[index]
+        message = message_for_compaction(record)
         if message is not None:
-            out.append(message)
+            append(message)
+            if record.role == "assistant":
+                extract_file_ops_from_message(message, ops)
     return out
-

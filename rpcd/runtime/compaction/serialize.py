@@ -18,7 +18,7 @@ both read and modified is listed as modified only. Lists are sorted as JavaScrip
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 import attrs
@@ -53,6 +53,12 @@ class FileOps:
         if isinstance(modified_files, list):
             self.edited.update(dict.fromkeys(f for f in modified_files if isinstance(f, str)))
 
+    def merge(self, other: FileOps) -> None:
+        """``other``'s paths after these (a ``Set``: a path already here keeps its place)."""
+        self.read.update(other.read)
+        self.written.update(other.written)
+        self.edited.update(other.edited)
+
     def to_pi(self) -> dict[str, list[str]]:
         return {"read": list(self.read), "written": list(self.written), "edited": list(self.edited)}
 
@@ -65,22 +71,28 @@ def extract_file_ops_from_message(message: Mapping[str, Any], ops: FileOps) -> N
     if message.get("role") != "assistant":
         return
     content = message.get("content")
-    if not isinstance(content, list):
+    if type(content) is not list:
         return
     for block in content:
-        if (type(block) is not dict and not isinstance(block, Mapping)) or block.get("type") != "toolCall":
+        if type(block) is not dict and not isinstance(block, Mapping):
             continue
-        if "arguments" not in block or "name" not in block:
+        if block.get("type") != "toolCall" or "arguments" not in block or "name" not in block:
             continue
         args = block["arguments"]
-        if not js_truthy(args) or not isinstance(args, Mapping):
+        # JavaScript: ``if (!args) continue`` (an object is truthy), then ``typeof args.path === "string"``
+        if type(args) is not dict and not (isinstance(args, Mapping) and js_truthy(args)):
             continue
         path = args.get("path")
-        if not isinstance(path, str) or not path:
+        if type(path) is not str or not path:
             continue
-        target = _OPS.get(block["name"]) if isinstance(block["name"], str) else None
-        if target is not None:
-            getattr(ops, target)[path] = None
+        name = block["name"]
+        target = _OPS.get(name) if type(name) is str else None
+        if target == "read":
+            ops.read[path] = None
+        elif target == "written":
+            ops.written[path] = None
+        elif target == "edited":
+            ops.edited[path] = None
 
 
 def compute_file_lists(ops: FileOps) -> tuple[list[str], list[str]]:
@@ -101,13 +113,10 @@ def format_file_operations(read_files: Sequence[str], modified_files: Sequence[s
 
 
 def truncate_for_summary(text: str, max_chars: int = TOOL_RESULT_MAX_CHARS) -> str:
-    if 2 * len(text) <= max_chars:  # at most two UTF-16 units a character: short whatever it holds
-        return text
-    length = js_length(text)
-    if length <= max_chars:
-        return text
-    head = text[:max_chars] if length == len(text) else js_slice(text, max_chars)
-    return f"{head}\n\n[... {length - max_chars} more characters truncated]"
+    """Pi's ``truncateForSummary``: the first ``max_chars`` UTF-16 units and a marker."""
+    pieces: list[str] = []
+    _put_truncated(pieces.append, text, max_chars)
+    return "".join(pieces)
 
 
 def llm_messages(messages: Iterable[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
@@ -121,15 +130,19 @@ def llm_messages(messages: Iterable[Mapping[str, Any]]) -> Iterator[Mapping[str,
 
 
 def serialize_conversation(messages: Iterable[Mapping[str, Any]]) -> str:
-    """Pi's ``serializeConversation`` of LLM messages (``llm_messages`` first)."""
-    parts: list[str] = []
-    append = parts.append
+    """Pi's ``serializeConversation`` of LLM messages (``llm_messages`` first).
+
+    Pieces are collected and joined once (a long session gives tens of megabytes of text: no
+    piece is copied twice on the way)."""
+    pieces: list[str] = []
+    put = pieces.append
     for message in messages:
         role = message.get("role")
         if role == "user":
             text = content_text(message.get("content"), "")
             if text:
-                append("[User]: " + text)
+                put("\n\n[User]: ")
+                put(text)
         elif role == "assistant":
             content = message.get("content")
             thinking: list[str] = []
@@ -147,16 +160,36 @@ def serialize_conversation(messages: Iterable[Mapping[str, Any]]) -> str:
                 elif kind == "toolCall":
                     calls.append(_tool_call_text(block))
             if thinking:
-                append("[Assistant thinking]: " + (thinking[0] if len(thinking) == 1 else "\n".join(thinking)))
+                put("\n\n[Assistant thinking]: ")
+                put(thinking[0] if len(thinking) == 1 else "\n".join(thinking))
             if has_text:
-                append("[Assistant]: " + content_text(content))
+                put("\n\n[Assistant]: ")
+                put(content_text(content))
             if calls:
-                append("[Assistant tool calls]: " + "; ".join(calls))
+                put("\n\n[Assistant tool calls]: ")
+                put("; ".join(calls))
         elif role == "toolResult":
             text = content_text(message.get("content"), "")
             if text:
-                append("[Tool result]: " + truncate_for_summary(text))
-    return "\n\n".join(parts)
+                put("\n\n[Tool result]: ")
+                _put_truncated(put, text)
+    if not pieces:
+        return ""
+    pieces[0] = pieces[0][2:]  # no separator before the first part
+    return "".join(pieces)
+
+
+def _put_truncated(put: Callable[[str], None], text: str, max_chars: int = TOOL_RESULT_MAX_CHARS) -> None:
+    """``truncate_for_summary`` as pieces."""
+    if 2 * len(text) <= max_chars:
+        put(text)
+        return
+    length = js_length(text)
+    if length <= max_chars:
+        put(text)
+        return
+    put(text[:max_chars] if length == len(text) else js_slice(text, max_chars))
+    put(f"\n\n[... {length - max_chars} more characters truncated]")
 
 
 def _tool_call_text(block: Mapping[str, Any]) -> str:
