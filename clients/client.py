@@ -23,7 +23,7 @@ import itertools
 import os
 import sys
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TextIO, cast
 
@@ -33,11 +33,15 @@ from rpcd.clients.process import DaemonProcess, default_command
 from rpcd.clients.types import (
     PROTOCOL_VERSION,
     SESSION_SCOPED,
+    UI_NOTIFICATIONS,
+    ApprovalPolicy,
     AvailableModelsResult,
+    CommandsResult,
     CompactionResult,
     CycleModelResult,
     ForkResult,
     InitializeResult,
+    ListApprovalRulesResult,
     ListSessionsResult,
     MessagesResult,
     ModelRef,
@@ -45,7 +49,10 @@ from rpcd.clients.types import (
     Notification,
     PromptResult,
     ReplacementResult,
+    RevokeApprovalRuleResult,
     SessionState,
+    ToolAuthorizeParams,
+    ToolAuthorizeResult,
     TreeResult,
 )
 
@@ -58,9 +65,12 @@ __all__ = [
     "RpcdClient",
 ]
 
+TOOL_AUTHORIZE = "tool/authorize"
 CLIENT_NAME = "rpcd-python-client"
 CLIENT_VERSION = "0.1.0"
 ProgressCallback = Callable[[dict[str, Any]], None]
+ToolAuthorizeHandler = Callable[[ToolAuthorizeParams], Awaitable[ToolAuthorizeResult] | ToolAuthorizeResult]
+"""Decides one tool call (``tool/authorize``); raising or returning garbage counts as a rejection."""
 _UNSET: Any = object()
 
 
@@ -272,6 +282,14 @@ class RpcdClient:
         """
         self.connection.handlers[method] = handler
 
+    def on_tool_authorize(self, handler: ToolAuthorizeHandler) -> None:
+        """Decide tool calls before they run (``tool/authorize``): ``handler(params)`` returns
+        ``{"decision": "allowOnce" | "allowAlways" | "rejectOnce" | "rejectAlways", "reason"?}``.
+
+        Register before ``initialize``: it declares the ``toolApproval`` capability, which makes
+        the daemon's default policy ``ask-writes``."""
+        self.connection.handlers[TOOL_AUTHORIZE] = handler
+
     def on_notification(self, listener: Callable[[str, Any], None]) -> Callable[[], None]:
         """Call ``listener(method, params)`` for every notification, unfiltered; returns an unsubscribe."""
         self._listeners.append(listener)
@@ -384,13 +402,26 @@ class RpcdClient:
             if token is not None:
                 self._progress.pop(token, None)
 
-    async def initialize(self, *, timeout: float | None = _UNSET) -> InitializeResult:
+    async def initialize(
+        self, *, ui_notifications: Collection[str] = (), timeout: float | None = _UNSET
+    ) -> InitializeResult:
+        """Handshake. The capabilities follow the registered handlers (``ui/editor`` declares the
+        editor dialog); ``ui_notifications`` opts into ``setStatus``, ``setWidget``, ``setTitle``,
+        ``setEditorText`` (read them from ``notifications()``)."""
         handlers = self.connection.handlers
         capabilities: dict[str, Any] = {"progress": {}}
         if "host/authorizeProject" in handlers:
             capabilities["authorizeProject"] = {}
-        if any(name.startswith("ui/") for name in handlers):
-            capabilities["extensionUi"] = {}
+        unknown = set(ui_notifications) - set(UI_NOTIFICATIONS)
+        if unknown:
+            raise ValueError(f"unknown UI notifications: {sorted(unknown)}; known: {list(UI_NOTIFICATIONS)}")
+        if any(name.startswith("ui/") for name in handlers) or ui_notifications:
+            features: dict[str, Any] = {name: {} for name in ui_notifications}
+            if "ui/editor" in handlers:
+                features["editor"] = {}
+            capabilities["extensionUi"] = features
+        if TOOL_AUTHORIZE in handlers:
+            capabilities["toolApproval"] = {}
         params = {
             "protocolVersion": PROTOCOL_VERSION,
             "clientInfo": {"name": CLIENT_NAME, "version": CLIENT_VERSION},
@@ -487,8 +518,25 @@ class RpcdClient:
     async def set_session_name(self, name: str, *, timeout: float | None = _UNSET) -> None:
         await self.call("setSessionName", {"name": name}, timeout=timeout)
 
+    async def get_commands(self, *, timeout: float | None = _UNSET) -> CommandsResult:
+        """Every command a prompt can invoke now: extension commands, prompt templates, skills."""
+        return cast(CommandsResult, await self.call("getCommands", timeout=timeout))
+
     async def set_model(self, provider: str, model_id: str, *, timeout: float | None = _UNSET) -> ModelRef:
         return cast(ModelRef, await self.call("setModel", {"provider": provider, "modelId": model_id}, timeout=timeout))
+
+    async def set_approval_policy(self, policy: ApprovalPolicy, *, timeout: float | None = _UNSET) -> None:
+        """The tool-approval policy for every later tool call of this daemon."""
+        await self.call("setApprovalPolicy", {"policy": policy}, timeout=timeout)
+
+    async def list_approval_rules(
+        self, *, cwd: str | os.PathLike[str] | None = None, timeout: float | None = _UNSET
+    ) -> ListApprovalRulesResult:
+        params = {"cwd": os.fspath(cwd)} if cwd is not None else {}
+        return cast(ListApprovalRulesResult, await self.call("listApprovalRules", params, timeout=timeout))
+
+    async def revoke_approval_rule(self, rule_id: str, *, timeout: float | None = _UNSET) -> RevokeApprovalRuleResult:
+        return cast(RevokeApprovalRuleResult, await self.call("revokeApprovalRule", {"id": rule_id}, timeout=timeout))
 
     async def get_available_models(self, *, timeout: float | None = _UNSET) -> AvailableModelsResult:
         """The models usable now (``getAvailableModels``), in Pi's order."""

@@ -50,6 +50,9 @@ class ModelRef(TypedDict):
 
 
 Status = Literal["ready", "replacing", "unusable", "disposed"]
+ApprovalPolicy = Literal["auto", "ask-writes", "ask-all", "deny-writes"]
+ApprovalDecision = Literal["allowOnce", "allowAlways", "rejectOnce", "rejectAlways"]
+APPROVAL_POLICIES: tuple[ApprovalPolicy, ...] = ("auto", "ask-writes", "ask-all", "deny-writes")
 
 
 class ModelCost(TypedDict):
@@ -96,6 +99,7 @@ class SessionState(TypedDict):
     status: Status
     isCompacting: NotRequired[bool]
     autoCompactionEnabled: NotRequired[bool]
+    approvalPolicy: NotRequired[ApprovalPolicy]
 
 
 class MessagesResult(TypedDict):
@@ -144,7 +148,33 @@ class ListSessionsResult(TypedDict):
 
 
 class PromptResult(TypedDict):
-    stopReason: str
+    stopReason: NotRequired[str]
+    """Absent when an extension command handled the prompt (then ``command`` names it)."""
+    command: NotRequired[str]
+
+
+class CommandSourceInfo(TypedDict):
+    path: str
+    source: str
+    scope: str
+    origin: str
+    baseDir: NotRequired[str]
+
+
+class CommandInfo(TypedDict):
+    name: str
+    source: Literal["extension", "prompt", "skill"]
+    sourceInfo: CommandSourceInfo
+    description: NotRequired[str]
+    argumentHint: NotRequired[str]
+
+
+class CommandsResult(TypedDict):
+    commands: list[CommandInfo]
+
+
+UI_NOTIFICATIONS = ("setStatus", "setWidget", "setTitle", "setEditorText")
+"""Extension UI notifications a client may declare in ``initialize`` (``extensionUi`` keys)."""
 
 
 class Notification(TypedDict):
@@ -162,6 +192,53 @@ class AuthorizeProjectParams(TypedDict):
 class AuthorizeProjectResult(TypedDict):
     decision: Literal["trust", "trustOnce", "deny"]
     remember: NotRequired[bool]
+
+
+class ToolLocation(TypedDict):
+    path: str
+    line: NotRequired[int]
+
+
+class ToolAuthorizeParams(TypedDict):
+    """``tool/authorize``: may this tool call run?"""
+
+    sessionId: str
+    generation: int
+    toolCallId: str
+    toolName: str
+    kind: Literal["read", "edit", "delete", "move", "search", "execute", "fetch", "other"]
+    title: str
+    arguments: dict[str, Any]
+    locations: list[ToolLocation]
+
+
+class ToolAuthorizeResult(TypedDict):
+    decision: ApprovalDecision
+    reason: NotRequired[str]
+
+
+class ApprovalRule(TypedDict):
+    id: str
+    project: str
+    toolName: str
+    decision: Literal["allow", "reject"]
+    createdAt: str
+    command: NotRequired[str]
+    path: NotRequired[str]
+
+
+class Diagnostic(TypedDict):
+    type: Literal["info", "warning", "error"]
+    message: str
+
+
+class ListApprovalRulesResult(TypedDict):
+    rules: list[ApprovalRule]
+    diagnostics: list[Diagnostic]
+
+
+class RevokeApprovalRuleResult(TypedDict):
+    rule: ApprovalRule
 
 
 #: Notification methods scoped to one (sessionId, generation): the stale filter applies.

@@ -36,12 +36,16 @@ PROMPT: Final = "prompt"
 ABORT: Final = "abort"
 SET_SESSION_NAME: Final = "setSessionName"
 SET_MODEL: Final = "setModel"
+SET_APPROVAL_POLICY: Final = "setApprovalPolicy"
+LIST_APPROVAL_RULES: Final = "listApprovalRules"
+REVOKE_APPROVAL_RULE: Final = "revokeApprovalRule"
 GET_AVAILABLE_MODELS: Final = "getAvailableModels"
 CYCLE_MODEL: Final = "cycleModel"
 COMPACT: Final = "compact"
 SET_AUTO_COMPACTION: Final = "setAutoCompaction"
 NAVIGATE_TREE: Final = "navigateTree"
 SET_LABEL: Final = "setLabel"
+GET_COMMANDS: Final = "getCommands"
 CANCEL_REQUEST: Final = "$/cancelRequest"
 CANCEL_REQUEST_ACP: Final = "$/cancel_request"
 SESSION_EVENT: Final = "session/event"
@@ -54,6 +58,12 @@ UI_CONFIRM: Final = "ui/confirm"
 UI_SELECT: Final = "ui/select"
 UI_INPUT: Final = "ui/input"
 UI_NOTIFY: Final = "ui/notify"
+UI_EDITOR: Final = "ui/editor"
+UI_SET_STATUS: Final = "ui/setStatus"
+UI_SET_WIDGET: Final = "ui/setWidget"
+UI_SET_TITLE: Final = "ui/setTitle"
+UI_SET_EDITOR_TEXT: Final = "ui/setEditorText"
+TOOL_AUTHORIZE: Final = "tool/authorize"
 
 CANCEL_METHODS: Final = (CANCEL_REQUEST, CANCEL_REQUEST_ACP)
 
@@ -119,6 +129,14 @@ METHODS: Final[dict[str, MethodSpec]] = {
              *_HOST_ERRORS, ErrorCode.SESSION_BUSY, ErrorCode.PROVIDER_ERROR, ErrorCode.MODEL_NOT_FOUND),
         _req(ABORT, t.EmptyParams, None, "Abort the running turn; answers once idle.", *_HOST_ERRORS),
         _req(SET_SESSION_NAME, t.SetSessionNameParams, None, "Name the current session.", *_HOST_ERRORS),
+        _req(SET_MODEL, t.SetModelParams, t.ModelRef, "Switch the model.", *_HOST_ERRORS, ErrorCode.MODEL_NOT_FOUND,
+             ErrorCode.PROVIDER_ERROR),
+        _req(SET_APPROVAL_POLICY, t.SetApprovalPolicyParams, None,
+             "Set the tool-approval policy for every later tool call of this process.", *_HOST_ERRORS),
+        _req(LIST_APPROVAL_RULES, t.ListApprovalRulesParams, t.ListApprovalRulesResult,
+             "The remembered approval rules (of one project, or all).", *_HOST_ERRORS),
+        _req(REVOKE_APPROVAL_RULE, t.RevokeApprovalRuleParams, t.RevokeApprovalRuleResult,
+             "Forget one remembered approval rule.", *_HOST_ERRORS),
         _req(SET_MODEL, t.SetModelParams, t.ModelRef, "Switch the model (errors name close matches).", *_HOST_ERRORS,
              ErrorCode.MODEL_NOT_FOUND, ErrorCode.PROVIDER_ERROR),
         _req(GET_AVAILABLE_MODELS, t.EmptyParams, t.GetAvailableModelsResult,
@@ -136,6 +154,8 @@ METHODS: Final[dict[str, MethodSpec]] = {
              ErrorCode.SESSION_WRITE_FAILED),
         _req(SET_LABEL, t.SetLabelParams, None, "Label an entry (no label: clear it).", *_HOST_ERRORS,
              ErrorCode.INVALID_ENTRY, ErrorCode.SESSION_WRITE_FAILED),
+        _req(GET_COMMANDS, t.EmptyParams, t.GetCommandsResult,
+             "Every command a prompt can invoke now: extension commands, prompt templates, skills.", *_HOST_ERRORS),
         # notifications client -> daemon
         _note(EXIT, None, "End the process (exit code 0 after `shutdown`).", "client->server"),
         _note(CANCEL_REQUEST, t.CancelParams, "Cancel a running request (LSP spelling).", "client->server"),
@@ -147,6 +167,11 @@ METHODS: Final[dict[str, MethodSpec]] = {
         _note(HOST_STATUS, t.HostStatusParams, "The host status changed."),
         _note(PROGRESS, t.ProgressParams, "Work-done progress for a request's workDoneToken."),
         _note(UI_NOTIFY, t.UiNotifyParams, "An extension notification for the user."),
+        _note(UI_SET_STATUS, t.UiSetStatusParams, "An extension's status entry (capability extensionUi.setStatus)."),
+        _note(UI_SET_WIDGET, t.UiSetWidgetParams, "An extension's widget lines (capability extensionUi.setWidget)."),
+        _note(UI_SET_TITLE, t.UiSetTitleParams, "An extension's window title (capability extensionUi.setTitle)."),
+        _note(UI_SET_EDITOR_TEXT, t.UiSetEditorTextParams,
+              "An extension puts text in the input editor (capability extensionUi.setEditorText)."),
         # requests daemon -> client (only if the client declared the capability)
         MethodSpec(AUTHORIZE_PROJECT, t.AuthorizeProjectParams, t.AuthorizeProjectResult, "request",
                    "server->client", "Ask whether to trust a project (capability authorizeProject)."),
@@ -156,6 +181,10 @@ METHODS: Final[dict[str, MethodSpec]] = {
                    "Extension choice dialog (capability extensionUi)."),
         MethodSpec(UI_INPUT, t.UiInputParams, t.UiInputResult, "request", "server->client",
                    "Extension text input (capability extensionUi)."),
+        MethodSpec(UI_EDITOR, t.UiEditorParams, t.UiEditorResult, "request", "server->client",
+                   "Extension multi-line editor dialog (capability extensionUi.editor)."),
+        MethodSpec(TOOL_AUTHORIZE, t.ToolAuthorizeParams, t.ToolAuthorizeResult, "request", "server->client",
+                   "May this tool call run? (capability toolApproval)"),
     )
 }
 

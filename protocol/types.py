@@ -25,6 +25,9 @@ Capability: TypeAlias = dict[str, Any]
 """A capability marker: an object present means "supported"; its keys are future sub-options."""
 HostStatus: TypeAlias = Literal["ready", "replacing", "unusable", "disposed"]
 DiagnosticType: TypeAlias = Literal["info", "warning", "error"]
+ApprovalPolicy: TypeAlias = Literal["auto", "ask-writes", "ask-all", "deny-writes"]
+ApprovalDecision: TypeAlias = Literal["allowOnce", "allowAlways", "rejectOnce", "rejectAlways"]
+ToolKind: TypeAlias = Literal["read", "edit", "delete", "move", "search", "execute", "fetch", "other"]
 
 # -- handshake -------------------------------------------------------------------------------------
 
@@ -49,9 +52,14 @@ class ClientCapabilities:
     authorize_project: Capability | None = None
     """The client answers ``host/authorizeProject``."""
     extension_ui: Capability | None = None
-    """The client answers ``ui/confirm``, ``ui/select``, ``ui/input`` and shows ``ui/notify``."""
+    """The client answers ``ui/confirm``, ``ui/select``, ``ui/input`` and shows ``ui/notify``. Keys of
+    the object opt into more of Pi's extension UI: ``editor`` (it answers ``ui/editor``),
+    ``setStatus``, ``setWidget``, ``setTitle``, ``setEditorText`` (it takes those notifications),
+    each as a capability marker, e.g. ``{"editor": {}, "setStatus": {}}``."""
     progress: Capability | None = None
     """The client shows ``$/progress`` for a ``workDoneToken`` it sent."""
+    tool_approval: Capability | None = None
+    """The client answers ``tool/authorize`` (and the default approval policy becomes ``ask-writes``)."""
 
 
 @attrs.frozen
@@ -175,6 +183,8 @@ class GetStateResult:
     """A compaction (manual or automatic) or a branch summary is running."""
     auto_compaction_enabled: bool = True
     """The ``compaction.enabled`` setting, or what ``setAutoCompaction`` set."""
+    approval_policy: ApprovalPolicy | None = None
+    """The tool-approval policy in force for the session's tool calls."""
 
 
 @attrs.frozen
@@ -331,8 +341,42 @@ class PromptParams:
 
 @attrs.frozen
 class PromptResult:
-    stop_reason: str
-    """Pi's stop reason of the last assistant message (``stop``, ``length``, ``aborted``, ``error``, ...)."""
+    stop_reason: str | None = None
+    """Pi's stop reason of the last assistant message (``stop``, ``length``, ``aborted``, ``error``, ...);
+    absent when an extension command handled the prompt."""
+    command: str | None = None
+    """Set when the text was ``/name args`` of an extension command: the command ran, no turn did."""
+
+
+@attrs.frozen
+class CommandSourceInfo:
+    """Where a command comes from (Pi's ``sourceInfo``)."""
+
+    path: str
+    """The extension, template or SKILL.md file."""
+    source: str
+    """``auto`` (discovered), ``local`` (a settings entry), ``cli`` (``-e``)."""
+    scope: str
+    """``user``, ``project`` or ``temporary``."""
+    origin: str
+    base_dir: str | None = None
+
+
+@attrs.frozen
+class CommandInfo:
+    name: str
+    """Invoke it with ``prompt {"text": "/<name> args"}`` (skills are ``skill:<name>``)."""
+    source: Literal["extension", "prompt", "skill"]
+    source_info: CommandSourceInfo
+    description: str | None = None
+    argument_hint: str | None = None
+    """E.g. ``<file> [focus]`` (prompt templates' ``argument-hint``)."""
+
+
+@attrs.frozen
+class GetCommandsResult:
+    commands: list[CommandInfo]
+    """Extension commands, then prompt templates, then skills (Pi's ``get_commands`` order)."""
 
 
 @attrs.frozen
@@ -346,6 +390,54 @@ class SetModelParams:
     model_id: str
 
 
+# -- tool approval ---------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class SetApprovalPolicyParams:
+    policy: ApprovalPolicy
+    """For every later tool call of every session of this process (beats ``--approval`` and settings)."""
+
+
+@attrs.frozen
+class ApprovalRule:
+    """A remembered ``allowAlways``/``rejectAlways``: one project, one tool, one matcher."""
+
+    id: str
+    project: str
+    """The project's directory (canonical: absolute, symbolic links resolved)."""
+    tool_name: str
+    decision: Literal["allow", "reject"]
+    created_at: str
+    """ISO-8601 UTC."""
+    command: str | None = None
+    """``bash``: ``first words *`` (that prefix and anything after it) or one whole command (exactly)."""
+    path: str | None = None
+    """File tools: a glob over the path relative to ``project`` (absolute outside it)."""
+
+
+@attrs.frozen
+class ListApprovalRulesParams:
+    cwd: str | None = None
+    """Only the rules of this project (default: every project)."""
+
+
+@attrs.frozen
+class ListApprovalRulesResult:
+    rules: list[ApprovalRule]
+    diagnostics: list[DiagnosticItem]
+    """A warning when the rules file cannot be used (then no rule applies and none is listed)."""
+
+
+@attrs.frozen
+class RevokeApprovalRuleParams:
+    id: str
+
+
+@attrs.frozen
+class RevokeApprovalRuleResult:
+    rule: ApprovalRule
+    """The rule that was removed."""
 @attrs.frozen
 class ModelCost:
     """Dollars per million tokens."""
@@ -535,3 +627,71 @@ class UiInputParams:
 class UiInputResult:
     value: str | None = None
     """Absent: the user cancelled."""
+
+
+@attrs.frozen
+class UiEditorParams:
+    title: str
+    prefill: str | None = None
+    """Text to start the multi-line editor with."""
+
+
+@attrs.frozen
+class UiEditorResult:
+    value: str | None = None
+    """The edited text; absent: the user cancelled."""
+
+
+@attrs.frozen
+class UiSetStatusParams:
+    key: str
+    text: str | None = None
+    """Absent: clear the status entry ``key``."""
+
+
+@attrs.frozen
+class UiSetWidgetParams:
+    key: str
+    lines: list[str] | None = None
+    """Absent: clear the widget ``key``."""
+    placement: Literal["aboveEditor", "belowEditor"] = "aboveEditor"
+
+
+@attrs.frozen
+class UiSetTitleParams:
+    title: str
+
+
+@attrs.frozen
+class UiSetEditorTextParams:
+    text: str
+
+
+@attrs.frozen
+class ToolLocation:
+    path: str
+    """Absolute."""
+    line: int | None = None
+
+
+@attrs.frozen
+class ToolAuthorizeParams:
+    session_id: str
+    generation: int
+    tool_call_id: str
+    tool_name: str
+    kind: ToolKind
+    """ACP's ToolKind word for the call."""
+    title: str
+    """One line for a person: ``bash: rm -rf build``, ``edit src/a.py``."""
+    arguments: dict[str, Any]
+    """The call's arguments; a string longer than 2000 characters is cut and ends ``… [N more characters]``."""
+    locations: list[ToolLocation]
+    """The paths the call touches (empty for ``bash``)."""
+
+
+@attrs.frozen
+class ToolAuthorizeResult:
+    decision: ApprovalDecision
+    reason: str | None = None
+    """For a rejection: told to the model with the refusal."""

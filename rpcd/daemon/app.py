@@ -31,6 +31,7 @@ import attrs
 
 from rpcd.core.errors import HostDisposedError, RpcdError
 from rpcd.core.redact import redact_and_cut
+from rpcd.core.values import APPROVAL_POLICIES, ApprovalPolicy
 from rpcd.daemon.bindings import RpcHostBindings
 from rpcd.daemon.journal import HostJournal
 from rpcd.daemon.logs import configure_logging
@@ -41,9 +42,12 @@ from rpcd.protocol import methods as pm
 from rpcd.protocol import types as t
 from rpcd.runtime.model_inputs import ModelInputs
 from rpcd.store.paths import get_agent_dir
+from rpcd.tools import ApprovalGate, ApprovalRules
 from rpcd.transport import DEFAULT_MAX_MESSAGE_BYTES
 from rpcd.transport.stdio import guard_stdout
-from rpcd.wire.client_requests import ClientRequests, UiBridge
+from rpcd.wire.approvals import ApprovalMethods
+from rpcd.wire.client_requests import DEFAULT_APPROVAL_TIMEOUT, UI_FEATURES, ClientRequests, UiBridge
+from rpcd.wire.commands import HostCommandActions
 from rpcd.wire.handlers import HostSlot, SessionMethods, operation
 from rpcd.wire.notifications import HOST_STATUS, EventPump, Notification
 from rpcd.wire.server import Server, create_server
@@ -81,6 +85,8 @@ class Options:
     exclude_tools: tuple[str, ...] = ()
     no_builtin_tools: bool = False
     no_tools: bool = False
+    approval: ApprovalPolicy | None = None
+    approval_timeout: float = DEFAULT_APPROVAL_TIMEOUT
 
     @property
     def journal_path(self) -> str:
@@ -164,6 +170,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-nt", "--no-tools", action="store_true", help="start without any tool")
     parser.add_argument(
+        "--approval", choices=APPROVAL_POLICIES, metavar="POLICY",
+        help="tool approval: auto (run every tool, as Pi), ask-writes (the client decides calls that may change "
+             "something), ask-all (every call), deny-writes (refuse those calls). Default: the approvalPolicy "
+             "setting, else ask-writes if the client declared toolApproval, else auto",
+    )
+    parser.add_argument(
+        "--approval-timeout", type=_positive_float, default=DEFAULT_APPROVAL_TIMEOUT, metavar="SECONDS",
+        help=f"wait this long for the client's tool/authorize answer, then reject "
+             f"(default {DEFAULT_APPROVAL_TIMEOUT:g})",
+    )
+    parser.add_argument(
         "--max-message-bytes", type=_positive_int, default=DEFAULT_MAX_MESSAGE_BYTES, metavar="N",
         help=f"frames larger than this are drained and answered with -32012 (default {DEFAULT_MAX_MESSAGE_BYTES})",
     )
@@ -190,6 +207,16 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0 or math.isinf(value):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds: {text}")
     return value
 
 
@@ -230,6 +257,8 @@ def parse_options(argv: Sequence[str]) -> Options:
         exclude_tools=ns.exclude_tools,
         no_builtin_tools=ns.no_builtin_tools,
         no_tools=ns.no_tools,
+        approval=ns.approval,
+        approval_timeout=ns.approval_timeout,
     )
 
 
@@ -318,6 +347,9 @@ class Daemon:
         self.methods = SessionMethods(self.slot, pump, lambda cwd: list_sessions(options.agent_dir, cwd))
         self.requests: ClientRequests | None = None
         self.journal = HostJournal(options.journal_path)
+        self.approval = ApprovalGate(ApprovalRules.in_agent_dir(options.agent_dir), policy=options.approval)
+        """The process's tool-approval gate; the client's ``toolApproval`` capability is set at ``initialize``."""
+        self.approval_methods = ApprovalMethods(self.slot, self.approval)
         self.disposal_failure: BaseException | None = None
         self.task_group: anyio.abc.TaskGroup | None = None
         self._disposed_once = False
@@ -397,6 +429,7 @@ class Daemon:
                     allow=self.options.tools, exclude=self.options.exclude_tools,
                     no_builtin_tools=self.options.no_builtin_tools, no_tools=self.options.no_tools,
                 ),
+                approval=self.approval,
             ),
             authorize_project=authorize,
             model_inputs=self.options.model_inputs,
@@ -405,7 +438,9 @@ class Daemon:
             runtime: RuntimePort = await create_runtime(
                 factory, cwd=manager.get_cwd(), agent_dir=agent_dir, session_manager=manager
             )
-            bindings = RpcHostBindings(self.pump, UiBridge(requests), persist=self._persist)
+            bindings = RpcHostBindings(self.pump, UiBridge(requests), persist=self._persist,
+                                       authorize_tool=requests.authorize_tool,
+                                       command_actions=HostCommandActions(self.slot))
             host = await SerializedHost.bind(runtime, bindings, on_status=self.on_status)
             try:
                 # Record the startup session too, so --resume-last works after a run without replacements.
@@ -521,10 +556,15 @@ def build(options: Options) -> tuple[Server, Daemon]:
             pump,
             authorize_project=caps.authorize_project is not None,
             extension_ui=caps.extension_ui is not None,
+            ui_features=frozenset(key for key in UI_FEATURES if isinstance(caps.extension_ui, dict)
+                                  and isinstance(caps.extension_ui.get(key), dict)),
             trust_policy=options.trust_policy,
             trust_timeout=options.trust_timeout,
             ui_timeout=options.ui_timeout,
         )
+        requests.can_approve = caps.tool_approval is not None
+        requests.approval_timeout = options.approval_timeout
+        daemon.approval.client_can_answer = requests.can_approve
         daemon.slot.started = True
         daemon.spawn(daemon.startup_after_response(requests))
 
@@ -538,6 +578,7 @@ def build(options: Options) -> tuple[Server, Daemon]:
     )
     server_ref.append(server)
     register(server, daemon.methods)
+    register_approvals(server, daemon.approval_methods)
     return server, daemon
 
 
@@ -563,6 +604,14 @@ def register(server: Server, methods: SessionMethods) -> None:
     server.method(pm.SET_AUTO_COMPACTION, t.SetAutoCompactionParams)(methods.set_auto_compaction)
     server.method(pm.NAVIGATE_TREE, t.NavigateTreeParams)(methods.navigate_tree)
     server.method(pm.SET_LABEL, t.SetLabelParams)(methods.set_label)
+    server.method(pm.GET_COMMANDS)(methods.get_commands)
+
+
+def register_approvals(server: Server, methods: ApprovalMethods) -> None:
+    """The tool-approval methods (issue 15) → their handlers."""
+    server.method(pm.SET_APPROVAL_POLICY, t.SetApprovalPolicyParams)(methods.set_approval_policy)
+    server.method(pm.LIST_APPROVAL_RULES, t.ListApprovalRulesParams)(methods.list_approval_rules)
+    server.method(pm.REVOKE_APPROVAL_RULE, t.RevokeApprovalRuleParams)(methods.revoke_approval_rule)
 
 
 async def serve(options: Options, in_fd: int, out_fd: int) -> int:

@@ -22,7 +22,17 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
 
 from rpcd.core.redact import redact as redact_text
-from rpcd.core.values import Diagnostic, ExtensionBindings, ExtensionError, UiContext, Unsubscribe
+from rpcd.core.values import (
+    CommandActions,
+    Diagnostic,
+    ExtensionBindings,
+    ExtensionError,
+    ToolApprovalAnswer,
+    ToolApprovalRequest,
+    ToolApprover,
+    UiContext,
+    Unsubscribe,
+)
 from rpcd.host.port import SessionPort
 from rpcd.wire.handlers import OPERATION
 from rpcd.wire.notifications import SESSION_DIAGNOSTICS, EventPump, SessionChannel
@@ -41,15 +51,20 @@ _SHUTDOWN_REASONS: Final = {**_START_REASONS, "startup": "quit", "dispose": "qui
 
 Persist = Callable[[str | None, str], Awaitable[object]]
 """``(session_file, cwd)``: record the current session durably (the host journal)."""
+AuthorizeTool = Callable[[Mapping[str, Any]], Awaitable[ToolApprovalAnswer]]
+"""Sends ``tool/authorize`` with these params (``ClientRequests.authorize_tool``)."""
 
 
 class RpcHostBindings:
     """``rpcd.host.port.HostBindings`` for the JSON-RPC daemon."""
 
-    def __init__(self, pump: EventPump, ui: UiContext | None, persist: Persist | None = None) -> None:
+    def __init__(self, pump: EventPump, ui: UiContext | None, persist: Persist | None = None,
+                 authorize_tool: AuthorizeTool | None = None, command_actions: CommandActions | None = None) -> None:
         self._pump = pump
         self._ui = ui
         self._persist = persist
+        self._authorize_tool = authorize_tool
+        self._command_actions = command_actions
         self._channel: SessionChannel | None = None
         self._session: SessionPort | None = None
         self._previous_file: str | None = None
@@ -64,7 +79,40 @@ class RpcHostBindings:
     # -- HostBindings ---------------------------------------------------------------------
 
     def extension_bindings(self, session: SessionPort) -> ExtensionBindings:
-        return ExtensionBindings(mode="rpc", ui=self._ui, on_error=self._on_extension_error)
+        return ExtensionBindings(mode="rpc", ui=self._ui, on_error=self._on_extension_error,
+                                 tool_approver=self._tool_approver(session), command_actions=self._command_actions)
+
+    def _tool_approver(self, session: SessionPort) -> ToolApprover | None:
+        """``tool/authorize`` on behalf of ``session``, tagged with its id and generation. Asked
+        only while the session is the subscribed one; an answer that arrives after it was
+        unsubscribed (replaced, disposed) is a rejection: its tool never runs."""
+        send = self._authorize_tool
+        if send is None:
+            return None
+
+        async def approve(request: ToolApprovalRequest) -> ToolApprovalAnswer:
+            channel = self._channel
+            if channel is None or not channel.is_open or self._session is not session:
+                return ToolApprovalAnswer("rejectOnce", "the session is no longer current", answered=False)
+            params = {
+                "sessionId": channel.session_id,
+                "generation": channel.generation,
+                "toolCallId": request.tool_call_id,
+                "toolName": request.tool_name,
+                "kind": request.kind,
+                "title": request.title,
+                "arguments": dict(request.arguments),
+                "locations": [{"path": loc.path} if loc.line is None else {"path": loc.path, "line": loc.line}
+                              for loc in request.locations],
+            }
+            await self._pump.drain()  # the call's tool_execution_start reaches the client first
+            answer = await send(params)
+            if not channel.is_open:
+                return ToolApprovalAnswer("rejectOnce", "the session was replaced while waiting for approval",
+                                          answered=False)
+            return answer
+
+        return approve
 
     def subscribe(self, session: SessionPort) -> Unsubscribe:
         generation = self.generation + 1

@@ -8,6 +8,11 @@ is what keeps long streamed turns cheap.
 
 After ``dispose()`` the object is inert but not broken, like Pi's: a ``prompt`` still
 runs the model in memory, but nothing reaches extensions, subscribers or the file.
+
+Input goes through Pi's command handling (``rpcd.runtime.commands``): ``/name args`` of an
+extension command runs the command at once — also while a turn streams — instead of a turn;
+every other input is expanded (``/skill:name``, then prompt templates) by ``expand_input``
+before it reaches the model, and the expanded text is what is persisted.
 """
 
 from __future__ import annotations
@@ -26,9 +31,13 @@ from rpcd.core.errors import (
     SessionBusyError,
 )
 from rpcd.core.values import (
+    ApprovalPolicy,
+    CommandInfo,
+    CommandRan,
     CycleModelResult,
     EventListener,
     ExtensionBindings,
+    ExtensionError,
     ModelDescription,
     ModelRef,
     SessionEvent,
@@ -36,8 +45,10 @@ from rpcd.core.values import (
     SessionTree,
     Unsubscribe,
 )
+from rpcd.runtime import commands as command_input
 from rpcd.runtime.agent import Agent, Event
 from rpcd.runtime.compaction import SessionCompaction
+from rpcd.runtime.extensions import turn_scope
 from rpcd.runtime.model_selection import ModelInputs, Selection, select_session_model
 from rpcd.runtime.providers.base import ModelInfo, ProviderRegistry, ToolSpec
 from rpcd.runtime.providers.thinking import DEFAULT_THINKING_LEVEL, THINKING_LEVELS
@@ -48,7 +59,9 @@ from rpcd.store import SessionManager
 from rpcd.store.entries import js_trim
 from rpcd.tools import (
     BUILTIN_TOOL_NAMES,
+    POLICY_SETTING,
     AbortSignal,
+    ApprovalGate,
     Block,
     FunctionTool,
     Tool,
@@ -56,10 +69,13 @@ from rpcd.tools import (
     ToolCallHooks,
     ToolOptions,
     ToolOutcome,
+    ToolProfile,
     ToolSeam,
     ToolSelection,
     active_tool_names,
+    builtin_profile,
     create_builtin_tools,
+    extension_profile,
 )
 
 _log = logging.getLogger("rpcd.runtime.session")
@@ -78,6 +94,7 @@ class ExtensionRunnerLike(Protocol):
     async def execute_tool(self, name: str, tool_call_id: str, args: dict[str, Any]) -> dict[str, Any]: ...
     async def emit_tool_call(self, event: dict[str, Any]) -> Any: ...
     async def emit_tool_result(self, event: dict[str, Any]) -> dict[str, Any] | None: ...
+    def report_error(self, error: ExtensionError) -> None: ...
     @property
     def is_invalidated(self) -> bool: ...
     @property
@@ -120,6 +137,7 @@ class AgentSession:
         session_start_event: Mapping[str, Any] | None = None,
         registry: ProviderRegistry | None = None,
         model_inputs: ModelInputs | None = None,
+        approval: ApprovalGate | None = None,
     ) -> None:
         self.session_manager = session_manager
         self.registry = registry
@@ -127,6 +145,10 @@ class AgentSession:
         self.retry = SessionRetry(self)
         self.last_context_overflow: ContextOverflowError | None = None
         """The overflow the last run ended with (after recovery: the one recovery could not fix)."""
+        self.approval = approval
+        """The process's approval gate (``None``: every tool runs, as in Pi)."""
+        self.bindings: ExtensionBindings | None = None
+        """What the host bound into this session (its UI, its tool approver); set by ``bind_extensions``."""
         self.services = services
         self.agent = agent
         self.compaction = SessionCompaction(self)
@@ -187,7 +209,15 @@ class AgentSession:
             message_count=len(self.agent.messages),
             is_compacting=self.compaction.is_compacting,
             auto_compaction_enabled=self.compaction.auto_enabled,
+            approval_policy=self.approval_policy,
         )
+
+    @property
+    def approval_policy(self) -> ApprovalPolicy | None:
+        """The approval policy in force for this session's tool calls (``None`` without a gate)."""
+        if self.approval is None:
+            return None
+        return self.approval.effective_policy(_settings_get(self.services, POLICY_SETTING))
 
     def messages(self) -> list[Mapping[str, Any]]:
         return list(self.agent.messages)
@@ -253,14 +283,22 @@ class AgentSession:
 
     # -- turns -------------------------------------------------------------------------------
 
-    async def prompt(self, text: str) -> str:
+    async def prompt(self, text: str) -> str | CommandRan:
         """Run one agent turn to completion; returns the last assistant ``stopReason``.
+
+        ``/name args`` of an extension command runs the command instead (even while a turn runs,
+        as in Pi) and returns ``CommandRan``; a command that raises is an ``extension_error``.
+        Any other text is expanded first (``expand_input``).
 
         A transient provider failure is retried as Pi retries it (``rpcd.runtime.retry``): the
         failed attempt stays in the file, leaves the model's context, and the turn continues
         after ``auto_retry_start`` … ``auto_retry_end``. Compaction is checked where Pi checks it
         (``rpcd.runtime.compaction``): before the prompt, between tool rounds, after the run (a
         context overflow is compacted and the turn retried once)."""
+        ran = await command_input.run_extension_command(self._live_runner(), text)
+        if ran is not None:
+            return ran
+        text = self.expand_input(text)
         if self._running:
             raise SessionBusyError(
                 "A turn is already running; wait for it to finish or abort it", cwd=self.cwd,
@@ -274,15 +312,16 @@ class AgentSession:
         self._running = True
         self._idle = anyio.Event()
         try:
-            last = self._last_assistant()
-            if last is not None:
-                await self.compaction.check(last, skip_aborted_check=False)
             user = {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": int(time.time() * 1000)}
-            stop_reason = await self.agent.run([user], self, will_retry=self.retry.will_retry)
-            while await self.retry.after_run():
-                stop_reason = await self.agent.run([], self, will_retry=self.retry.will_retry)
-            self.last_context_overflow = self.retry.overflow_of(self._last_reply)
-            await self.emit({"type": "agent_settled"})
+            with turn_scope(self):
+                last = self._last_assistant()
+                if last is not None:
+                    await self.compaction.check(last, skip_aborted_check=False)
+                stop_reason = await self.agent.run([user], self, will_retry=self.retry.will_retry)
+                while await self.retry.after_run():
+                    stop_reason = await self.agent.run([], self, will_retry=self.retry.will_retry)
+                self.last_context_overflow = self.retry.overflow_of(self._last_reply)
+                await self.emit({"type": "agent_settled"})
             return stop_reason
         finally:
             self._running = False
@@ -294,6 +333,48 @@ class AgentSession:
                 found: Mapping[str, Any] = message
                 return found
         return None
+
+    def expand_input(self, text: str, *, queued: bool = False) -> str:
+        """Pi's input expansion, for every way text reaches the model (``prompt``, ``steer``,
+        ``followUp``): ``/skill:name args`` → the skill's block, then ``/template args`` → the
+        template's body. ``queued`` input (steer/followUp) that names an extension command is
+        refused (``InvalidArgumentError``), as Pi refuses to queue a command."""
+        if queued:
+            command_input.refuse_queued_command(self._live_runner(), text)
+        return command_input.expand_input(
+            text,
+            skills=getattr(self.services, "skills", None) or (),
+            templates=getattr(self.services, "prompt_templates", None) or (),
+            on_error=self._report_extension_error,
+        )
+
+    def commands(self) -> list[CommandInfo]:
+        """Every command a prompt can invoke now, in Pi's order: extension commands, prompt
+        templates, skills (``skill:name``)."""
+        return command_input.list_commands(
+            self._runner,
+            templates=getattr(self.services, "prompt_templates", None) or (),
+            skills=getattr(self.services, "skills", None) or (),
+        )
+
+    def notify_commands_changed(self, previous: Sequence[CommandInfo]) -> None:
+        """``commands_changed`` to the subscribers when this session's commands differ from ``previous``."""
+        current = self.commands()
+        if list(previous) != current:
+            self._notify({"type": "commands_changed", "commands": [command_input.command_to_wire(c) for c in current]})
+
+    async def wait_for_idle(self) -> None:
+        """``SessionActions`` for extension commands: until no turn runs."""
+        await self._idle.wait()
+
+    def _live_runner(self) -> ExtensionRunnerLike | None:
+        runner = self._runner
+        return None if runner is None or runner.is_invalidated else runner
+
+    def _report_extension_error(self, error: ExtensionError) -> None:
+        runner = self._live_runner()
+        if runner is not None:
+            runner.report_error(error)
 
     async def abort(self) -> None:
         """Stop the running turn, compaction or branch summary (if any) and wait until it has
@@ -401,6 +482,7 @@ class AgentSession:
 
     async def bind_extensions(self, bindings: ExtensionBindings) -> None:
         """Apply the host's bindings to the runner, then emit this session's ``session_start``."""
+        self.bindings = bindings
         runner = self._runner
         if runner is None:
             return
@@ -489,6 +571,16 @@ def session_tools(services: Any, selection: ToolSelection) -> dict[str, Tool]:
             for name in names}
 
 
+def tool_profiles(services: Any, tools: Mapping[str, Tool]) -> dict[str, ToolProfile]:
+    """How the approval gate classifies each active tool: a built-in by its name; an extension's
+    tool (also one that took a built-in's name) by its own ``read_only`` declaration."""
+    runner: Any = getattr(services, "extensions", None)
+    extension_defs: Mapping[str, Any] = getattr(runner, "tools", None) or {}
+    return {name: (extension_profile(getattr(extension_defs[name], "read_only", False) is True)
+                   if name in extension_defs else builtin_profile(name))
+            for name in tools}
+
+
 def build_system_prompt(services: Any, tools: Mapping[str, Tool] | None = None) -> str:
     """Pi's ``buildSystemPrompt`` for these services and active tools (``system_prompt.py``)."""
     active = dict(tools) if tools is not None else {}
@@ -507,6 +599,7 @@ def build_system_prompt(services: Any, tools: Mapping[str, Tool] | None = None) 
         custom_prompt=getattr(services, "system_prompt", None),
         append_system_prompt=getattr(services, "append_system_prompt", None),
         context_files=getattr(services, "context_files", None) or [],
+        skills=getattr(services, "skills", None) or [],
     )
 
 
@@ -533,6 +626,7 @@ def create_agent_session(
     tool_selection: ToolSelection | None = None,
     model_inputs: ModelInputs | None = None,
     selection: Selection | None = None,
+    approval: ApprovalGate | None = None,
 ) -> tuple[AgentSession, Selection]:
     """Build a session over ``session_manager`` with ``services``; returns it and the model
     ``Selection`` (its ``fallback_message`` is Pi's ``Could not restore model p/m. Using p2/m2``,
@@ -583,23 +677,38 @@ def create_agent_session(
     )
     session = AgentSession(
         session_manager=sm, services=services, agent=agent, session_start_event=session_start_event,
-        registry=registry, model_inputs=inputs,
+        registry=registry, model_inputs=inputs, approval=approval,
     )
-    agent.seam = ToolSeam(tools, _SessionHooks(session).hooks())
+    agent.seam = ToolSeam(tools, _SessionHooks(session, tool_profiles(services, tools)).hooks())
     return session, selection
 
 
 class _SessionHooks:
     """The session's side of the tool-call seam: extension ``tool_call``/``tool_result``
-    handlers, liveness, and the ``PI_*`` facts bash exports. The approval policy (issue 15)
-    plugs in as ``ToolCallHooks.authorize``."""
+    handlers, the approval gate (``ToolCallHooks.authorize``, with the client's approver from
+    the host's bindings), liveness, and the ``PI_*`` facts bash exports."""
 
-    def __init__(self, session: AgentSession) -> None:
+    def __init__(self, session: AgentSession, profiles: Mapping[str, ToolProfile] | None = None) -> None:
         self.session = session
+        self.profiles = dict(profiles or {})
 
     def hooks(self) -> ToolCallHooks:
-        return ToolCallHooks(tool_call=self.tool_call, tool_result=self.tool_result, is_live=self.is_live,
-                             context=self.context)
+        authorize = self.authorize if self.session.approval is not None else None
+        return ToolCallHooks(tool_call=self.tool_call, authorize=authorize, tool_result=self.tool_result,
+                             is_live=self.is_live, context=self.context)
+
+    async def authorize(self, call: ToolCall, signal: AbortSignal) -> Block | None:
+        session = self.session
+        gate = session.approval
+        if gate is None:
+            return None
+        bindings = session.bindings
+        return await gate.authorize(
+            call, signal, cwd=session.cwd,
+            profile=self.profiles.get(call.tool_name) or extension_profile(),
+            setting=_settings_get(session.services, POLICY_SETTING),
+            approver=bindings.tool_approver if bindings is not None and self.is_live() else None,
+        )
 
     def _runner(self) -> ExtensionRunnerLike | None:
         runner = self.session.extension_runner

@@ -132,3 +132,83 @@ async def test_cancelled_caller_withdraws_its_pending_request() -> None:
         await requests.authorize_project("/p", [])
     assert client.withdrawn == ["rpcd-1"]
     assert requests.pending == 0
+
+
+@pytest.mark.anyio
+async def test_editor_is_asked_only_of_a_client_that_declared_it() -> None:
+    undeclared = FakeClient({"value": "edited"})
+    assert await UiBridge(make(undeclared)).editor("Edit", "prefill") is None
+    assert undeclared.asked == []
+    declared = FakeClient({"value": "edited"})
+    bridge = UiBridge(make(declared, ui_features=frozenset({"editor"})))
+    assert await bridge.editor("Edit", "line 1\nline 2") == "edited"
+    assert declared.asked == [("ui/editor", {"title": "Edit", "prefill": "line 1\nline 2"})]
+    assert await UiBridge(make(FakeClient({}), ui_features=frozenset({"editor"}))).editor("Edit") is None
+    assert await UiBridge(make(FakeClient({"value": 3}), ui_features=frozenset({"editor"}))).editor("E") is None
+
+
+@pytest.mark.anyio
+async def test_editor_timeout_cancels_to_none_and_withdraws() -> None:
+    client = FakeClient(hang=True)
+    requests = make(client, ui_features=frozenset({"editor"}))
+    assert await requests.editor("Edit", None, timeout=0.05) is None
+    assert client.withdrawn == ["rpcd-1"] and requests.pending == 0
+
+
+def test_ui_features_need_extension_ui() -> None:
+    requests = make(FakeClient(), extension_ui=False, ui_features=frozenset({"editor", "setStatus"}))
+    assert requests.ui_features == frozenset()
+# -- tool approval ----------------------------------------------------------------------------------
+
+TOOL_PARAMS = {"sessionId": "s", "generation": 0, "toolCallId": "c", "toolName": "bash", "kind": "execute",
+               "title": "bash: ls", "arguments": {"command": "ls"}, "locations": []}
+
+
+def approving(client: FakeClient, **kw: Any) -> ClientRequests:
+    requests = make(client)
+    requests.can_approve = kw.get("can_approve", True)
+    requests.approval_timeout = kw.get("timeout", 5.0)
+    return requests
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("decision", ["allowOnce", "allowAlways", "rejectOnce", "rejectAlways"])
+async def test_a_valid_tool_decision_is_returned_with_its_reason(decision: str) -> None:
+    client = FakeClient({"decision": decision, "reason": "because"})
+    answer = await approving(client).authorize_tool(TOOL_PARAMS)
+    assert (answer.decision, answer.reason, answer.answered) == (decision, "because", True)
+    assert client.asked == [("tool/authorize", TOOL_PARAMS)] and client.withdrawn == []
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("reply", [{"decision": "maybe"}, {"decision": None}, {"reason": "x"}, [], "allowOnce",
+                                   {"decision": "allowOnce", "reason": ["x"]}])
+async def test_a_malformed_tool_decision_is_a_rejection(reply: Any) -> None:
+    answer = await approving(FakeClient(reply)).authorize_tool(TOOL_PARAMS)
+    assert (answer.decision, answer.answered) == ("rejectOnce", False)
+    assert answer.reason is not None and answer.reason.startswith("the client's approval answer was invalid")
+
+
+@pytest.mark.anyio
+async def test_tool_approval_timeout_error_gone_and_no_capability_all_reject() -> None:
+    hanging = FakeClient(hang=True)
+    requests = approving(hanging, timeout=0.02)
+    timed_out = await requests.authorize_tool(TOOL_PARAMS)
+    assert timed_out.reason == "no approval answer within 0.02 s" and hanging.withdrawn == ["rpcd-1"]
+    errored = await approving(FakeClient(error=True)).authorize_tool(TOOL_PARAMS)
+    assert errored.reason == "the client answered the approval request with an error"
+    silent = FakeClient({"decision": "allowOnce"})
+    assert (await approving(silent, can_approve=False).authorize_tool(TOOL_PARAMS)).decision == "rejectOnce"
+    assert silent.asked == []
+    gone = approving(FakeClient(hang=True))
+    results: list[Any] = []
+
+    async def ask() -> None:
+        results.append(await gone.authorize_tool(TOOL_PARAMS))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(ask)
+        await wait_until(lambda: gone.pending == 1)
+        gone.close()
+    assert results[0].reason == "the client is gone" and not results[0].answered
+    assert (await gone.authorize_tool(TOOL_PARAMS)).reason == "the client is gone"

@@ -40,7 +40,6 @@ from rpcd.core.errors import (
     SessionWriteError,
 )
 from rpcd.runtime.compaction.branch import collect_entries_for_branch_summary
-from rpcd.runtime.compaction.jstext import content_text
 from rpcd.runtime.compaction.prepare import CompactionPreparation, prepare_compaction
 from rpcd.runtime.compaction.summarize import Summarizer, SummaryError, compact, generate_branch_summary
 from rpcd.runtime.compaction.tokens import (
@@ -51,6 +50,7 @@ from rpcd.runtime.compaction.tokens import (
     estimate_messages_tokens,
     should_compact,
 )
+from rpcd.runtime.jstext import content_text
 from rpcd.runtime.providers.base import ModelInfo, Provider
 from rpcd.runtime.providers.failures import context_overflow, is_recoverable_length
 from rpcd.runtime.retry import RetrySettings

@@ -23,7 +23,7 @@ from typing import Any, Final
 
 import attrs
 
-from rpcd.runtime.compaction.jstext import content_text, js_entries, js_length, js_slice, json_text, utf16_key
+from rpcd.runtime.jstext import content_text, js_entries, js_length, js_slice, json_text, utf16_key
 from rpcd.runtime.providers.transform import convert_to_llm
 from rpcd.store.entries import js_truthy
 from rpcd.tools import edit as edit_tool

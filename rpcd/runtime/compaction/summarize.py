@@ -34,7 +34,6 @@ import anyio
 
 from rpcd.core.redact import redact
 from rpcd.runtime.compaction.branch import prepare_branch_entries
-from rpcd.runtime.compaction.jstext import content_text
 from rpcd.runtime.compaction.prepare import CompactionPreparation
 from rpcd.runtime.compaction.prompts import (
     BRANCH_SUMMARY_PREAMBLE,
@@ -50,6 +49,7 @@ from rpcd.runtime.compaction.serialize import (
     llm_messages,
     serialize_conversation,
 )
+from rpcd.runtime.jstext import content_text
 from rpcd.runtime.providers.base import ModelInfo, Provider, ProviderRequest, new_assistant_message
 from rpcd.runtime.providers.failures import is_retryable_assistant_error
 from rpcd.runtime.retry import RetrySettings

@@ -17,7 +17,7 @@ from typing import Any, Final
 
 import attrs
 
-from rpcd.runtime.compaction.jstext import js_length, json_length
+from rpcd.runtime.jstext import js_length, json_length
 
 ESTIMATED_IMAGE_CHARS: Final = 4800
 DEFAULT_RESERVE_TOKENS: Final = 16384

@@ -19,10 +19,11 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
+
+from rpcd.runtime.jstext import js_length
 
 Message = dict[str, Any]
 
@@ -51,28 +52,6 @@ def sanitize_surrogates(text: str) -> str:
     with contextlib.suppress(UnicodeError):  # a pair split over two code points: keep the character
         text = text.encode("utf-16", "surrogatepass").decode("utf-16", "surrogatepass")
     return _LONE_SURROGATE.sub("", text)
-
-
-def _stores_astral(text: str) -> bool:
-    """Whether CPython stores ``text`` with 4 bytes a character — which it does exactly when the
-    string holds a character above U+FFFF. Read from the object's size: a constant-time check
-    where counting would scan the string."""
-    return sys.getsizeof(text) >= 3 * len(text) + _UCS4_THRESHOLD
-
-
-_UCS4_THRESHOLD: Final = sys.getsizeof("\U00010000") - 3
-_KIND_CHECK_WORKS: Final = all(
-    _stores_astral(sample) == any(ord(ch) > 0xFFFF for ch in sample)
-    for sample in ("", "a", "é", "漢", "\ud800", "😀", "a😀", "漢" * 1000, "é" * 999 + "😀", "😀" * 3, "x" * 5000)
-)
-"""The size rule above holds for this interpreter (else ``js_length`` always counts)."""
-
-
-def js_length(text: str) -> int:
-    """``text.length`` in JavaScript (UTF-16 code units)."""
-    if text.isascii() or (_KIND_CHECK_WORKS and not _stores_astral(text)):
-        return len(text)
-    return len(text.encode("utf-16-le", "surrogatepass")) >> 1
 
 
 def js_stringify(value: Any) -> str:

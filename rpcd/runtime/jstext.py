@@ -1,22 +1,57 @@
-"""JavaScript's string and JSON semantics where compaction's text depends on them.
-
-Pi measures and cuts strings in UTF-16 code units (``text.length``, ``text.slice``), prints
-tool-call arguments with ``JSON.stringify`` and ``Object.entries`` (an object's
-integer-like keys first, ascending, then the others in insertion order) and sorts file
-lists with ``Array.prototype.sort`` (UTF-16 code unit order). The summarizer must be given
-the same text Pi gives it, so these follow JavaScript, not Python.
-"""
+"""JavaScript's string and JSON facts where rpcd's text must match Pi's: lengths and slices count
+UTF-16 code units (``text.length``, ``text.slice``), ``\\s`` and ``trim()`` know JavaScript's
+whitespace (``rpcd.store.entries.JS_WHITESPACE``), tool-call arguments print with
+``JSON.stringify`` and ``Object.entries`` (an object's integer-like keys first, ascending, then
+the others in insertion order), and ``sort()`` orders by UTF-16 code units."""
 
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
 from rpcd.core import codec
-from rpcd.runtime.providers.transform import js_length
+from rpcd.store.entries import JS_WHITESPACE, js_trim
 
-__all__ = ["content_text", "js_entries", "js_length", "js_slice", "json_length", "json_text", "utf16_key"]
+__all__ = ["JS_WHITESPACE", "content_text", "is_js_space", "js_entries", "js_length", "js_slice", "js_trim",
+           "json_length", "json_text", "utf16_key"]
+
+
+def _stores_astral(text: str) -> bool:
+    """Whether CPython stores ``text`` with 4 bytes a character — which it does exactly when the
+    string holds a character above U+FFFF. Read from the object's size: a constant-time check
+    where counting would scan the string."""
+    return sys.getsizeof(text) >= 3 * len(text) + _UCS4_THRESHOLD
+
+
+_UCS4_THRESHOLD: Final = sys.getsizeof("\U00010000") - 3
+_KIND_CHECK_WORKS: Final = all(
+    _stores_astral(sample) == any(ord(ch) > 0xFFFF for ch in sample)
+    for sample in ("", "a", "é", "漢", "\ud800", "😀", "a😀", "漢" * 1000, "é" * 999 + "😀", "😀" * 3, "x" * 5000)
+)
+"""The size rule above holds for this interpreter (else ``js_length`` always counts)."""
+
+
+def js_length(text: str) -> int:
+    """``text.length`` in JavaScript (UTF-16 code units)."""
+    if text.isascii() or (_KIND_CHECK_WORKS and not _stores_astral(text)):
+        return len(text)
+    return len(text.encode("utf-16-le", "surrogatepass")) >> 1
+
+
+def js_slice(text: str, end: int) -> str:
+    """``text.slice(0, end)`` in UTF-16 code units (a pair cut in half leaves its lone high surrogate)."""
+    if js_length(text) == len(text):
+        return text[:end]  # no character above U+FFFF: characters are units
+    units = text.encode("utf-16-le", "surrogatepass")[: 2 * end]
+    return units.decode("utf-16-le", "surrogatepass")
+
+
+def is_js_space(char: str) -> bool:
+    """``/\\s/.test(char)``."""
+    return char in JS_WHITESPACE
+
 
 _ARRAY_INDEX: Final = re.compile(r"0|[1-9][0-9]{0,9}")
 _MAX_ARRAY_INDEX: Final = 2**32 - 2
@@ -81,14 +116,6 @@ def json_length(value: Any) -> int:
     if data.isascii():
         return len(data)
     return js_length(data.decode())
-
-
-def js_slice(text: str, end: int) -> str:
-    """``text.slice(0, end)`` in UTF-16 code units (a surrogate pair may be cut in half, as in JS)."""
-    if js_length(text) == len(text):
-        return text[:end]  # no character above U+FFFF: characters are units
-    units = text.encode("utf-16-le", "surrogatepass")[: 2 * end]
-    return units.decode("utf-16-le", "surrogatepass")
 
 
 def utf16_key(value: Any) -> bytes:
