@@ -44,6 +44,7 @@ class ErrorCode(enum.IntEnum):
     MODEL_NOT_FOUND = -32041
     PROVIDER_ERROR = -32042
     INPUT_NOT_SUPPORTED = -32043
+    COMPACTION_FAILED = -32044
 
 
 WHEN: dict[ErrorCode, str] = {
@@ -98,6 +99,11 @@ WHEN: dict[ErrorCode, str] = {
     ErrorCode.MODEL_NOT_FOUND: "The requested model is unknown.",
     ErrorCode.PROVIDER_ERROR: "The model provider failed (auth, rate limit after retries, transport).",
     ErrorCode.INPUT_NOT_SUPPORTED: "The current model does not take this input (images); nothing was recorded.",
+    ErrorCode.COMPACTION_FAILED: (
+        "A compaction or branch summary did not happen (``CompactionFailed``: nothing to compact, already "
+        "compacted, the summary call failed or hit its token cap; ``CompactionCancelled``: aborted, or an "
+        "extension cancelled it). Nothing was written; the session is as it was."
+    ),
 }
 """When each code is used (the OpenRPC document and docs/protocol.md carry the same text)."""
 
@@ -128,6 +134,7 @@ DEFAULT_MESSAGES: dict[ErrorCode, str] = {
     ErrorCode.MODEL_NOT_FOUND: "Model not found",
     ErrorCode.PROVIDER_ERROR: "Provider error",
     ErrorCode.INPUT_NOT_SUPPORTED: "Input not supported",
+    ErrorCode.COMPACTION_FAILED: "Compaction failed",
 }
 
 

@@ -46,6 +46,10 @@ LIST_APPROVAL_RULES: Final = "listApprovalRules"
 REVOKE_APPROVAL_RULE: Final = "revokeApprovalRule"
 GET_AVAILABLE_MODELS: Final = "getAvailableModels"
 CYCLE_MODEL: Final = "cycleModel"
+COMPACT: Final = "compact"
+SET_AUTO_COMPACTION: Final = "setAutoCompaction"
+NAVIGATE_TREE: Final = "navigateTree"
+SET_LABEL: Final = "setLabel"
 GET_COMMANDS: Final = "getCommands"
 # turn control (Pi's rpc commands, camelCase)
 STEER: Final = "steer"
@@ -141,7 +145,8 @@ METHODS: Final[dict[str, MethodSpec]] = {
              ErrorCode.DISPOSAL_FAILED),
         _req(GET_STATE, t.EmptyParams, t.GetStateResult, "Snapshot of the current session.", *_HOST_ERRORS),
         _req(GET_MESSAGES, t.EmptyParams, t.GetMessagesResult, "The current context messages.", *_HOST_ERRORS),
-        _req(GET_TREE, t.EmptyParams, t.GetTreeResult, "Raw entries, leaf and labels.", *_HOST_ERRORS),
+        _req(GET_TREE, t.GetTreeParams, t.GetTreeResult,
+             "Raw entries, leaf and labels; with nested, Pi's tree of nodes too.", *_HOST_ERRORS),
         _req(LIST_SESSIONS, t.ListSessionsParams, t.ListSessionsResult,
              "Session files, newest first (by last activity or creation), searchable, paged.", *_HOST_ERRORS),
         _req(DELETE_SESSION, t.DeleteSessionParams, t.DeleteSessionResult,
@@ -179,6 +184,17 @@ METHODS: Final[dict[str, MethodSpec]] = {
              "The models usable now (credentials present), in Pi's order.", *_HOST_ERRORS),
         _req(CYCLE_MODEL, t.CycleModelParams, t.CycleModelResult,
              "Switch to the next (or previous) usable model, over enabledModels like Pi.", *_HOST_ERRORS),
+        _req(COMPACT, t.CompactParams, t.CompactionResult,
+             "Summarize older history into a compaction entry (aborts a running turn first).", *_HOST_ERRORS,
+             ErrorCode.COMPACTION_FAILED, ErrorCode.SESSION_WRITE_FAILED),
+        _req(SET_AUTO_COMPACTION, t.SetAutoCompactionParams, None,
+             "Turn automatic compaction on or off (for this daemon's sessions).", *_HOST_ERRORS),
+        _req(NAVIGATE_TREE, t.NavigateTreeParams, t.NavigateTreeResult,
+             "Move the leaf within the session file, optionally summarizing the branch left.", *_HOST_ERRORS,
+             ErrorCode.INVALID_ENTRY, ErrorCode.SESSION_BUSY, ErrorCode.COMPACTION_FAILED,
+             ErrorCode.SESSION_WRITE_FAILED),
+        _req(SET_LABEL, t.SetLabelParams, None, "Label an entry (no label: clear it).", *_HOST_ERRORS,
+             ErrorCode.INVALID_ENTRY, ErrorCode.SESSION_WRITE_FAILED),
         _req(GET_COMMANDS, t.EmptyParams, t.GetCommandsResult,
              "Every command a prompt can invoke now: extension commands, prompt templates, skills.", *_HOST_ERRORS),
         # turn control

@@ -266,9 +266,41 @@ class SerializedHost:
         with self._session_access("getMessages") as session:
             return [dict(message) for message in session.messages()]
 
-    def tree(self) -> SessionTree:
+    def tree(self, nested: bool = False) -> SessionTree:
         with self._session_access("getTree") as session:
-            return session.tree()
+            return session.tree(nested)
+
+    async def compact(self, custom_instructions: str | None = None, *,
+                      on_started: Callable[[], None] | None = None) -> dict[str, Any]:
+        """Compact the current session, in arrival order like ``prompt`` and outside the lock like
+        it: a later replacement aborts the compaction in its teardown (nothing is written then)."""
+        await self.after_queued_replacements("compact")
+        with self._session_access("compact") as session:
+            work = session.compact(custom_instructions)
+            if on_started is not None:
+                on_started()
+            return await work
+
+    async def navigate_tree(self, target_id: str, *, summarize: bool = False, custom_instructions: str | None = None,
+                            replace_instructions: bool | None = None, label: str | None = None,
+                            on_started: Callable[[], None] | None = None) -> dict[str, Any]:
+        """Move the current session's leaf (a summary of the branch left is a model call, so this
+        runs outside the lock like ``prompt``; arrival order is kept)."""
+        await self.after_queued_replacements("navigateTree")
+        with self._session_access("navigateTree") as session:
+            work = session.navigate_tree(target_id, summarize=summarize, custom_instructions=custom_instructions,
+                                         replace_instructions=replace_instructions, label=label)
+            if on_started is not None:
+                on_started()
+            return await work
+
+    def set_label(self, entry_id: str, label: str | None = None) -> str:
+        with self._session_access("setLabel") as session:
+            return session.set_label(entry_id, label)
+
+    def set_auto_compaction(self, enabled: bool) -> None:
+        with self._session_access("setAutoCompaction") as session:
+            session.set_auto_compaction(enabled)
 
     def set_session_name(self, name: str) -> None:
         with self._session_access("setSessionName") as session:

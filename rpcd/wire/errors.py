@@ -38,6 +38,7 @@ CODE_BY_CLASS: tuple[tuple[type[e.RpcdError], ErrorCode], ...] = (
     (e.SessionBusyError, ErrorCode.SESSION_BUSY),
     (e.ModelNotFoundError, ErrorCode.MODEL_NOT_FOUND),
     (e.InputNotSupportedError, ErrorCode.INPUT_NOT_SUPPORTED),
+    (e.CompactionError, ErrorCode.COMPACTION_FAILED),
     (e.ProviderError, ErrorCode.PROVIDER_ERROR),
     (e.HostDisposedError, ErrorCode.HOST_DISPOSED),
     (e.HostUnavailableError, ErrorCode.HOST_UNAVAILABLE),

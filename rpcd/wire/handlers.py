@@ -27,8 +27,8 @@ import contextlib
 import contextvars
 import json
 import logging
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from typing import Any, Final, Protocol
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from typing import Any, Final, Protocol, TypeVar
 
 import anyio
 
@@ -45,6 +45,8 @@ from rpcd.wire.notifications import EventPump
 from rpcd.wire.progress import Progress
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 OPERATION: contextvars.ContextVar[str] = contextvars.ContextVar("rpcd_operation", default="startup")
 """The wire operation on whose behalf the host is running (``startup``, ``newSession``, ``fork``, ...)."""
@@ -258,7 +260,7 @@ class SessionMethods:
             message_count=state.message_count,
             generation=host.generation,
             status=host.status,
-            is_compacting=state.is_compacting,
+            is_compacting=state.is_compacting and host.status == "ready",
             steering_mode=state.steering_mode,
             follow_up_mode=state.follow_up_mode,
             auto_compaction_enabled=state.auto_compaction_enabled,
@@ -277,13 +279,18 @@ class SessionMethods:
         await self._pump.drain()
         return t.GetMessagesResult(messages=messages)
 
-    async def get_tree(self, params: t.EmptyParams | None = None) -> t.GetTreeResult:
+    async def get_tree(self, params: t.GetTreeParams | None = None) -> t.GetTreeResult:
         host = await self._slot.get("getTree")
         await host.after_queued_replacements("getTree")
-        tree = host.tree()
+        nested = params is not None and params.nested is True
+        tree = host.tree(nested)
+        if tree.nodes is not None and (depth := tree_depth(tree.nodes)) > MAX_TREE_DEPTH:
+            raise _invalid_params("getTree", f"the session tree is {depth} entries deep; the nested form is "
+                                  f"limited to {MAX_TREE_DEPTH} (read the flat entries)", "$.nested")
         await self._pump.drain()
         return t.GetTreeResult(
-            entries=[dict(e) for e in tree.entries], labels=dict(tree.labels), leaf_id=tree.leaf_id
+            entries=[dict(e) for e in tree.entries], labels=dict(tree.labels), leaf_id=tree.leaf_id,
+            tree=[dict(n) for n in tree.nodes] if tree.nodes is not None else None,
         )
 
     async def list_sessions(self, params: t.ListSessionsParams) -> t.ListSessionsResult:
@@ -536,6 +543,68 @@ class SessionMethods:
         await self._pump.drain()
         return t.GetEntriesResult(entries=entries, leaf_id=leaf_id)
 
+    # -- compaction and the tree -----------------------------------------------------------
+
+    async def compact(self, params: t.CompactParams | None = None) -> t.CompactionResult:
+        """Compact the current session; a cancelled request aborts the compaction (nothing is written)."""
+        host = await self._slot.get("compact")
+        custom = params.custom_instructions if params is not None else None
+        result = await self._abortable(host, "compact", lambda started: host.compact(custom, on_started=started))
+        await self._pump.drain()
+        return compaction_result(result)
+
+    async def set_auto_compaction(self, params: t.SetAutoCompactionParams) -> None:
+        host = await self._slot.get("setAutoCompaction")
+        await host.after_queued_replacements("setAutoCompaction")
+        host.set_auto_compaction(params.enabled)
+        await self._pump.drain()
+
+    async def navigate_tree(self, params: t.NavigateTreeParams) -> t.NavigateTreeResult:
+        """Move the leaf; a cancelled request aborts a branch summary in progress (nothing is written)."""
+        host = await self._slot.get("navigateTree")
+        result = await self._abortable(host, "navigateTree", lambda started: host.navigate_tree(
+            params.target_id, summarize=params.summarize is True, custom_instructions=params.custom_instructions,
+            replace_instructions=params.replace_instructions, label=params.label, on_started=started))
+        await self._pump.drain()
+        return t.NavigateTreeResult(
+            cancelled=bool(result.get("cancelled")), leaf_id=host.state().leaf_id,
+            aborted=True if result.get("aborted") else None, editor_text=result.get("editorText"),
+            summary_entry=result.get("summaryEntry"),
+        )
+
+    async def set_label(self, params: t.SetLabelParams) -> None:
+        host = await self._slot.get("setLabel")
+        await host.after_queued_replacements("setLabel")
+        host.set_label(params.entry_id, params.label)
+        await self._pump.drain()
+
+    async def _abortable(self, host: SerializedHost, name: str,
+                         start: Callable[[Callable[[], None]], Awaitable[T]]) -> T:
+        """Run session work like ``prompt``: cancelled while queued it never starts (-32800);
+        cancelled once started, the session's work is aborted and awaited, then -32800."""
+        started = False
+
+        def mark_started() -> None:
+            nonlocal started
+            started = True
+
+        with operation(name):
+            work = asyncio.ensure_future(start(mark_started))
+        try:
+            return await asyncio.shield(work)
+        except asyncio.CancelledError:
+            if started:
+                with anyio.CancelScope(shield=True):
+                    with contextlib.suppress(HostError):
+                        await host.abort()
+                    with contextlib.suppress(Exception, asyncio.CancelledError):
+                        await work
+            else:
+                work.cancel()
+                with contextlib.suppress(asyncio.CancelledError, HostError):
+                    await work
+            raise
+
     def _remember(self, host: SerializedHost) -> None:
         with contextlib.suppress(HostError):
             self._snapshot = host.state()
@@ -556,13 +625,13 @@ async def _abort_and_settle(
     return "aborted"
 
 
-def command_result(info: CommandInfo) -> t.CommandInfo:
+def command_result(info: CommandInfo) -> ev.CommandInfo:
     source = info.source_info
     base_dir = source.get("baseDir")
-    return t.CommandInfo(
+    return ev.CommandInfo(
         name=info.name,
         source=info.source,
-        source_info=t.CommandSourceInfo(
+        source_info=ev.CommandSourceInfo(
             path=str(source.get("path", "")),
             source=str(source.get("source", "")),
             scope=str(source.get("scope", "")),
@@ -624,6 +693,30 @@ def _decode_cursor(cursor: str, sort: t.SessionSort) -> tuple[str, str]:
     except (ValueError, TypeError):
         pass
     raise _invalid_params("listSessions", "cursor is not one this daemon issued", "$.cursor")
+
+
+MAX_TREE_DEPTH: Final = 4_000
+"""Deepest chain of entries ``getTree {nested: true}`` answers: every level is two JSON levels, and
+the wire's encoder (like ``JSON.stringify``, which Pi's own ``get_tree`` overflows at ~2,500) has a
+depth limit. A longer linear history is read through the flat ``entries``."""
+
+
+def tree_depth(roots: Sequence[Mapping[str, Any]]) -> int:
+    deepest = 0
+    stack = [(node, 1) for node in roots]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in node.get("children", ()))
+    return deepest
+
+
+def compaction_result(result: Mapping[str, Any]) -> t.CompactionResult:
+    return t.CompactionResult(
+        summary=result["summary"], first_kept_entry_id=result["firstKeptEntryId"],
+        tokens_before=result["tokensBefore"], estimated_tokens_after=result.get("estimatedTokensAfter"),
+        usage=result.get("usage"), details=result.get("details"),
+    )
 
 
 class InvalidParamsError(WireError):
