@@ -26,7 +26,7 @@ from rpcd.tools.base import (
     text_result,
 )
 from rpcd.tools.errors import ToolError
-from rpcd.tools.operations import FileOperations, ShellExit, ShellOperations, ToolOperations
+from rpcd.tools.operations import ReadText, ShellExit, ShellOperations, ToolOperations, WriteText
 from rpcd.tools.registry import (
     BUILTIN_TOOL_NAMES,
     DEFAULT_ACTIVE_TOOLS,
@@ -58,9 +58,9 @@ __all__ = [
     "ApprovalRulesError",
     "BeforeToolCall",
     "Block",
-    "FileOperations",
     "FunctionTool",
     "Prepared",
+    "ReadText",
     "ShellExit",
     "ShellOperations",
     "Tool",
@@ -75,6 +75,7 @@ __all__ = [
     "ToolResult",
     "ToolSeam",
     "ToolSelection",
+    "WriteText",
     "active_tool_names",
     "builtin_profile",
     "create_builtin_tools",

@@ -25,7 +25,7 @@ from rpcd.tools.edit_diff import (
 )
 from rpcd.tools.errors import ToolError, errno_code, node_error
 from rpcd.tools.mutation_queue import file_mutation
-from rpcd.tools.operations import FileOperations
+from rpcd.tools.operations import ReadText, WriteText
 from rpcd.tools.paths import resolve_to_cwd
 
 NAME: Final = "edit"
@@ -108,9 +108,10 @@ def _check(signal: AbortSignal) -> None:
         raise ToolError(ABORTED_MESSAGE)
 
 
-def create_edit_tool(cwd: str, *, files: FileOperations | None = None) -> FunctionTool:
-    """Pi's ``createEditTool(cwd)``; ``files`` reads and writes the text instead of the local disk
-    (an editor: its unsaved buffer in, its review out)."""
+def create_edit_tool(cwd: str, *, read_text: ReadText | None = None,
+                     write_text: WriteText | None = None) -> FunctionTool:
+    """Pi's ``createEditTool(cwd)``; ``read_text`` / ``write_text`` read and write the text instead of
+    the local disk (an editor: its unsaved buffer in, its review out)."""
 
     async def execute(tool_call_id: str, args: dict[str, Any], ctx: ToolCallContext) -> ToolResult:
         edits = args.get("edits")
@@ -129,8 +130,8 @@ def create_edit_tool(cwd: str, *, files: FileOperations | None = None) -> Functi
                 except OSError as exc:
                     code = errno_code(exc)
                 raise ToolError(f"Could not edit file: {path_arg}. Error code: {code}.")
-            if files is not None:
-                raw = files.read_text(absolute)
+            if read_text is not None:
+                raw = read_text(absolute)
             else:
                 try:
                     with open(absolute, "rb") as handle:
@@ -146,8 +147,8 @@ def create_edit_tool(cwd: str, *, files: FileOperations | None = None) -> Functi
             base, new = apply_edits(normalized, edits, path_arg)
             _check(signal)
             final = bom + restore_line_endings(new, ending)
-            if files is not None:
-                files.write_text(absolute, final)
+            if write_text is not None:
+                write_text(absolute, final)
             else:
                 try:
                     with open(absolute, "wb") as handle:

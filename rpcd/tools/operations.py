@@ -7,10 +7,10 @@ idea, cut narrower: every rule of a tool stays in the tool — path resolution, 
 image detection, line windows and truncation, BOM and line-ending handling, the error texts, the
 output accumulator and its temp file, the timeout. Only these steps are replaceable:
 
-* :meth:`FileOperations.read_text` — the bytes of a file the tool will decode as UTF-8 text
-  (``read``'s text path, ``edit``'s read); an editor may answer with an unsaved buffer;
-* :meth:`FileOperations.write_text` — the new text of a file (``write``, ``edit``); an editor may
-  route it through its review;
+* ``read_text`` — the bytes of a file the tool will decode as UTF-8 text (``read``'s text path,
+  ``edit``'s read); an editor may answer with an unsaved buffer;
+* ``write_text`` — the new text of a file (``write``, ``edit``); an editor may route it through
+  its review;
 * :meth:`ShellOperations.exec` — run one command line and stream its output (``bash``).
 
 A ``None`` operation means the tool's own local code runs, byte for byte what it did before. File
@@ -28,17 +28,12 @@ import attrs
 
 from rpcd.tools.base import AbortSignal
 
-
-class FileOperations(Protocol):
-    """Text file contents from somewhere other than the local disk (blocking; worker thread)."""
-
-    def read_text(self, path: str) -> bytes:
-        """The file's current text, UTF-8 encoded (``path`` is absolute and passed the tool's checks)."""
-        ...
-
-    def write_text(self, path: str, content: str) -> None:
-        """Replace the file's text with ``content`` (its parent directory exists)."""
-        ...
+ReadText = Callable[[str], bytes]
+"""``read_text(path)``: the file's current text, UTF-8 encoded (``path`` is absolute and passed the
+tool's own checks); an editor may answer with its unsaved buffer."""
+WriteText = Callable[[str, str], None]
+"""``write_text(path, content)``: replace the file's text (its parent directory exists); an editor
+may route it through its review."""
 
 
 @attrs.frozen
@@ -75,5 +70,6 @@ class ShellOperations(Protocol):
 class ToolOperations:
     """The replaceable I/O of one session's built-in tools (``None``: local)."""
 
-    files: FileOperations | None = None
+    read_text: ReadText | None = None
+    write_text: WriteText | None = None
     shell: ShellOperations | None = None

@@ -40,14 +40,15 @@ class ToolOptions:
 def create_builtin_tools(cwd: str, options: ToolOptions | None = None) -> dict[str, Tool]:
     """Every built-in tool bound to ``cwd``, by name, in Pi's order."""
     opts = options or ToolOptions()
-    files, shell = opts.operations.files, opts.operations.shell
+    ops = opts.operations
     factories: dict[str, Callable[[], Tool]] = {
-        "read": lambda: create_read_tool(cwd, auto_resize_images=opts.auto_resize_images, files=files),
+        "read": lambda: create_read_tool(cwd, auto_resize_images=opts.auto_resize_images,
+                                         read_text=ops.read_text),
         "bash": lambda: create_bash_tool(cwd, agent_dir=opts.agent_dir, shell_path=opts.shell_path,
                                          command_prefix=opts.command_prefix, base_env=opts.base_env,
-                                         shell_ops=shell),
-        "edit": lambda: create_edit_tool(cwd, files=files),
-        "write": lambda: create_write_tool(cwd, files=files),
+                                         shell_ops=ops.shell),
+        "edit": lambda: create_edit_tool(cwd, read_text=ops.read_text, write_text=ops.write_text),
+        "write": lambda: create_write_tool(cwd, write_text=ops.write_text),
         "grep": lambda: create_grep_tool(cwd),
         "find": lambda: create_find_tool(cwd),
         "ls": lambda: create_ls_tool(cwd),
