@@ -300,12 +300,15 @@ class RpcdAgent:
     async def set_session_mode(self, session_id: str, mode_id: str, **_: Any) -> SetSessionModeResponse:
         session = self._session("session/set_mode", session_id)
         session.set_mode(mode_id)
+        await session.stream.drain()  # its current_mode_update before its answer
         return SetSessionModeResponse()
 
     async def set_config_option(self, config_id: str, session_id: str, value: str | bool,
                                 **_: Any) -> SetSessionConfigOptionResponse:
         session = self._session("session/set_config_option", session_id)
-        return SetSessionConfigOptionResponse(config_options=list(session.set_config_option(config_id, value)))
+        options = list(session.set_config_option(config_id, value))
+        await session.stream.drain()
+        return SetSessionConfigOptionResponse(config_options=options)
 
     # -- shutdown ------------------------------------------------------------------------------------------
 

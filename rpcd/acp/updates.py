@@ -223,8 +223,9 @@ class EventTranslator:
         call = self._calls.get(str(event.get("toolCallId", "")))
         if call is None or call.terminal is not None or call.diffs:
             return  # the terminal shows its own output; a file change shows its diff
+        content = _tool_content(event.get("partialResult"))
         self._emit(ToolCallProgress(session_update="tool_call_update", tool_call_id=str(event["toolCallId"]),
-                                    status="in_progress", content=_tool_content(event.get("partialResult"))))
+                                    status="in_progress", content=content or None))
 
     def _end(self, event: Mapping[str, Any]) -> None:
         call_id = str(event.get("toolCallId", ""))
