@@ -105,6 +105,8 @@ class RpcdAgent:
         self._opening: dict[str, anyio.Event] = {}
         self._cancels: dict[int | str, Callable[[], None]] = {}
         self.providers: ProviderSummary | None = None
+        self._initialize_received = False
+        self._initialized = anyio.Event()
 
     def attach(self, conn: AcpConnection) -> None:
         self.conn = conn
@@ -119,10 +121,14 @@ class RpcdAgent:
     async def initialize(self, protocol_version: int, client_capabilities: ClientCapabilities | None = None,
                          client_info: Implementation | None = None, **_: Any) -> InitializeResponse:
         conn = self._require_conn()
+        self._initialize_received = True
         conn.capabilities = client_capabilities or ClientCapabilities()
         if client_info is not None:
             log.info("client %s %s", client_info.name, client_info.version)
-        self.providers = await anyio.to_thread.run_sync(summarize, self.config.agent_dir)
+        try:
+            self.providers = await anyio.to_thread.run_sync(summarize, self.config.agent_dir)
+        finally:
+            self._initialized.set()  # requests pipelined behind initialize go on (refused if it failed)
         return InitializeResponse(
             protocol_version=PROTOCOL_VERSION,  # the one version rpcd speaks (a client asking for another gets it too)
             agent_capabilities=AgentCapabilities(
@@ -157,6 +163,7 @@ class RpcdAgent:
     async def new_session(self, cwd: str, additional_directories: list[str] | None = None,
                           mcp_servers: list[Any] | None = None, **_: Any) -> NewSessionResponse:
         method = "session/new"
+        await self._ready(method)
         self._check_cwd(method, cwd)
         config = self.config
         manager = (SessionManager.in_memory(cwd) if config.in_memory
@@ -170,6 +177,7 @@ class RpcdAgent:
     async def load_session(self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None,
                            additional_directories: list[str] | None = None, **_: Any) -> LoadSessionResponse:
         method = "session/load"
+        await self._ready(method)
         session = await self._live_or_open(method, session_id, cwd)
         await session.replay_history()
         return LoadSessionResponse(modes=session.modes(), config_options=list(session.config_options()),
@@ -179,6 +187,7 @@ class RpcdAgent:
     async def resume_session(self, session_id: str, cwd: str, additional_directories: list[str] | None = None,
                              mcp_servers: list[Any] | None = None, **_: Any) -> ResumeSessionResponse:
         method = "session/resume"
+        await self._ready(method)
         session = await self._live_or_open(method, session_id, cwd)
         return ResumeSessionResponse(modes=session.modes(), config_options=list(session.config_options()),
                                      field_meta=_diagnostics_meta([*session.diagnostics,
@@ -187,6 +196,7 @@ class RpcdAgent:
     async def list_sessions(self, cwd: str | None = None, cursor: str | None = None,
                             **_: Any) -> ListSessionsResponse:
         method = "session/list"
+        await self._ready(method)
         if cwd is not None:
             self._check_cwd(method, cwd, must_exist=False)
         try:
@@ -205,6 +215,7 @@ class RpcdAgent:
 
     async def close_session(self, session_id: str, **_: Any) -> CloseSessionResponse:
         method = "session/close"
+        await self._ready(method)
         session = self._sessions.get(session_id)
         if session is None:
             raise session_not_found(method, session_id)
@@ -213,6 +224,7 @@ class RpcdAgent:
 
     async def delete_session(self, session_id: str, **_: Any) -> DeleteSessionResponse:
         method = "session/delete"
+        await self._ready(method)
         session = self._sessions.get(session_id)
         path: str | None = None
         if session is not None:
@@ -233,6 +245,7 @@ class RpcdAgent:
     async def fork_session(self, session_id: str, cwd: str, additional_directories: list[str] | None = None,
                            mcp_servers: list[Any] | None = None, **meta: Any) -> ForkSessionResponse:
         method = "session/fork"
+        await self._ready(method)
         entry_id = meta.get(FORK_ENTRY_META)
         if entry_id is not None and not isinstance(entry_id, str):
             raise invalid_params(method, [{"path": f"$._meta['{FORK_ENTRY_META}']", "message": "expected a string"}])
@@ -277,6 +290,7 @@ class RpcdAgent:
     # -- a session's own calls ------------------------------------------------------------------------------
 
     async def prompt(self, session_id: str, prompt: list[Any], **_: Any) -> PromptResponse:
+        await self._ready("session/prompt")
         session = self._session("session/prompt", session_id)
         def cancel() -> None:
             self._task_group.start_soon(session.cancel)
@@ -298,6 +312,7 @@ class RpcdAgent:
             callback()
 
     async def set_session_mode(self, session_id: str, mode_id: str, **_: Any) -> SetSessionModeResponse:
+        await self._ready("session/set_mode")
         session = self._session("session/set_mode", session_id)
         session.set_mode(mode_id)
         await session.stream.drain()  # its current_mode_update before its answer
@@ -305,12 +320,18 @@ class RpcdAgent:
 
     async def set_config_option(self, config_id: str, session_id: str, value: str | bool,
                                 **_: Any) -> SetSessionConfigOptionResponse:
+        await self._ready("session/set_config_option")
         session = self._session("session/set_config_option", session_id)
-        options = list(session.set_config_option(config_id, value))
+        options: list[Any] = list(session.set_config_option(config_id, value))
         await session.stream.drain()
         return SetSessionConfigOptionResponse(config_options=options)
 
     # -- shutdown ------------------------------------------------------------------------------------------
+
+    async def cancel_all(self) -> None:
+        """Abort every running turn (their prompts answer ``cancelled``)."""
+        for session in list(self._sessions.values()):
+            await session.cancel()
 
     async def close_all(self) -> list[BaseException]:
         """The orderly end: every session closed (turns aborted and persisted, hosts disposed)."""
@@ -328,6 +349,13 @@ class RpcdAgent:
         if self.conn is None:
             raise RuntimeError("RpcdAgent.attach() was not called")
         return self.conn
+
+    async def _ready(self, method: str) -> None:
+        """Requests pipelined behind ``initialize`` wait for it; before it, they are refused."""
+        if not self._initialize_received:
+            raise request_error(ErrorCode.NOT_INITIALIZED, method, "NotInitialized",
+                                "initialize must come before any other request")
+        await self._initialized.wait()
 
     def _require_front(self, method: str) -> Front:
         if self._front is None or self.providers is None:

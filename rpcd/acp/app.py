@@ -40,6 +40,10 @@ async def serve(config: AcpConfig, in_fd: int, out_fd: int) -> int:
             group.start_soon(_end_on_signal, serving)
             await conn.serve()
         with anyio.CancelScope(shield=True), anyio.move_on_after(END_TIMEOUT):
+            # The client is gone (or a signal came): running turns stop, every request already
+            # received gets its answer, then every session is closed (turns persisted, hosts disposed).
+            await agent.cancel_all()
+            await conn.wait_idle()
             failures = await agent.close_all()
             await conn.close()
         group.cancel_scope.cancel()

@@ -18,6 +18,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any, Final, Protocol, TypeVar
 
+import anyio
 from acp.agent.router import build_agent_router
 from acp.connection import Connection
 from acp.meta import CLIENT_METHODS
@@ -80,7 +81,8 @@ class AcpConnection:
                              adapt_result=normalize_result)
         router.route_notification(CANCEL_REQUEST, CancelRequestNotification, agent, "cancel_request")
         self._router = router
-        self._conn = Connection(self._dispatch, transport, listening=False)
+        self._transport = _Answering(transport)
+        self._conn = Connection(self._dispatch, self._transport, listening=False)
         self.capabilities = ClientCapabilities()
         """What the client declared in ``initialize`` (set by the agent)."""
 
@@ -92,10 +94,16 @@ class AcpConnection:
         await self._conn.close()
 
     async def _dispatch(self, method: str, params: Any, is_notification: bool) -> Any:
+        if params is None:
+            params = {}  # absent params: each missing field is named, not "$"
         try:
             return await self._router(method, params, is_notification)
         except ValidationError as exc:
             raise invalid_params(method, _validation_items(exc)) from None
+
+    async def wait_idle(self) -> None:
+        """Until every request received so far has been answered."""
+        await self._transport.all_answered()
 
     # -- capabilities ---------------------------------------------------------------------------
 
@@ -161,6 +169,37 @@ class AcpConnection:
     async def _request(self, method: str, params: BaseModel, response: type[ModelT]) -> ModelT:
         raw = await self._conn.send_request(method, serialize_params(params))
         return response.model_validate(raw if isinstance(raw, dict) else {})
+
+
+class _Answering:
+    """The transport, counting the client's requests not answered yet."""
+
+    def __init__(self, inner: MessageTransport) -> None:
+        self._inner = inner
+        self._unanswered: set[int | str] = set()
+        self._idle = anyio.Event()
+        self._idle.set()
+
+    async def receive(self) -> dict[str, Any] | None:
+        message = await self._inner.receive()
+        if message is not None and "method" in message and message.get("id") is not None:
+            self._unanswered.add(message["id"])
+            self._idle = anyio.Event() if self._idle.is_set() else self._idle
+        return message
+
+    async def send(self, message: dict[str, Any]) -> None:
+        await self._inner.send(message)
+        if "method" not in message and message.get("id") in self._unanswered:
+            self._unanswered.discard(message["id"])
+            if not self._unanswered:
+                self._idle.set()
+
+    async def close(self) -> None:
+        await self._inner.close()
+
+    async def all_answered(self) -> None:
+        while self._unanswered:
+            await self._idle.wait()
 
 
 def _validation_items(exc: ValidationError) -> list[dict[str, str]]:

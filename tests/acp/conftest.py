@@ -35,3 +35,6 @@ def project(tmp_path: Path) -> Project:
         return directory
 
     return make
+
+
+from tests.pi_compat.conftest import pi_oracle, pi_reader  # noqa: E402,F401 - real Pi for the compatibility test
