@@ -127,7 +127,33 @@ class ListSessionsResult(TypedDict):
 
 
 class PromptResult(TypedDict):
-    stopReason: str
+    stopReason: NotRequired[str]
+    """Absent when an extension command handled the prompt (then ``command`` names it)."""
+    command: NotRequired[str]
+
+
+class CommandSourceInfo(TypedDict):
+    path: str
+    source: str
+    scope: str
+    origin: str
+    baseDir: NotRequired[str]
+
+
+class CommandInfo(TypedDict):
+    name: str
+    source: Literal["extension", "prompt", "skill"]
+    sourceInfo: CommandSourceInfo
+    description: NotRequired[str]
+    argumentHint: NotRequired[str]
+
+
+class CommandsResult(TypedDict):
+    commands: list[CommandInfo]
+
+
+UI_NOTIFICATIONS = ("setStatus", "setWidget", "setTitle", "setEditorText")
+"""Extension UI notifications a client may declare in ``initialize`` (``extensionUi`` keys)."""
 
 
 class Notification(TypedDict):

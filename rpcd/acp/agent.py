@@ -395,6 +395,7 @@ class RpcdAgent:
                 self._files.pop(key, None)
             raise to_request_error(exc, method) from None
         self._sessions[session.id] = session
+        session.announce_commands()  # queued now, sent after this request's answer (it is written first)
         return session
 
     async def _live_or_open(self, method: str, session_id: str, cwd: str) -> AcpSession:

@@ -41,11 +41,12 @@ from rpcd.acp.errors import invalid_params, provider_failure, request_error, to_
 from rpcd.acp.permissions import tool_approver, trust_asker
 from rpcd.acp.prompt import PROMPT_METHOD, build_prompt
 from rpcd.acp.stream import UpdateStream
-from rpcd.acp.updates import EventTranslator, replay
+from rpcd.acp.updates import EventTranslator, commands_update, replay
 from rpcd.core.files import read_regular
 from rpcd.core.values import (
     APPROVAL_POLICIES,
     ApprovalPolicy,
+    CommandRan,
     Diagnostic,
     EventListener,
     ExtensionBindings,
@@ -56,6 +57,7 @@ from rpcd.core.values import (
 from rpcd.host.host import SerializedHost
 from rpcd.host.port import SessionPort
 from rpcd.protocol.errors import ErrorCode
+from rpcd.runtime.commands import command_to_wire
 from rpcd.runtime.factory import make_default_factory
 from rpcd.runtime.runtime import create_runtime
 from rpcd.runtime.services import ProcessInputs
@@ -302,7 +304,7 @@ class AcpSession:
                 turn.started = True
 
             try:
-                reason = await host.prompt(prompt.text, on_started=started)
+                outcome = await host.prompt(prompt.text, on_started=started)
             except Exception as exc:
                 await self.stream.drain()
                 if turn.cancelled:
@@ -311,6 +313,9 @@ class AcpSession:
             await self.stream.drain()
             if turn.cancelled:
                 return PromptResponse(stop_reason="cancelled")
+            if isinstance(outcome, CommandRan):
+                return PromptResponse(stop_reason="end_turn")  # an extension command ran instead of a turn
+            reason = outcome
             if reason == "error":
                 last = self.translator.last_assistant or {}
                 message = last.get("errorMessage")
@@ -352,6 +357,17 @@ class AcpSession:
             return self.require_host().session_file
         except Exception:
             return self.file
+
+    def announce_commands(self) -> None:
+        """``available_commands_update`` with the session's commands (templates, skills, extension
+        commands); later changes follow as ``commands_changed`` events."""
+        try:
+            commands = self.require_host().commands()
+        except Exception as exc:
+            log.info("commands unavailable: %s", type(exc).__name__, extra={"sessionId": self.id})
+            return
+        if commands:
+            self.stream.push(commands_update([command_to_wire(c) for c in commands]))
 
     # -- replay -------------------------------------------------------------------------------------
 

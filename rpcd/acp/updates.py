@@ -14,7 +14,8 @@ Live (:class:`EventTranslator`, one per ACP session):
   and images, the diffs again for a successful edit/write (with the first changed line as location);
 * ``message_end`` of an assistant → ``usage_update`` (tokens in context, the model's window, the
   session's cumulative cost);
-* ``session_info_changed`` → ``session_info_update`` (title).
+* ``session_info_changed`` → ``session_info_update`` (title);
+* ``commands_changed`` → ``available_commands_update`` (templates, skills, extension commands).
 
 Replay (:func:`replay`): the context messages of a loaded session as the same variants —
 ``user_message_chunk`` for the user's text and images, agent chunks, and each tool call as a
@@ -30,6 +31,9 @@ import attrs
 from acp.schema import (
     AgentMessageChunk,
     AgentThoughtChunk,
+    AvailableCommand,
+    AvailableCommandInput,
+    AvailableCommandsUpdate,
     ContentToolCallContent,
     Cost,
     FileEditToolCallContent,
@@ -40,6 +44,7 @@ from acp.schema import (
     ToolCallLocation,
     ToolCallProgress,
     ToolCallStart,
+    UnstructuredCommandInput,
     UsageUpdate,
     UserMessageChunk,
 )
@@ -49,7 +54,7 @@ from rpcd.core.values import ToolLocation
 from rpcd.tools import BUILTIN_TOOL_NAMES, builtin_profile, extension_profile
 from rpcd.tools.approval_facts import CallFacts, describe_call, preview_arguments
 
-__all__ = ["Deferred", "EventTranslator", "Update", "replay", "tool_call_facts"]
+__all__ = ["Deferred", "EventTranslator", "Update", "commands_update", "replay", "tool_call_facts"]
 
 Update = Any
 """One ``session/update`` variant of the SDK (``AgentMessageChunk``, ``ToolCallStart``, …)."""
@@ -160,6 +165,9 @@ class EventTranslator:
             if isinstance(message, Mapping) and message.get("role") == "assistant":
                 self.last_assistant = message
                 self._usage(message)
+        elif kind == "commands_changed":
+            commands = event.get("commands")
+            self._emit(commands_update(commands if isinstance(commands, list) else []))
         elif kind == "session_info_changed":
             name = event.get("name")
             self._emit(SessionInfoUpdate(session_update="session_info_update",
@@ -258,6 +266,25 @@ class EventTranslator:
             return
         self._emit(UsageUpdate(session_update="usage_update", used=used, size=size,
                                cost=Cost(amount=self.cost, currency="USD")))
+
+
+def commands_update(commands: Sequence[Mapping[str, Any]]) -> AvailableCommandsUpdate:
+    """The session's commands (``getCommands``' wire form) as ACP's: what follows ``/`` in a prompt."""
+    available = []
+    for command in commands:
+        name = command.get("name")
+        if not isinstance(name, str) or not name:
+            continue
+        description = command.get("description")
+        hint = command.get("argumentHint")
+        available.append(AvailableCommand(
+            name=name,
+            description=description if isinstance(description, str) and description
+            else f"{command.get('source', 'command')} command",
+            input=AvailableCommandInput(UnstructuredCommandInput(hint=hint)) if isinstance(hint, str) and hint
+            else None,
+        ))
+    return AvailableCommandsUpdate(session_update="available_commands_update", available_commands=available)
 
 
 def _cost_of(message: Mapping[str, Any]) -> float:

@@ -42,7 +42,8 @@ from rpcd.protocol import types as t
 from rpcd.tools import ApprovalGate, ApprovalRules
 from rpcd.transport.stdio import guard_stdout
 from rpcd.wire.approvals import ApprovalMethods
-from rpcd.wire.client_requests import ClientRequests, UiBridge
+from rpcd.wire.client_requests import UI_FEATURES, ClientRequests, UiBridge
+from rpcd.wire.commands import HostCommandActions
 from rpcd.wire.handlers import HostSlot, SessionMethods, operation
 from rpcd.wire.notifications import HOST_STATUS, EventPump, Notification
 from rpcd.wire.server import Server, create_server
@@ -230,7 +231,8 @@ class Daemon:
                 factory, cwd=manager.get_cwd(), agent_dir=agent_dir, session_manager=manager
             )
             bindings = RpcHostBindings(self.pump, UiBridge(requests), persist=self._persist,
-                                       authorize_tool=requests.authorize_tool)
+                                       authorize_tool=requests.authorize_tool,
+                                       command_actions=HostCommandActions(self.slot))
             host = await SerializedHost.bind(runtime, bindings, on_status=self.on_status)
             try:
                 # Record the startup session too, so --resume-last works after a run without replacements.
@@ -346,6 +348,8 @@ def build(options: Options) -> tuple[Server, Daemon]:
             pump,
             authorize_project=caps.authorize_project is not None,
             extension_ui=caps.extension_ui is not None,
+            ui_features=frozenset(key for key in UI_FEATURES if isinstance(caps.extension_ui, dict)
+                                  and isinstance(caps.extension_ui.get(key), dict)),
             trust_policy="trust" if options.trust_policy == "trust" else "deny",
             trust_timeout=options.trust_timeout,
             ui_timeout=options.ui_timeout,
@@ -388,6 +392,7 @@ def register(server: Server, methods: SessionMethods) -> None:
     server.method(pm.SET_MODEL, t.SetModelParams)(methods.set_model)
     server.method(pm.GET_AVAILABLE_MODELS, t.EmptyParams)(methods.get_available_models)
     server.method(pm.CYCLE_MODEL, t.CycleModelParams)(methods.cycle_model)
+    server.method(pm.GET_COMMANDS)(methods.get_commands)
 
 
 def register_approvals(server: Server, methods: ApprovalMethods) -> None:

@@ -23,6 +23,7 @@ from typing import Any, Final
 
 from rpcd.core.redact import redact as redact_text
 from rpcd.core.values import (
+    CommandActions,
     Diagnostic,
     ExtensionBindings,
     ExtensionError,
@@ -58,11 +59,12 @@ class RpcHostBindings:
     """``rpcd.host.port.HostBindings`` for the JSON-RPC daemon."""
 
     def __init__(self, pump: EventPump, ui: UiContext | None, persist: Persist | None = None,
-                 authorize_tool: AuthorizeTool | None = None) -> None:
+                 authorize_tool: AuthorizeTool | None = None, command_actions: CommandActions | None = None) -> None:
         self._pump = pump
         self._ui = ui
         self._persist = persist
         self._authorize_tool = authorize_tool
+        self._command_actions = command_actions
         self._channel: SessionChannel | None = None
         self._session: SessionPort | None = None
         self._previous_file: str | None = None
@@ -78,7 +80,7 @@ class RpcHostBindings:
 
     def extension_bindings(self, session: SessionPort) -> ExtensionBindings:
         return ExtensionBindings(mode="rpc", ui=self._ui, on_error=self._on_extension_error,
-                                 tool_approver=self._tool_approver(session))
+                                 tool_approver=self._tool_approver(session), command_actions=self._command_actions)
 
     def _tool_approver(self, session: SessionPort) -> ToolApprover | None:
         """``tool/authorize`` on behalf of ``session``, tagged with its id and generation. Asked

@@ -34,6 +34,8 @@ import attrs
 
 from rpcd.core.errors import HostDisposedError, HostError, HostUnavailableError, InvalidEntryError
 from rpcd.core.values import (
+    CommandInfo,
+    CommandRan,
     CycleModelResult,
     Diagnostic,
     ModelDescription,
@@ -263,6 +265,10 @@ class SerializedHost:
         with self._session_access("setSessionName") as session:
             session.set_session_name(name)
 
+    def commands(self) -> list[CommandInfo]:
+        with self._session_access("getCommands") as session:
+            return session.commands()
+
     def set_model(self, provider: str, model_id: str) -> ModelRef:
         """Switch the current session's model (not under the lock, like ``set_session_name``:
         it appends one entry and never replaces the session). A running turn keeps its model."""
@@ -295,14 +301,15 @@ class SerializedHost:
         async with self._lock:
             pass
 
-    async def prompt(self, text: str, *, on_started: Callable[[], None] | None = None) -> str:
+    async def prompt(self, text: str, *, on_started: Callable[[], None] | None = None) -> str | CommandRan:
         """Run one turn on the current session; resolves with its ``stopReason``.
 
         The turn starts after every replacement requested before it (``after_queued_replacements``)
         and then runs outside the host lock, as in Pi: a replacement requested later aborts it in
         its teardown, and this call resolves with the aborted turn's reason. ``on_started`` is
         called once the turn has begun, i.e. when cancelling the wait is no longer enough and the
-        caller must abort the turn instead.
+        caller must abort the turn instead. An extension command runs in this call too (outside the
+        lock, like the turn), so its session actions queue on the host like any request.
         """
         await self.after_queued_replacements("prompt")
         current = asyncio.current_task()

@@ -200,6 +200,7 @@ class AgentSessionRuntime:
         if previous_session_file is not None:
             start["previousSessionFile"] = previous_session_file
         trust_context = self._trust_context_factory(cwd) if self._trust_context_factory is not None else None
+        previous_commands = self._session.commands()  # plain data, still answered by a disposed session
         result = await self._factory(
             cwd=cwd,
             agent_dir=self._agent_dir,
@@ -213,6 +214,8 @@ class AgentSessionRuntime:
         self._model_fallback_message = result.model_fallback_message
         if self._rebind is not None:
             await self._rebind(result.session)
+        # after the rebind: the host's subscription is installed, so clients hear it on the new channel
+        result.session.notify_commands_changed(previous_commands)
 
     # -- replacements --------------------------------------------------------------------
 

@@ -1,7 +1,9 @@
 """Server → client requests: the project-trust prompt, extension UI dialogs, tool approval.
 
 Each request goes to the client only if it declared the matching capability in ``initialize``
-(``authorizeProject`` / ``extensionUi`` / ``toolApproval``). Every path has a safe answer: a
+(``authorizeProject`` / ``extensionUi`` / ``toolApproval``; the editor dialog and the status,
+widget, title and editor-text notifications each need their own key in ``extensionUi``, e.g.
+``{"editor": {}}``). Every path has a safe answer: a
 timeout, an error reply, a malformed reply, a client that never declared the capability, or a
 client that went away (stdin EOF → :meth:`ClientRequests.close`) all resolve to *deny* for
 trust, to Pi's cancel defaults for dialogs (``False`` / ``None``) and to a rejection for tool
@@ -20,17 +22,20 @@ from typing import Any, Final, Literal, TypeAlias
 import anyio
 import attrs
 
-from rpcd.core.values import APPROVAL_DECISIONS, ToolApprovalAnswer
+from rpcd.core.values import APPROVAL_DECISIONS, ToolApprovalAnswer, WidgetPlacement
+from rpcd.protocol import methods as pm
 from rpcd.wire.notifications import EventPump
 
 log = logging.getLogger(__name__)
 
-AUTHORIZE_PROJECT: Final = "host/authorizeProject"
-UI_CONFIRM: Final = "ui/confirm"
-UI_SELECT: Final = "ui/select"
-UI_INPUT: Final = "ui/input"
-UI_NOTIFY: Final = "ui/notify"
-TOOL_AUTHORIZE: Final = "tool/authorize"
+AUTHORIZE_PROJECT: Final = pm.AUTHORIZE_PROJECT
+UI_CONFIRM: Final = pm.UI_CONFIRM
+UI_SELECT: Final = pm.UI_SELECT
+UI_INPUT: Final = pm.UI_INPUT
+UI_NOTIFY: Final = pm.UI_NOTIFY
+TOOL_AUTHORIZE: Final = pm.TOOL_AUTHORIZE
+UI_FEATURES: Final = ("editor", "setStatus", "setWidget", "setTitle", "setEditorText")
+"""``extensionUi`` keys a client declares for the UI beyond confirm/select/input/notify."""
 
 DEFAULT_TRUST_TIMEOUT: Final = 120.0
 """A person may have to read the reasons: generous, but finite (timeout ⇒ deny)."""
@@ -72,12 +77,15 @@ class ClientRequests:
         trust_policy: Literal["deny", "trust"] = "deny",
         trust_timeout: float = DEFAULT_TRUST_TIMEOUT,
         ui_timeout: float = DEFAULT_UI_TIMEOUT,
+        ui_features: frozenset[str] = frozenset(),
     ) -> None:
         self._send_request = send_request
         self._withdraw = withdraw
         self._pump = pump
         self.can_authorize = authorize_project
         self.can_ui = extension_ui
+        self.ui_features = ui_features if extension_ui else frozenset()
+        """The ``extensionUi`` keys the client declared (``UI_FEATURES``)."""
         self.trust_policy = trust_policy
         self.trust_timeout = trust_timeout
         self.ui_timeout = ui_timeout
@@ -166,9 +174,45 @@ class ClientRequests:
         value = answer.get("value") if isinstance(answer, Mapping) else None
         return value if isinstance(value, str) else None
 
+    async def editor(self, title: str, prefill: str | None = None, timeout: float | None = None) -> str | None:
+        if "editor" not in self.ui_features:
+            return None
+        params: dict[str, Any] = {"title": title}
+        if prefill is not None:
+            params["prefill"] = prefill
+        answer = await self._dialog(pm.UI_EDITOR, params, timeout)
+        value = answer.get("value") if isinstance(answer, Mapping) else None
+        return value if isinstance(value, str) else None
+
+    def set_status(self, key: str, text: str | None) -> None:
+        params: dict[str, Any] = {"key": key}
+        if text is not None:
+            params["text"] = text
+        self._post("setStatus", pm.UI_SET_STATUS, params)
+
+    def set_widget(self, key: str, lines: Sequence[str] | None, placement: str = "aboveEditor") -> None:
+        params: dict[str, Any] = {"key": key, "placement": placement}
+        if lines is not None:
+            params["lines"] = list(lines)
+        self._post("setWidget", pm.UI_SET_WIDGET, params)
+
+    def set_title(self, title: str) -> None:
+        self._post("setTitle", pm.UI_SET_TITLE, {"title": title})
+
+    def set_editor_text(self, text: str) -> None:
+        self._post("setEditorText", pm.UI_SET_EDITOR_TEXT, {"text": text})
+
+    def _post(self, feature: str, method: str, params: Mapping[str, Any]) -> None:
+        """A fire-and-forget UI notification, for a client that declared ``feature``."""
+        if feature in self.ui_features and not self._closed:
+            self._pump.post(method, dict(params))
+
     async def _dialog(self, method: str, params: Mapping[str, Any], timeout: float | None) -> Any:
         if not self.can_ui:
             return None
+        # What the session and the extension already said (events, ui/setEditorText, ...) reaches
+        # the client before the dialog does, as on Pi's single output stream.
+        await self._pump.drain()
         try:
             return await self._ask(method, params, self.ui_timeout if timeout is None else timeout)
         except (TimeoutError, _Gone):
@@ -224,3 +268,18 @@ class UiBridge:
 
     async def input(self, title: str, placeholder: str | None = None, timeout: float | None = None) -> str | None:
         return await self._requests.input(title, placeholder, timeout)
+
+    async def editor(self, title: str, prefill: str | None = None, timeout: float | None = None) -> str | None:
+        return await self._requests.editor(title, prefill, timeout)
+
+    def set_status(self, key: str, text: str | None) -> None:
+        self._requests.set_status(key, text)
+
+    def set_widget(self, key: str, lines: Sequence[str] | None, placement: WidgetPlacement = "aboveEditor") -> None:
+        self._requests.set_widget(key, lines, placement)
+
+    def set_title(self, title: str) -> None:
+        self._requests.set_title(title)
+
+    def set_editor_text(self, text: str) -> None:
+        self._requests.set_editor_text(text)

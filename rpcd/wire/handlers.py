@@ -34,7 +34,7 @@ import anyio
 
 from rpcd.core.errors import HostDisposedError, HostError, HostUnavailableError
 from rpcd.core.progress import reporting
-from rpcd.core.values import ModelDescription, SessionState
+from rpcd.core.values import CommandInfo, CommandRan, ModelDescription, SessionState
 from rpcd.host.failures import FailureContext, SessionBindingFailure, attach_context, context_of
 from rpcd.host.host import ReplacementOutcome, SerializedHost
 from rpcd.protocol import types as t
@@ -287,7 +287,7 @@ class SessionMethods:
         with operation("prompt"):
             turn = asyncio.ensure_future(host.prompt(params.text, on_started=mark_started))
         try:
-            stop_reason = await asyncio.shield(turn)
+            outcome = await asyncio.shield(turn)
         except asyncio.CancelledError:
             if not started:  # still waiting behind earlier replacements: it never starts (-32800)
                 turn.cancel()
@@ -297,9 +297,11 @@ class SessionMethods:
             caller = asyncio.current_task()
             if caller is not None:
                 caller.uncancel()
-            stop_reason = await _abort_and_settle(host, turn)
+            outcome = await _abort_and_settle(host, turn)
         await self._pump.drain()
-        return t.PromptResult(stop_reason=stop_reason)
+        if isinstance(outcome, CommandRan):
+            return t.PromptResult(command=outcome.name)
+        return t.PromptResult(stop_reason=outcome)
 
     async def abort(self, params: t.EmptyParams | None = None) -> None:
         host = await self._slot.get("abort")
@@ -319,6 +321,12 @@ class SessionMethods:
         await self._pump.drain()
         return t.ModelRef(ref.provider, ref.model_id)
 
+    async def get_commands(self, params: t.EmptyParams | None = None) -> t.GetCommandsResult:
+        host = await self._slot.get("getCommands")
+        await host.after_queued_replacements("getCommands")
+        commands = host.commands()
+        await self._pump.drain()
+        return t.GetCommandsResult(commands=[command_result(c) for c in commands])
     async def get_available_models(self, params: t.EmptyParams | None = None) -> t.GetAvailableModelsResult:
         host = await self._slot.get("getAvailableModels")
         await host.after_queued_replacements("getAvailableModels")
@@ -341,7 +349,7 @@ class SessionMethods:
             self._snapshot = host.state()
 
 
-async def _abort_and_settle(host: SerializedHost, turn: asyncio.Future[str]) -> str:
+async def _abort_and_settle(host: SerializedHost, turn: asyncio.Future[str | CommandRan]) -> str | CommandRan:
     """Abort the running turn and wait for it, shielded: the client asked to stop, not to wedge."""
     with anyio.CancelScope(shield=True):
         # HostError: the session was replaced meanwhile, and its teardown aborts the turn anyway.
@@ -352,6 +360,24 @@ async def _abort_and_settle(host: SerializedHost, turn: asyncio.Future[str]) -> 
         except asyncio.CancelledError:
             pass
     return "aborted"
+
+
+def command_result(info: CommandInfo) -> t.CommandInfo:
+    source = info.source_info
+    base_dir = source.get("baseDir")
+    return t.CommandInfo(
+        name=info.name,
+        source=info.source,
+        source_info=t.CommandSourceInfo(
+            path=str(source.get("path", "")),
+            source=str(source.get("source", "")),
+            scope=str(source.get("scope", "")),
+            origin=str(source.get("origin", "top-level")),
+            base_dir=base_dir if isinstance(base_dir, str) else None,
+        ),
+        description=info.description,
+        argument_hint=info.argument_hint,
+    )
 
 
 # -- listSessions pagination ----------------------------------------------------------------

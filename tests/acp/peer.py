@@ -80,6 +80,7 @@ class Editor:
         self.capabilities = ClientCapabilities(
             fs=FileSystemCapabilities(read_text_file=fs, write_text_file=fs), terminal=terminal)
         self.permission_asked = asyncio.Event()
+        self._arrived = asyncio.Event()
 
     # -- what the tests read ---------------------------------------------------------------------------
 
@@ -94,8 +95,15 @@ class Editor:
 
     # -- the SDK's Client interface --------------------------------------------------------------------
 
+    async def wait_for(self, condition: Callable[[], object]) -> None:
+        """Until ``condition()`` holds (checked after every update that arrives)."""
+        while not condition():
+            self._arrived.clear()
+            await self._arrived.wait()
+
     async def session_update(self, session_id: str, update: Any, **_: Any) -> None:
         self.updates.append((session_id, plain(update)))
+        self._arrived.set()
 
     async def request_permission(self, session_id: str, tool_call: ToolCallUpdate, options: list[PermissionOption],
                                  **_: Any) -> RequestPermissionResponse:
@@ -116,7 +124,7 @@ class Editor:
         self.reads.append(path)
         if path in self.buffers:
             return ReadTextFileResponse(content=self.buffers[path])
-        return ReadTextFileResponse(content=Path(path).read_text(encoding="utf-8"))
+        return ReadTextFileResponse(content=_disk_text(path))
 
     async def write_text_file(self, session_id: str, path: str, content: str, **_: Any) -> WriteTextFileResponse:
         self.writes.append((path, content))
@@ -171,6 +179,10 @@ class Editor:
 
     def on_connect(self, conn: Any) -> None:
         return None
+
+
+def _disk_text(path: str) -> str:
+    return Path(path).read_text(encoding="utf-8")
 
 
 def agent_env(agent_dir: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:

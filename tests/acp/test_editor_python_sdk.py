@@ -44,7 +44,7 @@ async def test_file_tools_use_the_editor_and_bash_its_terminal(agent_dir: Path, 
         session = (await conn.new_session(cwd=str(cwd), mcp_servers=[])).session_id
         assert (await conn.prompt(session_id=session, prompt=[text_block("work")])).stop_reason == "end_turn"
 
-    read, edit, write, bash = _tool_results(agent_dir)
+    read, edit, _write, bash = _tool_results(agent_dir)
     assert read["content"][0]["text"] == "unsaved text in the editor\n"
     assert edit["isError"] is False and "Successfully replaced 1 block(s)" in edit["content"][0]["text"]
     assert editor.buffers[str(notes)] == "edited text in the editor\n"
@@ -61,7 +61,7 @@ async def test_file_tools_use_the_editor_and_bash_its_terminal(agent_dir: Path, 
     assert bash["content"][0]["text"] == f"out\n{session}\n\n\nCommand exited with code 3"
     (call,) = [u for u in editor.of(session, "tool_call") if u["kind"] == "execute"]
     shown = editor.tool_updates(session, call["toolCallId"])
-    assert [u["content"] for u in shown if u.get("content")][0] == [{"type": "terminal", "terminalId": "term-1"}]
+    assert next(u["content"] for u in shown if u.get("content")) == [{"type": "terminal", "terminalId": "term-1"}]
     assert shown[-1]["status"] == "failed"
     diffs = [u["content"] for u in editor.of(session, "tool_call_update") if u.get("status") == "completed"
              and u.get("content") and u["content"][0]["type"] == "diff"]
@@ -78,7 +78,7 @@ async def test_without_the_capabilities_the_tools_stay_local_and_give_the_same_r
     async with spawn(editor, agent_dir, "--approval", "auto") as (conn, _):
         session = (await conn.new_session(cwd=str(cwd), mcp_servers=[])).session_id
         await conn.prompt(session_id=session, prompt=[text_block("work")])
-    read, edit, write, bash = _tool_results(agent_dir)
+    read, _edit, _write, bash = _tool_results(agent_dir)
     assert read["content"][0]["text"] == "unsaved text in the editor\n"
     assert notes.read_text() == "edited text in the editor\n"
     assert (cwd / "new" / "file.txt").read_text() == "brand new\n"

@@ -96,15 +96,13 @@ async def test_cancel_stops_a_streaming_turn_and_a_running_command(agent_dir: Pa
     async with spawn(editor, agent_dir, "--approval", "auto") as (conn, _):
         session = (await conn.new_session(cwd=str(cwd), mcp_servers=[])).session_id
         turn = asyncio.ensure_future(conn.prompt(session_id=session, prompt=[text_block("talk")]))
-        while not editor.of(session, "agent_message_chunk"):
-            await asyncio.sleep(0.01)
+        await editor.wait_for(lambda: editor.of(session, "agent_message_chunk"))
         await conn.cancel(session_id=session)
         assert (await turn).stop_reason == "cancelled"
         assert len(editor.text_of(session)) < len("word " * 2000)
 
         turn = asyncio.ensure_future(conn.prompt(session_id=session, prompt=[text_block("run it")]))
-        while not editor.of(session, "tool_call_update"):  # the command started (its first output snapshot)
-            await asyncio.sleep(0.01)
+        await editor.wait_for(lambda: editor.of(session, "tool_call_update"))  # the command started
         await conn.cancel(session_id=session)
         assert (await turn).stop_reason == "cancelled"
         (start,) = editor.of(session, "tool_call")
@@ -207,5 +205,27 @@ async def test_list_close_delete_and_fork(agent_dir: Path, project: Project) -> 
         assert one not in {s.session_id for s in (await conn.list_sessions()).sessions}
     files = sorted(str(p) for p in (agent_dir / "sessions").rglob("*.jsonl"))
     assert len(files) == 1 and forked.session_id in files[0]
-    header = json.loads(Path(files[0]).read_text().splitlines()[0])
-    assert header["parentSession"].endswith(f"_{one}.jsonl")
+    assert _header(files[0])["parentSession"].endswith(f"_{one}.jsonl")
+
+
+def _header(path: str) -> dict[str, object]:
+    header: dict[str, object] = json.loads(Path(path).read_text().splitlines()[0])
+    return header
+
+
+async def test_templates_and_skills_are_offered_as_commands_and_run_from_a_prompt(agent_dir: Path,
+                                                                               project: Project) -> None:
+    prompts = agent_dir / "prompts"
+    prompts.mkdir()
+    (prompts / "greet.md").write_text("---\ndescription: Greet someone\nargument-hint: <name>\n---\nSay hello to $1.\n")
+    cwd = project("p")
+    editor = Editor()
+    async with spawn(editor, agent_dir) as (conn, _):
+        session = (await conn.new_session(cwd=str(cwd), mcp_servers=[])).session_id
+        await editor.wait_for(lambda: editor.of(session, "available_commands_update"))
+        (update,) = editor.of(session, "available_commands_update")
+        greet = next(c for c in update["availableCommands"] if c["name"] == "greet")
+        assert greet == {"name": "greet", "description": "Greet someone", "input": {"hint": "<name>"}}
+        answer = await conn.prompt(session_id=session, prompt=[text_block("/greet Ada")])
+        assert answer.stop_reason == "end_turn"
+        assert editor.text_of(session) == "echo: Say hello to Ada."
