@@ -76,6 +76,9 @@ class DaemonProcess:
             stderr=asyncio.subprocess.PIPE,
             cwd=cwd,
             env=dict(env) if env is not None else None,
+            # its own process group: a Ctrl-C at the client's terminal interrupts the client,
+            # which aborts the turn or shuts the daemon down in order; the daemon never sees it
+            process_group=0,
         )
         return cls(proc, command, echo_stderr)
 

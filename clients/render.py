@@ -10,6 +10,21 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
+from rpcd.clients.errors import RpcError
+
+
+HINTS = {
+    ("fork", "INVALID_ENTRY"): "fork takes the id of a user message (Pi forks before a prompt): `rpcctl tree` "
+                               "shows the ids, `/fork` without an ID in chat lists the candidates",
+    ("resume", "NOT_A_SESSION"): "resume takes a .jsonl session file: `rpcctl sessions` lists them",
+}
+
+
+def rpc_error(exc: RpcError) -> str:
+    """``exc.describe()`` plus what to do about it, where the daemon's (Pi's) message is terse."""
+    hint = HINTS.get((exc.method or "", exc.name))
+    return exc.describe() + (f"\n  hint: {hint}" if hint else "")
+
 
 def short(text: Any, width: int = 60) -> str:
     flat = " ".join(str(text).split())
@@ -103,6 +118,18 @@ def model(result: Mapping[str, Any]) -> str:
     return f"model: {result.get('provider')}/{result.get('modelId')}"
 
 
+def models(result: Mapping[str, Any]) -> str:
+    """``getAvailableModels`` as a table, the session's current model marked ``*``."""
+    current = result.get("current")
+    here = (current.get("provider"), current.get("modelId")) if isinstance(current, Mapping) else None
+    rows = [("*" if (m.get("provider"), m.get("id")) == here else "", m.get("provider"), m.get("id"), m.get("name"),
+             "yes" if m.get("reasoning") else "", m.get("contextWindow"))
+            for m in result.get("models") or () if isinstance(m, Mapping)]
+    if not rows:
+        return "no models usable: no provider has credentials (see `rpcctl doctor`)"
+    return table(("", "provider", "model", "name", "reasoning", "context"), rows)
+
+
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     cells = [[str(c) for c in row] for row in rows]
     widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
@@ -182,6 +209,26 @@ def text_delta(params: Mapping[str, Any]) -> str | None:
     if isinstance(delta, Mapping) and delta.get("type") == "text_delta":
         return str(delta.get("delta", ""))
     return None
+
+
+def thinking_delta(params: Mapping[str, Any]) -> str | None:
+    """The reasoning text a ``session/event`` carries, if it is a ``thinking_delta``."""
+    event = params.get("event")
+    if not isinstance(event, Mapping) or event.get("type") != "message_update":
+        return None
+    delta = event.get("assistantMessageEvent")
+    if isinstance(delta, Mapping) and delta.get("type") == "thinking_delta":
+        return str(delta.get("delta", ""))
+    return None
+
+
+def diagnostic_lines(params: Any, *, include_info: bool = False) -> list[str]:
+    """``session/diagnostics`` for a person: ``[startup] warning: …`` per item (info only if asked)."""
+    if not isinstance(params, Mapping):
+        return []
+    operation = params.get("operation", "?")
+    return [f"[{operation}] {d.get('type')}: {d.get('message')}" for d in params.get("diagnostics") or ()
+            if isinstance(d, Mapping) and (include_info or d.get("type") != "info")]
 
 
 def _result_head(event: Mapping[str, Any], limit: int = 72) -> str:

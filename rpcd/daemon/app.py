@@ -212,9 +212,15 @@ class Daemon:
 
         ``--in-memory`` promises that nothing is written: while its session has no file the
         journal is left alone too (it would name the project). Once the user resumes or
-        imports a real file, that file is recorded as usual.
+        imports a real file, that file is recorded as usual. A session whose file does not
+        exist yet is not recorded either.
         """
         if session_file is None and self.options.target == "in-memory":
+            return
+        if session_file is not None and not os.path.isfile(session_file):
+            # Not saved yet (Pi writes the file at the first assistant message): naming it would
+            # make --resume-last start afresh; the previous record stays until the file exists
+            # (the final disposal records it again).
             return
         await self.journal.write_async(session_file, cwd)
 
