@@ -131,4 +131,11 @@ class DaemonProcess:
             self._drain_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._drain_task
+        # A reader that gave up (a daemon spewing garbage) leaves stdout paused short of EOF, so
+        # the pipe transport stays open and its __del__ fails once the loop is closed ("Event
+        # loop is closed" on stderr). asyncio offers no public close: use the process's own.
+        transport = getattr(self.proc, "_transport", None)
+        if transport is not None and code is not None:
+            transport.close()
+            await asyncio.sleep(0)
         return code

@@ -12,7 +12,6 @@ from typing import Any, TextIO
 
 from rpcd.clients.errors import RpcError
 
-
 HINTS = {
     ("fork", "INVALID_ENTRY"): "fork takes the id of a user message (Pi forks before a prompt): `rpcctl tree` "
                                "shows the ids, `/fork` without an ID in chat lists the candidates",

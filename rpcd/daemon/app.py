@@ -24,6 +24,7 @@ from typing import Any, Final, Literal
 
 import anyio
 import anyio.abc
+import anyio.to_thread
 import anyio.lowlevel
 import attrs
 
@@ -217,7 +218,7 @@ class Daemon:
         """
         if session_file is None and self.options.target == "in-memory":
             return
-        if session_file is not None and not os.path.isfile(session_file):
+        if session_file is not None and not await anyio.to_thread.run_sync(os.path.isfile, session_file):
             # Not saved yet (Pi writes the file at the first assistant message): naming it would
             # make --resume-last start afresh; the previous record stays until the file exists
             # (the final disposal records it again).
