@@ -161,6 +161,11 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("--for-cwd", metavar="DIR", help="only the rules of this project")
     revoke = which.add_parser("revoke", help="forget one rule")
     revoke.add_argument("rule_id", metavar="ID")
+    doctor_help = "check the setup: agent dir, session dir, settings/models/auth files, credentials, trust"
+    command("doctor", doctor_help)
+    completion = commands.add_parser("completion", help="print a shell completion script (generated from "
+                                     "this parser)", description="print a completion script for SHELL")
+    completion.add_argument("shell", choices=("bash", "zsh", "fish"), metavar="SHELL", help="bash, zsh or fish")
     chat_help = "interactive chat: streams replies; /help lists slash commands (attach: the same)"
     chat = commands.add_parser("chat", aliases=["attach"], help=chat_help, description=chat_help)
     _add_common(chat, suppress=True)
@@ -511,6 +516,11 @@ def report(exc: BaseException, as_json: bool) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command == "completion":
+        from rpcd.clients.completion import script
+
+        sys.stdout.write(script(args.shell, parser))
+        return EXIT_OK
     if args.command == "demo":
         from rpcd.clients.demo import main as demo_main
 

@@ -24,8 +24,8 @@ from typing import Any, Final, Literal
 
 import anyio
 import anyio.abc
-import anyio.to_thread
 import anyio.lowlevel
+import anyio.to_thread
 import attrs
 
 from rpcd.core.errors import HostDisposedError, RpcdError
