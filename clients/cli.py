@@ -389,6 +389,17 @@ async def one_shot(client: RpcdClient, args: argparse.Namespace, printer: Printe
     return EXIT_OK
 
 
+async def doctor(client: RpcdClient, args: argparse.Namespace, printer: Printer, probe: Any,
+                 diagnostics: list[dict[str, Any]]) -> int:
+    from rpcd.clients import doctor as checks
+
+    state = dict(await client.get_state())
+    models = dict(await client.get_available_models())
+    result = checks.report(checks.agent_dir(args.agent_dir), str(state.get("cwd")), state, models, diagnostics, probe)
+    printer.result(result, checks.human)
+    return EXIT_OK if result["ok"] else EXIT_TURN_FAILED
+
+
 PATH_ARGUMENTS = ("project", "parent", "file", "path", "for_cwd", "cwd", "agent_dir", "start_resume")
 """Arguments naming files or directories: the daemon takes absolute paths only, so the CLI resolves
 the user's against its own cwd (``~`` expanded) before anything is sent (``-`` is stdin)."""
@@ -440,6 +451,12 @@ async def amain(args: argparse.Namespace, reader: LineReader | None = None) -> i
         reader = LineReader(asyncio.get_running_loop(), err=printer.err)
         reader.start_thread()
     handlers = make_handlers(args.trust, reader)
+    probe = None
+    if args.command == "doctor":
+        from rpcd.clients.doctor import TrustProbe
+
+        probe = TrustProbe()
+        handlers["host/authorizeProject"] = probe.handler()
     if reader is not None and not args.yes and args.command in (*CHAT_COMMANDS, "prompt"):
         handlers["tool/authorize"] = approval_handler(reader, printer)
     try:
@@ -455,11 +472,16 @@ async def amain(args: argparse.Namespace, reader: LineReader | None = None) -> i
     except OSError as exc:  # the executable is missing or not runnable
         raise ClientError(f"cannot start the daemon ({' '.join(command or ['python -m rpcd'])}): {exc}") from exc
     pump = EventPump(client, printer)
+    diagnostics: list[dict[str, Any]] = []
+    client.on_notification(lambda method, params: diagnostics.extend(params.get("diagnostics") or [])
+                           if method == "session/diagnostics" and isinstance(params, dict) else None)
     try:
         await client.initialize(timeout=timeout)
         if chatting:
             assert reader is not None
             return await chat(client, printer, reader)
+        if probe is not None:
+            return await doctor(client, args, printer, probe, diagnostics)
         return await one_shot(client, args, printer)
     finally:
         try:

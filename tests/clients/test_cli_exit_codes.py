@@ -218,3 +218,26 @@ def test_a_failing_extension_given_with_e_is_reported_by_a_one_shot(tmp_path: Pa
     done = ctl("-e", str(broken), "state")
     assert done.returncode == OK, done.stderr
     assert "[startup] error:" in done.stderr and "broken_ext" in done.stderr, done.stderr
+
+
+def test_doctor_names_the_files_the_broken_one_and_the_undecided_trust(tmp_path: Path) -> None:
+    ctl = Ctl(tmp_path)
+    (ctl.agent / "models.json").write_text("{broken")
+    (ctl.project / ".pi").mkdir()
+    (ctl.project / ".pi" / "settings.json").write_text("{}")
+    result = ctl.one_document("doctor", code=TURN_FAILED)  # an invalid file is an error: exit 1
+    assert result["agentDir"] == str(ctl.agent) and result["cwd"] == str(ctl.project)
+    assert result["files"]["models.json"]["valid"] is False and result["files"]["auth.json"]["found"] is False
+    assert result["trust"]["decided"] is False and ".pi/settings.json" in result["trust"]["reasons"]
+    assert "faux" in result["providers"]
+    assert not (ctl.agent / "trust.json").exists()  # doctor answered deny without remembering
+    (ctl.agent / "models.json").write_text("{}")
+    human = ctl("--trust", "trust-once", "doctor")
+    assert human.returncode == OK, human.stdout + human.stderr
+    assert "models.json" in human.stdout and "ok" in human.stdout.splitlines()[-1]
+
+
+def test_models_lists_the_usable_models_and_marks_the_current_one(tmp_path: Path) -> None:
+    done = Ctl(tmp_path)("models")
+    assert done.returncode == OK, done.stderr
+    assert any(line.startswith("*") and "faux-1" in line for line in done.stdout.splitlines()), done.stdout
