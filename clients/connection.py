@@ -18,7 +18,7 @@ import contextlib
 import inspect
 import itertools
 import json
-import sys
+import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
@@ -34,6 +34,8 @@ from rpcd.clients.errors import (
     RpcTimeout,
 )
 from rpcd.clients.framing import DEFAULT_MAX_LINE_BYTES, LineSplitter, LineTooLong, encode
+
+logger = logging.getLogger("rpcd.clients")
 
 CANCEL_METHOD = "$/cancelRequest"
 CANCEL_METHODS = frozenset({CANCEL_METHOD, "$/cancel_request"})
@@ -243,7 +245,7 @@ class Connection:
         if not isinstance(request_id, int) or isinstance(request_id, bool):
             if "error" in message:
                 # id null: the peer could not parse something we sent; surface it, do not hang.
-                print(f"rpcd-client: error without id: {message.get('error')!r}", file=sys.stderr)
+                logger.warning("error without id: %r", message.get("error"))
             return
         future = self._pending.get(request_id)
         if future is None:
