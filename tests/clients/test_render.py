@@ -55,7 +55,7 @@ def test_failed_turns_retries_and_extension_errors_say_why() -> None:
 
 
 def test_a_human_sees_why_a_turn_failed_without_verbose() -> None:
-    from rpcd.clients.cli import _worth_showing
+    from rpcd.clients.output import _worth_showing
 
     def shown(event: dict[str, object]) -> bool:
         return _worth_showing("session/event", {"event": event})
