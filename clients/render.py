@@ -304,11 +304,13 @@ class ProgressDisplay:
         if kind == "begin":
             self._title = str(value.get("title", "working"))
         pct = f" {value['percentage']:>3}%" if isinstance(value.get("percentage"), int | float) else ""
+        # the end says how it ended (done / failed / cancelled): never "done" before an error
+        outcome = f" {value.get('message') or 'done'}" if kind == "end" else ""
         message = "" if kind == "end" else value.get("message", "")
         text = f"{self._title}{pct} {message}".rstrip()
         if self._tty:
             end = "\n" if kind == "end" else ""
-            self._stream.write(f"\r\x1b[K{text}{' done' if kind == 'end' else ''}{end}")
+            self._stream.write(f"\r\x1b[K{text}{outcome}{end}")
         elif kind in ("begin", "end"):
-            self._stream.write(f"{text} ...{' done' if kind == 'end' else ''}\n")
+            self._stream.write(f"{text} ...{outcome}\n")
         self._stream.flush()

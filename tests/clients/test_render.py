@@ -65,3 +65,13 @@ def test_a_human_sees_why_a_turn_failed_without_verbose() -> None:
     assert shown({"type": "auto_retry_start"}) and shown({"type": "extension_error"})
     assert not shown({"type": "message_end", "message": {"role": "assistant", "stopReason": "stop"}})
     assert not shown({"type": "turn_end"})
+
+
+def test_progress_that_failed_never_says_done() -> None:
+    for out in (Terminal(), io.StringIO()):
+        display = render.ProgressDisplay(out)
+        display({"kind": "begin", "title": "Resuming"})
+        display({"kind": "end", "message": "failed"})
+        assert "done" not in out.getvalue() and out.getvalue().rstrip().endswith("Resuming ... failed"
+                                                                                   if not out.isatty() else
+                                                                                   "Resuming failed")
