@@ -138,3 +138,26 @@ def test_startup_diagnostics_are_shown_in_chat(tmp_path: Path, tmux_ok: None, cl
     closing.append(tmux)
     screen = tmux.wait_for(r"^> ")
     assert "[startup] " in screen and "models.json" in screen, screen
+
+
+def test_ctrl_c_during_a_one_shot_prompt_aborts_the_turn_saves_it_and_exits_130(
+    tmp_path: Path, tmux_ok: None, closing: list[Tmux]
+) -> None:
+    project, agent = tmp_path / "project", tmp_path / "agent"
+    project.mkdir()
+    agent.mkdir()
+    script = tmp_path / "slow.json"
+    script.write_text(json.dumps({"steps": [{"text": "tock " * 400, "chunkSize": 5, "chunkDelay": 0.05}]}))
+    command = [daemon_python(), "-m", "rpcd.clients", "--agent-dir", str(agent), "--cwd", str(project),
+               "--yes", "prompt", "go on"]
+    directory = tmp_path / "oneshot"
+    directory.mkdir()
+    tmux = Tmux(directory, command, env={"RPCD_FAUX_SCRIPT": str(script), "PYTHONPATH": str(REPO)})
+    closing.append(tmux)
+    tmux.wait_for(r"tock tock tock")
+    tmux.send("C-c")
+    tmux.wait_for(r"\[exited 130\]")
+    [saved] = list((agent / "sessions").rglob("*.jsonl"))
+    entries = [json.loads(line) for line in saved.read_text().splitlines()]
+    assistant = [e["message"] for e in entries if e.get("type") == "message" and e["message"]["role"] == "assistant"]
+    assert assistant and assistant[-1]["stopReason"] == "aborted"
