@@ -450,15 +450,16 @@ async def amain(args: argparse.Namespace, reader: LineReader | None = None) -> i
     if reader is None and sys.stdin.isatty() and not (args.command == "import" and args.file == "-"):
         reader = LineReader(asyncio.get_running_loop(), err=printer.err)
         reader.start_thread()
-    handlers = make_handlers(args.trust, reader)
+    asker = reader if sys.stdin.isatty() else None  # questions only for a person at a terminal
+    handlers = make_handlers(args.trust, asker)
     probe = None
     if args.command == "doctor":
         from rpcd.clients.doctor import TrustProbe
 
         probe = TrustProbe()
         handlers["host/authorizeProject"] = probe.handler()
-    if reader is not None and not args.yes and args.command in (*CHAT_COMMANDS, "prompt"):
-        handlers["tool/authorize"] = approval_handler(reader, printer)
+    if asker is not None and not args.yes and args.command in (*CHAT_COMMANDS, "prompt"):
+        handlers["tool/authorize"] = approval_handler(asker, printer)
     try:
         client = await RpcdClient.spawn(
             daemon_args(args),
