@@ -31,7 +31,8 @@ HELP = """commands:
   /resume PATH         switch to a session file
   /fork [ID]           fork before a user entry (no ID: list the candidates)
   /clone [ID]          clone the branch ending at ID (default: the leaf)
-  /state  /tree  /messages  /sessions
+  /state  /tree  /messages
+  /sessions [--all]    this project's sessions (--all: every project's)
   /name NAME           set the session's name
   /model PROVIDER ID   switch the session's model
   /commands            the project's prompt templates, skills and extension commands
@@ -100,8 +101,9 @@ async def _command(client: RpcdClient, printer: Printer, line: str) -> bool:
         printer.result(await client.get_tree(), render.tree)
     elif name == "messages":
         printer.result(await client.get_messages(), render.messages)
-    elif name == "sessions":
-        printer.result(await client.list_sessions(), render.sessions)
+    elif name == "sessions" and rest in ("", "--all"):
+        cwd = None if rest else (await client.get_state()).get("cwd")
+        printer.result(await client.list_sessions(cwd=cwd), render.sessions)
     elif name == "model" and len(rest.split()) == 2:
         provider, model_id = rest.split()
         printer.result(await client.set_model(provider, model_id), render.model)
