@@ -214,15 +214,17 @@ class Daemon:
         ``--in-memory`` promises that nothing is written: while its session has no file the
         journal is left alone too (it would name the project). Once the user resumes or
         imports a real file, that file is recorded as usual. A session whose file does not
-        exist yet is not recorded either.
+        exist yet is never named (see below).
         """
         if session_file is None and self.options.target == "in-memory":
             return
         if session_file is not None and not await anyio.to_thread.run_sync(os.path.isfile, session_file):
             # Not saved yet (Pi writes the file at the first assistant message): naming it would
-            # make --resume-last start afresh; the previous record stays until the file exists
-            # (the final disposal records it again).
-            return
+            # make --resume-last start afresh. The previous record is kept — rewritten as it was,
+            # so a journal that cannot be written still fails closed here — or, with none, only
+            # the project is recorded. The final disposal records the file once it exists.
+            previous = await anyio.to_thread.run_sync(self.journal.read)
+            session_file, cwd = (previous.session_file, previous.cwd) if previous is not None else (None, cwd)
         await self.journal.write_async(session_file, cwd)
 
     async def final_disposal(self) -> None:

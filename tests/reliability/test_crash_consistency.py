@@ -225,6 +225,5 @@ def test_a_journal_temp_file_left_by_a_crash_is_cleaned_up(tmp_path: Path) -> No
     with RawDaemon(["--resume-last", "--agent-dir", str(agent), "--cwd", str(project)]) as daemon:
         daemon.initialize()
         daemon.call("newSession")
-        daemon.call("prompt", {"text": "saved"})  # the journal names only a session that has a file
     assert not stale.exists() and not orphan.exists(), "orphaned journal temp files still there"
     assert live.exists(), "a live writer's temp file was removed"
