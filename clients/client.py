@@ -44,6 +44,28 @@ from rpcd.clients.types import (
     SessionState,
     TreeResult,
 )
+from rpcd.protocol.names import (
+    ABORT,
+    AUTHORIZE_PROJECT,
+    CLONE,
+    DISPOSE,
+    EXIT,
+    FORK,
+    GET_MESSAGES,
+    GET_STATE,
+    GET_TREE,
+    IMPORT_JSONL,
+    INITIALIZE,
+    LIST_SESSIONS,
+    NEW_SESSION,
+    PING,
+    PROGRESS,
+    PROMPT,
+    RESUME,
+    SET_MODEL,
+    SET_SESSION_NAME,
+    SHUTDOWN,
+)
 
 __all__ = [
     "ClientError",
@@ -302,7 +324,7 @@ class RpcdClient:
                         return
                     self._last_seq[key] = seq
                     self._observe(session_id, generation)
-            elif method == "$/progress":
+            elif method == PROGRESS:
                 callback = self._progress.get(str(params.get("token")))
                 if callback is not None:
                     with contextlib.suppress(Exception):
@@ -383,7 +405,7 @@ class RpcdClient:
     async def initialize(self, *, timeout: float | None = _UNSET) -> InitializeResult:
         handlers = self.connection.handlers
         capabilities: dict[str, Any] = {"progress": {}}
-        if "host/authorizeProject" in handlers:
+        if AUTHORIZE_PROJECT in handlers:
             capabilities["authorizeProject"] = {}
         if any(name.startswith("ui/") for name in handlers):
             capabilities["extensionUi"] = {}
@@ -392,7 +414,7 @@ class RpcdClient:
             "clientInfo": {"name": CLIENT_NAME, "version": CLIENT_VERSION},
             "capabilities": capabilities,
         }
-        result = cast(InitializeResult, await self.call("initialize", params, timeout=timeout))
+        result = cast(InitializeResult, await self.call(INITIALIZE, params, timeout=timeout))
         self.server = result
         return result
 
@@ -404,13 +426,13 @@ class RpcdClient:
         return list(self.server.get("capabilities", {}).get("methods", []))
 
     async def shutdown(self, *, timeout: float | None = _UNSET) -> None:
-        await self.call("shutdown", timeout=timeout)
+        await self.call(SHUTDOWN, timeout=timeout)
         self._shut_down = True
 
     async def new_session(
         self, *, progress: ProgressCallback | None = None, timeout: float | None = _UNSET
     ) -> ReplacementResult:
-        return cast(ReplacementResult, await self._replacement("newSession", {}, progress, timeout))
+        return cast(ReplacementResult, await self._replacement(NEW_SESSION, {}, progress, timeout))
 
     async def resume(
         self,
@@ -423,14 +445,14 @@ class RpcdClient:
         params: dict[str, Any] = {"sessionPath": os.fspath(session_path)}
         if cwd_override is not None:
             params["cwdOverride"] = cwd_override
-        return cast(ReplacementResult, await self._replacement("resume", params, progress, timeout))
+        return cast(ReplacementResult, await self._replacement(RESUME, params, progress, timeout))
 
     async def fork(self, entry_id: str, *, timeout: float | None = _UNSET) -> ForkResult:
-        return cast(ForkResult, await self._replacement("fork", {"entryId": entry_id}, None, timeout))
+        return cast(ForkResult, await self._replacement(FORK, {"entryId": entry_id}, None, timeout))
 
     async def clone(self, entry_id: str | None = None, *, timeout: float | None = _UNSET) -> ReplacementResult:
         params = {"entryId": entry_id} if entry_id is not None else {}
-        return cast(ReplacementResult, await self._replacement("clone", params, None, timeout))
+        return cast(ReplacementResult, await self._replacement(CLONE, params, None, timeout))
 
     async def import_jsonl(
         self,
@@ -443,22 +465,22 @@ class RpcdClient:
         params: dict[str, Any] = {"path": os.fspath(path)}
         if cwd_override is not None:
             params["cwdOverride"] = cwd_override
-        return cast(ReplacementResult, await self._replacement("importJsonl", params, progress, timeout))
+        return cast(ReplacementResult, await self._replacement(IMPORT_JSONL, params, progress, timeout))
 
     async def dispose(self, *, timeout: float | None = _UNSET) -> None:
-        await self.call("dispose", timeout=timeout)
+        await self.call(DISPOSE, timeout=timeout)
 
     async def get_state(self, *, timeout: float | None = _UNSET) -> SessionState:
-        state = cast(SessionState, await self.call("getState", timeout=timeout))
+        state = cast(SessionState, await self.call(GET_STATE, timeout=timeout))
         if isinstance(state, dict):
             self._observe(state.get("sessionId"), state.get("generation"))
         return state
 
     async def get_messages(self, *, timeout: float | None = _UNSET) -> MessagesResult:
-        return cast(MessagesResult, await self.call("getMessages", timeout=timeout))
+        return cast(MessagesResult, await self.call(GET_MESSAGES, timeout=timeout))
 
     async def get_tree(self, *, timeout: float | None = _UNSET) -> TreeResult:
-        return cast(TreeResult, await self.call("getTree", timeout=timeout))
+        return cast(TreeResult, await self.call(GET_TREE, timeout=timeout))
 
     async def list_sessions(
         self,
@@ -469,23 +491,23 @@ class RpcdClient:
         timeout: float | None = _UNSET,
     ) -> ListSessionsResult:
         params = {k: v for k, v in (("cwd", cwd), ("cursor", cursor), ("limit", limit)) if v is not None}
-        return cast(ListSessionsResult, await self.call("listSessions", params, timeout=timeout))
+        return cast(ListSessionsResult, await self.call(LIST_SESSIONS, params, timeout=timeout))
 
     async def prompt(self, text: str, *, timeout: float | None = None) -> PromptResult:
         """Run one turn; events stream meanwhile. No timeout by default: turns legitimately run long."""
-        return cast(PromptResult, await self.call("prompt", {"text": text}, timeout=timeout))
+        return cast(PromptResult, await self.call(PROMPT, {"text": text}, timeout=timeout))
 
     async def abort(self, *, timeout: float | None = _UNSET) -> None:
-        await self.call("abort", timeout=timeout)
+        await self.call(ABORT, timeout=timeout)
 
     async def set_session_name(self, name: str, *, timeout: float | None = _UNSET) -> None:
-        await self.call("setSessionName", {"name": name}, timeout=timeout)
+        await self.call(SET_SESSION_NAME, {"name": name}, timeout=timeout)
 
     async def set_model(self, provider: str, model_id: str, *, timeout: float | None = _UNSET) -> ModelRef:
-        return cast(ModelRef, await self.call("setModel", {"provider": provider, "modelId": model_id}, timeout=timeout))
+        return cast(ModelRef, await self.call(SET_MODEL, {"provider": provider, "modelId": model_id}, timeout=timeout))
 
     async def ping(self, *, timeout: float | None = _UNSET) -> Any:
-        return await self.call("ping", timeout=timeout)
+        return await self.call(PING, timeout=timeout)
 
     # -- shutdown ----------------------------------------------------------------------
 
@@ -501,7 +523,7 @@ class RpcdClient:
             with contextlib.suppress(ClientError):
                 if not self._shut_down:
                     await self.shutdown(timeout=grace)
-                await self.connection.notify("exit")
+                await self.connection.notify(EXIT)
         for stream in list(self._streams):
             stream._end()
         self._streams.clear()

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, TypedDict
 
-PROTOCOL_VERSION = 1
+from rpcd.protocol.names import PROTOCOL_VERSION as PROTOCOL_VERSION  # re-exported for the library
+from rpcd.protocol.names import SESSION_SCOPED as SESSION_SCOPED
 
 
 class ServerInfo(TypedDict):
@@ -112,6 +113,3 @@ class AuthorizeProjectResult(TypedDict):
     decision: Literal["trust", "trustOnce", "deny"]
     remember: NotRequired[bool]
 
-
-#: Notification methods scoped to one (sessionId, generation): the stale filter applies.
-SESSION_SCOPED = frozenset({"session/event", "session/lifecycle"})

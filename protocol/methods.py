@@ -1,7 +1,8 @@
-"""The method table: every method name with its params type, result type, kind and direction.
+"""The method table: every method with its params type, result type, kind and direction.
 
-The server, the clients, the OpenRPC generator and the tests all read this one table
-(lsprotocol's ``METHOD_TO_TYPES`` pattern). ``params is EmptyParams`` means "none, ``{}`` or ``[]``";
+The daemon's registration, the OpenRPC generator and the tests all read this one table
+(lsprotocol's ``METHOD_TO_TYPES`` pattern); the names themselves live in ``rpcd.protocol.names``
+(stdlib only, for the client). ``params is EmptyParams`` means "none, ``{}`` or ``[]``";
 ``result is None`` means the result is JSON ``null``.
 """
 
@@ -12,44 +13,43 @@ from typing import Any, Final, Literal
 import attrs
 
 from rpcd.protocol import types as t
-from rpcd.protocol.errors import ErrorCode
+from rpcd.protocol.names import (
+    ABORT,
+    AUTHORIZE_PROJECT,
+    CANCEL_REQUEST,
+    CANCEL_REQUEST_ACP,
+    CLONE,
+    DISPOSE,
+    EXIT,
+    FORK,
+    GET_MESSAGES,
+    GET_STATE,
+    GET_TREE,
+    HOST_STATUS,
+    IMPORT_JSONL,
+    INITIALIZE,
+    LIST_SESSIONS,
+    NEW_SESSION,
+    PING,
+    PROGRESS,
+    PROMPT,
+    RESUME,
+    SESSION_DIAGNOSTICS,
+    SESSION_EVENT,
+    SESSION_LIFECYCLE,
+    SET_MODEL,
+    SET_SESSION_NAME,
+    SHUTDOWN,
+    UI_CONFIRM,
+    UI_INPUT,
+    UI_NOTIFY,
+    UI_SELECT,
+    ErrorCode,
+)
 
 Kind = Literal["request", "notification"]
 Direction = Literal["client->server", "server->client"]
 
-# -- method names ----------------------------------------------------------------------------------
-INITIALIZE: Final = "initialize"
-SHUTDOWN: Final = "shutdown"
-EXIT: Final = "exit"
-PING: Final = "ping"
-NEW_SESSION: Final = "newSession"
-RESUME: Final = "resume"
-FORK: Final = "fork"
-CLONE: Final = "clone"
-IMPORT_JSONL: Final = "importJsonl"
-DISPOSE: Final = "dispose"
-GET_STATE: Final = "getState"
-GET_MESSAGES: Final = "getMessages"
-GET_TREE: Final = "getTree"
-LIST_SESSIONS: Final = "listSessions"
-PROMPT: Final = "prompt"
-ABORT: Final = "abort"
-SET_SESSION_NAME: Final = "setSessionName"
-SET_MODEL: Final = "setModel"
-CANCEL_REQUEST: Final = "$/cancelRequest"
-CANCEL_REQUEST_ACP: Final = "$/cancel_request"
-SESSION_EVENT: Final = "session/event"
-SESSION_LIFECYCLE: Final = "session/lifecycle"
-SESSION_DIAGNOSTICS: Final = "session/diagnostics"
-HOST_STATUS: Final = "host/status"
-PROGRESS: Final = "$/progress"
-AUTHORIZE_PROJECT: Final = "host/authorizeProject"
-UI_CONFIRM: Final = "ui/confirm"
-UI_SELECT: Final = "ui/select"
-UI_INPUT: Final = "ui/input"
-UI_NOTIFY: Final = "ui/notify"
-
-CANCEL_METHODS: Final = (CANCEL_REQUEST, CANCEL_REQUEST_ACP)
 
 _HOST_ERRORS = (ErrorCode.HOST_UNAVAILABLE, ErrorCode.HOST_DISPOSED)
 _REPLACE_ERRORS = (

@@ -14,9 +14,8 @@ from typing import Any, Literal, TypeAlias
 import attrs
 
 from rpcd.protocol._fields import nullable, open_object
+from rpcd.protocol.names import PROTOCOL_VERSION as PROTOCOL_VERSION  # re-exported
 
-PROTOCOL_VERSION = 1
-"""The protocol version this daemon speaks (an integer MAJOR, negotiated like ACP)."""
 SUPPORTED_PROTOCOL_VERSIONS: frozenset[int] = frozenset({1})
 
 RequestId: TypeAlias = int | str
