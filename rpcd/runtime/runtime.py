@@ -29,16 +29,14 @@ from typing import Any, Protocol
 
 import attrs
 
-from rpcd.core.errors import InvalidEntryError, SessionFileNotFoundError, SessionNotSavedError
+from rpcd.core.errors import SessionFileNotFoundError, SessionNotSavedError
 from rpcd.core.values import Diagnostic, ForkPosition, ReplaceResult
 from rpcd.runtime.session import AgentSession
-from rpcd.runtime.trust import ProjectTrustContext
 from rpcd.store import SessionManager, assert_session_cwd_exists, default_session_dir, import_session
-from rpcd.store.entries import message_text
 
-BeforeInvalidate = Callable[[], None]
+BeforeInvalidate = Callable[[str], None]
+"""``(shutdown_reason)``: the host's synchronous callback just before the current session is disposed."""
 Rebind = Callable[[AgentSession], Awaitable[None]]
-ProjectTrustContextFactory = Callable[[str], ProjectTrustContext | None]
 
 
 @attrs.frozen
@@ -62,7 +60,6 @@ class RuntimeFactory(Protocol):
         agent_dir: str,
         session_manager: SessionManager,
         session_start_event: Mapping[str, Any] | None,
-        project_trust_context: ProjectTrustContext | None,
     ) -> CreateRuntimeResult: ...
 
 
@@ -107,7 +104,6 @@ class AgentSessionRuntime:
         model_fallback_message: str | None = None,
         *,
         agent_dir: str,
-        project_trust_context_factory: ProjectTrustContextFactory | None = None,
     ) -> None:
         self._session = session
         self._services = services
@@ -115,7 +111,6 @@ class AgentSessionRuntime:
         self._diagnostics: tuple[Diagnostic, ...] = tuple(diagnostics)
         self._model_fallback_message = model_fallback_message
         self._agent_dir = agent_dir
-        self._trust_context_factory = project_trust_context_factory
         self._before_invalidate: BeforeInvalidate | None = None
         self._rebind: Rebind | None = None
 
@@ -178,7 +173,7 @@ class AgentSessionRuntime:
                 event["targetSessionFile"] = target_session_file
             await runner.emit_session_shutdown(event)
         if self._before_invalidate is not None:
-            self._before_invalidate()
+            self._before_invalidate(reason)
         old.dispose()
 
     async def _create_and_apply(
@@ -187,13 +182,11 @@ class AgentSessionRuntime:
         start: dict[str, Any] = {"type": "session_start", "reason": reason}
         if previous_session_file is not None:
             start["previousSessionFile"] = previous_session_file
-        trust_context = self._trust_context_factory(cwd) if self._trust_context_factory is not None else None
         result = await self._factory(
             cwd=cwd,
             agent_dir=self._agent_dir,
             session_manager=sm,
             session_start_event=start,
-            project_trust_context=trust_context,
         )
         self._session = result.session
         self._services = result.services
@@ -238,18 +231,8 @@ class AgentSessionRuntime:
         if await self._emit_before({"type": "session_before_fork", "entryId": entry_id, "position": position}):
             return ReplaceResult(cancelled=True)
         current_sm = self._session.session_manager
-        entry = current_sm.get_entry(entry_id)
-        if entry is None:
-            raise InvalidEntryError("Invalid entry ID for forking", entry_id=entry_id)
-        selected_text: str | None = None
-        if position == "at":
-            target_leaf: str | None = entry["id"]
-        else:
-            message = entry.get("message")
-            if entry.get("type") != "message" or not isinstance(message, Mapping) or message.get("role") != "user":
-                raise InvalidEntryError("Invalid entry ID for forking", entry_id=entry_id)
-            target_leaf = entry.get("parentId")
-            selected_text = message_text(message.get("content"), "")
+        point = current_sm.fork_point(entry_id, position)
+        target_leaf, selected_text = point.leaf_id, point.selected_text
         previous = self._session.session_file
 
         if current_sm.is_persisted():
@@ -317,7 +300,7 @@ class AgentSessionRuntime:
         if runner is not None and runner.has_handlers("session_shutdown"):
             await runner.emit_session_shutdown({"type": "session_shutdown", "reason": "quit"})
         if self._before_invalidate is not None:
-            self._before_invalidate()
+            self._before_invalidate("quit")
         self._session.dispose()
 
 
@@ -328,20 +311,15 @@ async def create_runtime(
     agent_dir: str,
     session_manager: SessionManager,
     session_start_event: Mapping[str, Any] | None = None,
-    project_trust_context_factory: ProjectTrustContextFactory | None = None,
 ) -> AgentSessionRuntime:
     """Pi's ``createAgentSessionRuntime``: check the session's cwd exists, call the
     factory once, wrap the result. Extensions are not bound here (the host does it)."""
     assert_session_cwd_exists(session_manager, cwd)
-    trust_context = (
-        project_trust_context_factory(session_manager.get_cwd()) if project_trust_context_factory else None
-    )
     result = await factory(
         cwd=cwd,
         agent_dir=agent_dir,
         session_manager=session_manager,
         session_start_event=session_start_event,
-        project_trust_context=trust_context,
     )
     return AgentSessionRuntime(
         result.session,
@@ -350,6 +328,5 @@ async def create_runtime(
         result.diagnostics,
         result.model_fallback_message,
         agent_dir=agent_dir,
-        project_trust_context_factory=project_trust_context_factory,
     )
 

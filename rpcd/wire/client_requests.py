@@ -5,13 +5,12 @@ Each request goes to the client only if it declared the matching capability in `
 reply, a malformed reply, a client that never declared the capability, or a client that went
 away (stdin EOF → :meth:`ClientRequests.close`) all resolve to *deny* for trust and to Pi's
 cancel defaults for dialogs (``False`` / ``None``). A request that did not get its answer is
-withdrawn from the transport's pending table and cancelled on the client (``$/cancelRequest``),
-so nothing leaks and a late answer is ignored.
+cancelled: the sender (``rpcd.wire.server.Server.request_client``) forgets it and tells the
+client (``$/cancelRequest``), so nothing leaks and a late answer is ignored.
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final, Literal, TypeAlias
@@ -19,15 +18,11 @@ from typing import Any, Final, Literal, TypeAlias
 import anyio
 import attrs
 
+from rpcd.protocol.names import AUTHORIZE_PROJECT, UI_CONFIRM, UI_INPUT, UI_NOTIFY, UI_SELECT
 from rpcd.wire.notifications import EventPump
 
 log = logging.getLogger(__name__)
 
-AUTHORIZE_PROJECT: Final = "host/authorizeProject"
-UI_CONFIRM: Final = "ui/confirm"
-UI_SELECT: Final = "ui/select"
-UI_INPUT: Final = "ui/input"
-UI_NOTIFY: Final = "ui/notify"
 
 DEFAULT_TRUST_TIMEOUT: Final = 120.0
 """A person may have to read the reasons: generous, but finite (timeout ⇒ deny)."""
@@ -35,10 +30,8 @@ DEFAULT_UI_TIMEOUT: Final = 300.0
 """Used when an extension passes no timeout of its own (Pi dialogs otherwise wait forever)."""
 
 TrustAnswer: TypeAlias = Literal["trust", "trustOnce", "deny"]
-SendRequest = Callable[[str, Mapping[str, Any], str], Awaitable[Any]]
-"""``(method, params, msg_id) -> result``; raises on an error reply."""
-Withdraw = Callable[[str], None]
-"""Forget a pending outgoing request and tell the client to cancel it."""
+SendRequest = Callable[[str, Mapping[str, Any]], Awaitable[Any]]
+"""``(method, params) -> result``; raises on an error reply; cancelling it withdraws the request."""
 
 
 @attrs.frozen
@@ -59,7 +52,6 @@ class ClientRequests:
     def __init__(
         self,
         send_request: SendRequest,
-        withdraw: Withdraw,
         pump: EventPump,
         *,
         authorize_project: bool,
@@ -69,16 +61,19 @@ class ClientRequests:
         ui_timeout: float = DEFAULT_UI_TIMEOUT,
     ) -> None:
         self._send_request = send_request
-        self._withdraw = withdraw
         self._pump = pump
         self.can_authorize = authorize_project
         self.can_ui = extension_ui
         self.trust_policy = trust_policy
         self.trust_timeout = trust_timeout
         self.ui_timeout = ui_timeout
-        self._ids = itertools.count(1)
-        self._pending: dict[str, anyio.CancelScope] = {}
+        self._pending: set[anyio.CancelScope] = set()
         self._closed = False
+
+    def declare(self, *, authorize_project: bool, extension_ui: bool) -> None:
+        """What the client declared in ``initialize``: only those requests are ever sent to it."""
+        self.can_authorize = authorize_project
+        self.can_ui = extension_ui
 
     @property
     def pending(self) -> int:
@@ -89,28 +84,19 @@ class ClientRequests:
         """The answer, or raise ``_Gone`` / ``TimeoutError`` / the client's error."""
         if self._closed:
             raise _Gone
-        msg_id = f"rpcd-{next(self._ids)}"
-        answered = False
-        try:
-            with anyio.CancelScope() as scope:
-                self._pending[msg_id] = scope
+        with anyio.CancelScope() as scope:
+            self._pending.add(scope)
+            try:
                 with anyio.fail_after(timeout):
-                    result = await self._send_request(method, params, msg_id)
-                    answered = True
-                    return result
-            raise _Gone  # scope cancelled by close()
-        finally:
-            self._pending.pop(msg_id, None)
-            if not answered:
-                try:
-                    self._withdraw(msg_id)
-                except Exception as exc:  # the client may already be gone
-                    log.debug("withdrawing %s failed: %s", msg_id, type(exc).__name__)
+                    return await self._send_request(method, params)
+            finally:
+                self._pending.discard(scope)
+        raise _Gone  # scope cancelled by close()
 
     def close(self) -> None:
         """The client is gone: every pending request resolves to its default now, later ones at once."""
         self._closed = True
-        for scope in list(self._pending.values()):
+        for scope in list(self._pending):
             scope.cancel()
 
     # -- project trust --------------------------------------------------------------------

@@ -1,51 +1,51 @@
 """Wire method handlers: each session method is one call on the serialized host.
 
-Handlers take the already-validated params (``protocol.types``) and return result objects;
-the server's decorator converts, and maps raised failures to wire errors. What lives here is
-the policy *between* the wire and the host:
+They are registered from the method table (``register``): every client->server request of
+``rpcd.protocol.methods.METHODS`` that the server does not serve itself (initialize, shutdown,
+ping) is served by the method of :class:`SessionMethods` named after it (``newSession`` ->
+``new_session``); a test fails when one is missing. What lives here is the policy *between* the
+wire and the host:
 
-* the host exists only after ``initialize`` (the trust prompt needs the client's capabilities),
-  so every handler first awaits :class:`HostSlot` — while startup runs, requests wait; if
-  startup failed, they get HOST_UNAVAILABLE naming the startup failure (fail closed);
-* :data:`OPERATION` is set around each host call so lifecycle
-  notifications name their reason and diagnostics their operation;
+* a handler is called at its request's *arrival*, in arrival order. Every call that acts on the
+  current session takes its place in the host's FIFO right there (``host.new_session()``,
+  ``host.prompt(...)``, ``host.enqueue(...)``) and hands the request's cancellation to that host
+  operation (``_tracked``): still queued -> withdrawn, -32800; started -> it settles and answers
+  normally (a prompt's turn is aborted and it answers ``aborted``);
 * a handler answers only after the event pump has flushed what the operation produced,
   so ``session_start`` / ``agent_end`` reach the client before the response that caused them;
-* ``prompt`` cancellation aborts the turn and answers normally with the aborted stop reason
-  (the session never wedges); replacement cancellation is the host's (queued → never starts,
-  started → runs to settlement and answers normally);
-* ``getState`` is the health probe: it answers in every host status, with the last known
-  session metadata when the host has no usable session, so a client can see ``replacing``,
-  ``unusable`` or ``disposed``. Every other method fails then.
+* requests that arrive while the startup runs queue behind it in the host; if it failed, they
+  get HOST_UNAVAILABLE naming the startup failure (fail closed);
+* ``getState`` is the health probe: it does not queue, and answers in every host status, with
+  the last known session metadata when the host has no usable session, so a client can see
+  ``replacing``, ``unusable`` or ``disposed``. Every other method fails then.
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import contextlib
-import contextvars
 import json
 import logging
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from typing import Any, Final, Protocol
+import re
+from collections.abc import Awaitable, Sequence
+from typing import Final, Protocol, TypeVar
 
 import anyio
 
 from rpcd.core.errors import HostDisposedError, HostError, HostUnavailableError
-from rpcd.core.values import SessionState
-from rpcd.host.failures import FailureContext, SessionBindingFailure, attach_context, context_of
-from rpcd.host.host import ReplacementOutcome, SerializedHost
+from rpcd.core.values import ModelRef, SessionState, SessionTree
+from rpcd.host.host import Pending, ReplacementOutcome, SerializedHost
 from rpcd.protocol import types as t
 from rpcd.protocol.errors import ErrorCode, ErrorItem
-from rpcd.wire.errors import WireError, protocol_error
+from rpcd.protocol.methods import client_requests
+from rpcd.wire.errors import WireError, WirePhase, protocol_error
 from rpcd.wire.notifications import EventPump
 from rpcd.wire.progress import Progress
+from rpcd.wire.server import Server, current_call
 
 log = logging.getLogger(__name__)
 
-OPERATION: contextvars.ContextVar[str] = contextvars.ContextVar("rpcd_operation", default="startup")
-"""The wire operation on whose behalf the host is running (``startup``, ``newSession``, ``fork``, ...)."""
+T = TypeVar("T")
 
 DEFAULT_PAGE: Final = 50
 MAX_PAGE: Final = 500
@@ -55,156 +55,62 @@ class SessionLister(Protocol):
     def __call__(self, cwd: str | None) -> Sequence[t.SessionSummary]: ...
 
 
-class HostSlot:
-    """The host once startup has finished, or the reason there is none (fail closed)."""
-
-    def __init__(self) -> None:
-        self._ready = anyio.Event()
-        self._host: SerializedHost | None = None
-        self._failure: BaseException | None = None
-        self.started = False
-
-    def set(self, host: SerializedHost) -> None:
-        self._host = host
-        self._ready.set()
-
-    def fail(self, failure: BaseException) -> None:
-        self._failure = failure
-        self._ready.set()
-
-    @property
-    def host(self) -> SerializedHost | None:
-        return self._host
-
-    @property
-    def settled(self) -> bool:
-        return self._ready.is_set()
-
-    @property
-    def failure(self) -> BaseException | None:
-        return self._failure
-
-    async def wait_settled(self) -> None:
-        await self._ready.wait()
-
-    async def get(self, operation: str) -> SerializedHost:
-        await self._ready.wait()
-        if self._host is None:
-            raise self._unavailable(operation)
-        return self._host
-
-    def _unavailable(self, operation: str) -> BaseException:
-        """HOST_UNAVAILABLE (terminal, phase ``startup``) whose ``data.errors`` are the startup
-        failure itself, primary first (e.g. SessionFileNotFound for a mistyped ``--resume``), so a
-        client learns *why* without reading the log. A fresh group each time: the startup failure's
-        members are shared, never re-labelled."""
-        startup = self._failure
-        cause = context_of(startup) if startup is not None else None
-        context = FailureContext(
-            operation,
-            "startup",
-            cwd=cause.cwd if cause is not None else None,
-            session_path=cause.session_path if cause is not None else None,
-            terminal=True,
-        )
-        reason = (
-            startup
-            if isinstance(startup, Exception)  # a flat group is spliced in member by member
-            else HostUnavailableError("the session host could not be started; restart the daemon")
-        )
-        return attach_context(SessionBindingFailure("the session host could not be started", [reason]), context)
+def handler_name(method: str) -> str:
+    """``newSession`` -> ``new_session``: the :class:`SessionMethods` method that serves ``method``."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", method).lower()
 
 
-@contextlib.contextmanager
-def operation(name: str) -> Iterator[None]:
-    token = OPERATION.set(name)
-    try:
-        yield
-    finally:
-        OPERATION.reset(token)
+def register(server: Server, methods: SessionMethods) -> None:
+    """Serve every client->server request of the method table the server does not serve itself."""
+    for spec in client_requests():
+        if spec.name not in server.method_names:
+            server.method(spec.name, spec.params)(getattr(methods, handler_name(spec.name)))
+
+
+def _tracked(pending: Pending[T]) -> Pending[T]:
+    """Hand the arriving request's cancellation to its host operation."""
+    call = current_call()
+    if call is not None:
+        call.on_cancel = pending.cancel
+    return pending
 
 
 class SessionMethods:
-    """The handlers behind the wire methods (camelCase names in ``protocol.methods``)."""
+    """The handlers behind the session methods; each is called at its request's arrival."""
 
-    def __init__(self, slot: HostSlot, pump: EventPump, list_sessions: SessionLister) -> None:
-        self._slot = slot
+    def __init__(self, host: SerializedHost, pump: EventPump, list_sessions: SessionLister) -> None:
+        self._host = host
         self._pump = pump
         self._list = list_sessions
         self._snapshot: SessionState | None = None
-        self.dispose_failure: BaseException | None = None
 
     # -- replacements ---------------------------------------------------------------------
 
-    async def new_session(self, params: t.NewSessionParams) -> t.ReplacementResult:
-        host = await self._slot.get("newSession")
-        with operation("newSession"), self._progress(params.work_done_token, "New session"):
-            outcome = await host.new_session()
-        return await self._replaced(host, outcome)
+    def new_session(self, params: t.NewSessionParams) -> Awaitable[t.ReplacementResult]:
+        return self._replaced(_tracked(self._host.new_session()), params.work_done_token, "New session")
 
-    async def resume(self, params: t.ResumeParams) -> t.ReplacementResult:
-        return await self._reported(
-            "resume", "Resuming session", params.work_done_token, params.session_path,
-            lambda host: host.resume(params.session_path, params.cwd_override),
-        )
+    def resume(self, params: t.ResumeParams) -> Awaitable[t.ReplacementResult]:
+        pending = _tracked(self._host.resume(params.session_path, params.cwd_override))
+        return self._replaced(pending, params.work_done_token, "Resuming session", params.session_path)
 
-    async def fork(self, params: t.ForkParams) -> t.ForkResult:
-        host = await self._slot.get("fork")
-        with operation("fork"):
-            outcome = await host.fork(params.entry_id)
-        result = await self._replaced(host, outcome)
-        return t.ForkResult(
-            cancelled=result.cancelled,
-            session_id=result.session_id,
-            cwd=result.cwd,
-            generation=result.generation,
-            session_file=result.session_file,
-            selected_text=outcome.selected_text,
-        )
+    def fork(self, params: t.ForkParams) -> Awaitable[t.ForkResult]:
+        return self._forked(_tracked(self._host.fork(params.entry_id)))
 
-    async def clone(self, params: t.CloneParams) -> t.ReplacementResult:
-        host = await self._slot.get("clone")
-        with operation("clone"):
-            outcome = await host.clone(params.entry_id)
-        return await self._replaced(host, outcome)
+    def clone(self, params: t.CloneParams) -> Awaitable[t.ReplacementResult]:
+        return self._replaced(_tracked(self._host.clone(params.entry_id)))
 
-    async def import_jsonl(self, params: t.ImportJsonlParams) -> t.ReplacementResult:
-        return await self._reported(
-            "importJsonl", "Importing transcript", params.work_done_token, params.path,
-            lambda host: host.import_jsonl(params.path, params.cwd_override),
-        )
+    def import_jsonl(self, params: t.ImportJsonlParams) -> Awaitable[t.ReplacementResult]:
+        pending = _tracked(self._host.import_jsonl(params.path, params.cwd_override))
+        return self._replaced(pending, params.work_done_token, "Importing transcript", params.path)
 
-    async def _reported(
+    async def _replaced(
         self,
-        name: str,
-        title: str,
-        token: t.ProgressToken | None,
-        path: str,
-        replace: Callable[[SerializedHost], Awaitable[ReplacementOutcome]],
+        pending: Pending[ReplacementOutcome],
+        token: t.ProgressToken | None = None,
+        title: str = "",
+        reading: str | None = None,
     ) -> t.ReplacementResult:
-        """A replacement that reads a whole file: ``$/progress`` begin → report(path) → end around it."""
-        host = await self._slot.get(name)
-        with operation(name), self._progress(token, title) as progress:
-            progress.report(path, 0)
-            outcome = await replace(host)
-        return await self._replaced(host, outcome)
-
-    async def dispose(self, params: t.EmptyParams | None = None) -> None:
-        host = await self._slot.get("dispose")
-        try:
-            with operation("dispose"):
-                await host.dispose()
-        except HostDisposedError:
-            raise
-        except Exception as exc:
-            self.dispose_failure = exc  # the process will exit non-zero
-            raise
-        finally:
-            await self._pump.drain()
-
-    async def _replaced(self, host: SerializedHost, outcome: ReplacementOutcome) -> t.ReplacementResult:
-        self._remember(host)
-        await self._pump.drain()
+        outcome = await self._replacement(pending, token, title, reading)
         return t.ReplacementResult(
             cancelled=outcome.cancelled,
             session_id=outcome.session_id,
@@ -213,13 +119,51 @@ class SessionMethods:
             session_file=outcome.session_file,
         )
 
-    def _progress(self, token: t.ProgressToken | None, title: str) -> Progress:
-        return Progress(self._pump.post, token, title)
+    async def _forked(self, pending: Pending[ReplacementOutcome]) -> t.ForkResult:
+        outcome = await self._replacement(pending)
+        return t.ForkResult(
+            cancelled=outcome.cancelled,
+            session_id=outcome.session_id,
+            cwd=outcome.cwd,
+            generation=outcome.generation,
+            session_file=outcome.session_file,
+            selected_text=outcome.selected_text,
+        )
+
+    async def _replacement(
+        self,
+        pending: Pending[ReplacementOutcome],
+        token: t.ProgressToken | None = None,
+        title: str = "",
+        reading: str | None = None,
+    ) -> ReplacementOutcome:
+        """Await the replacement (with ``$/progress`` begin -> report(``reading``) -> end if asked for)."""
+        with Progress(self._pump.post, token, title) as progress:
+            if reading is not None:
+                progress.report(reading, 0)
+            outcome = await pending
+        with contextlib.suppress(HostError):
+            self._snapshot = self._host.state()
+        await self._pump.drain()
+        return outcome
+
+    def dispose(self, params: t.EmptyParams | None = None) -> Awaitable[None]:
+        return self._disposed(_tracked(self._host.request_disposal()))
+
+    async def _disposed(self, pending: Pending[None]) -> None:
+        try:
+            await self._host.wait_started()
+            if self._host.startup_failure is not None:
+                self._host.check_available("dispose")  # the daemon never got a session: HOST_UNAVAILABLE
+            await pending
+        finally:
+            await self._pump.drain()
 
     # -- reads ----------------------------------------------------------------------------
 
     async def get_state(self, params: t.EmptyParams | None = None) -> t.GetStateResult:
-        host = await self._slot.get("getState")
+        host = self._host
+        await host.wait_started()
         try:
             state = host.state()
         except (HostUnavailableError, HostDisposedError):
@@ -230,39 +174,43 @@ class SessionMethods:
             self._snapshot = state
         await self._pump.drain()
         model = t.ModelRef(state.model.provider, state.model.model_id) if state.model is not None else None
+        status = host.status
+        assert status != "starting"
         return t.GetStateResult(
             session_id=state.session_id,
             cwd=state.cwd,
             leaf_id=state.leaf_id,
             thinking_level=state.thinking_level,
-            is_streaming=state.is_streaming and host.status == "ready",
+            is_streaming=state.is_streaming and status == "ready",
             message_count=state.message_count,
             generation=host.generation,
-            status=host.status,
+            status=status,
             session_file=state.session_file,
             name=state.name,
             model=model,
         )
 
-    async def get_messages(self, params: t.EmptyParams | None = None) -> t.GetMessagesResult:
-        host = await self._slot.get("getMessages")
-        await host.after_queued_replacements("getMessages")
-        messages = host.messages()
+    def get_messages(self, params: t.EmptyParams | None = None) -> Awaitable[t.GetMessagesResult]:
+        return self._messages(_tracked(self._host.enqueue("getMessages", self._host.messages)))
+
+    async def _messages(self, pending: Pending[list[dict[str, object]]]) -> t.GetMessagesResult:
+        messages = await pending
         await self._pump.drain()
         return t.GetMessagesResult(messages=messages)
 
-    async def get_tree(self, params: t.EmptyParams | None = None) -> t.GetTreeResult:
-        host = await self._slot.get("getTree")
-        await host.after_queued_replacements("getTree")
-        tree = host.tree()
+    def get_tree(self, params: t.EmptyParams | None = None) -> Awaitable[t.GetTreeResult]:
+        return self._tree(_tracked(self._host.enqueue("getTree", self._host.tree)))
+
+    async def _tree(self, pending: Pending[SessionTree]) -> t.GetTreeResult:
+        tree = await pending
         await self._pump.drain()
-        return t.GetTreeResult(
-            entries=[dict(e) for e in tree.entries], labels=dict(tree.labels), leaf_id=tree.leaf_id
-        )
+        # No copy of the entries here: the server encodes the result only once the client reads again.
+        entries = [entry if isinstance(entry, dict) else dict(entry) for entry in tree.entries]
+        return t.GetTreeResult(entries=entries, labels=dict(tree.labels), leaf_id=tree.leaf_id)
 
     async def list_sessions(self, params: t.ListSessionsParams) -> t.ListSessionsResult:
-        host = await self._slot.get("listSessions")
-        host.state()  # fails closed like every other call when the host is unusable
+        await self._host.wait_started()
+        self._host.state()  # fails closed like every other call when the host is unusable
         limit = DEFAULT_PAGE if params.limit is None else params.limit
         if limit < 1 or limit > MAX_PAGE:
             raise _invalid_params("listSessions", f"limit must be between 1 and {MAX_PAGE}", "$.limit")
@@ -272,66 +220,35 @@ class SessionMethods:
 
     # -- actions --------------------------------------------------------------------------
 
-    async def prompt(self, params: t.PromptParams) -> t.PromptResult:
-        """Run one turn; a cancelled request aborts the turn and still answers (``aborted``)."""
-        host = await self._slot.get("prompt")
-        started = False
+    def prompt(self, params: t.PromptParams) -> Awaitable[t.PromptResult]:
+        """One turn on the session current at this request's arrival; a cancelled request still queued
+        never starts (-32800), a cancelled running one aborts the turn and answers ``aborted``."""
+        return self._prompted(_tracked(self._host.prompt(params.text)))
 
-        def mark_started() -> None:
-            nonlocal started
-            started = True
-
-        with operation("prompt"):
-            turn = asyncio.ensure_future(host.prompt(params.text, on_started=mark_started))
-        try:
-            stop_reason = await asyncio.shield(turn)
-        except asyncio.CancelledError:
-            if not started:  # still waiting behind earlier replacements: it never starts (-32800)
-                turn.cancel()
-                with contextlib.suppress(asyncio.CancelledError, HostError):
-                    await turn
-                raise
-            caller = asyncio.current_task()
-            if caller is not None:
-                caller.uncancel()
-            stop_reason = await _abort_and_settle(host, turn)
+    async def _prompted(self, pending: Pending[str]) -> t.PromptResult:
+        stop_reason = await pending
         await self._pump.drain()
         return t.PromptResult(stop_reason=stop_reason)
 
-    async def abort(self, params: t.EmptyParams | None = None) -> None:
-        host = await self._slot.get("abort")
-        await host.abort()
-        await self._pump.drain()
+    def abort(self, params: t.EmptyParams | None = None) -> Awaitable[None]:
+        return self._done(_tracked(self._host.abort()))
 
-    async def set_session_name(self, params: t.SetSessionNameParams) -> None:
-        host = await self._slot.get("setSessionName")
-        await host.after_queued_replacements("setSessionName")
-        host.set_session_name(params.name)
-        await self._pump.drain()
+    def set_session_name(self, params: t.SetSessionNameParams) -> Awaitable[None]:
+        host = self._host
+        return self._done(_tracked(host.enqueue("setSessionName", lambda: host.set_session_name(params.name))))
 
-    async def set_model(self, params: t.SetModelParams) -> t.ModelRef:
-        host = await self._slot.get("setModel")
-        await host.after_queued_replacements("setModel")
-        ref = host.set_model(params.provider, params.model_id)
+    def set_model(self, params: t.SetModelParams) -> Awaitable[t.ModelRef]:
+        host = self._host
+        return self._model(_tracked(host.enqueue("setModel", lambda: host.set_model(params.provider, params.model_id))))
+
+    async def _model(self, pending: Pending[ModelRef]) -> t.ModelRef:
+        ref = await pending
         await self._pump.drain()
         return t.ModelRef(ref.provider, ref.model_id)
 
-    def _remember(self, host: SerializedHost) -> None:
-        with contextlib.suppress(HostError):
-            self._snapshot = host.state()
-
-
-async def _abort_and_settle(host: SerializedHost, turn: asyncio.Future[str]) -> str:
-    """Abort the running turn and wait for it, shielded: the client asked to stop, not to wedge."""
-    with anyio.CancelScope(shield=True):
-        # HostError: the session was replaced meanwhile, and its teardown aborts the turn anyway.
-        with contextlib.suppress(HostError):
-            await host.abort()
-        try:
-            return await turn
-        except asyncio.CancelledError:
-            pass
-    return "aborted"
+    async def _done(self, pending: Pending[None]) -> None:
+        await pending
+        await self._pump.drain()
 
 
 # -- listSessions pagination ----------------------------------------------------------------
@@ -375,12 +292,12 @@ class InvalidParamsError(WireError):
     def __init__(self, operation_name: str, message: str, path: str) -> None:
         items = [ErrorItem("InvalidParams", message, path=path)]
         super().__init__(
-            protocol_error(ErrorCode.INVALID_PARAMS, message, operation=operation_name, phase="validation", items=items)
+            protocol_error(
+                ErrorCode.INVALID_PARAMS, message, operation=operation_name, phase=WirePhase.VALIDATION, items=items
+            )
         )
 
 
 def _invalid_params(operation_name: str, message: str, path: str) -> InvalidParamsError:
     return InvalidParamsError(operation_name, message, path)
 
-
-Handler = Callable[[Any], Any]

@@ -41,7 +41,7 @@ from rpcd.core.values import (
     SessionTree,
     Unsubscribe,
 )
-from rpcd.host.port import SessionPort
+from rpcd.host.port import Binding, HostSubscription, SessionPort
 
 KNOWN_MODELS = frozenset({("faux", "faux-1"), ("local", "test-model")})
 
@@ -165,8 +165,10 @@ class FakeSession:
         cwd: str,
         session_file: str | None,
         entries: Mapping[str, str] | None = None,
+        start_event: Mapping[str, Any] | None = None,
     ) -> None:
         self._runtime = runtime
+        self._start_event = dict(start_event or {"type": "session_start", "reason": "startup"})
         self._id = session_id
         self.cwd = cwd
         self._file = session_file
@@ -191,6 +193,10 @@ class FakeSession:
     @property
     def is_streaming(self) -> bool:
         return self._turn_end is not None
+
+    @property
+    def session_start_event(self) -> Mapping[str, Any]:
+        return self._start_event
 
     async def abort(self) -> None:
         await self._runtime.steps.enter("abort", self._id)
@@ -302,7 +308,7 @@ class FakeRuntime:
         self.active = 0
         self.max_active = 0
         self._counter = 0
-        self._before_invalidate: Callable[[], None] | None = None
+        self._before_invalidate: Callable[[str], None] | None = None
         self._rebind: Callable[[SessionPort], Awaitable[None]] | None = None
         self._session: FakeSession
         self._services: FakeServices
@@ -332,7 +338,7 @@ class FakeRuntime:
     def diagnostics(self) -> Sequence[Diagnostic]:
         return self._services.diagnostics
 
-    def set_before_session_invalidate(self, callback: Callable[[], None] | None) -> None:
+    def set_before_session_invalidate(self, callback: Callable[[str], None] | None) -> None:
         self._before_invalidate = callback
 
     def set_rebind_session(self, callback: Callable[[SessionPort], Awaitable[None]] | None) -> None:
@@ -385,7 +391,7 @@ class FakeRuntime:
             self.steps.trace.append("session_shutdown quit")
             self.faults.check("dispose_shutdown")  # rejects before the callback: nothing unsubscribed yet
             if self._before_invalidate is not None:
-                self._before_invalidate()
+                self._before_invalidate("quit")
             self._session.dispose()
             self.faults.check("dispose")  # Pi: resolve or reject *after* the callback ran
         finally:
@@ -420,9 +426,12 @@ class FakeRuntime:
             old.emit({"type": "session_shutdown", "reason": reason})
             self.faults.check("session_shutdown")
             if self._before_invalidate is not None:
-                self._before_invalidate()  # Pi does not await it, nor guard it
+                self._before_invalidate(reason)  # Pi does not await it, nor guard it
             old.dispose()
-            session, services = await self._factory(target_cwd, session_file, entries)
+            start = {"type": "session_start", "reason": reason}
+            if old.session_file is not None:
+                start["previousSessionFile"] = old.session_file
+            session, services = await self._factory(target_cwd, session_file, entries, start)
             self._session, self._services = session, services  # apply together
             await self.steps.enter("rebind", session.session_id)
             self.faults.check("rebind")
@@ -434,7 +443,11 @@ class FakeRuntime:
             self._exit()
 
     async def _factory(
-        self, cwd: str, session_file: str | None, entries: Mapping[str, str]
+        self,
+        cwd: str,
+        session_file: str | None,
+        entries: Mapping[str, str],
+        start_event: Mapping[str, Any] | None = None,
     ) -> tuple[FakeSession, FakeServices]:
         self.factory_calls.append(cwd)
         await self.steps.enter("factory", cwd)
@@ -443,7 +456,7 @@ class FakeRuntime:
             raise FactoryError(f"cannot build services for {cwd}", cwd=cwd)
         self._counter += 1
         file = session_file or f"/sessions/s{self._counter}.jsonl"
-        session = FakeSession(self, f"s{self._counter}", cwd, file, entries)
+        session = FakeSession(self, f"s{self._counter}", cwd, file, entries, start_event)
         services = FakeServices(
             cwd=cwd,
             diagnostics=[Diagnostic("info", f"services for {cwd} #{self._counter}")],
@@ -471,12 +484,17 @@ class FakeBindings:
         self.subscribed: list[str] = []
         self.active_subscriptions: set[str] = set()
         self.flushes = 0
+        self.generations: list[tuple[str, int, str]] = []
+        """(sessionId, generation, operation) the host bound, in order."""
+        self.shutdown_reasons: list[tuple[str, str]] = []
         self.flush_hook: Callable[[], Awaitable[None]] | None = None
 
     def extension_bindings(self, session: SessionPort) -> ExtensionBindings:
         return ExtensionBindings(mode="rpc")
 
-    def subscribe(self, session: SessionPort) -> Unsubscribe:
+    def subscribe(self, binding: Binding) -> HostSubscription:
+        session = binding.session
+        self.generations.append((session.session_id, binding.generation, binding.operation))
         self.steps.trace.append(f"subscribe {session.session_id}")
         self.faults.check("subscribe")  # atomic: nothing installed when it fails
         session_id = session.session_id
@@ -488,7 +506,8 @@ class FakeBindings:
         self.subscribed.append(session_id)
         self.active_subscriptions.add(session_id)
 
-        def unsubscribe() -> None:
+        def unsubscribe(reason: str) -> None:
+            self.shutdown_reasons.append((session_id, reason))
             self.steps.trace.append(f"unsubscribe {session_id}")
             self.faults.check("unsubscribe")
             release()
@@ -496,12 +515,12 @@ class FakeBindings:
 
         return unsubscribe
 
-    def report_diagnostics(self, diagnostics: Sequence[Diagnostic]) -> None:
+    def report_diagnostics(self, binding: Binding, diagnostics: Sequence[Diagnostic]) -> None:
         self.steps.trace.append("report_diagnostics")
         self.faults.check("report_diagnostics")
         self.reported.append(diagnostics)
 
-    async def flush_persistence(self) -> None:
+    async def flush_persistence(self, current: SessionPort | None) -> None:
         await self.steps.enter("flush")
         self.faults.check("flush")
         if self.flush_hook is not None:
