@@ -370,6 +370,7 @@ class Daemon:
         if self.alive:
             self.proc.kill()
             self.proc.wait(10)
+        self._join()
 
     def kill9(self) -> None:
         with contextlib.suppress(ProcessLookupError):
@@ -390,9 +391,14 @@ class Daemon:
         return code
 
     def _join(self) -> None:
+        """The process has ended: let the reader threads finish, then close our ends of the pipes."""
         self._reading.set()
         for thread in self._threads:
             thread.join(5)
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
 
     def __enter__(self) -> Daemon:
         return self
@@ -402,11 +408,7 @@ class Daemon:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.close()
         self.kill()
-        self.close_stdin()
-        for stream in (self.proc.stdout, self.proc.stderr):
-            if stream is not None:
-                with contextlib.suppress(OSError):
-                    stream.close()
+        self._join()
 
 
 def events_of(messages: Iterable[Mapping[str, Any]], *methods: str) -> list[Mapping[str, Any]]:

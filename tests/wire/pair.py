@@ -42,6 +42,10 @@ class MemorySource:
     def end(self) -> None:
         self._send.close()
 
+    def close(self) -> None:
+        self._send.close()
+        self._receive.close()
+
     async def receive(self) -> bytes:
         try:
             return await self._receive.receive()
@@ -165,6 +169,7 @@ class Pair:
             with anyio.move_on_after(TIMEOUT):
                 await self._done.wait()
         await self._stack.aclose()
+        self.source.close()
 
     async def _run(self) -> None:
         try:
