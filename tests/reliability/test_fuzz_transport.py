@@ -334,3 +334,44 @@ def test_a_header_at_the_start_of_a_declared_body_ends_that_body(tmp_path: Path)
     # inside a body already ends it early (framing.py) -- but not one at offset 0.
     with _spawn(tmp_path, "content-length") as daemon:
         run_case(daemon, b"Content-Length: 24\r\n\r\n", None, wait=3.0)
+
+
+# Issue 13.10: a wild declared length and a pretty-printed body quoting a header.
+
+HEADERISH_TEXT = st.sampled_from(
+    ["Content-Type: application/json", "Content-Length: 12", "content-length:99\r\n\r\n", "x", "Content-Type: a\n"]
+)
+
+
+@FUZZ_SETTINGS
+@given(st.integers(min_value=64 * 1024 * 1024 + 1, max_value=10**15), st.binary(max_size=60),
+       st.lists(st.integers(min_value=0, max_value=10**6), min_size=1, max_size=3))
+def test_a_wild_declared_length_costs_one_error_and_the_next_frames_are_answered(
+    content_length_daemon: Daemon, declared: int, junk: bytes, ids: list[int]
+) -> None:
+    junk = junk.replace(b"\n", b"").lower().replace(b"content-", b"")
+    pings = [json.dumps({"jsonrpc": "2.0", "id": f"p{i}-{n}", "method": "ping"}).encode() for n, i in enumerate(ids)]
+    payload = b"Content-Length: %d\r\n\r\n%s" % (declared, junk) + b"".join(
+        b"Content-Length: %d\r\n\r\n%s" % (len(body), body) for body in pings
+    )
+    start = len(content_length_daemon.messages)
+    run_case(content_length_daemon, payload, None)
+    received = content_length_daemon.messages[start:]
+    assert [m["error"]["code"] for m in received if m.get("id") is None and "error" in m] == [-32012]
+    answered = {m["id"] for m in received if "result" in m}
+    assert {json.loads(body)["id"] for body in pings} <= answered
+
+
+@FUZZ_SETTINGS
+@given(st.lists(st.dictionaries(st.sampled_from(["a", "text"]), HEADERISH_TEXT, max_size=2), min_size=1, max_size=3),
+       st.integers(min_value=0, max_value=4))
+def test_pretty_printed_bodies_quoting_headers_are_each_answered(
+    content_length_daemon: Daemon, params: list[dict[str, str]], indent: int
+) -> None:
+    batch = [
+        json.dumps({"jsonrpc": "2.0", "id": f"pretty-{uuid.uuid4().hex}", "method": "ping", "params": p},
+                   indent=indent).encode()
+        for p in params
+    ]
+    payload = b"".join(b"Content-Length: %d\r\n\r\n" % len(body) + body for body in batch)
+    run_case(content_length_daemon, payload, batch)

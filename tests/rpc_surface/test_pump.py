@@ -182,3 +182,46 @@ async def test_dead_client_abandons_the_queue_and_drain_returns() -> None:
     assert pump.closed
     pump.post("host/status", {"status": "disposed", "generation": 0})
     assert pump.pending == 0
+
+
+@pytest.mark.anyio
+async def test_an_unencodable_notification_is_dropped_and_the_ones_after_it_still_go_out() -> None:
+    """Issue 13.3 (the pump's side): NaN, a set, anything not JSON is reported as our bug, never 'client gone'."""
+    from rpcd.transport import Framer, Transport
+    from tests.wire.pair import MemorySink
+
+    received: list[dict[str, object]] = []
+    failures: list[tuple[str, str]] = []
+    transport = Transport(Framer(), MemorySink(received.append),
+                          on_encoding_failure=lambda what, error: failures.append((what, type(error).__name__)))
+    pump = EventPump(transport.send_notifications)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(pump.run)
+        pump.post("x/nan", {"value": float("nan")})
+        pump.post("x/set", {"value": {1, 2}})
+        pump.post("x/ok", {"value": 1})
+        await pump.drain()
+        assert not pump.closed
+        pump.close()
+    assert [m["method"] for m in received] == ["x/ok"]
+    assert failures == [("x/nan", "ValueError"), ("x/set", "TypeError")]
+
+
+@pytest.mark.anyio
+async def test_a_sender_bug_is_not_a_gone_client_the_pump_goes_on() -> None:
+    sent: list[str] = []
+
+    async def flaky(batch: Sequence[Notification]) -> None:
+        if any(method == "x/bad" for method, _ in batch):
+            raise ValueError("cannot encode")
+        sent.extend(method for method, _ in batch)
+
+    pump = EventPump(flaky, batch=1)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(pump.run)
+        pump.post("x/bad", {})
+        pump.post("x/good", {})
+        await pump.drain()
+        assert not pump.closed
+        pump.close()
+    assert sent == ["x/good"]
