@@ -2,7 +2,8 @@
 
 A temporary agent dir and project (with ``AGENTS.md`` and ``.pi/settings.json``) are
 created, the daemon is spawned as a child over stdio, and the bundled client walks
-through initialize -> newSession -> prompt (assistant text streamed live) -> fork
+through initialize -> newSession -> prompt (assistant text streamed live; the model calls the
+built-in ``read`` tool on AGENTS.md and the daemon runs it) -> fork
 (before the user message) -> resume of the original file -> prompt -> dispose ->
 shutdown, printing every result and every notification, labelled. The model is the
 daemon's embedded offline provider, scripted through the project's settings, so the
@@ -44,7 +45,10 @@ FAUX_SCRIPT = {
     "chunkSize": 6,
     "chunkDelay": 0.01,
     "steps": [
-        {"text": "Hello from the offline demo model! (A scripted reply: no network, no API key.)"},
+        {"text": "Let me read the project's AGENTS.md first.",
+         "toolCall": {"name": "read", "arguments": {"path": "AGENTS.md"}, "id": "call-read-agents"}},
+        {"text": "Hello from the offline demo model! Its AGENTS.md says to answer briefly, so: this is the demo "
+                 "project. (A scripted reply: no network, no API key.)"},
         {"text": "Second scripted reply, appended to the original session after its first exchange."},
     ],
 }

@@ -144,6 +144,15 @@ def text_delta(params: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _result_head(event: Mapping[str, Any], limit: int = 72) -> str:
+    """The first line of a tool result's text, shortened (what a human wants to see go by)."""
+    result = event.get("result")
+    content = result.get("content") if isinstance(result, Mapping) else None
+    texts = [b.get("text", "") for b in content or () if isinstance(b, Mapping) and b.get("type") == "text"]
+    first = " ".join(texts).strip().splitlines()[0] if any(t.strip() for t in texts) else "(no text)"
+    return json.dumps(first if len(first) <= limit else first[: limit - 1] + "…", ensure_ascii=False)
+
+
 def event_line(method: str, params: Any) -> str | None:
     """One labelled line for a notification (None for text deltas, which stream inline)."""
     if not isinstance(params, Mapping):
@@ -161,6 +170,10 @@ def event_line(method: str, params: Any) -> str | None:
             detail = f" {message.get('role', '')}"
             if kind == "message_end" and message.get("stopReason") in ("error", "aborted"):
                 detail += f" ({message.get('stopReason')}: {message.get('errorMessage') or 'no reason given'})"
+        elif kind == "tool_execution_start":
+            detail = f" {event.get('toolName', '')} {json.dumps(event.get('args', {}), ensure_ascii=False)}"
+        elif kind == "tool_execution_end":
+            detail = f" {event.get('toolName', '')}{' (error)' if event.get('isError') else ''}: {_result_head(event)}"
         elif kind.startswith("tool_execution"):
             detail = f" {event.get('toolName', '')}"
         elif kind == "auto_retry_start":

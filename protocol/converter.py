@@ -42,6 +42,14 @@ _JSON_NAMES: dict[type, str] = {
 }
 
 
+def _free_form(tp: Any) -> bool:
+    """``dict[str, Any]``, ``list[dict[str, Any]]``, ...: plain JSON containers (``Any`` only inside)."""
+    origin = get_origin(tp)
+    if origin not in (dict, list):
+        return False
+    return all(arg is Any or arg in _PRIMITIVES or _free_form(arg) for arg in get_args(tp))
+
+
 @attrs.frozen
 class Problem:
     """One offending location: ``path`` is JSONPath-like (``$.options[2]``), ``message`` says what is wrong."""
@@ -298,17 +306,26 @@ def make_converter() -> cattrs.Converter:
     conv.register_structure_hook_factory(attrs.has, attrs_structure_factory)
 
     def attrs_unstructure_factory(cls: type[Any]) -> Callable[[Any], dict[str, Any]]:
-        plan = [(f.name, camel(f.name), is_nullable(f)) for f in attrs.fields(cls)]
+        try:
+            hints = typing.get_type_hints(cls)
+        except Exception:  # an unresolvable annotation: unstructure every field the general way
+            hints = {}
+        plan = [
+            (f.name, camel(f.name), is_nullable(f), _free_form(hints.get(f.name, Any)))
+            for f in attrs.fields(cls)
+        ]
 
         def hook(obj: Any) -> dict[str, Any]:
             out: dict[str, Any] = {}
-            for name, key, keep_null in plan:
+            for name, key, keep_null, free_form in plan:
                 value = getattr(obj, name)
                 if value is None:
                     if keep_null:
                         out[key] = None
                     continue
-                out[key] = value if type(value) in (str, int, bool) else conv.unstructure(value)
+                # A free-form payload (Pi's events, messages, entries) goes out as it is: no copy,
+                # and no recursion, so a value nested thousands deep reaches the encoder intact.
+                out[key] = value if free_form or type(value) in (str, int, bool) else conv.unstructure(value)
             return out
 
         return hook

@@ -41,7 +41,8 @@ WHEN: dict[ErrorCode, str] = {
         "The request names a method the daemon does not serve (unknown notifications are ignored)."
     ),
     ErrorCode.INVALID_PARAMS: (
-        "``params`` fail the strict converter; ``data.errors`` has one item per offending path."
+        "``params`` fail the strict converter, or a value is refused by its meaning (an empty session name); "
+        "``data.errors`` has one item per offending path."
     ),
     ErrorCode.INTERNAL_ERROR: (
         "An unexpected exception in a handler; ``data.correlationId`` is also logged to stderr."
@@ -62,7 +63,10 @@ WHEN: dict[ErrorCode, str] = {
     ),
     ErrorCode.DISPOSAL_FAILED: "Final disposal failed.",
     ErrorCode.SESSION_FILE_NOT_FOUND: "A session or import source path does not exist.",
-    ErrorCode.NOT_A_SESSION: "The file is not a session file; it was refused and left untouched.",
+    ErrorCode.NOT_A_SESSION: (
+        "The file is not a session file (or not a regular file: a FIFO, a device; or, for ``importJsonl``, over "
+        "the size limit: ``SessionFileTooLarge``); it was refused and left untouched."
+    ),
     ErrorCode.INVALID_ENTRY: "Unknown entry id, or fork before a non-user entry.",
     ErrorCode.MISSING_SESSION_CWD: "The session's stored working directory does not exist.",
     ErrorCode.SESSION_NOT_SAVED: "Fork/clone before the session's first write.",
@@ -115,6 +119,7 @@ CODE_BY_KIND: Final[dict[str, ErrorCode]] = {
     "HostUnavailable": ErrorCode.HOST_UNAVAILABLE,
     "SessionDisposed": ErrorCode.HOST_UNAVAILABLE,
     "FactoryError": ErrorCode.REPLACEMENT_FAILED,
+    "InvalidParams": ErrorCode.INVALID_PARAMS,
 }
 """A failure's stable ``kind`` (``rpcd.core.errors.RpcdError.kind``, the ``type`` of its error item)
 -> its code. A kind not listed here takes the code of the nearest listed kind among its bases."""

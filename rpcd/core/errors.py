@@ -50,6 +50,12 @@ class NotASessionError(StoreError):
     kind = "NotASession"
 
 
+class SessionFileTooLargeError(NotASessionError):
+    """An import source over the size limit; refused before anything is copied (wire: NOT_A_SESSION)."""
+
+    kind = "SessionFileTooLarge"
+
+
 class InvalidEntryError(StoreError):
     """Unknown entry id, or ``fork`` before a non-user entry (Pi: ``Invalid entry ID for forking``)."""
 
@@ -72,6 +78,23 @@ class SessionWriteError(StoreError):
     """Writing a session file failed (ENOSPC, a file where a directory must be, ...)."""
 
     kind = "SessionWriteError"
+
+
+# -- arguments -------------------------------------------------------------------------
+
+
+class InvalidArgumentError(RpcdError):
+    """A value the caller passed is refused by its meaning, not its type (an empty session name).
+
+    The wire answers INVALID_PARAMS (the request was wrong, nothing failed); ``param`` names the
+    argument (``name``), which the wire reports as the offending path (``$.name``).
+    """
+
+    kind = "InvalidParams"
+
+    def __init__(self, message: str, *, param: str | None = None, **target: str | None) -> None:
+        super().__init__(message, **target)
+        self.param = param
 
 
 # -- session runtime (rpcd.runtime) ----------------------------------------------------

@@ -81,6 +81,10 @@ class Options:
     extension_flags: Mapping[str, bool | str] = attrs.field(factory=dict)
     no_context_files: bool = False
     exit_timeout: float = DEFAULT_EXIT_TIMEOUT
+    tools: tuple[str, ...] | None = None
+    exclude_tools: tuple[str, ...] = ()
+    no_builtin_tools: bool = False
+    no_tools: bool = False
 
     @property
     def journal_path(self) -> str:
@@ -137,6 +141,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-context-files", action="store_true", help="load no AGENTS.md / CLAUDE.md context files",
     )
     parser.add_argument(
+        "-t", "--tools", type=_tool_names, metavar="A,B",
+        help="allow only these tools, built-in or extension (default: read,bash,edit,write + extension tools)",
+    )
+    parser.add_argument(
+        "-xt", "--exclude-tools", type=_tool_names, default=(), metavar="A,B", help="disable these tools",
+    )
+    parser.add_argument(
+        "-nbt", "--no-builtin-tools", action="store_true", help="start without built-in tools (extension tools stay)",
+    )
+    parser.add_argument("-nt", "--no-tools", action="store_true", help="start without any tool")
+    parser.add_argument(
         "--max-message-bytes", type=_positive_int, default=DEFAULT_MAX_MESSAGE_BYTES, metavar="N",
         help=f"frames larger than this are drained and answered with -32012 (default {DEFAULT_MAX_MESSAGE_BYTES})",
     )
@@ -154,6 +169,11 @@ def _extension_flag(text: str) -> tuple[str, bool | str]:
     if not name:
         raise argparse.ArgumentTypeError(f"an extension flag needs a name: {text!r}")
     return name, (value if sep else True)
+
+
+def _tool_names(text: str) -> tuple[str, ...]:
+    """Pi's comma list: names trimmed, empty ones dropped."""
+    return tuple(name.strip() for name in text.split(",") if name.strip())
 
 
 def _positive_int(text: str) -> int:
@@ -203,6 +223,10 @@ def parse_options(argv: Sequence[str]) -> Options:
         extension_flags=dict(ns.flag),
         no_context_files=ns.no_context_files,
         exit_timeout=ns.exit_timeout,
+        tools=ns.tools,
+        exclude_tools=ns.exclude_tools,
+        no_builtin_tools=ns.no_builtin_tools,
+        no_tools=ns.no_tools,
     )
 
 
@@ -352,6 +376,7 @@ class Daemon:
         from rpcd.runtime.factory import make_default_factory
         from rpcd.runtime.runtime import create_runtime
         from rpcd.runtime.services import ProcessInputs
+        from rpcd.tools import ToolSelection
 
         await self.server.initialize_answered()
         manager = open_start_session(self.options)
@@ -360,6 +385,10 @@ class Daemon:
                 extension_paths=self.options.extensions,
                 flags=self.options.extension_flags,
                 no_context_files=self.options.no_context_files,
+                tool_selection=ToolSelection(
+                    allow=self.options.tools, exclude=self.options.exclude_tools,
+                    no_builtin_tools=self.options.no_builtin_tools, no_tools=self.options.no_tools,
+                ),
             ),
             authorize_project=self._authorize,
         )

@@ -31,7 +31,7 @@ import contextlib
 import contextvars
 import enum
 import logging
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
 from typing import Any, Final, Literal, NoReturn, TypeAlias, TypeVar
 
 import anyio
@@ -251,7 +251,7 @@ class SerializedHost:
                 self._started.set()
 
         pending: Pending[None] = Pending("startup", body, withdrawable=False)
-        self._queue.put(pending)
+        self._put(pending)
         return pending
 
     async def _start(self, open_runtime: RuntimeOpener, *, persist: bool) -> None:
@@ -501,7 +501,7 @@ class SerializedHost:
     def _submit(
         self,
         operation: str,
-        body: Callable[[Pending[T]], Awaitable[T | None]],
+        body: Callable[[Pending[T]], Coroutine[Any, Any, T | None]],
         *,
         settles_itself: bool = False,
         on_running_cancel: Callable[[], None] | None = None,
@@ -515,8 +515,12 @@ class SerializedHost:
         except Exception as refusal:
             return Pending.failed(operation, refusal)
         pending = Pending(operation, body, settles_itself=settles_itself, on_running_cancel=on_running_cancel)
-        self._queue.put(pending)
+        self._put(pending)
         return pending
+
+    def _put(self, pending: Pending[Any]) -> None:
+        pending.context.run(_inside_operation.set, self)  # re-entry from inside the operation is refused
+        self._queue.put(pending)
 
     def _refuse_reentry(self, operation: str) -> None:
         if _inside_operation.get() is self:
@@ -779,7 +783,7 @@ class SerializedHost:
         self._advance(_E.DISPOSED)
         cleanup: Pending[None] = Pending("dispose", self._final_cleanup, withdrawable=False)
         self._disposal = cleanup
-        self._queue.put(cleanup)
+        self._put(cleanup)
         self._queue.close()
         return cleanup
 

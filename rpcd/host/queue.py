@@ -13,13 +13,19 @@ own worker task (the host's task group owns it), never in the caller's task, so:
 * :meth:`Pending.cancel` is what a client's ``$/cancelRequest`` means for an operation: withdraw
   it if it is still queued (``True``: it never runs), otherwise apply its own running-cancel
   (a prompt aborts its turn; a replacement runs to settlement) and return ``False``.
+
+The operation runs in a copy of the context its caller had when it was queued (like a task started
+by that caller), so context variables set for the request (e.g. its progress reporter,
+``rpcd.core.progress``) reach the code doing the work, in the worker and in the tasks it starts.
 """
 
 from __future__ import annotations
 
 import collections
+import contextvars
 import enum
-from collections.abc import Awaitable, Callable, Coroutine, Generator
+import types
+from collections.abc import Callable, Coroutine, Generator
 from types import TracebackType
 from typing import Any, Generic, TypeVar
 
@@ -47,7 +53,7 @@ class Pending(Coroutine[Any, Any, T], Generic[T]):
     def __init__(
         self,
         operation: str,
-        body: Callable[[Pending[T]], Awaitable[T | None]],
+        body: Callable[[Pending[T]], Coroutine[Any, Any, T | None]],
         *,
         withdrawable: bool = True,
         settles_itself: bool = False,
@@ -64,6 +70,8 @@ class Pending(Coroutine[Any, Any, T], Generic[T]):
         self._result: T | None = None
         self._error: BaseException | None = None
         self._waiter: Coroutine[Any, Any, T] | None = None
+        self.context = contextvars.copy_context()
+        """The caller's context when it was queued; the body runs in it."""
 
     @classmethod
     def failed(cls, operation: str, error: BaseException) -> Pending[T]:
@@ -116,7 +124,7 @@ class Pending(Coroutine[Any, Any, T], Generic[T]):
         self._phase = _Phase.RUNNING
         self._started.set()
         try:
-            result = await self._body(self)
+            result = await _in_context(self.context, self._body(self))
         except Exception as error:
             self.settle(error=error)
         except BaseException as error:  # the worker itself is being cancelled: tell the caller, then go
@@ -176,6 +184,24 @@ class Pending(Coroutine[Any, Any, T], Generic[T]):
     def close(self) -> None:
         if self._waiter is not None:
             self._waiter.close()
+
+
+@types.coroutine
+def _in_context(context: contextvars.Context, coroutine: Coroutine[Any, Any, T]) -> Generator[Any, Any, T]:
+    """Drive ``coroutine`` with every step run inside ``context`` (what asyncio does for a task's own
+    context), while it runs as part of the awaiting task: its cancel scopes are that task's."""
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            step = context.run(coroutine.throw, error) if error is not None else context.run(coroutine.send, value)
+        except StopIteration as stop:
+            result: T = stop.value
+            return result
+        try:
+            value, error = (yield step), None
+        except BaseException as raised:  # cancellation (or anything thrown in) goes on into the body
+            value, error = None, raised
 
 
 class HostQueue:

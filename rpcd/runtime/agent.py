@@ -1,24 +1,35 @@
 """The agent loop: one run = user message(s) → model turns → tool calls → settled.
 
-This is pi-agent-core's ``agentLoop`` reduced to what rpcd needs. It owns the
-conversation handed to the model (``messages``) and produces Pi's agent events in
-Pi's order; it knows nothing of files or extensions — the session receives every event
-through ``AgentSink`` and decides what to do with it (extensions, listeners, store).
+This is pi-agent-core's ``runLoop`` reduced to what rpcd needs. It owns the conversation
+handed to the model (``messages``) and produces Pi's agent events in Pi's order; it knows
+nothing of files or extensions — the session receives every event through ``AgentSink`` and
+decides what to do with it (extensions, listeners, store), and every tool call goes through
+the session's ``ToolSeam`` (``rpcd.tools.seam``: lookup, validation, ``tool_call`` hooks,
+approval, execution, ``tool_result`` hooks).
 
-Per run: ``agent_start``, ``turn_start``, ``message_start/end`` for each prompt
-message, then per turn ``message_start`` (assistant), ``message_update``\\*,
-``message_end``, for each tool call ``tool_execution_start/end`` and the
-``toolResult`` message's ``message_start/end``, ``turn_end``; a turn that called tools
-is followed by another; finally ``agent_end{messages, willRetry}``.
+Per run: ``agent_start``, ``turn_start``, ``message_start/end`` for each prompt message, then
+per turn ``message_start`` (assistant), ``message_update``\\*, ``message_end``; when the
+assistant called tools (Pi's parallel mode): per call ``tool_execution_start`` (then its
+preparation), the prepared calls run concurrently (``tool_execution_update``\\* as they
+stream, ``tool_execution_end`` as each finishes), then the ``toolResult`` messages in call
+order; ``turn_end``; a turn that ran tools is followed by another; finally
+``agent_end{messages, willRetry}``. An assistant that ended in ``error``/``aborted`` runs no
+tools; one cut off by the token limit (``length``) gets every call failed, as in Pi.
 
-Abort is cooperative and bounded: ``request_abort()`` cancels only the model stream or
-the running tool (an anyio cancel scope around each), never an event hand-off, so the
-aborted assistant message (``stopReason: "aborted"``, partial content kept) is still
-delivered and persisted like any other before the run returns.
+Abort is cooperative and bounded: ``request_abort()`` fires the run's ``AbortSignal`` (the
+running tools stop and settle with their partial output: ``Command aborted``) and cancels the
+model stream (an anyio cancel scope), never an event hand-off. As in Pi the loop then goes
+on to the next model call, which ends at once as an aborted assistant message
+(``stopReason: "aborted"``, ``content: []``), so what is persisted is what Pi persists.
+
+Seams left for later issues: ``_next_turn`` (compaction before the next model call, issue 17)
+and ``_poll_steering`` / follow-ups (issue 18) sit where pi-agent-core calls
+``prepareNextTurn`` / ``getSteeringMessages``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
@@ -27,9 +38,12 @@ from contextlib import aclosing
 from typing import Any, Protocol
 
 import anyio
+import anyio.lowlevel
 
 from rpcd.core.redact import redact
 from rpcd.runtime.providers.base import ModelInfo, Provider, ProviderRequest, ToolSpec, new_assistant_message
+from rpcd.tools.base import AbortSignal, FunctionTool, ToolResult
+from rpcd.tools.seam import Prepared, ToolCall, ToolOutcome, ToolSeam
 
 _log = logging.getLogger("rpcd.runtime.agent")
 
@@ -38,7 +52,6 @@ MAX_TOOL_ROUNDS = 50
 """Model calls per prompt that may follow tool results: a model that never stops calling tools
 must not keep a turn (and the host's queue) busy forever."""
 RETRY_CANCELLED_MESSAGE = "Retry cancelled"
-TOOL_ABORTED_MESSAGE = "Tool execution was aborted"
 
 Event = dict[str, Any]
 
@@ -57,7 +70,37 @@ class AgentSink(Protocol):
 
 
 ToolRunner = Callable[[str, str, dict[str, Any]], Awaitable[Mapping[str, Any]]]
-"""``(name, tool_call_id, args)`` → ``{"content": [...], "details"?, "isError"?}``; never raises."""
+"""``(name, tool_call_id, args)`` → ``{"content": [...], "details"?, "isError"?}``; never raises.
+The pre-seam way to give the loop tools (kept for callers that run their own tools)."""
+
+
+class _RunnerSeam(ToolSeam):
+    """A ``ToolRunner`` behind the seam: no lookup or validation of its own, abort cancels it."""
+
+    def __init__(self, runner: ToolRunner | None) -> None:
+        super().__init__({})
+        self._runner = runner
+
+    async def prepare(self, call_id: str, name: str, raw_args: Any, signal: AbortSignal) -> Prepared | ToolOutcome:
+        if self._runner is None:
+            return ToolOutcome.error(f"Tool {name} not found")
+        if signal.aborted:
+            return ToolOutcome.error(ABORTED_TOOL_MESSAGE)
+        runner = self._runner
+
+        async def run(tool_call_id: str, args: dict[str, Any], ctx: Any) -> ToolResult:
+            return dict(await runner(name, tool_call_id, args))
+
+        tool = FunctionTool(name=name, description="", parameters={}, run=run, accepts_signal=False)
+        args = dict(raw_args) if isinstance(raw_args, Mapping) else {}
+        return Prepared(ToolCall(call_id, name, args, raw_args), tool)
+
+
+ABORTED_TOOL_MESSAGE = "Operation aborted"
+TRUNCATED_CALL_MESSAGE = (
+    'Tool call "{name}" was not executed: the response hit the output token limit, so its arguments may be '
+    "truncated. Re-issue the tool call with complete arguments."
+)
 
 
 class _Partial:
@@ -148,6 +191,7 @@ class Agent:
         thinking_level: str = "off",
         tools: Sequence[ToolSpec] = (),
         tool_runner: ToolRunner | None = None,
+        seam: ToolSeam | None = None,
         session_id: str = "",
         max_tool_rounds: int = MAX_TOOL_ROUNDS,
     ) -> None:
@@ -157,10 +201,11 @@ class Agent:
         self.system_prompt = system_prompt
         self.thinking_level = thinking_level
         self.tools = list(tools)
-        self.tool_runner = tool_runner
+        self.seam: ToolSeam = seam if seam is not None else _RunnerSeam(tool_runner)
         self.session_id = session_id
         self.max_tool_rounds = max_tool_rounds
         self._abort_requested = False
+        self._signal = AbortSignal()
         self._scope: anyio.CancelScope | None = None
 
     # -- abort ----------------------------------------------------------------------
@@ -172,6 +217,7 @@ class Agent:
     def request_abort(self) -> None:
         """Stop the run at its current model stream or tool; the run still settles."""
         self._abort_requested = True
+        self._signal.abort()
         if self._scope is not None:
             self._scope.cancel()
 
@@ -181,6 +227,7 @@ class Agent:
         """Run until the model stops calling tools (or abort/error). Returns the last
         assistant's stopReason, or ``"aborted"`` when the run was aborted."""
         self._abort_requested = False
+        self._signal = AbortSignal()
         produced: list[dict[str, Any]] = []
         emit = sink.emit
         await emit({"type": "agent_start"})
@@ -190,31 +237,60 @@ class Agent:
             self.messages.append(message)
             produced.append(message)
             await emit({"type": "message_end", "message": message})
-        stop_reason = "stop"
+        stop_reason = await self._run_turns(produced, sink)
+        await emit({"type": "agent_end", "messages": produced, "willRetry": False})
+        return "aborted" if self._abort_requested else stop_reason
+
+    async def _run_turns(self, produced: list[dict[str, Any]], sink: AgentSink) -> str:
+        """pi-agent-core's inner loop: a model call, its tool calls, again while tools ran."""
         rounds = 0
+        first = True
         while True:
+            if not first:
+                await self._next_turn()
+                await sink.emit({"type": "turn_start"})
+            first = False
+            for message in self._poll_steering():
+                await sink.emit({"type": "message_start", "message": message})
+                self.messages.append(message)
+                produced.append(message)
+                await sink.emit({"type": "message_end", "message": message})
             assistant = await self._stream_assistant(sink)
             produced.append(assistant)
             stop_reason = str(assistant.get("stopReason", "stop"))
+            if stop_reason in ("error", "aborted"):
+                await sink.emit({"type": "turn_end", "message": assistant, "toolResults": []})
+                return stop_reason
+            content = assistant.get("content")
+            calls = [b for b in content if isinstance(b, Mapping) and b.get("type") == "toolCall"] \
+                if isinstance(content, list) else []
             tool_results: list[dict[str, Any]] = []
-            if stop_reason == "toolUse":
-                for call in [b for b in assistant.get("content", ()) if b.get("type") == "toolCall"]:
-                    result = await self._run_tool(call, sink)
-                    tool_results.append(result)
-                    produced.append(result)
-            await emit({"type": "turn_end", "message": assistant, "toolResults": tool_results})
-            if not tool_results or self._abort_requested:
-                break
+            more = False
+            if calls:
+                if stop_reason == "length":
+                    tool_results, terminate = await self._fail_truncated_calls(calls, sink)
+                else:
+                    tool_results, terminate = await self._execute_tool_calls(calls, sink)
+                produced.extend(tool_results)
+                more = not terminate
+            await sink.emit({"type": "turn_end", "message": assistant, "toolResults": tool_results})
+            if not more:
+                return stop_reason
             rounds += 1
             if rounds > self.max_tool_rounds:
                 # the tool results are kept; the next prompt continues from them
                 _log.warning("tool round limit (%d) reached; ending the run", self.max_tool_rounds)
-                break
-            await emit({"type": "turn_start"})
-        await emit({"type": "agent_end", "messages": produced, "willRetry": False})
-        # An abort that landed in a tool leaves the last assistant at "toolUse"; the
-        # caller still needs to know the run was aborted.
-        return "aborted" if self._abort_requested else stop_reason
+                return stop_reason
+
+    async def _next_turn(self) -> None:
+        """Before each model call after the first (pi-agent-core's ``prepareNextTurn``): where
+        compaction before the next response will plug in (issue 17). Nothing yet."""
+        return None
+
+    def _poll_steering(self) -> list[dict[str, Any]]:
+        """Messages to inject before the next model call (``getSteeringMessages``): steering and
+        follow-up queues arrive with issue 18. None yet."""
+        return []
 
     async def _stream_assistant(self, sink: AgentSink) -> dict[str, Any]:
         emit = sink.emit
@@ -243,6 +319,9 @@ class Agent:
             if self._abort_requested:
                 scope.cancel()
             try:
+                if self._abort_requested:
+                    # aborted before the call (e.g. during tools): the model is not asked at all
+                    await anyio.lowlevel.checkpoint()
                 async with aclosing(self.provider.stream(request)) as stream:  # type: ignore[type-var]
                     async for event in stream:
                         kind = event["type"]
@@ -311,40 +390,108 @@ class Agent:
         await emit({"type": "message_end", "message": final})
         return final
 
-    async def _run_tool(self, call: Mapping[str, Any], sink: AgentSink) -> dict[str, Any]:
-        call_id = str(call.get("id", ""))
-        name = str(call.get("name", ""))
-        raw_args = call.get("arguments")
-        args: dict[str, Any] = dict(raw_args) if isinstance(raw_args, Mapping) else {}
-        await sink.emit({"type": "tool_execution_start", "toolCallId": call_id, "toolName": name, "args": args})
-        outcome: Mapping[str, Any] | None = None
-        if not self._abort_requested:
-            with anyio.CancelScope() as scope:
-                self._scope = scope
-                if self.tool_runner is None:
-                    outcome = {"content": [{"type": "text", "text": f"Tool {name} not found"}], "isError": True}
-                else:
-                    outcome = await self.tool_runner(name, call_id, args)
-            self._scope = None
-        if outcome is None:
-            outcome = {"content": [{"type": "text", "text": TOOL_ABORTED_MESSAGE}], "isError": True}
-        content = outcome.get("content")
-        content_list = list(content) if isinstance(content, list) else []
-        details = outcome.get("details")
-        is_error = bool(outcome.get("isError", False))
-        result_payload: dict[str, Any] = {"content": content_list}
-        if details is not None:
-            result_payload["details"] = details
+    # -- tools ---------------------------------------------------------------------------
+
+    async def _fail_truncated_calls(self, calls: list[Mapping[str, Any]],
+                                    sink: AgentSink) -> tuple[list[dict[str, Any]], bool]:
+        """``failToolCallsFromTruncatedMessage``: a ``length`` stop runs none of its calls."""
+        messages: list[dict[str, Any]] = []
+        for call in calls:
+            call_id, name, args = _call_parts(call)
+            await sink.emit({"type": "tool_execution_start", "toolCallId": call_id, "toolName": name, "args": args})
+            outcome = ToolOutcome.error(TRUNCATED_CALL_MESSAGE.format(name=name))
+            await self._emit_end(sink, call_id, name, outcome)
+            messages.append(await self._emit_result_message(sink, call_id, name, outcome))
+        return messages, False
+
+    async def _execute_tool_calls(self, calls: list[Mapping[str, Any]],
+                                  sink: AgentSink) -> tuple[list[dict[str, Any]], bool]:
+        """Pi's parallel mode: prepare in order, run the prepared ones concurrently, then the
+        ``toolResult`` messages in call order. Calls after an abort are not started (no result)."""
+        signal = self._signal
+        seam = self.seam
+        finished: list[tuple[str, str, ToolOutcome] | None] = []
+        runnable: list[tuple[int, str, str, Any, Prepared]] = []
+        for call in calls:
+            call_id, name, args = _call_parts(call)
+            await sink.emit({"type": "tool_execution_start", "toolCallId": call_id, "toolName": name, "args": args})
+            prepared = await seam.prepare(call_id, name, call.get("arguments"), signal)
+            if isinstance(prepared, ToolOutcome):
+                await self._emit_end(sink, call_id, name, prepared)
+                finished.append((call_id, name, prepared))
+            else:
+                finished.append(None)
+                runnable.append((len(finished) - 1, call_id, name, args, prepared))
+            if signal.aborted:
+                break
+
+        async def run_one(index: int, call_id: str, name: str, args: Any, prepared: Prepared) -> None:
+            outcome = await self._run_prepared(sink, call_id, name, args, prepared)
+            await self._emit_end(sink, call_id, name, outcome)
+            finished[index] = (call_id, name, outcome)
+
+        async with anyio.create_task_group() as group:
+            for entry in runnable:
+                group.start_soon(run_one, *entry)
+        messages: list[dict[str, Any]] = []
+        outcomes: list[ToolOutcome] = []
+        for item in finished:
+            if item is None:  # pragma: no cover - every started task stores its outcome
+                continue
+            call_id, name, outcome = item
+            outcomes.append(outcome)
+            messages.append(await self._emit_result_message(sink, call_id, name, outcome))
+        terminate = bool(outcomes) and all(o.terminate for o in outcomes)
+        return messages, terminate
+
+    async def _run_prepared(self, sink: AgentSink, call_id: str, name: str, args: Any,
+                            prepared: Prepared) -> ToolOutcome:
+        """Execute one prepared call, its partial results streamed as ``tool_execution_update``
+        in order (all delivered before it ends), then the ``tool_result`` hook."""
+        signal = self._signal
+        if signal.aborted:
+            return ToolOutcome.error(ABORTED_TOOL_MESSAGE)
+        send, receive = anyio.create_memory_object_stream[ToolResult](max_buffer_size=10_000)
+
+        def on_update(partial: ToolResult) -> None:
+            # a flood of updates: dropping one partial snapshot loses nothing final
+            with contextlib.suppress(anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                send.send_nowait(partial)
+
+        async def deliver() -> None:
+            async with receive:
+                async for partial in receive:
+                    await sink.emit({"type": "tool_execution_update", "toolCallId": call_id, "toolName": name,
+                                     "args": args, "partialResult": partial})
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(deliver)
+            async with send:
+                outcome = await self.seam.execute(prepared, signal, on_update)
+        return await self.seam.finalize(prepared, outcome, signal)
+
+    async def _emit_end(self, sink: AgentSink, call_id: str, name: str, outcome: ToolOutcome) -> None:
         await sink.emit({"type": "tool_execution_end", "toolCallId": call_id, "toolName": name,
-                         "result": result_payload, "isError": is_error})
+                         "result": outcome.result_payload(), "isError": outcome.is_error})
+
+    async def _emit_result_message(self, sink: AgentSink, call_id: str, name: str,
+                                   outcome: ToolOutcome) -> dict[str, Any]:
+        """``createToolResultMessage`` (Pi's key order; undefined fields absent) and its events."""
         message: dict[str, Any] = {"role": "toolResult", "toolCallId": call_id, "toolName": name,
-                                   "content": content_list}
-        if details is not None:
-            message["details"] = details
-        message["isError"] = is_error
+                                   "content": outcome.content}
+        if outcome.details is not None:
+            message["details"] = outcome.details
+        if outcome.usage is not None:
+            message["usage"] = outcome.usage
+        message["isError"] = outcome.is_error
         message["timestamp"] = _now_ms()
         await sink.emit({"type": "message_start", "message": message})
         self.messages.append(message)
         await sink.emit({"type": "message_end", "message": message})
         return message
 
+
+def _call_parts(call: Mapping[str, Any]) -> tuple[str, str, Any]:
+    raw_args = call.get("arguments")
+    args = dict(raw_args) if isinstance(raw_args, Mapping) else {}
+    return str(call.get("id", "")), str(call.get("name", "")), args

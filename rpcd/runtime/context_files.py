@@ -13,6 +13,7 @@ import os
 
 import attrs
 
+from rpcd.core.files import read_regular
 from rpcd.core.values import Diagnostic
 
 CONTEXT_FILE_NAMES: tuple[str, ...] = ("AGENTS.override.md", "AGENTS.md", "AGENTS.MD", "CLAUDE.md", "CLAUDE.MD")
@@ -60,8 +61,7 @@ def load_context_files(cwd: str, agent_dir: str) -> tuple[list[ContextFile], lis
             continue
         seen.add(key)
         try:
-            with open(path, "rb") as fh:
-                content = fh.read().decode("utf-8", errors="replace").removeprefix("\ufeff")
+            content = read_regular(path).decode("utf-8", errors="replace").removeprefix("\ufeff")
         except OSError as exc:
             diagnostics.append(
                 Diagnostic("warning", f'Could not read context file "{path}": {exc.strerror or type(exc).__name__}')

@@ -9,6 +9,13 @@ submodules (relative imports) but cannot shadow anything another cwd imports.
 
 Failures never escape into the runtime: a module that fails to load becomes a
 diagnostic, and a handler that raises is reported to the bound error listener.
+
+This is also the edge where extension *values* enter the session: a tool result, the data of
+``append_entry`` and the arguments of UI calls are brought into plain JSON here
+(``rpcd.core.codec.to_json``: datetimes, sets, paths, decimals, ... converted; non-finite
+numbers become ``null``), or refused with an ``extension_error`` (bytes, arbitrary objects,
+circular or absurdly deep values). Nothing an extension returns reaches the store or the wire
+in a shape they cannot encode.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from typing import Any, Literal, Protocol, TypeAlias
 
 import attrs
 
+from rpcd.core.codec import JsonValueError, to_json
 from rpcd.core.errors import RuntimeFailure, SessionDisposedError
 from rpcd.core.redact import redact
 from rpcd.core.values import Diagnostic, ExtensionBindings, ExtensionError, UiContext
@@ -134,7 +142,8 @@ class ExtensionContext:
     @property
     def ui(self) -> UiContext | None:
         bindings = self._live().bindings
-        return bindings.ui if bindings is not None else None
+        ui = bindings.ui if bindings is not None else None
+        return _CheckedUi(ui) if ui is not None else None
 
     @property
     def has_ui(self) -> bool:
@@ -193,7 +202,11 @@ class ExtensionAPI:
         self._runner._check_live()
         if not callable(execute):
             raise TypeError(f"execute of tool {name!r} is not callable")
-        self._runner._add_tool(ToolDefinition(name, description, dict(parameters), execute, self._path))
+        if not isinstance(name, str) or not isinstance(description, str):
+            raise TypeError("register_tool: name and description must be strings")
+        # The schema goes to providers and clients as JSON: a value without a JSON form fails here, in register().
+        schema = to_json(dict(parameters))
+        self._runner._add_tool(ToolDefinition(str.__str__(name), str.__str__(description), schema, execute, self._path))
 
     def register_flag(
         self, name: str, *, type: FlagType = "boolean", default: bool | str | None = None, description: str = ""
@@ -338,12 +351,19 @@ class ExtensionRunner:
         return ExtensionContext(self)
 
     def append_entry(self, custom_type: str, data: Any = None) -> str:
+        """Append a ``custom`` entry; ``data`` is brought into plain JSON first.
+
+        Raises ``TypeError`` (``JsonValueError``, naming the path) for data with no JSON form:
+        inside a handler that is an ``extension_error``, and nothing is written.
+        """
         self._check_live()
         if self.session_actions is None:
             raise ExtensionRuntimeNotReadyError(
                 "Extension runtime not initialized: append_entry is available once the session is bound"
             )
-        return self.session_actions.append_custom_entry(custom_type, data)
+        if not isinstance(custom_type, str):
+            raise TypeError(f"append_entry: custom_type must be a string, not {type(custom_type).__name__}")
+        return self.session_actions.append_custom_entry(str.__str__(custom_type), to_json(data))
 
     def _check_live(self) -> None:
         if self._invalidated:
@@ -413,9 +433,67 @@ class ExtensionRunner:
             result = await tool.execute(tool_call_id, args, ExtensionContext(self))
         except _EXTENSION_FAILURES as exc:
             return _error_result(redact(str(exc)) or type(exc).__name__)
-        out = dict(result) if isinstance(result, Mapping) else {"content": []}
+        try:
+            # The edge: what the tool hands back is persisted and streamed, so it must be JSON.
+            out: dict[str, Any] = to_json(dict(result)) if isinstance(result, Mapping) else {"content": []}
+        except JsonValueError as exc:
+            reason = f"tool {name!r} returned a value that is not JSON: {exc.reason} at {exc.path}"
+            self._report(ExtensionError(tool.extension_path, "tool_result", reason))
+            return _error_result(f"Tool {name} returned a result that cannot be stored: {exc.reason} at {exc.path}")
         out.setdefault("content", [])
         return out
+
+    async def emit_tool_call(self, event: dict[str, Any]) -> Any:
+        """Pi's ``emitToolCall``: handlers in load order, all seeing the same ``event["input"]``
+        (mutations are the argument changes); the first result with a truthy ``block`` wins. A
+        handler that raises is NOT swallowed: the caller blocks the call with its message."""
+        self._check_live()
+        ctx = ExtensionContext(self)
+        result: Any = None
+        for handler in [h for h in self._handlers if h.event_type == "tool_call"]:
+            try:
+                outcome = handler.fn(event, ctx)
+                if inspect.isawaitable(outcome):
+                    outcome = await outcome
+            except SystemExit as exc:  # an extension's sys.exit() is its bug, not ours to exit on
+                raise RuntimeFailure(_describe(exc)) from None
+            if outcome:
+                result = outcome
+                if _field(outcome, "block"):
+                    return result
+        try:  # the edge: changed arguments are streamed (tool_execution_start) and handed to the tool
+            event["input"] = to_json(event.get("input"))
+        except JsonValueError as exc:
+            return {"block": True, "reason": f"a tool_call handler set arguments that are not JSON: {exc.reason} "
+                                             f"at {exc.path}"}
+        return result
+
+    async def emit_tool_result(self, event: dict[str, Any]) -> dict[str, Any] | None:
+        """Pi's ``emitToolResult``: middleware over ``content``/``details``/``isError``/``usage``;
+        returns the patched fields, or ``None`` when no handler changed anything. A raising
+        handler is reported and skipped."""
+        self._check_live()
+        ctx = ExtensionContext(self)
+        current = dict(event)
+        modified = False
+        for handler in [h for h in self._handlers if h.event_type == "tool_result"]:
+            outcome = await self._call(handler, current, ctx)
+            if not outcome:
+                continue
+            patch = {key: value for key in ("content", "details", "isError", "usage")
+                     if (value := _field(outcome, key)) is not None}
+            try:  # the edge: the patched result is persisted and streamed, so it must be JSON
+                patch = to_json(patch)
+            except JsonValueError as exc:
+                reason = f"tool_result handler returned a value that is not JSON: {exc.reason} at {exc.path}"
+                self._report(ExtensionError(handler.extension_path, "tool_result", reason))
+                continue
+            if patch:
+                current.update(patch)
+                modified = True
+        if not modified:
+            return None
+        return {key: current.get(key) for key in ("content", "details", "isError", "usage")}
 
     async def _call(self, handler: _Handler, event: dict[str, Any], ctx: ExtensionContext) -> Any:
         try:
@@ -436,6 +514,57 @@ class ExtensionRunner:
             listener(error)
         except Exception:
             _log.exception("extension error listener failed")
+
+
+def _field(result: Any, name: str) -> Any:
+    """A field of a handler's result, whether it returned a dict or an object."""
+    if isinstance(result, Mapping):
+        return result.get(name)
+    return getattr(result, name, None)
+
+
+_NOTIFY_TYPES = ("info", "warning", "error")
+
+
+def _text(value: Any) -> str:
+    """Display text from an extension: a string as is, anything else as ``str()`` shows it."""
+    return str.__str__(value) if isinstance(value, str) else str(value)
+
+
+def _timeout(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < float("inf"):
+        raise ValueError("timeout must be None or a non-negative number of seconds")
+    return float(value)
+
+
+class _CheckedUi:
+    """The host's UI context as extensions see it: arguments brought into what the wire carries.
+
+    ``ctx.ui.notify(exc)`` shows ``str(exc)``; a notify type other than info/warning/error, or a
+    timeout that is not a finite number of seconds, is refused with ``ValueError`` in the caller.
+    """
+
+    def __init__(self, ui: UiContext) -> None:
+        self._ui = ui
+
+    def notify(self, message: Any, notify_type: Any = "info") -> None:
+        if notify_type not in _NOTIFY_TYPES:
+            raise ValueError(f"notify type must be one of {', '.join(_NOTIFY_TYPES)}")
+        self._ui.notify(_text(message), notify_type)
+
+    async def confirm(self, title: Any, message: Any, timeout: Any = None) -> bool:
+        return await self._ui.confirm(_text(title), _text(message), _timeout(timeout))
+
+    async def select(self, title: Any, options: Any, timeout: Any = None) -> str | None:
+        if isinstance(options, str | bytes) or not isinstance(options, Iterable):
+            raise TypeError("select options must be a list of strings")
+        return await self._ui.select(_text(title), [_text(option) for option in options], _timeout(timeout))
+
+    async def input(self, title: Any, placeholder: Any = None, timeout: Any = None) -> str | None:
+        hint = None if placeholder is None else _text(placeholder)
+        return await self._ui.input(_text(title), hint, _timeout(timeout))
 
 
 def _is_cancel(result: Any) -> bool:

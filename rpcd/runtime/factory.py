@@ -85,6 +85,7 @@ def make_default_factory(
             session_manager=session_manager,
             registry=registry,
             session_start_event=session_start_event,
+            tool_selection=process_inputs.tool_selection,
         )
         if fallback is not None and session.model is not None:
             diagnostics.append(Diagnostic("warning", fallback))

@@ -25,14 +25,21 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
+import anyio
+import anyio.from_thread
+import anyio.to_thread
 import attrs
 
-from rpcd.core.errors import SessionFileNotFoundError, SessionNotSavedError
+from rpcd.core import progress
+from rpcd.core.errors import SessionNotSavedError
 from rpcd.core.values import Diagnostic, ForkPosition, ReplaceResult
 from rpcd.runtime.session import AgentSession
 from rpcd.store import SessionManager, assert_session_cwd_exists, default_session_dir, import_session
+from rpcd.store.importing import check_import_source
+
+T = TypeVar("T")
 
 BeforeInvalidate = Callable[[str], None]
 """``(shutdown_reason)``: the host's synchronous callback just before the current session is disposed."""
@@ -85,11 +92,9 @@ def _exists(path: str) -> bool:
 
 
 def _resolve_import_source(input_path: str) -> str:
-    """Pi's ``resolvePath`` + existence check: raised before any event is emitted."""
-    resolved = os.path.abspath(os.path.expanduser(input_path))
-    if not os.path.isfile(resolved):
-        raise SessionFileNotFoundError(f"File not found: {resolved}", session_path=resolved)
-    return resolved
+    """Pi's ``resolvePath`` + existence check: raised before any event is emitted (a FIFO or a
+    device is refused here too, without being opened)."""
+    return check_import_source(os.path.expanduser(input_path))
 
 
 class AgentSessionRuntime:
@@ -113,6 +118,9 @@ class AgentSessionRuntime:
         self._agent_dir = agent_dir
         self._before_invalidate: BeforeInvalidate | None = None
         self._rebind: Rebind | None = None
+        self._file_io = anyio.CapacityLimiter(2)
+        """Worker threads for reading and copying session files: a replacement (which holds the
+        host lock) never waits behind the shared pool that listings and other callers use."""
 
     # -- accessors ----------------------------------------------------------------
 
@@ -147,6 +155,10 @@ class AgentSessionRuntime:
         self._rebind = callback
 
     # -- shared steps ----------------------------------------------------------------
+
+    async def _off_loop(self, work: Callable[[], T]) -> T:
+        """Run blocking file work (a large resume, an import copy) in a worker thread."""
+        return await anyio.to_thread.run_sync(work, limiter=self._file_io)
 
     def _runner(self) -> Any:
         runner = self._session.extension_runner
@@ -221,7 +233,7 @@ class AgentSessionRuntime:
         # Deviation from Pi 0.85.0, on purpose: Pi turns a path that does not exist into a new
         # session written at that path; for a daemon a mistyped path must be a clear error
         # (SessionFileNotFound, before teardown: the current session stays).
-        sm = SessionManager.open(session_path, None, cwd_override, must_exist=True)
+        sm = await self._off_loop(lambda: SessionManager.open(session_path, None, cwd_override, must_exist=True))
         assert_session_cwd_exists(sm, self.cwd)
         await self._teardown("resume", sm.get_session_file())
         await self._create_and_apply(sm.get_cwd(), sm, "resume", previous)
@@ -288,7 +300,13 @@ class AgentSessionRuntime:
         # The store refuses a file that is not a session before copying anything, and removes its
         # copy when the stored cwd is missing (Pi 0.85.0 left both behind; the issue and Pi >= 1.x
         # remove it), so a retry with cwd_override reuses the name. Old session untouched either way.
-        sm = import_session(resolved, session_dir, cwd_override, fallback_cwd=self.cwd)
+        # The copy streams in a worker thread (the event loop keeps serving) and reports its
+        # progress to whoever installed a reporter (the wire, for a request's workDoneToken).
+        report = progress.current()
+        on_progress = None if report is None else _from_worker(report)
+        sm = await self._off_loop(
+            lambda: import_session(resolved, session_dir, cwd_override, fallback_cwd=self.cwd, on_progress=on_progress)
+        )
         await self._teardown("resume", sm.get_session_file())
         await self._create_and_apply(sm.get_cwd(), sm, "resume", previous)
         return ReplaceResult(cancelled=False)
@@ -302,6 +320,15 @@ class AgentSessionRuntime:
         if self._before_invalidate is not None:
             self._before_invalidate("quit")
         self._session.dispose()
+
+
+def _from_worker(report: progress.Reporter) -> progress.Reporter:
+    """``report`` callable from a worker thread: each call runs on the event loop."""
+
+    def forward(done: int, total: int) -> None:
+        anyio.from_thread.run_sync(report, done, total)
+
+    return forward
 
 
 async def create_runtime(

@@ -27,7 +27,9 @@ from typing import Any
 
 import attrs
 
+from rpcd.core.files import read_regular
 from rpcd.core.values import Diagnostic
+from rpcd.tools import ToolSelection
 
 from .context_files import ContextFile, load_context_files
 from .extensions import ExtensionRunner, discover_extensions
@@ -67,6 +69,8 @@ class ProcessInputs:
     trust_override: bool | None = None
     """``--approve`` (True) / ``--no-approve`` (False); ``None`` follows the trust policy."""
     no_context_files: bool = False
+    tool_selection: ToolSelection = attrs.field(factory=ToolSelection)
+    """``--tools`` / ``--exclude-tools`` / ``--no-builtin-tools`` / ``--no-tools`` (Pi's tool flags)."""
     trust_memory: SessionTrustMemory = attrs.field(factory=SessionTrustMemory, eq=False)
     """Per-process trust decisions (``trustOnce``), shared by every replacement."""
 
@@ -255,8 +259,7 @@ def _read_prompt_file(name: str, cwd: str, agent_dir: str, trusted: bool) -> str
     candidates.append(os.path.join(agent_dir, name))
     for path in candidates:
         try:
-            with open(path, "rb") as fh:
-                return fh.read().decode("utf-8", errors="replace").removeprefix("\ufeff")
+            return read_regular(path).decode("utf-8", errors="replace").removeprefix("\ufeff")
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             continue
         except OSError:

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 import anyio
 
-from rpcd.core.errors import ModelNotFoundError, RuntimeFailure, SessionBusyError
+from rpcd.core.errors import InvalidArgumentError, ModelNotFoundError, SessionBusyError
 from rpcd.core.values import (
     EventListener,
     ExtensionBindings,
@@ -31,16 +31,30 @@ from rpcd.core.values import (
 )
 from rpcd.runtime.agent import Agent, Event
 from rpcd.runtime.providers.base import ModelInfo, Provider, ProviderRegistry, ToolSpec
+from rpcd.runtime.system_prompt import build_system_prompt as pi_system_prompt
+from rpcd.runtime.system_prompt import normalize_guidelines, normalize_snippet
 from rpcd.store import SessionManager
+from rpcd.store.entries import js_trim
+from rpcd.tools import (
+    BUILTIN_TOOL_NAMES,
+    AbortSignal,
+    Block,
+    FunctionTool,
+    Tool,
+    ToolCall,
+    ToolCallHooks,
+    ToolOptions,
+    ToolOutcome,
+    ToolSeam,
+    ToolSelection,
+    active_tool_names,
+    create_builtin_tools,
+)
 
 _log = logging.getLogger("rpcd.runtime.session")
 
 DEFAULT_THINKING_LEVEL = "off"
 THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh")
-DEFAULT_SYSTEM_PROMPT = (
-    "You are an expert coding assistant operating inside rpcd, a Pi-compatible agent host. "
-    "Use the tools you are given, keep answers concise, and say when you are unsure."
-)
 
 
 class ExtensionRunnerLike(Protocol):
@@ -52,6 +66,8 @@ class ExtensionRunnerLike(Protocol):
     def bind(self, bindings: ExtensionBindings, session_actions: Any) -> None: ...
     def invalidate(self) -> None: ...
     async def execute_tool(self, name: str, tool_call_id: str, args: dict[str, Any]) -> dict[str, Any]: ...
+    async def emit_tool_call(self, event: dict[str, Any]) -> Any: ...
+    async def emit_tool_result(self, event: dict[str, Any]) -> dict[str, Any] | None: ...
     @property
     def is_invalidated(self) -> bool: ...
     @property
@@ -235,11 +251,12 @@ class AgentSession:
     # -- names, entries ---------------------------------------------------------------------
 
     def set_session_name(self, name: str) -> None:
-        # Pi 0.85.0: the raw name goes to the store, which folds CR/LF runs into one space and
-        # trims like JavaScript's trim(); only a name that is empty after that is refused.
-        if not name.strip():
-            raise RuntimeFailure("Session name cannot be empty", session_path=self.session_file)
-        self.session_manager.append_session_info(name)
+        # Pi 0.85.0's rpc mode: ``name.trim()`` (JavaScript's trim: U+FEFF goes, \x1c stays), an
+        # empty result is refused as a bad argument; the store then folds CR/LF runs into one space.
+        trimmed = js_trim(name)
+        if not trimmed:
+            raise InvalidArgumentError("Session name cannot be empty", param="name", session_path=self.session_file)
+        self.session_manager.append_session_info(trimmed)
         self._notify({"type": "session_info_changed", "name": self.session_manager.get_session_name()})
 
     def set_model(self, provider: str, model_id: str) -> ModelRef:
@@ -306,30 +323,77 @@ def _drop(event: Event) -> None:
 # -- creation (Pi's createAgentSessionFromServices) ------------------------------------------
 
 
-def build_system_prompt(services: Any) -> str:
-    """SYSTEM.md (or the default), APPEND_SYSTEM.md, then the context files in load order."""
-    base = getattr(services, "system_prompt", None) or DEFAULT_SYSTEM_PROMPT
-    parts = [base]
-    appended = getattr(services, "append_system_prompt", None)
-    if appended:
-        parts.append(appended)
-    files = getattr(services, "context_files", None) or []
-    if files:
-        parts.append("# Project context")
-        parts.extend(f"## {f.path}\n\n{f.content}" for f in files)
-    parts.append(f"Current working directory: {services.cwd}")
-    return "\n\n".join(parts)
-
-
 def _settings_get(services: Any, key: str) -> Any:
     settings = getattr(services, "settings", None)
     getter = getattr(settings, "get", None)
     return getter(key) if callable(getter) else None
 
 
-def _tool_specs(runner: Any) -> list[ToolSpec]:
-    tools = getattr(runner, "tools", None) or {}
-    return [ToolSpec(name=t.name, description=t.description, parameters=dict(t.parameters)) for t in tools.values()]
+def _extension_tool(runner: Any, definition: Any) -> Tool:
+    """An extension's tool behind the seam (abort cancels it: extension tools take no signal)."""
+    name = str(definition.name)
+
+    async def run(tool_call_id: str, args: dict[str, Any], ctx: Any) -> dict[str, Any]:
+        result: dict[str, Any] = await runner.execute_tool(name, tool_call_id, args)
+        return result
+
+    return FunctionTool(name=name, label=name, description=str(definition.description),
+                        parameters=dict(definition.parameters), run=run, accepts_signal=False)
+
+
+def tool_options(services: Any) -> ToolOptions:
+    """The settings Pi's built-ins read: ``shellPath`` (``~`` expanded), ``shellCommandPrefix``,
+    ``images.autoResize``."""
+    shell_path = _settings_get(services, "shellPath")
+    prefix = _settings_get(services, "shellCommandPrefix")
+    images = _settings_get(services, "images")
+    auto_resize = images.get("autoResize") if isinstance(images, Mapping) else None
+    if isinstance(shell_path, str) and shell_path:
+        from rpcd.tools.paths import expand_path
+
+        shell_path = expand_path(shell_path)
+    return ToolOptions(
+        agent_dir=getattr(services, "agent_dir", None),
+        shell_path=shell_path if isinstance(shell_path, str) and shell_path else None,
+        command_prefix=prefix if isinstance(prefix, str) and prefix else None,
+        auto_resize_images=auto_resize if isinstance(auto_resize, bool) else True,
+    )
+
+
+def session_tools(services: Any, selection: ToolSelection) -> dict[str, Tool]:
+    """The active tools of a session in ``services.cwd``, in Pi's order: built-ins bound to the
+    cwd (rebuilt for every replacement) and the extensions' tools, selected as Pi selects them;
+    an extension tool with a built-in's name takes its place."""
+    runner: Any = getattr(services, "extensions", None)
+    extension_defs: Mapping[str, Any] = getattr(runner, "tools", None) or {}
+    builtin = create_builtin_tools(services.cwd, tool_options(services))
+    settings: Any = getattr(services, "settings", None)
+    default_tools = settings.default_tools() if callable(getattr(settings, "default_tools", None)) else None
+    names = active_tool_names(selection, default_tools=default_tools, builtin=BUILTIN_TOOL_NAMES,
+                              extension_tools=list(extension_defs))
+    return {name: (_extension_tool(runner, extension_defs[name]) if name in extension_defs else builtin[name])
+            for name in names}
+
+
+def build_system_prompt(services: Any, tools: Mapping[str, Tool] | None = None) -> str:
+    """Pi's ``buildSystemPrompt`` for these services and active tools (``system_prompt.py``)."""
+    active = dict(tools) if tools is not None else {}
+    snippets: dict[str, str] = {}
+    guidelines: list[str] = []
+    for name, tool in active.items():
+        snippet = normalize_snippet(getattr(tool, "prompt_snippet", None))
+        if snippet:
+            snippets[name] = snippet
+        guidelines.extend(normalize_guidelines(getattr(tool, "prompt_guidelines", ()) or ()))
+    return pi_system_prompt(
+        cwd=services.cwd,
+        selected_tools=list(active),
+        tool_snippets=snippets,
+        prompt_guidelines=guidelines,
+        custom_prompt=getattr(services, "system_prompt", None),
+        append_system_prompt=getattr(services, "append_system_prompt", None),
+        context_files=getattr(services, "context_files", None) or [],
+    )
 
 
 def _branch_has_thinking_entry(sm: SessionManager) -> bool:
@@ -359,6 +423,7 @@ def create_agent_session(
     registry: ProviderRegistry,
     session_start_event: Mapping[str, Any] | None = None,
     extra_tools: Sequence[ToolSpec] = (),
+    tool_selection: ToolSelection | None = None,
 ) -> tuple[AgentSession, str | None]:
     """Build a session over ``session_manager`` with ``services``; returns it and the
     model fallback message (``Could not restore model p/m. Using p2/m2``) if any.
@@ -397,27 +462,93 @@ def create_agent_session(
     elif not _branch_has_thinking_entry(sm):
         sm.append_thinking_level_change(thinking)
 
-    runner: Any = getattr(services, "extensions", None)
-    tools = [*_tool_specs(runner), *extra_tools]
-
-    async def run_tool(name: str, tool_call_id: str, args: dict[str, Any]) -> Mapping[str, Any]:
-        if runner is None or getattr(runner, "is_invalidated", False):
-            return {"content": [{"type": "text", "text": f"Tool {name} not found"}], "isError": True}
-        result: Mapping[str, Any] = await runner.execute_tool(name, tool_call_id, args)
-        return result
-
+    tools = session_tools(services, tool_selection or ToolSelection())
+    specs = [ToolSpec(name=t.name, description=t.description, parameters=dict(t.parameters)) for t in tools.values()]
     agent = Agent(
         provider=provider,
         model=model,
         messages=messages,
-        system_prompt=build_system_prompt(services),
+        system_prompt=build_system_prompt(services, tools),
         thinking_level=thinking,
-        tools=tools,
-        tool_runner=run_tool,
+        tools=[*specs, *extra_tools],
         session_id=sm.get_session_id(),
     )
     session = AgentSession(
         session_manager=sm, services=services, agent=agent, session_start_event=session_start_event,
         registry=registry,
     )
+    agent.seam = ToolSeam(tools, _SessionHooks(session).hooks())
     return session, fallback_message
+
+
+class _SessionHooks:
+    """The session's side of the tool-call seam: extension ``tool_call``/``tool_result``
+    handlers, liveness, and the ``PI_*`` facts bash exports. The approval policy (issue 15)
+    plugs in as ``ToolCallHooks.authorize``."""
+
+    def __init__(self, session: AgentSession) -> None:
+        self.session = session
+
+    def hooks(self) -> ToolCallHooks:
+        return ToolCallHooks(tool_call=self.tool_call, tool_result=self.tool_result, is_live=self.is_live,
+                             context=self.context)
+
+    def _runner(self) -> ExtensionRunnerLike | None:
+        runner = self.session.extension_runner
+        if runner is None or runner.is_invalidated:
+            return None
+        return runner
+
+    def is_live(self) -> bool:
+        runner = self.session.extension_runner
+        return not self.session.is_disposed and (runner is None or not runner.is_invalidated)
+
+    def context(self) -> dict[str, str]:
+        session = self.session
+        env = {"PI_SESSION_ID": session.session_id}
+        if session.session_file:
+            env["PI_SESSION_FILE"] = session.session_file
+        model = session.model
+        if model is not None:
+            env["PI_PROVIDER"] = model.provider
+            env["PI_MODEL"] = model.id
+        if session.thinking_level:
+            env["PI_REASONING_LEVEL"] = session.thinking_level
+        return env
+
+    async def tool_call(self, call: ToolCall, signal: AbortSignal) -> Block | None:
+        runner = self._runner()
+        if runner is None or not runner.has_handlers("tool_call"):
+            return None
+        event: dict[str, Any] = {"type": "tool_call", "toolName": call.tool_name, "toolCallId": call.tool_call_id,
+                                 "input": call.args}
+        result = await runner.emit_tool_call(event)
+        if isinstance(event.get("input"), dict) and event["input"] is not call.args:
+            call.args = event["input"]
+        block = result.get("block") if isinstance(result, Mapping) else getattr(result, "block", None)
+        if not block:
+            return None
+        reason = result.get("reason") if isinstance(result, Mapping) else getattr(result, "reason", None)
+        terminate = result.get("terminate") if isinstance(result, Mapping) else getattr(result, "terminate", None)
+        return Block(reason=str(reason) if reason else None, terminate=terminate is True)
+
+    async def tool_result(self, call: ToolCall, outcome: ToolOutcome, signal: AbortSignal) -> ToolOutcome:
+        runner = self._runner()
+        if runner is None or not runner.has_handlers("tool_result"):
+            return outcome
+        patch = await runner.emit_tool_result({
+            "type": "tool_result", "toolName": call.tool_name, "toolCallId": call.tool_call_id, "input": call.args,
+            "content": outcome.content, "details": outcome.details, "isError": outcome.is_error,
+            "usage": outcome.usage,
+        })
+        if patch is None:
+            return outcome
+        content = patch.get("content")
+        is_error = patch.get("isError")
+        return ToolOutcome(
+            content=list(content) if isinstance(content, list) else outcome.content,
+            details=patch.get("details") if patch.get("details") is not None else outcome.details,
+            is_error=is_error if isinstance(is_error, bool) else outcome.is_error,
+            usage=patch.get("usage") if patch.get("usage") is not None else outcome.usage,
+            terminate=outcome.terminate,
+        )

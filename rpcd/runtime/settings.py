@@ -16,6 +16,7 @@ from typing import Any, Literal, TypeAlias
 
 import attrs
 
+from rpcd.core.files import read_regular
 from rpcd.core.values import Diagnostic
 
 SettingsScope: TypeAlias = Literal["global", "project"]
@@ -85,8 +86,7 @@ def project_settings_path(cwd: str) -> str:
 def load_settings_file(path: str, scope: SettingsScope) -> tuple[dict[str, Any], SettingsLoadError | None]:
     """Read one scope; a missing file is ``{}`` without error."""
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
+        raw = read_regular(path)  # a FIFO or device here is an error, never a blocking read
     except FileNotFoundError:
         return {}, None
     except OSError as exc:

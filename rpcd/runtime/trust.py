@@ -22,6 +22,7 @@ from typing import Any, Literal, TypeAlias
 import attrs
 
 from rpcd.core.errors import RuntimeFailure
+from rpcd.core.files import read_regular
 from rpcd.core.values import Diagnostic
 
 from .settings import CONFIG_DIR_NAME
@@ -109,8 +110,7 @@ class TrustStore:
     def read(self) -> tuple[dict[str, bool], str | None]:
         """The stored decisions, and a reason if the file could not be used (then ``{}``)."""
         try:
-            with open(self.path, "rb") as fh:
-                text = fh.read().decode("utf-8").removeprefix("\ufeff")
+            text = read_regular(self.path).decode("utf-8").removeprefix("\ufeff")
         except FileNotFoundError:
             return {}, None
         except (OSError, UnicodeDecodeError) as exc:

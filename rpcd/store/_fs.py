@@ -5,13 +5,27 @@ the directory is ``fsync``ed after a file is created or renamed into place, so a
 acknowledged append survives a crash or power loss of this machine. A failed append is
 cut back to the previous file size so the file never keeps half a line that a later
 append would be glued onto.
+
+Identity (``FileState``): the session file we append to must still be the file we read or
+created. Before every append its device/inode, its size, its first bytes (the header, which
+names the session) and the bytes just before the end we know are compared with what we hold:
+a file replaced by another (renamed over, or a symlink retargeted), truncated, rewritten in
+place or turned into something that is not a regular file is refused with
+``FileChangedError``, and nothing is written to it. A file
+that only grew (another writer appended after our last line) is still ours: the append goes
+after the new lines, as Pi's would.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 import tempfile
+from collections.abc import Callable
+
+import attrs
 
 from rpcd.core.durable import fsync_directory
 
@@ -37,11 +51,56 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-def create_exclusive(path: str, data: bytes) -> None:
+TAIL = 256
+"""Bytes before the known end of file compared before an append."""
+HEAD = 256
+"""Bytes at the start compared before an append: the header, which names the session."""
+
+
+@attrs.frozen
+class FileState:
+    """Which file we hold and how much of it we know: identity, size, first and last bytes."""
+
+    dev: int
+    ino: int
+    size: int
+    head: bytes
+    tail: bytes
+
+    @classmethod
+    def of(cls, info: os.stat_result, size: int, content_start: bytes, content_end: bytes) -> FileState:
+        return cls(info.st_dev, info.st_ino, size, content_start[:HEAD], content_end[-TAIL:])
+
+
+class FileChangedError(OSError):
+    """The file is no longer the one we read or wrote; ``strerror`` says how."""
+
+    def __init__(self, path: str, how: str) -> None:
+        super().__init__(errno.ESTALE, f"the file was {how} since rpcd opened it; resume it to continue", path)
+
+
+def create_exclusive(path: str, data: bytes) -> FileState:
     """Create ``path`` (0600) with ``data``; ``FileExistsError`` if it exists. No partial file remains."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
     try:
         _write_all(fd, data)
+        _fsync(fd)
+        state = FileState.of(os.fstat(fd), len(data), data, data)
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        raise
+    os.close(fd)
+    fsync_dir(os.path.dirname(path) or ".")
+    return state
+
+
+def create_streamed(path: str, write: Callable[[int], None]) -> None:
+    """``create_exclusive`` whose content ``write(fd)`` produces (a streamed copy); same guarantees."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+    try:
+        write(fd)
         _fsync(fd)
     except BaseException:
         os.close(fd)
@@ -52,11 +111,22 @@ def create_exclusive(path: str, data: bytes) -> None:
     fsync_dir(os.path.dirname(path) or ".")
 
 
-def append(path: str, data: bytes) -> None:
-    """Append ``data`` to an existing file; on failure the file is cut back to its old size."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0))
+def append(path: str, data: bytes, expected: FileState | None = None) -> FileState:
+    """Append ``data`` to the existing file ``path``; on failure it is cut back to its old size.
+
+    With ``expected``, the file must still be that file (see the module doc), else
+    ``FileChangedError`` and nothing is written. Returns the state after the append.
+    """
+    # Read-write: the identity check reads the tail. Non-blocking: a FIFO put in its place cannot block.
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     try:
-        size = os.fstat(fd).st_size
+        info = os.fstat(fd)
+        size = info.st_size
+        if not stat.S_ISREG(info.st_mode):
+            raise FileChangedError(path, "replaced by something that is not a regular file")
+        tail = b""
+        if expected is not None:
+            tail = _check_same(fd, info, expected, path)
         try:
             _write_all(fd, data)
             _fsync(fd)
@@ -66,15 +136,39 @@ def append(path: str, data: bytes) -> None:
             raise
     finally:
         os.close(fd)
+    if expected is None:
+        # An empty file's head is what we wrote; otherwise it is unknown and not checked later.
+        return FileState.of(info, size + len(data), data if size == 0 else b"", data)
+    head = expected.head if len(expected.head) >= HEAD else (expected.head + data)[:HEAD]
+    return FileState(info.st_dev, info.st_ino, size + len(data), head, (tail + data)[-TAIL:])
 
 
-def replace_atomically(path: str, data: bytes) -> None:
+def _check_same(fd: int, info: os.stat_result, expected: FileState, path: str) -> bytes:
+    """Refuse a file that is not ``expected`` any more; the bytes before its end (for the new tail)."""
+    if (info.st_dev, info.st_ino) != (expected.dev, expected.ino):
+        raise FileChangedError(path, "replaced by another file")
+    if info.st_size < expected.size:
+        raise FileChangedError(path, "truncated")
+    if expected.head and os.pread(fd, len(expected.head), 0) != expected.head:
+        raise FileChangedError(path, "rewritten")
+    if expected.tail:
+        start = expected.size - len(expected.tail)
+        if os.pread(fd, len(expected.tail), start) != expected.tail:
+            raise FileChangedError(path, "rewritten")
+    if info.st_size == expected.size:
+        return expected.tail
+    # Grown: another writer appended after our last line. Still our file; continue after its lines.
+    return os.pread(fd, TAIL, max(0, info.st_size - TAIL))
+
+
+def replace_atomically(path: str, data: bytes) -> FileState:
     """Rewrite ``path`` via a 0600 temp file + rename: readers see the old or the new file, never half."""
     directory = os.path.dirname(path) or "."
     fd, temp = tempfile.mkstemp(prefix=".rpcd-", suffix=".tmp", dir=directory)
     try:
         _write_all(fd, data)
         _fsync(fd)
+        state = FileState.of(os.fstat(fd), len(data), data, data)
         os.close(fd)
         fd = -1
         os.replace(temp, path)
@@ -85,3 +179,4 @@ def replace_atomically(path: str, data: bytes) -> None:
             os.unlink(temp)
         raise
     fsync_dir(directory)
+    return state

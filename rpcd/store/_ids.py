@@ -11,7 +11,8 @@ import re
 import time
 import uuid
 from collections.abc import Container
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from typing import Final
 
 from rpcd.core.errors import StoreError
 
@@ -76,3 +77,31 @@ def parse_iso(text: object) -> datetime | None:
 def file_timestamp(iso: str) -> str:
     """Header timestamp as used in file names: every ``:`` and ``.`` replaced by ``-``."""
     return iso.replace(":", "-").replace(".", "-")
+
+
+_MAX_TIME_MS = 8.64e15
+"""ECMAScript's TimeClip bound: dates beyond +-100,000,000 days are Invalid Date."""
+
+
+def js_date_ms(value: object) -> int | None:
+    """``new Date(value).getTime()`` for a parsed JSON value; ``None`` where JavaScript gives NaN.
+
+    A number is a time value (``1700000000000`` stays itself), ``null``/``false`` is 0, ``true``
+    1, a string is parsed (the ISO shapes; JavaScript's legacy formats are not), an array by
+    its joined text, an object never.
+    """
+    if value is None or isinstance(value, bool):
+        return int(bool(value))
+    if isinstance(value, int | float):
+        if value != value or abs(value) > _MAX_TIME_MS:
+            return None
+        return int(value)  # ToIntegerOrInfinity truncates toward zero
+    if isinstance(value, list):
+        value = ",".join("" if item is None else str(item) for item in value)
+    moment = parse_iso(value)
+    if moment is None:
+        return None
+    return (moment - _EPOCH) // timedelta(milliseconds=1)  # exact: no float rounding of the milliseconds
+
+
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)

@@ -14,7 +14,7 @@ import attrs
 
 from rpcd.core.values import ModelRef
 from rpcd.store import entries as E
-from rpcd.store._ids import parse_iso
+from rpcd.store._ids import js_date_ms
 from rpcd.store.records import Record
 
 
@@ -27,22 +27,27 @@ class SessionContext:
     model: ModelRef | None = None
 
 
-def _ms(timestamp: Any) -> int | None:
-    moment = parse_iso(timestamp)
-    return None if moment is None else int(moment.timestamp() * 1000)
+def _ms(entry: dict[str, Any]) -> int | None:
+    """``new Date(entry.timestamp).getTime()``: a number stays itself, NaN is ``None`` (JSON null)."""
+    return js_date_ms(entry["timestamp"]) if "timestamp" in entry else None
+
+
+def _present(entry: dict[str, Any], *keys: str) -> dict[str, Any]:
+    """The keys ``entry`` has, with their values: Pi copies ``entry.x`` and ``undefined`` vanishes
+    from JSON, while an explicit ``null`` stays."""
+    return {key: entry[key] for key in keys if key in entry}
 
 
 def _compaction_summary(entry: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "role": "compactionSummary",
-        "summary": entry.get("summary"),
-        "tokensBefore": entry.get("tokensBefore"),
-        "timestamp": _ms(entry.get("timestamp")),
-    }
+    return {"role": "compactionSummary", **_present(entry, "summary", "tokensBefore"), "timestamp": _ms(entry)}
+
+
+_CONTENT_ROLES = frozenset({"user", "assistant", "toolResult"})
 
 
 def entry_to_message(record: Record) -> dict[str, Any] | None:
-    """One entry's contribution to the context (``None``: it contributes nothing).
+    """One entry's contribution to the context (``None``: it contributes nothing), as Pi's
+    ``sessionEntryToContextMessages`` builds it (hand-edited files included).
 
     An older compaction inside the latest one's kept region is a summary message too.
     """
@@ -51,29 +56,27 @@ def entry_to_message(record: Record) -> dict[str, Any] | None:
         return _compaction_summary(record.entry)
     if kind == E.MESSAGE:
         message = record.entry.get("message")
-        return message if isinstance(message, dict) else None
+        if not isinstance(message, dict):
+            return None
+        if message.get("role") in _CONTENT_ROLES and message.get("content") is None:
+            return {**message, "content": []}  # null or missing content reads as no blocks
+        return message
     if kind == E.CUSTOM_MESSAGE:
         entry = record.entry
-        return E.compact(
-            {
-                "role": "custom",
-                "customType": entry.get("customType"),
-                "content": entry.get("content"),
-                "display": entry.get("display"),
-                "details": entry.get("details"),
-                "timestamp": _ms(entry.get("timestamp")),
-            }
-        )
+        content = entry.get("content")
+        return {
+            "role": "custom",
+            **_present(entry, "customType"),
+            "content": [] if content is None else content,
+            **_present(entry, "display", "details"),
+            "timestamp": _ms(entry),
+        }
     if kind == E.BRANCH_SUMMARY:
         entry = record.entry
-        if not entry.get("summary"):
+        if not E.js_truthy(entry.get("summary")):
             return None
-        return {
-            "role": "branchSummary",
-            "summary": entry["summary"],
-            "fromId": entry.get("fromId"),
-            "timestamp": _ms(entry.get("timestamp")),
-        }
+        summary = {"role": "branchSummary", "summary": entry["summary"], **_present(entry, "fromId")}
+        return {**summary, "timestamp": _ms(entry)}
     return None
 
 

@@ -52,6 +52,15 @@ def js_trim(text: str) -> str:
     return text.strip(JS_WHITESPACE)
 
 
+def js_truthy(value: Any) -> bool:
+    """JavaScript truthiness of a parsed JSON value (``[]`` and ``{}`` are truthy there)."""
+    if value is None or value is False or value == "":
+        return False
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return value == value and value != 0
+    return True
+
+
 def compact(entry: dict[str, Any]) -> dict[str, Any]:
     """Drop keys whose value is ``None`` where Pi would have ``undefined``."""
     return {k: v for k, v in entry.items() if v is not None}

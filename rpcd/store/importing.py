@@ -2,22 +2,58 @@
 
 Pi 0.85.0 copies ``x.jsonl`` to ``x.jsonl``, ``x-1.jsonl``, ``x-2.jsonl``, ... (exclusive
 create) and skips the copy when the source already is the destination. We also refuse a
-source that is not a session before copying, and ``import_session`` removes its own copy
-again when the session's stored cwd is missing (Pi leaves it behind).
+source that is not a session before copying (its first parsed line must be a header, found
+as the full load finds it: however long the header line, however many blank lines before
+it), and ``import_session`` removes its own copy again when the session's stored cwd is
+missing (Pi leaves it behind).
+
+The copy streams in chunks (memory bounded by one chunk, or none where the kernel copies),
+reports its progress, and refuses a source over ``max_bytes`` (default
+``DEFAULT_MAX_IMPORT_BYTES``, or ``$RPCD_MAX_IMPORT_BYTES``) before copying anything. Only a
+regular file is read: a FIFO or a device is refused, never opened for a blocking read.
+Callers on an event loop run these functions in a worker thread.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+from collections.abc import Callable
+from typing import Any, Final
 
-from rpcd.core.errors import MissingSessionCwdError, SessionFileNotFoundError, SessionWriteError
-from rpcd.store import _fs
-from rpcd.store.loader import not_a_session, read_header
+from rpcd.core.errors import (
+    MissingSessionCwdError,
+    SessionFileNotFoundError,
+    SessionFileTooLargeError,
+    SessionWriteError,
+)
+from rpcd.core.files import NotARegularFileError, check_regular, open_regular
+from rpcd.store import _fs, codec
+from rpcd.store import entries as E
+from rpcd.store.loader import not_a_session
 from rpcd.store.manager import SessionManager, assert_session_cwd_exists
 from rpcd.store.paths import make_private_dirs
 
 _MAX_SUFFIX = 10_000
+DEFAULT_MAX_IMPORT_BYTES: Final = 1 << 30
+"""1 GiB. Pi has no limit; a transcript this large is almost surely not one (a sparse or
+runaway file), and opening it would hold all of it in memory."""
+MAX_IMPORT_BYTES_ENV: Final = "RPCD_MAX_IMPORT_BYTES"
+_CHUNK: Final = 8 << 20
+_REPORT_EVERY: Final = 1  # percent
+
+Progress = Callable[[int, int], None]
+"""``(bytes copied, bytes to copy)``; called from the copying thread."""
+
+
+def default_max_import_bytes() -> int:
+    raw = os.environ.get(MAX_IMPORT_BYTES_ENV, "")
+    try:
+        value = int(raw)
+    except ValueError:
+        return DEFAULT_MAX_IMPORT_BYTES
+    return value if value > 0 else DEFAULT_MAX_IMPORT_BYTES
 
 
 def _split_name(name: str) -> tuple[str, str]:
@@ -34,51 +70,55 @@ def _same_file(a: str, b: str) -> bool:
         return os.path.realpath(a) == os.path.realpath(b)
 
 
-def import_session_file(source: str, session_dir: str) -> tuple[str, bool]:
-    """Copy ``source`` into ``session_dir``; returns ``(destination, copied)``.
-
-    Raises ``SessionFileNotFoundError`` (missing source) or ``SessionWriteError``.
-    """
+def check_import_source(source: str) -> str:
+    """``source`` made absolute; ``SessionFileNotFoundError`` if missing, ``NotASessionError`` if it
+    is not a regular file (a FIFO, a device, a directory: refused without being read)."""
     source = os.path.abspath(source)
-    if not os.path.isfile(source):
-        raise SessionFileNotFoundError(f"File not found: {source}", session_path=source)
-    session_dir = os.path.abspath(session_dir)
-    stem, ext = _split_name(os.path.basename(source))
-    first = os.path.join(session_dir, stem + ext)
-    if os.path.exists(first) and _same_file(first, source):
-        return first, False
     try:
-        make_private_dirs(session_dir)
-        with open(source, "rb") as handle:
-            data = handle.read()
+        check_regular(source)
+    except FileNotFoundError:
+        raise SessionFileNotFoundError(f"File not found: {source}", session_path=source) from None
+    except (NotARegularFileError, IsADirectoryError):
+        raise not_a_session(source) from None
     except OSError as exc:
         raise SessionWriteError(f"Could not import session file: {exc.strerror}", session_path=source) from exc
-    for suffix in range(_MAX_SUFFIX):
-        candidate = first if suffix == 0 else os.path.join(session_dir, f"{stem}-{suffix}{ext}")
-        try:
-            _fs.create_exclusive(candidate, data)
-        except FileExistsError:
-            continue
-        except OSError as exc:
-            raise SessionWriteError(f"Could not import session file: {exc.strerror}", session_path=candidate) from exc
-        return candidate, True
-    raise SessionWriteError("Could not import session file: no free file name", session_path=first)
+    return source
+
+
+def import_session_file(
+    source: str, session_dir: str, *, max_bytes: int | None = None, on_progress: Progress | None = None
+) -> tuple[str, bool]:
+    """Copy ``source`` into ``session_dir``; returns ``(destination, copied)``.
+
+    Raises ``SessionFileNotFoundError`` (missing source), ``NotASessionError`` (not a regular
+    file), ``SessionFileTooLargeError`` (over ``max_bytes``) or ``SessionWriteError``.
+    """
+    source = check_import_source(source)
+    with _open_source(source) as fd:
+        _check_size(fd, source, max_bytes)
+        return _copy_into(fd, source, session_dir, _limit(max_bytes), on_progress)
 
 
 def import_session(
-    source: str, session_dir: str, cwd_override: str | None = None, *, fallback_cwd: str | None = None
+    source: str,
+    session_dir: str,
+    cwd_override: str | None = None,
+    *,
+    fallback_cwd: str | None = None,
+    max_bytes: int | None = None,
+    on_progress: Progress | None = None,
 ) -> SessionManager:
     """The store side of ``importFromJsonl``: check, copy, open, check the cwd.
 
     Raises ``NotASessionError`` before copying anything; on ``MissingSessionCwdError`` the
     copy made by this call is removed, so a retry with ``cwd_override`` reuses the name.
     """
-    source = os.path.abspath(source)
-    if not os.path.isfile(source):
-        raise SessionFileNotFoundError(f"File not found: {source}", session_path=source)
-    if os.path.getsize(source) > 0 and read_header(source) is None:
-        raise not_a_session(source)
-    destination, copied = import_session_file(source, session_dir)
+    source = check_import_source(source)
+    with _open_source(source) as fd:
+        size = _check_size(fd, source, max_bytes)
+        if size > 0 and not _starts_with_header(fd, _limit(max_bytes)):
+            raise not_a_session(source)
+        destination, copied = _copy_into(fd, source, session_dir, _limit(max_bytes), on_progress)
     try:
         manager = SessionManager.open(destination, session_dir, cwd_override)
         assert_session_cwd_exists(manager, fallback_cwd if fallback_cwd is not None else os.getcwd())
@@ -88,3 +128,156 @@ def import_session(
                 os.unlink(destination)
         raise
     return manager
+
+
+def _limit(max_bytes: int | None) -> int:
+    return max_bytes if max_bytes is not None else default_max_import_bytes()
+
+
+@contextlib.contextmanager
+def _open_source(source: str) -> Any:
+    try:
+        fd = open_regular(source)
+    except FileNotFoundError:
+        raise SessionFileNotFoundError(f"File not found: {source}", session_path=source) from None
+    except (NotARegularFileError, IsADirectoryError):
+        raise not_a_session(source) from None
+    except OSError as exc:
+        raise SessionWriteError(f"Could not import session file: {exc.strerror}", session_path=source) from exc
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _check_size(fd: int, source: str, max_bytes: int | None) -> int:
+    size = os.fstat(fd).st_size
+    limit = _limit(max_bytes)
+    if size > limit:
+        raise _too_large(source, size, limit)
+    return size
+
+
+def _too_large(source: str, size: int | None, limit: int) -> SessionFileTooLargeError:
+    seen = f"{size} bytes" if size is not None else "more"
+    return SessionFileTooLargeError(
+        f"Session file is too large to import: {seen}, the limit is {limit} bytes "
+        f"(set {MAX_IMPORT_BYTES_ENV} to change it): {source}",
+        session_path=source,
+    )
+
+
+_VALUE_START: Final = frozenset(b'{["-0123456789tfn')
+_NOT_FOUND: Final = object()
+
+
+def _starts_with_header(fd: int, limit: int) -> bool:
+    """Whether the first line ``JSON.parse`` accepts is a session header (Pi's full-load rule).
+
+    Streams the file: blank and unparsable lines are skipped however long they are, and a
+    line that cannot be JSON (its first byte says so) is skipped without being held.
+    """
+    value = _first_parsed_line(fd, limit)
+    return isinstance(value, dict) and value.get("type") == E.SESSION and isinstance(value.get("id"), str)
+
+
+def _first_parsed_line(fd: int, limit: int) -> Any:
+    pending = bytearray()
+    started = hopeless = False
+    offset = 0
+    while True:
+        chunk = os.pread(fd, _CHUNK, offset)
+        offset += len(chunk)
+        if offset > limit:
+            raise OSError(errno.EFBIG, "grew past the import size limit while being read")
+        pos = 0
+        while True:
+            newline = chunk.find(b"\n", pos) if chunk else -1
+            end = newline if newline >= 0 else len(chunk)
+            if not hopeless and end > pos:
+                piece = memoryview(chunk)[pos:end]
+                if not started:
+                    stripped = bytes(piece[:64]).lstrip(b" \t\r")
+                    if not stripped and end - pos > 64:
+                        stripped = bytes(piece).lstrip(b" \t\r")
+                    if stripped:
+                        started = True
+                        hopeless = stripped[0] not in _VALUE_START
+                if not hopeless:
+                    pending += piece
+            if newline < 0 and chunk:
+                break
+            if started and not hopeless:
+                try:
+                    value = codec.loads(bytes(pending))
+                except codec.LineError:
+                    pass
+                else:
+                    if E.js_truthy(value):  # Pi skips a line parsing to null, false, 0 or ""
+                        return value
+            if not chunk:
+                return _NOT_FOUND
+            pending.clear()
+            started = hopeless = False
+            pos = newline + 1
+
+
+def _copy_into(
+    fd: int, source: str, session_dir: str, limit: int, on_progress: Progress | None
+) -> tuple[str, bool]:
+    session_dir = os.path.abspath(session_dir)
+    stem, ext = _split_name(os.path.basename(source))
+    first = os.path.join(session_dir, stem + ext)
+    if os.path.exists(first) and _same_file(first, source):
+        return first, False
+    try:
+        make_private_dirs(session_dir)
+    except OSError as exc:
+        raise SessionWriteError(f"Could not import session file: {exc.strerror}", session_path=source) from exc
+    for suffix in range(_MAX_SUFFIX):
+        candidate = first if suffix == 0 else os.path.join(session_dir, f"{stem}-{suffix}{ext}")
+        try:
+            _fs.create_streamed(candidate, lambda out: _copy_stream(fd, out, source, limit, on_progress))
+        except FileExistsError:
+            continue
+        except SessionFileTooLargeError:
+            raise
+        except OSError as exc:
+            raise SessionWriteError(f"Could not import session file: {exc.strerror}", session_path=candidate) from exc
+        return candidate, True
+    raise SessionWriteError("Could not import session file: no free file name", session_path=first)
+
+
+def _copy_stream(src: int, out: int, source: str, limit: int, on_progress: Progress | None) -> None:
+    """Copy ``src`` from its start to EOF into ``out``, ``_CHUNK`` at a time; bounded by ``limit``."""
+    total = os.fstat(src).st_size
+    done = 0
+    reported = -1
+    kernel_copy = hasattr(os, "copy_file_range")
+    buffer = bytearray()
+    while True:
+        count = 0
+        if kernel_copy:
+            try:
+                count = os.copy_file_range(src, out, _CHUNK, done)
+            except OSError as exc:
+                if exc.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.EBADF):
+                    raise
+                kernel_copy = False
+        if not kernel_copy:
+            if not buffer:
+                buffer = bytearray(_CHUNK)
+            count = os.preadv(src, [buffer], done)
+            view = memoryview(buffer)[:count]
+            while view:
+                view = view[os.write(out, view) :]
+        if count == 0:
+            break
+        done += count
+        if done > limit:
+            raise _too_large(source, None, limit)
+        if on_progress is not None:
+            percent = 100 if total <= 0 else min(100, done * 100 // total)
+            if percent >= reported + _REPORT_EVERY:
+                reported = percent
+                on_progress(done, max(total, done))

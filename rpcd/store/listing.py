@@ -1,7 +1,8 @@
 """Listing a project's sessions and finding the most recent one, as Pi's pickers do.
 
 Listing reads every file of a directory; a file that is unreadable or not a session is
-skipped (never modified), exactly as Pi skips it.
+skipped (never modified), exactly as Pi skips it. Only regular files are read: a FIFO,
+socket or device named ``*.jsonl`` is skipped without being opened for a blocking read.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 import attrs
 
+from rpcd.core.files import read_regular
 from rpcd.store import entries as E
 from rpcd.store._ids import parse_iso
 from rpcd.store.loader import parsed_lines, read_header
@@ -50,8 +52,8 @@ def _from_ms(ms: float) -> datetime:
 def build_session_info(path: str) -> SessionInfo | None:
     """Pi's ``buildSessionInfo``: ``None`` for anything that is not a readable session."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        # A FIFO or device named *.jsonl is no session: never opened for a blocking read.
+        data = read_regular(path)
         mtime = _from_ms(os.stat(path).st_mtime * 1000)
     except OSError:
         return None

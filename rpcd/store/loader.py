@@ -13,18 +13,22 @@ import re
 import sys
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Final
 
 import attrs
 
 from rpcd.core.errors import NotASessionError
+from rpcd.core.files import open_regular, read_fd
 from rpcd.core.values import Diagnostic
 from rpcd.store import codec, migrations
 from rpcd.store import entries as E
+from rpcd.store._fs import HEAD, TAIL, FileState
 from rpcd.store.records import Record
 
 _MAX_LISTED_LINES = 20
 _WHITESPACE = b" \t\r\n"
+_LINE_START = frozenset(b'{["-0123456789tfn \t\r')
+"""Bytes a line ``JSON.parse`` accepts can start with."""
 
 # The fixed prefix JSON.stringify gives every entry Pi writes with the base keys first.
 # A line that starts like this and ends in "}" is accepted on its skeleton; its body is
@@ -43,6 +47,10 @@ class LoadedFile:
     diagnostics: list[Diagnostic]
     missing_final_newline: bool
     migrated: bool
+    rewrite: list[bytes] | None = None
+    """After a migration: every entry line as Pi's rewrite writes it (header not included)."""
+    state: FileState | None = None
+    """Which file was read and how much of it (set by ``load_file``): appends check it."""
 
 
 def not_a_session(path: str) -> NotASessionError:
@@ -71,7 +79,6 @@ def parse_chunks(chunks: list[bytes], path: str, *, lazy: bool = True) -> Loaded
     parsed: list[tuple[dict[str, Any], bytes]] = []
     blank: list[int] = []
     bad: list[int] = []
-    without_id = 0
     number = 0
     fast = False  # lazy indexing is on once a v3 header has been read
     last_lazy = 0  # line number of the latest non-blank line if it was indexed lazily, else 0
@@ -94,10 +101,21 @@ def parse_chunks(chunks: list[bytes], path: str, *, lazy: bool = True) -> Loaded
                         role = None if role_b is None else names.get(role_b) or _name(role_b)
                         # Node decodes with U+FFFD for invalid bytes (as codec.loads does): never raise here.
                         parent = None if parent_b is None else parent_b.decode("utf-8", "replace")
-                        append(Record(id_b.decode("utf-8", "replace"), parent, kind, role, buf, None, pos, end))
+                        entry_id = id_b.decode("utf-8", "replace")
+                        record = Record(entry_id, parent or None, kind, role, buf, None, pos, end)
+                        if parent == "":
+                            record.tree_parent = ""  # a falsy parentId: not walked, but compared by getTree
+                        append(record)
                         last_lazy = number
                         pos = end + 1
                         continue
+            if end > pos and buf[pos] not in _LINE_START:
+                # Not JSON whatever follows (a torn or binary line, a sparse file's zeros): skipped
+                # without copying it out, however long it is.
+                bad.append(number)
+                last_lazy = 0
+                pos = end + 1
+                continue
             raw = buf[pos:end]
             pos = end + 1
             if raw[:1] in _WHITESPACE or raw[-1:] in _WHITESPACE:
@@ -111,27 +129,25 @@ def parse_chunks(chunks: list[bytes], path: str, *, lazy: bool = True) -> Loaded
             except codec.LineError:
                 bad.append(number)
                 continue
+            if not E.js_truthy(value):
+                bad.append(number)  # null, false, 0, "": Pi's reader drops such a line too
+                continue
             if header is None:
                 if not (
                     isinstance(value, dict) and value.get("type") == E.SESSION and isinstance(value.get("id"), str)
                 ):
                     raise not_a_session(path)
                 header = value
-                if migrations.header_version(header) < E.CURRENT_SESSION_VERSION:
+                if migrations.needs_migration(header):
                     lazy = False  # migration needs every entry parsed
                 fast = lazy
                 continue
             if not isinstance(value, dict):
-                bad.append(number)
+                bad.append(number)  # a bare value: Pi keeps it as an entry with no fields (docs/pi-compat.md)
                 continue
-            if value.get("type") == E.SESSION:
-                continue  # a second header (Pi 0.73.1 wrote those); Pi ignores it too
             if lazy:
-                record = Record.from_parsed(value, raw)
-                if record is None:
-                    without_id += 1
-                else:
-                    append(record)
+                if value.get("type") != E.SESSION:  # a second header (Pi 0.73.1 wrote those): not an entry
+                    append(Record.from_parsed(value, raw))
             else:
                 parsed.append((value, raw))
     if last_lazy:
@@ -144,30 +160,28 @@ def parse_chunks(chunks: list[bytes], path: str, *, lazy: bool = True) -> Loaded
         if not isinstance(value, dict):
             bad.append(last_lazy)
         else:
-            record = Record.from_parsed(value, tail.raw)
-            if record is None:
-                without_id += 1
-            else:
-                append(record)
+            append(Record.from_parsed(value, tail.raw))
     if header is None:
         if any(chunk.strip(_WHITESPACE) for chunk in chunks):
             raise not_a_session(path)
         return None
 
     migrated = migrations.migrate([header, *(entry for entry, _ in parsed)])
+    rewrite: list[bytes] | None = [] if migrated else None
     for entry, raw in parsed:
-        record = Record.from_parsed(entry, codec.dumps(entry) if migrated else raw)
-        if record is None:
-            without_id += 1
-        else:
-            append(record)
+        line = codec.dumps(entry) if migrated else raw
+        if rewrite is not None:
+            rewrite.append(line)  # Pi rewrites every parsed line, a second header included
+        if entry.get("type") != E.SESSION:
+            append(Record.from_parsed(entry, line))
 
     return LoadedFile(
         header=header,
         records=records,
-        diagnostics=_diagnostics(blank, bad, without_id),
+        diagnostics=_diagnostics(blank, bad),
         missing_final_newline=not _ends_with_newline(chunks),
         migrated=migrated,
+        rewrite=rewrite,
     )
 
 
@@ -191,10 +205,24 @@ def _ends_with_newline(chunks: list[bytes]) -> bool:
     return False
 
 
+_HOPELESS: Final = b"\x00"
+"""Stands for a line cut by a chunk boundary that cannot be JSON (it starts with a byte no JSON
+text starts with): the parser sees one unreadable line, and the line is never copied."""
+
+
+def _carried(chunk: bytes, start: int) -> bytes:
+    """The partial line ``chunk[start:]`` to carry into the next chunk (or its stand-in)."""
+    if start < len(chunk) and chunk[start] not in _LINE_START:
+        return _HOPELESS
+    return chunk[start:]
+
+
 def _segments(chunks: list[bytes]) -> Iterator[tuple[bytes, int, int]]:
     """``(buf, start, stop)`` spans holding whole lines, in order, covering all of ``chunks``.
 
-    A line cut by a chunk boundary is joined into a small buffer of its own.
+    A line cut by a chunk boundary is joined into a small buffer of its own; one that cannot be
+    JSON is not joined at all (``_HOPELESS``), so a huge binary or zero-filled line (a sparse file)
+    costs no copy.
     """
     carry = b""
     for index, chunk in enumerate(chunks):
@@ -203,18 +231,21 @@ def _segments(chunks: list[bytes]) -> Iterator[tuple[bytes, int, int]]:
         if carry:
             newline = chunk.find(b"\n")
             if newline < 0 and not last:
-                carry += chunk
+                if carry is not _HOPELESS:
+                    carry += chunk
                 continue
             head = len(chunk) if newline < 0 else newline + 1
-            joined = carry + chunk[:head]
+            # A hopeless line is not joined: its stand-in (plus the newline that ends it) is enough.
+            ending = b"\n" if newline >= 0 else b""
+            joined = carry + chunk[:head] if carry is not _HOPELESS else _HOPELESS + ending
             carry = b""
             yield joined, 0, len(joined)
             start = head
         stop = len(chunk) if last else chunk.rfind(b"\n", start) + 1
         if stop <= start:  # no line ends in this chunk
-            carry = chunk[start:]
+            carry = _carried(chunk, start)
             continue
-        carry = chunk[stop:]
+        carry = _carried(chunk, stop)
         yield chunk, start, stop
     if carry:
         yield carry, 0, len(carry)
@@ -226,54 +257,94 @@ def _segments(chunks: list[bytes]) -> Iterator[tuple[bytes, int, int]]:
 _PARALLEL_READ_BYTES = 8 << 20
 
 
-def read_chunks(path: str) -> list[bytes]:
-    """The whole file (to EOF, as one ``read()`` would), as one or more consecutive chunks."""
-    with open(path, "rb") as handle:
-        fd = handle.fileno()
-        size = os.fstat(fd).st_size
-        if size < _PARALLEL_READ_BYTES or not hasattr(os, "pread"):
-            return [handle.read()]
-        half = size // 2
-        tail: list[bytes] = []
-        failure: list[BaseException] = []
+def read_chunks(path: str) -> tuple[list[bytes], FileState]:
+    """The whole file (to EOF, as one ``read()`` would), as consecutive chunks, and what was read.
 
-        def read_tail() -> None:
-            try:
-                tail.append(os.pread(fd, size - half, half))
-            except BaseException as exc:  # handed to the reading thread below
-                failure.append(exc)
+    Only a regular file is read (``rpcd.core.files.open_regular``): a FIFO, a device or a socket
+    at ``path`` raises ``NotARegularFileError`` at once instead of blocking or never ending.
+    """
+    fd = open_regular(path)
+    try:
+        info = os.fstat(fd)
+        chunks = _read_fd_chunks(fd, info.st_size, path)
+    finally:
+        os.close(fd)
+    total = sum(len(chunk) for chunk in chunks)
+    return chunks, FileState.of(info, total, _first_bytes(chunks), _last_bytes(chunks))
 
-        worker = threading.Thread(target=read_tail, name="rpcd-store-read", daemon=True)
-        worker.start()
+
+def _read_fd_chunks(fd: int, size: int, path: str) -> list[bytes]:
+    if size < _PARALLEL_READ_BYTES or not hasattr(os, "pread"):
+        return [read_fd(fd, path=path)]
+    half = size // 2
+    tail: list[bytes] = []
+    failure: list[BaseException] = []
+
+    def read_tail() -> None:
         try:
-            head = os.pread(fd, half, 0)
-        finally:
-            worker.join()
-        if failure:
-            raise failure[0]
-        if len(head) < half or len(tail[0]) < size - half:  # shrank meanwhile: read it plainly
-            handle.seek(0)
-            return [handle.read()]
-        handle.seek(size)
-        rest = handle.read()  # grew meanwhile: what one read() to EOF would also have seen
-        return [head, tail[0], rest] if rest else [head, tail[0]]
+            tail.append(os.pread(fd, size - half, half))
+        except BaseException as exc:  # handed to the reading thread below
+            failure.append(exc)
+
+    worker = threading.Thread(target=read_tail, name="rpcd-store-read", daemon=True)
+    worker.start()
+    try:
+        head = os.pread(fd, half, 0)
+    finally:
+        worker.join()
+    if failure:
+        raise failure[0]
+    if len(head) < half or len(tail[0]) < size - half:  # shrank meanwhile: read it plainly
+        os.lseek(fd, 0, os.SEEK_SET)
+        return [read_fd(fd, path=path)]
+    os.lseek(fd, size, os.SEEK_SET)
+    rest = read_fd(fd, path=path)  # grew meanwhile: what one read() to EOF would also have seen
+    return [head, tail[0], rest] if rest else [head, tail[0]]
+
+
+def _first_bytes(chunks: list[bytes]) -> bytes:
+    start = b""
+    for chunk in chunks:
+        start += chunk[: HEAD - len(start)]
+        if len(start) >= HEAD:
+            break
+    return start
+
+
+def _last_bytes(chunks: list[bytes]) -> bytes:
+    end = b""
+    for chunk in reversed(chunks):
+        end = chunk[-TAIL:] + end
+        if len(end) >= TAIL:
+            break
+    return end[-TAIL:]
 
 
 def load_file(path: str) -> LoadedFile | None:
     """Read and parse ``path``; ``None`` for an empty file. ``OSError`` propagates."""
-    return parse_chunks(read_chunks(path), path)
+    chunks, state = read_chunks(path)
+    loaded = parse_chunks(chunks, path)
+    if loaded is not None:
+        loaded.state = state
+    return loaded
 
 
 def read_header(path: str, limit: int = 1 << 20) -> dict[str, Any] | None:
     """The header of ``path`` from at most ``limit`` bytes, or ``None`` if it has none.
 
-    Used where Pi only peeks (``continueRecent``, import checks): no full parse.
+    Used where Pi only peeks (``continueRecent``, listing): no full parse. A path that is not
+    a regular file (a FIFO named ``*.jsonl``, a device) has no header; it is never read.
     """
     try:
-        with open(path, "rb") as handle:
-            chunk = handle.read(limit)
+        fd = open_regular(path)
     except OSError:
         return None
+    try:
+        chunk = os.read(fd, limit)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     for value in parsed_lines(chunk):
         if isinstance(value, dict) and value.get("type") == E.SESSION and isinstance(value.get("id"), str):
             return value
@@ -282,15 +353,18 @@ def read_header(path: str, limit: int = 1 << 20) -> dict[str, Any] | None:
 
 
 def parsed_lines(data: bytes) -> Iterator[Any]:
-    """Every line of ``data`` that parses, in order; blank and unparsable lines skipped (Pi's rule)."""
+    """Every line of ``data`` that parses, in order; blank and unparsable lines skipped, and so
+    are lines parsing to ``null``/``false``/``0``/``""`` (Pi's ``parseSessionEntryLine`` rule)."""
     for line in data.split(b"\n"):
         raw = line.strip(b" \t\r\n")
         if not raw:
             continue
         try:
-            yield codec.loads(raw)
+            value = codec.loads(raw)
         except codec.LineError:
             continue
+        if E.js_truthy(value):
+            yield value
 
 
 def _lines(numbers: list[int]) -> str:
@@ -298,15 +372,13 @@ def _lines(numbers: list[int]) -> str:
     return shown + (", ..." if len(numbers) > _MAX_LISTED_LINES else "")
 
 
-def _diagnostics(blank: list[int], bad: list[int], without_id: int) -> list[Diagnostic]:
+def _diagnostics(blank: list[int], bad: list[int]) -> list[Diagnostic]:
     found: list[Diagnostic] = []
     if bad:
         message = f"Skipped {len(bad)} unreadable line(s) in session file: line {_lines(bad)}"
         found.append(Diagnostic("warning", message))
     if blank:
         found.append(Diagnostic("info", f"Skipped {len(blank)} blank line(s) in session file: line {_lines(blank)}"))
-    if without_id:
-        found.append(Diagnostic("warning", f"Skipped {without_id} entry line(s) without an id"))
     return found
 
 

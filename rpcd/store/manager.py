@@ -28,6 +28,7 @@ from rpcd.core.errors import (
     SessionWriteError,
     StoreError,
 )
+from rpcd.core.files import NotARegularFileError
 from rpcd.core.values import Diagnostic, ModelRef
 from rpcd.store import _fs, codec
 from rpcd.store import entries as E
@@ -36,7 +37,15 @@ from rpcd.store.context import SessionContext, build_session_context
 from rpcd.store.listing import SessionInfo, find_most_recent_session, list_sessions
 from rpcd.store.loader import LoadedFile, load_file, not_a_session
 from rpcd.store.paths import default_session_dir, make_private_dirs
-from rpcd.store.records import CorruptRecordError, Record
+from rpcd.store.records import (
+    UNDEFINED,
+    CorruptRecordError,
+    EntryKey,
+    Record,
+    json_of_key,
+    key_is_truthy,
+    key_of,
+)
 
 _NEWLINES_RE = re.compile(r"[\r\n]+")
 NOT_SAVED_MESSAGE = (
@@ -77,10 +86,13 @@ class SessionManager:
         self._by_id: dict[str, Record] = {}
         self._labels: dict[str, str] = {}
         self._label_timestamps: dict[str, str] = {}
-        self._leaf_id: str | None = None
+        self._leaf_id: EntryKey | None = None
+        """The last entry's key (Pi: ``leafId``), ``None`` before any entry or after ``reset_leaf``."""
         self._flushed = False
         self._has_assistant = False
         self._needs_newline = False
+        self._file_state: _fs.FileState | None = None
+        """The file we hold (identity, size, tail); every append checks it is still that file."""
         self.load_diagnostics: builtins.list[Diagnostic] = []
         if persist and session_dir:
             self._make_dirs(session_dir)
@@ -131,7 +143,7 @@ class SessionManager:
             if must_exist:
                 raise SessionFileNotFoundError(f"File not found: {path}", session_path=path) from None
             loaded, exists = None, False
-        except IsADirectoryError:
+        except (IsADirectoryError, NotARegularFileError):
             raise not_a_session(path) from None
         except OSError as exc:
             raise StoreError(f"Could not read session file: {exc.strerror}", session_path=path) from exc
@@ -175,6 +187,8 @@ class SessionManager:
             loaded = load_file(source_path)
         except FileNotFoundError:
             raise SessionFileNotFoundError(f"File not found: {source_path}", session_path=source_path) from None
+        except (IsADirectoryError, NotARegularFileError):
+            raise not_a_session(source_path) from None
         except OSError as exc:
             raise StoreError(f"Could not read session file: {exc.strerror}", session_path=source_path) from exc
         except StoreError as exc:
@@ -251,17 +265,29 @@ class SessionManager:
             return None
 
     def get_leaf_id(self) -> str | None:
-        return self._leaf_id
+        """The leaf's id; ``None`` also when a hand-edited leaf has no string id (see ``get_leaf_json_id``)."""
+        leaf = self._leaf_id
+        return leaf if isinstance(leaf, str) else None
+
+    def get_leaf_json_id(self) -> Any:
+        """The leaf's id as the file has it (a number in a hand-edited file; ``None`` for none)."""
+        return _json_id(self._leaf_id)
 
     def get_leaf_entry(self) -> dict[str, Any] | None:
-        return self.get_entry(self._leaf_id) if self._leaf_id is not None else None
+        leaf = self._leaf_id
+        return self.get_entry(leaf) if isinstance(leaf, str) and leaf else None
 
     def get_branch(self, from_id: str | None = None) -> builtins.list[dict[str, Any]]:
-        """Root -> ``from_id`` (default: leaf); empty if unknown."""
-        return [record.entry for record in self._valid_path(from_id if from_id is not None else self._leaf_id)]
+        """Root -> ``from_id`` (default: leaf); empty if unknown (or, as in Pi, if the leaf has no id)."""
+        start = from_id if from_id is not None else self._leaf_id
+        if not key_is_truthy(start):
+            return []
+        return [record.entry for record in self._valid_path(start)]
 
     def get_children(self, entry_id: str) -> builtins.list[dict[str, Any]]:
-        return self._entries_of([r for r in self._by_id.values() if r.parent_id == entry_id])
+        """Entries whose ``parentId`` is ``entry_id`` (Pi compares the values: ``5`` is not ``"5"``)."""
+        key = key_of(entry_id)
+        return self._entries_of([r for r in self._by_id.values() if r.tree_parent == key])
 
     def get_label(self, entry_id: str) -> str | None:
         return self._labels.get(entry_id)
@@ -284,19 +310,19 @@ class SessionManager:
     def build_session_context(self) -> SessionContext:
         while True:
             try:
-                return build_session_context(self._path(self._leaf_id))
+                return build_session_context(self._context_path())
             except CorruptRecordError as exc:
                 self._drop(exc.record)
 
     def get_model(self) -> ModelRef | None:
         return self.build_session_context().model
 
-    def get_roots(self) -> builtins.list[str]:
-        """Entries without a (known) parent, file order: Pi's ``getTree()`` roots."""
+    def get_roots(self) -> builtins.list[Any]:
+        """Ids of the entries without a (known) parent, file order: Pi's ``getTree()`` roots."""
         return [
-            r.id
+            _json_id(r.id)
             for r in self._by_id.values()
-            if r.parent_id is None or r.parent_id == r.id or r.parent_id not in self._by_id
+            if r.tree_parent is None or r.tree_parent == r.id or r.tree_parent not in self._by_id
         ]
 
     # -- navigation (in memory only, as in Pi) ---------------------------------------------
@@ -386,6 +412,7 @@ class SessionManager:
         self._set_contents(E.header(new_id, timestamp, self._cwd, parent_session), [])
         self._flushed = False
         self._needs_newline = False
+        self._file_state = None
         self._session_file = (
             os.path.join(self._session_dir, f"{file_timestamp(timestamp)}_{new_id}.jsonl") if self._persist else None
         )
@@ -430,6 +457,8 @@ class SessionManager:
         self._session_file = new_file
         self._flushed = write_now
         self._needs_newline = False
+        if not write_now:
+            self._file_state = None
         return new_file
 
     def fork_point(self, entry_id: str, position: Literal["before", "at"] = "before") -> ForkPoint:
@@ -472,7 +501,21 @@ class SessionManager:
     def _new_id(self) -> str:
         return new_entry_id(self._by_id)
 
-    def _path(self, leaf_id: str | None) -> builtins.list[Record]:
+    def _context_path(self) -> builtins.list[Record]:
+        """The path ``buildSessionContext`` walks (Pi's ``buildSessionPath``): none after
+        ``reset_leaf`` (or a leaf whose id is ``null``); from the last entry when the leaf id
+        is missing, falsy or unknown; else from the leaf."""
+        leaf = self._leaf_id
+        if leaf is None:
+            return []
+        start = self._by_id.get(leaf) if key_is_truthy(leaf) else None
+        if start is None:
+            if not self._records:
+                return []
+            start = self._records[-1]
+        return self._path(start.id) if self._by_id.get(start.id) is start else [start]
+
+    def _path(self, leaf_id: EntryKey | None) -> builtins.list[Record]:
         """Root -> ``leaf_id`` by ``parentId``; a cycle (hand-edited file) ends the walk."""
         by_id = self._by_id
         get = by_id.get
@@ -576,6 +619,7 @@ class SessionManager:
         self._set_contents(loaded.header, loaded.records)
         self._session_file = path
         self._flushed = True
+        self._file_state = loaded.state
         self.load_diagnostics = list(loaded.diagnostics)
         while self._records:  # the leaf must be a real entry: validate from the end
             try:
@@ -585,21 +629,22 @@ class SessionManager:
                 self._drop(exc.record)
                 self._leaf_id = self._records[-1].id if self._records else None
         if loaded.migrated:
-            self._rewrite_migrated(path)
+            self._rewrite_migrated(path, loaded.rewrite or [])
         elif loaded.missing_final_newline:
             self._needs_newline = True
             try:
-                _fs.append(path, b"\n")
+                self._file_state = _fs.append(path, b"\n", self._file_state)
                 self._needs_newline = False
             except OSError:
                 self.load_diagnostics.append(
                     Diagnostic("warning", "Session file lacks a final newline; it will be added before the next append")
                 )
 
-    def _rewrite_migrated(self, path: str) -> None:
-        body = [codec.dumps(self._header), *(record.raw for record in self._records)]
+    def _rewrite_migrated(self, path: str, lines: builtins.list[bytes]) -> None:
+        """Pi's ``_rewriteFile`` after a migration (every parsed line re-serialised), but atomic."""
+        body = [codec.dumps(self._header), *lines]
         try:
-            _fs.replace_atomically(path, b"\n".join(body) + b"\n")
+            self._file_state = _fs.replace_atomically(path, b"\n".join(body) + b"\n")
         except OSError as exc:
             raise _write_error(exc, path) from exc
         self.load_diagnostics.append(Diagnostic("info", "Session file migrated to version 3 and rewritten"))
@@ -609,7 +654,7 @@ class SessionManager:
         assert self._session_file is not None
         try:
             if os.path.getsize(self._session_file) == 0:
-                _fs.append(self._session_file, codec.dumps(self._header) + b"\n")
+                self._file_state = _fs.append(self._session_file, codec.dumps(self._header) + b"\n")
                 self._flushed = True
         except OSError as exc:
             raise _write_error(exc, self._session_file) from exc
@@ -620,12 +665,18 @@ class SessionManager:
         body = [codec.dumps(header), *(record.raw for record in records)]
         try:
             make_private_dirs(os.path.dirname(path))
-            _fs.create_exclusive(path, b"\n".join(body) + b"\n")
+            self._file_state = _fs.create_exclusive(path, b"\n".join(body) + b"\n")
         except OSError as exc:
             raise _write_error(exc, path) from exc
 
     def _append(self, entry: dict[str, Any]) -> str:
-        record = Record.from_entry(entry)
+        try:
+            record = Record.from_entry(entry)
+        except codec.JsonValueError as exc:  # nothing changed yet: memory and file stay as they were
+            raise SessionWriteError(
+                f"Could not write session file: the entry is not JSON ({exc.reason} at {exc.path})",
+                session_path=self._session_file,
+            ) from None
         previous_leaf = self._leaf_id
         previous_has_assistant = self._has_assistant
         previous_label = self._labels.get(entry.get("targetId", "")) if record.type == E.LABEL else None
@@ -647,7 +698,7 @@ class SessionManager:
                     self._labels[target] = previous_label
                     self._label_timestamps[target] = previous_label_ts or ""
             raise _write_error(exc, self._session_file) from exc
-        return record.id
+        return str(record.id)  # ids we create are strings
 
     def _persist_record(self, record: Record) -> None:
         if not self._persist or not self._session_file:
@@ -657,11 +708,11 @@ class SessionManager:
                 return
             body = [codec.dumps(self._header), *(r.raw for r in self._records)]
             make_private_dirs(os.path.dirname(self._session_file))
-            _fs.create_exclusive(self._session_file, b"\n".join(body) + b"\n")
+            self._file_state = _fs.create_exclusive(self._session_file, b"\n".join(body) + b"\n")
             self._flushed = True
             return
         prefix = b"\n" if self._needs_newline else b""
-        _fs.append(self._session_file, prefix + record.raw + b"\n")
+        self._file_state = _fs.append(self._session_file, prefix + record.raw + b"\n", self._file_state)
         self._needs_newline = False
 
 
@@ -691,6 +742,11 @@ def _without_labels(path: builtins.list[Record]) -> builtins.list[Record]:
                 target = replaced_by[record.entry["firstKeptEntryId"]]
                 kept[index] = Record.from_entry({**record.entry, "firstKeptEntryId": target})
     return kept
+
+
+def _json_id(key: EntryKey | None) -> Any:
+    value = json_of_key(key)
+    return None if value is UNDEFINED else value
 
 
 def _write_error(exc: OSError, path: str | None) -> SessionWriteError:

@@ -7,31 +7,113 @@ number formatting and escapes of a newer Pi survive byte-for-byte when we copy i
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final, TypeAlias
 
 from rpcd.store import codec
+
+EntryKey: TypeAlias = Any
+"""An entry's id as a key: the string for every entry Pi writes. For hand-edited files, as Pi's
+``Map`` keys them: a number stays a number (``5`` and ``"5"`` differ), ``null`` is ``None``, a
+missing id is ``UNDEFINED``, ``true``/``false`` and objects get keys of their own."""
+
+
+class _Undefined:
+    """JavaScript's ``undefined`` as a key: the id of an entry that has none."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "undefined"
+
+
+UNDEFINED: Final = _Undefined()
+
+
+class _Literal:
+    """A key that stands for a JSON value that cannot be a dict key as is (true/false, an object)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"key({self.value!r})"
+
+
+_SAME: Final = object()
+_TRUE: Final = _Literal(True)
+_FALSE: Final = _Literal(False)
+
+
+def key_of(value: Any) -> EntryKey:
+    """The key of a parsed ``id`` value (``UNDEFINED`` is passed for a missing one)."""
+    if value is None or value is UNDEFINED or isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return _TRUE if value else _FALSE
+    if isinstance(value, int | float):
+        return value  # 5 and 5.0 are one key, as in JavaScript
+    return _Literal(value)  # an object or array: only ever found by the very same reference
+
+
+def parent_key_of(value: Any) -> EntryKey | None:
+    """The key a root->leaf walk follows: Pi only follows a truthy ``parentId``."""
+    return key_of(value) if key_is_truthy(value) else None
+
+
+def key_is_truthy(key: Any) -> bool:
+    """JavaScript truthiness of an id (or its key): undefined, null, "", 0 and false are not."""
+    if key is None or key is UNDEFINED or key is _FALSE or key is False or key == "":
+        return False
+    if isinstance(key, int | float) and not isinstance(key, bool):
+        return key == key and key != 0
+    return True
+
+
+def json_of_key(key: EntryKey) -> Any:
+    """The JSON value a key stands for (``UNDEFINED`` stays ``UNDEFINED``: the caller omits it)."""
+    return key.value if isinstance(key, _Literal) else key
+
+
+def with_json_parent(entry: dict[str, Any]) -> dict[str, Any]:
+    """``entry`` whose ``parentId`` holds a JSON value, as Pi writes ``parentId: this.leafId``:
+    a key standing for a literal becomes that literal, ``UNDEFINED`` drops the key."""
+    parent = entry.get("parentId")
+    if parent is UNDEFINED:
+        return {k: v for k, v in entry.items() if k != "parentId"}
+    if isinstance(parent, _Literal):
+        return {**entry, "parentId": parent.value}
+    return entry
 
 
 class Record:
     """One entry. Its bytes are a span of a buffer: a loaded line stays inside the buffer the
     file was read into (no per-line copy on resume), an entry we create owns its own bytes."""
 
-    __slots__ = ("_buf", "_end", "_entry", "_start", "id", "parent_id", "role", "type")
+    __slots__ = ("_buf", "_end", "_entry", "_start", "id", "parent_id", "role", "tree_parent", "type")
 
     def __init__(
         self,
-        entry_id: str,
-        parent_id: str | None,
+        entry_id: EntryKey,
+        parent_id: EntryKey | None,
         kind: str,
         role: str | None,
         raw: bytes,
         entry: dict[str, Any] | None,
         start: int = 0,
         end: int = -1,
+        tree_parent: Any = _SAME,
     ) -> None:
-        """``raw[start:end]`` is the line (``end=-1``: to the end of ``raw``), without its newline."""
+        """``raw[start:end]`` is the line (``end=-1``: to the end of ``raw``), without its newline.
+
+        ``parent_id`` is what a root->leaf walk follows (``None`` for a falsy ``parentId``);
+        ``tree_parent`` is the ``parentId`` as Pi's ``getTree``/``getChildren`` compare it
+        (``None`` for ``null``, ``UNDEFINED`` when missing); it defaults to ``parent_id``.
+        """
         self.id = entry_id
         self.parent_id = parent_id
+        self.tree_parent: EntryKey | None = parent_id if tree_parent is _SAME else tree_parent
         self.type = kind
         self.role = role
         self._buf = raw
@@ -41,24 +123,28 @@ class Record:
 
     @classmethod
     def from_entry(cls, entry: dict[str, Any]) -> Record:
-        """A record for an entry we create: serialised once, now, for the file."""
-        return cls(entry["id"], entry.get("parentId"), entry["type"], _role_of(entry), codec.dumps(entry), entry)
+        """A record for an entry we create (or copy with changes): serialised once, now, for the file.
+
+        ``parentId`` may hold the leaf's key (``self._leaf_id``); it is written as Pi writes it.
+        """
+        entry = with_json_parent(entry)
+        record = cls.from_parsed(entry, codec.dumps(entry))
+        return record
 
     @classmethod
-    def from_parsed(cls, entry: dict[str, Any], raw: bytes) -> Record | None:
-        """A record for a loaded line; ``None`` if the entry has no usable id."""
-        entry_id = entry.get("id")
-        if not isinstance(entry_id, str):
-            return None
-        parent = entry.get("parentId")
+    def from_parsed(cls, entry: dict[str, Any], raw: bytes) -> Record:
+        """A record for a loaded line. Every object line is an entry, as in Pi: one without an
+        id (or with a number for an id) is keyed as Pi's ``Map`` keys it (see ``EntryKey``)."""
         kind = entry.get("type")
+        has_parent = "parentId" in entry
         return cls(
-            entry_id,
-            parent if isinstance(parent, str) else None,
+            key_of(entry["id"]) if "id" in entry else UNDEFINED,
+            parent_key_of(entry.get("parentId")),
             kind if isinstance(kind, str) else "",
             _role_of(entry),
             raw,
             entry,
+            tree_parent=key_of(entry["parentId"]) if has_parent else UNDEFINED,
         )
 
     @property

@@ -1,5 +1,66 @@
-"""The built-in coding tools (read, bash, edit, write, grep, find, ls), their truncation and path
-rules, and the seam every tool call passes (``tool_call`` / ``tool_result``, approval policy).
+"""The built-in coding tools — Pi 0.85.0's ``read``, ``bash``, ``edit``, ``write``, ``grep``,
+``find``, ``ls`` (one module each) — their truncation (``truncate``) and path (``paths``) rules,
+tool selection (``registry``), and the seam every tool call passes (``seam``: lookup,
+validation, ``tool_call`` hooks, the approval point, execution, ``tool_result`` hooks).
+
+Tools are bound to a cwd when created: the runtime creates them anew for every session, so
+after a replacement into another project every relative path means the new cwd.
 
 Doors: may import ``rpcd.core`` only; the runtime imports the tools, never the reverse.
 """
+
+from rpcd.tools.base import (
+    ABORTED_MESSAGE,
+    AbortSignal,
+    FunctionTool,
+    Tool,
+    ToolCallContext,
+    ToolResult,
+    error_result,
+    text_result,
+)
+from rpcd.tools.errors import ToolError
+from rpcd.tools.registry import (
+    BUILTIN_TOOL_NAMES,
+    DEFAULT_ACTIVE_TOOLS,
+    ToolOptions,
+    ToolSelection,
+    active_tool_names,
+    create_builtin_tools,
+)
+from rpcd.tools.seam import (
+    AfterToolCall,
+    BeforeToolCall,
+    Block,
+    Prepared,
+    ToolCall,
+    ToolCallHooks,
+    ToolOutcome,
+    ToolSeam,
+)
+
+__all__ = [
+    "ABORTED_MESSAGE",
+    "BUILTIN_TOOL_NAMES",
+    "DEFAULT_ACTIVE_TOOLS",
+    "AbortSignal",
+    "AfterToolCall",
+    "BeforeToolCall",
+    "Block",
+    "FunctionTool",
+    "Prepared",
+    "Tool",
+    "ToolCall",
+    "ToolCallContext",
+    "ToolCallHooks",
+    "ToolError",
+    "ToolOptions",
+    "ToolOutcome",
+    "ToolResult",
+    "ToolSeam",
+    "ToolSelection",
+    "active_tool_names",
+    "create_builtin_tools",
+    "error_result",
+    "text_result",
+]

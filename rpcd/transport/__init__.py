@@ -13,11 +13,11 @@ it knows nothing of sessions, the host or the runtime.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Protocol
 
+from rpcd.core import codec
 from rpcd.protocol.converter import unstructure
 from rpcd.transport.framing import DEFAULT_MAX_MESSAGE_BYTES, NEED_DATA, Frame, Framer, Framing, Garbage, Oversized
 
@@ -71,12 +71,12 @@ class Sink(Protocol):
 
 
 def encode_json(value: Any) -> bytes:
-    """Compact, ASCII-only JSON: never a raw newline (NDJSON-safe), lone surrogates survive as escapes.
+    """Compact, ASCII-only JSON in the store's encoding (``rpcd.core.codec``): never a raw newline
+    (NDJSON-safe), lone surrogates as escapes, NaN/Infinity as ``null``, deep values written.
 
-    The one encoder of outgoing messages; raises ``TypeError``/``ValueError`` (NaN, Infinity,
-    non-JSON values) or ``RecursionError`` for what cannot be sent.
+    Raises ``codec.JsonValueError`` (a ``TypeError``) for a value that is not plain JSON.
     """
-    return json.dumps(value, ensure_ascii=True, separators=(",", ":"), allow_nan=False).encode("ascii")
+    return codec.dumps(value, ascii=True)
 
 
 def _log_encoding_failure(what: str, error: BaseException) -> None:

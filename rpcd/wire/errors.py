@@ -133,7 +133,8 @@ def _item(exc: BaseException, correlation_id: str | None) -> ErrorItem:
         cause = exc.__cause__
         errno_name = getattr(cause, "errno", None)
         code = _errno_name(errno_name) if isinstance(errno_name, int) else None
-        return ErrorItem(exc.kind, redact(exc.message), code)
+        param = getattr(exc, "param", None)
+        return ErrorItem(exc.kind, redact(exc.message), code, f"$.{param}" if isinstance(param, str) else None)
     if isinstance(exc, WireError):
         return ErrorItem(exc.error.data.errors[0].type if exc.error.data else "Error", redact(exc.error.message))
     if isinstance(exc, OSError) and exc.errno is not None:

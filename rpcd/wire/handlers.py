@@ -33,6 +33,7 @@ from typing import Final, Protocol, TypeVar
 import anyio
 
 from rpcd.core.errors import HostDisposedError, HostError, HostUnavailableError
+from rpcd.core.progress import reporting
 from rpcd.core.values import ModelRef, SessionState, SessionTree
 from rpcd.host.host import Pending, ReplacementOutcome, SerializedHost
 from rpcd.protocol import types as t
@@ -87,11 +88,14 @@ class SessionMethods:
     # -- replacements ---------------------------------------------------------------------
 
     def new_session(self, params: t.NewSessionParams) -> Awaitable[t.ReplacementResult]:
-        return self._replaced(_tracked(self._host.new_session()), params.work_done_token, "New session")
+        progress = self._progress(params.work_done_token, "New session")
+        return self._replaced(_tracked(self._host.new_session()), progress)
 
     def resume(self, params: t.ResumeParams) -> Awaitable[t.ReplacementResult]:
-        pending = _tracked(self._host.resume(params.session_path, params.cwd_override))
-        return self._replaced(pending, params.work_done_token, "Resuming session", params.session_path)
+        progress = self._progress(params.work_done_token, "Resuming session", params.session_path)
+        with reporting(progress.bytes_reporter()):
+            pending = _tracked(self._host.resume(params.session_path, params.cwd_override))
+        return self._replaced(pending, progress)
 
     def fork(self, params: t.ForkParams) -> Awaitable[t.ForkResult]:
         return self._forked(_tracked(self._host.fork(params.entry_id)))
@@ -100,17 +104,24 @@ class SessionMethods:
         return self._replaced(_tracked(self._host.clone(params.entry_id)))
 
     def import_jsonl(self, params: t.ImportJsonlParams) -> Awaitable[t.ReplacementResult]:
-        pending = _tracked(self._host.import_jsonl(params.path, params.cwd_override))
-        return self._replaced(pending, params.work_done_token, "Importing transcript", params.path)
+        progress = self._progress(params.work_done_token, "Importing transcript", params.path)
+        # The store reports the bytes it copied to the reporter of the operation's context (taken now).
+        with reporting(progress.bytes_reporter()):
+            pending = _tracked(self._host.import_jsonl(params.path, params.cwd_override))
+        return self._replaced(pending, progress)
+
+    def _progress(self, token: t.ProgressToken | None, title: str, reading: str | None = None) -> Progress:
+        """``$/progress`` begun at the request's arrival (begin -> report(``reading``)); ended by ``_replacement``."""
+        progress = Progress(self._pump.post, token, title)
+        progress.begin()
+        if reading is not None:
+            progress.report(reading, 0)
+        return progress
 
     async def _replaced(
-        self,
-        pending: Pending[ReplacementOutcome],
-        token: t.ProgressToken | None = None,
-        title: str = "",
-        reading: str | None = None,
+        self, pending: Pending[ReplacementOutcome], progress: Progress | None = None
     ) -> t.ReplacementResult:
-        outcome = await self._replacement(pending, token, title, reading)
+        outcome = await self._replacement(pending, progress)
         return t.ReplacementResult(
             cancelled=outcome.cancelled,
             session_id=outcome.session_id,
@@ -131,16 +142,10 @@ class SessionMethods:
         )
 
     async def _replacement(
-        self,
-        pending: Pending[ReplacementOutcome],
-        token: t.ProgressToken | None = None,
-        title: str = "",
-        reading: str | None = None,
+        self, pending: Pending[ReplacementOutcome], progress: Progress | None = None
     ) -> ReplacementOutcome:
-        """Await the replacement (with ``$/progress`` begin -> report(``reading``) -> end if asked for)."""
-        with Progress(self._pump.post, token, title) as progress:
-            if reading is not None:
-                progress.report(reading, 0)
+        """Await the replacement; its ``$/progress`` (if any) ends however it ends."""
+        with progress or Progress(self._pump.post, None, ""):
             outcome = await pending
         with contextlib.suppress(HostError):
             self._snapshot = self._host.state()

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any
 
+from rpcd.core.progress import percentage
 from rpcd.wire.notifications import PROGRESS
 
 Post = Callable[[str, Mapping[str, Any]], None]
@@ -54,6 +55,17 @@ class Progress:
         if message is not None:
             value["message"] = message
         self._post(PROGRESS, {"token": self._token, "value": value})
+
+    def bytes_reporter(self) -> Callable[[int, int], None] | None:
+        """A ``rpcd.core.progress`` reporter for work counted in bytes (an import's copy), or
+        ``None`` when the client gave no token (nothing to report to)."""
+        if self._token is None:
+            return None
+
+        def report(done: int, total: int) -> None:
+            self.report(f"{done / 1048576:.1f} of {total / 1048576:.1f} MiB", percentage(done, total))
+
+        return report
 
     def __enter__(self) -> Progress:
         self.begin()

@@ -223,6 +223,11 @@ class Server:
     def method_names(self) -> list[str]:
         return sorted(self._methods)
 
+    @property
+    def in_flight(self) -> int:
+        """Requests whose handler has not ended yet."""
+        return sum(len(calls) for calls in self._calls.values())
+
     # -- outgoing ------------------------------------------------------------------------------------
 
     def send_notification(self, method: str, params: Any = None) -> None:

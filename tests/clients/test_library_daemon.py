@@ -109,6 +109,9 @@ def test_demo_runs_the_whole_flow_and_exits_0() -> None:
                  "resume the original session file", "dispose and shutdown"):
         assert step in out
     assert "assistant> Hello from the offline demo model!" in out
+    # the scripted model calls the built-in read tool and the daemon runs it
+    assert 'tool_execution_start read {"path": "AGENTS.md"}' in out
+    assert 'tool_execution_end read: "# Demo project"' in out
     assert "selected text: 'Hello! What is this project?'" in out
     assert "[trust prompt]" in out
     new_id = re.search(r"new: session (\S+)", out)
@@ -117,8 +120,9 @@ def test_demo_runs_the_whole_flow_and_exits_0() -> None:
     assert "daemon exited with status 0" in out
     # The history a first-time user is told about is the daemon's, not the script's.
     assert "getState: 0 message(s) in this session — the fork ends just before the user message" in out
-    assert "getState: 2 message(s) in this session — the original's first exchange is intact" in out
-    assert re.search(r"^     messages    4$", out, re.MULTILINE)
+    # user, assistant (tool call), toolResult, assistant
+    assert "getState: 4 message(s) in this session — the original's first exchange is intact" in out
+    assert re.search(r"^     messages    6$", out, re.MULTILINE)
     assert "How to read this:" in out and "removed the temporary directory" in out
     assert done.stderr == ""
 

@@ -25,6 +25,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -326,3 +327,41 @@ def _verify(root: Path, node: Path) -> None:
             raise OracleError(f"@earendil-works/{name} is missing from the oracle install") from exc
         if installed != PI_VERSION:
             raise OracleError(f"@earendil-works/{name} is {installed}, expected {PI_VERSION}")
+
+
+# -- fd, which Pi's find tool runs -------------------------------------------------------------
+
+FD_DEB_PACKAGE = "fd-find"
+
+
+@cache
+def ensure_fd(timeout: float = 300.0) -> str | None:
+    """A path to ``fd`` for Pi's ``find`` tool, or ``None`` when none can be had here.
+
+    Pi downloads fd from GitHub at run time, which this machine cannot reach. The machine's own
+    ``fdfind``/``fd`` is used when present; otherwise Debian's ``fd-find`` package is fetched with
+    ``apt-get download`` (no root needed, nothing installed system-wide) and unpacked with
+    ``dpkg-deb -x`` into the oracle directory, once per machine, under the install lock.
+    """
+    found = shutil.which("fdfind") or shutil.which("fd")
+    if found is not None:
+        return found
+    target = oracle_dir() / "fd"
+    binary = target / "usr" / "bin" / "fdfind"
+    if binary.is_file():
+        return str(binary)
+    apt_get, dpkg_deb = shutil.which("apt-get"), shutil.which("dpkg-deb")
+    if apt_get is None or dpkg_deb is None:
+        return None
+    target.mkdir(parents=True, exist_ok=True)
+    try:
+        with _exclusive(oracle_dir() / ".fd.lock", timeout), tempfile.TemporaryDirectory() as scratch:
+            if binary.is_file():
+                return str(binary)
+            subprocess.run([apt_get, "download", FD_DEB_PACKAGE], cwd=scratch, capture_output=True, timeout=timeout,
+                           check=True)
+            (deb,) = Path(scratch).glob("*.deb")
+            subprocess.run([dpkg_deb, "-x", str(deb), str(target)], capture_output=True, timeout=timeout, check=True)
+    except (OSError, ValueError, subprocess.SubprocessError, OracleUnavailable):
+        return None
+    return str(binary) if binary.is_file() else None

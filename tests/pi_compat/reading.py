@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from rpcd.store import SessionManager
+from rpcd.store.records import UNDEFINED
 
 COMPARED_KEYS = (
     "header",
@@ -43,23 +44,25 @@ def reading_of(manager: SessionManager) -> dict[str, Any]:
     role_counts = Counter(
         str((entry.get("message") or {}).get("role")) for entry in entries if entry.get("type") == "message"
     )
-    labels = {entry["id"]: manager.get_label(entry["id"]) for entry in entries}
+    # ``.get("id")``: a hand-edited entry may have no id (Pi keeps it; its id reads as undefined/null).
+    labels = {entry.get("id"): manager.get_label(entry.get("id")) for entry in entries}
     branch_points: dict[str, list[str]] = {}
     for entry in entries:
-        children = manager.get_children(entry["id"])
+        children = manager.get_children(entry.get("id", UNDEFINED))
         if len(children) > 1:
-            branch_points[entry["id"]] = [child["id"] for child in children]
+            key = "undefined" if "id" not in entry else json.dumps(entry["id"]).strip('"')  # String(entry.id)
+            branch_points[key] = [child.get("id") for child in children]
     context = manager.build_session_context()
     model = context.model
     reading: dict[str, Any] = _plain(
         {
             "header": manager.get_header(),
             "sessionId": manager.get_session_id(),
-            "entryIds": [entry["id"] for entry in entries],
+            "entryIds": [entry.get("id") for entry in entries],
             "typeCounts": dict(type_counts),
             "roleCounts": dict(role_counts),
-            "leafId": manager.get_leaf_id(),
-            "pathIds": [entry["id"] for entry in manager.get_branch()],
+            "leafId": manager.get_leaf_json_id(),
+            "pathIds": [entry.get("id") for entry in manager.get_branch()],
             "roots": manager.get_roots(),
             "branchPoints": branch_points,
             "labels": {key: value for key, value in labels.items() if value is not None},

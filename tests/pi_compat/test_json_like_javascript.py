@@ -56,3 +56,30 @@ def test_we_write_json_as_node_stringifies_it(pi_oracle: PiOracle, batch: list[o
     assert len(expected) == len(batch)
     for value, theirs in zip(batch, expected, strict=True):
         assert codec.dumps(value) == theirs, value
+
+
+def node_roundtrip(oracle: PiOracle, lines: list[bytes]) -> list[bytes]:
+    """``JSON.stringify(JSON.parse(line))`` for raw JSON lines (no Python encoding in between)."""
+    done = subprocess.run(
+        [str(oracle.node), "-e", STRINGIFY], input=b"\n".join(lines) + b"\n", capture_output=True, timeout=120,
+        check=True,
+    )
+    return done.stdout.split(b"\n")
+
+
+def test_numbers_too_large_for_a_double_read_and_write_as_in_node(pi_oracle: PiOracle) -> None:
+    """``1e999`` parses to Infinity in JavaScript and is written back as ``null``: so do we."""
+    lines = [b'{"usage":{"cost":1e999,"total":-1E400,"ok":1.5}}', b"[1e308,1e309,-0.0,5e-324,1e-400]"]
+    for line, theirs in zip(lines, node_roundtrip(pi_oracle, lines), strict=True):
+        assert codec.dumps(codec.loads(line)) == theirs
+
+
+def test_deep_values_read_and_write_as_in_node(pi_oracle: PiOracle) -> None:
+    """Nesting Node's JSON.stringify still writes (it recurses; ~4,000 levels): byte-identical."""
+    lines = [
+        b'{"a":' * 300 + b"1.0" + b"}" * 300,
+        b"[" * 1200 + b"2.50" + b"]" * 1200,
+        b'[{"x":' * 1800 + b'"y"' + b"}]" * 1800,
+    ]
+    for line, theirs in zip(lines, node_roundtrip(pi_oracle, lines), strict=True):
+        assert codec.dumps(codec.loads(line)) == theirs

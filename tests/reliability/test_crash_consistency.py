@@ -7,7 +7,8 @@ kill lands before, during or after that operation). Then, on disk:
 * every session file loads with our store (``SessionManager.open`` + context);
 * nothing acknowledged is lost: each answered ``prompt`` left its user message and an
   assistant reply in the session file it ran in; each answered ``importJsonl`` left a file
-  that starts with the source's bytes;
+  that starts with the source's bytes (a small source, and a 24 MiB one whose streamed copy a
+  kill can interrupt: the partial copy still reads as a session with a torn last line);
 * no stray partial files (temporary files of atomic writes) anywhere under the agent dir;
 * the host journal is a complete record, and the daemon restarted with ``--resume-last``
   comes up ready on the session it names (when that session was ever written).
@@ -46,8 +47,10 @@ class Run:
         self.project = tmp / "project"
         self.project.mkdir()
         self.source = tmp / "outside" / "transcript.jsonl"
+        self.large_source = tmp / "outside" / "large.jsonl"
+        """A 24 MiB session (one padded custom entry): its streamed copy takes long enough for a kill."""
         self.acked_prompts: list[tuple[str, str]] = []
-        self.acked_imports: list[str] = []
+        self.acked_imports: list[tuple[str, str]] = []
         self.saved_files: list[str] = []
         self.daemon = Daemon(*["--agent-dir", str(self.agent), "--cwd", str(self.project)])
         self.counter = 0
@@ -76,10 +79,18 @@ class Run:
         self.saved_files.append(state["sessionFile"])
         self.source.parent.mkdir()
         shutil.copyfile(state["sessionFile"], self.source)
+        shutil.copyfile(state["sessionFile"], self.large_source)
+        last = json.loads(self.source.read_text().splitlines()[-1])
+        pad = {"type": "custom", "customType": "pad", "data": "x" * (24 << 20), "id": "0badpad0",
+               "parentId": last["id"], "timestamp": last["timestamp"]}
+        with self.large_source.open("a") as handle:
+            handle.write(json.dumps(pad) + "\n")
 
     def operation(self) -> tuple[str, Any, Any]:
         """A random (method, params, acknowledgement-context) for the current session."""
-        kind = self.rng.choice(["prompt", "prompt", "fork", "importJsonl", "newSession", "resume", "clone"])
+        kind = self.rng.choice(
+            ["prompt", "prompt", "fork", "importJsonl", "importLarge", "newSession", "resume", "clone"]
+        )
         if kind == "prompt":
             state = self.daemon.call("getState")
             return "prompt", {"text": self.text()}, state.get("sessionFile")
@@ -90,6 +101,8 @@ class Run:
             return kind, {"entryId": entry}, None
         if kind == "importJsonl":
             return "importJsonl", {"path": str(self.source)}, None
+        if kind == "importLarge":
+            return "importJsonl", {"path": str(self.large_source)}, None
         if kind == "resume":
             return "resume", {"sessionPath": self.rng.choice(self.saved_files)}, None
         return "newSession", None, None
@@ -100,7 +113,7 @@ class Run:
             if context not in self.saved_files:
                 self.saved_files.append(context)
         elif method == "importJsonl":
-            self.acked_imports.append(result["sessionFile"])
+            self.acked_imports.append((result["sessionFile"], params["path"]))
 
     def drive_and_kill(self) -> None:
         self.prepare()
@@ -156,9 +169,8 @@ def check_after_crash(run: Run) -> None:
         _load(path)  # raises on a file our store cannot read
     for session_file, text in run.acked_prompts:
         assert _user_and_assistant_after(_load(Path(session_file)), text), f"acknowledged turn lost in {session_file}"
-    source = run.source.read_bytes()
-    for imported in run.acked_imports:
-        assert Path(imported).read_bytes().startswith(source), f"acknowledged import {imported} incomplete"
+    for imported, source in run.acked_imports:
+        assert Path(imported).read_bytes().startswith(Path(source).read_bytes()), f"import {imported} incomplete"
     assert not _strays(agent / "sessions"), f"stray partial session files: {_strays(agent / 'sessions')}"
     journal_path = agent / "rpcd" / "journal.json"
     journal = json.loads(journal_path.read_text())  # a torn record would not parse

@@ -124,7 +124,7 @@ async def test_switching_between_two_projects_takes_everything_from_the_selected
         assert services.settings.get("only_startup") is None
         assert [f.content for f in services.context_files] == ["global instructions\n", f"instructions of {name}\n"]
         tool_names = sorted(t.name for t in runtime.session.agent.tools)
-        assert tool_names == sorted(["proc_where", "who_" + name])
+        assert tool_names == sorted(["read", "bash", "edit", "write", "proc_where", "who_" + name])
         prompt = runtime.session.agent.system_prompt
         assert f"instructions of {name}" in prompt
         assert f"instructions of {other_name}" not in prompt and "instructions of startup" not in prompt

@@ -11,8 +11,8 @@ import anyio
 import pytest
 
 from rpcd.core.errors import SessionNotSavedError
-from rpcd.runtime.agent import TOOL_ABORTED_MESSAGE
 from rpcd.store import SessionManager
+from rpcd.tools import ABORTED_MESSAGE
 
 from . import _trace_sink as sink
 from ._support import make_agent_dir, normalize, pi_segment, start_runtime, write
@@ -130,8 +130,10 @@ async def test_abort_inside_a_tool_call_records_an_aborted_result_and_stops(tmp_
         await started.wait()
         await session.abort()
     assert outcomes == ["aborted"]
-    assert [m.get("stopReason") for m in session.messages() if m["role"] == "assistant"] == ["toolUse"]
-    result = session.messages()[-1]
+    # Pi's shape: the started call's error result, then the next model call ends at once as aborted
+    assert [m.get("stopReason") for m in session.messages() if m["role"] == "assistant"] == ["toolUse", "aborted"]
+    result = session.messages()[-2]
     assert result["role"] == "toolResult" and result["isError"] is True
-    assert result["content"] == [{"type": "text", "text": TOOL_ABORTED_MESSAGE}]
-    assert faux.pending() == 1  # no second turn after the abort
+    assert result["content"] == [{"type": "text", "text": ABORTED_MESSAGE}]
+    assert session.messages()[-1]["content"] == []
+    assert faux.pending() == 1  # the model was not asked again

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from rpcd.core.errors import ModelNotFoundError, RuntimeFailure
+from rpcd.core.errors import InvalidArgumentError, ModelNotFoundError
 from rpcd.runtime.providers import default_registry
 from rpcd.runtime.providers.faux import SCRIPT_ENV
 from rpcd.store import SessionManager
@@ -187,7 +187,7 @@ async def test_session_name_is_normalised_persisted_and_announced(tmp_path: Path
     assert session.state().name == "My Name"
     assert events == [{"type": "session_info_changed", "name": "My Name"}]
     assert entries_in_file(str(session.session_file))[-1]["name"] == "My Name"
-    with pytest.raises(RuntimeFailure, match="cannot be empty"):
+    with pytest.raises(InvalidArgumentError, match="cannot be empty"):
         session.set_session_name(" \n ")
 
 

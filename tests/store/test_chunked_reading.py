@@ -62,6 +62,17 @@ def test_any_number_of_chunks_reads_like_one(name: str, cuts: list[int]) -> None
     assert reading(loader.parse_chunks(chunks, "x")) == reading(loader.parse_bytes(data, "x"))
 
 
+@pytest.mark.parametrize("ending", [b"", b"\n"])
+def test_lines_that_cannot_be_json_cut_at_every_offset_read_like_one(ending: bytes) -> None:
+    """Such a line is not joined across a boundary (a stand-in is): still one unreadable line."""
+    header, _, rest = data_of("linear").partition(b"\n")
+    data = header + b"\n" + b"\x00" * 40 + b"\n" + rest + b"\xff\xfe binary" * 5 + ending
+    whole = reading(loader.parse_bytes(data, "x"))
+    for cut in range(len(data) + 1):
+        assert reading(loader.parse_chunks([data[:cut], data[cut:]], "x")) == whole, cut
+        assert reading(loader.parse_chunks([data[: cut // 2], data[cut // 2 : cut], data[cut:]], "x")) == whole, cut
+
+
 def test_a_torn_last_line_cut_across_chunks_is_still_skipped() -> None:
     data = data_of("linear")
     torn = data + b'{"type":"message","id":"deadbeef","parentId":"200b9aac","timestamp":"t","message":{"role":"user"}'
@@ -83,7 +94,7 @@ def test_a_file_read_in_parallel_halves_opens_like_one_read(name: str, tmp_path:
     path = tmp_path / "s.jsonl"
     data = data_of(name)
     path.write_bytes(data)
-    chunks = loader.read_chunks(str(path))
+    chunks, _state = loader.read_chunks(str(path))
     assert len(chunks) == 2 and b"".join(chunks) == data
     assert reading(loader.load_file(str(path))) == reading(loader.parse_bytes(data, str(path)))
     expected = load_inspect(name)
@@ -112,4 +123,4 @@ def test_a_file_that_changes_size_while_read_is_read_to_its_end(
         return os.stat_result(fields)
 
     monkeypatch.setattr(loader.os, "fstat", stale_fstat)
-    assert b"".join(loader.read_chunks(str(path))) == data
+    assert b"".join(loader.read_chunks(str(path))[0]) == data

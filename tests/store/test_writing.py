@@ -119,7 +119,7 @@ def test_failed_branch_with_summary_restores_the_leaf(
     sm.append_message(ASSISTANT)
     leaf = sm.get_leaf_id()
 
-    def fail(path: str, data: bytes) -> None:
+    def fail(path: str, data: bytes, expected: object = None) -> None:
         raise OSError(5, "Input/output error")
 
     monkeypatch.setattr(_fs, "append", fail)

@@ -22,25 +22,28 @@ A step (a JSON object in a script file, or a dict passed to ``push``):
   mid-stream).
 
 A script file is either a JSON list of steps or ``{"steps": [...], "chunkSize"?,
-"chunkDelay"?}`` (defaults for every step). Its path comes from the environment
+"chunkDelay"?}`` (defaults for every step). It is read as ``JSON.parse`` reads it (the shared
+codec: a ``NaN`` literal is an error, ``1e999`` a number too large) and tool-call arguments are
+brought into plain JSON (``codec.to_json``: a non-finite number becomes ``null``), so a script
+cannot put a value into a session that the store or the wire cannot encode. Its path comes from the environment
 variable ``RPCD_FAUX_SCRIPT`` (read when the default registry is built) or the
 settings key ``fauxScript`` (resolved against the session cwd; loaded once per path).
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections import deque
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import anyio
 import anyio.lowlevel
 import attrs
 
+from rpcd.core import codec
+from rpcd.core.files import read_regular
 from rpcd.runtime.providers.base import (
     AssistantMessageEvent,
     ModelInfo,
@@ -84,8 +87,12 @@ def _tool_block(raw: Any) -> FauxBlock:
     arguments = raw.get("arguments", {})
     if not isinstance(arguments, Mapping):
         raise FauxScriptError("toolCall 'arguments' must be an object")
+    try:
+        plain = codec.to_json(dict(arguments))
+    except codec.JsonValueError as exc:
+        raise FauxScriptError(f"toolCall 'arguments': {exc.reason} at {exc.path}") from None
     call_id = raw.get("id")
-    return FauxBlock("toolCall", name=raw["name"], arguments=dict(arguments), id=str(call_id) if call_id else None)
+    return FauxBlock("toolCall", name=raw["name"], arguments=plain, id=str(call_id) if call_id else None)
 
 
 def _text(raw: Mapping[str, Any], key: str) -> str:
@@ -156,7 +163,7 @@ def parse_step(raw: Mapping[str, Any] | FauxStep) -> FauxStep:
 def load_script(path: str | os.PathLike[str]) -> tuple[list[FauxStep], int | None, float | None]:
     """Read a script file: ``(steps, default chunk size, default chunk delay)``."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = codec.loads(read_regular(os.fspath(path)))
     except (OSError, ValueError) as exc:
         raise FauxScriptError(f"cannot read faux script {os.fspath(path)}: {type(exc).__name__}") from exc
     chunk_size: int | None = None
@@ -283,7 +290,7 @@ class FauxProvider:
         for index, block in enumerate(step.blocks):
             if block.kind == "toolCall":
                 call_id = block.id or self._next_tool_id()
-                args_json = json.dumps(block.arguments, separators=(",", ":"), ensure_ascii=False)
+                args_json = codec.dumps(block.arguments).decode()
                 call = {"type": "toolCall", "id": call_id, "name": block.name, "arguments": dict(block.arguments)}
                 await pause()
                 yield {"type": "toolcall_start", "contentIndex": index, "id": call_id, "toolName": block.name}
