@@ -33,6 +33,8 @@ from rpcd.clients.process import DaemonProcess, default_command
 from rpcd.clients.types import (
     PROTOCOL_VERSION,
     SESSION_SCOPED,
+    AvailableModelsResult,
+    CycleModelResult,
     ForkResult,
     InitializeResult,
     ListSessionsResult,
@@ -48,9 +50,11 @@ from rpcd.protocol.names import (
     ABORT,
     AUTHORIZE_PROJECT,
     CLONE,
+    CYCLE_MODEL,
     DISPOSE,
     EXIT,
     FORK,
+    GET_AVAILABLE_MODELS,
     GET_MESSAGES,
     GET_STATE,
     GET_TREE,
@@ -442,10 +446,7 @@ class RpcdClient:
         progress: ProgressCallback | None = None,
         timeout: float | None = _UNSET,
     ) -> ReplacementResult:
-        params: dict[str, Any] = {"sessionPath": os.fspath(session_path)}
-        if cwd_override is not None:
-            params["cwdOverride"] = cwd_override
-        return cast(ReplacementResult, await self._replacement(RESUME, params, progress, timeout))
+        return await self._from_file(RESUME, {"sessionPath": os.fspath(session_path)}, cwd_override, progress, timeout)
 
     async def fork(self, entry_id: str, *, timeout: float | None = _UNSET) -> ForkResult:
         return cast(ForkResult, await self._replacement(FORK, {"entryId": entry_id}, None, timeout))
@@ -462,10 +463,19 @@ class RpcdClient:
         progress: ProgressCallback | None = None,
         timeout: float | None = _UNSET,
     ) -> ReplacementResult:
-        params: dict[str, Any] = {"path": os.fspath(path)}
+        return await self._from_file(IMPORT_JSONL, {"path": os.fspath(path)}, cwd_override, progress, timeout)
+
+    async def _from_file(
+        self,
+        method: str,
+        params: dict[str, Any],
+        cwd_override: str | None,
+        progress: ProgressCallback | None,
+        timeout: float | None,
+    ) -> ReplacementResult:
         if cwd_override is not None:
             params["cwdOverride"] = cwd_override
-        return cast(ReplacementResult, await self._replacement(IMPORT_JSONL, params, progress, timeout))
+        return cast(ReplacementResult, await self._replacement(method, params, progress, timeout))
 
     async def dispose(self, *, timeout: float | None = _UNSET) -> None:
         await self.call(DISPOSE, timeout=timeout)
@@ -505,6 +515,15 @@ class RpcdClient:
 
     async def set_model(self, provider: str, model_id: str, *, timeout: float | None = _UNSET) -> ModelRef:
         return cast(ModelRef, await self.call(SET_MODEL, {"provider": provider, "modelId": model_id}, timeout=timeout))
+
+    async def get_available_models(self, *, timeout: float | None = _UNSET) -> AvailableModelsResult:
+        """The models usable now (``getAvailableModels``), in Pi's order."""
+        return cast(AvailableModelsResult, await self.call(GET_AVAILABLE_MODELS, timeout=timeout))
+
+    async def cycle_model(self, direction: str = "forward", *, timeout: float | None = _UNSET) -> CycleModelResult:
+        """Switch to the next (``forward``) or previous (``backward``) usable model; ``model`` is
+        ``None`` when there is nothing to cycle to."""
+        return cast(CycleModelResult, await self.call(CYCLE_MODEL, {"direction": direction}, timeout=timeout))
 
     async def ping(self, *, timeout: float | None = _UNSET) -> Any:
         return await self.call(PING, timeout=timeout)

@@ -23,6 +23,8 @@ from rpcd.clients.client import RpcdClient
 from rpcd.clients.connection import RequestHandler
 from rpcd.clients.types import (
     SESSION_SCOPED,
+    AvailableModelsResult,
+    CycleModelResult,
     ForkResult,
     InitializeResult,
     ListSessionsResult,
@@ -153,6 +155,12 @@ class SyncClient:
 
     def set_model(self, provider: str, model_id: str, **kwargs: Any) -> ModelRef:
         return self._run(self.client.set_model(provider, model_id, **kwargs))
+
+    def get_available_models(self, **kwargs: Any) -> AvailableModelsResult:
+        return self._run(self.client.get_available_models(**kwargs))
+
+    def cycle_model(self, direction: str = "forward", **kwargs: Any) -> CycleModelResult:
+        return self._run(self.client.cycle_model(direction, **kwargs))
 
     def close(self, grace: float = 3.0) -> int | None:
         """Shut the daemon down and stop the loop thread; returns the daemon's exit status."""

@@ -53,6 +53,36 @@ class ModelRef(TypedDict):
 Status = Literal["ready", "replacing", "unusable", "disposed"]
 
 
+class ModelCost(TypedDict):
+    input: float
+    output: float
+    cacheRead: float
+    cacheWrite: float
+
+
+class ModelDescription(TypedDict):
+    provider: str
+    id: str
+    name: str
+    api: str
+    reasoning: bool
+    thinkingLevels: list[str]
+    input: list[str]
+    contextWindow: int
+    maxTokens: int
+    cost: ModelCost
+
+
+class AvailableModelsResult(TypedDict):
+    models: list[ModelDescription]
+
+
+class CycleModelResult(TypedDict):
+    model: ModelDescription | None
+    thinkingLevel: str
+    isScoped: bool
+
+
 class SessionState(TypedDict):
     sessionId: str
     sessionFile: NotRequired[str]

@@ -32,6 +32,8 @@ PROMPT: Final = "prompt"
 ABORT: Final = "abort"
 SET_SESSION_NAME: Final = "setSessionName"
 SET_MODEL: Final = "setModel"
+GET_AVAILABLE_MODELS: Final = "getAvailableModels"
+CYCLE_MODEL: Final = "cycleModel"
 
 # -- notifications client -> daemon ----------------------------------------------------------------
 EXIT: Final = "exit"

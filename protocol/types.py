@@ -238,6 +238,56 @@ class SetModelParams:
     model_id: str
 
 
+@attrs.frozen
+class ModelCost:
+    """Dollars per million tokens."""
+
+    input: float
+    output: float
+    cache_read: float
+    cache_write: float
+
+
+@attrs.frozen(kw_only=True)
+class ModelDescription:
+    """A model as Pi lists it (no URLs, headers or credentials)."""
+
+    provider: str
+    id: str
+    name: str
+    api: str
+    reasoning: bool
+    thinking_levels: list[str]
+    """The thinking levels this model supports, in order (``off`` … ``xhigh``/``max``)."""
+    input: list[str]
+    """``text``, and ``image`` for models that accept images."""
+    context_window: int
+    max_tokens: int
+    cost: ModelCost
+
+
+@attrs.frozen
+class GetAvailableModelsResult:
+    models: list[ModelDescription]
+    """The models usable now (credentials present, API implemented), in Pi's order; the offline
+    ``faux/faux-1`` only when nothing else is usable."""
+
+
+@attrs.frozen
+class CycleModelParams:
+    direction: Literal["forward", "backward"] = "forward"
+
+
+@attrs.frozen(kw_only=True)
+class CycleModelResult:
+    model: ModelDescription | None = nullable()  # noqa: RUF009 - attrs field factory, not a shared default
+    """The model switched to; ``null`` when there is nothing to cycle to (at most one model)."""
+    thinking_level: str
+    """The session's thinking level after the switch (clamped to the model)."""
+    is_scoped: bool
+    """The cycle went over the scoped models (settings ``enabledModels`` / ``--models``)."""
+
+
 # -- notifications client -> daemon ----------------------------------------------------------------
 
 

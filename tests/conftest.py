@@ -6,6 +6,11 @@ at startup, into ``$PI_CODING_AGENT_DIR`` or ``~/.pi/agent`` — a test that for
 ``--agent-dir`` (or a client helper that drops the variable) would otherwise write into the
 developer's real Pi directory. Tools that are found *through* the real home keep working:
 their locations are pinned by their own variables before ``HOME`` moves.
+
+Provider credentials are removed from the environment for the whole run too: rpcd picks
+its model the way Pi does, so a developer's ``ANTHROPIC_API_KEY`` would otherwise turn
+every test's offline faux model into a real, billed network model. Tests that need a key
+plant their own.
 """
 
 from __future__ import annotations
@@ -20,6 +25,18 @@ import pytest
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+def provider_env_names() -> list[str]:
+    """Every variable Pi reads credentials from (the catalog's table) plus the ones that
+    change provider behaviour."""
+    from rpcd.runtime.providers.catalog import builtin_catalog
+
+    names = {name for p in builtin_catalog().providers.values() for name in p.auth.env_names}
+    names.update({"PI_CACHE_RETENTION", "AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+                  "GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_CLOUD_PROJECT", "GCLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION",
+                  "CLOUDFLARE_ACCOUNT_ID", "CLOUDFLARE_GATEWAY_ID"})
+    return sorted(names)
 
 
 def _tool_locations(real_home: Path) -> dict[str, str]:
@@ -53,6 +70,8 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
             patch.setenv(name, value)
         patch.setenv("HOME", str(home))
         patch.setenv("PI_CODING_AGENT_DIR", str(home / ".pi" / "agent"))
+        for name in provider_env_names():
+            patch.delenv(name, raising=False)
         yield home
 
 

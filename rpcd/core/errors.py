@@ -132,6 +132,25 @@ class ProviderError(RuntimeFailure):
     kind = "ProviderError"
 
 
+class ContextOverflowError(ProviderError):
+    """The request did not fit the model's context window — the one type for this condition,
+    whatever the API (``rpcd.runtime.providers.failures.context_overflow`` recognises it).
+
+    ``reason``: ``error`` (the provider refused the request), ``silent`` (it answered, but
+    reported more input tokens than the window), ``length`` (it filled the window and could
+    not answer). ``provider_message`` is the provider's redacted text, if any."""
+
+    kind = "ContextOverflow"
+
+    def __init__(self, message: str, *, provider: str = "", model: str = "", reason: str = "error",
+                 provider_message: str | None = None) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.model = model
+        self.reason = reason
+        self.provider_message = provider_message
+
+
 # -- host (rpcd.host) ------------------------------------------------------------------
 
 

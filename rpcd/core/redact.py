@@ -4,7 +4,12 @@ Secrets reach text in two ways: a well-known credential format (``sk-...``, ``Be
 GitHub/Slack/AWS/Google tokens, JWTs, ``password=...``) or the literal value of an environment
 variable whose name says it is secret (``OPENAI_API_KEY``, ``GH_TOKEN``, ...). The second
 catches provider keys in any format, as long as the daemon was given them by environment,
-which is how Pi's providers are configured.
+which is how Pi's providers are configured. URLs are a third way (``?key=...`` for Gemini,
+``https://user:token@host`` for proxies): every query value and the userinfo of a URL are
+masked whatever their format.
+
+Cutting text short must come *after* redaction (``redact_and_cut``): a key cut in half no
+longer matches its own literal or pattern and would leak the half that remains.
 """
 
 from __future__ import annotations
@@ -31,10 +36,27 @@ _PATTERNS: Final = (
     re.compile(r"\beyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}"),  # JWT
 )
 _ASSIGNMENT: Final = re.compile(
-    r"""(?P<key>["']?[A-Za-z0-9_\-]*(?:api[_\-]?key|token|secret|password|passwd|authorization)["']?\s*[:=]\s*)"""
+    # The name may carry any prefix (``access_token``, ``"x-api-key"``); it is left as it is, so the
+    # pattern starts at the keyword (a leading ``[A-Za-z0-9_-]*`` made long words quadratic).
+    r"""(?P<key>(?:api[_\-]?key|token|secret|password|passwd|authorization)["']?\s*[:=]\s*)"""
     r"""(?P<quote>["']?)(?P<value>[^\s"',;&}]{4,})""",
     re.I,
 )
+
+
+_URL: Final = re.compile(r"""\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s"'<>`]+""")
+_USERINFO: Final = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*://)[^/?#@]*@")
+_QUERY_VALUE: Final = re.compile(r"([?&;][^=&#;\s]*=)[^&#;\s]*")
+
+
+def _redact_url(match: re.Match[str]) -> str:
+    url = _USERINFO.sub(lambda m: f"{m[1]}{MASK}@", match[0])
+    scheme, sep, rest = url.partition("://")
+    host, slash, tail = rest.partition("/")
+    query_at = host.find("?")
+    if query_at != -1:  # no path: the query starts right after the host
+        host, tail, slash = host[:query_at], host[query_at:] + slash + tail, ""
+    return scheme + sep + host + slash + _QUERY_VALUE.sub(lambda m: f"{m[1]}{MASK}", tail)
 
 
 class Redactor:
@@ -51,9 +73,16 @@ class Redactor:
         for literal in self._literals:
             if literal in text:
                 text = text.replace(literal, MASK)
+        if "://" in text:
+            text = _URL.sub(_redact_url, text)
         for pattern in _PATTERNS:
             text = pattern.sub(MASK, text)
         return _ASSIGNMENT.sub(lambda m: f"{m['key']}{m['quote']}{MASK}", text)
+
+    def redact_and_cut(self, text: str, limit: int) -> str:
+        """Redact, *then* cut to ``limit`` characters (with ``…``): the only safe order."""
+        redacted = self.redact(text)
+        return redacted if len(redacted) <= limit else redacted[: max(limit - 1, 0)] + "…"
 
     def redact_value(self, value: Any) -> Any:
         """Redact every string inside a JSON-like value (keys are kept: they are names, not secrets)."""
@@ -74,3 +103,8 @@ def default_redactor() -> Redactor:
 
 def redact(text: str) -> str:
     return default_redactor().redact(text)
+
+
+def redact_and_cut(text: str, limit: int) -> str:
+    """``redact`` then cut to ``limit`` characters (never the other way round)."""
+    return default_redactor().redact_and_cut(text, limit)

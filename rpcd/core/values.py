@@ -101,3 +101,29 @@ class ExtensionBindings:
     mode: str = "rpc"
     ui: UiContext | None = None
     on_error: Callable[[ExtensionError], None] | None = None
+
+
+@attrs.frozen
+class ModelDescription:
+    """A model as ``getAvailableModels`` / ``cycleModel`` describe it (no URLs, headers or keys)."""
+
+    provider: str
+    id: str
+    name: str
+    api: str
+    reasoning: bool
+    thinking_levels: tuple[str, ...]
+    input: tuple[str, ...]
+    context_window: int
+    max_tokens: int
+    cost: Mapping[str, float]
+
+
+@attrs.frozen
+class CycleModelResult:
+    """``cycleModel``: the model switched to, its (clamped) thinking level, and whether the
+    cycle went over the scoped models (settings ``enabledModels`` / ``--models``)."""
+
+    model: ModelDescription
+    thinking_level: str
+    is_scoped: bool

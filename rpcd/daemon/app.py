@@ -34,6 +34,7 @@ import anyio.abc
 import attrs
 
 from rpcd.core.errors import RpcdError
+from rpcd.core.redact import redact_and_cut
 from rpcd.daemon.bindings import RpcHostBindings
 from rpcd.daemon.journal import HostJournal
 from rpcd.daemon.logs import configure_logging
@@ -41,6 +42,7 @@ from rpcd.host.failures import FailureContext, Phase, attach_context, context_of
 from rpcd.host.host import Pending, SerializedHost
 from rpcd.host.port import RuntimePort
 from rpcd.protocol import types as t
+from rpcd.runtime.model_inputs import ModelInputs
 from rpcd.store.paths import get_agent_dir
 from rpcd.transport import DEFAULT_MAX_MESSAGE_BYTES
 from rpcd.transport.stdio import guard_stdout
@@ -81,6 +83,8 @@ class Options:
     extension_flags: Mapping[str, bool | str] = attrs.field(factory=dict)
     no_context_files: bool = False
     exit_timeout: float = DEFAULT_EXIT_TIMEOUT
+    model_inputs: ModelInputs = attrs.field(factory=ModelInputs)
+    """``--provider`` / ``--model`` / ``--thinking`` / ``--api-key`` / ``--models`` (Pi's flags)."""
     tools: tuple[str, ...] | None = None
     exclude_tools: tuple[str, ...] = ()
     no_builtin_tools: bool = False
@@ -139,6 +143,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--no-context-files", action="store_true", help="load no AGENTS.md / CLAUDE.md context files",
+    )
+    models = parser.add_argument_group("model (as Pi's flags; see docs/providers.md)")
+    models.add_argument("--provider", metavar="NAME", help="provider of --model (e.g. anthropic, openai, google)")
+    models.add_argument(
+        "--model", metavar="PATTERN",
+        help="model id, provider/id or a partial name; PATTERN:LEVEL also sets the thinking level",
+    )
+    models.add_argument(
+        "--thinking", metavar="LEVEL", help="thinking level: off, minimal, low, medium, high, xhigh, max",
+    )
+    models.add_argument(
+        "--api-key", metavar="KEY",
+        help="API key for the selected model's provider (kept in memory only; prefer the environment)",
+    )
+    models.add_argument(
+        "--models", metavar="PATTERNS", help="comma-separated model patterns to cycle through (cycleModel)",
     )
     parser.add_argument(
         "-t", "--tools", type=_tool_names, metavar="A,B",
@@ -223,6 +243,13 @@ def parse_options(argv: Sequence[str]) -> Options:
         extension_flags=dict(ns.flag),
         no_context_files=ns.no_context_files,
         exit_timeout=ns.exit_timeout,
+        model_inputs=ModelInputs(
+            provider=ns.provider,
+            model=ns.model,
+            thinking=ns.thinking,
+            api_key=ns.api_key,
+            models=tuple(p.strip() for p in ns.models.split(",") if p.strip()) if ns.models else None,
+        ),
         tools=ns.tools,
         exclude_tools=ns.exclude_tools,
         no_builtin_tools=ns.no_builtin_tools,
@@ -391,6 +418,7 @@ class Daemon:
                 ),
             ),
             authorize_project=self._authorize,
+            model_inputs=self.options.model_inputs,
         )
         runtime: RuntimePort = await create_runtime(
             factory, cwd=manager.get_cwd(), agent_dir=self.options.agent_dir, session_manager=manager
@@ -503,7 +531,7 @@ def log_failure(message: str, exc: BaseException) -> None:
     def text(failure: BaseException) -> str:
         # Our own failures never quote transcript text; a foreign exception's text might (debug only).
         if isinstance(failure, RpcdError) or logging.getLogger().isEnabledFor(logging.DEBUG):
-            return str(failure)[:300]
+            return redact_and_cut(str(failure), 300)  # redact first: a cut key would no longer match
         return "(exception text only in the debug log)"
 
     extra: dict[str, Any] = {

@@ -39,7 +39,15 @@ import anyio.abc
 import attrs
 
 from rpcd.core.errors import HostDisposedError, HostError, HostUnavailableError, InvalidEntryError
-from rpcd.core.values import Diagnostic, ModelRef, ReplaceResult, SessionState, SessionTree
+from rpcd.core.values import (
+    CycleModelResult,
+    Diagnostic,
+    ModelDescription,
+    ModelRef,
+    ReplaceResult,
+    SessionState,
+    SessionTree,
+)
 from rpcd.host.failures import (
     FailureContext,
     Phase,
@@ -411,6 +419,16 @@ class SerializedHost:
         A running turn keeps its model."""
         with self._session_access("setModel") as session:
             return session.set_model(provider, model_id)
+
+    def cycle_model(self, direction: str = "forward") -> CycleModelResult | None:
+        """Switch the current session to the next usable model (it appends entries and never replaces
+        the session)."""
+        with self._session_access("cycleModel") as session:
+            return session.cycle_model(direction)
+
+    def available_models(self) -> list[ModelDescription]:
+        with self._session_access("getAvailableModels") as session:
+            return session.available_models()
 
     # -- session calls in arrival order --------------------------------------------------
 

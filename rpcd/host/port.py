@@ -15,10 +15,12 @@ from typing import Any, Protocol, TypeAlias
 import attrs
 
 from rpcd.core.values import (
+    CycleModelResult,
     Diagnostic,
     EventListener,
     ExtensionBindings,
     ForkPosition,
+    ModelDescription,
     ModelRef,
     ReplaceResult,
     SessionState,
@@ -71,6 +73,15 @@ class SessionPort(Protocol):
     def set_model(self, provider: str, model_id: str) -> ModelRef:
         """Pi's ``setModel``: switch the model for the next turn and append ``model_change``.
         Raises ``rpcd.core.errors.ModelNotFoundError`` / ``ProviderError`` before appending anything."""
+        ...
+
+    def cycle_model(self, direction: str = "forward") -> CycleModelResult | None:
+        """Pi's ``cycleModel``: the next usable model (scoped models first); ``None`` when there is
+        nothing to cycle to. Appends ``model_change`` (and ``thinking_level_change`` if it changes)."""
+        ...
+
+    def available_models(self) -> list[ModelDescription]:
+        """The models usable now, in Pi's order."""
         ...
 
     def state(self) -> SessionState: ...

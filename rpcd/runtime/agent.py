@@ -223,9 +223,17 @@ class Agent:
 
     # -- the loop ---------------------------------------------------------------------
 
-    async def run(self, prompts: Sequence[dict[str, Any]], sink: AgentSink) -> str:
+    async def run(
+        self,
+        prompts: Sequence[dict[str, Any]],
+        sink: AgentSink,
+        *,
+        will_retry: Callable[[Sequence[Mapping[str, Any]]], bool] | None = None,
+    ) -> str:
         """Run until the model stops calling tools (or abort/error). Returns the last
-        assistant's stopReason, or ``"aborted"`` when the run was aborted."""
+        assistant's stopReason, or ``"aborted"`` when the run was aborted. ``prompts`` may be
+        empty: the run continues from ``messages`` (Pi's ``agent.continue()``, after a retry);
+        ``will_retry`` answers ``agent_end.willRetry``."""
         self._abort_requested = False
         self._signal = AbortSignal()
         produced: list[dict[str, Any]] = []
@@ -238,7 +246,8 @@ class Agent:
             produced.append(message)
             await emit({"type": "message_end", "message": message})
         stop_reason = await self._run_turns(produced, sink)
-        await emit({"type": "agent_end", "messages": produced, "willRetry": False})
+        retrying = bool(will_retry(produced)) if will_retry is not None and not self._abort_requested else False
+        await emit({"type": "agent_end", "messages": produced, "willRetry": retrying})
         return "aborted" if self._abort_requested else stop_reason
 
     async def _run_turns(self, produced: list[dict[str, Any]], sink: AgentSink) -> str:

@@ -2,21 +2,25 @@
 cwd-bound rebuilt for the target cwd on every call.
 
 This is the seed's ``createRuntime`` (§3): ``authorize_project`` and the process
-inputs (absolute extension paths, flags, trust override) are fixed when the daemon
-starts; each call builds fresh services for *its* cwd (settings, context files,
-extensions, trust), then a session over the given SessionManager, and returns them
-with a copy of the services' diagnostics as one coherent result. Nothing is cached
-per cwd, so a switch back to a project re-reads its settings and re-imports its
-extensions.
+inputs (absolute extension paths, flags, trust override, the model flags) are fixed when
+the daemon starts; each call builds fresh services for *its* cwd (settings, context files,
+extensions, trust), re-reads the providers (catalog, ``models.json``, ``auth.json``, the
+environment), picks the session's model as Pi does (``rpcd.runtime.model_selection``), then
+builds a session over the given SessionManager and returns it with the diagnostics as one
+coherent result. Nothing is cached per cwd, so a switch back to a project re-reads its
+settings and re-imports its extensions.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import attrs
 
 from rpcd.core.values import Diagnostic
+from rpcd.runtime.model_selection import ModelInputs, resolve_cli_model, scoped_models, select_session_model
 from rpcd.runtime.providers import default_registry
 from rpcd.runtime.providers.base import ProviderRegistry
 from rpcd.runtime.providers.faux import FauxProvider, FauxScriptError
@@ -24,6 +28,9 @@ from rpcd.runtime.runtime import CreateRuntimeResult, RuntimeFactory
 from rpcd.runtime.services import AuthorizeProject, ProcessInputs, create_services
 from rpcd.runtime.session import create_agent_session
 from rpcd.store import SessionManager
+
+if TYPE_CHECKING:
+    import httpx
 
 FAUX_SCRIPT_SETTING = "fauxScript"
 
@@ -44,13 +51,44 @@ def _apply_faux_script(services: Any, registry: ProviderRegistry) -> list[Diagno
     return [Diagnostic("warning", f'Setting "{FAUX_SCRIPT_SETTING}" ignored: no faux provider registered')]
 
 
-def _refresh_models_json(registry: ProviderRegistry, agent_dir: str, services: Any) -> list[Diagnostic]:
-    """Re-read ``<agentDir>/models.json`` for every session, as Pi reloads it: an edit
-    takes effect at the next replacement. A broken file is a diagnostic, never a failure."""
-    from rpcd.runtime.providers.openai_compat import refresh_configured_providers
+def refresh_providers(
+    registry: ProviderRegistry,
+    agent_dir: str,
+    *,
+    settings: Any = None,
+    inputs: ModelInputs | None = None,
+    env: Mapping[str, str] | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> list[Diagnostic]:
+    """Replace the registry's network providers by a fresh composition (catalog, models.json,
+    auth.json, environment) and give ``--api-key`` to the provider of the selected model.
 
-    settings = getattr(services.settings, "effective", None)
-    return refresh_configured_providers(registry, agent_dir, settings=settings)
+    A broken file is a diagnostic, never a failure; the faux provider (and any provider
+    registered by other code) stays. Imports the provider modules on first use only."""
+    from rpcd.runtime.providers.remote import RemoteProvider, build_providers
+
+    effective = getattr(settings, "effective", settings) if settings is not None else {}
+    providers, diagnostics = build_providers(agent_dir, settings=effective or {}, env=env, transport=transport)
+    for old in registry.providers():
+        if isinstance(old, RemoteProvider):
+            registry.unregister(old.name)
+    for provider in providers:
+        if registry.provider(provider.name) is None:
+            registry.register(provider)
+    inputs = inputs or ModelInputs()
+    if inputs.api_key:
+        cli = resolve_cli_model(registry, inputs.provider, inputs.model, inputs.thinking)
+        target = cli.model.provider if cli.model is not None else None
+        if target is None:
+            scope = scoped_models(registry, settings, inputs)
+            target = scope[0].model.provider if scope else None
+        if target is None:
+            diagnostics.append(Diagnostic("warning", "--api-key requires a model to be specified via --model, "
+                                                     "--provider/--model, or --models; the key is not used"))
+        else:
+            for provider in providers:
+                provider.use_credentials(attrs.evolve(provider.credentials, runtime_keys={target: inputs.api_key}))
+    return diagnostics
 
 
 def make_default_factory(
@@ -58,11 +96,15 @@ def make_default_factory(
     *,
     authorize_project: AuthorizeProject | None = None,
     provider_registry: ProviderRegistry | None = None,
+    model_inputs: ModelInputs | None = None,
+    provider_env: Mapping[str, str] | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
 ) -> RuntimeFactory:
     """The factory rpcd uses; ``provider_registry`` defaults to ``default_registry()``
     (the faux provider) and is shared by every session the factory creates. Each call
-    also (re)registers the OpenAI-compatible providers of ``<agentDir>/models.json``."""
+    also re-reads the network providers (``refresh_providers``) and picks the model."""
     registry = provider_registry if provider_registry is not None else default_registry()
+    inputs = model_inputs or ModelInputs()
 
     async def factory(
         *,
@@ -77,20 +119,25 @@ def make_default_factory(
         )
         diagnostics = [
             *services.diagnostics,
-            *_refresh_models_json(registry, agent_dir, services),
+            *refresh_providers(registry, agent_dir, settings=services.settings, inputs=inputs, env=provider_env,
+                               transport=transport),
             *_apply_faux_script(services, registry),
         ]
-        session, fallback = create_agent_session(
+        session, selection = create_agent_session(
             services=services,
             session_manager=session_manager,
             registry=registry,
             session_start_event=session_start_event,
+            model_inputs=inputs,
             tool_selection=process_inputs.tool_selection,
         )
-        if fallback is not None and session.model is not None:
-            diagnostics.append(Diagnostic("warning", fallback))
+        diagnostics.extend(selection.diagnostics)
         return CreateRuntimeResult(
-            session=session, services=services, diagnostics=diagnostics, model_fallback_message=fallback
+            session=session, services=services, diagnostics=diagnostics,
+            model_fallback_message=selection.fallback_message,
         )
 
     return factory
+
+
+__all__ = ["ModelInputs", "make_default_factory", "refresh_providers", "select_session_model"]

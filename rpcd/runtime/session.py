@@ -19,10 +19,17 @@ from typing import Any, Protocol
 
 import anyio
 
-from rpcd.core.errors import InvalidArgumentError, ModelNotFoundError, SessionBusyError
+from rpcd.core.errors import (
+    ContextOverflowError,
+    InvalidArgumentError,
+    ModelNotFoundError,
+    SessionBusyError,
+)
 from rpcd.core.values import (
+    CycleModelResult,
     EventListener,
     ExtensionBindings,
+    ModelDescription,
     ModelRef,
     SessionEvent,
     SessionState,
@@ -30,7 +37,10 @@ from rpcd.core.values import (
     Unsubscribe,
 )
 from rpcd.runtime.agent import Agent, Event
-from rpcd.runtime.providers.base import ModelInfo, Provider, ProviderRegistry, ToolSpec
+from rpcd.runtime.model_selection import ModelInputs, Selection, select_session_model
+from rpcd.runtime.providers.base import ModelInfo, ProviderRegistry, ToolSpec
+from rpcd.runtime.providers.thinking import DEFAULT_THINKING_LEVEL, THINKING_LEVELS
+from rpcd.runtime.retry import SessionRetry
 from rpcd.runtime.system_prompt import build_system_prompt as pi_system_prompt
 from rpcd.runtime.system_prompt import normalize_guidelines, normalize_snippet
 from rpcd.store import SessionManager
@@ -53,8 +63,7 @@ from rpcd.tools import (
 
 _log = logging.getLogger("rpcd.runtime.session")
 
-DEFAULT_THINKING_LEVEL = "off"
-THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh")
+__all__ = ["DEFAULT_THINKING_LEVEL", "THINKING_LEVELS", "AgentSession", "create_agent_session"]
 
 
 class ExtensionRunnerLike(Protocol):
@@ -109,9 +118,14 @@ class AgentSession:
         agent: Agent,
         session_start_event: Mapping[str, Any] | None = None,
         registry: ProviderRegistry | None = None,
+        model_inputs: ModelInputs | None = None,
     ) -> None:
         self.session_manager = session_manager
         self.registry = registry
+        self.model_inputs = model_inputs or ModelInputs()
+        self.retry = SessionRetry(self)
+        self.last_context_overflow: ContextOverflowError | None = None
+        """The overflow the last run ended with (compaction, issue 17, starts from here)."""
         self.services = services
         self.agent = agent
         self.session_start_event: dict[str, Any] = dict(session_start_event or {"type": "session_start",
@@ -211,7 +225,10 @@ class AgentSession:
             await runner.emit(event)
         self._notify(event)
         if kind == "message_end" and not self._disposed:
-            self.session_manager.append_message(event["message"])
+            message = event["message"]
+            self.session_manager.append_message(message)
+            if message.get("role") == "assistant":
+                self.retry.on_assistant_end(message)
 
     def fast_update(self) -> Callable[[Event], None] | None:
         if self._disposed:
@@ -224,7 +241,11 @@ class AgentSession:
     # -- turns -------------------------------------------------------------------------------
 
     async def prompt(self, text: str) -> str:
-        """Run one agent turn to completion; returns the last assistant ``stopReason``."""
+        """Run one agent turn to completion; returns the last assistant ``stopReason``.
+
+        A transient provider failure is retried as Pi retries it (``rpcd.runtime.retry``): the
+        failed attempt stays in the file, leaves the model's context, and the turn continues
+        after ``auto_retry_start`` … ``auto_retry_end``."""
         if self._running:
             raise SessionBusyError(
                 "A turn is already running; wait for it to finish or abort it", cwd=self.cwd,
@@ -234,7 +255,10 @@ class AgentSession:
         self._idle = anyio.Event()
         try:
             user = {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": int(time.time() * 1000)}
-            stop_reason = await self.agent.run([user], self)
+            stop_reason = await self.agent.run([user], self, will_retry=self.retry.will_retry)
+            while await self.retry.after_run():
+                stop_reason = await self.agent.run([], self, will_retry=self.retry.will_retry)
+            self.last_context_overflow = self.retry.overflow_of_last_run()
             await self.emit({"type": "agent_settled"})
             return stop_reason
         finally:
@@ -246,7 +270,11 @@ class AgentSession:
         if not self._running:
             return
         self.agent.request_abort()
+        self.retry.cancel()
         await self._idle.wait()
+
+    def settings(self) -> Any:
+        return getattr(self.services, "settings", None)
 
     # -- names, entries ---------------------------------------------------------------------
 
@@ -260,21 +288,48 @@ class AgentSession:
         self._notify({"type": "session_info_changed", "name": self.session_manager.get_session_name()})
 
     def set_model(self, provider: str, model_id: str) -> ModelRef:
-        """Pi's ``setModel``: validate, append ``model_change``, switch, re-clamp thinking.
+        """Pi's ``setModel``: validate, append ``model_change``, switch, re-apply the thinking level.
 
-        Raises ``ModelNotFoundError`` / ``ProviderError`` before anything is appended; a
-        turn in flight keeps its model, the next one uses the new one. Returns the port's
-        ``ModelRef`` (what the wire answers); the full ``ModelInfo`` is ``self.model``.
+        Raises ``ModelNotFoundError`` (naming close matches) / ``ProviderError`` before anything
+        is appended; a turn in flight keeps its model, the next one uses the new one. The
+        thinking level becomes the settings default for the new model (``modelThinkingLevels``,
+        ``defaultThinkingLevel``, else the current one), clamped, recorded only if it changed.
         """
-        from rpcd.runtime.models_config import apply_model_selection
+        from rpcd.runtime.model_selection import apply_model_selection
 
         if self.registry is None:
             raise ModelNotFoundError(f"Model not found: {provider}/{model_id}")
         info: ModelInfo = apply_model_selection(
             agent=self.agent, session_manager=self.session_manager, registry=self.registry,
-            provider=provider, model_id=model_id, notify=self._notify,
+            provider=provider, model_id=model_id, settings=self.settings(), notify=self._notify,
         )
         return ModelRef(info.provider, info.id)
+
+    def cycle_model(self, direction: str = "forward") -> CycleModelResult | None:
+        """Pi's ``cycleModel``: the next usable model in the scope (settings ``enabledModels`` /
+        ``--models``) or among all usable models; ``None`` when there is nothing to cycle to."""
+        from rpcd.runtime.model_selection import cycle_model
+
+        if self.registry is None:
+            return None
+        result = cycle_model(agent=self.agent, session_manager=self.session_manager, registry=self.registry,
+                             settings=self.settings(), inputs=self.model_inputs, direction=direction,
+                             notify=self._notify)
+        if result is None:
+            return None
+        return CycleModelResult(model=describe_model(result.model), thinking_level=result.thinking_level,
+                                is_scoped=result.is_scoped)
+
+    def available_models(self) -> list[ModelDescription]:
+        """The models usable now (credentials present, API implemented), in Pi's order; the
+        offline faux model only when nothing else is usable."""
+        if self.registry is None:
+            return []
+        models = self.registry.available_models()
+        if not models:
+            fallback = self.registry.find("faux", "faux-1") or self.registry.default_model()
+            models = [fallback[1]] if fallback is not None else []
+        return [describe_model(m) for m in models]
 
     def append_custom_entry(self, custom_type: str, data: Any = None) -> str:
         """``SessionActions`` for extensions: a ``custom`` entry at the leaf."""
@@ -396,24 +451,17 @@ def build_system_prompt(services: Any, tools: Mapping[str, Tool] | None = None) 
     )
 
 
+def describe_model(model: ModelInfo) -> ModelDescription:
+    return ModelDescription(
+        provider=model.provider, id=model.id, name=model.name, api=model.api, reasoning=model.reasoning,
+        thinking_levels=tuple(model.thinking_levels()), input=tuple(model.input),
+        context_window=model.context_window, max_tokens=model.max_tokens,
+        cost={k: float(model.cost.get(k, 0) or 0) for k in ("input", "output", "cacheRead", "cacheWrite")},
+    )
+
+
 def _branch_has_thinking_entry(sm: SessionManager) -> bool:
     return any(e.get("type") == "thinking_level_change" for e in sm.get_branch())
-
-
-def _clamp_thinking(level: Any, model: ModelInfo | None) -> str:
-    if model is None or not model.reasoning:
-        return "off"
-    return level if isinstance(level, str) and level in THINKING_LEVELS else DEFAULT_THINKING_LEVEL
-
-
-def _pick_default_model(services: Any, registry: ProviderRegistry) -> tuple[Provider, ModelInfo] | None:
-    provider = _settings_get(services, "defaultProvider")
-    model_id = _settings_get(services, "defaultModel")
-    if isinstance(provider, str) and isinstance(model_id, str):
-        found = registry.find(provider, model_id)
-        if found is not None:
-            return found
-    return registry.default_model()
 
 
 def create_agent_session(
@@ -424,9 +472,12 @@ def create_agent_session(
     session_start_event: Mapping[str, Any] | None = None,
     extra_tools: Sequence[ToolSpec] = (),
     tool_selection: ToolSelection | None = None,
-) -> tuple[AgentSession, str | None]:
-    """Build a session over ``session_manager`` with ``services``; returns it and the
-    model fallback message (``Could not restore model p/m. Using p2/m2``) if any.
+    model_inputs: ModelInputs | None = None,
+    selection: Selection | None = None,
+) -> tuple[AgentSession, Selection]:
+    """Build a session over ``session_manager`` with ``services``; returns it and the model
+    ``Selection`` (its ``fallback_message`` is Pi's ``Could not restore model p/m. Using p2/m2``,
+    its ``diagnostics`` say which configured model could not be used and why).
 
     Like Pi's ``createAgentSession``: an empty session gets ``model_change`` (when a
     model exists) and ``thinking_level_change`` appended — kept in memory by the store
@@ -436,30 +487,28 @@ def create_agent_session(
     context = sm.build_session_context()
     messages: list[dict[str, Any]] = list(context.messages)
     has_existing = bool(messages)
-    fallback_message: str | None = None
-    chosen: tuple[Provider, ModelInfo] | None = None
-    stored: ModelRef | None = context.model
-    if has_existing and stored is not None:
-        chosen = registry.find(stored.provider, stored.model_id)
-        if chosen is None:
-            fallback_message = f"Could not restore model {stored.provider}/{stored.model_id}"
-            chosen = _pick_default_model(services, registry)
-            if chosen is not None:
-                fallback_message += f". Using {chosen[1].provider}/{chosen[1].id}"
-    else:
-        chosen = _pick_default_model(services, registry)
-    provider, model = chosen if chosen is not None else (None, None)
-
-    if has_existing and _branch_has_thinking_entry(sm):
-        thinking = _clamp_thinking(context.thinking_level, model)
-    else:
-        thinking = _clamp_thinking(_settings_get(services, "defaultThinkingLevel") or DEFAULT_THINKING_LEVEL, model)
+    has_thinking_entry = _branch_has_thinking_entry(sm)
+    inputs = model_inputs or ModelInputs()
+    if selection is None:
+        stored: ModelRef | None = context.model
+        selection = select_session_model(
+            registry=registry,
+            settings=getattr(services, "settings", None),
+            inputs=inputs,
+            has_existing=has_existing,
+            stored_model=(stored.provider, stored.model_id) if stored is not None else None,
+            stored_thinking=context.thinking_level,
+            has_thinking_entry=has_thinking_entry,
+            default_order=_default_order(registry),
+        )
+    provider, model = selection.provider, selection.model
+    thinking = selection.thinking_level
 
     if not has_existing:
         if model is not None:
             sm.append_model_change(model.provider, model.id)
         sm.append_thinking_level_change(thinking)
-    elif not _branch_has_thinking_entry(sm):
+    elif not has_thinking_entry:
         sm.append_thinking_level_change(thinking)
 
     tools = session_tools(services, tool_selection or ToolSelection())
@@ -475,10 +524,10 @@ def create_agent_session(
     )
     session = AgentSession(
         session_manager=sm, services=services, agent=agent, session_start_event=session_start_event,
-        registry=registry,
+        registry=registry, model_inputs=inputs,
     )
     agent.seam = ToolSeam(tools, _SessionHooks(session).hooks())
-    return session, fallback_message
+    return session, selection
 
 
 class _SessionHooks:
@@ -552,3 +601,12 @@ class _SessionHooks:
             usage=patch.get("usage") if patch.get("usage") is not None else outcome.usage,
             terminate=outcome.terminate,
         )
+
+
+def _default_order(registry: ProviderRegistry) -> tuple[tuple[str, str], ...]:
+    """Pi's ``defaultModelPerProvider`` — only worth loading when network providers exist."""
+    if all(getattr(p, "offline", False) or type(p).__name__ == "FauxProvider" for p in registry.providers()):
+        return ()
+    from rpcd.runtime.providers.catalog import builtin_catalog
+
+    return builtin_catalog().default_model_per_provider

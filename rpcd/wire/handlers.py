@@ -34,11 +34,20 @@ import anyio
 
 from rpcd.core.errors import HostDisposedError, HostError, HostUnavailableError
 from rpcd.core.progress import reporting
-from rpcd.core.values import ModelRef, SessionState, SessionTree
+from rpcd.core.values import CycleModelResult, ModelDescription, ModelRef, SessionState, SessionTree
 from rpcd.host.host import Pending, ReplacementOutcome, SerializedHost
 from rpcd.protocol import types as t
 from rpcd.protocol.errors import ErrorCode, ErrorItem
 from rpcd.protocol.methods import client_requests
+from rpcd.protocol.names import (
+    CYCLE_MODEL,
+    GET_AVAILABLE_MODELS,
+    GET_MESSAGES,
+    GET_TREE,
+    LIST_SESSIONS,
+    SET_MODEL,
+    SET_SESSION_NAME,
+)
 from rpcd.wire.errors import WireError, WirePhase, protocol_error
 from rpcd.wire.notifications import EventPump
 from rpcd.wire.progress import Progress
@@ -196,7 +205,7 @@ class SessionMethods:
         )
 
     def get_messages(self, params: t.EmptyParams | None = None) -> Awaitable[t.GetMessagesResult]:
-        return self._messages(_tracked(self._host.enqueue("getMessages", self._host.messages)))
+        return self._messages(_tracked(self._host.enqueue(GET_MESSAGES, self._host.messages)))
 
     async def _messages(self, pending: Pending[list[dict[str, object]]]) -> t.GetMessagesResult:
         messages = await pending
@@ -204,7 +213,7 @@ class SessionMethods:
         return t.GetMessagesResult(messages=messages)
 
     def get_tree(self, params: t.EmptyParams | None = None) -> Awaitable[t.GetTreeResult]:
-        return self._tree(_tracked(self._host.enqueue("getTree", self._host.tree)))
+        return self._tree(_tracked(self._host.enqueue(GET_TREE, self._host.tree)))
 
     async def _tree(self, pending: Pending[SessionTree]) -> t.GetTreeResult:
         tree = await pending
@@ -218,7 +227,7 @@ class SessionMethods:
         self._host.state()  # fails closed like every other call when the host is unusable
         limit = DEFAULT_PAGE if params.limit is None else params.limit
         if limit < 1 or limit > MAX_PAGE:
-            raise _invalid_params("listSessions", f"limit must be between 1 and {MAX_PAGE}", "$.limit")
+            raise InvalidParamsError(LIST_SESSIONS, f"limit must be between 1 and {MAX_PAGE}", "$.limit")
         after = _decode_cursor(params.cursor) if params.cursor is not None else None
         summaries = await anyio.to_thread.run_sync(self._list, params.cwd)
         return paginate(summaries, after, limit)
@@ -240,16 +249,42 @@ class SessionMethods:
 
     def set_session_name(self, params: t.SetSessionNameParams) -> Awaitable[None]:
         host = self._host
-        return self._done(_tracked(host.enqueue("setSessionName", lambda: host.set_session_name(params.name))))
+        return self._done(_tracked(host.enqueue(SET_SESSION_NAME, lambda: host.set_session_name(params.name))))
 
     def set_model(self, params: t.SetModelParams) -> Awaitable[t.ModelRef]:
         host = self._host
-        return self._model(_tracked(host.enqueue("setModel", lambda: host.set_model(params.provider, params.model_id))))
+        return self._model(_tracked(host.enqueue(SET_MODEL, lambda: host.set_model(params.provider, params.model_id))))
 
     async def _model(self, pending: Pending[ModelRef]) -> t.ModelRef:
         ref = await pending
         await self._pump.drain()
         return t.ModelRef(ref.provider, ref.model_id)
+
+    def get_available_models(self, params: t.EmptyParams | None = None) -> Awaitable[t.GetAvailableModelsResult]:
+        return self._models(_tracked(self._host.enqueue(GET_AVAILABLE_MODELS, self._host.available_models)))
+
+    async def _models(self, pending: Pending[list[ModelDescription]]) -> t.GetAvailableModelsResult:
+        models = await pending
+        await self._pump.drain()
+        return t.GetAvailableModelsResult(models=[_model_description(m) for m in models])
+
+    def cycle_model(self, params: t.CycleModelParams | None = None) -> Awaitable[t.CycleModelResult]:
+        host = self._host
+        direction = params.direction if params is not None else "forward"
+
+        def cycle() -> tuple[CycleModelResult | None, str]:
+            result = host.cycle_model(direction)
+            return result, host.state().thinking_level
+
+        return self._cycled(_tracked(host.enqueue(CYCLE_MODEL, cycle)))
+
+    async def _cycled(self, pending: Pending[tuple[CycleModelResult | None, str]]) -> t.CycleModelResult:
+        result, thinking_level = await pending
+        await self._pump.drain()
+        if result is None:
+            return t.CycleModelResult(model=None, thinking_level=thinking_level, is_scoped=False)
+        return t.CycleModelResult(model=_model_description(result.model), thinking_level=result.thinking_level,
+                                  is_scoped=result.is_scoped)
 
     async def _done(self, pending: Pending[None]) -> None:
         await pending
@@ -288,7 +323,7 @@ def _decode_cursor(cursor: str) -> tuple[str, str]:
             return (raw[0], raw[1])
     except (ValueError, TypeError):
         pass
-    raise _invalid_params("listSessions", "cursor is not one this daemon issued", "$.cursor")
+    raise InvalidParamsError(LIST_SESSIONS, "cursor is not one this daemon issued", "$.cursor")
 
 
 class InvalidParamsError(WireError):
@@ -303,6 +338,13 @@ class InvalidParamsError(WireError):
         )
 
 
-def _invalid_params(operation_name: str, message: str, path: str) -> InvalidParamsError:
-    return InvalidParamsError(operation_name, message, path)
 
+def _model_description(model: ModelDescription) -> t.ModelDescription:
+    cost = model.cost
+    return t.ModelDescription(
+        provider=model.provider, id=model.id, name=model.name, api=model.api, reasoning=model.reasoning,
+        thinking_levels=list(model.thinking_levels), input=list(model.input), context_window=model.context_window,
+        max_tokens=model.max_tokens,
+        cost=t.ModelCost(input=float(cost.get("input", 0)), output=float(cost.get("output", 0)),
+                         cache_read=float(cost.get("cacheRead", 0)), cache_write=float(cost.get("cacheWrite", 0))),
+    )

@@ -1,4 +1,4 @@
-"""A real HTTP server on 127.0.0.1 that replays Chat Completions SSE streams.
+"""A real HTTP server on 127.0.0.1 that replays recorded SSE streams (any API).
 
 Tests enqueue ``Reply`` objects; each POST takes the next one. Streams are sent with
 chunked transfer encoding like api.openai.com, so a *cut* (``cut_after``) is a real
@@ -7,7 +7,9 @@ sending, which is how a slow server or a hung model looks to the client. The ser
 notices when a client goes away (``disconnected``), which is how tests prove that an
 abort closed the HTTP stream.
 
-Recordings live in ``recordings/*.sse`` as raw SSE text in OpenAI's format.
+Recordings live in ``recordings/*.sse`` as raw SSE text in each provider's published
+streaming format: Chat Completions and Gemini send bare ``data:`` events, Anthropic and
+OpenAI Responses name each event (``event: message_start`` / ``event: response.created``).
 """
 
 from __future__ import annotations
@@ -28,13 +30,23 @@ import attrs
 RECORDINGS = Path(__file__).with_name("recordings")
 
 
-def load_recording(name: str) -> list[str]:
-    """The ``data:`` payloads of a recorded stream, in order (``[DONE]`` included)."""
-    payloads: list[str] = []
+SseItem = str | tuple[str, str]
+"""A ``data:`` payload, or ``(event name, data)``."""
+
+
+def load_recording(name: str) -> list[SseItem]:
+    """The events of a recorded stream, in order (``[DONE]`` included): a bare payload, or
+    ``(event, payload)`` when the recording names the event."""
+    items: list[SseItem] = []
+    event: str | None = None
     for line in (RECORDINGS / f"{name}.sse").read_text(encoding="utf-8").splitlines():
-        if line.startswith("data:"):
-            payloads.append(line[5:].lstrip(" "))
-    return payloads
+        if line.startswith("event:"):
+            event = line[6:].strip()
+        elif line.startswith("data:"):
+            data = line[5:].lstrip(" ")
+            items.append((event, data) if event is not None else data)
+            event = None
+    return items
 
 
 def chunk(delta: dict[str, Any] | None = None, *, finish: str | None = None, usage: dict[str, Any] | None = None,
@@ -57,16 +69,19 @@ def chunk(delta: dict[str, Any] | None = None, *, finish: str | None = None, usa
 @attrs.define
 class Reply:
     status: int = 200
-    events: list[str] = attrs.field(factory=list)
-    """SSE ``data:`` payloads, each sent as its own event (and its own HTTP chunk)."""
+    events: list[SseItem] = attrs.field(factory=list)
+    """SSE events (``data`` or ``(event, data)``), each sent as its own HTTP chunk."""
     headers: dict[str, str] = attrs.field(factory=dict)
     body: bytes | None = None
     """A non-streamed body (error responses)."""
+    content_type: str = "application/json"
     delay: float = 0.0
     cut_after: int | None = None
     """Close the connection abruptly after this many events (no terminating chunk)."""
     stall_after: int | None = None
     """Stop sending after this many events; wait until the client leaves or the server stops."""
+    drop: bool = False
+    """Close the connection without any response (a dropped connection before the headers)."""
 
 
 @attrs.define
@@ -89,9 +104,13 @@ class SseServer:
         )
 
     @property
-    def base_url(self) -> str:
+    def root_url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}/v1"
+        return f"http://{host!s}:{port}"
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.root_url}/v1"
 
     def enqueue(self, *replies: Reply) -> None:
         self.replies.extend(replies)
@@ -123,10 +142,13 @@ class SseServer:
                     body = raw.decode("utf-8", "replace")
                 server.requests.append(RecordedRequest(self.path, dict(self.headers.items()), body))
                 reply = server.replies.popleft() if server.replies else Reply(status=500, body=b'{"error":"no reply"}')
+                if reply.drop:
+                    self._abort_connection()
+                    return
                 if reply.body is not None or reply.status != 200:
                     payload = reply.body or b""
                     self.send_response(reply.status)
-                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Type", reply.content_type)
                     self.send_header("Content-Length", str(len(payload)))
                     for key, value in reply.headers.items():
                         self.send_header(key, value)
@@ -154,7 +176,10 @@ class SseServer:
                             return
                         if reply.delay and server._stop.wait(reply.delay):
                             return
-                        self._chunk(f"data: {data}\n\n".encode())
+                        if isinstance(data, tuple):
+                            self._chunk(f"event: {data[0]}\ndata: {data[1]}\n\n".encode())
+                        else:
+                            self._chunk(f"data: {data}\n\n".encode())
                     if reply.cut_after is not None:
                         self._abort_connection()
                         return

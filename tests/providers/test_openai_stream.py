@@ -1,4 +1,9 @@
-"""The OpenAI-compatible provider against a real HTTP server on 127.0.0.1."""
+"""The OpenAI-compatible (Chat Completions) API against a real HTTP server on 127.0.0.1.
+
+Failures are worded as Pi's SDK words them (``<status>: <error JSON>``), except 401/403,
+whose body is never quoted; provider-level retries (``retry.provider.maxRetries``, Pi's
+default 0) are silent — the visible ``auto_retry_*`` retries are the session's
+(``test_session_integration.py``)."""
 
 from __future__ import annotations
 
@@ -9,23 +14,11 @@ from typing import Any
 import anyio
 import pytest
 
-from rpcd.runtime.models_config import parse_models_config
 from rpcd.runtime.providers.base import ToolSpec
-from rpcd.runtime.providers.openai_compat import OpenAICompatProvider, RetryPolicy
-from tests.providers.conftest import PLANTED_KEY, collect, make_provider, request_for
+from tests.providers.conftest import PLANTED_KEY, collect, final, make_provider, provider_spec, request_for, types
 from tests.providers.sse_server import Reply, SseServer, chunk, load_recording
 
 pytestmark = pytest.mark.anyio
-
-
-def types(events: list[dict[str, Any]]) -> list[str]:
-    return [e["type"] for e in events]
-
-
-def final(events: list[dict[str, Any]]) -> dict[str, Any]:
-    last = events[-1]
-    assert last["type"] in ("done", "error")
-    return last["message"] if last["type"] == "done" else last["error"]
 
 
 async def test_plain_turn_streams_text_and_records_usage(server: SseServer) -> None:
@@ -116,14 +109,14 @@ async def test_unauthorized_names_the_provider_and_is_not_retried(server: SseSer
     # real servers echo part of the key in the 401 body: it must not surface
     body = json.dumps({"error": {"message": f"Incorrect API key provided: {PLANTED_KEY}", "code": "invalid_api_key"}})
     server.enqueue(Reply(status=401, body=body.encode()), Reply(events=load_recording("plain")))
-    provider = make_provider(server.base_url)
+    provider = make_provider(server.base_url, retries=3)
     events = await collect(provider, request_for(provider))
 
     assert types(events) == ["error"]
     message = final(events)
     assert message["stopReason"] == "error"
-    assert '"local"' in message["errorMessage"] and "401" in message["errorMessage"]
-    assert "sk-" not in message["errorMessage"]
+    assert message["errorMessage"].startswith('401 Provider "local" rejected the request as unauthorized')
+    assert "sk-" not in message["errorMessage"] and "Incorrect" not in message["errorMessage"]
     assert len(server.requests) == 1
 
 
@@ -131,57 +124,71 @@ async def test_forbidden_is_an_auth_error_too(server: SseServer) -> None:
     server.enqueue(Reply(status=403, body=b'{"error":{"message":"forbidden"}}'))
     provider = make_provider(server.base_url)
     message = final(await collect(provider, request_for(provider)))
-    assert "unauthorized (HTTP 403)" in message["errorMessage"] and len(server.requests) == 1
+    assert "403" in message["errorMessage"] and "unauthorized" in message["errorMessage"]
+    assert len(server.requests) == 1
 
 
-async def test_rate_limit_honours_retry_after_then_succeeds(server: SseServer) -> None:
+async def test_rate_limit_honours_retry_after_then_succeeds_silently(server: SseServer) -> None:
     server.enqueue(
-        Reply(status=429, headers={"Retry-After": "1"}, body=b'{"error":{"message":"Rate limit reached"}}'),
+        Reply(status=429, headers={"Retry-After": "0.2"}, body=b'{"error":{"message":"Rate limit reached"}}'),
         Reply(events=load_recording("plain")),
     )
-    provider = make_provider(server.base_url, base_delay=30.0)  # Retry-After must win over the backoff
+    provider = make_provider(server.base_url, retries=1)
     events = await collect(provider, request_for(provider))
 
-    assert types(events)[:3] == ["auto_retry_start", "auto_retry_end", "start"]
-    assert events[0] == {
-        "type": "auto_retry_start",
-        "attempt": 1,
-        "maxAttempts": 3,
-        "delayMs": 1000,
-        "errorMessage": 'Provider "local" returned HTTP 429: Rate limit reached',
-    }
-    assert events[1] == {"type": "auto_retry_end", "success": True, "attempt": 1}
+    assert types(events)[0] == "start" and "auto_retry_start" not in types(events)
     assert final(events)["stopReason"] == "stop"
     assert len(server.requests) == 2
 
 
+async def test_no_provider_level_retry_by_default(server: SseServer) -> None:
+    # Pi's retry.provider.maxRetries defaults to 0: the session retries instead, visibly
+    server.enqueue(Reply(status=429, body=b'{"error":{"message":"Rate limit reached"}}'))
+    provider = make_provider(server.base_url)
+    message = final(await collect(provider, request_for(provider)))
+    assert message["errorMessage"] == '429: {"message":"Rate limit reached"}'
+    assert len(server.requests) == 1
+
+
 async def test_server_errors_are_retried_until_exhausted(server: SseServer) -> None:
     server.enqueue(*[Reply(status=500, body=b'{"error":{"message":"boom"}}') for _ in range(3)])
-    provider = make_provider(server.base_url, retries=2, base_delay=0.01)
+    provider = make_provider(server.base_url, retries=2)
     events = await collect(provider, request_for(provider))
 
-    assert types(events) == ["auto_retry_start", "auto_retry_start", "auto_retry_end", "error"]
-    assert [e["delayMs"] for e in events[:2]] == [10, 20]  # exponential backoff
-    assert events[2]["success"] is False and events[2]["attempt"] == 2
-    assert events[2]["finalError"] == 'Provider "local" returned HTTP 500: boom'
-    assert final(events)["errorMessage"] == 'Provider "local" returned HTTP 500: boom'
+    assert types(events) == ["error"]
+    assert final(events)["errorMessage"] == '500: {"message":"boom"}'
     assert len(server.requests) == 3
 
 
 async def test_retry_after_over_the_limit_fails_at_once(server: SseServer) -> None:
-    server.enqueue(Reply(status=503, headers={"Retry-After": "3600"}, body=b"overloaded"))
-    provider = make_provider(server.base_url)
+    server.enqueue(Reply(status=503, headers={"Retry-After": "3600"}, body=b"overloaded", content_type="text/plain"))
+    provider = make_provider(server.base_url, retries=3)
     events = await collect(provider, request_for(provider))
     assert types(events) == ["error"]
-    assert "3600s" in final(events)["errorMessage"] and len(server.requests) == 1
+    assert final(events)["errorMessage"] == "Server requested 3600s retry delay (max: 60s). 503 overloaded"
+    assert len(server.requests) == 1
 
 
 async def test_client_errors_are_reported_without_retry(server: SseServer) -> None:
     server.enqueue(Reply(status=400, body=b'{"error":{"message":"Unsupported parameter: store"}}'))
+    provider = make_provider(server.base_url, retries=3)
+    message = final(await collect(provider, request_for(provider)))
+    assert message["errorMessage"] == '400: {"message":"Unsupported parameter: store"}'
+    assert len(server.requests) == 1
+
+
+async def test_connect_errors_and_dropped_connections_are_retried_too(server: SseServer) -> None:
+    server.enqueue(Reply(drop=True), Reply(events=load_recording("plain")))
+    provider = make_provider(server.base_url, retries=1)
+    message = final(await collect(provider, request_for(provider)))
+    assert message["stopReason"] == "stop" and len(server.requests) == 2
+
+
+async def test_a_dropped_connection_without_retries_is_a_connection_error(server: SseServer) -> None:
+    server.enqueue(Reply(drop=True))
     provider = make_provider(server.base_url)
     message = final(await collect(provider, request_for(provider)))
-    assert message["errorMessage"] == 'Provider "local" returned HTTP 400: Unsupported parameter: store'
-    assert len(server.requests) == 1
+    assert message["stopReason"] == "error" and message["errorMessage"].startswith("Connection error")
 
 
 async def test_connection_cut_mid_stream_keeps_partial_content_with_error(server: SseServer) -> None:
@@ -194,6 +201,7 @@ async def test_connection_cut_mid_stream_keeps_partial_content_with_error(server
     assert message["stopReason"] == "error"
     assert message["content"] == [{"type": "text", "text": "Hello! How"}]
     assert "closed before the response completed" in message["errorMessage"]
+    assert message["errorMessage"].startswith("Connection error")  # Pi's retry rules recognise it
     assert "text_end" in types(events)  # the open block is closed, so consumers see a complete partial
 
 
@@ -239,14 +247,14 @@ async def test_slow_server_hits_the_read_timeout(server: SseServer) -> None:
 
     message = final(events)
     assert message["stopReason"] == "error"
-    assert message["errorMessage"] == 'Provider "local" stopped responding (read timeout)'
+    assert message["errorMessage"] == "Request timed out."
     assert message["content"] == [{"type": "text", "text": "thinking slowly"}]
 
 
 async def test_unreachable_server_is_an_error_naming_the_provider() -> None:
     provider = make_provider("http://127.0.0.1:9/v1")  # discard port: nothing listens
     message = final(await collect(provider, request_for(provider)))
-    assert message["errorMessage"] == 'Could not connect to provider "local"'
+    assert message["errorMessage"] == "Connection error."
 
 
 async def test_planted_key_never_leaks_into_events_or_logs(server: SseServer, caplog: pytest.LogCaptureFixture) -> None:
@@ -257,7 +265,7 @@ async def test_planted_key_never_leaks_into_events_or_logs(server: SseServer, ca
         Reply(status=401, body=leak),
         Reply(events=[chunk({"content": "ok"}), json.dumps({"error": {"message": PLANTED_KEY}})]),
     )
-    provider = make_provider(server.base_url)
+    provider = make_provider(server.base_url, retries=1)
     caplog.set_level(logging.DEBUG)
     collected: list[dict[str, Any]] = []
     for _ in range(3):
@@ -269,11 +277,10 @@ async def test_planted_key_never_leaks_into_events_or_logs(server: SseServer, ca
 
 
 async def test_unresolvable_key_fails_the_turn_without_a_request(server: SseServer) -> None:
-    provider = make_provider(server.base_url)
-    provider._env = {}  # the variable named by models.json is not set
+    provider = make_provider(server.base_url, env={})  # the variable named by models.json is not set
     message = final(await collect(provider, request_for(provider)))
     assert message["errorMessage"] == (
-        'Cannot resolve credentials: apiKey of provider "local": environment variable RPCD_TEST_PLANTED_KEY is not set'
+        'apiKey of provider "local": environment variable RPCD_TEST_PLANTED_KEY is not set'
     )
     assert server.requests == []
 
@@ -282,9 +289,8 @@ async def test_literal_key_from_models_json_is_redacted_though_no_env_var_holds_
     server: SseServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     literal = "lm-studio-7f3a9c21d4e8b6"  # no well-known key format: only the exact value can catch it
-    config = parse_models_config({"providers": {"lit": {
-        "baseUrl": server.base_url, "api": "openai-completions", "apiKey": literal, "models": [{"id": "test-model"}]}}})
-    provider = OpenAICompatProvider(config.providers["lit"], retry=RetryPolicy(max_retries=1, base_delay=0.01), env={})
+    spec = provider_spec(server.base_url, name="lit", api_key=literal)
+    provider = make_provider(server.base_url, spec=spec, retries=1, env={})
     server.enqueue(
         Reply(status=500, body=b'{"error":{"message":"echo ' + literal.encode() + b'"}}'),
         Reply(events=[chunk({"content": "ok"}), json.dumps({"error": {"message": "mid " + literal}})]),

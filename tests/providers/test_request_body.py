@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from rpcd.runtime.models_config import parse_models_config
+from rpcd.runtime.models_config import compose_provider, parse_models_config
 from rpcd.runtime.providers.base import ProviderRequest
-from rpcd.runtime.providers.openai_compat import build_body, map_finish_reason, model_info, to_openai_messages
+from rpcd.runtime.providers.openai_compat import build_body, map_finish_reason, to_openai_messages
 
 
 def spec(**model: Any) -> Any:
@@ -14,7 +14,7 @@ def spec(**model: Any) -> Any:
     config = parse_models_config({"providers": {"local": {
         "baseUrl": "http://127.0.0.1:1/v1", "api": "openai-completions", "compat": compat,
         "models": [{"id": "m", **model}]}}})
-    return config.providers["local"].models[0]
+    return compose_provider("local", None, config.providers["local"]).models[0]
 
 
 def assistant(content: list[dict[str, Any]], stop: str = "stop", model: str = "m") -> dict[str, Any]:
@@ -33,7 +33,7 @@ def test_tool_round_trip_history_converts_to_tool_calls_and_tool_messages() -> N
     assert out == [
         {"role": "user", "content": "weather?"},
         {"role": "assistant", "content": "Checking.", "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Oslo"}'}}]},
+            {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": '{"city":"Oslo"}'}}]},
         {"role": "tool", "tool_call_id": "c1", "content": "rain"},
     ]
 
@@ -78,13 +78,13 @@ def test_system_prompt_role_follows_reasoning_and_compat() -> None:
 def test_body_carries_limits_effort_and_sampling_params() -> None:
     model = spec(reasoning=True, maxTokens=64000, samplingParams={"temperature": 0.2, "top_k": 20},
                  compat={"maxTokensField": "max_tokens"})
-    request = ProviderRequest(model=model_info(model), system_prompt="", messages=[], thinking_level="xhigh")
+    request = ProviderRequest(model=model.info(), system_prompt="", messages=[], thinking_level="xhigh")
     body = build_body(model, request)
     assert body["max_tokens"] == 32000 and "max_completion_tokens" not in body
     assert body["reasoning_effort"] == "high"
     assert (body["temperature"], body["top_k"]) == (0.2, 20)
     assert "store" not in body  # only api.openai.com gets store:false by default
-    plain = build_body(spec(), ProviderRequest(model=model_info(spec()), system_prompt="", messages=[],
+    plain = build_body(spec(), ProviderRequest(model=spec().info(), system_prompt="", messages=[],
                                                thinking_level="high"))
     assert "reasoning_effort" not in plain and plain["max_completion_tokens"] == 16384
 

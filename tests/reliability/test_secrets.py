@@ -2,9 +2,11 @@
 
 Planted in every place a secret reaches a real daemon: the environment (a provider key in a
 well-known format, a token in a custom format whose variable name says it is secret), the
-agent's ``models.json`` (a literal key in no known format, sent as ``Authorization``),
-extension failures (a handler and a module import that raise with secrets in the message),
-a provider that echoes the key back in its 401 body, and file paths given to requests.
+agent's ``models.json`` (a literal key in no known format, sent as ``Authorization``; a base URL
+carrying ``?key=``), ``auth.json`` (a stored key), ``--api-key``, extension failures (a handler
+and a module import that raise with secrets in the message), providers that echo the key back
+(in a 401 body, and in 500 bodies at every length around the 300- and 4000-character cuts, so a
+key cut before redaction would leave a fragment), and file paths given to requests.
 
 A full scenario runs with ``--log-level debug`` (the chattiest stderr), then every byte the
 daemon wrote on both streams is searched for every secret. Transcript text is under the
@@ -28,7 +30,13 @@ ENV_CUSTOM_TOKEN = "acme-planted-token-3f9e1c77d2"
 LITERAL_MODELS_KEY = "literal-models-json-key-55aa9c"
 GITHUB_TOKEN = "ghp_" + "PlantedGithubToken0123456789abcdef"
 PATH_SECRET = "sk-ant-PLANTEDinpath987654321"
-SECRETS = (ENV_PROVIDER_KEY, ENV_CUSTOM_TOKEN, LITERAL_MODELS_KEY, GITHUB_TOKEN, PATH_SECRET)
+AUTH_JSON_KEY = "stored-auth-json-key-7c1d0e9b2a"
+CLI_KEY = "cli-api-key-flag-4e8f2a6c1b"
+URL_SECRET = "url-query-secret-9b3c5d7e1f"
+SECRETS = (ENV_PROVIDER_KEY, ENV_CUSTOM_TOKEN, LITERAL_MODELS_KEY, GITHUB_TOKEN, PATH_SECRET, AUTH_JSON_KEY, CLI_KEY,
+           URL_SECRET)
+ECHO_OFFSETS = (0, 290, 299, 305, 3990, 3999)
+"""Where the echoing provider puts the key in its 500 body (around rpcd's 300/4000-char cuts)."""
 
 EXTENSION = """
 import os
@@ -51,17 +59,21 @@ raise ImportError("cannot load: token=" + os.environ["ACME_SERVICE_TOKEN"] + " k
 
 
 class EchoingUnauthorized(http.server.BaseHTTPRequestHandler):
-    """A provider that rejects every request and echoes the credentials it got (servers do)."""
+    """A provider that rejects every request and echoes the credentials it got (servers do):
+    ``/acme`` with 401, ``/cutter/<offset>`` with a 500 whose text puts the key at ``offset``."""
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         self.rfile.read(length)
         auth = self.headers.get("Authorization") or ""
-        body = json.dumps(
-            {"error": {"message": f"invalid key {auth.removeprefix('Bearer ')} / {self.headers.get('X-Acme-Token')}",
-                       "type": "invalid_request"}}
-        ).encode()
-        self.send_response(401)
+        key = auth.removeprefix("Bearer ")
+        status = 401
+        message = f"invalid key {key} / {self.headers.get('X-Acme-Token')} at {self.path}"
+        if self.path.startswith("/cutter/"):
+            offset = int(self.path.split("/")[2])
+            status, message = 500, "e" * offset + key + " was rejected upstream " + "z" * 80
+        body = json.dumps({"error": {"message": message, "type": "invalid_request"}}).encode()
+        self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -77,7 +89,7 @@ def provider_url() -> Iterator[str]:
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+        yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:
         server.shutdown()
         server.server_close()
@@ -89,16 +101,23 @@ def _agent_dir(tmp: Path, provider_url: str) -> Path:
     models = {
         "providers": {
             "acme": {
-                "baseUrl": provider_url,
+                "baseUrl": f"{provider_url}/acme/v1",
                 "api": "openai-completions",
                 "apiKey": LITERAL_MODELS_KEY,
                 "headers": {"X-Acme-Token": "$ACME_SERVICE_TOKEN"},
                 "models": [{"id": "m1"}],
-            }
+            },
+            **{f"cutter{offset}": {"baseUrl": f"{provider_url}/cutter/{offset}", "api": "openai-completions",
+                                   "models": [{"id": "m1"}]} for offset in ECHO_OFFSETS},
+            "urlkey": {"baseUrl": f"{provider_url}/url/v1?key={URL_SECRET}&region=eu", "api": "openai-completions",
+                       "apiKey": "$ACME_SERVICE_TOKEN", "models": [{"id": "m1"}]},
         }
     }
     (agent / "models.json").write_text(json.dumps(models))
-    (agent / "settings.json").write_text(json.dumps({"defaultProvider": "acme", "defaultModel": "m1"}))
+    auth = {f"cutter{offset}": {"type": "api_key", "key": AUTH_JSON_KEY} for offset in ECHO_OFFSETS}
+    (agent / "auth.json").write_text(json.dumps(auth))
+    (agent / "settings.json").write_text(json.dumps({"defaultProvider": "acme", "defaultModel": "m1",
+                                                     "retry": {"baseDelayMs": 1}}))
     return agent
 
 
@@ -119,13 +138,16 @@ def test_planted_secrets_never_appear_in_any_output_byte(tmp_path: Path, provide
         "GH_TOKEN": GITHUB_TOKEN,
     }
     args = ["--agent-dir", str(agent), "--cwd", str(project), "--log-level", "debug",
-            "-e", str(extension), "-e", str(broken)]  # fmt: skip
+            "-e", str(extension), "-e", str(broken), "--model", "acme/m1", "--api-key", CLI_KEY]  # fmt: skip
     daemon = Daemon(*args, env=env)
     with daemon:
         daemon.initialize()
         state = daemon.call("getState")
         assert state["model"] == {"provider": "acme", "modelId": "m1"}, state
         daemon.call("prompt", {"text": "hello"})  # 401 with the key echoed in the body
+        for provider in [*(f"cutter{offset}" for offset in ECHO_OFFSETS), "urlkey"]:
+            daemon.call("setModel", {"provider": provider, "modelId": "m1"})
+            daemon.call("prompt", {"text": "hello"})  # 500s echoing the key at every cut position
         for method, params in [
             ("resume", {"sessionPath": str(secret_dir / f"{GITHUB_TOKEN}.jsonl")}),
             ("importJsonl", {"path": str(secret_dir / "missing.jsonl")}),
@@ -141,13 +163,19 @@ def test_planted_secrets_never_appear_in_any_output_byte(tmp_path: Path, provide
     # The scenario really reached the places where secrets could leak:
     events = [m["params"]["event"] for m in daemon.notifications("session/event")]
     assert any(e.get("type") == "extension_error" for e in events), "extension handler failure not reported"
-    assert any(
-        e.get("type") == "message_end" and e["message"].get("stopReason") == "error" for e in events
-    ), "provider failure not reached"
+    errors = [e["message"].get("errorMessage", "") for e in events
+              if e.get("type") == "message_end" and e["message"].get("stopReason") == "error"]
+    assert errors, "provider failure not reached"
+    assert sum("rejected upstream" in e for e in errors) >= len(ECHO_OFFSETS), "the echoing 500s were not reached"
+    assert any("[REDACTED]" in e for e in errors)
     diagnostics = [d for n in daemon.notifications("session/diagnostics") for d in n["params"]["diagnostics"]]
     assert any("broken" in d["message"] for d in diagnostics), diagnostics
     leaks = [secret for secret in SECRETS if secret.encode() in output]
     assert not leaks, [_context(output, s) for s in leaks]
+    # nor any part of one: a key cut before redaction would leave its first characters behind
+    fragments = [s[i : i + 10] for s in SECRETS for i in range(0, len(s) - 9)]
+    partial = [f for f in fragments if f.encode() in output]
+    assert not partial, [_context(output, f) for f in partial[:3]]
 
 
 def _context(output: bytes, secret: str) -> str:

@@ -214,7 +214,9 @@ async def test_a_resumed_session_with_an_unknown_model_falls_back_with_pi_messag
     sm.append_message({"role": "user", "content": [{"type": "text", "text": "old"}], "timestamp": 1})
     runtime, _, _ = await start_runtime(project, agent_dir, session_manager=sm)
     assert runtime.model_fallback_message == "Could not restore model gone/model-x. Using faux/faux-1"
-    assert any(d.type == "warning" and d.message == runtime.model_fallback_message for d in runtime.diagnostics)
+    # the diagnostic adds why (Pi's interactive wording): which model, why, what instead
+    assert any(d.type == "warning" and d.message == "Could not restore model gone/model-x (no such model). "
+               "Using faux/faux-1." for d in runtime.diagnostics), runtime.diagnostics
     assert runtime.session.model is not None and runtime.session.model.id == "faux-1"
     # An existing branch without a thinking entry gets one appended.
     assert [e["type"] for e in sm.get_entries()] == ["model_change", "message", "thinking_level_change"]
@@ -333,4 +335,4 @@ async def test_rebind_sees_session_services_diagnostics_and_fallback_of_the_targ
     assert seen["cwd"] == seen["services_cwd"] == str(other)
     assert seen["fallback"] == "Could not restore model gone/model-x. Using faux/faux-1"
     assert any("settings.json" in m for m in seen["diagnostics"])
-    assert seen["fallback"] in seen["diagnostics"]
+    assert "Could not restore model gone/model-x (no such model). Using faux/faux-1." in seen["diagnostics"]

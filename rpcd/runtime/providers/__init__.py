@@ -13,7 +13,8 @@ from rpcd.runtime.providers.base import (
 
 def default_registry() -> ProviderRegistry:
     """The registry the daemon starts with: the faux provider (scripted from
-    ``$RPCD_FAUX_SCRIPT`` if set) as the default model. Real providers register later."""
+    ``$RPCD_FAUX_SCRIPT`` if set), the offline fallback. The network providers (catalog,
+    models.json) are added by the factory when it creates a session (``refresh_providers``)."""
     from rpcd.runtime.providers.faux import FauxProvider
 
     return ProviderRegistry([FauxProvider.from_env()])

@@ -39,6 +39,7 @@ from typing import Any, Protocol, runtime_checkable
 import attrs
 
 from rpcd.core.errors import ModelNotFoundError
+from rpcd.runtime.providers.thinking import clamp_thinking_level, supported_thinking_levels
 
 AssistantMessageEvent = dict[str, Any]
 """One streamed event in Pi's shape; ``event["type"]`` names it."""
@@ -46,7 +47,7 @@ AssistantMessageEvent = dict[str, Any]
 
 @attrs.frozen
 class ModelInfo:
-    """Pi's ``Model`` as far as the runtime needs it (``get_state`` shows it to clients)."""
+    """Pi's ``Model`` as far as the runtime and the wire need it (no URLs, headers or keys)."""
 
     provider: str
     id: str
@@ -55,17 +56,37 @@ class ModelInfo:
     reasoning: bool = False
     context_window: int = 128_000
     max_tokens: int = 16_384
+    input: tuple[str, ...] = ("text",)
+    cost: Mapping[str, Any] = attrs.field(factory=dict, eq=False)
+    """Per-million-token rates ``{input, output, cacheRead, cacheWrite, tiers?}``."""
+    thinking_level_map: Mapping[str, Any] | None = attrs.field(default=None, eq=False)
+    """Pi's ``thinkingLevelMap``: provider values per level; ``null`` marks a level unsupported."""
+
+    @property
+    def ref(self) -> tuple[str, str]:
+        return (self.provider, self.id)
+
+    def thinking_levels(self) -> list[str]:
+        """The thinking levels this model supports (Pi's ``getSupportedThinkingLevels``)."""
+        return supported_thinking_levels(self.reasoning, self.thinking_level_map)
+
+    def clamp_thinking(self, level: str) -> str:
+        """``level`` clamped to this model as Pi clamps it (``clampThinkingLevel``)."""
+        return clamp_thinking_level(self.reasoning, self.thinking_level_map, level)
 
     def to_pi(self) -> dict[str, Any]:
-        """The camelCase shape Pi's RPC ``get_state`` / ``get_available_models`` use."""
+        """The camelCase shape clients see (``getState`` / ``getAvailableModels``)."""
         return {
+            "provider": self.provider,
             "id": self.id,
             "name": self.name,
             "api": self.api,
-            "provider": self.provider,
             "reasoning": self.reasoning,
+            "thinkingLevels": self.thinking_levels(),
+            "input": list(self.input),
             "contextWindow": self.context_window,
             "maxTokens": self.max_tokens,
+            "cost": {k: self.cost.get(k, 0) for k in ("input", "output", "cacheRead", "cacheWrite")},
         }
 
 
@@ -108,10 +129,12 @@ class Provider(Protocol):
 
 
 class ProviderRegistry:
-    """Providers by name, and the default model used when a session has none.
+    """Providers by name: the faux provider plus the composed catalog/models.json providers.
 
-    Process-global (the factory closes over one): registering a provider makes its
-    models resolvable in every later session, whatever the cwd.
+    Process-global (the factory closes over one and refreshes it for every session it
+    creates). It answers lookups (``find``, ``resolve`` with close matches in the error) and
+    availability (``available``: the models usable *now*, Pi's order); which model a session
+    starts with is ``rpcd.runtime.model_selection``'s job.
     """
 
     def __init__(self, providers: Iterable[Provider] = (), *, default: tuple[str, str] | None = None) -> None:
@@ -122,7 +145,7 @@ class ProviderRegistry:
 
     def register(self, provider: Provider) -> None:
         """Add (or replace) ``provider`` under its ``name``. The first registered model
-        becomes the default unless one was set explicitly."""
+        becomes the fallback default unless one was set explicitly."""
         self._providers[provider.name] = provider
         if self._default is None:
             models = provider.models()
@@ -141,8 +164,38 @@ class ProviderRegistry:
     def providers(self) -> list[Provider]:
         return list(self._providers.values())
 
-    def available_models(self) -> list[ModelInfo]:
+    def provider(self, name: str) -> Provider | None:
+        return self._providers.get(name)
+
+    def all_models(self) -> list[ModelInfo]:
         return [model for provider in self._providers.values() for model in provider.models()]
+
+    def available_models(self) -> list[ModelInfo]:
+        """Models usable now (credentials present, API implemented); never the offline faux model."""
+        return [info for _, info in self.available()]
+
+    def available(self) -> list[tuple[Provider, ModelInfo]]:
+        usable: list[tuple[Provider, ModelInfo]] = []
+        for provider in self._providers.values():
+            if getattr(provider, "offline", False):
+                continue
+            usable_models = getattr(provider, "usable_models", None)
+            if usable_models is not None:
+                usable.extend((provider, model) for model in usable_models())
+                continue
+            reason = getattr(provider, "unusable_reason", None)
+            for model in provider.models():
+                if reason is None or reason(model.id) is None:
+                    usable.append((provider, model))
+        return usable
+
+    def unusable_reason(self, provider_name: str, model_id: str) -> str | None:
+        found = self.find(provider_name, model_id)
+        if found is None:
+            return "unknown model"
+        reason = getattr(found[0], "unusable_reason", None)
+        result: str | None = reason(model_id) if reason is not None else None
+        return result
 
     def find(self, provider_name: str, model_id: str) -> tuple[Provider, ModelInfo] | None:
         provider = self._providers.get(provider_name)
@@ -154,14 +207,41 @@ class ProviderRegistry:
         return None
 
     def resolve(self, provider_name: str, model_id: str) -> tuple[Provider, ModelInfo]:
-        """The provider and model for ``provider_name/model_id``; ``ModelNotFoundError`` if unknown."""
+        """The provider and model for ``provider_name/model_id``; ``ModelNotFoundError`` naming
+        close matches if unknown."""
         found = self.find(provider_name, model_id)
         if found is None:
-            raise ModelNotFoundError(f"Model not found: {provider_name}/{model_id}")
+            message = f"Model not found: {provider_name}/{model_id}"
+            matches = self.close_matches(provider_name, model_id)
+            if matches:
+                message += ". Did you mean: " + ", ".join(matches) + "?"
+            raise ModelNotFoundError(message)
         return found
 
+    def close_matches(self, provider_name: str, model_id: str, limit: int = 5) -> list[str]:
+        """``provider/id`` references close to a requested one: the same id under another provider,
+        ids containing the request, then similar ids (the requested provider's first)."""
+        import difflib
+
+        needle = model_id.lower()
+        models = self.all_models()
+        scored: list[tuple[int, float, str]] = []
+        for model in models:
+            mid = model.id.lower()
+            if mid == needle:
+                score = 2.0
+            elif len(needle) >= 3 and needle in mid:
+                score = 1.5
+            else:
+                score = difflib.SequenceMatcher(None, needle, mid).ratio()
+                if score < 0.75:
+                    continue
+            scored.append((0 if model.provider == provider_name else 1, -score, f"{model.provider}/{model.id}"))
+        scored.sort()
+        return [ref for _, _, ref in scored[:limit]]
+
     def default_model(self) -> tuple[Provider, ModelInfo] | None:
-        """The default model, or ``None`` when no provider serves any model."""
+        """The fallback model (faux), or ``None`` when no provider serves any model."""
         if self._default is not None:
             found = self.find(*self._default)
             if found is not None:

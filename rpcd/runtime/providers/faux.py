@@ -216,6 +216,8 @@ class FauxProvider:
         chunk_delay: float = 0.0,
     ) -> None:
         self.name = name
+        self.offline = name == FAUX_PROVIDER
+        """The built-in offline model: a fallback, never listed among the usable models."""
         self._models = list(models) if models is not None else [attrs.evolve(FAUX_MODEL, provider=name)]
         self._queue: deque[FauxStep] = deque(parse_step(s) for s in steps)
         self.chunk_size = chunk_size

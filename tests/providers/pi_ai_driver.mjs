@@ -1,0 +1,128 @@
+// Pi 0.85.0's own providers, driven for rpcd's differential provider tests (tests/providers/pi_ai.py).
+//
+// One Node process serves many requests (NDJSON on stdin, one answer line per request on stdout):
+//
+//   {"id", "stream": {"api", "model", "context": {systemPrompt, messages, tools}, "options"}}
+//     -> pi-ai's streamSimple(model, context, options) for that API, the context's messages first
+//        through pi-coding-agent's convertToLlm (what the agent does before every call);
+//        answers {"id", "events": [types...], "message": <final assistant message>}
+//   {"id", "session": {"agentDir", "cwd", "env", "unset", "settings", "ops": [["setModel", p, id] |
+//                                                   ["cycleModel", "forward"|"backward"]]}}
+//     -> pi-coding-agent's createAgentSession (in-memory session, the given settings) then the
+//        operations; answers {"id", "model", "thinkingLevel", "entries": [[kind, value]...]}
+//   {"id", "available": {"agentDir", "env": {...}, "unset": [...]}}
+//     -> pi-coding-agent's ModelRuntime for that agent dir (auth.json + models.json) with that
+//        environment; answers {"id", "models": [Model...]} (getAvailable(), Pi's order)
+//
+// Environment: RPCD_PI_ORACLE_DIR = the directory holding node_modules/@earendil-works/*.
+
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { pathToFileURL } from "node:url";
+
+const realStdoutWrite = process.stdout.write.bind(process.stdout);
+console.log = (...args) => console.error(...args);
+console.info = (...args) => console.error(...args);
+
+const oracleDir = process.env.RPCD_PI_ORACLE_DIR;
+if (!oracleDir) {
+  console.error("RPCD_PI_ORACLE_DIR is not set");
+  process.exit(2);
+}
+const modules = join(oracleDir, "node_modules", "@earendil-works");
+const load = (...parts) => import(pathToFileURL(join(modules, ...parts)).href);
+const { convertToLlm } = await load("pi-coding-agent", "dist", "core", "messages.js");
+const { ModelRuntime } = await load("pi-coding-agent", "dist", "core", "model-runtime.js");
+const { createAgentSession } = await load("pi-coding-agent", "dist", "core", "sdk.js");
+const { SessionManager } = await load("pi-coding-agent", "dist", "core", "session-manager.js");
+const { SettingsManager } = await load("pi-coding-agent", "dist", "core", "settings-manager.js");
+const { resolveModelScope } = await load("pi-coding-agent", "dist", "core", "model-resolver.js");
+const apis = new Map();
+
+async function stream({ api, model, context, options }) {
+  if (!apis.has(api)) apis.set(api, await load("pi-ai", "dist", "api", `${api}.js`));
+  const ctx = { ...context, messages: convertToLlm(context.messages ?? []) };
+  const events = [];
+  const s = apis.get(api).streamSimple(model, ctx, { maxRetries: 0, ...options });
+  for await (const event of s) events.push(event.type);
+  return { events, message: await s.result() };
+}
+
+async function available({ agentDir, env, unset }) {
+  setEnv(env, unset);
+  const runtime = await ModelRuntime.create({
+    authPath: join(agentDir, "auth.json"),
+    modelsPath: join(agentDir, "models.json"),
+    allowModelNetwork: false,
+  });
+  const models = await runtime.getAvailable();
+  return { models, error: runtime.getError() ?? null };
+}
+
+function setEnv(env, unset) {
+  for (const name of unset ?? []) delete process.env[name];
+  Object.assign(process.env, env ?? {});
+}
+
+async function session({ agentDir, cwd, env, unset, settings, ops }) {
+  setEnv(env, unset);
+  const modelRuntime = await ModelRuntime.create({
+    authPath: join(agentDir, "auth.json"),
+    modelsPath: join(agentDir, "models.json"),
+    allowModelNetwork: false,
+  });
+  const sessionManager = SessionManager.inMemory(cwd);
+  const settingsManager = SettingsManager.inMemory(settings ?? {});
+  // main.ts buildSessionOptions (no CLI flags): enabledModels become the scope, and a new session
+  // starts on the saved default if it is in scope, else on the first scoped model
+  const patterns = settingsManager.getEnabledModels();
+  const scoped = patterns?.length ? await resolveModelScope(patterns, modelRuntime) : [];
+  const options = {};
+  if (scoped.length > 0) {
+    const saved = modelRuntime.getModel(settingsManager.getDefaultProvider(), settingsManager.getDefaultModel());
+    const inScope = saved && scoped.find((sm) => sm.model.provider === saved.provider && sm.model.id === saved.id);
+    const first = inScope ?? scoped[0];
+    options.model = first.model;
+    if (first.thinkingLevel) options.thinkingLevel = first.thinkingLevel;
+    options.scopedModels = scoped.map((sm) => ({ model: sm.model, thinkingLevel: sm.thinkingLevel }));
+  }
+  const { session: s } = await createAgentSession({
+    cwd, agentDir, sessionManager, settingsManager, modelRuntime, ...options,
+  });
+  const results = [];
+  for (const [op, a, b] of ops ?? []) {
+    if (op === "setModel") {
+      await s.setModel(modelRuntime.getModel(a, b));
+      results.push(null);
+    } else if (op === "cycleModel") {
+      const r = await s.cycleModel(a);
+      results.push(r ? { model: `${r.model.provider}/${r.model.id}`, thinkingLevel: r.thinkingLevel, isScoped: r.isScoped } : null);
+    }
+  }
+  const entries = sessionManager.getEntries().map((e) =>
+    e.type === "model_change" ? ["model", `${e.provider}/${e.modelId}`]
+      : e.type === "thinking_level_change" ? ["thinking", e.thinkingLevel] : [e.type]);
+  return {
+    model: s.model ? `${s.model.provider}/${s.model.id}` : null,
+    thinkingLevel: s.thinkingLevel,
+    entries,
+    results,
+  };
+}
+
+const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
+for await (const line of lines) {
+  if (!line.trim()) continue;
+  let request;
+  let answer;
+  try {
+    request = JSON.parse(line);
+    if (request.stream) answer = await stream(request.stream);
+    else if (request.available) answer = await available(request.available);
+    else if (request.session) answer = await session(request.session);
+    else answer = { error: "unknown request" };
+  } catch (error) {
+    answer = { error: String(error?.stack ?? error) };
+  }
+  realStdoutWrite(`${JSON.stringify({ id: request?.id ?? null, ...answer })}\n`);
+}
