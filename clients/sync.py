@@ -19,23 +19,10 @@ from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
+from rpcd.clients import types as t
 from rpcd.clients.client import RpcdClient
 from rpcd.clients.connection import RequestHandler
-from rpcd.clients.types import (
-    SESSION_SCOPED,
-    AvailableModelsResult,
-    CycleModelResult,
-    ForkResult,
-    InitializeResult,
-    ListSessionsResult,
-    MessagesResult,
-    ModelRef,
-    Notification,
-    PromptResult,
-    ReplacementResult,
-    SessionState,
-    TreeResult,
-)
+from rpcd.protocol.names import SESSION_SCOPED
 
 T = TypeVar("T")
 _END = object()
@@ -87,7 +74,7 @@ class SyncClient:
         self._watch = asyncio.get_running_loop().create_task(watch())
         return unsubscribe
 
-    def iter_notifications(self, timeout: float | None = None) -> Iterator[Notification]:
+    def iter_notifications(self, timeout: float | None = None) -> Iterator[t.Notification]:
         """Yield notifications as they arrive; stop after ``timeout`` idle seconds or when the daemon ends.
 
         Session events of a replaced generation are skipped (see ``RpcdClient``).
@@ -111,40 +98,40 @@ class SyncClient:
         return self._run(self.client.call(method, params, **kwargs))
 
     @property
-    def server(self) -> InitializeResult | None:
+    def server(self) -> t.InitializeResult | None:
         return self.client.server
 
-    def new_session(self, **kwargs: Any) -> ReplacementResult:
+    def new_session(self, **kwargs: Any) -> t.ReplacementResult:
         return self._run(self.client.new_session(**kwargs))
 
-    def resume(self, session_path: str, **kwargs: Any) -> ReplacementResult:
+    def resume(self, session_path: str, **kwargs: Any) -> t.ReplacementResult:
         return self._run(self.client.resume(session_path, **kwargs))
 
-    def fork(self, entry_id: str, **kwargs: Any) -> ForkResult:
+    def fork(self, entry_id: str, **kwargs: Any) -> t.ForkResult:
         return self._run(self.client.fork(entry_id, **kwargs))
 
-    def clone(self, entry_id: str | None = None, **kwargs: Any) -> ReplacementResult:
+    def clone(self, entry_id: str | None = None, **kwargs: Any) -> t.ReplacementResult:
         return self._run(self.client.clone(entry_id, **kwargs))
 
-    def import_jsonl(self, path: str, **kwargs: Any) -> ReplacementResult:
+    def import_jsonl(self, path: str, **kwargs: Any) -> t.ReplacementResult:
         return self._run(self.client.import_jsonl(path, **kwargs))
 
     def dispose(self, **kwargs: Any) -> None:
         self._run(self.client.dispose(**kwargs))
 
-    def get_state(self, **kwargs: Any) -> SessionState:
+    def get_state(self, **kwargs: Any) -> t.SessionState:
         return self._run(self.client.get_state(**kwargs))
 
-    def get_messages(self, **kwargs: Any) -> MessagesResult:
+    def get_messages(self, **kwargs: Any) -> t.MessagesResult:
         return self._run(self.client.get_messages(**kwargs))
 
-    def get_tree(self, **kwargs: Any) -> TreeResult:
+    def get_tree(self, **kwargs: Any) -> t.TreeResult:
         return self._run(self.client.get_tree(**kwargs))
 
-    def list_sessions(self, **kwargs: Any) -> ListSessionsResult:
+    def list_sessions(self, **kwargs: Any) -> t.ListSessionsResult:
         return self._run(self.client.list_sessions(**kwargs))
 
-    def prompt(self, text: str, **kwargs: Any) -> PromptResult:
+    def prompt(self, text: str, **kwargs: Any) -> t.PromptResult:
         return self._run(self.client.prompt(text, **kwargs))
 
     def abort(self, **kwargs: Any) -> None:
@@ -153,13 +140,13 @@ class SyncClient:
     def set_session_name(self, name: str, **kwargs: Any) -> None:
         self._run(self.client.set_session_name(name, **kwargs))
 
-    def set_model(self, provider: str, model_id: str, **kwargs: Any) -> ModelRef:
+    def set_model(self, provider: str, model_id: str, **kwargs: Any) -> t.ModelRef:
         return self._run(self.client.set_model(provider, model_id, **kwargs))
 
-    def get_available_models(self, **kwargs: Any) -> AvailableModelsResult:
+    def get_available_models(self, **kwargs: Any) -> t.AvailableModelsResult:
         return self._run(self.client.get_available_models(**kwargs))
 
-    def cycle_model(self, direction: str = "forward", **kwargs: Any) -> CycleModelResult:
+    def cycle_model(self, direction: str = "forward", **kwargs: Any) -> t.CycleModelResult:
         return self._run(self.client.cycle_model(direction, **kwargs))
 
     def close(self, grace: float = 3.0) -> int | None:
