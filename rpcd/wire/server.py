@@ -576,7 +576,10 @@ class Server:
         answered -32800 here and left to the task group's cancellation."""
         for force in (False, True):
             for call in self._in_flight():
-                call.scope.cancel() if force else call.cancel()
+                if force:
+                    call.scope.cancel()
+                else:
+                    call.cancel()
             if await self._calls_ended(CALLS_GRACE):
                 return
         stuck = self._in_flight()
