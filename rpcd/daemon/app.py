@@ -400,12 +400,13 @@ class Daemon:
     async def _open_runtime(self) -> RuntimePort:
         """The runtime for the startup target, once the client has its ``initialize`` result (so it never
         sees our trust prompt first)."""
+        await self.server.initialize_answered()
+        # Imported only now: the runtime's imports take a while and must not delay that answer.
         from rpcd.runtime.factory import make_default_factory
         from rpcd.runtime.runtime import create_runtime
         from rpcd.runtime.services import ProcessInputs
         from rpcd.tools import ToolSelection
 
-        await self.server.initialize_answered()
         manager = open_start_session(self.options)
         factory = make_default_factory(
             ProcessInputs(
