@@ -152,6 +152,8 @@ class QueuedWriter:
 
         Register first, then test: either the writer sees the waiter or the test sees the new state.
         """
+        if predicate() or self._broken:
+            return  # the common case: no future, no waiter
         if self._loop is None:
             self._loop = asyncio.get_running_loop()
         future: asyncio.Future[None] = self._loop.create_future()

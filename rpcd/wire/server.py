@@ -372,7 +372,7 @@ class Server:
             self._forget(call)
 
     async def _writable(self) -> None:
-        if self.transport is not None:
+        if self.transport is not None and self.transport.over_high_water():
             await self.transport.wait_writable()
 
     def _answer_error(self, call: Call, error: ErrorObject) -> None:
