@@ -2,14 +2,18 @@
 
 Plain lines are prompts (the reply streams as it arrives); slash commands replace or
 inspect the session. Ctrl-C during a reply aborts the turn; Ctrl-C at the prompt or
-Ctrl-D (end of input) quits.
+Ctrl-D (end of input) quits. When a tool call needs approval, the question is printed
+(title, arguments, paths) and answered with ``y`` (once), ``a`` (always), ``n`` (no) or
+``r`` (reject always); every line typed goes through one :class:`LineReader`, so a
+question the daemon withdraws (timeout, abort) never swallows the next prompt.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sys
-from typing import TYPE_CHECKING, Any
+import threading
+from typing import TYPE_CHECKING, Any, TextIO
 
 from rpcd.clients import render
 from rpcd.clients.client import RpcdClient
@@ -39,14 +43,67 @@ def _user_entries(tree: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
-async def _read_line(prompt: str) -> str | None:
-    def read() -> str | None:
-        sys.stderr.write(prompt)
-        sys.stderr.flush()
-        line = sys.stdin.readline()
-        return None if line == "" else line.rstrip("\n")
+class LineReader:
+    """Lines from ``stream`` for whoever asks next, read by one daemon thread.
 
-    return await asyncio.to_thread(read)
+    A line is read only when someone waits for one; a waiter that is cancelled (a withdrawn
+    approval question) leaves the line it asked for to the next waiter, and no thread is left
+    blocked on the terminal when the chat ends."""
+
+    def __init__(self, stream: TextIO | None = None, err: TextIO | None = None) -> None:
+        self._stream = stream or sys.stdin
+        self._err = err or sys.stderr
+        self._lines: asyncio.Queue[str | None] = asyncio.Queue()
+        self._wanted = threading.Semaphore(0)
+        self._requested = 0
+        self._eof = False
+        self._loop = asyncio.get_running_loop()
+        threading.Thread(target=self._run, name="rpcctl-stdin", daemon=True).start()
+
+    def _run(self) -> None:
+        while True:
+            self._wanted.acquire()
+            line = self._stream.readline()
+            self._loop.call_soon_threadsafe(self._deliver, None if line == "" else line.rstrip("\n"))
+            if line == "":
+                return
+
+    def _deliver(self, line: str | None) -> None:
+        self._requested -= 1
+        self._eof = self._eof or line is None
+        self._lines.put_nowait(line)
+
+    async def read(self, prompt: str) -> str | None:
+        """Show ``prompt`` on stderr and wait for the next line (``None`` at end of input)."""
+        self._err.write(prompt)
+        self._err.flush()
+        if self._lines.empty():
+            if self._eof:
+                return None
+            if self._requested == 0:
+                self._requested += 1
+                self._wanted.release()
+        return await self._lines.get()
+
+
+APPROVAL_ANSWERS = {"y": "allowOnce", "a": "allowAlways", "n": "rejectOnce", "r": "rejectAlways"}
+
+
+def approval_handler(reader: LineReader, printer: Printer) -> Any:
+    """``tool/authorize`` answered by the person at the terminal."""
+
+    async def authorize(params: Any) -> dict[str, Any]:
+        printer.end_stream()
+        printer.err.write(render.approval_question(params if isinstance(params, dict) else {}) + "\n")
+        try:
+            line = await reader.read("allow? [y]es once / [a]lways / [n]o / [r]eject always: ")
+        except asyncio.CancelledError:
+            printer.err.write("\n(question withdrawn by the daemon)\n")
+            raise
+        decision = APPROVAL_ANSWERS.get((line or "").strip()[:1].lower(), "rejectOnce")
+        return {"decision": decision}
+
+    return authorize
 
 
 async def _command(client: RpcdClient, printer: Printer, line: str) -> bool:
@@ -90,13 +147,14 @@ async def _command(client: RpcdClient, printer: Printer, line: str) -> bool:
     return True
 
 
-async def chat(client: RpcdClient, printer: Printer) -> None:
+async def chat(client: RpcdClient, printer: Printer, reader: LineReader | None = None) -> None:
     from rpcd.clients.cli import run_prompt
 
+    reader = reader or LineReader()
     state = await client.get_state()
     printer.err.write(f"chat with session {state.get('sessionId')} in {state.get('cwd')} — /help for commands\n")
     while True:
-        line = await _read_line("> ")
+        line = await reader.read("> ")
         if line is None:
             break
         line = line.strip()

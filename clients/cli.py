@@ -22,7 +22,7 @@ from typing import Any, TextIO
 from rpcd.clients import render
 from rpcd.clients.client import EventStream, RpcdClient
 from rpcd.clients.errors import ClientError, ConnectionClosed, DaemonDied, RpcError, RpcTimeout
-from rpcd.clients.types import Notification
+from rpcd.clients.types import APPROVAL_POLICIES, Notification
 from rpcd.protocol.names import (
     AUTHORIZE_PROJECT,
     HOST_STATUS,
@@ -30,6 +30,7 @@ from rpcd.protocol.names import (
     SESSION_DIAGNOSTICS,
     SESSION_EVENT,
     SESSION_LIFECYCLE,
+    TOOL_AUTHORIZE,
     UI_CONFIRM,
     UI_INPUT,
     UI_NOTIFY,
@@ -74,6 +75,11 @@ def _add_common(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
     group.add_argument("--cwd", metavar="DIR", default=default(None), help="project directory of the session")
     group.add_argument("--trust", choices=("ask", "trust", "trust-once", "deny"), default=default(None),
                        help="answer to project-trust prompts (default: ask on a terminal, else deny)")
+    group.add_argument("--approval", choices=APPROVAL_POLICIES, metavar="POLICY", default=default(None),
+                       help="tool approval policy: auto, ask-writes, ask-all, deny-writes (default: ask-writes "
+                            "on a terminal, where you answer each question; auto otherwise)")
+    group.add_argument("--yes", "-y", action="store_true", default=default(False),
+                       help="run every tool without asking (= --approval auto)")
     group.add_argument("--verbose", "-v", action="store_true", default=default(False),
                        help="echo the daemon's stderr")
 
@@ -118,6 +124,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("provider")
     sub.add_argument("model_id", metavar="MODEL_ID")
     command("dispose", "dispose the host (final)")
+    approvals = command("approvals", "list or revoke remembered tool-approval rules")
+    which = approvals.add_subparsers(dest="approvals_command", metavar="ACTION", required=True)
+    listing = which.add_parser("list", help="the rules (of one project with --for-cwd, else all)")
+    listing.add_argument("--for-cwd", metavar="DIR", help="only the rules of this project")
+    revoke = which.add_parser("revoke", help="forget one rule")
+    revoke.add_argument("rule_id", metavar="ID")
     chat_help = "interactive chat: streams replies; /help lists slash commands (attach: the same)"
     chat = commands.add_parser("chat", aliases=["attach"], help=chat_help, description=chat_help)
     _add_common(chat, suppress=True)
@@ -132,7 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
 DEMO_HELP = "run the end-to-end demo in its own temporary agent dir and project (offline model)"
 #: Global options the demo cannot honour (it makes its own project and answers its own prompts).
 DEMO_IGNORES = {"json": "--json", "start_resume": "--resume", "start_continue": "--continue",
-                "in_memory": "--in-memory", "agent_dir": "--agent-dir", "cwd": "--cwd", "trust": "--trust"}
+                "in_memory": "--in-memory", "agent_dir": "--agent-dir", "cwd": "--cwd", "trust": "--trust",
+                "approval": "--approval", "yes": "--yes"}
 
 
 def daemon_args(args: argparse.Namespace) -> list[str]:
@@ -147,6 +160,9 @@ def daemon_args(args: argparse.Namespace) -> list[str]:
         out += ["--agent-dir", args.agent_dir]
     if args.cwd:
         out += ["--cwd", args.cwd]
+    policy = "auto" if args.yes else args.approval
+    if policy:
+        out += ["--approval", policy]
     return out
 
 
@@ -356,6 +372,12 @@ async def one_shot(client: RpcdClient, args: argparse.Namespace, printer: Printe
     elif name == "dispose":
         await client.dispose()
         printer.result(None, lambda _: "disposed")
+    elif name == "approvals" and args.approvals_command == "list":
+        printer.result(await client.list_approval_rules(cwd=args.for_cwd), render.approval_rules)
+    elif name == "approvals":
+        removed = await client.revoke_approval_rule(args.rule_id)
+        printer.result(removed, lambda r: f"revoked {r['rule']['id']}: {r['rule']['decision']} {r['rule']['toolName']}"
+                       f" {r['rule'].get('command') or r['rule'].get('path') or '(every call)'}")
     else:  # pragma: no cover - argparse restricts the choices
         raise AssertionError(name)
 
@@ -366,11 +388,18 @@ async def amain(args: argparse.Namespace) -> int:
     chatting = args.command in CHAT_COMMANDS
     interactive = chatting and sys.stdin.isatty()
     command = shlex.split(args.daemon) if args.daemon else None
+    handlers = make_handlers(args.trust, interactive or (not chatting and sys.stdin.isatty()))
+    reader = None
+    if sys.stdin.isatty() and not args.yes and args.command in (*CHAT_COMMANDS, "prompt"):
+        from rpcd.clients.chat import LineReader, approval_handler
+
+        reader = LineReader(err=printer.err)
+        handlers[TOOL_AUTHORIZE] = approval_handler(reader, printer)
     try:
         client = await RpcdClient.spawn(
             daemon_args(args),
             command=command,
-            handlers=make_handlers(args.trust, interactive or (not chatting and sys.stdin.isatty())),
+            handlers=handlers,
             request_timeout=timeout,
             start_timeout=timeout,
             echo_stderr=sys.stderr if args.verbose else None,
@@ -384,7 +413,7 @@ async def amain(args: argparse.Namespace) -> int:
         if chatting:
             from rpcd.clients.chat import chat
 
-            await chat(client, printer)
+            await chat(client, printer, reader)
         else:
             background = None
             if args.json and args.command != "prompt":
@@ -434,6 +463,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(demo_main(daemon=args.daemon, verbose=args.verbose))
     if args.start_resume and args.start_continue:
         parser.error("--resume and --continue are exclusive")
+    if args.yes and args.approval:
+        parser.error("--yes and --approval are exclusive (--yes is --approval auto)")
     try:
         return asyncio.run(amain(args))
     except KeyboardInterrupt:

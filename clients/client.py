@@ -23,7 +23,7 @@ import itertools
 import os
 import sys
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TextIO, cast
 
@@ -33,17 +33,22 @@ from rpcd.clients.process import DaemonProcess, default_command
 from rpcd.clients.types import (
     PROTOCOL_VERSION,
     SESSION_SCOPED,
+    ApprovalPolicy,
     AvailableModelsResult,
     CycleModelResult,
     ForkResult,
     InitializeResult,
+    ListApprovalRulesResult,
     ListSessionsResult,
     MessagesResult,
     ModelRef,
     Notification,
     PromptResult,
     ReplacementResult,
+    RevokeApprovalRuleResult,
     SessionState,
+    ToolAuthorizeParams,
+    ToolAuthorizeResult,
     TreeResult,
 )
 from rpcd.protocol.names import (
@@ -60,15 +65,19 @@ from rpcd.protocol.names import (
     GET_TREE,
     IMPORT_JSONL,
     INITIALIZE,
+    LIST_APPROVAL_RULES,
     LIST_SESSIONS,
     NEW_SESSION,
     PING,
     PROGRESS,
     PROMPT,
     RESUME,
+    REVOKE_APPROVAL_RULE,
+    SET_APPROVAL_POLICY,
     SET_MODEL,
     SET_SESSION_NAME,
     SHUTDOWN,
+    TOOL_AUTHORIZE,
 )
 
 __all__ = [
@@ -83,6 +92,8 @@ __all__ = [
 CLIENT_NAME = "rpcd-python-client"
 CLIENT_VERSION = "0.1.0"
 ProgressCallback = Callable[[dict[str, Any]], None]
+ToolAuthorizeHandler = Callable[[ToolAuthorizeParams], Awaitable[ToolAuthorizeResult] | ToolAuthorizeResult]
+"""Decides one tool call (``tool/authorize``); raising or returning garbage counts as a rejection."""
 _UNSET: Any = object()
 
 
@@ -294,6 +305,14 @@ class RpcdClient:
         """
         self.connection.handlers[method] = handler
 
+    def on_tool_authorize(self, handler: ToolAuthorizeHandler) -> None:
+        """Decide tool calls before they run (``tool/authorize``): ``handler(params)`` returns
+        ``{"decision": "allowOnce" | "allowAlways" | "rejectOnce" | "rejectAlways", "reason"?}``.
+
+        Register before ``initialize``: it declares the ``toolApproval`` capability, which makes
+        the daemon's default policy ``ask-writes``."""
+        self.connection.handlers[TOOL_AUTHORIZE] = handler
+
     def on_notification(self, listener: Callable[[str, Any], None]) -> Callable[[], None]:
         """Call ``listener(method, params)`` for every notification, unfiltered; returns an unsubscribe."""
         self._listeners.append(listener)
@@ -413,6 +432,8 @@ class RpcdClient:
             capabilities["authorizeProject"] = {}
         if any(name.startswith("ui/") for name in handlers):
             capabilities["extensionUi"] = {}
+        if TOOL_AUTHORIZE in handlers:
+            capabilities["toolApproval"] = {}
         params = {
             "protocolVersion": PROTOCOL_VERSION,
             "clientInfo": {"name": CLIENT_NAME, "version": CLIENT_VERSION},
@@ -515,6 +536,19 @@ class RpcdClient:
 
     async def set_model(self, provider: str, model_id: str, *, timeout: float | None = _UNSET) -> ModelRef:
         return cast(ModelRef, await self.call(SET_MODEL, {"provider": provider, "modelId": model_id}, timeout=timeout))
+
+    async def set_approval_policy(self, policy: ApprovalPolicy, *, timeout: float | None = _UNSET) -> None:
+        """The tool-approval policy for every later tool call of this daemon."""
+        await self.call(SET_APPROVAL_POLICY, {"policy": policy}, timeout=timeout)
+
+    async def list_approval_rules(
+        self, *, cwd: str | os.PathLike[str] | None = None, timeout: float | None = _UNSET
+    ) -> ListApprovalRulesResult:
+        params = {"cwd": os.fspath(cwd)} if cwd is not None else {}
+        return cast(ListApprovalRulesResult, await self.call(LIST_APPROVAL_RULES, params, timeout=timeout))
+
+    async def revoke_approval_rule(self, rule_id: str, *, timeout: float | None = _UNSET) -> RevokeApprovalRuleResult:
+        return cast(RevokeApprovalRuleResult, await self.call(REVOKE_APPROVAL_RULE, {"id": rule_id}, timeout=timeout))
 
     async def get_available_models(self, *, timeout: float | None = _UNSET) -> AvailableModelsResult:
         """The models usable now (``getAvailableModels``), in Pi's order."""

@@ -60,9 +60,45 @@ def state(result: Mapping[str, Any]) -> str:
         ("thinking", result.get("thinkingLevel", "-")),
         ("streaming", result.get("isStreaming")),
         ("messages", result.get("messageCount")),
+        ("approval", result.get("approvalPolicy", "-")),
     ]
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
+
+
+APPROVAL_PREVIEW_CHARS = 400
+"""Characters of each argument shown in an approval question (the daemon already cut at 2000)."""
+
+
+def approval_question(params: Mapping[str, Any]) -> str:
+    """A ``tool/authorize`` request for a person: the title, the kind, each argument (long ones
+    shortened, multi-line ones indented) and the paths it touches."""
+    lines = [f"[approval] {params.get('title')}  ({params.get('kind', 'other')})"]
+    arguments = params.get("arguments")
+    for key, value in (arguments.items() if isinstance(arguments, Mapping) else ()):
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        if len(text) > APPROVAL_PREVIEW_CHARS:
+            text = f"{text[:APPROVAL_PREVIEW_CHARS]}… [{len(text) - APPROVAL_PREVIEW_CHARS} more characters]"
+        first, *rest = text.split("\n")
+        lines.append(f"  {key}: {first}")
+        lines += [f"  {' ' * len(str(key))}  {line}" for line in rest[:20]]
+        if len(rest) > 20:
+            lines.append(f"  {' ' * len(str(key))}  … [{len(rest) - 20} more lines]")
+    locations = params.get("locations")
+    for location in (locations if isinstance(locations, list) else []):
+        if isinstance(location, Mapping):
+            lines.append(f"  touches: {location.get('path')}")
+    return "\n".join(lines)
+
+
+def approval_rules(result: Mapping[str, Any]) -> str:
+    rules = result.get("rules") or []
+    notes = [f"warning: {d.get('message')}" for d in result.get("diagnostics") or [] if isinstance(d, Mapping)]
+    if not rules:
+        return "\n".join([*notes, "no approval rules"])
+    rows = [(r.get("id"), r.get("decision"), r.get("toolName"),
+             r.get("command") or r.get("path") or "(every call)", r.get("project")) for r in rules]
+    return "\n".join([*notes, table(("id", "decision", "tool", "matches", "project"), rows)])
 
 
 def model(result: Mapping[str, Any]) -> str:

@@ -51,6 +51,9 @@ class ModelRef(TypedDict):
 
 
 Status = Literal["ready", "replacing", "unusable", "disposed"]
+ApprovalPolicy = Literal["auto", "ask-writes", "ask-all", "deny-writes"]
+ApprovalDecision = Literal["allowOnce", "allowAlways", "rejectOnce", "rejectAlways"]
+APPROVAL_POLICIES: tuple[ApprovalPolicy, ...] = ("auto", "ask-writes", "ask-all", "deny-writes")
 
 
 class ModelCost(TypedDict):
@@ -95,6 +98,7 @@ class SessionState(TypedDict):
     messageCount: int
     generation: int
     status: Status
+    approvalPolicy: NotRequired[ApprovalPolicy]
 
 
 class MessagesResult(TypedDict):
@@ -142,4 +146,51 @@ class AuthorizeProjectParams(TypedDict):
 class AuthorizeProjectResult(TypedDict):
     decision: Literal["trust", "trustOnce", "deny"]
     remember: NotRequired[bool]
+
+
+class ToolLocation(TypedDict):
+    path: str
+    line: NotRequired[int]
+
+
+class ToolAuthorizeParams(TypedDict):
+    """``tool/authorize``: may this tool call run?"""
+
+    sessionId: str
+    generation: int
+    toolCallId: str
+    toolName: str
+    kind: Literal["read", "edit", "delete", "move", "search", "execute", "fetch", "other"]
+    title: str
+    arguments: dict[str, Any]
+    locations: list[ToolLocation]
+
+
+class ToolAuthorizeResult(TypedDict):
+    decision: ApprovalDecision
+    reason: NotRequired[str]
+
+
+class ApprovalRule(TypedDict):
+    id: str
+    project: str
+    toolName: str
+    decision: Literal["allow", "reject"]
+    createdAt: str
+    command: NotRequired[str]
+    path: NotRequired[str]
+
+
+class Diagnostic(TypedDict):
+    type: Literal["info", "warning", "error"]
+    message: str
+
+
+class ListApprovalRulesResult(TypedDict):
+    rules: list[ApprovalRule]
+    diagnostics: list[Diagnostic]
+
+
+class RevokeApprovalRuleResult(TypedDict):
+    rule: ApprovalRule
 

@@ -32,6 +32,9 @@ PROMPT: Final = "prompt"
 ABORT: Final = "abort"
 SET_SESSION_NAME: Final = "setSessionName"
 SET_MODEL: Final = "setModel"
+SET_APPROVAL_POLICY: Final = "setApprovalPolicy"
+LIST_APPROVAL_RULES: Final = "listApprovalRules"
+REVOKE_APPROVAL_RULE: Final = "revokeApprovalRule"
 GET_AVAILABLE_MODELS: Final = "getAvailableModels"
 CYCLE_MODEL: Final = "cycleModel"
 
@@ -56,6 +59,7 @@ AUTHORIZE_PROJECT: Final = "host/authorizeProject"
 UI_CONFIRM: Final = "ui/confirm"
 UI_SELECT: Final = "ui/select"
 UI_INPUT: Final = "ui/input"
+TOOL_AUTHORIZE: Final = "tool/authorize"
 
 
 class ErrorCode(enum.IntEnum):

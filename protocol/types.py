@@ -24,6 +24,9 @@ Capability: TypeAlias = dict[str, Any]
 """A capability marker: an object present means "supported"; its keys are future sub-options."""
 HostStatus: TypeAlias = Literal["ready", "replacing", "unusable", "disposed"]
 DiagnosticType: TypeAlias = Literal["info", "warning", "error"]
+ApprovalPolicy: TypeAlias = Literal["auto", "ask-writes", "ask-all", "deny-writes"]
+ApprovalDecision: TypeAlias = Literal["allowOnce", "allowAlways", "rejectOnce", "rejectAlways"]
+ToolKind: TypeAlias = Literal["read", "edit", "delete", "move", "search", "execute", "fetch", "other"]
 
 # -- handshake -------------------------------------------------------------------------------------
 
@@ -51,6 +54,8 @@ class ClientCapabilities:
     """The client answers ``ui/confirm``, ``ui/select``, ``ui/input`` and shows ``ui/notify``."""
     progress: Capability | None = None
     """The client shows ``$/progress`` for a ``workDoneToken`` it sent."""
+    tool_approval: Capability | None = None
+    """The client answers ``tool/authorize`` (and the default approval policy becomes ``ask-writes``)."""
 
 
 @attrs.frozen
@@ -170,6 +175,8 @@ class GetStateResult:
     session_file: str | None = None
     name: str | None = None
     model: ModelRef | None = None
+    approval_policy: ApprovalPolicy | None = None
+    """The tool-approval policy in force for the session's tool calls."""
 
 
 @attrs.frozen
@@ -238,6 +245,54 @@ class SetModelParams:
     model_id: str
 
 
+# -- tool approval ---------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class SetApprovalPolicyParams:
+    policy: ApprovalPolicy
+    """For every later tool call of every session of this process (beats ``--approval`` and settings)."""
+
+
+@attrs.frozen
+class ApprovalRule:
+    """A remembered ``allowAlways``/``rejectAlways``: one project, one tool, one matcher."""
+
+    id: str
+    project: str
+    """The project's directory (canonical: absolute, symbolic links resolved)."""
+    tool_name: str
+    decision: Literal["allow", "reject"]
+    created_at: str
+    """ISO-8601 UTC."""
+    command: str | None = None
+    """``bash``: ``first words *`` (that prefix and anything after it) or one whole command (exactly)."""
+    path: str | None = None
+    """File tools: a glob over the path relative to ``project`` (absolute outside it)."""
+
+
+@attrs.frozen
+class ListApprovalRulesParams:
+    cwd: str | None = None
+    """Only the rules of this project (default: every project)."""
+
+
+@attrs.frozen
+class ListApprovalRulesResult:
+    rules: list[ApprovalRule]
+    diagnostics: list[DiagnosticItem]
+    """A warning when the rules file cannot be used (then no rule applies and none is listed)."""
+
+
+@attrs.frozen
+class RevokeApprovalRuleParams:
+    id: str
+
+
+@attrs.frozen
+class RevokeApprovalRuleResult:
+    rule: ApprovalRule
+    """The rule that was removed."""
 @attrs.frozen
 class ModelCost:
     """Dollars per million tokens."""
@@ -427,3 +482,33 @@ class UiInputParams:
 class UiInputResult:
     value: str | None = None
     """Absent: the user cancelled."""
+
+
+@attrs.frozen
+class ToolLocation:
+    path: str
+    """Absolute."""
+    line: int | None = None
+
+
+@attrs.frozen
+class ToolAuthorizeParams:
+    session_id: str
+    generation: int
+    tool_call_id: str
+    tool_name: str
+    kind: ToolKind
+    """ACP's ToolKind word for the call."""
+    title: str
+    """One line for a person: ``bash: rm -rf build``, ``edit src/a.py``."""
+    arguments: dict[str, Any]
+    """The call's arguments; a string longer than 2000 characters is cut and ends ``… [N more characters]``."""
+    locations: list[ToolLocation]
+    """The paths the call touches (empty for ``bash``)."""
+
+
+@attrs.frozen
+class ToolAuthorizeResult:
+    decision: ApprovalDecision
+    reason: str | None = None
+    """For a rejection: told to the model with the refusal."""

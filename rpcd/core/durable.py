@@ -1,8 +1,13 @@
-"""Durability primitives shared by every room that writes files (the store, the host journal)."""
+"""Durability primitives shared by every room that writes files (the store, the host journal, the
+trust store, the approval rules)."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+import tempfile
+from collections.abc import Iterator
 
 
 def fsync_directory(directory: str | os.PathLike[str]) -> None:
@@ -20,4 +25,36 @@ def fsync_directory(directory: str | os.PathLike[str]) -> None:
     except OSError:
         pass
     finally:
+        os.close(fd)
+
+
+def replace_file(path: str, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically: a temporary file in the same directory (created
+    0600, as ``mkstemp`` does), fsynced, renamed over ``path``, then the directory fsynced. A crash
+    leaves the old content or the new one, never a torn file; a failure leaves no temporary behind."""
+    directory = os.path.dirname(path) or "."
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    fsync_directory(directory)
+
+
+@contextlib.contextmanager
+def locked(path: str) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``path + ".lock"`` (created 0600): read-modify-write of a
+    file that several processes (rpcd, Pi) may change at once."""
+    fd = os.open(path + ".lock", os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)

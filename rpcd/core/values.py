@@ -1,4 +1,5 @@
-"""Value types the rooms exchange: diagnostics, model refs, session snapshots, extension bindings.
+"""Value types the rooms exchange: diagnostics, model refs, session snapshots, extension bindings,
+and the tool-approval vocabulary (requests, answers, rules) the tools' gate and the fronts share.
 
 They are plain data (attrs, frozen) and small protocols with no behaviour of their own, so the
 store, the runtime, the host and the wire can all speak them without importing each other. The
@@ -11,13 +12,22 @@ they go to the wire as they are, so there is no second model of them to keep in 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal, Protocol, TypeAlias
 
 import attrs
 
 DiagnosticType: TypeAlias = Literal["info", "warning", "error"]
 ForkPosition: TypeAlias = Literal["before", "at"]
+ApprovalPolicy: TypeAlias = Literal["auto", "ask-writes", "ask-all", "deny-writes"]
+"""``auto``: every tool runs (Pi's behaviour); ``ask-writes``: the client decides every call that may
+change something; ``ask-all``: every call; ``deny-writes``: calls that may change something are refused."""
+APPROVAL_POLICIES: tuple[ApprovalPolicy, ...] = ("auto", "ask-writes", "ask-all", "deny-writes")
+ApprovalDecision: TypeAlias = Literal["allowOnce", "allowAlways", "rejectOnce", "rejectAlways"]
+"""The client's answer (ACP's ``allow_once`` / ``allow_always`` / ``reject_once`` / ``reject_always``)."""
+APPROVAL_DECISIONS: tuple[ApprovalDecision, ...] = ("allowOnce", "allowAlways", "rejectOnce", "rejectAlways")
+ToolKind: TypeAlias = Literal["read", "edit", "delete", "move", "search", "execute", "fetch", "other"]
+"""ACP's ``ToolKind`` words (without ``think``/``switch_mode``, which no tool call here is)."""
 SessionEvent: TypeAlias = Mapping[str, Any]
 """One AgentSession event in Pi's shape; ``event["type"]`` names it."""
 EventListener: TypeAlias = Callable[[SessionEvent], None]
@@ -68,6 +78,8 @@ class SessionState:
     thinking_level: str
     is_streaming: bool
     message_count: int
+    approval_policy: ApprovalPolicy | None = None
+    """The tool-approval policy in force for this session (``None``: the runtime has no gate)."""
 
 
 @attrs.frozen
@@ -94,6 +106,82 @@ class UiContext(Protocol):
     async def input(self, title: str, placeholder: str | None = None, timeout: float | None = None) -> str | None: ...
 
 
+# -- tool approval ----------------------------------------------------------------------------
+
+
+@attrs.frozen
+class ToolLocation:
+    """A path a tool call touches (ACP's ``ToolCallLocation``): absolute, with a line if known."""
+
+    path: str
+    line: int | None = None
+
+
+@attrs.frozen
+class ToolApprovalRequest:
+    """One tool call as the client is asked about it (the front adds the session's id and generation)."""
+
+    tool_call_id: str
+    tool_name: str
+    kind: ToolKind
+    title: str
+    """One line for a person: ``bash: rm -rf build``, ``edit src/a.py``."""
+    arguments: Mapping[str, Any]
+    """The call's arguments, long strings cut to a preview that says how much was cut."""
+    locations: Sequence[ToolLocation] = ()
+
+
+@attrs.frozen
+class ToolApprovalAnswer:
+    """What came back for a :class:`ToolApprovalRequest`.
+
+    ``answered`` is ``False`` when the client gave no valid answer (timeout, gone, an invalid or
+    error reply, no capability, the session replaced meanwhile): the decision is then a rejection
+    and ``reason`` says why, in words the model can read."""
+
+    decision: ApprovalDecision
+    reason: str | None = None
+    answered: bool = True
+
+
+class ToolApprover(Protocol):
+    """Asks the client about one tool call (supplied by the front through :class:`ExtensionBindings`)."""
+
+    def __call__(self, request: ToolApprovalRequest) -> Awaitable[ToolApprovalAnswer]: ...
+
+
+@attrs.frozen
+class ApprovalRule:
+    """A remembered ``allowAlways`` / ``rejectAlways`` for one project and tool.
+
+    ``command`` (bash): the command's first word(s) followed by `` *`` (that prefix and anything
+    after it), or a whole command that must match exactly. ``path`` (file tools): a glob over
+    the path, relative to ``project`` (absolute for paths outside it). Neither: every call of the tool.
+    """
+
+    id: str
+    project: str
+    tool_name: str
+    decision: Literal["allow", "reject"]
+    created_at: str
+    command: str | None = None
+    path: str | None = None
+
+
+class ApprovalControl(Protocol):
+    """What a front may change or read of the process's approval gate (``rpcd.tools.approval``)."""
+
+    def set_policy(self, policy: ApprovalPolicy) -> None: ...
+
+    def list_rules(self, project: str | None = None) -> tuple[list[ApprovalRule], list[Diagnostic]]:
+        """The rules (of one project, or all) and a warning if the rules file cannot be used."""
+        ...
+
+    def revoke_rule(self, rule_id: str) -> ApprovalRule | None:
+        """Remove one rule; ``None`` if there is none with that id."""
+        ...
+
+
 @attrs.frozen
 class ExtensionBindings:
     """``Parameters<AgentSession["bindExtensions"]>[0]``: what the host binds into a session."""
@@ -101,6 +189,8 @@ class ExtensionBindings:
     mode: str = "rpc"
     ui: UiContext | None = None
     on_error: Callable[[ExtensionError], None] | None = None
+    tool_approver: ToolApprover | None = None
+    """Asks the client before a tool runs (rpcd's ``tool/authorize``); ``None``: nobody can be asked."""
 
 
 @attrs.frozen

@@ -35,6 +35,7 @@ import attrs
 
 from rpcd.core.errors import RpcdError
 from rpcd.core.redact import redact_and_cut
+from rpcd.core.values import APPROVAL_POLICIES, ApprovalPolicy
 from rpcd.daemon.bindings import RpcHostBindings
 from rpcd.daemon.journal import HostJournal
 from rpcd.daemon.logs import configure_logging
@@ -44,9 +45,11 @@ from rpcd.host.port import RuntimePort
 from rpcd.protocol import types as t
 from rpcd.runtime.model_inputs import ModelInputs
 from rpcd.store.paths import get_agent_dir
+from rpcd.tools import ApprovalGate, ApprovalRules
 from rpcd.transport import DEFAULT_MAX_MESSAGE_BYTES
 from rpcd.transport.stdio import guard_stdout
-from rpcd.wire.client_requests import ClientRequests, UiBridge
+from rpcd.wire.approvals import ApprovalMethods
+from rpcd.wire.client_requests import DEFAULT_APPROVAL_TIMEOUT, ClientRequests, UiBridge
 from rpcd.wire.handlers import SessionMethods, register
 from rpcd.wire.notifications import HOST_STATUS, EventPump, Notification
 from rpcd.wire.server import FLUSH_TIMEOUT, Server, create_server
@@ -89,6 +92,8 @@ class Options:
     exclude_tools: tuple[str, ...] = ()
     no_builtin_tools: bool = False
     no_tools: bool = False
+    approval: ApprovalPolicy | None = None
+    approval_timeout: float = DEFAULT_APPROVAL_TIMEOUT
 
     @property
     def journal_path(self) -> str:
@@ -172,6 +177,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-nt", "--no-tools", action="store_true", help="start without any tool")
     parser.add_argument(
+        "--approval", choices=APPROVAL_POLICIES, metavar="POLICY",
+        help="tool approval: auto (run every tool, as Pi), ask-writes (the client decides calls that may change "
+             "something), ask-all (every call), deny-writes (refuse those calls). Default: the approvalPolicy "
+             "setting, else ask-writes if the client declared toolApproval, else auto",
+    )
+    parser.add_argument(
+        "--approval-timeout", type=_positive_float, default=DEFAULT_APPROVAL_TIMEOUT, metavar="SECONDS",
+        help=f"wait this long for the client's tool/authorize answer, then reject "
+             f"(default {DEFAULT_APPROVAL_TIMEOUT:g})",
+    )
+    parser.add_argument(
         "--max-message-bytes", type=_positive_int, default=DEFAULT_MAX_MESSAGE_BYTES, metavar="N",
         help=f"frames larger than this are drained and answered with -32012 (default {DEFAULT_MAX_MESSAGE_BYTES})",
     )
@@ -211,7 +227,7 @@ def _positive_float(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0 or value == float("inf"):
+    if not value > 0 or math.isinf(value):
         raise argparse.ArgumentTypeError(f"must be a positive number of seconds: {text}")
     return value
 
@@ -254,6 +270,8 @@ def parse_options(argv: Sequence[str]) -> Options:
         exclude_tools=ns.exclude_tools,
         no_builtin_tools=ns.no_builtin_tools,
         no_tools=ns.no_tools,
+        approval=ns.approval,
+        approval_timeout=ns.approval_timeout,
     )
 
 
@@ -355,14 +373,22 @@ class Daemon:
             trust_timeout=options.trust_timeout,
             ui_timeout=options.ui_timeout,
         )
-        bindings = RpcHostBindings(self.pump, UiBridge(self.requests), persist=self._persist)
+        self.requests.approval_timeout = options.approval_timeout
+        self.approval = ApprovalGate(ApprovalRules.in_agent_dir(options.agent_dir), policy=options.approval)
+        """The process's tool-approval gate; the client's ``toolApproval`` capability is set at ``initialize``."""
+        bindings = RpcHostBindings(self.pump, UiBridge(self.requests), persist=self._persist,
+                                   authorize_tool=self.requests.authorize_tool)
         self.host = SerializedHost(bindings, on_status=self._post_status)
         self.server = create_server(
             dispose_hook=self.final_disposal,
             initialize_hook=self._on_initialize,
             max_message_bytes=options.max_message_bytes,
         )
-        register(self.server, SessionMethods(self.host, self.pump, self._list_sessions))
+        register(
+            self.server,
+            SessionMethods(self.host, self.pump, self._list_sessions),
+            ApprovalMethods(self.host, self.approval),
+        )
         self.disposal_failure: BaseException | None = None
         self._on_ending = on_ending
         self._task_group: anyio.abc.TaskGroup | None = None
@@ -384,8 +410,11 @@ class Daemon:
         """At ``initialize``'s arrival: what the client can answer, and the startup first in the host's FIFO."""
         caps = params.capabilities or t.ClientCapabilities()
         self.requests.declare(
-            authorize_project=caps.authorize_project is not None, extension_ui=caps.extension_ui is not None
+            authorize_project=caps.authorize_project is not None,
+            extension_ui=caps.extension_ui is not None,
+            tool_approval=caps.tool_approval is not None,
         )
+        self.approval.client_can_answer = self.requests.can_approve
         startup = self.host.start(self._open_runtime, persist=True)
         assert self._task_group is not None
         self._task_group.start_soon(self._report_startup, startup, name="rpcd startup")
@@ -417,6 +446,7 @@ class Daemon:
                     allow=self.options.tools, exclude=self.options.exclude_tools,
                     no_builtin_tools=self.options.no_builtin_tools, no_tools=self.options.no_tools,
                 ),
+                approval=self.approval,
             ),
             authorize_project=self._authorize,
             model_inputs=self.options.model_inputs,

@@ -19,11 +19,19 @@ Nothing here counts generations or remembers which session is current: the host 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
 
 from rpcd.core.redact import redact as redact_text
-from rpcd.core.values import Diagnostic, ExtensionBindings, ExtensionError, UiContext
+from rpcd.core.values import (
+    Diagnostic,
+    ExtensionBindings,
+    ExtensionError,
+    ToolApprovalAnswer,
+    ToolApprovalRequest,
+    ToolApprover,
+    UiContext,
+)
 from rpcd.host.port import Binding, HostSubscription, SessionPort
 from rpcd.wire.notifications import SESSION_DIAGNOSTICS, EventPump, SessionChannel
 
@@ -34,22 +42,71 @@ _START_FIELDS: Final = ("reason", "previousSessionFile")
 
 Persist = Callable[[str | None, str], Awaitable[object]]
 """``(session_file, cwd)``: record the current session durably (the host journal)."""
+AuthorizeTool = Callable[[Mapping[str, Any]], Awaitable[ToolApprovalAnswer]]
+"""Sends ``tool/authorize`` with these params (``ClientRequests.authorize_tool``)."""
+
+
+class _Outlet:
+    """One session's channel, once subscribed (what its tool approver asks on behalf of)."""
+
+    __slots__ = ("channel",)
+
+    def __init__(self) -> None:
+        self.channel: SessionChannel | None = None
 
 
 class RpcHostBindings:
     """``rpcd.host.port.HostBindings`` for the JSON-RPC daemon."""
 
-    def __init__(self, pump: EventPump, ui: UiContext | None, persist: Persist | None = None) -> None:
+    def __init__(self, pump: EventPump, ui: UiContext | None, persist: Persist | None = None,
+                 authorize_tool: AuthorizeTool | None = None) -> None:
         self._pump = pump
         self._ui = ui
         self._persist = persist
+        self._authorize_tool = authorize_tool
         self._live: SessionChannel | None = None
         """The channel of the last subscribed session: extension errors are forwarded while it is open."""
+        self._outlets: dict[int, _Outlet] = {}
+        """Sessions between ``extension_bindings`` and ``subscribe``, by identity."""
 
     # -- HostBindings ---------------------------------------------------------------------
 
     def extension_bindings(self, session: SessionPort) -> ExtensionBindings:
-        return ExtensionBindings(mode="rpc", ui=self._ui, on_error=self._on_extension_error)
+        outlet = self._outlets[id(session)] = _Outlet()
+        return ExtensionBindings(mode="rpc", ui=self._ui, on_error=self._on_extension_error,
+                                 tool_approver=self._tool_approver(outlet))
+
+    def _tool_approver(self, outlet: _Outlet) -> ToolApprover | None:
+        """``tool/authorize`` on behalf of one session, tagged with its id and generation. Asked only
+        while that session is subscribed (its channel open); an answer that arrives after it was
+        unsubscribed (replaced, disposed) is a rejection: its tool never runs."""
+        send = self._authorize_tool
+        if send is None:
+            return None
+
+        async def approve(request: ToolApprovalRequest) -> ToolApprovalAnswer:
+            channel = outlet.channel
+            if channel is None or not channel.is_open:
+                return ToolApprovalAnswer("rejectOnce", "the session is no longer current", answered=False)
+            params = {
+                "sessionId": channel.session_id,
+                "generation": channel.generation,
+                "toolCallId": request.tool_call_id,
+                "toolName": request.tool_name,
+                "kind": request.kind,
+                "title": request.title,
+                "arguments": dict(request.arguments),
+                "locations": [{"path": loc.path} if loc.line is None else {"path": loc.path, "line": loc.line}
+                              for loc in request.locations],
+            }
+            await self._pump.drain()  # the call's tool_execution_start reaches the client first
+            answer = await send(params)
+            if not channel.is_open:
+                return ToolApprovalAnswer("rejectOnce", "the session was replaced while waiting for approval",
+                                          answered=False)
+            return answer
+
+        return approve
 
     def subscribe(self, binding: Binding) -> HostSubscription:
         session = binding.session
@@ -60,6 +117,7 @@ class RpcHostBindings:
             channel.close()
             raise
         self._live = channel
+        self._outlets.pop(id(session), _Outlet()).channel = channel
         start = session.session_start_event
         # Listeners run synchronously, so no session event can slip in before this line.
         channel.lifecycle({"type": "session_start", **{k: start[k] for k in _START_FIELDS if k in start}})

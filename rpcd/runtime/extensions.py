@@ -94,6 +94,9 @@ class ToolDefinition:
     parameters: Mapping[str, Any]
     execute: ToolExecute
     extension_path: str
+    read_only: bool = False
+    """Declared by the extension: the tool never changes anything, so the approval policy
+    ``ask-writes`` lets it run without asking (undeclared tools count as writes)."""
 
 
 @attrs.frozen
@@ -197,8 +200,11 @@ class ExtensionAPI:
         self._runner._handlers.append(_Handler(self._path, event_type, handler))
 
     def register_tool(
-        self, name: str, description: str, parameters: Mapping[str, Any], execute: ToolExecute
+        self, name: str, description: str, parameters: Mapping[str, Any], execute: ToolExecute, *,
+        read_only: bool = False,
     ) -> None:
+        """Add a tool; ``read_only=True`` declares it never changes anything (approval: it is
+        treated like ``read``; without the declaration it is treated like ``bash``)."""
         self._runner._check_live()
         if not callable(execute):
             raise TypeError(f"execute of tool {name!r} is not callable")
@@ -206,7 +212,8 @@ class ExtensionAPI:
             raise TypeError("register_tool: name and description must be strings")
         # The schema goes to providers and clients as JSON: a value without a JSON form fails here, in register().
         schema = to_json(dict(parameters))
-        self._runner._add_tool(ToolDefinition(str.__str__(name), str.__str__(description), schema, execute, self._path))
+        self._runner._add_tool(ToolDefinition(str.__str__(name), str.__str__(description), schema, execute, self._path,
+                                              read_only=read_only is True))
 
     def register_flag(
         self, name: str, *, type: FlagType = "boolean", default: bool | str | None = None, description: str = ""

@@ -28,6 +28,7 @@ from rpcd.runtime.runtime import CreateRuntimeResult, RuntimeFactory
 from rpcd.runtime.services import AuthorizeProject, ProcessInputs, create_services
 from rpcd.runtime.session import create_agent_session
 from rpcd.store import SessionManager
+from rpcd.tools import POLICY_SETTING
 
 if TYPE_CHECKING:
     import httpx
@@ -123,6 +124,8 @@ def make_default_factory(
                                transport=transport),
             *_apply_faux_script(services, registry),
         ]
+        if process_inputs.approval is not None:
+            diagnostics += process_inputs.approval.diagnostics(services.settings.get(POLICY_SETTING))
         session, selection = create_agent_session(
             services=services,
             session_manager=session_manager,
@@ -130,6 +133,7 @@ def make_default_factory(
             session_start_event=session_start_event,
             model_inputs=inputs,
             tool_selection=process_inputs.tool_selection,
+            approval=process_inputs.approval,
         )
         diagnostics.extend(selection.diagnostics)
         return CreateRuntimeResult(

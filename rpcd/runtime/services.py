@@ -29,7 +29,7 @@ import attrs
 
 from rpcd.core.files import read_regular
 from rpcd.core.values import Diagnostic
-from rpcd.tools import ToolSelection
+from rpcd.tools import ApprovalGate, ToolSelection
 
 from .context_files import ContextFile, load_context_files
 from .extensions import ExtensionRunner, discover_extensions
@@ -73,6 +73,9 @@ class ProcessInputs:
     """``--tools`` / ``--exclude-tools`` / ``--no-builtin-tools`` / ``--no-tools`` (Pi's tool flags)."""
     trust_memory: SessionTrustMemory = attrs.field(factory=SessionTrustMemory, eq=False)
     """Per-process trust decisions (``trustOnce``), shared by every replacement."""
+    approval: ApprovalGate | None = attrs.field(default=None, eq=False)
+    """The process's tool-approval gate (policy + remembered rules), shared by every session;
+    ``None``: every tool runs, as in Pi."""
 
 
 @attrs.frozen

@@ -26,6 +26,7 @@ from rpcd.core.errors import (
     SessionBusyError,
 )
 from rpcd.core.values import (
+    ApprovalPolicy,
     CycleModelResult,
     EventListener,
     ExtensionBindings,
@@ -47,7 +48,9 @@ from rpcd.store import SessionManager
 from rpcd.store.entries import js_trim
 from rpcd.tools import (
     BUILTIN_TOOL_NAMES,
+    POLICY_SETTING,
     AbortSignal,
+    ApprovalGate,
     Block,
     FunctionTool,
     Tool,
@@ -55,10 +58,13 @@ from rpcd.tools import (
     ToolCallHooks,
     ToolOptions,
     ToolOutcome,
+    ToolProfile,
     ToolSeam,
     ToolSelection,
     active_tool_names,
+    builtin_profile,
     create_builtin_tools,
+    extension_profile,
 )
 
 _log = logging.getLogger("rpcd.runtime.session")
@@ -119,6 +125,7 @@ class AgentSession:
         session_start_event: Mapping[str, Any] | None = None,
         registry: ProviderRegistry | None = None,
         model_inputs: ModelInputs | None = None,
+        approval: ApprovalGate | None = None,
     ) -> None:
         self.session_manager = session_manager
         self.registry = registry
@@ -126,6 +133,10 @@ class AgentSession:
         self.retry = SessionRetry(self)
         self.last_context_overflow: ContextOverflowError | None = None
         """The overflow the last run ended with (compaction, issue 17, starts from here)."""
+        self.approval = approval
+        """The process's approval gate (``None``: every tool runs, as in Pi)."""
+        self.bindings: ExtensionBindings | None = None
+        """What the host bound into this session (its UI, its tool approver); set by ``bind_extensions``."""
         self.services = services
         self.agent = agent
         self.session_start_event: dict[str, Any] = dict(session_start_event or {"type": "session_start",
@@ -180,7 +191,15 @@ class AgentSession:
             thinking_level=self.agent.thinking_level,
             is_streaming=self._running,
             message_count=len(self.agent.messages),
+            approval_policy=self.approval_policy,
         )
+
+    @property
+    def approval_policy(self) -> ApprovalPolicy | None:
+        """The approval policy in force for this session's tool calls (``None`` without a gate)."""
+        if self.approval is None:
+            return None
+        return self.approval.effective_policy(_settings_get(self.services, POLICY_SETTING))
 
     def messages(self) -> list[Mapping[str, Any]]:
         return list(self.agent.messages)
@@ -343,6 +362,7 @@ class AgentSession:
 
     async def bind_extensions(self, bindings: ExtensionBindings) -> None:
         """Apply the host's bindings to the runner, then emit this session's ``session_start``."""
+        self.bindings = bindings
         runner = self._runner
         if runner is None:
             return
@@ -430,6 +450,16 @@ def session_tools(services: Any, selection: ToolSelection) -> dict[str, Tool]:
             for name in names}
 
 
+def tool_profiles(services: Any, tools: Mapping[str, Tool]) -> dict[str, ToolProfile]:
+    """How the approval gate classifies each active tool: a built-in by its name; an extension's
+    tool (also one that took a built-in's name) by its own ``read_only`` declaration."""
+    runner: Any = getattr(services, "extensions", None)
+    extension_defs: Mapping[str, Any] = getattr(runner, "tools", None) or {}
+    return {name: (extension_profile(getattr(extension_defs[name], "read_only", False) is True)
+                   if name in extension_defs else builtin_profile(name))
+            for name in tools}
+
+
 def build_system_prompt(services: Any, tools: Mapping[str, Tool] | None = None) -> str:
     """Pi's ``buildSystemPrompt`` for these services and active tools (``system_prompt.py``)."""
     active = dict(tools) if tools is not None else {}
@@ -474,6 +504,7 @@ def create_agent_session(
     tool_selection: ToolSelection | None = None,
     model_inputs: ModelInputs | None = None,
     selection: Selection | None = None,
+    approval: ApprovalGate | None = None,
 ) -> tuple[AgentSession, Selection]:
     """Build a session over ``session_manager`` with ``services``; returns it and the model
     ``Selection`` (its ``fallback_message`` is Pi's ``Could not restore model p/m. Using p2/m2``,
@@ -524,23 +555,38 @@ def create_agent_session(
     )
     session = AgentSession(
         session_manager=sm, services=services, agent=agent, session_start_event=session_start_event,
-        registry=registry, model_inputs=inputs,
+        registry=registry, model_inputs=inputs, approval=approval,
     )
-    agent.seam = ToolSeam(tools, _SessionHooks(session).hooks())
+    agent.seam = ToolSeam(tools, _SessionHooks(session, tool_profiles(services, tools)).hooks())
     return session, selection
 
 
 class _SessionHooks:
     """The session's side of the tool-call seam: extension ``tool_call``/``tool_result``
-    handlers, liveness, and the ``PI_*`` facts bash exports. The approval policy (issue 15)
-    plugs in as ``ToolCallHooks.authorize``."""
+    handlers, the approval gate (``ToolCallHooks.authorize``, with the client's approver from
+    the host's bindings), liveness, and the ``PI_*`` facts bash exports."""
 
-    def __init__(self, session: AgentSession) -> None:
+    def __init__(self, session: AgentSession, profiles: Mapping[str, ToolProfile] | None = None) -> None:
         self.session = session
+        self.profiles = dict(profiles or {})
 
     def hooks(self) -> ToolCallHooks:
-        return ToolCallHooks(tool_call=self.tool_call, tool_result=self.tool_result, is_live=self.is_live,
-                             context=self.context)
+        authorize = self.authorize if self.session.approval is not None else None
+        return ToolCallHooks(tool_call=self.tool_call, authorize=authorize, tool_result=self.tool_result,
+                             is_live=self.is_live, context=self.context)
+
+    async def authorize(self, call: ToolCall, signal: AbortSignal) -> Block | None:
+        session = self.session
+        gate = session.approval
+        if gate is None:
+            return None
+        bindings = session.bindings
+        return await gate.authorize(
+            call, signal, cwd=session.cwd,
+            profile=self.profiles.get(call.tool_name) or extension_profile(),
+            setting=_settings_get(session.services, POLICY_SETTING),
+            approver=bindings.tool_approver if bindings is not None and self.is_live() else None,
+        )
 
     def _runner(self) -> ExtensionRunnerLike | None:
         runner = self.session.extension_runner

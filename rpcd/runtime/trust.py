@@ -11,16 +11,14 @@ hook, means *no* (a non-interactive Pi never trusts by default).
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
-import tempfile
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal, TypeAlias
 
 import attrs
 
+from rpcd.core.durable import locked, replace_file
 from rpcd.core.errors import RuntimeFailure
 from rpcd.core.files import read_regular
 from rpcd.core.values import Diagnostic
@@ -141,7 +139,7 @@ class TrustStore:
         """Record (``None`` removes) a decision: read-modify-write under ``trust.json.lock``,
         replaced atomically, keys sorted, so a concurrent Pi never sees a torn file."""
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        with self._locked():
+        with locked(self.path):
             current, error = self.read()
             if error is not None:
                 # Never clobber a file we could not read: the user's other decisions live there.
@@ -153,31 +151,10 @@ class TrustStore:
                 current[key] = value
             _atomic_write_json(self.path, current)
 
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        fd = os.open(self.path + ".lock", os.O_CREAT | os.O_RDWR, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
-
 
 def _atomic_write_json(path: str, data: Mapping[str, bool]) -> None:
-    directory = os.path.dirname(path)
-    fd, tmp = tempfile.mkstemp(prefix=".trust-", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(dict(sorted(data.items())), fh, indent=2, sort_keys=True, ensure_ascii=False)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    text = json.dumps(dict(sorted(data.items())), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    replace_file(path, text.encode("utf-8"))
 
 
 @attrs.define

@@ -1,7 +1,9 @@
 """The built-in coding tools — Pi 0.85.0's ``read``, ``bash``, ``edit``, ``write``, ``grep``,
 ``find``, ``ls`` (one module each) — their truncation (``truncate``) and path (``paths``) rules,
-tool selection (``registry``), and the seam every tool call passes (``seam``: lookup,
-validation, ``tool_call`` hooks, the approval point, execution, ``tool_result`` hooks).
+tool selection (``registry``), the seam every tool call passes (``seam``: lookup,
+validation, ``tool_call`` hooks, the approval point, execution, ``tool_result`` hooks), and the
+approval policy at that point (``approval``: the gate; ``approval_facts``: what a call is, for a
+person; ``approval_rules``: remembered answers).
 
 Tools are bound to a cwd when created: the runtime creates them anew for every session, so
 after a replacement into another project every relative path means the new cwd.
@@ -9,6 +11,9 @@ after a replacement into another project every relative path means the new cwd.
 Doors: may import ``rpcd.core`` only; the runtime imports the tools, never the reverse.
 """
 
+from rpcd.tools.approval import POLICY_SETTING, ApprovalGate, parse_policy
+from rpcd.tools.approval_facts import ToolProfile, builtin_profile, extension_profile
+from rpcd.tools.approval_rules import ApprovalRules, ApprovalRulesError
 from rpcd.tools.base import (
     ABORTED_MESSAGE,
     AbortSignal,
@@ -43,8 +48,12 @@ __all__ = [
     "ABORTED_MESSAGE",
     "BUILTIN_TOOL_NAMES",
     "DEFAULT_ACTIVE_TOOLS",
+    "POLICY_SETTING",
     "AbortSignal",
     "AfterToolCall",
+    "ApprovalGate",
+    "ApprovalRules",
+    "ApprovalRulesError",
     "BeforeToolCall",
     "Block",
     "FunctionTool",
@@ -56,11 +65,15 @@ __all__ = [
     "ToolError",
     "ToolOptions",
     "ToolOutcome",
+    "ToolProfile",
     "ToolResult",
     "ToolSeam",
     "ToolSelection",
     "active_tool_names",
+    "builtin_profile",
     "create_builtin_tools",
     "error_result",
+    "extension_profile",
+    "parse_policy",
     "text_result",
 ]

@@ -26,10 +26,10 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
-import anyio
 import attrs
 
 from rpcd.tools.base import ABORTED_MESSAGE, AbortSignal, Tool, ToolCallContext, ToolResult
+from rpcd.tools.blocking import unless_aborted
 from rpcd.tools.errors import ToolError
 from rpcd.tools.validation import validate_arguments
 
@@ -188,28 +188,7 @@ class ToolSeam:
 
 async def _cancel_on_abort(tool: Tool, call: ToolCall, ctx: ToolCallContext) -> ToolResult:
     """A tool that does not watch the signal (an extension's) is cancelled when it fires."""
-    result: list[ToolResult] = []
-    failure: list[BaseException] = []
-    async with anyio.create_task_group() as group:
-
-        async def work() -> None:
-            try:
-                result.append(await tool.execute(call.tool_call_id, call.args, ctx))
-            except Exception as exc:  # re-raised below, outside the task group (no ExceptionGroup)
-                failure.append(exc)
-            group.cancel_scope.cancel()
-
-        async def watch() -> None:
-            await ctx.signal.wait()
-            group.cancel_scope.cancel()
-
-        group.start_soon(work)
-        group.start_soon(watch)
-    if failure:
-        raise failure[0]
-    if not result:
-        raise ToolError(ABORTED_MESSAGE)
-    return result[0]
+    return await unless_aborted(lambda: tool.execute(call.tool_call_id, call.args, ctx), ctx.signal)
 
 
 def _outcome_of(result: Any) -> ToolOutcome:

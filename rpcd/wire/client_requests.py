@@ -1,12 +1,13 @@
-"""Server → client requests: the project-trust prompt and extension UI dialogs.
+"""Server → client requests: the project-trust prompt, extension UI dialogs, tool approval.
 
 Each request goes to the client only if it declared the matching capability in ``initialize``
-(``authorizeProject`` / ``extensionUi``). Every path has a safe answer: a timeout, an error
-reply, a malformed reply, a client that never declared the capability, or a client that went
-away (stdin EOF → :meth:`ClientRequests.close`) all resolve to *deny* for trust and to Pi's
-cancel defaults for dialogs (``False`` / ``None``). A request that did not get its answer is
-cancelled: the sender (``rpcd.wire.server.Server.request_client``) forgets it and tells the
-client (``$/cancelRequest``), so nothing leaks and a late answer is ignored.
+(``authorizeProject`` / ``extensionUi`` / ``toolApproval``). Every path has a safe answer: a
+timeout, an error reply, a malformed reply, a client that never declared the capability, or a
+client that went away (stdin EOF → :meth:`ClientRequests.close`) all resolve to *deny* for
+trust, to Pi's cancel defaults for dialogs (``False`` / ``None``) and to a rejection for tool
+approval. A request that did not get its answer is cancelled: the sender
+(``rpcd.wire.server.Server.request_client``) forgets it and tells the client (``$/cancelRequest``),
+so nothing leaks and a late answer is ignored.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from typing import Any, Final, Literal, TypeAlias
 import anyio
 import attrs
 
-from rpcd.protocol.names import AUTHORIZE_PROJECT, UI_CONFIRM, UI_INPUT, UI_NOTIFY, UI_SELECT
+from rpcd.core.values import APPROVAL_DECISIONS, ToolApprovalAnswer
+from rpcd.protocol.names import AUTHORIZE_PROJECT, TOOL_AUTHORIZE, UI_CONFIRM, UI_INPUT, UI_NOTIFY, UI_SELECT
 from rpcd.wire.notifications import EventPump
 
 log = logging.getLogger(__name__)
@@ -28,6 +30,8 @@ DEFAULT_TRUST_TIMEOUT: Final = 120.0
 """A person may have to read the reasons: generous, but finite (timeout ⇒ deny)."""
 DEFAULT_UI_TIMEOUT: Final = 300.0
 """Used when an extension passes no timeout of its own (Pi dialogs otherwise wait forever)."""
+DEFAULT_APPROVAL_TIMEOUT: Final = 300.0
+"""How long a tool call waits for the client's decision (timeout ⇒ reject)."""
 
 TrustAnswer: TypeAlias = Literal["trust", "trustOnce", "deny"]
 SendRequest = Callable[[str, Mapping[str, Any]], Awaitable[Any]]
@@ -67,13 +71,17 @@ class ClientRequests:
         self.trust_policy = trust_policy
         self.trust_timeout = trust_timeout
         self.ui_timeout = ui_timeout
+        self.can_approve = False
+        """The client declared ``toolApproval``: it is asked ``tool/authorize`` before tool calls."""
+        self.approval_timeout = DEFAULT_APPROVAL_TIMEOUT
         self._pending: set[anyio.CancelScope] = set()
         self._closed = False
 
-    def declare(self, *, authorize_project: bool, extension_ui: bool) -> None:
+    def declare(self, *, authorize_project: bool, extension_ui: bool, tool_approval: bool = False) -> None:
         """What the client declared in ``initialize``: only those requests are ever sent to it."""
         self.can_authorize = authorize_project
         self.can_ui = extension_ui
+        self.can_approve = tool_approval
 
     @property
     def pending(self) -> int:
@@ -154,6 +162,35 @@ class ClientRequests:
         except Exception as exc:
             log.info("%s answered with an error (%s); using the cancel default", method, type(exc).__name__)
             return None
+
+
+    # -- tool approval --------------------------------------------------------------------
+
+    async def authorize_tool(self, params: Mapping[str, Any]) -> ToolApprovalAnswer:
+        """Ask ``tool/authorize``; anything but a valid answer is a rejection saying why."""
+        if not self.can_approve:
+            return _refused("the client does not answer approval requests")
+        try:
+            answer = await self._ask(TOOL_AUTHORIZE, params, self.approval_timeout)
+        except TimeoutError:
+            log.warning("tool approval timed out; rejecting the call")
+            return _refused(f"no approval answer within {self.approval_timeout:g} s")
+        except _Gone:
+            return _refused("the client is gone")
+        except Exception as exc:
+            log.warning("tool approval answered with an error (%s); rejecting the call", type(exc).__name__)
+            return _refused("the client answered the approval request with an error")
+        decision = answer.get("decision") if isinstance(answer, Mapping) else None
+        reason = answer.get("reason") if isinstance(answer, Mapping) else None
+        if decision not in APPROVAL_DECISIONS or not (reason is None or isinstance(reason, str)):
+            log.warning("malformed tool approval answer; rejecting the call")
+            return _refused("the client's approval answer was invalid (decision must be one of "
+                            f"{', '.join(APPROVAL_DECISIONS)}; reason a string)")
+        return ToolApprovalAnswer(decision, reason)
+
+
+def _refused(reason: str) -> ToolApprovalAnswer:
+    return ToolApprovalAnswer("rejectOnce", reason, answered=False)
 
 
 class UiBridge:

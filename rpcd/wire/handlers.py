@@ -70,11 +70,17 @@ def handler_name(method: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", method).lower()
 
 
-def register(server: Server, methods: SessionMethods) -> None:
-    """Serve every client->server request of the method table the server does not serve itself."""
+def register(server: Server, *handlers: object) -> None:
+    """Serve every client->server request of the method table the server does not serve itself, each by
+    the one method named after it (``handler_name``) among ``handlers`` (e.g. the session methods and
+    the approval methods)."""
     for spec in client_requests():
-        if spec.name not in server.method_names:
-            server.method(spec.name, spec.params)(getattr(methods, handler_name(spec.name)))
+        if spec.name in server.method_names:
+            continue
+        found = [getattr(h, handler_name(spec.name)) for h in handlers if hasattr(h, handler_name(spec.name))]
+        if len(found) != 1:
+            raise LookupError(f"{spec.name}: {len(found)} handlers named {handler_name(spec.name)!r}, not one")
+        server.method(spec.name, spec.params)(found[0])
 
 
 def _tracked(pending: Pending[T]) -> Pending[T]:
@@ -202,6 +208,7 @@ class SessionMethods:
             session_file=state.session_file,
             name=state.name,
             model=model,
+            approval_policy=state.approval_policy,
         )
 
     def get_messages(self, params: t.EmptyParams | None = None) -> Awaitable[t.GetMessagesResult]:

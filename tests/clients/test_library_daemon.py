@@ -38,6 +38,36 @@ def _args(agent: Path, project: Path) -> list[str]:
 
 @needs_daemon
 @pytest.mark.anyio
+async def test_tool_approval_handler_and_typed_approval_calls(tmp_path: Path) -> None:
+    agent, project = _project(tmp_path)
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([
+        {"toolCall": {"name": "write", "arguments": {"path": "a.txt", "content": "x"}, "id": "w"}}, {"text": "ok"}]))
+    env = {**_env(agent), "RPCD_FAUX_SCRIPT": str(script)}
+    asked: list[Any] = []
+
+    async def decide(params: Any) -> dict[str, Any]:
+        asked.append(params)
+        return {"decision": "allowAlways"}
+
+    client = await RpcdClient.spawn(_args(agent, project), command=[daemon_python(), "-m", "rpcd"], env=env,
+                                    initialize=False)
+    client.on_tool_authorize(decide)  # declares toolApproval: the default policy becomes ask-writes
+    async with client:
+        await client.initialize()
+        assert (await client.get_state())["approvalPolicy"] == "ask-writes"
+        await client.prompt("write")
+        (rule,) = (await client.list_approval_rules(cwd=project))["rules"]
+        assert (rule["toolName"], rule["path"]) == ("write", "a.txt")
+        assert (await client.revoke_approval_rule(rule["id"]))["rule"] == rule
+        await client.set_approval_policy("deny-writes")
+        assert (await client.get_state())["approvalPolicy"] == "deny-writes"
+    assert [(p["toolName"], p["title"]) for p in asked] == [("write", "write a.txt")]
+    assert (project / "a.txt").read_text() == "x"
+
+
+@needs_daemon
+@pytest.mark.anyio
 async def test_trust_prompt_round_trip_with_the_daemon(tmp_path: Path) -> None:
     agent, project = _project(tmp_path, needs_trust=True)
     asked: list[Any] = []

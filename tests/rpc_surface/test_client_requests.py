@@ -135,3 +135,59 @@ async def test_cancelled_caller_withdraws_its_pending_request() -> None:
         await requests.authorize_project("/p", [])
     assert client.withdrawn == ["rpcd-1"]
     assert requests.pending == 0
+
+
+# -- tool approval ----------------------------------------------------------------------------------
+
+TOOL_PARAMS = {"sessionId": "s", "generation": 0, "toolCallId": "c", "toolName": "bash", "kind": "execute",
+               "title": "bash: ls", "arguments": {"command": "ls"}, "locations": []}
+
+
+def approving(client: FakeClient, **kw: Any) -> ClientRequests:
+    requests = make(client)
+    requests.can_approve = kw.get("can_approve", True)
+    requests.approval_timeout = kw.get("timeout", 5.0)
+    return requests
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("decision", ["allowOnce", "allowAlways", "rejectOnce", "rejectAlways"])
+async def test_a_valid_tool_decision_is_returned_with_its_reason(decision: str) -> None:
+    client = FakeClient({"decision": decision, "reason": "because"})
+    answer = await approving(client).authorize_tool(TOOL_PARAMS)
+    assert (answer.decision, answer.reason, answer.answered) == (decision, "because", True)
+    assert client.asked == [("tool/authorize", TOOL_PARAMS)] and client.withdrawn == []
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("reply", [{"decision": "maybe"}, {"decision": None}, {"reason": "x"}, [], "allowOnce",
+                                   {"decision": "allowOnce", "reason": ["x"]}])
+async def test_a_malformed_tool_decision_is_a_rejection(reply: Any) -> None:
+    answer = await approving(FakeClient(reply)).authorize_tool(TOOL_PARAMS)
+    assert (answer.decision, answer.answered) == ("rejectOnce", False)
+    assert answer.reason is not None and answer.reason.startswith("the client's approval answer was invalid")
+
+
+@pytest.mark.anyio
+async def test_tool_approval_timeout_error_gone_and_no_capability_all_reject() -> None:
+    hanging = FakeClient(hang=True)
+    requests = approving(hanging, timeout=0.02)
+    timed_out = await requests.authorize_tool(TOOL_PARAMS)
+    assert timed_out.reason == "no approval answer within 0.02 s" and hanging.withdrawn == ["rpcd-1"]
+    errored = await approving(FakeClient(error=True)).authorize_tool(TOOL_PARAMS)
+    assert errored.reason == "the client answered the approval request with an error"
+    silent = FakeClient({"decision": "allowOnce"})
+    assert (await approving(silent, can_approve=False).authorize_tool(TOOL_PARAMS)).decision == "rejectOnce"
+    assert silent.asked == []
+    gone = approving(FakeClient(hang=True))
+    results: list[Any] = []
+
+    async def ask() -> None:
+        results.append(await gone.authorize_tool(TOOL_PARAMS))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(ask)
+        await wait_until(lambda: gone.pending == 1)
+        gone.close()
+    assert results[0].reason == "the client is gone" and not results[0].answered
+    assert (await gone.authorize_tool(TOOL_PARAMS)).reason == "the client is gone"

@@ -9,6 +9,7 @@ import pytest
 
 from rpcd.daemon.app import Daemon, parse_options
 from rpcd.protocol.methods import client_requests
+from rpcd.wire.approvals import ApprovalMethods
 from rpcd.wire.handlers import SessionMethods, handler_name
 
 
@@ -18,9 +19,10 @@ async def test_every_client_request_of_the_table_is_served_and_nothing_else(tmp_
     assert set(daemon.server.method_names) == {spec.name for spec in client_requests()}
 
 
-def test_every_public_session_handler_is_named_after_a_method_of_the_table() -> None:
+@pytest.mark.parametrize("handlers", [SessionMethods, ApprovalMethods])
+def test_every_public_handler_is_named_after_a_method_of_the_table(handlers: type) -> None:
     served = {handler_name(spec.name) for spec in client_requests()}
-    public = {name for name, _ in inspect.getmembers(SessionMethods, inspect.isfunction) if not name.startswith("_")}
+    public = {name for name, _ in inspect.getmembers(handlers, inspect.isfunction) if not name.startswith("_")}
     assert public <= served, sorted(public - served)
 
 

@@ -1,0 +1,209 @@
+"""What a tool call is, for a person deciding about it: its ACP kind, a one-line title, an
+argument preview, the paths it touches, and whether it may change anything.
+
+The classification has one owner, here: the built-ins ``read``, ``grep``, ``find``, ``ls`` are
+read-only; ``bash``, ``edit``, ``write`` may change things; an extension's tool may change things
+unless it registered itself ``read_only=True`` (an extension tool that takes a built-in's name is
+an extension tool: its own declaration counts, not the built-in's).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import attrs
+
+from rpcd.core.values import ToolApprovalRequest, ToolKind, ToolLocation
+from rpcd.tools.paths import resolve_to_cwd
+
+READ_ONLY_BUILTINS: Final = frozenset({"read", "grep", "find", "ls"})
+"""Built-ins that never change anything (they never ask under ``ask-writes``)."""
+FILE_TOOLS: Final = frozenset({"read", "edit", "write", "grep", "find", "ls"})
+"""Built-ins whose call names one path (their rules match a path glob)."""
+_BUILTIN_KINDS: Final[Mapping[str, ToolKind]] = {
+    "read": "read", "ls": "read", "grep": "search", "find": "search", "edit": "edit", "write": "edit",
+    "bash": "execute",
+}
+_BASH_KINDS: Final[Mapping[str, ToolKind]] = {
+    "rm": "delete", "rmdir": "delete", "unlink": "delete", "shred": "delete", "mv": "move",
+    "curl": "fetch", "wget": "fetch",
+}
+PREVIEW_CHARS: Final = 2000
+"""A string argument longer than this is cut to this many characters plus a note of how much was cut."""
+PREVIEW_DEPTH: Final = 32
+TITLE_CHARS: Final = 120
+_OPERATOR = re.compile(r"^[();<>|&]+$")
+
+
+@attrs.frozen
+class ToolProfile:
+    """How a session's tool is classified: a built-in (described by its arguments) or not, and
+    whether it is read-only."""
+
+    builtin: bool
+    read_only: bool
+
+
+def builtin_profile(name: str) -> ToolProfile:
+    return ToolProfile(builtin=True, read_only=name in READ_ONLY_BUILTINS)
+
+
+def extension_profile(read_only: bool = False) -> ToolProfile:
+    return ToolProfile(builtin=False, read_only=read_only)
+
+
+@attrs.frozen
+class CallFacts:
+    """One call, described. ``path`` is the absolute path a file tool names (``None`` otherwise);
+    ``command`` the bash command."""
+
+    tool_name: str
+    kind: ToolKind
+    title: str
+    writes: bool
+    arguments: dict[str, Any]
+    locations: tuple[ToolLocation, ...] = ()
+    command: str | None = None
+    path: str | None = None
+
+    def request(self, tool_call_id: str) -> ToolApprovalRequest:
+        return ToolApprovalRequest(tool_call_id=tool_call_id, tool_name=self.tool_name, kind=self.kind,
+                                   title=self.title, arguments=self.arguments, locations=self.locations)
+
+
+def describe_call(name: str, args: Mapping[str, Any], *, cwd: str, profile: ToolProfile) -> CallFacts:
+    """The facts of ``name(args)`` for a tool bound to ``cwd``."""
+    preview = preview_arguments(args)
+    if not profile.builtin or name not in _BUILTIN_KINDS:
+        return CallFacts(name, "other", _one_line(f"{name} {_compact(args)}" if args else name), not profile.read_only,
+                         preview)
+    writes = not profile.read_only
+    if name == "bash":
+        command = args.get("command")
+        text = command if isinstance(command, str) else ""
+        return CallFacts(name, bash_kind(text), _one_line(f"bash: {text}"), writes, preview, command=text)
+    raw_path = args.get("path")
+    given = raw_path if isinstance(raw_path, str) and raw_path else None
+    shown = given or "."
+    absolute = _absolute(given or ".", cwd)
+    line = args.get("offset") if name == "read" and isinstance(args.get("offset"), int) else None
+    locations = (ToolLocation(absolute, line),) if absolute is not None else ()
+    if name == "grep":
+        title = f"grep {json.dumps(args.get('pattern', ''), ensure_ascii=False)} in {shown}"
+    elif name == "find":
+        title = f"find {args.get('pattern', '')} in {shown}"
+    else:
+        title = f"{name} {shown}"
+    return CallFacts(name, _BUILTIN_KINDS[name], _one_line(title), writes, preview, locations, path=absolute)
+
+
+def _absolute(path: str, cwd: str) -> str | None:
+    try:
+        return resolve_to_cwd(path, cwd)
+    except ValueError:  # a file:// URL with a host: the tool itself will refuse it
+        return None
+
+
+def _compact(args: Mapping[str, Any]) -> str:
+    try:
+        return json.dumps(preview_arguments(args, TITLE_CHARS), ensure_ascii=False, separators=(",", ":"),
+                          default=str)
+    except (TypeError, ValueError, RecursionError):
+        return "…"
+
+
+def _one_line(text: str) -> str:
+    """The first line, shortened to ``TITLE_CHARS``; `` …`` marks what was left out."""
+    first, _, rest = text.strip().partition("\n")
+    first = first.rstrip()
+    cut = bool(rest.strip())
+    if len(first) > TITLE_CHARS:
+        first, cut = first[: TITLE_CHARS - 1].rstrip(), True
+    return f"{first} …" if cut else first
+
+
+def preview_arguments(value: Any, limit: int = PREVIEW_CHARS, depth: int = 0) -> Any:
+    """``value`` with every string longer than ``limit`` cut to ``limit`` characters followed by
+    ``… [N more characters]``; objects and arrays keep their shape down to ``PREVIEW_DEPTH``
+    levels (deeper ones are shown as ``…``)."""
+    if isinstance(value, str):
+        if len(value) <= limit:
+            return value
+        return f"{value[:limit]}… [{len(value) - limit} more characters]"
+    if isinstance(value, Mapping | list | tuple) and depth >= PREVIEW_DEPTH:
+        return "…"
+    if isinstance(value, Mapping):
+        return {str(k): preview_arguments(v, limit, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [preview_arguments(v, limit, depth + 1) for v in value]
+    return value
+
+
+# -- bash commands --------------------------------------------------------------------------------
+
+
+def command_tokens(command: str) -> list[str] | None:
+    """The shell words and operators of ``command`` (``None`` when it does not parse: an open quote)."""
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        return list(lexer)
+    except ValueError:
+        return None
+
+
+def simple_command_words(command: str) -> list[str] | None:
+    """The words of ``command`` if it is one simple command — no operator (``; & | < > ( )``), no
+    command substitution (`` ` `` or ``$(``), one line — else ``None``."""
+    if "`" in command or "$(" in command or "\n" in command.strip() or "\r" in command:
+        return None
+    tokens = command_tokens(command)
+    if not tokens or any(_OPERATOR.match(token) for token in tokens):
+        return None
+    return tokens
+
+
+def command_segments(command: str) -> list[list[str]]:
+    """The simple commands inside ``command`` (split at operators and substitutions), best effort:
+    what a rejection rule is checked against."""
+    text = command.replace("`", " ; ").replace("$(", " ; ").replace("\n", " ; ")
+    tokens = command_tokens(text) or text.split()
+    segments: list[list[str]] = [[]]
+    for token in tokens:
+        if _OPERATOR.match(token) or token == "$":
+            segments.append([])
+        else:
+            segments[-1].append(token)
+    return [segment for segment in segments if segment]
+
+
+def bash_kind(command: str) -> ToolKind:
+    words = simple_command_words(command)
+    if words:
+        return _BASH_KINDS.get(words[0].rsplit("/", 1)[-1], "execute")
+    return "execute"
+
+
+def first_words(words: Sequence[str]) -> list[str]:
+    """The prefix an ``Always`` answer remembers: the program, and its subcommand for programs
+    that have subcommands (``git push``, ``npm test``, ``python -m pytest``)."""
+    if not words:
+        return []
+    program = words[0]
+    base = program.rsplit("/", 1)[-1]
+    if base in _PYTHONS and len(words) >= 3 and words[1] == "-m":
+        return list(words[:3])
+    if base in _SUBCOMMAND_PROGRAMS and len(words) >= 2 and not words[1].startswith("-"):
+        return list(words[:2])
+    return [program]
+
+
+_PYTHONS: Final = frozenset({"python", "python3"})
+_SUBCOMMAND_PROGRAMS: Final = frozenset({
+    "apt", "apt-get", "brew", "bun", "cargo", "deno", "docker", "dotnet", "gh", "git", "go", "kubectl", "make",
+    "npm", "npx", "pip", "pip3", "pnpm", "podman", "poetry", "systemctl", "uv", "yarn",
+})
