@@ -1,11 +1,13 @@
 """``rpcctl chat``: a line-oriented interactive session over one long-lived daemon.
 
-Plain lines are prompts (the reply streams as it arrives); slash commands replace or
-inspect the session. Ctrl-C during a reply aborts the turn; Ctrl-C at the prompt or
-Ctrl-D (end of input) quits. When a tool call needs approval, the question is printed
-(title, arguments, paths) and answered with ``y`` (once), ``a`` (always), ``n`` (no) or
-``r`` (reject always); every line typed goes through one :class:`LineReader`, so a
-question the daemon withdraws (timeout, abort) never swallows the next prompt.
+Plain lines are prompts (the reply streams as it arrives); the slash commands below replace
+or inspect the session, and any other ``/name args`` goes to the daemon as a prompt (a prompt
+template, ``/skill:name`` or an extension command; ``/commands`` lists them). Ctrl-C during a
+reply aborts the turn; Ctrl-C at the prompt or Ctrl-D (end of input) quits. When a tool call
+needs approval, the question is printed (title, arguments, paths) and answered with ``y``
+(once), ``a`` (always), ``n`` (no) or ``r`` (reject always); every line typed goes through one
+:class:`LineReader`, so a question the daemon withdraws (timeout, abort) never swallows the next
+prompt.
 """
 
 from __future__ import annotations
@@ -30,8 +32,11 @@ HELP = """commands:
   /state  /tree  /messages  /sessions
   /name NAME           set the session's name
   /model PROVIDER ID   switch the session's model
+  /commands            the project's prompt templates, skills and extension commands
   /quit                leave (also Ctrl-D)
-anything else is sent as a prompt."""
+anything else is sent as a prompt (so is /template args, /skill:name, /extension-command)."""
+LOCAL = frozenset({"quit", "exit", "q", "help", "new", "resume", "fork", "clone", "state", "tree", "messages",
+                   "sessions", "model", "name", "commands"})
 
 
 def _user_entries(tree: dict[str, Any]) -> list[tuple[str, str]]:
@@ -142,6 +147,11 @@ async def _command(client: RpcdClient, printer: Printer, line: str) -> bool:
     elif name == "name" and rest:
         await client.set_session_name(rest)
         printer.result(None, lambda _: f"session name set to {rest!r}")
+    elif name == "commands":
+        rows = [(f"/{c['name']}", c["source"], c.get("argumentHint", ""), c.get("description", ""))
+                for c in (await client.get_commands())["commands"]]
+        printer.result(rows, lambda r: render.table(("command", "source", "arguments", "description"), r)
+                       if r else "no commands")
     else:
         printer.err.write(f"unknown or incomplete command: {line} (try /help)\n")
     return True
@@ -161,7 +171,7 @@ async def chat(client: RpcdClient, printer: Printer, reader: LineReader | None =
         if not line:
             continue
         try:
-            if line.startswith("/"):
+            if line.startswith("/") and line[1:].partition(" ")[0] in LOCAL:
                 if not await _command(client, printer, line):
                     break
                 continue

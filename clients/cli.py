@@ -321,8 +321,9 @@ async def run_prompt(client: RpcdClient, text: str, printer: Printer) -> dict[st
             result = await client.prompt(text)
             # The daemon writes every event of the turn before the result, and the reader queues
             # them before resolving it: let the consumer print up to the turn's last event.
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(seen_end.wait(), 2.0)
+            if "command" not in result:  # an extension command ran instead of a turn: no turn end to wait for
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(seen_end.wait(), 2.0)
         finally:
             consumer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -354,7 +355,8 @@ async def one_shot(client: RpcdClient, args: argparse.Namespace, printer: Printe
         if printer.as_json:
             printer.result(stop)
         else:
-            printer.err.write(f"(stop reason: {stop.get('stopReason')})\n")
+            ran = stop.get("command")
+            printer.err.write(f"(command: /{ran})\n" if ran else f"(stop reason: {stop.get('stopReason')})\n")
     elif name == "state":
         printer.result(await client.get_state(), render.state)
     elif name == "sessions":

@@ -33,8 +33,10 @@ from rpcd.clients.process import DaemonProcess, default_command
 from rpcd.clients.types import (
     PROTOCOL_VERSION,
     SESSION_SCOPED,
+    UI_NOTIFICATIONS,
     ApprovalPolicy,
     AvailableModelsResult,
+    CommandsResult,
     CycleModelResult,
     ForkResult,
     InitializeResult,
@@ -60,6 +62,7 @@ from rpcd.protocol.names import (
     EXIT,
     FORK,
     GET_AVAILABLE_MODELS,
+    GET_COMMANDS,
     GET_MESSAGES,
     GET_STATE,
     GET_TREE,
@@ -78,6 +81,8 @@ from rpcd.protocol.names import (
     SET_SESSION_NAME,
     SHUTDOWN,
     TOOL_AUTHORIZE,
+    UI_EDITOR,
+    UI_EDITOR_FEATURE,
 )
 
 __all__ = [
@@ -425,13 +430,24 @@ class RpcdClient:
             if token is not None:
                 self._progress.pop(token, None)
 
-    async def initialize(self, *, timeout: float | None = _UNSET) -> InitializeResult:
+    async def initialize(
+        self, *, ui_notifications: Collection[str] = (), timeout: float | None = _UNSET
+    ) -> InitializeResult:
+        """Handshake. The capabilities follow the registered handlers (``ui/editor`` declares the
+        editor dialog); ``ui_notifications`` opts into ``setStatus``, ``setWidget``, ``setTitle``,
+        ``setEditorText`` (read them from ``notifications()``)."""
         handlers = self.connection.handlers
         capabilities: dict[str, Any] = {"progress": {}}
         if AUTHORIZE_PROJECT in handlers:
             capabilities["authorizeProject"] = {}
-        if any(name.startswith("ui/") for name in handlers):
-            capabilities["extensionUi"] = {}
+        unknown = set(ui_notifications) - set(UI_NOTIFICATIONS)
+        if unknown:
+            raise ValueError(f"unknown UI notifications: {sorted(unknown)}; known: {list(UI_NOTIFICATIONS)}")
+        if any(name.startswith("ui/") for name in handlers) or ui_notifications:
+            features: dict[str, Any] = {name: {} for name in ui_notifications}
+            if UI_EDITOR in handlers:
+                features[UI_EDITOR_FEATURE] = {}
+            capabilities["extensionUi"] = features
         if TOOL_AUTHORIZE in handlers:
             capabilities["toolApproval"] = {}
         params = {
@@ -533,6 +549,10 @@ class RpcdClient:
 
     async def set_session_name(self, name: str, *, timeout: float | None = _UNSET) -> None:
         await self.call(SET_SESSION_NAME, {"name": name}, timeout=timeout)
+
+    async def get_commands(self, *, timeout: float | None = _UNSET) -> CommandsResult:
+        """Every command a prompt can invoke now: extension commands, prompt templates, skills."""
+        return cast(CommandsResult, await self.call(GET_COMMANDS, timeout=timeout))
 
     async def set_model(self, provider: str, model_id: str, *, timeout: float | None = _UNSET) -> ModelRef:
         return cast(ModelRef, await self.call(SET_MODEL, {"provider": provider, "modelId": model_id}, timeout=timeout))

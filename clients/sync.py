@@ -140,6 +140,9 @@ class SyncClient:
     def set_session_name(self, name: str, **kwargs: Any) -> None:
         self._run(self.client.set_session_name(name, **kwargs))
 
+    def get_commands(self, **kwargs: Any) -> t.CommandsResult:
+        return self._run(self.client.get_commands(**kwargs))
+
     def set_model(self, provider: str, model_id: str, **kwargs: Any) -> t.ModelRef:
         return self._run(self.client.set_model(provider, model_id, **kwargs))
 

@@ -12,6 +12,7 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 from rpcd.protocol.names import PROTOCOL_VERSION as PROTOCOL_VERSION  # re-exported for the library
 from rpcd.protocol.names import SESSION_SCOPED as SESSION_SCOPED
+from rpcd.protocol.names import UI_NOTIFICATION_FEATURES
 
 
 class ServerInfo(TypedDict):
@@ -128,7 +129,33 @@ class ListSessionsResult(TypedDict):
 
 
 class PromptResult(TypedDict):
-    stopReason: str
+    stopReason: NotRequired[str]
+    """Absent when an extension command handled the prompt (then ``command`` names it)."""
+    command: NotRequired[str]
+
+
+class CommandSourceInfo(TypedDict):
+    path: str
+    source: str
+    scope: str
+    origin: str
+    baseDir: NotRequired[str]
+
+
+class CommandInfo(TypedDict):
+    name: str
+    source: Literal["extension", "prompt", "skill"]
+    sourceInfo: CommandSourceInfo
+    description: NotRequired[str]
+    argumentHint: NotRequired[str]
+
+
+class CommandsResult(TypedDict):
+    commands: list[CommandInfo]
+
+
+UI_NOTIFICATIONS = UI_NOTIFICATION_FEATURES
+"""Extension UI notifications a client may declare in ``initialize`` (``extensionUi`` keys)."""
 
 
 class Notification(TypedDict):

@@ -24,6 +24,7 @@ from rpcd.protocol.names import (
     EXIT,
     FORK,
     GET_AVAILABLE_MODELS,
+    GET_COMMANDS,
     GET_MESSAGES,
     GET_STATE,
     GET_TREE,
@@ -47,9 +48,14 @@ from rpcd.protocol.names import (
     SHUTDOWN,
     TOOL_AUTHORIZE,
     UI_CONFIRM,
+    UI_EDITOR,
     UI_INPUT,
     UI_NOTIFY,
     UI_SELECT,
+    UI_SET_EDITOR_TEXT,
+    UI_SET_STATUS,
+    UI_SET_TITLE,
+    UI_SET_WIDGET,
     ErrorCode,
 )
 
@@ -132,6 +138,8 @@ METHODS: Final[dict[str, MethodSpec]] = {
              "The models usable now (credentials present), in Pi's order.", *_HOST_ERRORS),
         _req(CYCLE_MODEL, t.CycleModelParams, t.CycleModelResult,
              "Switch to the next (or previous) usable model, over enabledModels like Pi.", *_HOST_ERRORS),
+        _req(GET_COMMANDS, t.EmptyParams, t.GetCommandsResult,
+             "Every command a prompt can invoke now: extension commands, prompt templates, skills.", *_HOST_ERRORS),
         # notifications client -> daemon
         _note(EXIT, None, "End the process (exit code 0 after `shutdown`).", "client->server"),
         _note(CANCEL_REQUEST, t.CancelParams, "Cancel a running request (LSP spelling).", "client->server"),
@@ -143,6 +151,11 @@ METHODS: Final[dict[str, MethodSpec]] = {
         _note(HOST_STATUS, t.HostStatusParams, "The host status changed."),
         _note(PROGRESS, t.ProgressParams, "Work-done progress for a request's workDoneToken."),
         _note(UI_NOTIFY, t.UiNotifyParams, "An extension notification for the user."),
+        _note(UI_SET_STATUS, t.UiSetStatusParams, "An extension's status entry (capability extensionUi.setStatus)."),
+        _note(UI_SET_WIDGET, t.UiSetWidgetParams, "An extension's widget lines (capability extensionUi.setWidget)."),
+        _note(UI_SET_TITLE, t.UiSetTitleParams, "An extension's window title (capability extensionUi.setTitle)."),
+        _note(UI_SET_EDITOR_TEXT, t.UiSetEditorTextParams,
+              "An extension puts text in the input editor (capability extensionUi.setEditorText)."),
         # requests daemon -> client (only if the client declared the capability)
         MethodSpec(AUTHORIZE_PROJECT, t.AuthorizeProjectParams, t.AuthorizeProjectResult, "request",
                    "server->client", "Ask whether to trust a project (capability authorizeProject)."),
@@ -152,6 +165,8 @@ METHODS: Final[dict[str, MethodSpec]] = {
                    "Extension choice dialog (capability extensionUi)."),
         MethodSpec(UI_INPUT, t.UiInputParams, t.UiInputResult, "request", "server->client",
                    "Extension text input (capability extensionUi)."),
+        MethodSpec(UI_EDITOR, t.UiEditorParams, t.UiEditorResult, "request", "server->client",
+                   "Extension multi-line editor dialog (capability extensionUi.editor)."),
         MethodSpec(TOOL_AUTHORIZE, t.ToolAuthorizeParams, t.ToolAuthorizeResult, "request", "server->client",
                    "May this tool call run? (capability toolApproval)"),
     )

@@ -32,6 +32,7 @@ PROMPT: Final = "prompt"
 ABORT: Final = "abort"
 SET_SESSION_NAME: Final = "setSessionName"
 SET_MODEL: Final = "setModel"
+GET_COMMANDS: Final = "getCommands"
 SET_APPROVAL_POLICY: Final = "setApprovalPolicy"
 LIST_APPROVAL_RULES: Final = "listApprovalRules"
 REVOKE_APPROVAL_RULE: Final = "revokeApprovalRule"
@@ -51,6 +52,10 @@ SESSION_DIAGNOSTICS: Final = "session/diagnostics"
 HOST_STATUS: Final = "host/status"
 PROGRESS: Final = "$/progress"
 UI_NOTIFY: Final = "ui/notify"
+UI_SET_STATUS: Final = "ui/setStatus"
+UI_SET_WIDGET: Final = "ui/setWidget"
+UI_SET_TITLE: Final = "ui/setTitle"
+UI_SET_EDITOR_TEXT: Final = "ui/setEditorText"
 SESSION_SCOPED: Final = frozenset({SESSION_EVENT, SESSION_LIFECYCLE})
 """Notifications that carry ``sessionId``/``generation``/``seq``."""
 
@@ -59,7 +64,16 @@ AUTHORIZE_PROJECT: Final = "host/authorizeProject"
 UI_CONFIRM: Final = "ui/confirm"
 UI_SELECT: Final = "ui/select"
 UI_INPUT: Final = "ui/input"
+UI_EDITOR: Final = "ui/editor"
 TOOL_AUTHORIZE: Final = "tool/authorize"
+
+# -- capability keys -------------------------------------------------------------------------------
+UI_EDITOR_FEATURE: Final = "editor"
+"""The ``extensionUi`` key that declares the ``ui/editor`` dialog."""
+UI_NOTIFICATION_FEATURES: Final = ("setStatus", "setWidget", "setTitle", "setEditorText")
+"""The ``extensionUi`` keys that opt into the ``ui/set*`` notifications."""
+UI_FEATURES: Final = (UI_EDITOR_FEATURE, *UI_NOTIFICATION_FEATURES)
+"""Every ``extensionUi`` key beyond confirm/select/input/notify (those need no declaration)."""
 
 
 class ErrorCode(enum.IntEnum):

@@ -51,7 +51,10 @@ class ClientCapabilities:
     authorize_project: Capability | None = None
     """The client answers ``host/authorizeProject``."""
     extension_ui: Capability | None = None
-    """The client answers ``ui/confirm``, ``ui/select``, ``ui/input`` and shows ``ui/notify``."""
+    """The client answers ``ui/confirm``, ``ui/select``, ``ui/input`` and shows ``ui/notify``. Keys of
+    the object opt into more of Pi's extension UI: ``editor`` (it answers ``ui/editor``),
+    ``setStatus``, ``setWidget``, ``setTitle``, ``setEditorText`` (it takes those notifications),
+    each as a capability marker, e.g. ``{"editor": {}, "setStatus": {}}``."""
     progress: Capability | None = None
     """The client shows ``$/progress`` for a ``workDoneToken`` it sent."""
     tool_approval: Capability | None = None
@@ -230,8 +233,42 @@ class PromptParams:
 
 @attrs.frozen
 class PromptResult:
-    stop_reason: str
-    """Pi's stop reason of the last assistant message (``stop``, ``length``, ``aborted``, ``error``, ...)."""
+    stop_reason: str | None = None
+    """Pi's stop reason of the last assistant message (``stop``, ``length``, ``aborted``, ``error``, ...);
+    absent when an extension command handled the prompt."""
+    command: str | None = None
+    """Set when the text was ``/name args`` of an extension command: the command ran, no turn did."""
+
+
+@attrs.frozen
+class CommandSourceInfo:
+    """Where a command comes from (Pi's ``sourceInfo``)."""
+
+    path: str
+    """The extension, template or SKILL.md file."""
+    source: str
+    """``auto`` (discovered), ``local`` (a settings entry), ``cli`` (``-e``)."""
+    scope: str
+    """``user``, ``project`` or ``temporary``."""
+    origin: str
+    base_dir: str | None = None
+
+
+@attrs.frozen
+class CommandInfo:
+    name: str
+    """Invoke it with ``prompt {"text": "/<name> args"}`` (skills are ``skill:<name>``)."""
+    source: Literal["extension", "prompt", "skill"]
+    source_info: CommandSourceInfo
+    description: str | None = None
+    argument_hint: str | None = None
+    """E.g. ``<file> [focus]`` (prompt templates' ``argument-hint``)."""
+
+
+@attrs.frozen
+class GetCommandsResult:
+    commands: list[CommandInfo]
+    """Extension commands, then prompt templates, then skills (Pi's ``get_commands`` order)."""
 
 
 @attrs.frozen
@@ -482,6 +519,44 @@ class UiInputParams:
 class UiInputResult:
     value: str | None = None
     """Absent: the user cancelled."""
+
+
+@attrs.frozen
+class UiEditorParams:
+    title: str
+    prefill: str | None = None
+    """Text to start the multi-line editor with."""
+
+
+@attrs.frozen
+class UiEditorResult:
+    value: str | None = None
+    """The edited text; absent: the user cancelled."""
+
+
+@attrs.frozen
+class UiSetStatusParams:
+    key: str
+    text: str | None = None
+    """Absent: clear the status entry ``key``."""
+
+
+@attrs.frozen
+class UiSetWidgetParams:
+    key: str
+    lines: list[str] | None = None
+    """Absent: clear the widget ``key``."""
+    placement: Literal["aboveEditor", "belowEditor"] = "aboveEditor"
+
+
+@attrs.frozen
+class UiSetTitleParams:
+    title: str
+
+
+@attrs.frozen
+class UiSetEditorTextParams:
+    text: str
 
 
 @attrs.frozen

@@ -48,6 +48,8 @@ class ReplaceResult:
 
     cancelled: bool
     selected_text: str | None = None
+    session_id: str | None = None
+    """The session current afterwards, when the caller knows it (an extension command's action)."""
 
 
 @attrs.frozen
@@ -91,10 +93,15 @@ class SessionTree:
     labels: Mapping[str, str]
 
 
+WidgetPlacement: TypeAlias = Literal["aboveEditor", "belowEditor"]
+
+
 class UiContext(Protocol):
     """Extension UI callbacks the host supplies (forwarded to the client by the daemon).
 
-    Dialogs resolve to Pi's cancel defaults (``None`` / ``False``) on timeout or refusal.
+    Dialogs resolve to Pi's cancel defaults (``None`` / ``False``) on timeout or refusal; the
+    fire-and-forget calls (notify, status, widget, title, editor text) reach only a client that
+    declared them, and are dropped otherwise.
     """
 
     def notify(self, message: str, notify_type: Literal["info", "warning", "error"] = "info") -> None: ...
@@ -104,6 +111,54 @@ class UiContext(Protocol):
     async def select(self, title: str, options: Sequence[str], timeout: float | None = None) -> str | None: ...
 
     async def input(self, title: str, placeholder: str | None = None, timeout: float | None = None) -> str | None: ...
+
+    async def editor(self, title: str, prefill: str | None = None, timeout: float | None = None) -> str | None:
+        """Pi's multi-line editor dialog: the edited text, or ``None`` when cancelled."""
+        ...
+
+    def set_status(self, key: str, text: str | None) -> None:
+        """Set (``None``: clear) the footer status entry ``key``."""
+        ...
+
+    def set_widget(self, key: str, lines: Sequence[str] | None, placement: WidgetPlacement = "aboveEditor") -> None:
+        """Set (``None``: clear) the widget ``key``: lines of text above or below the editor."""
+        ...
+
+    def set_title(self, title: str) -> None: ...
+
+    def set_editor_text(self, text: str) -> None: ...
+
+
+@attrs.frozen
+class CommandInfo:
+    """One command a prompt can invoke (``getCommands``): an extension command, a prompt template
+    or a skill (``skill:name``), with Pi's ``sourceInfo`` (``path``, ``source``, ``scope``,
+    ``origin``, ``baseDir``?)."""
+
+    name: str
+    source: Literal["extension", "prompt", "skill"]
+    source_info: Mapping[str, Any]
+    description: str | None = None
+    argument_hint: str | None = None
+
+
+@attrs.frozen
+class CommandRan:
+    """``prompt`` of an extension command: the command ran instead of a turn (Pi runs it at once)."""
+
+    name: str
+
+
+class CommandActions(Protocol):
+    """Pi's ``commandContextActions``: what an extension command may ask of the host. Every action
+    goes through the serialized host like a request would (queued behind the operations requested
+    before it); none is available from inside a host operation or inside a turn."""
+
+    async def new_session(self) -> ReplaceResult: ...
+
+    async def fork(self, entry_id: str, position: ForkPosition = "before") -> ReplaceResult: ...
+
+    async def switch_session(self, session_path: str) -> ReplaceResult: ...
 
 
 # -- tool approval ----------------------------------------------------------------------------
@@ -189,6 +244,8 @@ class ExtensionBindings:
     mode: str = "rpc"
     ui: UiContext | None = None
     on_error: Callable[[ExtensionError], None] | None = None
+    command_actions: CommandActions | None = None
+    """Session control for extension commands (``ctx.new_session()`` ...); ``None``: not available."""
     tool_approver: ToolApprover | None = None
     """Asks the client before a tool runs (rpcd's ``tool/authorize``); ``None``: nobody can be asked."""
 

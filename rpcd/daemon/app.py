@@ -43,6 +43,7 @@ from rpcd.host.failures import FailureContext, Phase, attach_context, context_of
 from rpcd.host.host import Pending, SerializedHost
 from rpcd.host.port import RuntimePort
 from rpcd.protocol import types as t
+from rpcd.protocol.names import UI_FEATURES
 from rpcd.runtime.model_inputs import ModelInputs
 from rpcd.store.paths import get_agent_dir
 from rpcd.tools import ApprovalGate, ApprovalRules
@@ -50,6 +51,7 @@ from rpcd.transport import DEFAULT_MAX_MESSAGE_BYTES
 from rpcd.transport.stdio import guard_stdout
 from rpcd.wire.approvals import ApprovalMethods
 from rpcd.wire.client_requests import DEFAULT_APPROVAL_TIMEOUT, ClientRequests, UiBridge
+from rpcd.wire.commands import HostCommandActions
 from rpcd.wire.handlers import SessionMethods, register
 from rpcd.wire.notifications import HOST_STATUS, EventPump, Notification
 from rpcd.wire.server import FLUSH_TIMEOUT, Server, create_server
@@ -379,6 +381,7 @@ class Daemon:
         bindings = RpcHostBindings(self.pump, UiBridge(self.requests), persist=self._persist,
                                    authorize_tool=self.requests.authorize_tool)
         self.host = SerializedHost(bindings, on_status=self._post_status)
+        bindings.command_actions = HostCommandActions(self.host)  # an extension command's actions are host calls
         self.server = create_server(
             dispose_hook=self.final_disposal,
             initialize_hook=self._on_initialize,
@@ -413,6 +416,8 @@ class Daemon:
             authorize_project=caps.authorize_project is not None,
             extension_ui=caps.extension_ui is not None,
             tool_approval=caps.tool_approval is not None,
+            ui_features=frozenset(key for key in UI_FEATURES if isinstance(caps.extension_ui, dict)
+                                  and isinstance(caps.extension_ui.get(key), dict)),
         )
         self.approval.client_can_answer = self.requests.can_approve
         startup = self.host.start(self._open_runtime, persist=True)

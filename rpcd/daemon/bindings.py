@@ -24,6 +24,7 @@ from typing import Any, Final
 
 from rpcd.core.redact import redact as redact_text
 from rpcd.core.values import (
+    CommandActions,
     Diagnostic,
     ExtensionBindings,
     ExtensionError,
@@ -59,11 +60,13 @@ class RpcHostBindings:
     """``rpcd.host.port.HostBindings`` for the JSON-RPC daemon."""
 
     def __init__(self, pump: EventPump, ui: UiContext | None, persist: Persist | None = None,
-                 authorize_tool: AuthorizeTool | None = None) -> None:
+                 authorize_tool: AuthorizeTool | None = None, command_actions: CommandActions | None = None) -> None:
         self._pump = pump
         self._ui = ui
         self._persist = persist
         self._authorize_tool = authorize_tool
+        self.command_actions = command_actions
+        """What an extension command's session actions go through (the host's own requests)."""
         self._live: SessionChannel | None = None
         """The channel of the last subscribed session: extension errors are forwarded while it is open."""
         self._outlets: dict[int, _Outlet] = {}
@@ -74,7 +77,7 @@ class RpcHostBindings:
     def extension_bindings(self, session: SessionPort) -> ExtensionBindings:
         outlet = self._outlets[id(session)] = _Outlet()
         return ExtensionBindings(mode="rpc", ui=self._ui, on_error=self._on_extension_error,
-                                 tool_approver=self._tool_approver(outlet))
+                                 tool_approver=self._tool_approver(outlet), command_actions=self.command_actions)
 
     def _tool_approver(self, outlet: _Outlet) -> ToolApprover | None:
         """``tool/authorize`` on behalf of one session, tagged with its id and generation. Asked only

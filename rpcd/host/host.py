@@ -40,6 +40,8 @@ import attrs
 
 from rpcd.core.errors import HostDisposedError, HostError, HostUnavailableError, InvalidEntryError
 from rpcd.core.values import (
+    CommandInfo,
+    CommandRan,
     CycleModelResult,
     Diagnostic,
     ModelDescription,
@@ -414,6 +416,10 @@ class SerializedHost:
         with self._session_access("setSessionName") as session:
             session.set_session_name(name)
 
+    def commands(self) -> list[CommandInfo]:
+        with self._session_access("getCommands") as session:
+            return session.commands()
+
     def set_model(self, provider: str, model_id: str) -> ModelRef:
         """Switch the current session's model (it appends one entry and never replaces the session).
         A running turn keeps its model."""
@@ -441,13 +447,15 @@ class SerializedHost:
 
         return self._submit(operation, body)
 
-    def prompt(self, text: str) -> Pending[str]:
+    def prompt(self, text: str) -> Pending[str | CommandRan]:
         """Run one turn on the session current at this call's place in the queue; resolves with its
         ``stopReason``. Cancelling it while queued withdraws it; cancelling it once the turn has begun
-        aborts the turn, and it resolves with the aborted turn's reason."""
+        aborts the turn, and it resolves with the aborted turn's reason. An extension command
+        (``/name args``) runs the same way, outside the queue like a turn, so the session actions it
+        takes (``rpcd.wire.commands``) queue on the host like any request; it resolves ``CommandRan``."""
         turn = _Turn(self)
 
-        async def begin(pending: Pending[str]) -> None:
+        async def begin(pending: Pending[str | CommandRan]) -> None:
             with self._session_access("prompt") as session:
                 assert self._task_group is not None
                 await self._task_group.start(self._run_turn, session, text, pending, turn)
@@ -458,7 +466,7 @@ class SerializedHost:
         self,
         session: SessionPort,
         text: str,
-        pending: Pending[str],
+        pending: Pending[str | CommandRan],
         turn: _Turn,
         *,
         task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
@@ -472,7 +480,7 @@ class SerializedHost:
         if turn.abort_requested:
             self._spawn_abort(session)
         try:
-            stop_reason = await session.prompt(text)
+            outcome = await session.prompt(text)
         except Exception as error:
             self._describe_access(error, "prompt")
             pending.settle(error=error)
@@ -480,7 +488,7 @@ class SerializedHost:
             pending.settle(error=error)
             raise
         else:
-            pending.settle(stop_reason)
+            pending.settle(outcome)
 
     def abort(self) -> Pending[None]:
         """Abort the running turn of the session current at this call's place; resolves once idle."""

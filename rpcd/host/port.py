@@ -15,6 +15,8 @@ from typing import Any, Protocol, TypeAlias
 import attrs
 
 from rpcd.core.values import (
+    CommandInfo,
+    CommandRan,
     CycleModelResult,
     Diagnostic,
     EventListener,
@@ -63,9 +65,14 @@ class SessionPort(Protocol):
 
     # -- used by the host on behalf of requests (never handed out) --------------
 
-    async def prompt(self, text: str) -> str:
+    async def prompt(self, text: str) -> str | CommandRan:
         """Run one agent turn; resolves at turn end with the last ``stopReason``.
-        Raises ``rpcd.core.errors.SessionBusyError`` while a turn is running."""
+        Raises ``rpcd.core.errors.SessionBusyError`` while a turn is running. ``/name args`` of an
+        extension command runs that command instead (also while a turn runs): ``CommandRan``."""
+        ...
+
+    def commands(self) -> list[CommandInfo]:
+        """Every command a prompt can invoke now (extension commands, templates, skills)."""
         ...
 
     def set_session_name(self, name: str) -> None: ...

@@ -20,6 +20,8 @@ in a shape they cannot encode.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import hashlib
 import importlib.util
 import inspect
@@ -27,7 +29,8 @@ import itertools
 import logging
 import os
 import sys
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+import weakref
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from types import ModuleType
 from typing import Any, Literal, Protocol, TypeAlias
 
@@ -36,7 +39,16 @@ import attrs
 from rpcd.core.codec import JsonValueError, to_json
 from rpcd.core.errors import RuntimeFailure, SessionDisposedError
 from rpcd.core.redact import redact
-from rpcd.core.values import Diagnostic, ExtensionBindings, ExtensionError, UiContext
+from rpcd.core.values import (
+    CommandActions,
+    Diagnostic,
+    ExtensionBindings,
+    ExtensionError,
+    ForkPosition,
+    ReplaceResult,
+    UiContext,
+    WidgetPlacement,
+)
 
 _log = logging.getLogger("rpcd.runtime.extensions")
 
@@ -45,6 +57,10 @@ ExtensionHandler: TypeAlias = Callable[[dict[str, Any], "ExtensionContext"], Any
 ToolExecute: TypeAlias = Callable[[str, dict[str, Any], "ExtensionContext"], Awaitable[Mapping[str, Any]]]
 """``execute(tool_call_id, args, ctx)`` resolving to ``{"content": [...], "details"?, "isError"?}``."""
 FlagType: TypeAlias = Literal["boolean", "string"]
+CommandHandler: TypeAlias = Callable[[str, "ExtensionCommandContext"], Any]
+"""``handler(args, ctx)``, plain or ``async``: ``args`` is the text after ``/name ``."""
+WithSession: TypeAlias = Callable[["ExtensionCommandContext"], Any]
+"""Post-replacement work, given the *replacement* session's command context."""
 
 SESSION_BEFORE_EVENTS = frozenset({"session_before_switch", "session_before_fork", "session_before_compact",
                                    "session_before_tree"})
@@ -57,6 +73,32 @@ handler is a bug in that extension, not a request to stop rpcd. Cancellation and
 
 _MODULE_PREFIX = "rpcd_extension_"
 _load_counter = itertools.count(1)
+
+
+class CommandContextError(RuntimeFailure):
+    """A command-context action used where it cannot work (no host bound, inside a turn)."""
+
+    kind = "CommandContextError"
+
+
+_IN_TURN: contextvars.ContextVar[object | None] = contextvars.ContextVar("rpcd_extension_in_turn", default=None)
+"""Set while a session runs a turn (and inherited by its tools and event handlers)."""
+
+
+@contextlib.contextmanager
+def turn_scope(owner: object) -> Iterator[None]:
+    """Mark the code inside (and every task it starts) as running inside ``owner``'s turn: a
+    session replacement from there would wait for the very turn it runs in."""
+    token = _IN_TURN.set(owner)
+    try:
+        yield
+    finally:
+        _IN_TURN.reset(token)
+
+
+_latest_runner: weakref.WeakKeyDictionary[Any, weakref.ref[ExtensionRunner]] = weakref.WeakKeyDictionary()
+"""Per command-actions object (one per host): the runner bound with it last, i.e. the host's
+current session — where ``with_session`` callbacks run after a replacement."""
 
 
 class ExtensionRuntimeNotReadyError(RuntimeFailure):
@@ -77,6 +119,10 @@ class SessionActions(Protocol):
 
     @property
     def session_id(self) -> str: ...
+
+    async def wait_for_idle(self) -> None:
+        """Until no turn runs (Pi's ``waitForIdle``)."""
+        ...
 
 
 @attrs.frozen
@@ -106,6 +152,24 @@ class FlagDefinition:
     default: bool | str | None
     description: str
     extension_path: str
+
+
+@attrs.frozen
+class CommandDefinition:
+    name: str
+    description: str | None
+    handler: CommandHandler
+    extension_path: str
+    argument_hint: str | None = None
+
+
+@attrs.frozen
+class ResolvedCommand:
+    """A command with the name it is invoked by (``review``, or ``review:2`` when several
+    extensions registered ``review``: numbered in load order, as Pi numbers them)."""
+
+    invocation_name: str
+    definition: CommandDefinition
 
 
 @attrs.define
@@ -170,6 +234,92 @@ class ExtensionContext:
         return self._live().append_entry(custom_type, data)
 
 
+class ExtensionCommandContext(ExtensionContext):
+    """What a command handler gets: the ``ctx`` of handlers plus Pi's session control.
+
+    ``new_session`` / ``fork`` / ``switch_session`` go through the serialized host, queued behind
+    whatever was requested before (like a client request), and resolve with Pi's
+    ``{cancelled, selected_text?}`` once the replacement is bound; this ctx is stale afterwards.
+    Post-replacement work goes in ``with_session(ctx)``, which is called with the *replacement*
+    session's command context (a stale one if yet another replacement already took its place).
+    They are refused (``CommandContextError``) inside a turn — from a tool or an event handler of
+    the running turn they would wait for the turn they run in — and by the host from inside one
+    of its own operations (a ``session_*`` handler).
+    """
+
+    def _actions(self, action: str) -> tuple[ExtensionRunner, CommandActions]:
+        runner = self._live()
+        if _IN_TURN.get() is not None:
+            raise CommandContextError(
+                f"ctx.{action}() cannot run inside a turn (from a tool or an event handler of the running turn): "
+                "it would wait for the turn it runs in; call it from a command"
+            )
+        actions = runner.bindings.command_actions if runner.bindings is not None else None
+        if actions is None:
+            raise CommandContextError(f"ctx.{action}() is not available: no host bound session control")
+        return runner, actions
+
+    async def wait_for_idle(self) -> None:
+        """Until the session has no running turn (Pi's ``waitForIdle``)."""
+        runner = self._live()
+        if _IN_TURN.get() is not None:
+            raise CommandContextError("ctx.wait_for_idle() cannot run inside a turn: it would wait for itself")
+        actions = runner.session_actions
+        if actions is not None:
+            await actions.wait_for_idle()
+
+    def is_idle(self) -> bool:
+        actions = self._live().session_actions
+        return not bool(getattr(actions, "is_streaming", False))
+
+    async def new_session(self, *, with_session: WithSession | None = None) -> ReplaceResult:
+        runner, actions = self._actions("new_session")
+        result = await actions.new_session()
+        await _after_replacement(runner, actions, result, with_session)
+        return result
+
+    async def fork(
+        self, entry_id: str, *, position: ForkPosition = "before", with_session: WithSession | None = None
+    ) -> ReplaceResult:
+        """Fork before the user message ``entry_id`` (``position="at"``: clone through the entry)."""
+        runner, actions = self._actions("fork")
+        entry = to_json(entry_id)
+        if not isinstance(entry, str):
+            raise TypeError("fork: entry_id must be a string")
+        if position not in ("before", "at"):
+            raise ValueError('fork: position must be "before" or "at"')
+        result = await actions.fork(entry, position)
+        await _after_replacement(runner, actions, result, with_session)
+        return result
+
+    async def switch_session(self, session_path: Any, *, with_session: WithSession | None = None) -> ReplaceResult:
+        runner, actions = self._actions("switch_session")
+        path = to_json(session_path)
+        if not isinstance(path, str):
+            raise TypeError("switch_session: session_path must be a path")
+        result = await actions.switch_session(path)
+        await _after_replacement(runner, actions, result, with_session)
+        return result
+
+
+async def _after_replacement(
+    runner: ExtensionRunner, actions: CommandActions, result: ReplaceResult, with_session: WithSession | None
+) -> None:
+    """Pi's ``finishSessionReplacement``: ``with_session`` gets the replacement's command context."""
+    if with_session is None or result.cancelled:
+        return
+    target = runner
+    reference = _latest_runner.get(actions)
+    latest = reference() if reference is not None else None
+    if latest is not None and not latest.is_invalidated and latest.session_actions is not None:
+        bound_id = latest.session_actions.session_id
+        if result.session_id is None or result.session_id == bound_id:
+            target = latest
+    outcome = with_session(ExtensionCommandContext(target))
+    if inspect.isawaitable(outcome):
+        await outcome
+
+
 class ExtensionAPI:
     """What ``register(pi)`` receives: registration now, session actions once bound."""
 
@@ -222,6 +372,31 @@ class ExtensionAPI:
         self._runner._check_live()
         self._runner._flags.setdefault(name, FlagDefinition(name, type, default, description, self._path))
 
+    def register_command(
+        self,
+        name: str,
+        description: Any = None,
+        handler: CommandHandler | None = None,
+        *,
+        argument_hint: Any = None,
+    ) -> None:
+        """Register ``/name``: ``handler(args, ctx)`` runs when a prompt is ``/name args`` (also while
+        a turn streams), with a command context (``ExtensionCommandContext``). ``description`` may be
+        left out (``register_command(name, handler)``). The same name registered again by this
+        extension replaces its command; several extensions' ``name`` become ``name:1``, ``name:2``."""
+        self._runner._check_live()
+        if handler is None and callable(description):
+            handler, description = description, None
+        if not callable(handler):
+            raise TypeError(f"handler of command {name!r} is not callable")
+        if not isinstance(name, str) or not name or any(c.isspace() for c in name) or name.startswith("/"):
+            raise ValueError(f"command name must be a non-empty word without spaces or a leading '/': {name!r}")
+        # description and hint are shown to clients: they cross the JSON edge like every extension value
+        text, hint = to_json(description), to_json(argument_hint)
+        if not isinstance(text, str | None) or not isinstance(hint, str | None):
+            raise TypeError("register_command: description and argument_hint must be strings")
+        self._runner._add_command(CommandDefinition(str.__str__(name), text, handler, self._path, hint))
+
     def get_flag(self, name: str) -> bool | str | None:
         return self._runner.flag_values().get(name)
 
@@ -243,15 +418,22 @@ class ExtensionRunner:
         self._handlers: list[_Handler] = []
         self._tools: dict[str, ToolDefinition] = {}
         self._flags: dict[str, FlagDefinition] = {}
+        self._commands: list[CommandDefinition] = []
+        self._source_info: dict[str, Mapping[str, Any]] = {}
         self._diagnostics: list[Diagnostic] = []
         self._invalidated = False
 
     # -- loading -----------------------------------------------------------------
 
-    async def load(self, paths: Iterable[str]) -> list[Diagnostic]:
-        """Import and register each module in order; return one diagnostic per failure."""
+    async def load(
+        self, paths: Iterable[str], source_info: Callable[[str], Mapping[str, Any]] | None = None
+    ) -> list[Diagnostic]:
+        """Import and register each module in order; return one diagnostic per failure.
+        ``source_info(path)`` is Pi's ``sourceInfo`` of each (what ``getCommands`` reports)."""
         failures: list[Diagnostic] = []
         for path in paths:
+            if source_info is not None:
+                self._source_info.setdefault(path, source_info(path))
             error = await self._load_one(path)
             if error is not None:
                 failures.append(Diagnostic("error", f'Failed to load extension "{path}": {redact(error)}'))
@@ -272,6 +454,7 @@ class ExtensionRunner:
             return "module does not define register(pi)"
         handler_mark, tool_names = len(self._handlers), set(self._tools)
         flag_names = set(self._flags)
+        commands_before = list(self._commands)
         try:
             result = register(ExtensionAPI(self, path))
             if inspect.isawaitable(result):
@@ -283,6 +466,7 @@ class ExtensionRunner:
                 del self._tools[name]
             for name in set(self._flags) - flag_names:
                 del self._flags[name]
+            self._commands = commands_before
             _forget_modules(module_name)
             return _describe(exc)
         self.extensions.append(LoadedExtension(path, module_name))
@@ -300,6 +484,13 @@ class ExtensionRunner:
             )
             return
         self._tools[tool.name] = tool
+
+    def _add_command(self, command: CommandDefinition) -> None:
+        for index, existing in enumerate(self._commands):
+            if existing.extension_path == command.extension_path and existing.name == command.name:
+                self._commands[index] = command  # Pi's Map.set: the same place, the new command
+                return
+        self._commands.append(command)
 
     def take_diagnostics(self) -> list[Diagnostic]:
         """Warnings raised while registering (tool conflicts); each returned once."""
@@ -329,6 +520,47 @@ class ExtensionRunner:
                 values[name] = flag.default
         return values
 
+    def resolve_commands(self) -> list[ResolvedCommand]:
+        """Pi's ``resolveRegisteredCommands``: every command in load order, a name registered by
+        several extensions numbered ``name:1``, ``name:2`` (skipping names already taken). Plain
+        data: it answers for an invalidated runner too (what its session offered)."""
+        counts: dict[str, int] = {}
+        for command in self._commands:
+            counts[command.name] = counts.get(command.name, 0) + 1
+        seen: dict[str, int] = {}
+        taken: set[str] = set()
+        out: list[ResolvedCommand] = []
+        for command in self._commands:
+            occurrence = seen.get(command.name, 0) + 1
+            seen[command.name] = occurrence
+            name = f"{command.name}:{occurrence}" if counts[command.name] > 1 else command.name
+            suffix = occurrence
+            while name in taken:
+                suffix += 1
+                name = f"{command.name}:{suffix}"
+            taken.add(name)
+            out.append(ResolvedCommand(name, command))
+        return out
+
+    def get_command(self, invocation_name: str) -> ResolvedCommand | None:
+        return next((c for c in self.resolve_commands() if c.invocation_name == invocation_name), None)
+
+    def source_info(self, extension_path: str) -> Mapping[str, Any]:
+        """Pi's ``sourceInfo`` of a loaded extension (``source``/``scope``/``origin``/``baseDir``)."""
+        return self._source_info.get(extension_path) or {
+            "path": extension_path, "source": "local", "scope": "temporary", "origin": "top-level"}
+
+    async def run_command(self, command: ResolvedCommand, args: str) -> None:
+        """Run a command's handler with a fresh command context; a handler that raises is reported
+        (``extension_error``, ``extensionPath: "command:<name>"``, ``event: "command"``), as in Pi."""
+        ctx = self.create_command_context()
+        try:
+            outcome = command.definition.handler(args, ctx)
+            if inspect.isawaitable(outcome):
+                await outcome
+        except _EXTENSION_FAILURES as exc:
+            self._report(ExtensionError(f"command:{command.invocation_name}", "command", _describe(exc)))
+
     def has_handlers(self, event_type: str) -> bool:
         return any(h.event_type == event_type for h in self._handlers)
 
@@ -343,6 +575,10 @@ class ExtensionRunner:
         self._check_live()
         self.bindings = bindings
         self.session_actions = session_actions
+        actions = bindings.command_actions
+        if actions is not None:
+            with contextlib.suppress(TypeError):  # an actions object that cannot be weakly referenced
+                _latest_runner[actions] = weakref.ref(self)
 
     def invalidate(self) -> None:
         """Called when the session is disposed: every later handler call or ctx use fails."""
@@ -356,6 +592,10 @@ class ExtensionRunner:
     def create_context(self) -> ExtensionContext:
         self._check_live()
         return ExtensionContext(self)
+
+    def create_command_context(self) -> ExtensionCommandContext:
+        self._check_live()
+        return ExtensionCommandContext(self)
 
     def append_entry(self, custom_type: str, data: Any = None) -> str:
         """Append a ``custom`` entry; ``data`` is brought into plain JSON first.
@@ -512,6 +752,10 @@ class ExtensionRunner:
             self._report(ExtensionError(handler.extension_path, handler.event_type, _describe(exc)))
             return None
 
+    def report_error(self, error: ExtensionError) -> None:
+        """Report a failure on this runner's behalf (a skill that could not be expanded)."""
+        self._report(error)
+
     def _report(self, error: ExtensionError) -> None:
         listener = self.bindings.on_error if self.bindings is not None else None
         if listener is None:
@@ -531,6 +775,7 @@ def _field(result: Any, name: str) -> Any:
 
 
 _NOTIFY_TYPES = ("info", "warning", "error")
+_PLACEMENTS: tuple[WidgetPlacement, ...] = ("aboveEditor", "belowEditor")
 
 
 def _text(value: Any) -> str:
@@ -572,6 +817,40 @@ class _CheckedUi:
     async def input(self, title: Any, placeholder: Any = None, timeout: Any = None) -> str | None:
         hint = None if placeholder is None else _text(placeholder)
         return await self._ui.input(_text(title), hint, _timeout(timeout))
+
+    async def editor(self, title: Any, prefill: Any = None, timeout: Any = None) -> str | None:
+        """Pi's multi-line editor: the edited text, ``None`` when cancelled."""
+        text = None if prefill is None else _text(prefill)
+        return await self._ui.editor(_text(title), text, _timeout(timeout))
+
+    def set_status(self, key: Any, text: Any = None) -> None:
+        self._ui.set_status(_text(key), None if text is None else _text(text))
+
+    def set_widget(self, key: Any, lines: Any = None, placement: Any = "aboveEditor") -> None:
+        """Lines of text (``None`` clears); like Pi's RPC mode, a component factory (a callable) is ignored."""
+        if callable(lines):
+            return
+        if placement not in _PLACEMENTS:
+            raise ValueError(f"widget placement must be one of {', '.join(_PLACEMENTS)}")
+        if lines is not None:
+            if isinstance(lines, str | bytes) or not isinstance(lines, Iterable):
+                raise TypeError("widget lines must be a list of strings")
+            lines = [_text(line) for line in lines]
+        self._ui.set_widget(_text(key), lines, placement)
+
+    def set_title(self, title: Any) -> None:
+        self._ui.set_title(_text(title))
+
+    def set_editor_text(self, text: Any) -> None:
+        self._ui.set_editor_text(_text(text))
+
+    def paste_to_editor(self, text: Any) -> None:
+        """Pi's RPC mode: the same as ``set_editor_text``."""
+        self.set_editor_text(text)
+
+    def get_editor_text(self) -> str:
+        """Pi's RPC mode cannot ask the client synchronously: always ``""``."""
+        return ""
 
 
 def _is_cancel(result: Any) -> bool:

@@ -194,6 +194,7 @@ class AgentSessionRuntime:
         start: dict[str, Any] = {"type": "session_start", "reason": reason}
         if previous_session_file is not None:
             start["previousSessionFile"] = previous_session_file
+        previous_commands = self._session.commands()  # plain data, still answered by a disposed session
         result = await self._factory(
             cwd=cwd,
             agent_dir=self._agent_dir,
@@ -206,6 +207,8 @@ class AgentSessionRuntime:
         self._model_fallback_message = result.model_fallback_message
         if self._rebind is not None:
             await self._rebind(result.session)
+        # after the rebind: the host's subscription is installed, so clients hear it on the new channel
+        result.session.notify_commands_changed(previous_commands)
 
     # -- replacements --------------------------------------------------------------------
 

@@ -13,8 +13,10 @@ Order of construction, and why:
 3. project trust, only if the project has trust-requiring resources;
 4. project settings and project extensions, only when trusted (untrusted: not read,
    not imported);
-5. context files (loaded regardless of trust), system prompt files;
-6. extension flag validation.
+5. skills and prompt templates (``rpcd.runtime.resources``): the user's always, the project's
+   only when trusted;
+6. context files (loaded regardless of trust), system prompt files;
+7. extension flag validation.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import fnmatch
 import glob
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
@@ -33,7 +35,10 @@ from rpcd.tools import ApprovalGate, ToolSelection
 
 from .context_files import ContextFile, load_context_files
 from .extensions import ExtensionRunner, discover_extensions
+from .prompt_templates import PromptTemplate, load_prompt_templates
+from .resources import Resource, resolve_resources
 from .settings import CONFIG_DIR_NAME, Settings, load_global_settings, load_settings
+from .skills import Skill, load_skills
 from .trust import (
     AuthorizeProject,
     ProjectTrustContext,
@@ -92,6 +97,8 @@ class Services:
     system_prompt: str | None = None
     """``SYSTEM.md`` replacing the default prompt: ``<cwd>/.pi/`` when trusted, else ``<agentDir>/``."""
     append_system_prompt: str | None = None
+    skills: list[Skill] = attrs.field(factory=list)
+    prompt_templates: list[PromptTemplate] = attrs.field(factory=list)
 
 
 async def create_services(
@@ -110,12 +117,14 @@ async def create_services(
     global_data = global_settings[0]
 
     runner = ExtensionRunner(cwd, agent_dir, process_inputs.flags)
+    sources: dict[str, dict[str, Any]] = {}
     user_paths = [
-        *discover_extensions(os.path.join(agent_dir, EXTENSIONS_DIR_NAME)),
-        *_settings_extension_paths(global_data, base=agent_dir),
+        *_tagged(discover_extensions(os.path.join(agent_dir, EXTENSIONS_DIR_NAME)), sources, "auto", "user", agent_dir),
+        *_tagged(_settings_extension_paths(global_data, base=agent_dir), sources, "local", "user", agent_dir),
     ]
     process_paths, refused = _process_extension_paths(process_inputs.extension_paths)
-    load_errors = await runner.load(_dedupe([*user_paths, *process_paths]))
+    _tagged(process_paths, sources, "cli", "temporary", None)
+    load_errors = await runner.load(_dedupe([*user_paths, *process_paths]), sources.__getitem__)
     load_errors[:0] = refused
 
     trust_errors: list[Diagnostic] = []
@@ -153,13 +162,26 @@ async def create_services(
     settings = load_settings(cwd, agent_dir, project_trusted=trust.trusted, global_settings=global_settings)
     diagnostics += settings.diagnostics
 
+    project_dir = os.path.join(cwd, CONFIG_DIR_NAME)
     if trust.trusted:
-        project_dir = os.path.join(cwd, CONFIG_DIR_NAME)
         project_paths = [
-            *discover_extensions(os.path.join(project_dir, EXTENSIONS_DIR_NAME)),
-            *_settings_extension_paths(settings.project_settings, base=project_dir),
+            *_tagged(discover_extensions(os.path.join(project_dir, EXTENSIONS_DIR_NAME)), sources, "auto", "project",
+                     project_dir),
+            *_tagged(_settings_extension_paths(settings.project_settings, base=project_dir), sources, "local",
+                     "project", project_dir),
         ]
-        load_errors += await runner.load(_dedupe(project_paths))
+        load_errors += await runner.load(_dedupe(project_paths), sources.__getitem__)
+
+    def resources(kind: Literal["skills", "prompts"]) -> list[Resource]:
+        return resolve_resources(
+            kind, cwd=cwd, agent_dir=agent_dir, global_settings=settings.global_settings,
+            project_settings=settings.project_settings, project_trusted=trust.trusted,
+        )
+
+    skills, skill_diagnostics = load_skills(resources("skills"))
+    prompt_templates, template_diagnostics = load_prompt_templates(resources("prompts"))
+    diagnostics += skill_diagnostics
+    diagnostics += template_diagnostics
 
     context_files: list[ContextFile] = []
     if not process_inputs.no_context_files:
@@ -184,7 +206,21 @@ async def create_services(
         trust=trust,
         system_prompt=system_prompt,
         append_system_prompt=append_system_prompt,
+        skills=skills,
+        prompt_templates=prompt_templates,
     )
+
+
+def _tagged(
+    paths: list[str], sources: dict[str, dict[str, Any]], source: str, scope: str, base_dir: str | None
+) -> list[str]:
+    """Record Pi's ``sourceInfo`` of each extension path (the first place a path is reached wins)."""
+    for path in paths:
+        info: dict[str, Any] = {"path": path, "source": source, "scope": scope, "origin": "top-level"}
+        if base_dir is not None:
+            info["baseDir"] = base_dir
+        sources.setdefault(path, info)
+    return paths
 
 
 def _resolve(path: str) -> str:

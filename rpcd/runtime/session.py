@@ -8,6 +8,11 @@ is what keeps long streamed turns cheap.
 
 After ``dispose()`` the object is inert but not broken, like Pi's: a ``prompt`` still
 runs the model in memory, but nothing reaches extensions, subscribers or the file.
+
+Input goes through Pi's command handling (``rpcd.runtime.commands``): ``/name args`` of an
+extension command runs the command at once — also while a turn streams — instead of a turn;
+every other input is expanded (``/skill:name``, then prompt templates) by ``expand_input``
+before it reaches the model, and the expanded text is what is persisted.
 """
 
 from __future__ import annotations
@@ -27,9 +32,12 @@ from rpcd.core.errors import (
 )
 from rpcd.core.values import (
     ApprovalPolicy,
+    CommandInfo,
+    CommandRan,
     CycleModelResult,
     EventListener,
     ExtensionBindings,
+    ExtensionError,
     ModelDescription,
     ModelRef,
     SessionEvent,
@@ -37,7 +45,9 @@ from rpcd.core.values import (
     SessionTree,
     Unsubscribe,
 )
+from rpcd.runtime import commands as command_input
 from rpcd.runtime.agent import Agent, Event
+from rpcd.runtime.extensions import turn_scope
 from rpcd.runtime.model_selection import ModelInputs, Selection, select_session_model
 from rpcd.runtime.providers.base import ModelInfo, ProviderRegistry, ToolSpec
 from rpcd.runtime.providers.thinking import DEFAULT_THINKING_LEVEL, THINKING_LEVELS
@@ -83,6 +93,7 @@ class ExtensionRunnerLike(Protocol):
     async def execute_tool(self, name: str, tool_call_id: str, args: dict[str, Any]) -> dict[str, Any]: ...
     async def emit_tool_call(self, event: dict[str, Any]) -> Any: ...
     async def emit_tool_result(self, event: dict[str, Any]) -> dict[str, Any] | None: ...
+    def report_error(self, error: ExtensionError) -> None: ...
     @property
     def is_invalidated(self) -> bool: ...
     @property
@@ -259,12 +270,20 @@ class AgentSession:
 
     # -- turns -------------------------------------------------------------------------------
 
-    async def prompt(self, text: str) -> str:
+    async def prompt(self, text: str) -> str | CommandRan:
         """Run one agent turn to completion; returns the last assistant ``stopReason``.
+
+        ``/name args`` of an extension command runs the command instead (even while a turn runs,
+        as in Pi) and returns ``CommandRan``; a command that raises is an ``extension_error``.
+        Any other text is expanded first (``expand_input``).
 
         A transient provider failure is retried as Pi retries it (``rpcd.runtime.retry``): the
         failed attempt stays in the file, leaves the model's context, and the turn continues
         after ``auto_retry_start`` … ``auto_retry_end``."""
+        ran = await command_input.run_extension_command(self._live_runner(), text)
+        if ran is not None:
+            return ran
+        text = self.expand_input(text)
         if self._running:
             raise SessionBusyError(
                 "A turn is already running; wait for it to finish or abort it", cwd=self.cwd,
@@ -274,15 +293,58 @@ class AgentSession:
         self._idle = anyio.Event()
         try:
             user = {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": int(time.time() * 1000)}
-            stop_reason = await self.agent.run([user], self, will_retry=self.retry.will_retry)
-            while await self.retry.after_run():
-                stop_reason = await self.agent.run([], self, will_retry=self.retry.will_retry)
-            self.last_context_overflow = self.retry.overflow_of_last_run()
-            await self.emit({"type": "agent_settled"})
+            with turn_scope(self):
+                stop_reason = await self.agent.run([user], self, will_retry=self.retry.will_retry)
+                while await self.retry.after_run():
+                    stop_reason = await self.agent.run([], self, will_retry=self.retry.will_retry)
+                self.last_context_overflow = self.retry.overflow_of_last_run()
+                await self.emit({"type": "agent_settled"})
             return stop_reason
         finally:
             self._running = False
             self._idle.set()
+
+    def expand_input(self, text: str, *, queued: bool = False) -> str:
+        """Pi's input expansion, for every way text reaches the model (``prompt``, ``steer``,
+        ``followUp``): ``/skill:name args`` → the skill's block, then ``/template args`` → the
+        template's body. ``queued`` input (steer/followUp) that names an extension command is
+        refused (``InvalidArgumentError``), as Pi refuses to queue a command."""
+        if queued:
+            command_input.refuse_queued_command(self._live_runner(), text)
+        return command_input.expand_input(
+            text,
+            skills=getattr(self.services, "skills", None) or (),
+            templates=getattr(self.services, "prompt_templates", None) or (),
+            on_error=self._report_extension_error,
+        )
+
+    def commands(self) -> list[CommandInfo]:
+        """Every command a prompt can invoke now, in Pi's order: extension commands, prompt
+        templates, skills (``skill:name``)."""
+        return command_input.list_commands(
+            self._runner,
+            templates=getattr(self.services, "prompt_templates", None) or (),
+            skills=getattr(self.services, "skills", None) or (),
+        )
+
+    def notify_commands_changed(self, previous: Sequence[CommandInfo]) -> None:
+        """``commands_changed`` to the subscribers when this session's commands differ from ``previous``."""
+        current = self.commands()
+        if list(previous) != current:
+            self._notify({"type": "commands_changed", "commands": [command_input.command_to_wire(c) for c in current]})
+
+    async def wait_for_idle(self) -> None:
+        """``SessionActions`` for extension commands: until no turn runs."""
+        await self._idle.wait()
+
+    def _live_runner(self) -> ExtensionRunnerLike | None:
+        runner = self._runner
+        return None if runner is None or runner.is_invalidated else runner
+
+    def _report_extension_error(self, error: ExtensionError) -> None:
+        runner = self._live_runner()
+        if runner is not None:
+            runner.report_error(error)
 
     async def abort(self) -> None:
         """Stop the running turn (if any) and wait until it has settled and persisted."""
@@ -478,6 +540,7 @@ def build_system_prompt(services: Any, tools: Mapping[str, Tool] | None = None) 
         custom_prompt=getattr(services, "system_prompt", None),
         append_system_prompt=getattr(services, "append_system_prompt", None),
         context_files=getattr(services, "context_files", None) or [],
+        skills=getattr(services, "skills", None) or [],
     )
 
 

@@ -13,6 +13,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
+from .skills import Skill, format_skills_for_prompt
+
 DEFAULT_TOOLS = ("read", "bash", "edit", "write")
 _WHITESPACE = re.compile(r"\s+")
 _NEWLINES = re.compile(r"[\r\n]+")
@@ -61,12 +63,15 @@ def build_system_prompt(
     custom_prompt: str | None = None,
     append_system_prompt: str | None = None,
     context_files: Sequence[ContextFileLike] = (),
+    skills: Sequence[Skill] = (),
 ) -> str:
     prompt_cwd = cwd.replace("\\", "/")
     append_section = f"\n\n{append_system_prompt}" if append_system_prompt else ""
     tools = list(selected_tools) if selected_tools is not None else list(DEFAULT_TOOLS)
+    read_tool = next((name for name in ("read", "bash") if name in tools), None)
+    skills_section = format_skills_for_prompt(skills, read_tool) if read_tool is not None and skills else ""
     if custom_prompt:
-        prompt = custom_prompt + append_section + _context_section(context_files)
+        prompt = custom_prompt + append_section + _context_section(context_files) + skills_section
         return prompt + f"\nCurrent working directory: {prompt_cwd}\n"
 
     visible = [name for name in tools if tool_snippets.get(name)]
@@ -101,5 +106,5 @@ def build_system_prompt(
         "In addition to the tools above, you may have access to other custom tools depending on the project.\n\n"
         f"Guidelines:\n{guideline_text}"
     )
-    prompt += append_section + _context_section(context_files)
+    prompt += append_section + _context_section(context_files) + skills_section
     return prompt + f"\nCurrent working directory: {prompt_cwd}"

@@ -1,7 +1,9 @@
 """Server → client requests: the project-trust prompt, extension UI dialogs, tool approval.
 
 Each request goes to the client only if it declared the matching capability in ``initialize``
-(``authorizeProject`` / ``extensionUi`` / ``toolApproval``). Every path has a safe answer: a
+(``authorizeProject`` / ``extensionUi`` / ``toolApproval``; the editor dialog and the status,
+widget, title and editor-text notifications each need their own key in ``extensionUi``, e.g.
+``{"editor": {}}``). Every path has a safe answer: a
 timeout, an error reply, a malformed reply, a client that never declared the capability, or a
 client that went away (stdin EOF → :meth:`ClientRequests.close`) all resolve to *deny* for
 trust, to Pi's cancel defaults for dialogs (``False`` / ``None``) and to a rejection for tool
@@ -19,8 +21,21 @@ from typing import Any, Final, Literal, TypeAlias
 import anyio
 import attrs
 
-from rpcd.core.values import APPROVAL_DECISIONS, ToolApprovalAnswer
-from rpcd.protocol.names import AUTHORIZE_PROJECT, TOOL_AUTHORIZE, UI_CONFIRM, UI_INPUT, UI_NOTIFY, UI_SELECT
+from rpcd.core.values import APPROVAL_DECISIONS, ToolApprovalAnswer, WidgetPlacement
+from rpcd.protocol.names import (
+    AUTHORIZE_PROJECT,
+    TOOL_AUTHORIZE,
+    UI_CONFIRM,
+    UI_EDITOR,
+    UI_EDITOR_FEATURE,
+    UI_INPUT,
+    UI_NOTIFY,
+    UI_SELECT,
+    UI_SET_EDITOR_TEXT,
+    UI_SET_STATUS,
+    UI_SET_TITLE,
+    UI_SET_WIDGET,
+)
 from rpcd.wire.notifications import EventPump
 
 log = logging.getLogger(__name__)
@@ -63,11 +78,14 @@ class ClientRequests:
         trust_policy: Literal["deny", "trust"] = "deny",
         trust_timeout: float = DEFAULT_TRUST_TIMEOUT,
         ui_timeout: float = DEFAULT_UI_TIMEOUT,
+        ui_features: frozenset[str] = frozenset(),
     ) -> None:
         self._send_request = send_request
         self._pump = pump
         self.can_authorize = authorize_project
         self.can_ui = extension_ui
+        self.ui_features = ui_features if extension_ui else frozenset()
+        """The ``extensionUi`` keys the client declared (``rpcd.protocol.names.UI_FEATURES``)."""
         self.trust_policy = trust_policy
         self.trust_timeout = trust_timeout
         self.ui_timeout = ui_timeout
@@ -77,11 +95,13 @@ class ClientRequests:
         self._pending: set[anyio.CancelScope] = set()
         self._closed = False
 
-    def declare(self, *, authorize_project: bool, extension_ui: bool, tool_approval: bool = False) -> None:
+    def declare(self, *, authorize_project: bool, extension_ui: bool, tool_approval: bool = False,
+                ui_features: frozenset[str] = frozenset()) -> None:
         """What the client declared in ``initialize``: only those requests are ever sent to it."""
         self.can_authorize = authorize_project
         self.can_ui = extension_ui
         self.can_approve = tool_approval
+        self.ui_features = ui_features if extension_ui else frozenset()
 
     @property
     def pending(self) -> int:
@@ -152,9 +172,45 @@ class ClientRequests:
         value = answer.get("value") if isinstance(answer, Mapping) else None
         return value if isinstance(value, str) else None
 
+    async def editor(self, title: str, prefill: str | None = None, timeout: float | None = None) -> str | None:
+        if UI_EDITOR_FEATURE not in self.ui_features:
+            return None
+        params: dict[str, Any] = {"title": title}
+        if prefill is not None:
+            params["prefill"] = prefill
+        answer = await self._dialog(UI_EDITOR, params, timeout)
+        value = answer.get("value") if isinstance(answer, Mapping) else None
+        return value if isinstance(value, str) else None
+
+    def set_status(self, key: str, text: str | None) -> None:
+        params: dict[str, Any] = {"key": key}
+        if text is not None:
+            params["text"] = text
+        self._post("setStatus", UI_SET_STATUS, params)
+
+    def set_widget(self, key: str, lines: Sequence[str] | None, placement: str = "aboveEditor") -> None:
+        params: dict[str, Any] = {"key": key, "placement": placement}
+        if lines is not None:
+            params["lines"] = list(lines)
+        self._post("setWidget", UI_SET_WIDGET, params)
+
+    def set_title(self, title: str) -> None:
+        self._post("setTitle", UI_SET_TITLE, {"title": title})
+
+    def set_editor_text(self, text: str) -> None:
+        self._post("setEditorText", UI_SET_EDITOR_TEXT, {"text": text})
+
+    def _post(self, feature: str, method: str, params: Mapping[str, Any]) -> None:
+        """A fire-and-forget UI notification, for a client that declared ``feature``."""
+        if feature in self.ui_features and not self._closed:
+            self._pump.post(method, dict(params))
+
     async def _dialog(self, method: str, params: Mapping[str, Any], timeout: float | None) -> Any:
         if not self.can_ui:
             return None
+        # What the session and the extension already said (events, ui/setEditorText, ...) reaches
+        # the client before the dialog does, as on Pi's single output stream.
+        await self._pump.drain()
         try:
             return await self._ask(method, params, self.ui_timeout if timeout is None else timeout)
         except (TimeoutError, _Gone):
@@ -210,3 +266,18 @@ class UiBridge:
 
     async def input(self, title: str, placeholder: str | None = None, timeout: float | None = None) -> str | None:
         return await self._requests.input(title, placeholder, timeout)
+
+    async def editor(self, title: str, prefill: str | None = None, timeout: float | None = None) -> str | None:
+        return await self._requests.editor(title, prefill, timeout)
+
+    def set_status(self, key: str, text: str | None) -> None:
+        self._requests.set_status(key, text)
+
+    def set_widget(self, key: str, lines: Sequence[str] | None, placement: WidgetPlacement = "aboveEditor") -> None:
+        self._requests.set_widget(key, lines, placement)
+
+    def set_title(self, title: str) -> None:
+        self._requests.set_title(title)
+
+    def set_editor_text(self, text: str) -> None:
+        self._requests.set_editor_text(text)

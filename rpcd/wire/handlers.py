@@ -34,7 +34,15 @@ import anyio
 
 from rpcd.core.errors import HostDisposedError, HostError, HostUnavailableError
 from rpcd.core.progress import reporting
-from rpcd.core.values import CycleModelResult, ModelDescription, ModelRef, SessionState, SessionTree
+from rpcd.core.values import (
+    CommandInfo,
+    CommandRan,
+    CycleModelResult,
+    ModelDescription,
+    ModelRef,
+    SessionState,
+    SessionTree,
+)
 from rpcd.host.host import Pending, ReplacementOutcome, SerializedHost
 from rpcd.protocol import types as t
 from rpcd.protocol.errors import ErrorCode, ErrorItem
@@ -42,6 +50,7 @@ from rpcd.protocol.methods import client_requests
 from rpcd.protocol.names import (
     CYCLE_MODEL,
     GET_AVAILABLE_MODELS,
+    GET_COMMANDS,
     GET_MESSAGES,
     GET_TREE,
     LIST_SESSIONS,
@@ -246,10 +255,12 @@ class SessionMethods:
         never starts (-32800), a cancelled running one aborts the turn and answers ``aborted``."""
         return self._prompted(_tracked(self._host.prompt(params.text)))
 
-    async def _prompted(self, pending: Pending[str]) -> t.PromptResult:
-        stop_reason = await pending
+    async def _prompted(self, pending: Pending[str | CommandRan]) -> t.PromptResult:
+        outcome = await pending
         await self._pump.drain()
-        return t.PromptResult(stop_reason=stop_reason)
+        if isinstance(outcome, CommandRan):
+            return t.PromptResult(command=outcome.name)
+        return t.PromptResult(stop_reason=outcome)
 
     def abort(self, params: t.EmptyParams | None = None) -> Awaitable[None]:
         return self._done(_tracked(self._host.abort()))
@@ -266,6 +277,14 @@ class SessionMethods:
         ref = await pending
         await self._pump.drain()
         return t.ModelRef(ref.provider, ref.model_id)
+
+    def get_commands(self, params: t.EmptyParams | None = None) -> Awaitable[t.GetCommandsResult]:
+        return self._commands(_tracked(self._host.enqueue(GET_COMMANDS, self._host.commands)))
+
+    async def _commands(self, pending: Pending[list[CommandInfo]]) -> t.GetCommandsResult:
+        commands = await pending
+        await self._pump.drain()
+        return t.GetCommandsResult(commands=[command_result(c) for c in commands])
 
     def get_available_models(self, params: t.EmptyParams | None = None) -> Awaitable[t.GetAvailableModelsResult]:
         return self._models(_tracked(self._host.enqueue(GET_AVAILABLE_MODELS, self._host.available_models)))
@@ -296,6 +315,24 @@ class SessionMethods:
     async def _done(self, pending: Pending[None]) -> None:
         await pending
         await self._pump.drain()
+
+
+def command_result(info: CommandInfo) -> t.CommandInfo:
+    source = info.source_info
+    base_dir = source.get("baseDir")
+    return t.CommandInfo(
+        name=info.name,
+        source=info.source,
+        source_info=t.CommandSourceInfo(
+            path=str(source.get("path", "")),
+            source=str(source.get("source", "")),
+            scope=str(source.get("scope", "")),
+            origin=str(source.get("origin", "top-level")),
+            base_dir=base_dir if isinstance(base_dir, str) else None,
+        ),
+        description=info.description,
+        argument_hint=info.argument_hint,
+    )
 
 
 # -- listSessions pagination ----------------------------------------------------------------

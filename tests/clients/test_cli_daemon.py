@@ -189,12 +189,14 @@ def test_continue_and_in_memory_are_passed_to_the_daemon(saved: tuple[Ctl, str])
 
 
 def test_chat_streams_replies_and_runs_slash_commands(ctl: Ctl) -> None:
-    done = ctl("chat", stdin="hello chat\n/state\n/fork\n/bogus\n/quit\n")
+    done = ctl("chat", stdin="hello chat\n/state\n/fork\n/model faux\n/bogus x\n/commands\n/quit\n")
     assert done.returncode == 0, done.stderr
     assert "echo: hello chat" in done.stdout
     assert "status      ready" in done.stdout
     assert "hello chat" in done.stdout.split("status")[-1]  # /fork lists the user message
-    assert "unknown or incomplete command: /bogus" in done.stderr
+    assert "unknown or incomplete command: /model faux" in done.stderr
+    assert "echo: /bogus x" in done.stdout  # not a chat command: a prompt (templates, skills, extension commands)
+    assert "no commands" in done.stdout
 
 
 def test_daemon_dying_at_start_exits_4(ctl: Ctl) -> None:

@@ -183,3 +183,40 @@ def test_importing_the_client_does_not_import_pygls_or_lsprotocol() -> None:
                           check=True, cwd=REPO)
     modules = json.loads(done.stdout)
     assert not [m for m in modules if m.split(".")[0] in ("pygls", "lsprotocol", "cattrs", "attrs", "anyio")]
+
+
+@needs_daemon
+@pytest.mark.anyio
+async def test_get_commands_and_an_editor_dialog_through_the_library(tmp_path: Path) -> None:
+    agent, project = _project(tmp_path)
+    (project / ".pi" / "prompts").mkdir()
+    (project / ".pi" / "prompts" / "review.md").write_text('---\nargument-hint: "<file>"\n---\nReview $1\n')
+    (project / ".pi" / "extensions").mkdir()
+    (project / ".pi" / "extensions" / "note.py").write_text(
+        "def register(pi):\n"
+        "    async def note(args, ctx):\n"
+        "        ctx.ui.set_status('note', await ctx.ui.editor('Note', args))\n"
+        "    pi.register_command('note', 'Edit a note', note)\n"
+    )
+    edited: list[Any] = []
+
+    async def editor(params: Any) -> dict[str, Any]:
+        edited.append(params)
+        return {"value": "final text"}
+
+    client = await RpcdClient.spawn([*_args(agent, project), "--trust-policy", "trust"],
+                                    command=[daemon_python(), "-m", "rpcd"], env=_env(agent),
+                                    handlers={"ui/editor": editor}, initialize=False)
+    async with client:
+        await client.initialize(ui_notifications=["setStatus"])
+        listed = (await client.get_commands())["commands"]
+        assert [(c["name"], c["source"], c.get("argumentHint")) for c in listed] == [
+            ("note", "extension", None), ("review", "prompt", "<file>")]
+        with client.notifications(["ui/setStatus"]) as stream:
+            assert await client.prompt("/note first draft") == {"command": "note"}
+            status = await anext(aiter(stream))
+        assert status["params"] == {"key": "note", "text": "final text"}
+        assert await client.prompt("/review app.py") == {"stopReason": "stop"}
+        messages = (await client.get_messages())["messages"]
+        assert messages[0]["content"][0]["text"] == "Review app.py"
+    assert edited == [{"title": "Note", "prefill": "first draft"}]

@@ -137,6 +137,30 @@ async def test_cancelled_caller_withdraws_its_pending_request() -> None:
     assert requests.pending == 0
 
 
+@pytest.mark.anyio
+async def test_editor_is_asked_only_of_a_client_that_declared_it() -> None:
+    undeclared = FakeClient({"value": "edited"})
+    assert await UiBridge(make(undeclared)).editor("Edit", "prefill") is None
+    assert undeclared.asked == []
+    declared = FakeClient({"value": "edited"})
+    bridge = UiBridge(make(declared, ui_features=frozenset({"editor"})))
+    assert await bridge.editor("Edit", "line 1\nline 2") == "edited"
+    assert declared.asked == [("ui/editor", {"title": "Edit", "prefill": "line 1\nline 2"})]
+    assert await UiBridge(make(FakeClient({}), ui_features=frozenset({"editor"}))).editor("Edit") is None
+    assert await UiBridge(make(FakeClient({"value": 3}), ui_features=frozenset({"editor"}))).editor("E") is None
+
+
+@pytest.mark.anyio
+async def test_editor_timeout_cancels_to_none_and_withdraws() -> None:
+    client = FakeClient(hang=True)
+    requests = make(client, ui_features=frozenset({"editor"}))
+    assert await requests.editor("Edit", None, timeout=0.05) is None
+    assert client.withdrawn == ["rpcd-1"] and requests.pending == 0
+
+
+def test_ui_features_need_extension_ui() -> None:
+    requests = make(FakeClient(), extension_ui=False, ui_features=frozenset({"editor", "setStatus"}))
+    assert requests.ui_features == frozenset()
 # -- tool approval ----------------------------------------------------------------------------------
 
 TOOL_PARAMS = {"sessionId": "s", "generation": 0, "toolCallId": "c", "toolName": "bash", "kind": "execute",
