@@ -98,7 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
         _add_common(sub, suppress=True)
         return sub
 
-    command("new", "start a new session")
+    sub = command("new", "start a new session (in this project, or another one with --project)")
+    sub.add_argument("--project", metavar="DIR", help="start the session in this project directory")
+    sub.add_argument("--parent", metavar="FILE", help="record this session file as the new one's parent")
     sub = command("resume", "switch to a session file")
     sub.add_argument("path")
     sub.add_argument("--cwd-override", metavar="DIR")
@@ -112,10 +114,24 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command("prompt", "send a prompt; assistant text streams as it arrives")
     sub.add_argument("text")
     command("state", "show the current session's state")
-    sub = command("sessions", "list sessions of a project")
-    sub.add_argument("--for-cwd", metavar="DIR", help="project to list (default: the session's cwd)")
+    sub = command("sessions", "list sessions (of every project, or of --for-cwd); `sessions rm|rename` manage one")
+    sub.add_argument("--for-cwd", metavar="DIR", help="only the sessions of this project")
     sub.add_argument("--limit", type=int)
     sub.add_argument("--cursor")
+    sub.add_argument("--query", "-q", metavar="WORDS", help="only sessions whose name, first message or cwd has them")
+    sub.add_argument("--sort", choices=("updated", "created"), help="newest by last activity (default) or creation")
+    actions = sub.add_subparsers(dest="sessions_action", metavar="ACTION")
+    rm = actions.add_parser("rm", help="move a session file to the trash (not the current session)")
+    rm.add_argument("file")
+    rename = actions.add_parser("rename", help="name a session file")
+    rename.add_argument("file")
+    rename.add_argument("name")
+    sub = command("export", "export the current session: `export html [PATH]` or `export jsonl PATH`")
+    formats = sub.add_subparsers(dest="export_format", metavar="FORMAT", required=True)
+    html = formats.add_parser("html", help="one self-contained HTML file (default: in the session's cwd)")
+    html.add_argument("path", nargs="?")
+    jsonl = formats.add_parser("jsonl", help="the current branch as a new session file")
+    jsonl.add_argument("path")
     command("tree", "show the session tree")
     command("messages", "show the current context's messages")
     sub = command("name", "set the session's display name")
@@ -339,7 +355,8 @@ async def one_shot(client: RpcdClient, args: argparse.Namespace, printer: Printe
     progress = None if printer.as_json else render.ProgressDisplay(printer.err)
     name = args.command
     if name == "new":
-        printer.result(await client.new_session(progress=progress), lambda r: render.replacement(r, "new"))
+        result = await client.new_session(cwd=args.project, parent_session=args.parent, progress=progress)
+        printer.result(result, lambda r: render.replacement(r, "new"))
     elif name == "resume":
         result = await client.resume(args.path, cwd_override=args.cwd_override, progress=progress)
         printer.result(result, lambda r: render.replacement(r, "resume"))
@@ -359,9 +376,23 @@ async def one_shot(client: RpcdClient, args: argparse.Namespace, printer: Printe
             printer.err.write(f"(command: /{ran})\n" if ran else f"(stop reason: {stop.get('stopReason')})\n")
     elif name == "state":
         printer.result(await client.get_state(), render.state)
+    elif name == "sessions" and args.sessions_action == "rm":
+        trashed = await client.delete_session(args.file)
+        printer.result(trashed, render.deleted)
+    elif name == "sessions" and args.sessions_action == "rename":
+        renamed = await client.rename_session(args.file, args.name)
+        printer.result(renamed, lambda r: f"session named {r.get('name')!r}")
     elif name == "sessions":
-        listing = await client.list_sessions(cwd=args.for_cwd, cursor=args.cursor, limit=args.limit)
+        listing = await client.list_sessions(
+            cwd=args.for_cwd, cursor=args.cursor, limit=args.limit, query=args.query, sort=args.sort
+        )
         printer.result(listing, render.sessions)
+    elif name == "export":
+        if args.export_format == "html":
+            exported = await client.export_html(args.path)
+        else:
+            exported = await client.export_jsonl(args.path)
+        printer.result(exported, lambda r: f"exported to {r.get('path')}")
     elif name == "tree":
         printer.result(await client.get_tree(), render.tree)
     elif name == "messages":
@@ -382,6 +413,18 @@ async def one_shot(client: RpcdClient, args: argparse.Namespace, printer: Printe
                        f" {r['rule'].get('command') or r['rule'].get('path') or '(every call)'}")
     else:  # pragma: no cover - argparse restricts the choices
         raise AssertionError(name)
+
+
+PATH_ARGUMENTS = ("project", "parent", "file", "path", "for_cwd")
+"""Arguments naming files or directories: the daemon takes absolute paths only, so the CLI resolves
+the user's against its own cwd (``~`` expanded) before anything is sent."""
+
+
+def absolute_paths(args: argparse.Namespace) -> None:
+    for name in PATH_ARGUMENTS:
+        value = getattr(args, name, None)
+        if isinstance(value, str):
+            setattr(args, name, os.path.abspath(os.path.expanduser(value)))
 
 
 async def amain(args: argparse.Namespace) -> int:
@@ -467,6 +510,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--resume and --continue are exclusive")
     if args.yes and args.approval:
         parser.error("--yes and --approval are exclusive (--yes is --approval auto)")
+    absolute_paths(args)
     try:
         return asyncio.run(amain(args))
     except KeyboardInterrupt:

@@ -38,6 +38,8 @@ from rpcd.clients.types import (
     AvailableModelsResult,
     CommandsResult,
     CycleModelResult,
+    DeleteSessionResult,
+    ExportResult,
     ForkResult,
     InitializeResult,
     ListApprovalRulesResult,
@@ -46,8 +48,10 @@ from rpcd.clients.types import (
     ModelRef,
     Notification,
     PromptResult,
+    RenameSessionResult,
     ReplacementResult,
     RevokeApprovalRuleResult,
+    SessionSort,
     SessionState,
     ToolAuthorizeParams,
     ToolAuthorizeResult,
@@ -58,8 +62,11 @@ from rpcd.protocol.names import (
     AUTHORIZE_PROJECT,
     CLONE,
     CYCLE_MODEL,
+    DELETE_SESSION,
     DISPOSE,
     EXIT,
+    EXPORT_HTML,
+    EXPORT_JSONL,
     FORK,
     GET_AVAILABLE_MODELS,
     GET_COMMANDS,
@@ -74,6 +81,7 @@ from rpcd.protocol.names import (
     PING,
     PROGRESS,
     PROMPT,
+    RENAME_SESSION,
     RESUME,
     REVOKE_APPROVAL_RULE,
     SET_APPROVAL_POLICY,
@@ -471,9 +479,21 @@ class RpcdClient:
         self._shut_down = True
 
     async def new_session(
-        self, *, progress: ProgressCallback | None = None, timeout: float | None = _UNSET
+        self,
+        *,
+        cwd: str | os.PathLike[str] | None = None,
+        parent_session: str | os.PathLike[str] | None = None,
+        progress: ProgressCallback | None = None,
+        timeout: float | None = _UNSET,
     ) -> ReplacementResult:
-        return cast(ReplacementResult, await self._replacement(NEW_SESSION, {}, progress, timeout))
+        """A new session, in the current project or in ``cwd`` (absolute; its trust is asked, its
+        settings and context files apply); ``parent_session`` is Pi's ``parentSession`` header field."""
+        params: dict[str, Any] = {}
+        if cwd is not None:
+            params["cwd"] = os.fspath(cwd)
+        if parent_session is not None:
+            params["parentSession"] = os.fspath(parent_session)
+        return cast(ReplacementResult, await self._replacement(NEW_SESSION, params, progress, timeout))
 
     async def resume(
         self,
@@ -535,10 +555,43 @@ class RpcdClient:
         cwd: str | None = None,
         cursor: str | None = None,
         limit: int | None = None,
+        query: str | None = None,
+        sort: SessionSort | None = None,
         timeout: float | None = _UNSET,
     ) -> ListSessionsResult:
-        params = {k: v for k, v in (("cwd", cwd), ("cursor", cursor), ("limit", limit)) if v is not None}
+        """Sessions newest first (``sort``: ``updated`` — last activity, the default — or ``created``);
+        ``query`` keeps those whose name, first message or cwd contain every word."""
+        pairs = (("cwd", cwd), ("cursor", cursor), ("limit", limit), ("query", query), ("sort", sort))
+        params = {k: v for k, v in pairs if v is not None}
         return cast(ListSessionsResult, await self.call(LIST_SESSIONS, params, timeout=timeout))
+
+    async def delete_session(
+        self, session_file: str | os.PathLike[str], *, timeout: float | None = _UNSET
+    ) -> DeleteSessionResult:
+        """Move a session file (never the current one) to the user's trash."""
+        params = {"sessionFile": os.fspath(session_file)}
+        return cast(DeleteSessionResult, await self.call(DELETE_SESSION, params, timeout=timeout))
+
+    async def rename_session(
+        self, session_file: str | os.PathLike[str], name: str, *, timeout: float | None = _UNSET
+    ) -> RenameSessionResult:
+        """Name any session file (the current one too); returns the name as stored."""
+        params = {"sessionFile": os.fspath(session_file), "name": name}
+        return cast(RenameSessionResult, await self.call(RENAME_SESSION, params, timeout=timeout))
+
+    async def export_html(
+        self, output_path: str | os.PathLike[str] | None = None, *, timeout: float | None = _UNSET
+    ) -> ExportResult:
+        """The current session as one self-contained HTML file (default: in the session's cwd)."""
+        params = {"outputPath": os.fspath(output_path)} if output_path is not None else {}
+        return cast(ExportResult, await self.call(EXPORT_HTML, params, timeout=timeout))
+
+    async def export_jsonl(
+        self, output_path: str | os.PathLike[str], *, timeout: float | None = _UNSET
+    ) -> ExportResult:
+        """The current branch as a new standalone session file at ``output_path`` (absolute, new)."""
+        params = {"outputPath": os.fspath(output_path)}
+        return cast(ExportResult, await self.call(EXPORT_JSONL, params, timeout=timeout))
 
     async def prompt(self, text: str, *, timeout: float | None = None) -> PromptResult:
         """Run one turn; events stream meanwhile. No timeout by default: turns legitimately run long."""

@@ -128,6 +128,12 @@ def sessions(result: Mapping[str, Any]) -> str:
     return text
 
 
+def deleted(result: Mapping[str, Any]) -> str:
+    if result.get("method") == "trash":
+        return f"moved to the trash: {result.get('trashPath')}"
+    return "deleted (no trash available)"
+
+
 def entry_summary(entry: Mapping[str, Any]) -> str:
     kind = entry.get("type", "?")
     if kind == "message" and isinstance(entry.get("message"), Mapping):

@@ -131,6 +131,18 @@ class SyncClient:
     def list_sessions(self, **kwargs: Any) -> t.ListSessionsResult:
         return self._run(self.client.list_sessions(**kwargs))
 
+    def delete_session(self, session_file: str, **kwargs: Any) -> t.DeleteSessionResult:
+        return self._run(self.client.delete_session(session_file, **kwargs))
+
+    def rename_session(self, session_file: str, name: str, **kwargs: Any) -> t.RenameSessionResult:
+        return self._run(self.client.rename_session(session_file, name, **kwargs))
+
+    def export_html(self, output_path: str | None = None, **kwargs: Any) -> t.ExportResult:
+        return self._run(self.client.export_html(output_path, **kwargs))
+
+    def export_jsonl(self, output_path: str, **kwargs: Any) -> t.ExportResult:
+        return self._run(self.client.export_jsonl(output_path, **kwargs))
+
     def prompt(self, text: str, **kwargs: Any) -> t.PromptResult:
         return self._run(self.client.prompt(text, **kwargs))
 

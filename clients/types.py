@@ -128,6 +128,22 @@ class ListSessionsResult(TypedDict):
     nextCursor: NotRequired[str]
 
 
+class DeleteSessionResult(TypedDict):
+    method: Literal["trash", "unlink"]
+    trashPath: NotRequired[str]
+
+
+class RenameSessionResult(TypedDict):
+    name: str
+
+
+class ExportResult(TypedDict):
+    path: str
+
+
+SessionSort = Literal["updated", "created"]
+
+
 class PromptResult(TypedDict):
     stopReason: NotRequired[str]
     """Absent when an extension command handled the prompt (then ``command`` names it)."""

@@ -256,13 +256,16 @@ def make_converter() -> cattrs.Converter:
         members = get_args(tp)
         primitives = [m for m in members if m in _PRIMITIVES or m is _NONE]
         classes = [m for m in members if attrs.has(m)]
-        containers = [m for m in members if m not in primitives and m not in classes]
+        literals = [a for m in members if get_origin(m) is Literal for a in get_args(m)]
+        containers = [m for m in members if m not in primitives and m not in classes and get_origin(m) is not Literal]
         disc = _discriminator(classes) if len(classes) > 1 else None
 
         def hook(value: Any, _: Any) -> Any:
             for prim in primitives:
                 if _primitive_matches(value, prim):
                     return None if prim is _NONE else conv.structure(value, prim)
+            if any(type(value) is type(a) and value == a for a in literals):  # ``Literal[...] | None``
+                return value
             if classes and type(value) is dict:
                 if len(classes) == 1:
                     return conv.structure(value, classes[0])

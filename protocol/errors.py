@@ -71,6 +71,11 @@ WHEN: dict[ErrorCode, str] = {
     ErrorCode.MISSING_SESSION_CWD: "The session's stored working directory does not exist.",
     ErrorCode.SESSION_NOT_SAVED: "Fork/clone before the session's first write.",
     ErrorCode.SESSION_WRITE_FAILED: "Writing a session file failed (disk trouble).",
+    ErrorCode.SESSION_IN_USE: (
+        "The session file is in use: another rpcd process holds its writer lock (``SessionLocked``, its pid "
+        "in the message; ``resume``/``renameSession``/``deleteSession`` of that file), or it is this daemon's "
+        "current session (``deleteSession``: ``SessionInUse``). Nothing was read, written or moved."
+    ),
     ErrorCode.SESSION_BUSY: "A prompt while a turn is running.",
     ErrorCode.MODEL_NOT_FOUND: "The requested model is unknown.",
     ErrorCode.PROVIDER_ERROR: "The model provider failed (auth, rate limit after retries, transport).",
@@ -99,6 +104,7 @@ DEFAULT_MESSAGES: dict[ErrorCode, str] = {
     ErrorCode.MISSING_SESSION_CWD: "Missing session cwd",
     ErrorCode.SESSION_NOT_SAVED: "Session not saved",
     ErrorCode.SESSION_WRITE_FAILED: "Session write failed",
+    ErrorCode.SESSION_IN_USE: "Session in use",
     ErrorCode.SESSION_BUSY: "Session busy",
     ErrorCode.MODEL_NOT_FOUND: "Model not found",
     ErrorCode.PROVIDER_ERROR: "Provider error",
@@ -112,6 +118,7 @@ CODE_BY_KIND: Final[dict[str, ErrorCode]] = {
     "MissingSessionCwd": ErrorCode.MISSING_SESSION_CWD,
     "SessionNotSaved": ErrorCode.SESSION_NOT_SAVED,
     "SessionWriteError": ErrorCode.SESSION_WRITE_FAILED,
+    "SessionInUse": ErrorCode.SESSION_IN_USE,
     "SessionBusy": ErrorCode.SESSION_BUSY,
     "ModelNotFound": ErrorCode.MODEL_NOT_FOUND,
     "ProviderError": ErrorCode.PROVIDER_ERROR,

@@ -100,6 +100,12 @@ class EmptyParams:
 
 @attrs.frozen
 class NewSessionParams:
+    cwd: str | None = None
+    """Start the session in this project (absolute; default: the current session's cwd). Checked before
+    the old session is touched; the project's trust is asked and its settings, context files and
+    extensions apply to the new session."""
+    parent_session: str | None = None
+    """Pi's ``parentSession`` header field: the session file this one continues (absolute, a session)."""
     work_done_token: ProgressToken | None = None
     """If set, ``$/progress`` notifications for this request carry this token."""
 
@@ -197,13 +203,22 @@ class GetTreeResult:
     leaf_id: str | None = nullable()
 
 
+SessionSort: TypeAlias = Literal["updated", "created"]
+
+
 @attrs.frozen
 class ListSessionsParams:
     cwd: str | None = None
     """Only sessions of this working directory (default: all)."""
     cursor: str | None = None
-    """Opaque, from a previous ``nextCursor``."""
+    """Opaque, from a previous ``nextCursor`` of the same ``sort``."""
     limit: int | None = None
+    query: str | None = None
+    """Only sessions whose name, first user message or cwd contain every word (case-insensitive;
+    ``"a phrase"`` in double quotes is one term)."""
+    sort: SessionSort | None = None
+    """``updated`` (default: last activity, newest first; ``--continue`` picks the first of this order)
+    or ``created`` (the header's time, newest first)."""
 
 
 @attrs.frozen
@@ -224,6 +239,52 @@ class SessionSummary:
 class ListSessionsResult:
     sessions: list[SessionSummary]
     next_cursor: str | None = None
+
+
+@attrs.frozen
+class DeleteSessionParams:
+    session_file: str
+    """A session file in the session store (absolute); never the current session."""
+
+
+@attrs.frozen
+class DeleteSessionResult:
+    method: Literal["trash", "unlink"]
+    """``trash``: moved to the user's trash (freedesktop.org Trash, macOS ``~/.Trash``); ``unlink``:
+    deleted (no usable trash)."""
+    trash_path: str | None = None
+    """Where the file is now (``trash``)."""
+
+
+@attrs.frozen
+class RenameSessionParams:
+    session_file: str
+    """Any session file (absolute); the current session's is renamed as ``setSessionName`` does."""
+    name: str
+
+
+@attrs.frozen
+class RenameSessionResult:
+    name: str
+    """The name as stored (trimmed as Pi trims it, CR/LF runs as one space)."""
+
+
+@attrs.frozen
+class ExportHtmlParams:
+    output_path: str | None = None
+    """Absolute and new (never overwritten); default ``<cwd>/pi-session-<file name>.html`` (``-1``, ... if taken)."""
+
+
+@attrs.frozen
+class ExportJsonlParams:
+    output_path: str
+    """Absolute and new (never overwritten)."""
+
+
+@attrs.frozen
+class ExportResult:
+    path: str
+    """The file written."""
 
 
 @attrs.frozen

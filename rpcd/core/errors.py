@@ -80,6 +80,22 @@ class SessionWriteError(StoreError):
     kind = "SessionWriteError"
 
 
+class SessionInUseError(StoreError):
+    """The session file is in use and cannot be deleted (it is this daemon's current session)."""
+
+    kind = "SessionInUse"
+
+
+class SessionLockedError(SessionInUseError):
+    """Another rpcd process holds the session file's writer lock; ``holder_pid`` names it when known."""
+
+    kind = "SessionLocked"
+
+    def __init__(self, message: str, *, holder_pid: int | None = None, **target: str | None) -> None:
+        super().__init__(message, **target)
+        self.holder_pid = holder_pid
+
+
 # -- arguments -------------------------------------------------------------------------
 
 

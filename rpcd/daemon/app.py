@@ -26,7 +26,6 @@ import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 import anyio
@@ -38,6 +37,7 @@ from rpcd.core.redact import redact_and_cut
 from rpcd.core.values import APPROVAL_POLICIES, ApprovalPolicy
 from rpcd.daemon.bindings import RpcHostBindings
 from rpcd.daemon.journal import HostJournal
+from rpcd.daemon.library import SessionLibrary, SessionLocation, resolve_session_dir
 from rpcd.daemon.logs import configure_logging
 from rpcd.host.failures import FailureContext, Phase, attach_context, context_of
 from rpcd.host.host import Pending, SerializedHost
@@ -45,6 +45,7 @@ from rpcd.host.port import RuntimePort
 from rpcd.protocol import types as t
 from rpcd.protocol.names import UI_FEATURES
 from rpcd.runtime.model_inputs import ModelInputs
+from rpcd.store import writer_lock
 from rpcd.store.paths import get_agent_dir
 from rpcd.tools import ApprovalGate, ApprovalRules
 from rpcd.transport import DEFAULT_MAX_MESSAGE_BYTES
@@ -94,6 +95,8 @@ class Options:
     exclude_tools: tuple[str, ...] = ()
     no_builtin_tools: bool = False
     no_tools: bool = False
+    session_dir: str | None = None
+    """``--session-dir`` as given (resolved with the environment and settings at start)."""
     approval: ApprovalPolicy | None = None
     approval_timeout: float = DEFAULT_APPROVAL_TIMEOUT
 
@@ -124,6 +127,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="start with the session recorded in the host journal <agentDir>/rpcd/journal.json (else a new one)",
     )
     parser.add_argument("--agent-dir", help="Pi's agent dir (default: $PI_CODING_AGENT_DIR or ~/.pi/agent)")
+    parser.add_argument(
+        "--session-dir", metavar="DIR",
+        help="where session files live (default: $PI_CODING_AGENT_SESSION_DIR, else the sessionDir setting, "
+             "else <agentDir>/sessions/--<cwd>--/)",
+    )
     parser.add_argument(
         "--trust-policy", choices=("deny", "trust"), default="deny",
         help="project trust when the client did not declare authorizeProject (default: deny project code)",
@@ -272,6 +280,7 @@ def parse_options(argv: Sequence[str]) -> Options:
         exclude_tools=ns.exclude_tools,
         no_builtin_tools=ns.no_builtin_tools,
         no_tools=ns.no_tools,
+        session_dir=ns.session_dir,
         approval=ns.approval,
         approval_timeout=ns.approval_timeout,
     )
@@ -302,53 +311,6 @@ def resolve_target(options: Options) -> StartTarget:
     return StartTarget("new", options.cwd)
 
 
-# -- listing ---------------------------------------------------------------------------------
-
-
-def list_sessions(agent_dir: str, cwd: str | None) -> list[t.SessionSummary]:
-    """Every session of ``cwd`` (or of every project under ``<agentDir>/sessions``) as summaries."""
-    from rpcd.store.listing import build_session_info
-    from rpcd.store.listing import list_sessions as store_list
-
-    if cwd is not None:
-        infos = store_list(os.path.abspath(cwd), agent_dir=agent_dir)
-    else:
-        root = os.path.join(agent_dir, "sessions")
-        infos = []
-        try:
-            project_dirs = sorted(os.listdir(root))
-        except OSError:
-            project_dirs = []
-        for name in project_dirs:
-            directory = os.path.join(root, name)
-            try:
-                files = sorted(os.listdir(directory))
-            except OSError:  # not a directory, removed meanwhile, unreadable: one project never hides the rest
-                continue
-            for file in files:
-                if file.endswith(".jsonl"):
-                    info = build_session_info(os.path.join(directory, file))
-                    if info is not None:
-                        infos.append(info)
-    return [
-        t.SessionSummary(
-            session_id=info.id,
-            session_file=info.path,
-            cwd=info.cwd,
-            title=(info.name or info.first_message)[:200],
-            created_at=_iso(info.created),
-            updated_at=_iso(info.modified),
-            message_count=info.message_count,
-            parent_session=info.parent_session_path,
-        )
-        for info in infos
-    ]
-
-
-def _iso(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 # -- the daemon ------------------------------------------------------------------------------
 
 
@@ -365,6 +327,11 @@ class Daemon:
     def __init__(self, options: Options, *, on_ending: Callable[[], None] | None = None) -> None:
         self.options = options
         self.journal = HostJournal(options.journal_path)
+        self.location: SessionLocation = resolve_session_dir(
+            options.session_dir, cwd=options.cwd, agent_dir=options.agent_dir
+        )
+        """Where session files live (``--session-dir``, the variable, the setting, else per project)."""
+        self.library = SessionLibrary(options.agent_dir, self.location, self.journal)
         self.pump = EventPump(self._send_notifications)
         self.requests = ClientRequests(
             self._ask_client,
@@ -389,7 +356,7 @@ class Daemon:
         )
         register(
             self.server,
-            SessionMethods(self.host, self.pump, self._list_sessions),
+            SessionMethods(self.host, self.pump, self.library),
             ApprovalMethods(self.host, self.approval),
         )
         self.disposal_failure: BaseException | None = None
@@ -441,7 +408,8 @@ class Daemon:
         from rpcd.runtime.services import ProcessInputs
         from rpcd.tools import ToolSelection
 
-        manager = open_start_session(self.options)
+        session_dir = self.location.directory
+        manager = open_start_session(self.options, session_dir)
         factory = make_default_factory(
             ProcessInputs(
                 extension_paths=self.options.extensions,
@@ -456,9 +424,14 @@ class Daemon:
             authorize_project=self._authorize,
             model_inputs=self.options.model_inputs,
         )
-        runtime: RuntimePort = await create_runtime(
-            factory, cwd=manager.get_cwd(), agent_dir=self.options.agent_dir, session_manager=manager
-        )
+        try:
+            runtime: RuntimePort = await create_runtime(
+                factory, cwd=manager.get_cwd(), agent_dir=self.options.agent_dir, session_manager=manager,
+                session_dir=session_dir,
+            )
+        except BaseException:
+            manager.close()  # never served: let another daemon have the file
+            raise
         return runtime
 
     async def _authorize(self, cwd: str, context: ProjectTrustContext) -> TrustDecision:
@@ -479,9 +452,6 @@ class Daemon:
 
     def _post_status(self, status: str, generation: int) -> None:
         self.pump.post(HOST_STATUS, {"status": status, "generation": generation})
-
-    def _list_sessions(self, cwd: str | None) -> list[t.SessionSummary]:
-        return list_sessions(self.options.agent_dir, cwd)
 
     async def _persist(self, session_file: str | None, cwd: str) -> None:
         """Record the current session in the host journal.
@@ -533,8 +503,9 @@ class DisposalTimeout(RpcdError):
     kind = "DisposalTimeout"
 
 
-def open_start_session(options: Options) -> SessionManager:
-    """The SessionManager of the startup target; a failure carries the startup's context."""
+def open_start_session(options: Options, session_dir: str | None = None) -> SessionManager:
+    """The SessionManager of the startup target (new files in ``session_dir`` when one is configured);
+    a failure carries the startup's context."""
     from rpcd.store import SessionManager
 
     target = resolve_target(options)
@@ -543,13 +514,14 @@ def open_start_session(options: Options) -> SessionManager:
         if target.kind == "open":
             assert target.path is not None
             # Like the ``resume`` method (and unlike Pi): a mistyped --resume path is an
-            # error, never a new session silently created at that path.
-            return SessionManager.open(target.path, must_exist=True)
+            # error, never a new session silently created at that path. A file another rpcd
+            # process holds is SessionLocked (its writer lock comes before the first read).
+            return SessionManager.open(target.path, session_dir, must_exist=True)
         if target.kind == "continue":
-            return SessionManager.continue_recent(target.cwd, agent_dir=agent_dir)
+            return SessionManager.continue_recent(target.cwd, session_dir, agent_dir=agent_dir)
         if target.kind == "in-memory":
             return SessionManager.in_memory(target.cwd)
-        return SessionManager.create(target.cwd, agent_dir=agent_dir)
+        return SessionManager.create(target.cwd, session_dir, agent_dir=agent_dir)
     except Exception as exc:
         if context_of(exc) is None:
             attach_context(
@@ -590,6 +562,9 @@ def log_failure(message: str, exc: BaseException) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     options = parse_options(sys.argv[1:] if argv is None else argv)
     configure_logging(options.log_level)
+    # A daemon process holds the writer lock of every session file it writes: one writer per file
+    # among rpcd processes (rpcd.store.writer_lock).
+    writer_lock.set_enabled(True)
     out_fd = guard_stdout()
 
     async def run() -> int:

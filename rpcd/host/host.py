@@ -447,6 +447,14 @@ class SerializedHost:
 
         return self._submit(operation, body)
 
+    def enqueue_async(self, operation: str, act: Callable[[], Awaitable[T]]) -> Pending[T]:
+        """``enqueue`` for an ``act`` that awaits (e.g. ``exportHtml``); the queue waits for it."""
+
+        async def body(_: Pending[T]) -> T:
+            return await act()
+
+        return self._submit(operation, body)
+
     def prompt(self, text: str) -> Pending[str | CommandRan]:
         """Run one turn on the session current at this call's place in the queue; resolves with its
         ``stopReason``. Cancelling it while queued withdraws it; cancelling it once the turn has begun
@@ -509,6 +517,16 @@ class SerializedHost:
         except Exception:
             logger.exception("aborting a cancelled prompt's turn failed")
 
+    async def export_html(self, output_path: str | None = None) -> str:
+        """Export the current session as one HTML file (the wire queues it: ``enqueue_async``)."""
+        with self._session_access("exportHtml") as session:
+            return await session.export_html(output_path)
+
+    def export_jsonl(self, output_path: str) -> str:
+        """Export the current branch as a new standalone session file."""
+        with self._session_access("exportJsonl") as session:
+            return session.export_jsonl(output_path)
+
     @contextlib.contextmanager
     def _session_access(self, operation: str) -> Iterator[SessionPort]:
         """Yield the current session if available; describe any failure of the access itself."""
@@ -557,10 +575,13 @@ class SerializedHost:
 
     # -- replacements ------------------------------------------------------------------
 
-    def new_session(self) -> Pending[ReplacementOutcome]:
-        """Start a fresh session in the current cwd. See ``_replace`` for resources and errors."""
+    def new_session(self, *, cwd: str | None = None, parent_session: str | None = None) -> Pending[ReplacementOutcome]:
+        """Start a fresh session in the current cwd, or in ``cwd`` (another project: checked before
+        teardown, like a resume into it). See ``_replace`` for resources and errors."""
         return self._replace(
-            "newSession", lambda runtime: _Target(cwd=runtime.cwd), lambda runtime: runtime.new_session()
+            "newSession",
+            lambda runtime: _Target(cwd=cwd if cwd is not None else runtime.cwd, session_path=parent_session),
+            lambda runtime: runtime.new_session(parent_session=parent_session, cwd=cwd),
         )
 
     def resume(self, session_path: str, cwd_override: str | None = None) -> Pending[ReplacementOutcome]:

@@ -33,11 +33,12 @@ import anyio.to_thread
 import attrs
 
 from rpcd.core import progress
-from rpcd.core.errors import SessionNotSavedError
+from rpcd.core.errors import InvalidArgumentError, MissingSessionCwdError, SessionNotSavedError
 from rpcd.core.values import Diagnostic, ForkPosition, ReplaceResult
 from rpcd.runtime.session import AgentSession
 from rpcd.store import SessionManager, assert_session_cwd_exists, default_session_dir, import_session
 from rpcd.store.importing import check_import_source
+from rpcd.store.library import check_session_file
 
 T = TypeVar("T")
 
@@ -91,6 +92,19 @@ def _exists(path: str) -> bool:
     return os.path.exists(path)
 
 
+def check_new_session_cwd(cwd: str) -> str:
+    """The working directory of ``newSession {cwd}``: absolute and an existing directory (normalised,
+    as Pi resolves a session's cwd); checked before anything happens, so a bad one changes nothing."""
+    if not os.path.isabs(cwd):
+        raise InvalidArgumentError(f"cwd must be an absolute path: {cwd}", param="cwd")
+    cwd = os.path.normpath(cwd)
+    if not os.path.exists(cwd):
+        raise MissingSessionCwdError(f"Working directory does not exist: {cwd}", cwd=cwd)
+    if not os.path.isdir(cwd):
+        raise InvalidArgumentError(f"cwd is not a directory: {cwd}", param="cwd", cwd=cwd)
+    return cwd
+
+
 def _resolve_import_source(input_path: str) -> str:
     """Pi's ``resolvePath`` + existence check: raised before any event is emitted (a FIFO or a
     device is refused here too, without being opened)."""
@@ -109,6 +123,7 @@ class AgentSessionRuntime:
         model_fallback_message: str | None = None,
         *,
         agent_dir: str,
+        session_dir: str | None = None,
     ) -> None:
         self._session = session
         self._services = services
@@ -116,6 +131,9 @@ class AgentSessionRuntime:
         self._diagnostics: tuple[Diagnostic, ...] = tuple(diagnostics)
         self._model_fallback_message = model_fallback_message
         self._agent_dir = agent_dir
+        self._session_dir = session_dir
+        """Where new sessions live when configured (``--session-dir``, ``PI_CODING_AGENT_SESSION_DIR``,
+        setting ``sessionDir``); ``None``: each project's default directory under the agent dir."""
         self._before_invalidate: BeforeInvalidate | None = None
         self._rebind: Rebind | None = None
         self._file_io = anyio.CapacityLimiter(2)
@@ -143,6 +161,14 @@ class AgentSessionRuntime:
     @property
     def diagnostics(self) -> Sequence[Diagnostic]:
         return self._diagnostics
+
+    @property
+    def session_dir(self) -> str | None:
+        return self._session_dir
+
+    def session_dir_for(self, cwd: str) -> str:
+        """The directory a new persisted session of ``cwd`` is written to."""
+        return self._session_dir if self._session_dir is not None else default_session_dir(cwd, self._agent_dir)
 
     @property
     def model_fallback_message(self) -> str | None:
@@ -188,6 +214,18 @@ class AgentSessionRuntime:
             self._before_invalidate(reason)
         old.dispose()
 
+    async def _replace_with(
+        self, sm: SessionManager, reason: str, target_file: str | None, cwd: str, previous: str | None
+    ) -> None:
+        """Teardown, then create + apply over ``sm``. If ``sm`` never becomes the current session's
+        manager (a failure before it was applied), its writer lock is released here."""
+        try:
+            await self._teardown(reason, target_file)
+            await self._create_and_apply(cwd, sm, reason, previous)
+        except BaseException:
+            _close_unless_current(sm, self._session)
+            raise
+
     async def _create_and_apply(
         self, cwd: str, sm: SessionManager, reason: str, previous_session_file: str | None
     ) -> None:
@@ -212,19 +250,31 @@ class AgentSessionRuntime:
 
     # -- replacements --------------------------------------------------------------------
 
-    async def new_session(self, parent_session: str | None = None) -> ReplaceResult:
+    async def new_session(self, parent_session: str | None = None, cwd: str | None = None) -> ReplaceResult:
+        """Pi's ``newSession``; with ``cwd``, a new session in that project.
+
+        A new session in another project goes the way a resume into it goes: the cwd (and a
+        ``parent_session``, which must be a session file) is checked before anything happens, the
+        session manager is made for that cwd (its directory: the configured session dir, else the
+        project's default one), the old session is torn down, and the factory builds services for
+        the target cwd (its trust asked, its settings, context files and extensions loaded).
+        """
+        target_cwd = self.cwd if cwd is None else check_new_session_cwd(cwd)
+        if parent_session is not None:
+            parent_session = check_session_file(parent_session, param="parentSession")
         if await self._emit_before({"type": "session_before_switch", "reason": "new"}):
             return ReplaceResult(cancelled=True)
         previous = self._session.session_file
         current_sm = self._session.session_manager
-        if current_sm.is_persisted():
-            sm = SessionManager.create(self.cwd, current_sm.get_session_dir())
+        if not current_sm.is_persisted():
+            sm = SessionManager.in_memory(target_cwd)
+        elif target_cwd == self.cwd:
+            sm = SessionManager.create(target_cwd, current_sm.get_session_dir())
         else:
-            sm = SessionManager.in_memory(self.cwd)
+            sm = SessionManager.create(target_cwd, self.session_dir_for(target_cwd))
         if parent_session is not None:
             sm.new_session(parent_session=parent_session)
-        await self._teardown("new", sm.get_session_file())
-        await self._create_and_apply(self.cwd, sm, "new", previous)
+        await self._replace_with(sm, "new", sm.get_session_file(), target_cwd, previous)
         return ReplaceResult(cancelled=False)
 
     async def switch_session(self, session_path: str, cwd_override: str | None = None) -> ReplaceResult:
@@ -236,10 +286,15 @@ class AgentSessionRuntime:
         # Deviation from Pi 0.85.0, on purpose: Pi turns a path that does not exist into a new
         # session written at that path; for a daemon a mistyped path must be a clear error
         # (SessionFileNotFound, before teardown: the current session stays).
+        # The writer lock is taken before the file is read: a file another rpcd process holds is
+        # SessionLocked (naming its pid) here, before teardown, and the current session stays.
         sm = await self._off_loop(lambda: SessionManager.open(session_path, None, cwd_override, must_exist=True))
-        assert_session_cwd_exists(sm, self.cwd)
-        await self._teardown("resume", sm.get_session_file())
-        await self._create_and_apply(sm.get_cwd(), sm, "resume", previous)
+        try:
+            assert_session_cwd_exists(sm, self.cwd)
+        except BaseException:
+            _close_unless_current(sm, self._session)
+            raise
+        await self._replace_with(sm, "resume", sm.get_session_file(), sm.get_cwd(), previous)
         return ReplaceResult(cancelled=False)
 
     async def fork(self, entry_id: str, position: ForkPosition = "before") -> ReplaceResult:
@@ -258,8 +313,7 @@ class AgentSessionRuntime:
             if target_leaf is None:
                 sm = SessionManager.create(self.cwd, session_dir)
                 sm.new_session(parent_session=current_file)
-                await self._teardown("fork", sm.get_session_file())
-                await self._create_and_apply(self.cwd, sm, "fork", previous)
+                await self._replace_with(sm, "fork", sm.get_session_file(), self.cwd, previous)
                 return ReplaceResult(cancelled=False, selected_text=selected_text)
             if not _exists(current_file):
                 raise SessionNotSavedError(
@@ -269,11 +323,14 @@ class AgentSessionRuntime:
                     entry_id=entry_id,
                 )
             sm = SessionManager.open(current_file, session_dir)
-            new_path = sm.create_branched_session(target_leaf)
-            if not new_path:
-                raise SessionNotSavedError("Failed to create forked session", session_path=current_file)
-            await self._teardown("fork", new_path)
-            await self._create_and_apply(sm.get_cwd(), sm, "fork", previous)
+            try:
+                new_path = sm.create_branched_session(target_leaf)
+                if not new_path:
+                    raise SessionNotSavedError("Failed to create forked session", session_path=current_file)
+            except BaseException:
+                sm.close()
+                raise
+            await self._replace_with(sm, "fork", new_path, sm.get_cwd(), previous)
             return ReplaceResult(cancelled=False, selected_text=selected_text)
 
         # In memory: teardown first (the settled turn lands in the shared manager), then mutate.
@@ -291,11 +348,7 @@ class AgentSessionRuntime:
         current_sm = self._session.session_manager
         # Pi joins an in-memory session's directory ("") with the file name, i.e. it copies into
         # whatever the process cwd is; the copy belongs in the cwd's session dir under the agent dir.
-        session_dir = (
-            current_sm.get_session_dir()
-            if current_sm.is_persisted()
-            else default_session_dir(self.cwd, self.agent_dir)
-        )
+        session_dir = current_sm.get_session_dir() if current_sm.is_persisted() else self.session_dir_for(self.cwd)
         target = _predict_import_destination(resolved, session_dir)
         if await self._emit_before({"type": "session_before_switch", "reason": "resume", "targetSessionFile": target}):
             return ReplaceResult(cancelled=True)
@@ -310,8 +363,7 @@ class AgentSessionRuntime:
         sm = await self._off_loop(
             lambda: import_session(resolved, session_dir, cwd_override, fallback_cwd=self.cwd, on_progress=on_progress)
         )
-        await self._teardown("resume", sm.get_session_file())
-        await self._create_and_apply(sm.get_cwd(), sm, "resume", previous)
+        await self._replace_with(sm, "resume", sm.get_session_file(), sm.get_cwd(), previous)
         return ReplaceResult(cancelled=False)
 
     async def dispose(self) -> None:
@@ -323,6 +375,12 @@ class AgentSessionRuntime:
         if self._before_invalidate is not None:
             self._before_invalidate("quit")
         self._session.dispose()
+
+
+def _close_unless_current(sm: SessionManager, current: AgentSession) -> None:
+    """Release the writer lock of a manager that did not become the current session's."""
+    if sm is not current.session_manager:
+        sm.close()
 
 
 def _from_worker(report: progress.Reporter) -> progress.Reporter:
@@ -341,6 +399,7 @@ async def create_runtime(
     agent_dir: str,
     session_manager: SessionManager,
     session_start_event: Mapping[str, Any] | None = None,
+    session_dir: str | None = None,
 ) -> AgentSessionRuntime:
     """Pi's ``createAgentSessionRuntime``: check the session's cwd exists, call the
     factory once, wrap the result. Extensions are not bound here (the host does it)."""
@@ -358,5 +417,6 @@ async def create_runtime(
         result.diagnostics,
         result.model_fallback_message,
         agent_dir=agent_dir,
+        session_dir=session_dir,
     )
 

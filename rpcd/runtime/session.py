@@ -18,17 +18,19 @@ before it reaches the model, and the expanded text is what is persisted.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 import anyio
+import anyio.to_thread
 
 from rpcd.core.errors import (
     ContextOverflowError,
-    InvalidArgumentError,
     ModelNotFoundError,
     SessionBusyError,
+    SessionNotSavedError,
 )
 from rpcd.core.values import (
     ApprovalPolicy,
@@ -55,7 +57,14 @@ from rpcd.runtime.retry import SessionRetry
 from rpcd.runtime.system_prompt import build_system_prompt as pi_system_prompt
 from rpcd.runtime.system_prompt import normalize_guidelines, normalize_snippet
 from rpcd.store import SessionManager
-from rpcd.store.entries import js_trim
+from rpcd.store.export_html import HtmlExport, render_html
+from rpcd.store.library import (
+    check_output_path,
+    export_branch_jsonl,
+    session_name_or_refuse,
+    unused_path,
+    write_new_file,
+)
 from rpcd.tools import (
     BUILTIN_TOOL_NAMES,
     POLICY_SETTING,
@@ -362,9 +371,7 @@ class AgentSession:
     def set_session_name(self, name: str) -> None:
         # Pi 0.85.0's rpc mode: ``name.trim()`` (JavaScript's trim: U+FEFF goes, \x1c stays), an
         # empty result is refused as a bad argument; the store then folds CR/LF runs into one space.
-        trimmed = js_trim(name)
-        if not trimmed:
-            raise InvalidArgumentError("Session name cannot be empty", param="name", session_path=self.session_file)
+        trimmed = session_name_or_refuse(name, session_path=self.session_file)
         self.session_manager.append_session_info(trimmed)
         self._notify({"type": "session_info_changed", "name": self.session_manager.get_session_name()})
 
@@ -420,6 +427,44 @@ class AgentSession:
             self._notify({"type": "entry_appended", "entry": entry})
         return entry_id
 
+    # -- export -------------------------------------------------------------------------------
+
+    async def export_html(self, output_path: str | None = None) -> str:
+        """Pi's ``exportToHtml``: the whole session as one self-contained page; returns its path.
+
+        Pi's refusals: an in-memory session, and one not written yet. The default path is Pi's
+        file name (``pi-session-<session file name>.html``) in the session's cwd (Pi: the process
+        cwd), with ``-1``, ``-2``, ... when taken; an explicit ``output_path`` must be absolute and
+        new. Nothing is ever overwritten. The page is rendered in a worker thread.
+        """
+        sm = self.session_manager
+        session_file = sm.get_session_file()
+        if not sm.is_persisted() or session_file is None:
+            raise SessionNotSavedError("Cannot export in-memory session to HTML", cwd=self.cwd)
+        if not sm.is_flushed():
+            raise SessionNotSavedError("Nothing to export yet - start a conversation first", session_path=session_file)
+        if output_path is not None:
+            path = check_output_path(output_path)
+        else:
+            stem = os.path.basename(session_file).removesuffix(".jsonl")
+            path = unused_path(self.cwd, f"pi-session-{stem}", ".html")
+        export = HtmlExport(
+            header=dict(sm.get_header()),
+            entries=sm.get_entries(),
+            leaf_id=sm.get_leaf_json_id(),
+            labels=sm.get_labels(),
+            name=sm.get_session_name(),
+            session_file=session_file,
+            system_prompt=self.agent.system_prompt,
+            tools=[{"name": t.name, "description": t.description} for t in self.agent.tools],
+        )
+        page = await anyio.to_thread.run_sync(lambda: render_html(export).encode("utf-8"))
+        return write_new_file(path, page)
+
+    def export_jsonl(self, output_path: str) -> str:
+        """Pi's ``exportToJsonl``: the current branch as a new standalone session file at ``output_path``."""
+        return export_branch_jsonl(self.session_manager, output_path)
+
     # -- lifecycle ----------------------------------------------------------------------------
 
     async def bind_extensions(self, bindings: ExtensionBindings) -> None:
@@ -451,6 +496,9 @@ class AgentSession:
                 runner.invalidate()
             except Exception:
                 _log.exception("extension runner invalidation failed")
+        # Let go of the file: another rpcd process may take it now (an in-memory fork keeps using
+        # this manager for the next session; it holds no lock).
+        self.session_manager.close()
 
 
 def _drop(event: Event) -> None:

@@ -119,15 +119,23 @@ def import_session(
         if size > 0 and not _starts_with_header(fd, _limit(max_bytes)):
             raise not_a_session(source)
         destination, copied = _copy_into(fd, source, session_dir, _limit(max_bytes), on_progress)
+    manager = SessionManager.open(destination, session_dir, cwd_override)
     try:
-        manager = SessionManager.open(destination, session_dir, cwd_override)
         assert_session_cwd_exists(manager, fallback_cwd if fallback_cwd is not None else os.getcwd())
     except MissingSessionCwdError:
+        manager.close()  # let go of the copy's writer lock before the copy goes
         if copied:
             with contextlib.suppress(OSError):
                 os.unlink(destination)
         raise
     return manager
+
+
+def starts_with_session_header(source: str) -> bool:
+    """Whether the regular file ``source`` is a session by Pi's full-load rule (its first line that
+    parses is a header), found however far into the file it is; streamed, nothing held."""
+    with _open_source(source) as fd:
+        return _starts_with_header(fd, 1 << 62)
 
 
 def _limit(max_bytes: int | None) -> int:

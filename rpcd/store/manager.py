@@ -15,6 +15,7 @@ from __future__ import annotations
 import builtins
 import os
 import re
+import weakref
 from collections.abc import Iterable
 from typing import Any, Literal
 
@@ -30,7 +31,7 @@ from rpcd.core.errors import (
 )
 from rpcd.core.files import NotARegularFileError
 from rpcd.core.values import Diagnostic, ModelRef
-from rpcd.store import _fs, codec
+from rpcd.store import _fs, codec, writer_lock
 from rpcd.store import entries as E
 from rpcd.store._ids import file_timestamp, iso_now, new_entry_id, uuid7, validate_session_id
 from rpcd.store.context import SessionContext, build_session_context
@@ -51,6 +52,24 @@ _NEWLINES_RE = re.compile(r"[\r\n]+")
 NOT_SAVED_MESSAGE = (
     "This session has not been saved yet. Wait for the first assistant response before cloning or forking it."
 )
+
+
+class _LockSlot:
+    """The writer lock a manager holds (at most one file at a time); released when replaced,
+    on ``close()`` and, as a safety net, when the manager is garbage-collected."""
+
+    __slots__ = ("lock",)
+
+    def __init__(self) -> None:
+        self.lock: writer_lock.WriterLock | None = None
+
+    def set(self, lock: writer_lock.WriterLock | None) -> None:
+        previous, self.lock = self.lock, lock
+        if previous is not None and previous is not lock:
+            previous.release()
+
+    def release(self) -> None:
+        self.set(None)
 
 
 @attrs.frozen
@@ -94,6 +113,8 @@ class SessionManager:
         self._file_state: _fs.FileState | None = None
         """The file we hold (identity, size, tail); every append checks it is still that file."""
         self.load_diagnostics: builtins.list[Diagnostic] = []
+        self._locks = _LockSlot()
+        weakref.finalize(self, self._locks.release)
         if persist and session_dir:
             self._make_dirs(session_dir)
 
@@ -136,28 +157,41 @@ class SessionManager:
         """
         path = os.path.abspath(path)
         directory = os.path.abspath(session_dir) if session_dir is not None else os.path.dirname(path)
+        # The writer lock comes before the first byte is read: a file another rpcd process holds
+        # is refused untouched (not even the final newline or a migration is written).
+        lock = writer_lock.acquire(path)
         try:
-            loaded = load_file(path)
-            exists = True
-        except FileNotFoundError:
-            if must_exist:
-                raise SessionFileNotFoundError(f"File not found: {path}", session_path=path) from None
-            loaded, exists = None, False
-        except (IsADirectoryError, NotARegularFileError):
-            raise not_a_session(path) from None
-        except OSError as exc:
-            raise StoreError(f"Could not read session file: {exc.strerror}", session_path=path) from exc
-        header_cwd = loaded.header.get("cwd") if loaded is not None else None
-        stored_cwd = header_cwd if isinstance(header_cwd, str) else os.getcwd()
-        cwd = cwd_override if cwd_override is not None else stored_cwd
-        manager = cls(cwd, directory, persist=True)
-        if loaded is None:
-            manager.new_session()
-            manager._session_file = path
-            if exists:
-                manager._initialise_empty_file()
-        else:
-            manager._adopt(loaded, path)
+            try:
+                loaded = load_file(path)
+                exists = True
+            except FileNotFoundError:
+                if must_exist:
+                    raise SessionFileNotFoundError(f"File not found: {path}", session_path=path) from None
+                loaded, exists = None, False
+            except (IsADirectoryError, NotARegularFileError):
+                raise not_a_session(path) from None
+            except OSError as exc:
+                raise StoreError(f"Could not read session file: {exc.strerror}", session_path=path) from exc
+            header_cwd = loaded.header.get("cwd") if loaded is not None else None
+            stored_cwd = header_cwd if isinstance(header_cwd, str) else os.getcwd()
+            cwd = cwd_override if cwd_override is not None else stored_cwd
+            manager = cls(cwd, directory, persist=True)
+        except BaseException:
+            if lock is not None:
+                lock.release()
+            raise
+        manager._locks.set(lock)
+        try:
+            if loaded is None:
+                manager.new_session()
+                manager._session_file = path
+                if exists:
+                    manager._initialise_empty_file()
+            else:
+                manager._adopt(loaded, path)
+        except BaseException:
+            manager.close()
+            raise
         return manager
 
     @classmethod
@@ -221,6 +255,17 @@ class SessionManager:
         return list_sessions(cwd, session_dir, agent_dir=agent_dir)
 
     # -- accessors -----------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Let go of the session file: release its writer lock (another rpcd process may now take it).
+
+        The manager stays readable; the runtime closes a session's manager when it disposes the
+        session. Idempotent.
+        """
+        self._locks.release()
+
+    def holds_writer_lock(self) -> bool:
+        return self._locks.lock is not None
 
     def is_persisted(self) -> bool:
         return self._persist
@@ -409,6 +454,7 @@ class SessionManager:
         """Start an empty session (new id, nothing written yet); returns its future file path."""
         new_id = validate_session_id(session_id) if session_id is not None else uuid7()
         timestamp = iso_now()
+        self._locks.release()  # a new session has no file yet: the old one is no longer ours to write
         self._set_contents(E.header(new_id, timestamp, self._cwd, parent_session), [])
         self._flushed = False
         self._needs_newline = False
@@ -453,6 +499,7 @@ class SessionManager:
             write_now = any(r.type == E.MESSAGE and r.role == "assistant" for r in records)
             if write_now:
                 self._write_new_file(new_file, header, records)
+        self._locks.set(self._writer_lock(new_file) if write_now and new_file else None)
         self._set_contents(header, records)
         self._session_file = new_file
         self._flushed = write_now
@@ -647,6 +694,8 @@ class SessionManager:
             self._file_state = _fs.replace_atomically(path, b"\n".join(body) + b"\n")
         except OSError as exc:
             raise _write_error(exc, path) from exc
+        if self._locks.lock is not None:  # the rename made a new file: hold that one now
+            self._locks.set(self._writer_lock(path))
         self.load_diagnostics.append(Diagnostic("info", "Session file migrated to version 3 and rewritten"))
 
     def _initialise_empty_file(self) -> None:
@@ -660,6 +709,15 @@ class SessionManager:
             raise _write_error(exc, self._session_file) from exc
         if not self._flushed:
             raise not_a_session(self._session_file)
+
+    @staticmethod
+    def _writer_lock(path: str) -> writer_lock.WriterLock | None:
+        """The lock of a file this process has just created (nobody else can hold it yet; a
+        process that found it first would make us back off, which only means no lock)."""
+        try:
+            return writer_lock.acquire(path)
+        except StoreError:
+            return None
 
     def _write_new_file(self, path: str, header: dict[str, Any], records: Iterable[Record]) -> None:
         body = [codec.dumps(header), *(record.raw for record in records)]
@@ -710,6 +768,7 @@ class SessionManager:
             make_private_dirs(os.path.dirname(self._session_file))
             self._file_state = _fs.create_exclusive(self._session_file, b"\n".join(body) + b"\n")
             self._flushed = True
+            self._locks.set(self._writer_lock(self._session_file))
             return
         prefix = b"\n" if self._needs_newline else b""
         self._file_state = _fs.append(self._session_file, prefix + record.raw + b"\n", self._file_state)

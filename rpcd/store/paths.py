@@ -9,8 +9,13 @@ from __future__ import annotations
 
 import os
 import re
+import urllib.parse
+import urllib.request
 
 _ENCODE_RE = re.compile(r"[/\\:]")
+
+SESSION_DIR_ENV = "PI_CODING_AGENT_SESSION_DIR"
+"""Pi's environment override of where session files live (below ``--session-dir``)."""
 
 
 def get_agent_dir() -> str:
@@ -19,6 +24,19 @@ def get_agent_dir() -> str:
     if configured:
         return os.path.expanduser(configured)
     return os.path.join(os.path.expanduser("~"), ".pi", "agent")
+
+
+def expand_path(value: str, base: str) -> str:
+    """A configured path as Pi's ``normalizePath`` reads it (``~`` and ``~/x`` are the home directory,
+    a ``file://`` URL is its path), made absolute against ``base`` (Pi: relative to the process cwd,
+    i.e. the directory Pi was started in; for the daemon, the startup cwd)."""
+    if value == "~":
+        value = os.path.expanduser("~")
+    elif value.startswith("~/"):
+        value = os.path.join(os.path.expanduser("~"), value[2:])
+    elif value.startswith("file://"):
+        value = urllib.request.url2pathname(urllib.parse.urlparse(value).path)
+    return os.path.normpath(os.path.join(base, value))
 
 
 def encode_cwd(cwd: str) -> str:

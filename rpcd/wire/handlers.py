@@ -49,11 +49,15 @@ from rpcd.protocol.errors import ErrorCode, ErrorItem
 from rpcd.protocol.methods import client_requests
 from rpcd.protocol.names import (
     CYCLE_MODEL,
+    DELETE_SESSION,
+    EXPORT_HTML,
+    EXPORT_JSONL,
     GET_AVAILABLE_MODELS,
     GET_COMMANDS,
     GET_MESSAGES,
     GET_TREE,
     LIST_SESSIONS,
+    RENAME_SESSION,
     SET_MODEL,
     SET_SESSION_NAME,
 )
@@ -70,8 +74,20 @@ DEFAULT_PAGE: Final = 50
 MAX_PAGE: Final = 500
 
 
-class SessionLister(Protocol):
-    def __call__(self, cwd: str | None) -> Sequence[t.SessionSummary]: ...
+class SessionLibrary(Protocol):
+    """The session files beside the current session (listing, delete, rename), provided by the daemon.
+
+    The handlers call these after every replacement requested before them, with the current
+    session's file, so "the current session" means the one current at the request's turn.
+    """
+
+    def list(self, cwd: str | None, query: str | None, sort: t.SessionSort) -> Sequence[t.SessionSummary]: ...
+
+    def is_current(self, session_file: str, current_file: str | None) -> bool: ...
+
+    def delete(self, session_file: str, current_file: str | None) -> t.DeleteSessionResult: ...
+
+    def rename(self, session_file: str, name: str) -> str | None: ...
 
 
 def handler_name(method: str) -> str:
@@ -103,17 +119,18 @@ def _tracked(pending: Pending[T]) -> Pending[T]:
 class SessionMethods:
     """The handlers behind the session methods; each is called at its request's arrival."""
 
-    def __init__(self, host: SerializedHost, pump: EventPump, list_sessions: SessionLister) -> None:
+    def __init__(self, host: SerializedHost, pump: EventPump, library: SessionLibrary) -> None:
         self._host = host
         self._pump = pump
-        self._list = list_sessions
+        self._library = library
         self._snapshot: SessionState | None = None
 
     # -- replacements ---------------------------------------------------------------------
 
     def new_session(self, params: t.NewSessionParams) -> Awaitable[t.ReplacementResult]:
         progress = self._progress(params.work_done_token, "New session")
-        return self._replaced(_tracked(self._host.new_session()), progress)
+        pending = _tracked(self._host.new_session(cwd=params.cwd, parent_session=params.parent_session))
+        return self._replaced(pending, progress)
 
     def resume(self, params: t.ResumeParams) -> Awaitable[t.ReplacementResult]:
         progress = self._progress(params.work_done_token, "Resuming session", params.session_path)
@@ -244,9 +261,42 @@ class SessionMethods:
         limit = DEFAULT_PAGE if params.limit is None else params.limit
         if limit < 1 or limit > MAX_PAGE:
             raise InvalidParamsError(LIST_SESSIONS, f"limit must be between 1 and {MAX_PAGE}", "$.limit")
-        after = _decode_cursor(params.cursor) if params.cursor is not None else None
-        summaries = await anyio.to_thread.run_sync(self._list, params.cwd)
-        return paginate(summaries, after, limit)
+        sort: t.SessionSort = params.sort or "updated"
+        after = _decode_cursor(params.cursor, sort) if params.cursor is not None else None
+        summaries = await anyio.to_thread.run_sync(self._library.list, params.cwd, params.query, sort)
+        return paginate(summaries, after, limit, sort)
+
+    def delete_session(self, params: t.DeleteSessionParams) -> Awaitable[t.DeleteSessionResult]:
+        """Trash a session file; never the session current at this request's arrival."""
+        host, library = self._host, self._library
+        return self._answered(_tracked(host.enqueue(
+            DELETE_SESSION, lambda: library.delete(params.session_file, host.session_file))))
+
+    def rename_session(self, params: t.RenameSessionParams) -> Awaitable[t.RenameSessionResult]:
+        """Name any session file; the current session's through the session itself (``setSessionName``)."""
+        host, library = self._host, self._library
+
+        def rename() -> t.RenameSessionResult:
+            if library.is_current(params.session_file, host.session_file):
+                host.set_session_name(params.name)
+                name = host.state().name
+            else:
+                name = library.rename(params.session_file, params.name)
+            return t.RenameSessionResult(name=name or "")
+
+        return self._answered(_tracked(host.enqueue(RENAME_SESSION, rename)))
+
+    def export_html(self, params: t.ExportHtmlParams) -> Awaitable[t.ExportResult]:
+        host = self._host
+        pending = host.enqueue_async(EXPORT_HTML, lambda: host.export_html(params.output_path))
+        return self._exported(_tracked(pending))
+
+    def export_jsonl(self, params: t.ExportJsonlParams) -> Awaitable[t.ExportResult]:
+        host = self._host
+        return self._exported(_tracked(host.enqueue(EXPORT_JSONL, lambda: host.export_jsonl(params.output_path))))
+
+    async def _exported(self, pending: Pending[str]) -> t.ExportResult:
+        return t.ExportResult(path=await self._answered(pending))
 
     # -- actions --------------------------------------------------------------------------
 
@@ -263,11 +313,11 @@ class SessionMethods:
         return t.PromptResult(stop_reason=outcome)
 
     def abort(self, params: t.EmptyParams | None = None) -> Awaitable[None]:
-        return self._done(_tracked(self._host.abort()))
+        return self._answered(_tracked(self._host.abort()))
 
     def set_session_name(self, params: t.SetSessionNameParams) -> Awaitable[None]:
         host = self._host
-        return self._done(_tracked(host.enqueue(SET_SESSION_NAME, lambda: host.set_session_name(params.name))))
+        return self._answered(_tracked(host.enqueue(SET_SESSION_NAME, lambda: host.set_session_name(params.name))))
 
     def set_model(self, params: t.SetModelParams) -> Awaitable[t.ModelRef]:
         host = self._host
@@ -312,9 +362,11 @@ class SessionMethods:
         return t.CycleModelResult(model=_model_description(result.model), thinking_level=result.thinking_level,
                                   is_scoped=result.is_scoped)
 
-    async def _done(self, pending: Pending[None]) -> None:
-        await pending
+    async def _answered(self, pending: Pending[T]) -> T:
+        """The operation's result, once the pump has flushed what it produced."""
+        result = await pending
         await self._pump.drain()
+        return result
 
 
 def command_result(info: CommandInfo) -> t.CommandInfo:
@@ -338,33 +390,42 @@ def command_result(info: CommandInfo) -> t.CommandInfo:
 # -- listSessions pagination ----------------------------------------------------------------
 
 
-def _order_key(s: t.SessionSummary) -> tuple[str, str]:
-    return (s.updated_at, s.session_file)
+def _order_key(s: t.SessionSummary, sort: t.SessionSort = "updated") -> tuple[str, str]:
+    """The store's ``recency_key`` on the wire: (updatedAt or createdAt, sessionFile); ISO-8601 UTC with
+    milliseconds sorts as the times do."""
+    return (s.updated_at if sort == "updated" else s.created_at, s.session_file)
 
 
-def paginate(summaries: Sequence[t.SessionSummary], after: tuple[str, str] | None, limit: int) -> t.ListSessionsResult:
-    """Newest first by (updatedAt, sessionFile); the cursor is the last key of the page.
+def paginate(
+    summaries: Sequence[t.SessionSummary],
+    after: tuple[str, str] | None,
+    limit: int,
+    sort: t.SessionSort = "updated",
+) -> t.ListSessionsResult:
+    """Newest first by (updatedAt or createdAt, sessionFile); the cursor is the last key of the page.
 
     Keyset pagination instead of offsets: a session written between two pages does not shift
     the rest, so a client never sees a session twice or skips one that existed throughout.
     """
-    ordered = sorted(summaries, key=_order_key, reverse=True)
+    ordered = sorted(summaries, key=lambda s: _order_key(s, sort), reverse=True)
     if after is not None:
-        ordered = [s for s in ordered if _order_key(s) < after]
+        ordered = [s for s in ordered if _order_key(s, sort) < after]
     page = ordered[:limit]
-    next_cursor = _encode_cursor(_order_key(page[-1])) if len(ordered) > limit else None
+    next_cursor = _encode_cursor(sort, _order_key(page[-1], sort)) if len(ordered) > limit else None
     return t.ListSessionsResult(sessions=page, next_cursor=next_cursor)
 
 
-def _encode_cursor(key: tuple[str, str]) -> str:
-    return base64.urlsafe_b64encode(json.dumps(list(key)).encode()).decode().rstrip("=")
+def _encode_cursor(sort: t.SessionSort, key: tuple[str, str]) -> str:
+    return base64.urlsafe_b64encode(json.dumps([sort, *key]).encode()).decode().rstrip("=")
 
 
-def _decode_cursor(cursor: str) -> tuple[str, str]:
+def _decode_cursor(cursor: str, sort: t.SessionSort) -> tuple[str, str]:
     try:
         raw = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        if isinstance(raw, list) and len(raw) == 2 and all(isinstance(x, str) for x in raw):
-            return (raw[0], raw[1])
+        if isinstance(raw, list) and len(raw) == 3 and all(isinstance(x, str) for x in raw):
+            if raw[0] != sort:
+                raise InvalidParamsError(LIST_SESSIONS, f"cursor belongs to sort {raw[0]!r}, not {sort!r}", "$.cursor")
+            return (raw[1], raw[2])
     except (ValueError, TypeError):
         pass
     raise InvalidParamsError(LIST_SESSIONS, "cursor is not one this daemon issued", "$.cursor")

@@ -223,3 +223,32 @@ def test_attach_resumes_a_saved_session_interactively(saved: tuple[Ctl, str]) ->
     assert done.returncode == 0, done.stderr
     assert "user: first question" in done.stdout
     assert "model: faux/faux-1" in done.stdout
+
+
+def test_sessions_rename_search_rm_and_export(saved: tuple[Ctl, str], tmp_path: Path) -> None:
+    ctl, path = saved
+    ctl.env["XDG_DATA_HOME"] = str(tmp_path / "xdg")
+    renamed = ctl("sessions", "rename", path, "  My first  ")
+    assert renamed.returncode == 0 and "'My first'" in renamed.stdout, renamed.stderr
+    found = ctl.json("sessions", "--query", "my FIRST", "--sort", "created")["sessions"]
+    assert [(s["sessionFile"], s["title"]) for s in found] == [(path, "My first")]
+    html = ctl("--resume", path, "export", "html", "out.html")  # relative to rpcctl's cwd (the project)
+    assert html.returncode == 0 and str(ctl.project / "out.html") in html.stdout, html.stderr
+    assert (ctl.project / "out.html").read_text().startswith("<!DOCTYPE html>")
+    exported = ctl.json("--resume", path, "export", "jsonl", str(tmp_path / "branch.jsonl"))
+    assert exported == {"path": str(tmp_path / "branch.jsonl")}
+    current = ctl("--resume", path, "sessions", "rm", path)
+    assert current.returncode == 3 and "SESSION_IN_USE" in current.stderr
+    removed = ctl("sessions", "rm", path)
+    assert removed.returncode == 0 and "moved to the trash" in removed.stdout, removed.stderr
+    assert not Path(path).exists() and (tmp_path / "xdg" / "Trash" / "files" / Path(path).name).exists()
+
+
+def test_new_in_another_project_with_a_parent(saved: tuple[Ctl, str], tmp_path: Path) -> None:
+    ctl, path = saved
+    other = tmp_path / "other"
+    other.mkdir()
+    result = ctl.json("new", "--project", str(other), "--parent", path)
+    assert result["cwd"] == str(other) and not result["cancelled"]
+    bad = ctl("new", "--project", str(tmp_path / "missing"))
+    assert bad.returncode == 3 and "MISSING_SESSION_CWD" in bad.stderr

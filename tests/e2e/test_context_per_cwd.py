@@ -42,7 +42,7 @@ def test_the_model_sees_the_context_files_of_the_selected_cwd(tmp_path: Path, se
     beta_session = tmp_path / "beta.jsonl"
     beta_session.write_text(json.dumps({"type": "session", "version": 3, "id": "0195e1a0-0000-7000-8000-0000000000b2",
                                         "timestamp": "2026-11-29T00:00:00.000Z", "cwd": str(beta)}) + "\n")
-    server.enqueue(*(Reply(events=load_recording("plain")) for _ in range(3)))
+    server.enqueue(*(Reply(events=load_recording("plain")) for _ in range(4)))
     env = {"RPCD_E2E_KEY": "unused"}
     trust = {"host/authorizeProject": lambda p: {"decision": "trustOnce"}}
     with Daemon("--agent-dir", str(agent), "--cwd", str(alpha), env=env, handlers=trust) as d:
@@ -53,12 +53,16 @@ def test_the_model_sees_the_context_files_of_the_selected_cwd(tmp_path: Path, se
         assert d.call("prompt", {"text": "in beta"}) == {"stopReason": "stop"}
         d.call("newSession")  # a new session stays in the current (beta) cwd
         assert d.call("prompt", {"text": "still beta"}) == {"stopReason": "stop"}
+        d.call("newSession", {"cwd": str(alpha)})  # a new session in another project: its files
+        assert d.call("prompt", {"text": "alpha again"}) == {"stopReason": "stop"}
     prompts = [system_prompt(r.body) for r in server.requests]
-    assert len(prompts) == 3
-    assert "Project rules of alpha." in prompts[0] and "Project rules of beta." not in prompts[0]
-    for later in prompts[1:]:
-        assert "Project rules of beta." in later and "Project rules of alpha." not in later
-        assert f"Current working directory: {beta}" in later
+    assert len(prompts) == 4
+    for of_alpha in (prompts[0], prompts[3]):
+        assert "Project rules of alpha." in of_alpha and "Project rules of beta." not in of_alpha
+        assert f"Current working directory: {alpha}" in of_alpha
+    for of_beta in prompts[1:3]:
+        assert "Project rules of beta." in of_beta and "Project rules of alpha." not in of_beta
+        assert f"Current working directory: {beta}" in of_beta
 
 
 def test_no_context_files_keeps_agents_md_out_of_the_system_prompt(tmp_path: Path, server: SseServer) -> None:

@@ -18,7 +18,8 @@ def files_under(*roots: Path) -> set[str]:
 
 
 def two_sessions(agent: Path, project: Path) -> tuple[str, str]:
-    """Two written sessions of ``project``: the first one created is made the most recently modified."""
+    """Two written sessions of ``project``: the first one created is the most recently *active* (a later
+    turn), the second the most recently *modified* on disk (its mtime is set to the future)."""
     with Daemon("--agent-dir", str(agent), "--cwd", str(project)) as d:
         d.initialize()
         d.call("prompt", {"text": "older session"})
@@ -26,13 +27,18 @@ def two_sessions(agent: Path, project: Path) -> tuple[str, str]:
         d.call("newSession")
         d.call("prompt", {"text": "newer session"})
         second = d.call("getState")["sessionFile"]
+        time.sleep(0.01)
+        d.call("resume", {"sessionPath": first})
+        d.call("prompt", {"text": "back in the older session"})
     now = time.time()
-    os.utime(second, (now - 60, now - 60))
-    os.utime(first, (now, now))
+    os.utime(first, (now - 60, now - 60))
+    os.utime(second, (now + 60, now + 60))
     return first, second
 
 
-def test_continue_opens_the_most_recently_modified_session_of_the_cwd(tmp_path: Path) -> None:
+def test_continue_opens_the_session_the_listing_shows_first(tmp_path: Path) -> None:
+    """One definition of "most recent" (the last user/assistant activity): --continue resumes the session
+    listSessions lists first, whatever the files' mtimes say (Pi's own --continue goes by mtime)."""
     agent, project = tmp_path / "agent", tmp_path / "p"
     project.mkdir()
     recent, _ = two_sessions(agent, project)
@@ -40,8 +46,10 @@ def test_continue_opens_the_most_recently_modified_session_of_the_cwd(tmp_path: 
         d.initialize()
         state = d.call("getState")
         assert (state["sessionFile"], state["cwd"]) == (recent, str(project))
-        assert last_assistant_text(d.call("getMessages")["messages"]) == "echo: older session"
+        assert last_assistant_text(d.call("getMessages")["messages"]) == "echo: back in the older session"
         assert events_of(d.log, "session/lifecycle")[0]["event"]["reason"] == "startup"
+        listed = d.call("listSessions", {"cwd": str(project)})["sessions"]
+        assert listed[0]["sessionFile"] == recent
     assert d.proc.returncode == 0
 
 

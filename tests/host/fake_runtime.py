@@ -363,8 +363,12 @@ class FakeRuntime:
     def set_rebind_session(self, callback: Callable[[SessionPort], Awaitable[None]] | None) -> None:
         self._rebind = callback
 
-    async def new_session(self) -> ReplaceResult:
-        return await self._replace("new", self.cwd, lambda: None, None, {}, before={"reason": "new"})
+    async def new_session(self, parent_session: str | None = None, cwd: str | None = None) -> ReplaceResult:
+        def validate() -> None:
+            if cwd is not None and cwd not in self.existing_dirs:
+                raise MissingSessionCwdError(f"Working directory does not exist: {cwd}", cwd=cwd)
+
+        return await self._replace("new", cwd or self.cwd, validate, None, {}, before={"reason": "new"})
 
     async def switch_session(self, session_path: str, cwd_override: str | None = None) -> ReplaceResult:
         def validate() -> None:

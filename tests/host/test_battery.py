@@ -91,8 +91,8 @@ class TracedRuntime:
 
         self._inner.set_rebind_session(traced)
 
-    async def new_session(self) -> ReplaceResult:
-        return await self._inner.new_session()
+    async def new_session(self, parent_session: str | None = None, cwd: str | None = None) -> ReplaceResult:
+        return await self._inner.new_session(parent_session, cwd)
 
     async def switch_session(self, session_path: str, cwd_override: str | None = None) -> ReplaceResult:
         return await self._inner.switch_session(session_path, cwd_override)

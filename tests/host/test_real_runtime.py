@@ -462,3 +462,25 @@ async def test_real_old_unsubscribe_failure_lets_the_factory_run_then_disposes_t
     assert w.runtime.cwd == str(w.beta)
     assert ("session_start", str(w.beta)) not in sink.SEEN
     assert host.status == "unusable"
+
+
+async def test_real_new_session_in_another_project_is_journaled_and_a_bad_cwd_changes_nothing(
+    host_task_group: anyio.abc.TaskGroup, tmp_path: Path,
+) -> None:
+    w = await build_world(host_task_group, tmp_path)
+    host = w.host
+    await host.prompt("in alpha")
+    session_before = host.session_id
+    with pytest.raises(MissingSessionCwdError) as missing:
+        await host.new_session(cwd=str(tmp_path / "no-such-project"))
+    context = context_of(missing.value)
+    assert context is not None and context.phase == Phase.PRE_VALIDATION and not context.terminal
+    assert context.cwd == str(tmp_path / "no-such-project")
+    assert host.status == "ready" and host.session_id == session_before and host.generation == 0
+    outcome = await host.new_session(cwd=str(w.beta))
+    assert (outcome.cwd, outcome.generation) == (str(w.beta), 1) and outcome.session_id != session_before
+    assert host.cwd == str(w.beta)
+    record = w.bindings.journal.read()
+    assert record is not None and (record.session_file, record.cwd) == (outcome.session_file, str(w.beta))
+    starts = [cwd for kind, cwd in sink.SEEN if kind == "session_start"]
+    assert starts == [str(w.alpha), str(w.beta)]

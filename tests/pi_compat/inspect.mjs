@@ -31,6 +31,8 @@ const rootEntry = pkg.exports?.["."]?.import ?? pkg.main;
 // The public root, as a host would import it (this is what needs @earendil-works/pi-server).
 const pi = await import(pathToFileURL(join(pkgDir, rootEntry)).href);
 const { SessionManager } = pi;
+// Not re-exported by the package root: Pi's /export of the current branch as JSONL.
+const { exportSessionToJsonl } = await import(pathToFileURL(join(pkgDir, "dist", "core", "session-export.js")).href);
 
 const sha256 = (bytes) => createHash("sha256").update(bytes).digest("hex");
 const readOrNull = (file) => {
@@ -148,6 +150,20 @@ function runProgram({ cwd, dir, ops }) {
   return { file: manager.getSessionFile() ?? null };
 }
 
+// What Pi's session picker and /export do to a session file (tests/pi_compat/test_pi_reads_library_files.py):
+// "rename" is the picker's rename (interactive-mode.js: the name trimmed, nothing done when empty, else
+// SessionManager.open(file).appendSessionInfo(name)); "exportJsonl" is exportSessionToJsonl of the opened file.
+function runLibrary({ op, file, name, out }) {
+  if (op === "rename") {
+    const next = (name ?? "").trim();
+    if (!next) return { skipped: true };
+    SessionManager.open(file).appendSessionInfo(next);
+    return { file };
+  }
+  if (op === "exportJsonl") return { file: exportSessionToJsonl(SessionManager.open(file), out) };
+  throw new Error(`unknown library op ${op}`);
+}
+
 // One request per stdin line, one response line per request, in order: a test session keeps
 // one Node process alive and asks it about each file it writes (a few ms per file).
 const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
@@ -156,6 +172,16 @@ for await (const line of lines) {
   let response;
   try {
     const request = JSON.parse(line);
+    if (request.library) {
+      let done;
+      try {
+        done = runLibrary(request.library);
+      } catch (error) {
+        done = { error: String(error?.message ?? error) };
+      }
+      realStdoutWrite(`${JSON.stringify({ piVersion: pkg.version, node: process.version, library: done })}\n`);
+      continue;
+    }
     if (request.write) {
       let written;
       try {

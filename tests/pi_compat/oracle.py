@@ -183,6 +183,22 @@ class PiReader:
         written: dict[str, Any] = document["written"]
         return written
 
+    def library(self, op: str, **args: Any) -> dict[str, Any]:
+        """What Pi's session picker / ``/export`` does (``runLibrary`` in inspect.mjs): ``rename`` (file,
+        name) or ``exportJsonl`` (file, out); returns ``{"file"}``, ``{"skipped": true}`` or ``{"error"}``."""
+        request = json.dumps({"library": {"op": op, **args}}).encode() + b"\n"
+        assert self._process.stdin is not None
+        try:
+            self._process.stdin.write(request)
+            self._process.stdin.flush()
+        except BrokenPipeError as exc:
+            raise OracleError(f"Pi inspect process died: {self._stderr_tail()}") from exc
+        document: dict[str, Any] = json.loads(self._read_line(INSPECT_TIMEOUT_S))
+        if "error" in document:
+            raise OracleError(f"Pi inspect rejected the request: {document['error']}")
+        done: dict[str, Any] = document["library"]
+        return done
+
     def _read_line(self, timeout: float) -> bytes:
         assert self._process.stdout is not None
         fd = self._process.stdout.fileno()

@@ -59,9 +59,22 @@ class PiAi:
         return answer
 
     def stream(self, api: str, model: Mapping[str, Any], context: Mapping[str, Any],
-               options: Mapping[str, Any]) -> dict[str, Any]:
-        """``{"events": [types], "message": final assistant message}`` from pi-ai."""
-        return self._ask({"stream": {"api": api, "model": model, "context": context, "options": options}})
+               options: Mapping[str, Any], *, attribution: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """``{"events": [types], "message": final assistant message}`` from pi-ai; with ``attribution``
+        (settings), pi-coding-agent's provider attribution headers are added first, as the session does."""
+        request: dict[str, Any] = {"api": api, "model": model, "context": context, "options": options}
+        if attribution is not None:
+            request["attribution"] = dict(attribution)
+        return self._ask({"stream": request})
+
+    def runtime_stream(self, agent_dir: Path, provider: str, model_id: str, context: Mapping[str, Any],
+                       options: Mapping[str, Any], *, env: Mapping[str, str], unset: Sequence[str] = (),
+                       settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """One model call the whole way pi-coding-agent makes it (``ModelRuntime`` for ``agent_dir``,
+        the session's header transform): ``{"events", "message", "model"}``."""
+        return self._ask({"runtimeStream": {"agentDir": str(agent_dir), "env": dict(env), "unset": list(unset),
+                                            "settings": dict(settings or {}), "provider": provider,
+                                            "modelId": model_id, "context": context, "options": options}})
 
     def available(self, agent_dir: Path, env: Mapping[str, str], unset: Sequence[str] = ()) -> list[dict[str, Any]]:
         answer = self._ask({"available": {"agentDir": str(agent_dir), "env": dict(env), "unset": list(unset)}})

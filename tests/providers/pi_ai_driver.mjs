@@ -2,14 +2,20 @@
 //
 // One Node process serves many requests (NDJSON on stdin, one answer line per request on stdout):
 //
-//   {"id", "stream": {"api", "model", "context": {systemPrompt, messages, tools}, "options"}}
+//   {"id", "stream": {"api", "model", "context": {systemPrompt, messages, tools}, "options", "attribution"?}}
 //     -> pi-ai's streamSimple(model, context, options) for that API, the context's messages first
-//        through pi-coding-agent's convertToLlm (what the agent does before every call);
+//        through pi-coding-agent's convertToLlm (what the agent does before every call); with
+//        "attribution" (a settings object), the session's provider attribution headers first;
 //        answers {"id", "events": [types...], "message": <final assistant message>}
 //   {"id", "session": {"agentDir", "cwd", "env", "unset", "settings", "ops": [["setModel", p, id] |
 //                                                   ["cycleModel", "forward"|"backward"]]}}
 //     -> pi-coding-agent's createAgentSession (in-memory session, the given settings) then the
 //        operations; answers {"id", "model", "thinkingLevel", "entries": [[kind, value]...]}
+//   {"id", "runtimeStream": {"agentDir", "env", "unset", "settings", "provider", "modelId", "context", "options"}}
+//     -> the whole pi-coding-agent path of one model call: ModelRuntime for that agent dir (models.json
+//        composition, auth, configured headers), sdk.ts's streamFn header transform (provider
+//        attribution headers, gated by PI_TELEMETRY / settings.enableInstallTelemetry), then
+//        ModelRuntime.streamSimple; answers like "stream" plus {"model": <the composed Model>}
 //   {"id", "available": {"agentDir", "env": {...}, "unset": [...]}}
 //     -> pi-coding-agent's ModelRuntime for that agent dir (auth.json + models.json) with that
 //        environment; answers {"id", "models": [Model...]} (getAvailable(), Pi's order)
@@ -37,15 +43,58 @@ const { createAgentSession } = await load("pi-coding-agent", "dist", "core", "sd
 const { SessionManager } = await load("pi-coding-agent", "dist", "core", "session-manager.js");
 const { SettingsManager } = await load("pi-coding-agent", "dist", "core", "settings-manager.js");
 const { resolveModelScope } = await load("pi-coding-agent", "dist", "core", "model-resolver.js");
+const { mergeProviderAttributionHeaders } = await load("pi-coding-agent", "dist", "core", "provider-attribution.js");
 const apis = new Map();
 
-async function stream({ api, model, context, options }) {
+async function stream({ api, model, context, options, attribution }) {
   if (!apis.has(api)) apis.set(api, await load("pi-ai", "dist", "api", `${api}.js`));
   const ctx = { ...context, messages: convertToLlm(context.messages ?? []) };
   const events = [];
-  const s = apis.get(api).streamSimple(model, ctx, { maxRetries: 0, ...options });
+  let headers = options?.headers;
+  if (attribution !== undefined) {
+    // the session's header transform (sdk.ts streamFn), with these settings (PI_TELEMETRY is "0" here)
+    const settingsManager = SettingsManager.inMemory(attribution);
+    headers = mergeProviderAttributionHeaders(model, settingsManager, options?.sessionId, headers);
+  }
+  const s = apis.get(api).streamSimple(model, ctx, { maxRetries: 0, ...options, headers });
   for await (const event of s) events.push(event.type);
   return { events, message: await s.result() };
+}
+
+async function runtimeStream(request) {
+  // the environment is restored afterwards: other requests share this process
+  const touched = [...(request.unset ?? []), ...Object.keys(request.env ?? {})];
+  const saved = Object.fromEntries(touched.map((name) => [name, process.env[name]]));
+  try {
+    return await runtimeStreamIn(request);
+  } finally {
+    for (const [name, value] of Object.entries(saved)) {
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+    }
+  }
+}
+
+async function runtimeStreamIn({ agentDir, env, unset, settings, provider, modelId, context, options }) {
+  setEnv(env, unset);
+  const runtime = await ModelRuntime.create({
+    authPath: join(agentDir, "auth.json"),
+    modelsPath: join(agentDir, "models.json"),
+    allowModelNetwork: false,
+  });
+  const model = runtime.getModel(provider, modelId);
+  if (!model) return { error: `no model ${provider}/${modelId}: ${runtime.getError() ?? ""}` };
+  const settingsManager = SettingsManager.inMemory(settings ?? {});
+  const ctx = { ...context, messages: convertToLlm(context.messages ?? []) };
+  const events = [];
+  const s = runtime.streamSimple(model, ctx, {
+    maxRetries: 0,
+    ...options,
+    transformHeaders: async (requestHeaders) =>
+      mergeProviderAttributionHeaders(model, settingsManager, options?.sessionId, requestHeaders) ?? {},
+  });
+  for await (const event of s) events.push(event.type);
+  return { events, message: await s.result(), model };
 }
 
 async function available({ agentDir, env, unset }) {
@@ -118,6 +167,7 @@ for await (const line of lines) {
   try {
     request = JSON.parse(line);
     if (request.stream) answer = await stream(request.stream);
+    else if (request.runtimeStream) answer = await runtimeStream(request.runtimeStream);
     else if (request.available) answer = await available(request.available);
     else if (request.session) answer = await session(request.session);
     else answer = { error: "unknown request" };

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from rpcd.daemon import app
+from rpcd.daemon.journal import HostJournal
+from rpcd.daemon.library import SessionLibrary, SessionLocation
+from rpcd.store import listing
 
 
 def _write_session(directory: Path, cwd: str, session_id: str) -> Path:
@@ -33,6 +35,7 @@ def test_an_unreadable_project_directory_does_not_hide_the_other_projects(
             raise PermissionError(13, "Permission denied", path)
         return real_listdir(path)
 
-    monkeypatch.setattr(app.os, "listdir", listdir)
-    summaries = app.list_sessions(str(tmp_path), None)
+    monkeypatch.setattr(listing.os, "listdir", listdir)
+    library = SessionLibrary(str(tmp_path), SessionLocation(None, "default"), HostJournal(tmp_path / "journal.json"))
+    summaries = library.list(None, None, "updated")
     assert [s.session_file for s in summaries] == [str(kept)]

@@ -156,6 +156,7 @@ async def start_runtime(
     faux: FauxProvider | None = None,
     process_inputs: ProcessInputs | None = None,
     session_manager: SessionManager | None = None,
+    session_dir: str | None = None,
     bindings: ExtensionBindings | None = None,
 ) -> tuple[AgentSessionRuntime, TracingFactory, FauxProvider]:
     """Create a runtime with the real default factory (wrapped for tracing) and bind it
@@ -168,7 +169,9 @@ async def start_runtime(
     )
     factory = TracingFactory(inner)
     sm = session_manager or SessionManager.create(str(cwd), agent_dir=str(agent_dir))
-    runtime = await create_runtime(factory, cwd=str(cwd), agent_dir=str(agent_dir), session_manager=sm)
+    runtime = await create_runtime(
+        factory, cwd=str(cwd), agent_dir=str(agent_dir), session_manager=sm, session_dir=session_dir
+    )
     attach_host(runtime)
     await runtime.session.bind_extensions(bindings or ExtensionBindings())
     return runtime, factory, provider

@@ -126,3 +126,12 @@ def test_every_params_type_refuses_unknown_keys(name: str) -> None:
     with pytest.raises(ParamsError) as info:
         structure({"definitelyNotAField": 1}, cls)
     assert ("$.definitelyNotAField", "unknown field") in [(p.path, p.message) for p in info.value.problems]
+
+
+def test_an_optional_literal_takes_its_values_or_null_and_nothing_else() -> None:
+    assert structure({"sort": "created"}, t.ListSessionsParams).sort == "created"
+    assert structure({"sort": None}, t.ListSessionsParams).sort is None
+    for bad in ("name", 1, True, ["updated"]):
+        with pytest.raises(ParamsError) as refused:
+            structure({"sort": bad}, t.ListSessionsParams)
+        assert [p.path for p in refused.value.problems] == ["$.sort"]

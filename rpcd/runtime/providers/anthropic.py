@@ -339,7 +339,7 @@ def build_request(model: ModelSpec, ctx: CallContext) -> HttpRequest:
         base.update({"user-agent": f"claude-cli/{CLAUDE_CODE_VERSION}", "x-app": "cli"})
     elif ctx.session_id and ctx.cache_retention != "none" and _compat(model, "sendSessionAffinityHeaders", False):
         base["x-session-affinity"] = ctx.session_id
-    headers = merge_headers(base, model.static_headers, ctx.auth.headers, ctx.headers)
+    headers = merge_headers(base, model.static_headers, ctx.options_headers)
     auth_headers: dict[str, str] = {}
     if header_value(headers, "authorization") is None and header_value(headers, "x-api-key") is None:
         if oauth and api_key:

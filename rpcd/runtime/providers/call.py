@@ -25,6 +25,8 @@ class CallContext:
     auth: ResolvedAuth = attrs.field(factory=lambda: ResolvedAuth(None, {}, "none"), repr=False)
     headers: Mapping[str, str] = attrs.field(factory=dict, repr=False)
     """Resolved configured headers (provider entry, then model entry), merged over the model's own."""
+    attribution: Mapping[str, str] = attrs.field(factory=dict, repr=False)
+    """pi-coding-agent's provider attribution headers (``attribution``): under the others."""
     cache_retention: str = "short"
     """``short`` (default), ``long`` (``PI_CACHE_RETENTION=long``) or ``none``."""
     thinking_budgets: Mapping[str, Any] = attrs.field(factory=dict)
@@ -32,6 +34,12 @@ class CallContext:
     @property
     def reasoning(self) -> str | None:
         return None if self.thinking_level == "off" else self.thinking_level
+
+    @property
+    def options_headers(self) -> dict[str, str]:
+        """The headers pi-coding-agent passes to the provider (``options.headers``): attribution,
+        then the credential's, then the configured ones."""
+        return merge_headers(self.attribution, self.auth.headers, self.headers)
 
     def tool_dicts(self) -> list[dict[str, Any]]:
         return [{"name": t.name, "description": t.description, "parameters": dict(t.parameters)} for t in self.tools]

@@ -243,7 +243,7 @@ def build_body(model: ModelSpec, ctx: CallContext) -> dict[str, Any]:
 
 def build_request(model: ModelSpec, ctx: CallContext) -> HttpRequest:
     body = build_body(model, ctx)
-    headers = merge_headers(model.static_headers, ctx.auth.headers, ctx.headers)
+    headers = merge_headers(model.static_headers, ctx.options_headers)
     if ctx.auth.api_key and not any(k.lower() in ("x-goog-api-key", "authorization") for k in headers):
         headers["x-goog-api-key"] = ctx.auth.api_key
     base = model.base_url.rstrip("/")

@@ -29,10 +29,12 @@ says *what* to send (``HttpRequest``) and *how to read* the events it gets back 
 from __future__ import annotations
 
 import email.utils
+import functools
 import json
 import logging
 import os
 import random
+import ssl
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Protocol
@@ -320,7 +322,9 @@ async def stream_call(
     redactor = request_redactor(env, request.secrets)
     body = encode_body(request.body)
     headers = {"Content-Type": "application/json", **request.headers}
-    async with httpx.AsyncClient(timeout=timeouts.to_httpx(), transport=transport) as client:
+    async with httpx.AsyncClient(timeout=timeouts.to_httpx(), transport=transport,
+                                 verify=_ssl_context(os.environ.get("SSL_CERT_FILE"),
+                                                     os.environ.get("SSL_CERT_DIR"))) as client:
         retry_index = 0
         while True:
             problem: HttpFailure | None = None
@@ -354,6 +358,15 @@ async def stream_call(
             log.info("provider %s: retry %d/%d in %.2fs: %s", provider, retry_index, retry.max_retries, delay,
                      redactor.redact_and_cut(problem.message, 300))
             await anyio.sleep(delay)
+
+
+@functools.lru_cache(maxsize=4)
+def _ssl_context(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
+    """httpx's default TLS context, built once: loading the CA bundle costs ~50 ms, which every
+    model call used to pay (``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` honoured as httpx honours them)."""
+    import httpx
+
+    return httpx.create_ssl_context()
 
 
 class _open:

@@ -277,7 +277,7 @@ def build_request(model: ModelSpec, ctx: CallContext) -> HttpRequest:
             if fmt == "openai":
                 base["session_id"] = ctx.session_id
             base["x-client-request-id"] = ctx.session_id
-    headers = merge_headers(base, ctx.auth.headers, ctx.headers)
+    headers = merge_headers(base, ctx.options_headers)
     if header_value(headers, "authorization") is None and ctx.auth.api_key:
         headers = merge_headers(headers, {"Authorization": f"Bearer {ctx.auth.api_key}"})
     headers = merge_headers({"Accept": "application/json"}, headers)

@@ -42,6 +42,7 @@ from rpcd.runtime.models_config import (
     load_models_config,
     resolve_headers,
 )
+from rpcd.runtime.providers.attribution import attribution_headers, install_telemetry_enabled
 from rpcd.runtime.providers.base import AssistantMessageEvent, ModelInfo, ProviderRequest, new_assistant_message
 from rpcd.runtime.providers.call import CallContext
 from rpcd.runtime.providers.catalog import builtin_catalog
@@ -76,6 +77,9 @@ class RequestSettings:
     retry: ProviderRetry = attrs.field(factory=ProviderRetry)
     cache_retention: str = "short"
     thinking_budgets: Mapping[str, Any] = attrs.field(factory=dict)
+    install_telemetry: bool = False
+    """Send pi-coding-agent's provider attribution headers (``attribution``); on by default in
+    ``from_settings``, as in Pi."""
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any], env: Mapping[str, str] | None = None) -> RequestSettings:
@@ -86,6 +90,7 @@ class RequestSettings:
             retry=ProviderRetry.from_settings(settings),
             cache_retention="long" if environ.get("PI_CACHE_RETENTION") == "long" else "short",
             thinking_budgets=budgets if isinstance(budgets, Mapping) else {},
+            install_telemetry=install_telemetry_enabled(settings, environ),
         )
 
 
@@ -189,6 +194,8 @@ class RemoteProvider:
             headers=headers,
             cache_retention=self.settings.cache_retention,
             thinking_budgets=self.settings.thinking_budgets,
+            attribution=attribution_headers(spec.provider, spec.base_url, request.session_id,
+                                            telemetry=self.settings.install_telemetry),
         )
         try:
             http_request = module.build_request(spec, ctx)
