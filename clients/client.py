@@ -36,41 +36,63 @@ from rpcd.clients.types import (
     UI_NOTIFICATIONS,
     ApprovalPolicy,
     AvailableModelsResult,
+    BashResult,
     CommandsResult,
     CycleModelResult,
+    CycleThinkingLevelResult,
     DeleteSessionResult,
+    EntriesResult,
     ExportResult,
+    ForkMessagesResult,
     ForkResult,
+    Image,
     InitializeResult,
+    LastAssistantText,
     ListApprovalRulesResult,
     ListSessionsResult,
     MessagesResult,
     ModelRef,
     Notification,
     PromptResult,
+    QueueContents,
+    QueueMode,
     RenameSessionResult,
     ReplacementResult,
     RevokeApprovalRuleResult,
     SessionSort,
     SessionState,
+    SessionStats,
+    StreamingBehavior,
+    ThinkingLevelsResult,
     ToolAuthorizeParams,
     ToolAuthorizeResult,
     TreeResult,
 )
 from rpcd.protocol.names import (
     ABORT,
+    ABORT_BASH,
+    ABORT_RETRY,
     AUTHORIZE_PROJECT,
+    BASH,
+    CLEAR_QUEUE,
     CLONE,
     CYCLE_MODEL,
+    CYCLE_THINKING_LEVEL,
     DELETE_SESSION,
     DISPOSE,
     EXIT,
     EXPORT_HTML,
     EXPORT_JSONL,
+    FOLLOW_UP,
     FORK,
     GET_AVAILABLE_MODELS,
+    GET_AVAILABLE_THINKING_LEVELS,
     GET_COMMANDS,
+    GET_ENTRIES,
+    GET_FORK_MESSAGES,
+    GET_LAST_ASSISTANT_TEXT,
     GET_MESSAGES,
+    GET_SESSION_STATS,
     GET_STATE,
     GET_TREE,
     IMPORT_JSONL,
@@ -85,9 +107,14 @@ from rpcd.protocol.names import (
     RESUME,
     REVOKE_APPROVAL_RULE,
     SET_APPROVAL_POLICY,
+    SET_AUTO_RETRY,
+    SET_FOLLOW_UP_MODE,
     SET_MODEL,
     SET_SESSION_NAME,
+    SET_STEERING_MODE,
+    SET_THINKING_LEVEL,
     SHUTDOWN,
+    STEER,
     TOOL_AUTHORIZE,
     UI_EDITOR,
     UI_EDITOR_FEATURE,
@@ -593,9 +620,91 @@ class RpcdClient:
         params = {"outputPath": os.fspath(output_path)}
         return cast(ExportResult, await self.call(EXPORT_JSONL, params, timeout=timeout))
 
-    async def prompt(self, text: str, *, timeout: float | None = None) -> PromptResult:
-        """Run one turn; events stream meanwhile. No timeout by default: turns legitimately run long."""
-        return cast(PromptResult, await self.call(PROMPT, {"text": text}, timeout=timeout))
+    async def prompt(
+        self,
+        text: str,
+        *,
+        images: Sequence[Image] | None = None,
+        streaming_behavior: StreamingBehavior | None = None,
+        timeout: float | None = None,
+    ) -> PromptResult:
+        """Run one turn; events stream meanwhile. No timeout by default: turns legitimately run long.
+        With ``streaming_behavior`` and a turn running, the text is queued into it (``queued``)."""
+        params: dict[str, Any] = {"text": text}
+        if images:
+            params["images"] = list(images)
+        if streaming_behavior is not None:
+            params["streamingBehavior"] = streaming_behavior
+        return cast(PromptResult, await self.call(PROMPT, params, timeout=timeout))
+
+    async def steer(self, text: str, *, images: Sequence[Image] | None = None,
+                    timeout: float | None = _UNSET) -> None:
+        """Queue input for after the current tool round (before the next model call)."""
+        await self.call(STEER, _with_images({"text": text}, images), timeout=timeout)
+
+    async def follow_up(self, text: str, *, images: Sequence[Image] | None = None,
+                        timeout: float | None = _UNSET) -> None:
+        """Queue input for when the agent would otherwise stop."""
+        await self.call(FOLLOW_UP, _with_images({"text": text}, images), timeout=timeout)
+
+    async def set_steering_mode(self, mode: QueueMode, *, timeout: float | None = _UNSET) -> None:
+        await self.call(SET_STEERING_MODE, {"mode": mode}, timeout=timeout)
+
+    async def set_follow_up_mode(self, mode: QueueMode, *, timeout: float | None = _UNSET) -> None:
+        await self.call(SET_FOLLOW_UP_MODE, {"mode": mode}, timeout=timeout)
+
+    async def clear_queue(self, *, timeout: float | None = _UNSET) -> QueueContents:
+        """Drop the queued input; returns what was dropped (to put back in an editor)."""
+        return cast(QueueContents, await self.call(CLEAR_QUEUE, timeout=timeout))
+
+    async def set_thinking_level(self, level: str, *, timeout: float | None = _UNSET) -> None:
+        await self.call(SET_THINKING_LEVEL, {"level": level}, timeout=timeout)
+
+    async def cycle_thinking_level(self, *, timeout: float | None = _UNSET) -> CycleThinkingLevelResult:
+        return cast(CycleThinkingLevelResult, await self.call(CYCLE_THINKING_LEVEL, timeout=timeout))
+
+    async def get_available_thinking_levels(self, *, timeout: float | None = _UNSET) -> ThinkingLevelsResult:
+        return cast(ThinkingLevelsResult, await self.call(GET_AVAILABLE_THINKING_LEVELS, timeout=timeout))
+
+    async def get_session_stats(self, *, timeout: float | None = _UNSET) -> SessionStats:
+        return cast(SessionStats, await self.call(GET_SESSION_STATS, timeout=timeout))
+
+    async def bash(
+        self,
+        command: str,
+        *,
+        exclude_from_context: bool | None = None,
+        command_timeout: float | None = None,
+        timeout: float | None = None,
+    ) -> BashResult:
+        """Run a shell command in the session's cwd (output streams as ``bash_execution_update``);
+        ``command_timeout`` stops it after that many seconds. No request timeout by default."""
+        params: dict[str, Any] = {"command": command}
+        if exclude_from_context is not None:
+            params["excludeFromContext"] = exclude_from_context
+        if command_timeout is not None:
+            params["timeout"] = command_timeout
+        return cast(BashResult, await self.call(BASH, params, timeout=timeout))
+
+    async def abort_bash(self, *, timeout: float | None = _UNSET) -> None:
+        await self.call(ABORT_BASH, timeout=timeout)
+
+    async def set_auto_retry(self, enabled: bool, *, timeout: float | None = _UNSET) -> None:
+        await self.call(SET_AUTO_RETRY, {"enabled": enabled}, timeout=timeout)
+
+    async def abort_retry(self, *, timeout: float | None = _UNSET) -> None:
+        await self.call(ABORT_RETRY, timeout=timeout)
+
+    async def get_last_assistant_text(self, *, timeout: float | None = _UNSET) -> LastAssistantText:
+        return cast(LastAssistantText, await self.call(GET_LAST_ASSISTANT_TEXT, timeout=timeout))
+
+    async def get_fork_messages(self, *, timeout: float | None = _UNSET) -> ForkMessagesResult:
+        return cast(ForkMessagesResult, await self.call(GET_FORK_MESSAGES, timeout=timeout))
+
+    async def get_entries(self, since: str | None = None, *, timeout: float | None = _UNSET) -> EntriesResult:
+        """Raw entries in append order; with ``since`` (an entry id) only the ones after it."""
+        params = {"since": since} if since is not None else {}
+        return cast(EntriesResult, await self.call(GET_ENTRIES, params, timeout=timeout))
 
     async def abort(self, *, timeout: float | None = _UNSET) -> None:
         await self.call(ABORT, timeout=timeout)
@@ -657,6 +766,12 @@ class RpcdClient:
         if self.process is None:
             return None
         return await self.process.stop(grace)
+
+
+def _with_images(params: dict[str, Any], images: Sequence[Image] | None) -> dict[str, Any]:
+    if images:
+        params["images"] = list(images)
+    return params
 
 
 @contextlib.asynccontextmanager

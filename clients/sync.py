@@ -158,6 +158,54 @@ class SyncClient:
     def set_model(self, provider: str, model_id: str, **kwargs: Any) -> t.ModelRef:
         return self._run(self.client.set_model(provider, model_id, **kwargs))
 
+    def steer(self, text: str, **kwargs: Any) -> None:
+        self._run(self.client.steer(text, **kwargs))
+
+    def follow_up(self, text: str, **kwargs: Any) -> None:
+        self._run(self.client.follow_up(text, **kwargs))
+
+    def set_steering_mode(self, mode: Any, **kwargs: Any) -> None:
+        self._run(self.client.set_steering_mode(mode, **kwargs))
+
+    def set_follow_up_mode(self, mode: Any, **kwargs: Any) -> None:
+        self._run(self.client.set_follow_up_mode(mode, **kwargs))
+
+    def clear_queue(self, **kwargs: Any) -> t.QueueContents:
+        return self._run(self.client.clear_queue(**kwargs))
+
+    def set_thinking_level(self, level: str, **kwargs: Any) -> None:
+        self._run(self.client.set_thinking_level(level, **kwargs))
+
+    def cycle_thinking_level(self, **kwargs: Any) -> t.CycleThinkingLevelResult:
+        return self._run(self.client.cycle_thinking_level(**kwargs))
+
+    def get_available_thinking_levels(self, **kwargs: Any) -> t.ThinkingLevelsResult:
+        return self._run(self.client.get_available_thinking_levels(**kwargs))
+
+    def get_session_stats(self, **kwargs: Any) -> t.SessionStats:
+        return self._run(self.client.get_session_stats(**kwargs))
+
+    def bash(self, command: str, **kwargs: Any) -> t.BashResult:
+        return self._run(self.client.bash(command, **kwargs))
+
+    def abort_bash(self, **kwargs: Any) -> None:
+        self._run(self.client.abort_bash(**kwargs))
+
+    def set_auto_retry(self, enabled: bool, **kwargs: Any) -> None:
+        self._run(self.client.set_auto_retry(enabled, **kwargs))
+
+    def abort_retry(self, **kwargs: Any) -> None:
+        self._run(self.client.abort_retry(**kwargs))
+
+    def get_last_assistant_text(self, **kwargs: Any) -> t.LastAssistantText:
+        return self._run(self.client.get_last_assistant_text(**kwargs))
+
+    def get_fork_messages(self, **kwargs: Any) -> t.ForkMessagesResult:
+        return self._run(self.client.get_fork_messages(**kwargs))
+
+    def get_entries(self, since: str | None = None, **kwargs: Any) -> t.EntriesResult:
+        return self._run(self.client.get_entries(since, **kwargs))
+
     def get_available_models(self, **kwargs: Any) -> t.AvailableModelsResult:
         return self._run(self.client.get_available_models(**kwargs))
 

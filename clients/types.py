@@ -34,12 +34,18 @@ class InitializeResult(TypedDict):
     capabilities: ServerCapabilities
 
 
+class QueueContents(TypedDict):
+    steering: list[str]
+    followUp: list[str]
+
+
 class ReplacementResult(TypedDict):
     cancelled: bool
     sessionId: str
     sessionFile: NotRequired[str]
     cwd: str
     generation: int
+    droppedQueue: NotRequired[QueueContents]
 
 
 class ForkResult(ReplacementResult):
@@ -52,6 +58,8 @@ class ModelRef(TypedDict):
 
 
 Status = Literal["ready", "replacing", "unusable", "disposed"]
+QueueMode = Literal["all", "one-at-a-time"]
+StreamingBehavior = Literal["steer", "followUp"]
 ApprovalPolicy = Literal["auto", "ask-writes", "ask-all", "deny-writes"]
 ApprovalDecision = Literal["allowOnce", "allowAlways", "rejectOnce", "rejectAlways"]
 APPROVAL_POLICIES: tuple[ApprovalPolicy, ...] = ("auto", "ask-writes", "ask-all", "deny-writes")
@@ -99,6 +107,12 @@ class SessionState(TypedDict):
     messageCount: int
     generation: int
     status: Status
+    isCompacting: bool
+    steeringMode: QueueMode
+    followUpMode: QueueMode
+    autoCompactionEnabled: bool
+    autoRetryEnabled: bool
+    pendingMessageCount: int
     approvalPolicy: NotRequired[ApprovalPolicy]
 
 
@@ -146,8 +160,10 @@ SessionSort = Literal["updated", "created"]
 
 class PromptResult(TypedDict):
     stopReason: NotRequired[str]
-    """Absent when an extension command handled the prompt (then ``command`` names it)."""
+    """Absent when an extension command handled the prompt (then ``command`` names it) or when the prompt was
+    queued into a running turn (then ``queued`` says how)."""
     command: NotRequired[str]
+    queued: NotRequired[StreamingBehavior]
 
 
 class CommandSourceInfo(TypedDict):
@@ -172,6 +188,73 @@ class CommandsResult(TypedDict):
 
 UI_NOTIFICATIONS = UI_NOTIFICATION_FEATURES
 """Extension UI notifications a client may declare in ``initialize`` (``extensionUi`` keys)."""
+class Image(TypedDict):
+    """``{"type": "image", "data": <base64>, "mimeType": "image/png"}`` (PNG, JPEG, GIF or WebP)."""
+
+    type: Literal["image"]
+    data: str
+    mimeType: str
+
+
+class CycleThinkingLevelResult(TypedDict):
+    level: str | None
+
+
+class ThinkingLevelsResult(TypedDict):
+    levels: list[str]
+
+
+class TokenStats(TypedDict):
+    input: int
+    output: int
+    cacheRead: int
+    cacheWrite: int
+    total: int
+
+
+class ContextUsage(TypedDict):
+    tokens: int | None
+    contextWindow: int
+    percent: float | None
+
+
+class SessionStats(TypedDict):
+    sessionFile: NotRequired[str]
+    sessionId: str
+    userMessages: int
+    assistantMessages: int
+    toolCalls: int
+    toolResults: int
+    totalMessages: int
+    tokens: TokenStats
+    cost: float
+    contextUsage: NotRequired[ContextUsage]
+
+
+class BashResult(TypedDict):
+    output: str
+    exitCode: NotRequired[int]
+    cancelled: bool
+    truncated: bool
+    fullOutputPath: NotRequired[str]
+
+
+class LastAssistantText(TypedDict):
+    text: str | None
+
+
+class ForkMessage(TypedDict):
+    entryId: str
+    text: str
+
+
+class ForkMessagesResult(TypedDict):
+    messages: list[ForkMessage]
+
+
+class EntriesResult(TypedDict):
+    entries: list[dict[str, Any]]
+    leafId: str | None
 
 
 class Notification(TypedDict):

@@ -255,8 +255,8 @@ def make_converter() -> cattrs.Converter:
     def union_factory(tp: Any) -> Callable[[Any, Any], Any]:
         members = get_args(tp)
         primitives = [m for m in members if m in _PRIMITIVES or m is _NONE]
-        classes = [m for m in members if attrs.has(m)]
         literals = [a for m in members if get_origin(m) is Literal for a in get_args(m)]
+        classes = [m for m in members if attrs.has(m)]
         containers = [m for m in members if m not in primitives and m not in classes and get_origin(m) is not Literal]
         disc = _discriminator(classes) if len(classes) > 1 else None
 

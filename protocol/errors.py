@@ -76,9 +76,10 @@ WHEN: dict[ErrorCode, str] = {
         "in the message; ``resume``/``renameSession``/``deleteSession`` of that file), or it is this daemon's "
         "current session (``deleteSession``: ``SessionInUse``). Nothing was read, written or moved."
     ),
-    ErrorCode.SESSION_BUSY: "A prompt while a turn is running.",
+    ErrorCode.SESSION_BUSY: "A prompt while a turn is running (without ``streamingBehavior``).",
     ErrorCode.MODEL_NOT_FOUND: "The requested model is unknown.",
     ErrorCode.PROVIDER_ERROR: "The model provider failed (auth, rate limit after retries, transport).",
+    ErrorCode.INPUT_NOT_SUPPORTED: "The current model does not take this input (images); nothing was recorded.",
 }
 """When each code is used (the OpenRPC document and docs/protocol.md carry the same text)."""
 
@@ -108,6 +109,7 @@ DEFAULT_MESSAGES: dict[ErrorCode, str] = {
     ErrorCode.SESSION_BUSY: "Session busy",
     ErrorCode.MODEL_NOT_FOUND: "Model not found",
     ErrorCode.PROVIDER_ERROR: "Provider error",
+    ErrorCode.INPUT_NOT_SUPPORTED: "Input not supported",
 }
 
 
@@ -121,6 +123,7 @@ CODE_BY_KIND: Final[dict[str, ErrorCode]] = {
     "SessionInUse": ErrorCode.SESSION_IN_USE,
     "SessionBusy": ErrorCode.SESSION_BUSY,
     "ModelNotFound": ErrorCode.MODEL_NOT_FOUND,
+    "InputNotSupported": ErrorCode.INPUT_NOT_SUPPORTED,
     "ProviderError": ErrorCode.PROVIDER_ERROR,
     "HostDisposed": ErrorCode.HOST_DISPOSED,
     "HostUnavailable": ErrorCode.HOST_UNAVAILABLE,

@@ -42,6 +42,23 @@ LIST_APPROVAL_RULES: Final = "listApprovalRules"
 REVOKE_APPROVAL_RULE: Final = "revokeApprovalRule"
 GET_AVAILABLE_MODELS: Final = "getAvailableModels"
 CYCLE_MODEL: Final = "cycleModel"
+# turn control (Pi's rpc commands, camelCase)
+STEER: Final = "steer"
+FOLLOW_UP: Final = "followUp"
+SET_STEERING_MODE: Final = "setSteeringMode"
+SET_FOLLOW_UP_MODE: Final = "setFollowUpMode"
+CLEAR_QUEUE: Final = "clearQueue"
+SET_THINKING_LEVEL: Final = "setThinkingLevel"
+CYCLE_THINKING_LEVEL: Final = "cycleThinkingLevel"
+GET_AVAILABLE_THINKING_LEVELS: Final = "getAvailableThinkingLevels"
+GET_SESSION_STATS: Final = "getSessionStats"
+BASH: Final = "bash"
+ABORT_BASH: Final = "abortBash"
+SET_AUTO_RETRY: Final = "setAutoRetry"
+ABORT_RETRY: Final = "abortRetry"
+GET_LAST_ASSISTANT_TEXT: Final = "getLastAssistantText"
+GET_FORK_MESSAGES: Final = "getForkMessages"
+GET_ENTRIES: Final = "getEntries"
 
 # -- notifications client -> daemon ----------------------------------------------------------------
 EXIT: Final = "exit"
@@ -110,6 +127,7 @@ class ErrorCode(enum.IntEnum):
     SESSION_BUSY = -32040
     MODEL_NOT_FOUND = -32041
     PROVIDER_ERROR = -32042
+    INPUT_NOT_SUPPORTED = -32043
 
 
 def error_name(code: int, unknown: str = "ERROR") -> str:

@@ -8,8 +8,12 @@ Without flags the document is printed to stdout.
 from __future__ import annotations
 
 import argparse
+import ast
+import inspect
+import itertools
 import json
 import sys
+import textwrap
 import typing
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
@@ -17,7 +21,7 @@ from typing import Any, Literal, get_args, get_origin
 import attrs
 
 from rpcd.protocol._fields import camel, is_nullable, is_open
-from rpcd.protocol.converter import _is_union
+from rpcd.protocol.converter import _discriminator, _is_union
 from rpcd.protocol.errors import DEFAULT_MESSAGES, WHEN, ErrorCode, ErrorData
 from rpcd.protocol.methods import METHODS, MethodSpec
 from rpcd.protocol.types import PROTOCOL_VERSION, EmptyParams
@@ -51,7 +55,14 @@ class _Schemas:
             values = list(get_args(tp))
             return {"const": values[0]} if len(values) == 1 else {"enum": values}
         if _is_union(tp):
-            return {"anyOf": [self.of(a) for a in get_args(tp)]}
+            members = get_args(tp)
+            found = _discriminator(list(members)) if len(members) > 1 and all(attrs.has(a) for a in members) else None
+            if found is None:
+                return {"anyOf": [self.of(a) for a in members]}
+            key, table = found
+            refs = [self.of(a) for a in members]
+            mapping = {str(value): f"#/components/schemas/{cls.__name__}" for value, cls in table.items()}
+            return {"oneOf": refs, "discriminator": {"propertyName": key, "mapping": mapping}}
         if origin is list:
             return {"type": "array", "items": self.of(get_args(tp)[0])}
         if origin is dict:
@@ -63,6 +74,7 @@ class _Schemas:
             return
         self.components[cls.__name__] = {}  # placeholder: breaks recursion
         hints = typing.get_type_hints(cls)
+        docs = _field_docs(cls)
         properties: dict[str, Any] = {}
         required: list[str] = []
         for field in attrs.fields(cls):
@@ -71,7 +83,10 @@ class _Schemas:
             if optional and _is_union(tp):
                 rest = [a for a in get_args(tp) if a is not _NONE]
                 tp = rest[0] if len(rest) == 1 else typing.Union[tuple(rest)]  # noqa: UP007
-            properties[camel(field.name)] = self.of(tp)
+            schema = self.of(tp)
+            if field.name in docs:
+                schema["description"] = docs[field.name]
+            properties[camel(field.name)] = schema
             if field.default is attrs.NOTHING or is_nullable(field):
                 required.append(camel(field.name))
         shape: dict[str, Any] = {"type": "object", "properties": properties}
@@ -79,8 +94,31 @@ class _Schemas:
             shape["required"] = required
         shape["additionalProperties"] = is_open(cls)
         if cls.__doc__ and not cls.__doc__.startswith(f"{cls.__name__}("):
-            shape["description"] = " ".join(cls.__doc__.split())
+            shape["description"] = " ".join(cls.__doc__.split()).replace("``", "`")
         self.components[cls.__name__] = shape
+
+
+def _field_docs(cls: type[Any]) -> dict[str, str]:
+    """The attribute docstrings of an attrs class (the string literal under a field), one line each."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    except (OSError, TypeError, SyntaxError):
+        return {}
+    node = tree.body[0]
+    if not isinstance(node, ast.ClassDef):
+        return {}
+    docs: dict[str, str] = {}
+    body = node.body
+    for current, following in itertools.pairwise(body):
+        if (
+            isinstance(current, ast.AnnAssign)
+            and isinstance(current.target, ast.Name)
+            and isinstance(following, ast.Expr)
+            and isinstance(following.value, ast.Constant)
+            and isinstance(following.value.value, str)
+        ):
+            docs[current.target.id] = " ".join(following.value.value.split()).replace("``", "`")
+    return docs
 
 
 def _method(spec: MethodSpec, schemas: _Schemas) -> dict[str, Any]:

@@ -2,9 +2,9 @@
 
 Python names are snake_case; the converter renames them to camelCase on the wire.
 Optional fields default to ``None`` and are omitted when unset, except fields built with
-``nullable()``, which are always present (``null`` when unset). Free-form payloads that
-come from Pi's own shapes (events, messages, raw entries) stay ``dict[str, Any]``: they go
-out as they are, so there is no second model of them to keep in sync.
+``nullable()``, which are always present (``null`` when unset). Pi's own payloads that go
+out as they are (messages, raw entries) stay ``dict[str, Any]`` in results; the session
+events that carry them are typed in ``rpcd.protocol.events``.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any, Literal, TypeAlias
 import attrs
 
 from rpcd.protocol._fields import nullable, open_object
+from rpcd.protocol.events import LifecycleEvent, QueueContents, SessionEvent, ThinkingLevel
 from rpcd.protocol.names import PROTOCOL_VERSION as PROTOCOL_VERSION  # re-exported
 
 SUPPORTED_PROTOCOL_VERSIONS: frozenset[int] = frozenset({1})
@@ -24,6 +25,11 @@ Capability: TypeAlias = dict[str, Any]
 """A capability marker: an object present means "supported"; its keys are future sub-options."""
 HostStatus: TypeAlias = Literal["ready", "replacing", "unusable", "disposed"]
 DiagnosticType: TypeAlias = Literal["info", "warning", "error"]
+StreamingBehavior: TypeAlias = Literal["steer", "followUp"]
+"""How input sent while a turn runs is queued: ``steer`` (after the current tool round) or
+``followUp`` (when the agent would otherwise stop)."""
+QueueMode: TypeAlias = Literal["all", "one-at-a-time"]
+"""How queued input is delivered: all of it at once, or one message per opportunity."""
 ApprovalPolicy: TypeAlias = Literal["auto", "ask-writes", "ask-all", "deny-writes"]
 ApprovalDecision: TypeAlias = Literal["allowOnce", "allowAlways", "rejectOnce", "rejectAlways"]
 ToolKind: TypeAlias = Literal["read", "edit", "delete", "move", "search", "execute", "fetch", "other"]
@@ -148,6 +154,9 @@ class ReplacementResult:
     generation: int
     """The host generation, bumped on each successful replacement."""
     session_file: str | None = None
+    dropped_queue: QueueContents | None = None
+    """Steering / follow-up input the replaced session had queued and never delivered (absent when
+    there was none): give it back to the user."""
 
 
 @attrs.frozen
@@ -159,6 +168,8 @@ class ForkResult:
     session_file: str | None = None
     selected_text: str | None = None
     """The text of the user message the fork was taken before (to put back in an editor)."""
+    dropped_queue: QueueContents | None = None
+    """As for the other replacements."""
 
 
 # -- session reads and actions ---------------------------------------------------------------------
@@ -181,6 +192,16 @@ class GetStateResult:
     message_count: int
     generation: int
     status: HostStatus
+    is_compacting: bool
+    """Always false until compaction lands (issue 17)."""
+    steering_mode: QueueMode
+    follow_up_mode: QueueMode
+    auto_compaction_enabled: bool
+    """The ``compaction.enabled`` setting."""
+    auto_retry_enabled: bool
+    """``retry.enabled`` from the settings, or what ``setAutoRetry`` set."""
+    pending_message_count: int
+    """Queued steering plus follow-up messages not delivered yet."""
     session_file: str | None = None
     name: str | None = None
     model: ModelRef | None = None
@@ -288,17 +309,36 @@ class ExportResult:
 
 
 @attrs.frozen
+class PromptImage:
+    """An image sent with a prompt (Pi's ``ImageContent``): PNG, JPEG, GIF or WebP, base64."""
+
+    type: Literal["image"]
+    data: str
+    """Standard base64 of the image file; its bytes must be a PNG, JPEG, GIF or WebP."""
+    mime_type: str
+    """``image/png``, ``image/jpeg``, ``image/gif`` or ``image/webp`` (must match the bytes)."""
+
+
+@attrs.frozen
 class PromptParams:
     text: str
+    images: list[PromptImage] | None = None
+    """Images after the text; refused (nothing persisted) if the model does not take images."""
+    streaming_behavior: StreamingBehavior | None = None
+    """While a turn runs: queue the prompt this way instead of failing with SESSION_BUSY. Ignored
+    when no turn runs (the prompt starts one)."""
 
 
 @attrs.frozen
 class PromptResult:
     stop_reason: str | None = None
     """Pi's stop reason of the last assistant message (``stop``, ``length``, ``aborted``, ``error``, ...);
-    absent when an extension command handled the prompt."""
+    absent when an extension command handled the prompt or when the prompt was queued."""
     command: str | None = None
     """Set when the text was ``/name args`` of an extension command: the command ran, no turn did."""
+    queued: StreamingBehavior | None = None
+    """Set when a turn was running and the prompt was queued (``streamingBehavior``); its events
+    come later, in that turn."""
 
 
 @attrs.frozen
@@ -330,6 +370,134 @@ class CommandInfo:
 class GetCommandsResult:
     commands: list[CommandInfo]
     """Extension commands, then prompt templates, then skills (Pi's ``get_commands`` order)."""
+
+
+@attrs.frozen
+class QueueInputParams:
+    """``steer`` / ``followUp``: input for the running turn (or, when idle, for the next one)."""
+
+    text: str
+    images: list[PromptImage] | None = None
+
+
+@attrs.frozen
+class SetQueueModeParams:
+    mode: QueueMode
+
+
+@attrs.frozen
+class SetThinkingLevelParams:
+    level: ThinkingLevel
+    """Clamped to what the model supports (Pi's rule: the nearest supported level above, else below)."""
+
+
+@attrs.frozen
+class CycleThinkingLevelResult:
+    level: ThinkingLevel | None = nullable()  # noqa: RUF009 - attrs field, not a dataclass default
+    """The new level; ``null`` when the model does not reason (nothing changed)."""
+
+
+@attrs.frozen
+class AvailableThinkingLevelsResult:
+    levels: list[ThinkingLevel]
+    """The current model's levels in order (``["off"]`` for a model that does not reason)."""
+
+
+@attrs.frozen
+class TokenStats:
+    input: int
+    output: int
+    cache_read: int
+    cache_write: int
+    total: int
+
+
+@attrs.frozen
+class ContextUsage:
+    """How full the model's context window is (an estimate between provider reports)."""
+
+    context_window: int
+    tokens: int | None = nullable()
+    percent: float | None = nullable()
+    """``tokens / contextWindow * 100``."""
+
+
+@attrs.frozen
+class SessionStatsResult:
+    """Pi's ``getSessionStats``: counts over the session file's entries, tokens and cost over every
+    assistant message (and tool-reported usage), the context estimate of the current branch."""
+
+    session_id: str
+    user_messages: int
+    assistant_messages: int
+    tool_calls: int
+    tool_results: int
+    total_messages: int
+    tokens: TokenStats
+    cost: float
+    session_file: str | None = None
+    context_usage: ContextUsage | None = None
+    """Absent when there is no model."""
+
+
+@attrs.frozen
+class BashParams:
+    command: str
+    """Run by the session's shell in its cwd (``shellCommandPrefix`` applies)."""
+    exclude_from_context: bool | None = None
+    """Keep the result out of the model's context (it is still recorded)."""
+    timeout: float | None = None
+    """Seconds; the process group is stopped after that (rpcd addition: Pi's ``bash`` has none)."""
+
+
+@attrs.frozen
+class BashResult:
+    output: str
+    """The (tail-truncated) output, stdout and stderr interleaved."""
+    cancelled: bool
+    """Stopped by ``abortBash``, a timeout, a replacement or the daemon's end."""
+    truncated: bool
+    exit_code: int | None = None
+    """Absent when cancelled or killed by a signal."""
+    full_output_path: str | None = None
+    """The temp file with the whole output (when it outgrew the limits)."""
+
+
+@attrs.frozen
+class SetAutoRetryParams:
+    enabled: bool
+
+
+@attrs.frozen
+class LastAssistantTextResult:
+    text: str | None = nullable()
+    """The text of the last assistant message; ``null`` when there is none."""
+
+
+@attrs.frozen
+class ForkMessage:
+    entry_id: str
+    """A user-message entry ``fork`` accepts."""
+    text: str
+
+
+@attrs.frozen
+class ForkMessagesResult:
+    messages: list[ForkMessage]
+    """The user messages of the current branch, oldest first."""
+
+
+@attrs.frozen
+class GetEntriesParams:
+    since: str | None = None
+    """An entry id: only entries after it (in file order). Unknown: INVALID_ENTRY."""
+
+
+@attrs.frozen
+class GetEntriesResult:
+    entries: list[dict[str, Any]]
+    """Raw entries in append order (no header), every branch, pre-compaction history included."""
+    leaf_id: str | None = nullable()
 
 
 @attrs.frozen
@@ -460,7 +628,7 @@ class SessionEventParams:
     generation: int
     seq: int
     """Starts at 1 per (sessionId, generation); a client drops anything older than what it has."""
-    event: dict[str, Any]
+    event: SessionEvent
     """The AgentSession event in Pi's shape; ``event.type`` names it."""
 
 
@@ -469,9 +637,7 @@ class SessionLifecycleParams:
     session_id: str
     generation: int
     seq: int
-    event: dict[str, Any]
-    """``{type: "session_start", reason, previousSessionFile?}`` or
-    ``{type: "session_shutdown", reason, targetSessionFile?}``."""
+    event: LifecycleEvent
 
 
 @attrs.frozen

@@ -84,3 +84,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if os.environ.get("RPCD_LONG") == "1":
         for item in items:
             item.add_marker(pytest.mark.timeout(LONG_RUN_TIMEOUT_S), append=False)
+
+
+@pytest.fixture(autouse=True)
+def session_events_match_their_schema() -> Iterator[None]:
+    """Every ``session/event`` / ``session/lifecycle`` a test's daemons sent matches its published
+    schema (``tests/event_schema.py``): the whole end-to-end suite checks the event contract."""
+    from tests import driver
+    from tests.event_schema import problems_in
+
+    first = len(driver.STARTED)
+    yield
+    started = driver.STARTED[first:]
+    del driver.STARTED[first:]
+    problems = problems_in(message for daemon in started for message in list(daemon.log))
+    if problems:
+        pytest.fail("session events break their schema:\n" + "\n".join(problems[:20]), pytrace=False)

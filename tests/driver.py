@@ -36,6 +36,9 @@ REPO = Path(__file__).resolve().parents[1]
 TIMEOUT = 60.0
 DAEMON = [sys.executable, "-m", "rpcd"]
 FIXTURE = [sys.executable, "-m", "tests.wire.fixture_server"]
+STARTED: list[Daemon] = []
+"""Every real daemon started (not a fixture's ``argv``); ``tests/conftest.py`` checks their session events
+against the published schema (``tests/event_schema.py``) after each test."""
 NO_ANSWER: Any = object()
 """A handler result meaning: leave the daemon's request unanswered (a client that never replies)."""
 
@@ -104,6 +107,8 @@ class Daemon:
         ]
         for thread in self._threads:
             thread.start()
+        if argv is None:
+            STARTED.append(self)
 
     @property
     def log(self) -> list[dict[str, Any]]:

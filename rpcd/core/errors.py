@@ -142,6 +142,12 @@ class ModelNotFoundError(RuntimeFailure):
     kind = "ModelNotFound"
 
 
+class InputNotSupportedError(RuntimeFailure):
+    """The current model does not take this kind of input (images); nothing was recorded."""
+
+    kind = "InputNotSupported"
+
+
 class ProviderError(RuntimeFailure):
     """The model provider failed (auth, rate limit after retries, transport)."""
 

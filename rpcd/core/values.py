@@ -19,6 +19,8 @@ import attrs
 
 DiagnosticType: TypeAlias = Literal["info", "warning", "error"]
 ForkPosition: TypeAlias = Literal["before", "at"]
+QueueMode: TypeAlias = Literal["all", "one-at-a-time"]
+StreamingBehavior: TypeAlias = Literal["steer", "followUp"]
 ApprovalPolicy: TypeAlias = Literal["auto", "ask-writes", "ask-all", "deny-writes"]
 """``auto``: every tool runs (Pi's behaviour); ``ask-writes``: the client decides every call that may
 change something; ``ask-all``: every call; ``deny-writes``: calls that may change something are refused."""
@@ -43,13 +45,35 @@ class Diagnostic:
 
 
 @attrs.frozen
+class QueueSnapshot:
+    """Queued steering / follow-up input (texts in delivery order)."""
+
+    steering: tuple[str, ...] = ()
+    follow_up: tuple[str, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not self.steering and not self.follow_up
+
+
+@attrs.frozen
+class ImageInput:
+    """An image sent with a prompt / steer / follow-up (Pi's ``ImageContent``: base64 + MIME type)."""
+
+    data: str
+    mime_type: str
+
+
+@attrs.frozen
 class ReplaceResult:
-    """What a replacement returns: Pi's ``{cancelled, selectedText?}``."""
+    """What a replacement returns: Pi's ``{cancelled, selectedText?}``, and the queued input the
+    replaced session never delivered (reported back, never silently lost)."""
 
     cancelled: bool
     selected_text: str | None = None
     session_id: str | None = None
     """The session current afterwards, when the caller knows it (an extension command's action)."""
+    dropped_queue: QueueSnapshot | None = None
 
 
 @attrs.frozen
@@ -80,8 +104,68 @@ class SessionState:
     thinking_level: str
     is_streaming: bool
     message_count: int
+    steering_mode: QueueMode = "one-at-a-time"
+    follow_up_mode: QueueMode = "one-at-a-time"
+    pending_message_count: int = 0
+    is_compacting: bool = False
+    auto_compaction_enabled: bool = True
+    auto_retry_enabled: bool = True
     approval_policy: ApprovalPolicy | None = None
     """The tool-approval policy in force for this session (``None``: the runtime has no gate)."""
+
+
+@attrs.frozen
+class TokenTotals:
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.input + self.output + self.cache_read + self.cache_write
+
+
+@attrs.frozen
+class ContextUsage:
+    """The current context-window estimate (``tokens``/``percent`` unknown right after a compaction)."""
+
+    context_window: int
+    tokens: int | None
+    percent: float | None
+
+
+@attrs.frozen
+class SessionStats:
+    """Pi's ``getSessionStats``."""
+
+    session_id: str
+    session_file: str | None
+    user_messages: int
+    assistant_messages: int
+    tool_calls: int
+    tool_results: int
+    total_messages: int
+    tokens: TokenTotals
+    cost: float
+    context_usage: ContextUsage | None
+
+
+@attrs.frozen
+class BashOutcome:
+    """Pi's ``BashResult`` of a client-run command."""
+
+    output: str
+    exit_code: int | None
+    cancelled: bool
+    truncated: bool
+    full_output_path: str | None = None
+
+
+@attrs.frozen
+class ForkMessage:
+    entry_id: str
+    text: str
 
 
 @attrs.frozen

@@ -28,6 +28,7 @@ from rpcd.core.values import (
     Diagnostic,
     ExtensionBindings,
     ExtensionError,
+    QueueSnapshot,
     ToolApprovalAnswer,
     ToolApprovalRequest,
     ToolApprover,
@@ -131,7 +132,11 @@ class RpcHostBindings:
             if done:
                 return
             done = True
-            channel.lifecycle({"type": "session_shutdown", "reason": reason})
+            shutdown: dict[str, Any] = {"type": "session_shutdown", "reason": reason}
+            dropped = _safe_dropped(session)
+            if dropped is not None:
+                shutdown["droppedQueue"] = {"steering": list(dropped.steering), "followUp": list(dropped.follow_up)}
+            channel.lifecycle(shutdown)
             channel.close()
             release()
 
@@ -178,6 +183,13 @@ class RpcHostBindings:
 def _safe_file(session: SessionPort) -> str | None:
     try:
         return session.session_file
+    except Exception:
+        return None
+
+
+def _safe_dropped(session: SessionPort) -> QueueSnapshot | None:
+    try:
+        return session.dropped_queue
     except Exception:
         return None
 

@@ -40,15 +40,22 @@ import attrs
 
 from rpcd.core.errors import HostDisposedError, HostError, HostUnavailableError, InvalidEntryError
 from rpcd.core.values import (
+    BashOutcome,
     CommandInfo,
     CommandRan,
     CycleModelResult,
     Diagnostic,
+    ForkMessage,
+    ImageInput,
     ModelDescription,
     ModelRef,
+    QueueMode,
+    QueueSnapshot,
     ReplaceResult,
     SessionState,
+    SessionStats,
     SessionTree,
+    StreamingBehavior,
 )
 from rpcd.host.failures import (
     FailureContext,
@@ -120,6 +127,8 @@ class ReplacementOutcome:
     session_file: str | None
     cwd: str
     generation: int
+    dropped_queue: QueueSnapshot | None = None
+    """Queued input the replaced session never delivered."""
 
 
 @attrs.frozen
@@ -164,18 +173,22 @@ class _CapturedSessionBindingFailure(Exception):
 
 
 class _Turn:
-    """A prompt's running turn, so its request's cancellation can abort exactly this turn."""
+    """Work that runs outside the queue (a prompt's turn, a client ``bash``), so its request's
+    cancellation can stop exactly this work: ``stop`` (default: abort the session's turn)."""
 
-    def __init__(self, host: SerializedHost) -> None:
+    def __init__(
+        self, host: SerializedHost, stop: Callable[[SessionPort], Coroutine[Any, Any, None]] | None = None
+    ) -> None:
         self._host = host
+        self.stop = stop if stop is not None else host._abort_quietly
         self.session: SessionPort | None = None
         self.abort_requested = False
 
     def abort(self) -> None:
         if self.session is None:
-            self.abort_requested = True  # the turn task aborts as soon as the turn has begun
+            self.abort_requested = True  # the task stops the work as soon as it has begun
         else:
-            self._host._spawn_abort(self.session)
+            self._host._spawn_stop(self)
 
 
 class SerializedHost:
@@ -455,42 +468,56 @@ class SerializedHost:
 
         return self._submit(operation, body)
 
-    def prompt(self, text: str) -> Pending[str | CommandRan]:
+    def prompt(
+        self,
+        text: str,
+        *,
+        images: Sequence[ImageInput] = (),
+        streaming_behavior: StreamingBehavior | None = None,
+    ) -> Pending[str | CommandRan | None]:
         """Run one turn on the session current at this call's place in the queue; resolves with its
         ``stopReason``. Cancelling it while queued withdraws it; cancelling it once the turn has begun
         aborts the turn, and it resolves with the aborted turn's reason. An extension command
         (``/name args``) runs the same way, outside the queue like a turn, so the session actions it
-        takes (``rpcd.wire.commands``) queue on the host like any request; it resolves ``CommandRan``."""
+        takes (``rpcd.wire.commands``) queue on the host like any request; it resolves ``CommandRan``.
+        With ``streaming_behavior``, a prompt that finds a turn running at its place is queued into
+        that turn (steer / follow-up) and resolves with ``None`` at once."""
         turn = _Turn(self)
 
-        async def begin(pending: Pending[str | CommandRan]) -> None:
+        def start_turn(session: SessionPort) -> Awaitable[str | CommandRan | None]:
+            return session.prompt(text, images=images, streaming_behavior=streaming_behavior)
+
+        async def begin(pending: Pending[str | CommandRan | None]) -> None:
             with self._session_access("prompt") as session:
                 assert self._task_group is not None
-                await self._task_group.start(self._run_turn, session, text, pending, turn)
+                await self._task_group.start(self._run_outside, "prompt", session, start_turn, pending, turn)
 
         return self._submit("prompt", begin, settles_itself=True, on_running_cancel=turn.abort)
 
-    async def _run_turn(
+    async def _run_outside(
         self,
+        operation: str,
         session: SessionPort,
-        text: str,
-        pending: Pending[str | CommandRan],
+        start: Callable[[SessionPort], Awaitable[T]],
+        pending: Pending[T],
         turn: _Turn,
         *,
         task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
-        _inside_operation.set(None)  # the turn runs outside the queue (an extension command may call the host)
+        """Run ``start(session)`` (a turn, a client command) outside the queue, in the host's task
+        group, settling ``pending`` with its outcome."""
+        _inside_operation.set(None)  # it runs outside the queue (an extension command may call the host)
         turn.session = session
         task_status.started()
-        # The worker resumes only after this task suspends: awaiting ``session.prompt`` runs it up to
-        # its first suspension now, so the session marks the turn as running before the next queued
-        # operation (e.g. a replacement that must abort it) can look.
+        # The worker resumes only after this task suspends: awaiting ``start`` runs it up to its first
+        # suspension now, so the session marks the work as running before the next queued operation
+        # (e.g. a replacement that must abort it) can look.
         if turn.abort_requested:
-            self._spawn_abort(session)
+            self._spawn_stop(turn)
         try:
-            outcome = await session.prompt(text)
+            outcome = await start(session)
         except Exception as error:
-            self._describe_access(error, "prompt")
+            self._describe_access(error, operation)
             pending.settle(error=error)
         except BaseException as error:
             pending.settle(error=error)
@@ -507,9 +534,9 @@ class SerializedHost:
 
         return self._submit("abort", body)
 
-    def _spawn_abort(self, session: SessionPort) -> None:
-        if self._task_group is not None:
-            self._task_group.start_soon(self._abort_quietly, session)
+    def _spawn_stop(self, turn: _Turn) -> None:
+        if self._task_group is not None and turn.session is not None:
+            self._task_group.start_soon(turn.stop, turn.session)
 
     async def _abort_quietly(self, session: SessionPort) -> None:
         try:
@@ -526,6 +553,94 @@ class SerializedHost:
         """Export the current branch as a new standalone session file."""
         with self._session_access("exportJsonl") as session:
             return session.export_jsonl(output_path)
+
+    # -- turn control (session calls that never replace the session; the wire queues each at its
+    #    request's arrival with ``enqueue``, like ``set_model``) ------------------------------
+
+    def steer(self, text: str, images: Sequence[ImageInput] = ()) -> None:
+        with self._session_access("steer") as session:
+            session.steer(text, images)
+
+    def follow_up(self, text: str, images: Sequence[ImageInput] = ()) -> None:
+        with self._session_access("followUp") as session:
+            session.follow_up(text, images)
+
+    def clear_queue(self) -> QueueSnapshot:
+        with self._session_access("clearQueue") as session:
+            return session.clear_queue()
+
+    def set_steering_mode(self, mode: QueueMode) -> None:
+        with self._session_access("setSteeringMode") as session:
+            session.set_steering_mode(mode)
+
+    def set_follow_up_mode(self, mode: QueueMode) -> None:
+        with self._session_access("setFollowUpMode") as session:
+            session.set_follow_up_mode(mode)
+
+    def set_thinking_level(self, level: str) -> str:
+        with self._session_access("setThinkingLevel") as session:
+            return session.set_thinking_level(level)
+
+    def cycle_thinking_level(self) -> str | None:
+        with self._session_access("cycleThinkingLevel") as session:
+            return session.cycle_thinking_level()
+
+    def available_thinking_levels(self) -> list[str]:
+        with self._session_access("getAvailableThinkingLevels") as session:
+            return session.available_thinking_levels()
+
+    def stats(self) -> SessionStats:
+        with self._session_access("getSessionStats") as session:
+            return session.stats()
+
+    def set_auto_retry(self, enabled: bool) -> None:
+        with self._session_access("setAutoRetry") as session:
+            session.set_auto_retry(enabled)
+
+    def abort_retry(self) -> None:
+        with self._session_access("abortRetry") as session:
+            session.abort_retry()
+
+    def last_assistant_text(self) -> str | None:
+        with self._session_access("getLastAssistantText") as session:
+            return session.last_assistant_text()
+
+    def fork_messages(self) -> list[ForkMessage]:
+        with self._session_access("getForkMessages") as session:
+            return session.fork_messages()
+
+    def entries(self, since: str | None = None) -> tuple[list[dict[str, Any]], str | None]:
+        with self._session_access("getEntries") as session:
+            return session.entries(since)
+
+    def bash(self, command: str, *, exclude_from_context: bool | None = None, timeout: float | None = None,
+             request_id: int | str | None = None) -> Pending[BashOutcome]:
+        """Run a client command in the session current at this call's place, outside the queue like a
+        turn (a later replacement stops it in its teardown and it resolves ``cancelled``); cancelling
+        it once it runs stops it (``abort_bash``) and it still resolves."""
+
+        async def stop(session: SessionPort) -> None:
+            try:
+                session.abort_bash()
+            except Exception:
+                logger.exception("stopping a cancelled bash command failed")
+
+        turn = _Turn(self, stop)
+
+        def start(session: SessionPort) -> Awaitable[BashOutcome]:
+            return session.bash(command, exclude_from_context=exclude_from_context, timeout=timeout,
+                                request_id=request_id)
+
+        async def begin(pending: Pending[BashOutcome]) -> None:
+            with self._session_access("bash") as session:
+                assert self._task_group is not None
+                await self._task_group.start(self._run_outside, "bash", session, start, pending, turn)
+
+        return self._submit("bash", begin, settles_itself=True, on_running_cancel=turn.abort)
+
+    def abort_bash(self) -> None:
+        with self._session_access("abortBash") as session:
+            session.abort_bash()
 
     @contextlib.contextmanager
     def _session_access(self, operation: str) -> Iterator[SessionPort]:
@@ -669,6 +784,7 @@ class SerializedHost:
                     session_file=session.session_file,
                     cwd=runtime.cwd,
                     generation=self._generation,
+                    dropped_queue=result.dropped_queue,
                 )
             except Exception as error:
                 if not op.invalidated:
@@ -850,7 +966,9 @@ class SerializedHost:
         op = self._begin("dispose", self._current_target())
         failures: list[Exception] = []
         try:
-            await runtime.session.abort()
+            session = runtime.session
+            session.drop_queue()  # reported in session_shutdown; nothing queued may run at the end
+            await session.abort()
         except Exception as error:
             failures.append(error)
         try:

@@ -15,18 +15,25 @@ from typing import Any, Protocol, TypeAlias
 import attrs
 
 from rpcd.core.values import (
+    BashOutcome,
     CommandInfo,
     CommandRan,
     CycleModelResult,
     Diagnostic,
     EventListener,
     ExtensionBindings,
+    ForkMessage,
     ForkPosition,
+    ImageInput,
     ModelDescription,
     ModelRef,
+    QueueMode,
+    QueueSnapshot,
     ReplaceResult,
     SessionState,
+    SessionStats,
     SessionTree,
+    StreamingBehavior,
     Unsubscribe,
 )
 
@@ -65,15 +72,69 @@ class SessionPort(Protocol):
 
     # -- used by the host on behalf of requests (never handed out) --------------
 
-    async def prompt(self, text: str) -> str | CommandRan:
-        """Run one agent turn; resolves at turn end with the last ``stopReason``.
-        Raises ``rpcd.core.errors.SessionBusyError`` while a turn is running. ``/name args`` of an
-        extension command runs that command instead (also while a turn runs): ``CommandRan``."""
+    async def prompt(self, text: str, *, images: Sequence[ImageInput] = (),
+                     streaming_behavior: StreamingBehavior | None = None) -> str | CommandRan | None:
+        """Run one agent turn; resolves at turn end with the last ``stopReason``. While a turn is
+        running: queued per ``streaming_behavior`` (resolves ``None``), else
+        ``rpcd.core.errors.SessionBusyError``. Bad images raise before anything is recorded.
+        ``/name args`` of an extension command runs that command instead (also while a turn runs):
+        ``CommandRan``."""
         ...
 
     def commands(self) -> list[CommandInfo]:
         """Every command a prompt can invoke now (extension commands, templates, skills)."""
         ...
+
+    # -- turn control (Pi's AgentSession) ---------------------------------------------------
+
+    def steer(self, text: str, images: Sequence[ImageInput] = ()) -> None: ...
+
+    def follow_up(self, text: str, images: Sequence[ImageInput] = ()) -> None: ...
+
+    def clear_queue(self) -> QueueSnapshot:
+        """Drop the queued input and return it."""
+        ...
+
+    def drop_queue(self) -> QueueSnapshot:
+        """Like ``clear_queue``, for a session about to be disposed: what it drops is reported
+        (``dropped_queue``) instead of run after the abort."""
+        ...
+
+    @property
+    def dropped_queue(self) -> QueueSnapshot | None:
+        """What ``drop_queue`` dropped (``None``: nothing)."""
+        ...
+
+    def set_steering_mode(self, mode: QueueMode) -> None: ...
+
+    def set_follow_up_mode(self, mode: QueueMode) -> None: ...
+
+    def set_thinking_level(self, level: str) -> str:
+        """Clamp, switch, append ``thinking_level_change`` if it changed; returns the effective level."""
+        ...
+
+    def cycle_thinking_level(self) -> str | None: ...
+
+    def available_thinking_levels(self) -> list[str]: ...
+
+    def stats(self) -> SessionStats: ...
+
+    def set_auto_retry(self, enabled: bool) -> None: ...
+
+    def abort_retry(self) -> None: ...
+
+    def last_assistant_text(self) -> str | None: ...
+
+    def fork_messages(self) -> list[ForkMessage]: ...
+
+    def entries(self, since: str | None = None) -> tuple[list[dict[str, Any]], str | None]:
+        """Raw entries in append order (after ``since``; ``InvalidEntryError`` if unknown) and the leaf."""
+        ...
+
+    async def bash(self, command: str, *, exclude_from_context: bool | None = None, timeout: float | None = None,
+                   request_id: int | str | None = None) -> BashOutcome: ...
+
+    def abort_bash(self) -> None: ...
 
     def set_session_name(self, name: str) -> None: ...
 

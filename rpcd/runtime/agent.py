@@ -22,9 +22,15 @@ model stream (an anyio cancel scope), never an event hand-off. As in Pi the loop
 on to the next model call, which ends at once as an aborted assistant message
 (``stopReason: "aborted"``, ``content: []``), so what is persisted is what Pi persists.
 
-Seams left for later issues: ``_next_turn`` (compaction before the next model call, issue 17)
-and ``_poll_steering`` / follow-ups (issue 18) sit where pi-agent-core calls
-``prepareNextTurn`` / ``getSteeringMessages``.
+Queued input (``rpcd.runtime.queue``): steering is polled when the run starts, after every
+turn, and again before a turn when that poll found nothing (``_poll_steering``: Pi's
+``getSteeringMessages``); a turn follows while tools ran or steering is pending. When the loop
+would stop, queued follow-ups start the next round (``_poll_follow_up``). Delivered messages
+get ``message_start``/``message_end`` and join the context, as a prompt does. An ``error`` or
+``aborted`` assistant ends the run with the queue as it is (the session continues with it).
+
+Seam left for later: ``_next_turn`` (compaction before the next model call, issue 17) sits where
+pi-agent-core calls ``prepareNextTurn``.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ import anyio.lowlevel
 
 from rpcd.core.redact import redact
 from rpcd.runtime.providers.base import ModelInfo, Provider, ProviderRequest, ToolSpec, new_assistant_message
+from rpcd.runtime.queue import InputQueues
 from rpcd.tools.base import AbortSignal, FunctionTool, ToolResult
 from rpcd.tools.seam import Prepared, ToolCall, ToolOutcome, ToolSeam
 
@@ -204,6 +211,8 @@ class Agent:
         self.seam: ToolSeam = seam if seam is not None else _RunnerSeam(tool_runner)
         self.session_id = session_id
         self.max_tool_rounds = max_tool_rounds
+        self.queues: InputQueues | None = None
+        """Steering / follow-up input (``rpcd.runtime.queue``); the session sets it."""
         self._abort_requested = False
         self._signal = AbortSignal()
         self._scope: anyio.CancelScope | None = None
@@ -229,11 +238,14 @@ class Agent:
         sink: AgentSink,
         *,
         will_retry: Callable[[Sequence[Mapping[str, Any]]], bool] | None = None,
+        skip_initial_steering: bool = False,
     ) -> str:
-        """Run until the model stops calling tools (or abort/error). Returns the last
-        assistant's stopReason, or ``"aborted"`` when the run was aborted. ``prompts`` may be
-        empty: the run continues from ``messages`` (Pi's ``agent.continue()``, after a retry);
-        ``will_retry`` answers ``agent_end.willRetry``."""
+        """Run until the model stops calling tools and no queued input is left (or abort/error).
+        Returns the last assistant's stopReason, or ``"aborted"`` when the run was aborted.
+        ``prompts`` may be empty: the run continues from ``messages`` (Pi's ``agent.continue()``,
+        after a retry); ``will_retry`` answers ``agent_end.willRetry``; ``skip_initial_steering``:
+        ``prompts`` are steering messages already taken from the queue (Pi's ``continue()`` after an
+        aborted run), so the run does not poll again first."""
         self._abort_requested = False
         self._signal = AbortSignal()
         produced: list[dict[str, Any]] = []
@@ -241,54 +253,66 @@ class Agent:
         await emit({"type": "agent_start"})
         await emit({"type": "turn_start"})
         for message in prompts:
-            await emit({"type": "message_start", "message": message})
-            self.messages.append(message)
-            produced.append(message)
-            await emit({"type": "message_end", "message": message})
-        stop_reason = await self._run_turns(produced, sink)
+            await self._deliver(message, produced, sink)
+        stop_reason = await self._run_turns(produced, sink, skip_initial_steering)
         retrying = bool(will_retry(produced)) if will_retry is not None and not self._abort_requested else False
         await emit({"type": "agent_end", "messages": produced, "willRetry": retrying})
         return "aborted" if self._abort_requested else stop_reason
 
-    async def _run_turns(self, produced: list[dict[str, Any]], sink: AgentSink) -> str:
-        """pi-agent-core's inner loop: a model call, its tool calls, again while tools ran."""
+    async def _deliver(self, message: dict[str, Any], produced: list[dict[str, Any]], sink: AgentSink) -> None:
+        await sink.emit({"type": "message_start", "message": message})
+        self.messages.append(message)
+        produced.append(message)
+        await sink.emit({"type": "message_end", "message": message})
+
+    async def _run_turns(self, produced: list[dict[str, Any]], sink: AgentSink, skip_initial_steering: bool) -> str:
+        """pi-agent-core's ``runLoop``: a model call, its tool calls, again while tools ran or
+        steering is queued; when it would stop, queued follow-ups start the next round."""
         rounds = 0
         first = True
+        stop_reason = "stop"
+        pending = [] if skip_initial_steering else self._poll_steering()
         while True:
-            if not first:
-                await self._next_turn()
-                await sink.emit({"type": "turn_start"})
-            first = False
-            for message in self._poll_steering():
-                await sink.emit({"type": "message_start", "message": message})
-                self.messages.append(message)
-                produced.append(message)
-                await sink.emit({"type": "message_end", "message": message})
-            assistant = await self._stream_assistant(sink)
-            produced.append(assistant)
-            stop_reason = str(assistant.get("stopReason", "stop"))
-            if stop_reason in ("error", "aborted"):
-                await sink.emit({"type": "turn_end", "message": assistant, "toolResults": []})
-                return stop_reason
-            content = assistant.get("content")
-            calls = [b for b in content if isinstance(b, Mapping) and b.get("type") == "toolCall"] \
-                if isinstance(content, list) else []
-            tool_results: list[dict[str, Any]] = []
-            more = False
-            if calls:
-                if stop_reason == "length":
-                    tool_results, terminate = await self._fail_truncated_calls(calls, sink)
-                else:
-                    tool_results, terminate = await self._execute_tool_calls(calls, sink)
-                produced.extend(tool_results)
-                more = not terminate
-            await sink.emit({"type": "turn_end", "message": assistant, "toolResults": tool_results})
-            if not more:
-                return stop_reason
-            rounds += 1
-            if rounds > self.max_tool_rounds:
-                # the tool results are kept; the next prompt continues from them
-                _log.warning("tool round limit (%d) reached; ending the run", self.max_tool_rounds)
+            more = True
+            while more or pending:
+                if not first:
+                    await self._next_turn()
+                    if not pending:
+                        pending = self._poll_steering()
+                    await sink.emit({"type": "turn_start"})
+                first = False
+                for message in pending:
+                    await self._deliver(message, produced, sink)
+                pending = []
+                assistant = await self._stream_assistant(sink)
+                produced.append(assistant)
+                stop_reason = str(assistant.get("stopReason", "stop"))
+                if stop_reason in ("error", "aborted"):
+                    # queued input stays queued: the session decides whether to continue with it
+                    await sink.emit({"type": "turn_end", "message": assistant, "toolResults": []})
+                    return stop_reason
+                content = assistant.get("content")
+                calls = [b for b in content if isinstance(b, Mapping) and b.get("type") == "toolCall"] \
+                    if isinstance(content, list) else []
+                tool_results: list[dict[str, Any]] = []
+                more = False
+                if calls:
+                    if stop_reason == "length":
+                        tool_results, terminate = await self._fail_truncated_calls(calls, sink)
+                    else:
+                        tool_results, terminate = await self._execute_tool_calls(calls, sink)
+                    produced.extend(tool_results)
+                    more = not terminate
+                await sink.emit({"type": "turn_end", "message": assistant, "toolResults": tool_results})
+                if more:
+                    rounds += 1
+                    if rounds > self.max_tool_rounds:
+                        # the tool results are kept; the next prompt continues from them
+                        _log.warning("tool round limit (%d) reached; ending the run", self.max_tool_rounds)
+                        return stop_reason
+                pending = self._poll_steering()
+            pending = self._poll_follow_up()
+            if not pending:
                 return stop_reason
 
     async def _next_turn(self) -> None:
@@ -297,9 +321,13 @@ class Agent:
         return None
 
     def _poll_steering(self) -> list[dict[str, Any]]:
-        """Messages to inject before the next model call (``getSteeringMessages``): steering and
-        follow-up queues arrive with issue 18. None yet."""
-        return []
+        """Steering to inject before the next model call (``getSteeringMessages``), by the
+        queue's mode."""
+        return self.queues.drain("steering") if self.queues is not None else []
+
+    def _poll_follow_up(self) -> list[dict[str, Any]]:
+        """Follow-ups to deliver when the agent would otherwise stop (``getFollowUpMessages``)."""
+        return self.queues.drain("follow_up") if self.queues is not None else []
 
     async def _stream_assistant(self, sink: AgentSink) -> dict[str, Any]:
         emit = sink.emit

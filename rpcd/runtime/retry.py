@@ -69,7 +69,18 @@ class SessionRetry:
         self._cancelled = False
 
     def _settings(self) -> RetrySettings:
-        return RetrySettings.from_settings(self._session.settings())
+        settings = RetrySettings.from_settings(self._session.settings())
+        override = self._session.preferences.auto_retry  # ``setAutoRetry``
+        return settings if override is None else attrs.evolve(settings, enabled=override)
+
+    @property
+    def enabled(self) -> bool:
+        return self._settings().enabled
+
+    @property
+    def waiting(self) -> bool:
+        """A retry is waiting for its delay (what ``abortRetry`` cancels)."""
+        return self._scope is not None
 
     def _context_window(self) -> int:
         model = self._session.agent.model

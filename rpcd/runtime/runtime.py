@@ -9,12 +9,14 @@ Every replacement is the same four-phase shape (``agent-session-runtime.ts``):
 2. *pre-validation* — open the target file, check the stored cwd, check the fork
    entry, write the fork file, copy the import; a failure raises with the old session
    still current and usable;
-3. *teardown* — ``await old.abort()`` (the in-flight turn settles into the OUTGOING
-   file), ``session_shutdown``, the host's synchronous before-invalidate callback,
-   ``old.dispose()``;
+3. *teardown* — the old session's queued steering/follow-up input is dropped (reported in
+   the result's ``dropped_queue``: after a replacement nothing may run it), ``await old.abort()``
+   (the in-flight turn settles into the OUTGOING file), ``session_shutdown``, the host's
+   synchronous before-invalidate callback, ``old.dispose()``;
 4. *create + apply* — the one factory builds session + services + diagnostics for the
-   target cwd; they are applied together, then the host's awaited rebind callback runs
-   (it calls ``bind_extensions`` → ``session_start``).
+   target cwd; they are applied together (with what the old session's setters chose: queue
+   modes, auto-retry), then the host's awaited rebind callback runs (it calls
+   ``bind_extensions`` → ``session_start``).
 
 A factory rejection in phase 4 propagates as is: the runtime keeps referencing the
 disposed old session and does not roll back (Pi does not either); making the host
@@ -34,7 +36,7 @@ import attrs
 
 from rpcd.core import progress
 from rpcd.core.errors import InvalidArgumentError, MissingSessionCwdError, SessionNotSavedError
-from rpcd.core.values import Diagnostic, ForkPosition, ReplaceResult
+from rpcd.core.values import Diagnostic, ForkPosition, QueueSnapshot, ReplaceResult
 from rpcd.runtime.session import AgentSession
 from rpcd.store import SessionManager, assert_session_cwd_exists, default_session_dir, import_session
 from rpcd.store.importing import check_import_source
@@ -136,6 +138,7 @@ class AgentSessionRuntime:
         setting ``sessionDir``); ``None``: each project's default directory under the agent dir."""
         self._before_invalidate: BeforeInvalidate | None = None
         self._rebind: Rebind | None = None
+        self._dropped = QueueSnapshot()
         self._file_io = anyio.CapacityLimiter(2)
         """Worker threads for reading and copying session files: a replacement (which holds the
         host lock) never waits behind the shared pool that listings and other callers use."""
@@ -203,6 +206,7 @@ class AgentSessionRuntime:
 
     async def _teardown(self, reason: str, target_session_file: str | None) -> None:
         old = self._session
+        self._dropped = old.drop_queue()
         await old.abort()
         runner = self._runner()
         if runner is not None and runner.has_handlers("session_shutdown"):
@@ -233,12 +237,14 @@ class AgentSessionRuntime:
         if previous_session_file is not None:
             start["previousSessionFile"] = previous_session_file
         previous_commands = self._session.commands()  # plain data, still answered by a disposed session
+        preferences = self._session.preferences
         result = await self._factory(
             cwd=cwd,
             agent_dir=self._agent_dir,
             session_manager=sm,
             session_start_event=start,
         )
+        result.session.apply_preferences(preferences)
         self._session = result.session
         self._services = result.services
         self._diagnostics = tuple(result.diagnostics)
@@ -247,6 +253,11 @@ class AgentSessionRuntime:
             await self._rebind(result.session)
         # after the rebind: the host's subscription is installed, so clients hear it on the new channel
         result.session.notify_commands_changed(previous_commands)
+
+    def _replaced(self, selected_text: str | None = None) -> ReplaceResult:
+        dropped, self._dropped = self._dropped, QueueSnapshot()
+        return ReplaceResult(cancelled=False, selected_text=selected_text,
+                             dropped_queue=None if dropped.empty else dropped)
 
     # -- replacements --------------------------------------------------------------------
 
@@ -275,7 +286,7 @@ class AgentSessionRuntime:
         if parent_session is not None:
             sm.new_session(parent_session=parent_session)
         await self._replace_with(sm, "new", sm.get_session_file(), target_cwd, previous)
-        return ReplaceResult(cancelled=False)
+        return self._replaced()
 
     async def switch_session(self, session_path: str, cwd_override: str | None = None) -> ReplaceResult:
         if await self._emit_before(
@@ -295,7 +306,7 @@ class AgentSessionRuntime:
             _close_unless_current(sm, self._session)
             raise
         await self._replace_with(sm, "resume", sm.get_session_file(), sm.get_cwd(), previous)
-        return ReplaceResult(cancelled=False)
+        return self._replaced()
 
     async def fork(self, entry_id: str, position: ForkPosition = "before") -> ReplaceResult:
         if await self._emit_before({"type": "session_before_fork", "entryId": entry_id, "position": position}):
@@ -314,7 +325,7 @@ class AgentSessionRuntime:
                 sm = SessionManager.create(self.cwd, session_dir)
                 sm.new_session(parent_session=current_file)
                 await self._replace_with(sm, "fork", sm.get_session_file(), self.cwd, previous)
-                return ReplaceResult(cancelled=False, selected_text=selected_text)
+                return self._replaced(selected_text)
             if not _exists(current_file):
                 raise SessionNotSavedError(
                     "This session has not been saved yet. Wait for the first assistant response before cloning "
@@ -331,7 +342,7 @@ class AgentSessionRuntime:
                 sm.close()
                 raise
             await self._replace_with(sm, "fork", new_path, sm.get_cwd(), previous)
-            return ReplaceResult(cancelled=False, selected_text=selected_text)
+            return self._replaced(selected_text)
 
         # In memory: teardown first (the settled turn lands in the shared manager), then mutate.
         sm = current_sm
@@ -341,7 +352,7 @@ class AgentSessionRuntime:
         else:
             sm.create_branched_session(target_leaf)
         await self._create_and_apply(self.cwd, sm, "fork", previous)
-        return ReplaceResult(cancelled=False, selected_text=selected_text)
+        return self._replaced(selected_text)
 
     async def import_from_jsonl(self, input_path: str, cwd_override: str | None = None) -> ReplaceResult:
         resolved = _resolve_import_source(input_path)
@@ -364,7 +375,7 @@ class AgentSessionRuntime:
             lambda: import_session(resolved, session_dir, cwd_override, fallback_cwd=self.cwd, on_progress=on_progress)
         )
         await self._replace_with(sm, "resume", sm.get_session_file(), sm.get_cwd(), previous)
-        return ReplaceResult(cancelled=False)
+        return self._replaced()
 
     async def dispose(self) -> None:
         """Final disposal (0.85.0 order): ``session_shutdown{quit}`` → before-invalidate →

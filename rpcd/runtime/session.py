@@ -13,10 +13,21 @@ Input goes through Pi's command handling (``rpcd.runtime.commands``): ``/name ar
 extension command runs the command at once — also while a turn streams — instead of a turn;
 every other input is expanded (``/skill:name``, then prompt templates) by ``expand_input``
 before it reaches the model, and the expanded text is what is persisted.
+
+Turn control (Pi's ``AgentSession``): input sent while a turn runs is queued
+(``steer`` / ``follow_up``, or ``prompt`` with a ``streaming_behavior``; ``rpcd.runtime.queue``)
+and delivered by the agent loop; ``queue_update`` tells subscribers whenever the queue changes.
+When a run ends with input still queued (it was aborted, or the model failed), the session
+continues with that input as Pi does; a replacement or the final disposal drops it instead and
+reports it (``drop_queue``). The thinking level, queue modes and auto-retry have setters; a
+client may run shell commands (``bash``) whose results join the context as Pi's
+``bashExecution`` messages.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import logging
 import os
 import time
@@ -25,38 +36,53 @@ from typing import Any, Protocol
 
 import anyio
 import anyio.to_thread
+import attrs
 
 from rpcd.core.errors import (
     ContextOverflowError,
+    InputNotSupportedError,
+    InvalidArgumentError,
+    InvalidEntryError,
     ModelNotFoundError,
     SessionBusyError,
     SessionNotSavedError,
 )
 from rpcd.core.values import (
     ApprovalPolicy,
+    BashOutcome,
     CommandInfo,
     CommandRan,
     CycleModelResult,
     EventListener,
     ExtensionBindings,
     ExtensionError,
+    ForkMessage,
+    ImageInput,
     ModelDescription,
     ModelRef,
+    QueueMode,
+    QueueSnapshot,
     SessionEvent,
     SessionState,
+    SessionStats,
     SessionTree,
+    StreamingBehavior,
     Unsubscribe,
 )
 from rpcd.runtime import commands as command_input
 from rpcd.runtime.agent import Agent, Event
 from rpcd.runtime.extensions import turn_scope
 from rpcd.runtime.model_selection import ModelInputs, Selection, select_session_model
+from rpcd.runtime.providers import thinking
 from rpcd.runtime.providers.base import ModelInfo, ProviderRegistry, ToolSpec
 from rpcd.runtime.providers.thinking import DEFAULT_THINKING_LEVEL, THINKING_LEVELS
+from rpcd.runtime.queue import InputQueues, Kind
 from rpcd.runtime.retry import SessionRetry
 from rpcd.runtime.system_prompt import build_system_prompt as pi_system_prompt
 from rpcd.runtime.system_prompt import normalize_guidelines, normalize_snippet
+from rpcd.runtime.usage import context_usage, session_stats
 from rpcd.store import SessionManager
+from rpcd.store.entries import js_trim, message_text
 from rpcd.store.export_html import HtmlExport, render_html
 from rpcd.store.library import (
     check_output_path,
@@ -85,10 +111,26 @@ from rpcd.tools import (
     create_builtin_tools,
     extension_profile,
 )
+from rpcd.tools.bash import SESSION_ENV_KEYS, shell_env
+from rpcd.tools.images import detect_image_mime
+from rpcd.tools.user_bash import execute_user_bash
 
 _log = logging.getLogger("rpcd.runtime.session")
 
 __all__ = ["DEFAULT_THINKING_LEVEL", "THINKING_LEVELS", "AgentSession", "create_agent_session"]
+IMAGE_MIME_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+"""What a prompt's images may be (the types every image-taking provider accepts inline)."""
+QUEUE_MODES: tuple[QueueMode, ...] = ("all", "one-at-a-time")
+
+
+@attrs.frozen
+class SessionPreferences:
+    """What the setters change beyond the session file (Pi writes these to the global settings;
+    rpcd keeps them for the daemon's lifetime and hands them to every replacement session)."""
+
+    steering_mode: QueueMode | None = None
+    follow_up_mode: QueueMode | None = None
+    auto_retry: bool | None = None
 
 
 class ExtensionRunnerLike(Protocol):
@@ -168,6 +210,13 @@ class AgentSession:
         self._idle = anyio.Event()
         self._idle.set()
         self._disposed = False
+        self.preferences = SessionPreferences()
+        self.queues = InputQueues(self._queue_setting("steeringMode"), self._queue_setting("followUpMode"))
+        agent.queues = self.queues
+        self.dropped_queue: QueueSnapshot | None = None
+        """What ``drop_queue`` took away when this session was replaced or disposed."""
+        self._bash_signals: set[AbortSignal] = set()
+        self._pending_bash: list[dict[str, Any]] = []
 
     # -- identity / state ------------------------------------------------------------
 
@@ -211,6 +260,12 @@ class AgentSession:
             thinking_level=self.agent.thinking_level,
             is_streaming=self._running,
             message_count=len(self.agent.messages),
+            steering_mode=self.queues.steering.mode,
+            follow_up_mode=self.queues.follow_up.mode,
+            pending_message_count=self.queues.pending_count,
+            is_compacting=False,
+            auto_compaction_enabled=self._setting("compaction.enabled") is not False,
+            auto_retry_enabled=self.auto_retry_enabled,
             approval_policy=self.approval_policy,
         )
 
@@ -260,6 +315,8 @@ class AgentSession:
             return
         runner = self._runner
         kind = event["type"]
+        if kind == "message_start" and self.queues.delivered(event["message"]):
+            self._notify_queue()  # as Pi: the queue shrinks before the delivered message starts
         if runner is not None and not runner.is_invalidated and runner.has_handlers(kind):
             await runner.emit(event)
         self._notify(event)
@@ -279,34 +336,45 @@ class AgentSession:
 
     # -- turns -------------------------------------------------------------------------------
 
-    async def prompt(self, text: str) -> str | CommandRan:
+    async def prompt(self, text: str, *, images: Sequence[ImageInput] = (),
+                     streaming_behavior: StreamingBehavior | None = None) -> str | CommandRan | None:
         """Run one agent turn to completion; returns the last assistant ``stopReason``.
 
         ``/name args`` of an extension command runs the command instead (even while a turn runs,
         as in Pi) and returns ``CommandRan``; a command that raises is an ``extension_error``.
-        Any other text is expanded first (``expand_input``).
-
+        Any other text is expanded first (``expand_input``). While a turn runs, the expanded text
+        is queued instead when ``streaming_behavior`` says how (``None`` is returned), else
+        ``SessionBusyError``. Images are checked before anything happens
+        (``InvalidArgumentError`` / ``InputNotSupportedError``: nothing recorded).
         A transient provider failure is retried as Pi retries it (``rpcd.runtime.retry``): the
         failed attempt stays in the file, leaves the model's context, and the turn continues
-        after ``auto_retry_start`` … ``auto_retry_end``."""
+        after ``auto_retry_start`` … ``auto_retry_end``; input still queued when a run ends
+        (aborted, failed) continues it, as Pi's ``_handlePostAgentRun`` does.
+        """
         ran = await command_input.run_extension_command(self._live_runner(), text)
         if ran is not None:
             return ran
         text = self.expand_input(text)
+        content = self._user_content(text, images)
         if self._running:
-            raise SessionBusyError(
-                "A turn is already running; wait for it to finish or abort it", cwd=self.cwd,
-                session_path=self.session_file,
-            )
+            if streaming_behavior is None:
+                raise SessionBusyError(
+                    "A turn is already running; wait for it to finish, abort it, or queue the prompt with "
+                    "streamingBehavior 'steer' or 'followUp'",
+                    cwd=self.cwd, session_path=self.session_file,
+                )
+            self._enqueue("follow_up" if streaming_behavior == "followUp" else "steering", text, content)
+            return None
         self._running = True
         self._idle = anyio.Event()
         try:
-            user = {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": int(time.time() * 1000)}
+            self._flush_pending_bash()
+            user = {"role": "user", "content": content, "timestamp": _now_ms()}
             with turn_scope(self):
                 stop_reason = await self.agent.run([user], self, will_retry=self.retry.will_retry)
-                while await self.retry.after_run():
-                    stop_reason = await self.agent.run([], self, will_retry=self.retry.will_retry)
+                stop_reason = await self._after_runs(stop_reason)
                 self.last_context_overflow = self.retry.overflow_of_last_run()
+                self._flush_pending_bash()
                 await self.emit({"type": "agent_settled"})
             return stop_reason
         finally:
@@ -355,13 +423,287 @@ class AgentSession:
         if runner is not None:
             runner.report_error(error)
 
+    async def _after_runs(self, stop_reason: str) -> str:
+        """Pi's ``_handlePostAgentRun`` → ``agent.continue()`` loop: a transient failure is retried
+        first (``rpcd.runtime.retry``); a run that ended with input still queued (aborted, a model
+        error, the tool-round limit) goes on with it, steering first."""
+        while not self._disposed:
+            if await self.retry.after_run():
+                stop_reason = await self.agent.run([], self, will_retry=self.retry.will_retry)
+                continue
+            if not self.queues.has_items():
+                break
+            steering = self.queues.drain("steering")
+            if steering:
+                stop_reason = await self.agent.run(steering, self, will_retry=self.retry.will_retry,
+                                                   skip_initial_steering=True)
+                continue
+            stop_reason = await self.agent.run(self.queues.drain("follow_up"), self, will_retry=self.retry.will_retry)
+        return stop_reason
+
     async def abort(self) -> None:
-        """Stop the running turn (if any) and wait until it has settled and persisted."""
+        """Stop the running turn (if any) and wait until it has settled and persisted. Queued
+        input is not dropped: as in Pi, the session continues with it (``clear_queue`` first to
+        stop everything)."""
         if not self._running:
             return
         self.agent.request_abort()
         self.retry.cancel()
         await self._idle.wait()
+
+    # -- queued input ----------------------------------------------------------------------
+
+    def steer(self, text: str, images: Sequence[ImageInput] = ()) -> None:
+        """Queue ``text`` for after the current tool round (Pi's ``steer``); when no turn runs it
+        goes with the next prompt."""
+        text = self.expand_input(text, queued=True)
+        self._enqueue("steering", text, self._user_content(text, images))
+
+    def follow_up(self, text: str, images: Sequence[ImageInput] = ()) -> None:
+        """Queue ``text`` for when the agent would otherwise stop (Pi's ``followUp``)."""
+        text = self.expand_input(text, queued=True)
+        self._enqueue("follow_up", text, self._user_content(text, images))
+
+    def clear_queue(self) -> QueueSnapshot:
+        """Drop the queued input (Pi's ``clearQueue``); returns what was dropped."""
+        dropped = self.queues.clear()
+        self._notify_queue()
+        return dropped
+
+    def drop_queue(self) -> QueueSnapshot:
+        """The session is being replaced or disposed: drop the queued input so nothing runs after
+        the abort, and keep what was dropped (``dropped_queue``) to report it."""
+        dropped = self.queues.clear()
+        if not dropped.empty:
+            self.dropped_queue = dropped
+            self._notify_queue()
+        return dropped
+
+    def set_steering_mode(self, mode: QueueMode) -> None:
+        self.queues.steering.mode = mode
+        self.preferences = attrs.evolve(self.preferences, steering_mode=mode)
+
+    def set_follow_up_mode(self, mode: QueueMode) -> None:
+        self.queues.follow_up.mode = mode
+        self.preferences = attrs.evolve(self.preferences, follow_up_mode=mode)
+
+    def apply_preferences(self, preferences: SessionPreferences) -> None:
+        """What an earlier session's setters chose (a replacement keeps them)."""
+        if preferences.steering_mode is not None:
+            self.set_steering_mode(preferences.steering_mode)
+        if preferences.follow_up_mode is not None:
+            self.set_follow_up_mode(preferences.follow_up_mode)
+        if preferences.auto_retry is not None:
+            self.set_auto_retry(preferences.auto_retry)
+
+    def _enqueue(self, kind: Kind, text: str, content: list[dict[str, Any]]) -> None:
+        self.queues.add(kind, text, {"role": "user", "content": content, "timestamp": _now_ms()})
+        self._notify_queue()
+
+    def _notify_queue(self) -> None:
+        snapshot = self.queues.snapshot()
+        self._notify({"type": "queue_update", "steering": list(snapshot.steering),
+                      "followUp": list(snapshot.follow_up)})
+
+    def _user_content(self, text: str, images: Sequence[ImageInput]) -> list[dict[str, Any]]:
+        """Pi's user content: the text block, then the images (checked: valid base64 of a PNG,
+        JPEG, GIF or WebP whose bytes match the declared type, for a model that takes images)."""
+        content: list[dict[str, Any]] = [{"type": "text", "text": text}]
+        for index, image in enumerate(images):
+            where = f"images[{index}]"
+            try:
+                raw = base64.b64decode(image.data, validate=True)
+            except (binascii.Error, ValueError):
+                raw = b""
+            if not raw:
+                raise InvalidArgumentError(f"images[{index}].data is not valid base64", param=f"{where}.data",
+                                           session_path=self.session_file)
+            detected = detect_image_mime(raw[:4100])
+            if detected not in IMAGE_MIME_TYPES:
+                raise InvalidArgumentError(
+                    f"images[{index}] is not a PNG, JPEG, GIF or WebP image", param=f"{where}.data",
+                    session_path=self.session_file)
+            if image.mime_type != detected:
+                raise InvalidArgumentError(
+                    f"images[{index}].mimeType is {image.mime_type!r} but the data is {detected}",
+                    param=f"{where}.mimeType", session_path=self.session_file)
+            content.append({"type": "image", "data": image.data, "mimeType": image.mime_type})
+        if images:
+            model = self.agent.model
+            if model is None or "image" not in model.input:
+                name = f"{model.provider}/{model.id}" if model is not None else "No model is selected; it"
+                raise InputNotSupportedError(f"{name} does not take images", session_path=self.session_file)
+        return content
+
+    # -- settings ------------------------------------------------------------------------------
+
+    def _setting(self, key: str) -> Any:
+        return _settings_get(self.services, key)
+
+    def _queue_setting(self, key: str) -> QueueMode:
+        value = self._setting(key)
+        return value if value in QUEUE_MODES else "one-at-a-time"
+
+    # -- thinking ------------------------------------------------------------------------------
+
+    def available_thinking_levels(self) -> list[str]:
+        """Pi's ``getAvailableThinkingLevels``: the model's levels (every level without a model)."""
+        model = self.agent.model
+        return list(thinking.THINKING_LEVELS) if model is None else model.thinking_levels()
+
+    def set_thinking_level(self, level: str) -> str:
+        """Pi's ``setThinkingLevel``: clamp to the model, switch, and append
+        ``thinking_level_change`` (notifying ``thinking_level_changed``) only if it changed."""
+        model = self.agent.model
+        available = self.available_thinking_levels()
+        effective = level if level in available else (model.clamp_thinking(level) if model is not None else "off")
+        previous = self.agent.thinking_level
+        self.agent.thinking_level = effective
+        if effective != previous:
+            self.session_manager.append_thinking_level_change(effective)
+            self._notify({"type": "thinking_level_changed", "level": effective})
+        return effective
+
+    def cycle_thinking_level(self) -> str | None:
+        """Pi's ``cycleThinkingLevel``: the model's next level; ``None`` for a model that does not reason."""
+        model = self.agent.model
+        if model is None or not model.reasoning:
+            return None
+        levels = self.available_thinking_levels()
+        current = self.agent.thinking_level
+        following = levels[(levels.index(current) + 1) % len(levels)] if current in levels else levels[0]
+        self.set_thinking_level(following)
+        return following
+
+    # -- retry ---------------------------------------------------------------------------------
+
+    @property
+    def auto_retry_enabled(self) -> bool:
+        """``retry.enabled`` from the settings, or what ``set_auto_retry`` chose."""
+        return self.retry.enabled
+
+    def set_auto_retry(self, enabled: bool) -> None:
+        self.preferences = attrs.evolve(self.preferences, auto_retry=enabled)
+
+    def abort_retry(self) -> None:
+        """Pi's ``abortRetry``: cancel a retry that is waiting (``auto_retry_end`` with ``Retry
+        cancelled``); the run then ends with the failure it would have retried."""
+        if self.retry.waiting:
+            self.retry.cancel()
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    def stats(self) -> SessionStats:
+        """Pi's ``getSessionStats`` (``rpcd.runtime.usage``)."""
+        sm = self.session_manager
+        model = self.agent.model
+        usage = (context_usage(model.context_window, sm.get_branch(), self.agent.messages)
+                 if model is not None else None)
+        return session_stats(sm.get_entries(), session_id=self.session_id, session_file=self.session_file,
+                             context=usage)
+
+    def last_assistant_text(self) -> str | None:
+        """Pi's ``getLastAssistantText``: the text of the last assistant message that is not an
+        empty aborted one, trimmed; ``None`` when there is none or it has no text."""
+        for message in reversed(self.agent.messages):
+            if message.get("role") != "assistant":
+                continue
+            content = message.get("content")
+            if message.get("stopReason") == "aborted" and not content:
+                continue
+            text = "".join(b.get("text", "") for b in content or () if isinstance(b, Mapping)
+                           and b.get("type") == "text" and isinstance(b.get("text"), str))
+            return js_trim(text) or None
+        return None
+
+    def fork_messages(self) -> list[ForkMessage]:
+        """Pi's ``getUserMessagesForForking``: every user message with text, in file order."""
+        out: list[ForkMessage] = []
+        for entry in self.session_manager.get_entries():
+            message = entry.get("message")
+            if entry.get("type") != "message" or not isinstance(message, Mapping) or message.get("role") != "user":
+                continue
+            text = message_text(message.get("content"), "")
+            if text:
+                out.append(ForkMessage(entry_id=str(entry["id"]), text=text))
+        return out
+
+    def entries(self, since: str | None = None) -> tuple[list[dict[str, Any]], str | None]:
+        """Pi's ``get_entries``: every entry in append order, or those after ``since``; and the leaf."""
+        sm = self.session_manager
+        entries = sm.get_entries()
+        if since is not None:
+            index = next((i for i, e in enumerate(entries) if e.get("id") == since), None)
+            if index is None:
+                raise InvalidEntryError(f"Entry not found: {since}", entry_id=since, session_path=self.session_file)
+            entries = entries[index + 1:]
+        return [dict(e) for e in entries], sm.get_leaf_id()
+
+    # -- client-run shell --------------------------------------------------------------------
+
+    async def bash(self, command: str, *, exclude_from_context: bool | None = None, timeout: float | None = None,
+                   request_id: int | str | None = None) -> BashOutcome:
+        """Pi's ``executeBash``: run ``command`` in the session's cwd (``shellCommandPrefix``
+        first), stream its output as ``bash_execution_update``, record the result as a
+        ``bashExecution`` message (after the running turn, if one runs)."""
+        options = tool_options(self.services)
+        resolved = f"{options.command_prefix}\n{command}" if options.command_prefix else command
+        env = shell_env(options.agent_dir)
+        for key in SESSION_ENV_KEYS:  # Pi's user bash runs without the session's PI_* variables
+            env.pop(key, None)
+        signal = AbortSignal()
+        self._bash_signals.add(signal)
+
+        def on_chunk(delta: str) -> None:
+            event: dict[str, Any] = {"type": "bash_execution_update"}
+            if request_id is not None:
+                event["id"] = request_id
+            event["delta"] = delta
+            self._notify(event)
+
+        try:
+            result = await execute_user_bash(resolved, self.cwd, signal=signal, env=env,
+                                             shell_path=options.shell_path, timeout=timeout, on_chunk=on_chunk)
+        finally:
+            self._bash_signals.discard(signal)
+        outcome = BashOutcome(output=result.output, exit_code=result.exit_code, cancelled=result.cancelled,
+                              truncated=result.truncated, full_output_path=result.full_output_path)
+        self.record_bash_result(command, outcome, exclude_from_context)
+        return outcome
+
+    def record_bash_result(self, command: str, outcome: BashOutcome, exclude_from_context: bool | None) -> None:
+        """Pi's ``recordBashResult``: a ``bashExecution`` message in the context and the file; while
+        a turn runs it waits for the turn's end (it must not land between a tool call and its result)."""
+        message: dict[str, Any] = {"role": "bashExecution", "command": command, "output": outcome.output}
+        if outcome.exit_code is not None:
+            message["exitCode"] = outcome.exit_code
+        message["cancelled"] = outcome.cancelled
+        message["truncated"] = outcome.truncated
+        if outcome.full_output_path is not None:
+            message["fullOutputPath"] = outcome.full_output_path
+        message["timestamp"] = _now_ms()
+        if exclude_from_context is not None:
+            message["excludeFromContext"] = exclude_from_context
+        if self._disposed:
+            return
+        if self._running:
+            self._pending_bash.append(message)
+            return
+        self.agent.messages.append(message)
+        self.session_manager.append_message(message)
+
+    def _flush_pending_bash(self) -> None:
+        pending, self._pending_bash = self._pending_bash, []
+        for message in pending:
+            if self._disposed:
+                return
+            self.agent.messages.append(message)
+            self.session_manager.append_message(message)
+
+    def abort_bash(self) -> None:
+        """Stop every running client command (Pi's ``abortBash``)."""
+        for signal in list(self._bash_signals):
+            signal.abort()
 
     def settings(self) -> Any:
         return getattr(self.services, "settings", None)
@@ -485,7 +827,9 @@ class AgentSession:
         the in-flight turn (if any) is aborted best-effort. Idempotent."""
         if self._disposed:
             return
+        self.drop_queue()
         self._disposed = True
+        self.abort_bash()
         if self._running:
             self.agent.request_abort()
         self._subs.clear()
@@ -503,6 +847,10 @@ class AgentSession:
 
 def _drop(event: Event) -> None:
     return None
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
 
 
 # -- creation (Pi's createAgentSessionFromServices) ------------------------------------------

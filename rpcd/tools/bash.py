@@ -22,12 +22,12 @@ import signal as signals
 import subprocess
 import time
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import anyio
 import anyio.abc
 
-from rpcd.tools.base import FunctionTool, ToolCallContext, ToolResult, schema
+from rpcd.tools.base import AbortSignal, FunctionTool, ToolCallContext, ToolResult, schema
 from rpcd.tools.binaries import shell_config
 from rpcd.tools.errors import ToolError
 from rpcd.tools.output import OutputAccumulator
@@ -112,6 +112,19 @@ def _status(text: str, status: str) -> str:
     return f"{text}\n\n{status}" if text else status
 
 
+class ShellSink(Protocol):
+    """Where ``run_shell`` puts a command's output (stdout and stderr interleaved, raw bytes)."""
+
+    data_seen: anyio.Event
+    """Set on every chunk; ``run_shell`` replaces it while it waits for the last output."""
+
+    def on_data(self, data: bytes) -> None: ...
+
+    async def updater(self) -> None:
+        """Runs beside the command until it ends (throttled partial results); may return at once."""
+        ...
+
+
 class _Run:
     """One command's output, update throttling and formatting."""
 
@@ -141,6 +154,8 @@ class _Run:
         self.ctx.on_update({"content": [{"type": "text", "text": content or ""}], "details": details})
 
     async def updater(self) -> None:
+        if self.ctx.on_update is None:
+            return
         while True:
             await self.dirty.wait()
             self.dirty = anyio.Event()
@@ -176,7 +191,7 @@ class _Run:
         return text, details
 
 
-async def _pump(stream: anyio.abc.ByteReceiveStream | None, run: _Run) -> None:
+async def _pump(stream: anyio.abc.ByteReceiveStream | None, run: ShellSink) -> None:
     if stream is None:
         return
     try:
@@ -186,10 +201,11 @@ async def _pump(stream: anyio.abc.ByteReceiveStream | None, run: _Run) -> None:
         return
 
 
-async def _exec(command: str, cwd: str, run: _Run, timeout: float | None, env: Mapping[str, str],
-                shell_path: str | None) -> tuple[int | None, str | None]:
-    """Run the command; ``(exit code or None if killed by a signal, "aborted" | "timeout" | None)``."""
-    signal = run.ctx.signal
+async def run_shell(command: str, cwd: str, run: ShellSink, *, signal: AbortSignal, timeout: float | None,
+                    env: Mapping[str, str], shell_path: str | None) -> tuple[int | None, str | None]:
+    """Run ``command`` with the session's shell in ``cwd``, in its own process group (the one
+    runner of the bash tool and the client ``bash``); ``(exit code or None if killed by a signal,
+    "aborted" | "timeout" | None)``. Raises ``ToolError`` when it cannot start."""
     if signal.aborted:
         return None, "aborted"
     try:
@@ -241,8 +257,7 @@ async def _exec(command: str, cwd: str, run: _Run, timeout: float | None, env: M
         group.start_soon(watch_abort)
         if timeout is not None:
             group.start_soon(watch_timeout)
-        if run.ctx.on_update is not None:
-            group.start_soon(run.updater)
+        group.start_soon(run.updater)
         code = await process.wait()
         # the shell is gone: read on while output arrives, until the pipes close or go quiet
         while not pumps_done.is_set():
@@ -283,7 +298,8 @@ def create_bash_tool(cwd: str, *, agent_dir: str | None = None, shell_path: str 
             ctx.on_update({"content": []})
         try:
             timeout = _timeout_seconds(args.get("timeout"))
-            code, stopped = await _exec(command, cwd, run, timeout, env, shell_path)
+            code, stopped = await run_shell(command, cwd, run, signal=ctx.signal, timeout=timeout, env=env,
+                                            shell_path=shell_path)
         except ToolError:
             run.finish()
             raise

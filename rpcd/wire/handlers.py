@@ -28,38 +28,59 @@ import json
 import logging
 import re
 from collections.abc import Awaitable, Sequence
-from typing import Final, Protocol, TypeVar
+from typing import Any, Final, Protocol, TypeVar
 
 import anyio
 
 from rpcd.core.errors import HostDisposedError, HostError, HostUnavailableError
 from rpcd.core.progress import reporting
 from rpcd.core.values import (
+    BashOutcome,
     CommandInfo,
     CommandRan,
     CycleModelResult,
+    ForkMessage,
+    ImageInput,
     ModelDescription,
     ModelRef,
+    QueueSnapshot,
     SessionState,
+    SessionStats,
     SessionTree,
 )
 from rpcd.host.host import Pending, ReplacementOutcome, SerializedHost
+from rpcd.protocol import events as ev
 from rpcd.protocol import types as t
 from rpcd.protocol.errors import ErrorCode, ErrorItem
 from rpcd.protocol.methods import client_requests
 from rpcd.protocol.names import (
+    ABORT_BASH,
+    ABORT_RETRY,
+    CLEAR_QUEUE,
     CYCLE_MODEL,
+    CYCLE_THINKING_LEVEL,
     DELETE_SESSION,
     EXPORT_HTML,
     EXPORT_JSONL,
+    FOLLOW_UP,
     GET_AVAILABLE_MODELS,
+    GET_AVAILABLE_THINKING_LEVELS,
     GET_COMMANDS,
+    GET_ENTRIES,
+    GET_FORK_MESSAGES,
+    GET_LAST_ASSISTANT_TEXT,
     GET_MESSAGES,
+    GET_SESSION_STATS,
     GET_TREE,
     LIST_SESSIONS,
     RENAME_SESSION,
+    SET_AUTO_RETRY,
+    SET_FOLLOW_UP_MODE,
     SET_MODEL,
     SET_SESSION_NAME,
+    SET_STEERING_MODE,
+    SET_THINKING_LEVEL,
+    STEER,
 )
 from rpcd.wire.errors import WireError, WirePhase, protocol_error
 from rpcd.wire.notifications import EventPump
@@ -169,6 +190,7 @@ class SessionMethods:
             cwd=outcome.cwd,
             generation=outcome.generation,
             session_file=outcome.session_file,
+            dropped_queue=queue_contents(outcome.dropped_queue) if outcome.dropped_queue is not None else None,
         )
 
     async def _forked(self, pending: Pending[ReplacementOutcome]) -> t.ForkResult:
@@ -180,6 +202,7 @@ class SessionMethods:
             generation=outcome.generation,
             session_file=outcome.session_file,
             selected_text=outcome.selected_text,
+            dropped_queue=queue_contents(outcome.dropped_queue) if outcome.dropped_queue is not None else None,
         )
 
     async def _replacement(
@@ -231,6 +254,12 @@ class SessionMethods:
             message_count=state.message_count,
             generation=host.generation,
             status=status,
+            is_compacting=state.is_compacting,
+            steering_mode=state.steering_mode,
+            follow_up_mode=state.follow_up_mode,
+            auto_compaction_enabled=state.auto_compaction_enabled,
+            auto_retry_enabled=state.auto_retry_enabled,
+            pending_message_count=state.pending_message_count,
             session_file=state.session_file,
             name=state.name,
             model=model,
@@ -302,14 +331,22 @@ class SessionMethods:
 
     def prompt(self, params: t.PromptParams) -> Awaitable[t.PromptResult]:
         """One turn on the session current at this request's arrival; a cancelled request still queued
-        never starts (-32800), a cancelled running one aborts the turn and answers ``aborted``."""
-        return self._prompted(_tracked(self._host.prompt(params.text)))
+        never starts (-32800), a cancelled running one aborts the turn and answers ``aborted``. With
+        ``streamingBehavior`` and a turn running at its place, the text is queued into that turn and
+        this answers at once (``queued``)."""
+        pending = self._host.prompt(params.text, images=_images(params.images),
+                                    streaming_behavior=params.streaming_behavior)
+        return self._prompted(_tracked(pending), params.streaming_behavior)
 
-    async def _prompted(self, pending: Pending[str | CommandRan]) -> t.PromptResult:
+    async def _prompted(
+        self, pending: Pending[str | CommandRan | None], streaming_behavior: t.StreamingBehavior | None
+    ) -> t.PromptResult:
         outcome = await pending
         await self._pump.drain()
         if isinstance(outcome, CommandRan):
             return t.PromptResult(command=outcome.name)
+        if outcome is None:
+            return t.PromptResult(queued=streaming_behavior)
         return t.PromptResult(stop_reason=outcome)
 
     def abort(self, params: t.EmptyParams | None = None) -> Awaitable[None]:
@@ -362,6 +399,122 @@ class SessionMethods:
         return t.CycleModelResult(model=_model_description(result.model), thinking_level=result.thinking_level,
                                   is_scoped=result.is_scoped)
 
+    # -- turn control (each queued at its request's arrival, like ``setModel``) ------------------
+
+    def steer(self, params: t.QueueInputParams) -> Awaitable[None]:
+        host, images = self._host, _images(params.images)
+        return self._answered(_tracked(host.enqueue(STEER, lambda: host.steer(params.text, images))))
+
+    def follow_up(self, params: t.QueueInputParams) -> Awaitable[None]:
+        host, images = self._host, _images(params.images)
+        return self._answered(_tracked(host.enqueue(FOLLOW_UP, lambda: host.follow_up(params.text, images))))
+
+    def set_steering_mode(self, params: t.SetQueueModeParams) -> Awaitable[None]:
+        host = self._host
+        return self._answered(_tracked(host.enqueue(SET_STEERING_MODE, lambda: host.set_steering_mode(params.mode))))
+
+    def set_follow_up_mode(self, params: t.SetQueueModeParams) -> Awaitable[None]:
+        host = self._host
+        return self._answered(_tracked(host.enqueue(SET_FOLLOW_UP_MODE, lambda: host.set_follow_up_mode(params.mode))))
+
+    def clear_queue(self, params: t.EmptyParams | None = None) -> Awaitable[ev.QueueContents]:
+        return self._cleared(_tracked(self._host.enqueue(CLEAR_QUEUE, self._host.clear_queue)))
+
+    async def _cleared(self, pending: Pending[QueueSnapshot]) -> ev.QueueContents:
+        return queue_contents(await self._answered(pending))
+
+    def set_thinking_level(self, params: t.SetThinkingLevelParams) -> Awaitable[None]:
+        host = self._host
+
+        def set_level() -> None:
+            host.set_thinking_level(params.level)
+
+        return self._answered(_tracked(host.enqueue(SET_THINKING_LEVEL, set_level)))
+
+    def cycle_thinking_level(self, params: t.EmptyParams | None = None) -> Awaitable[t.CycleThinkingLevelResult]:
+        host = self._host
+        return self._thinking_cycled(_tracked(host.enqueue(CYCLE_THINKING_LEVEL, host.cycle_thinking_level)))
+
+    async def _thinking_cycled(self, pending: Pending[str | None]) -> t.CycleThinkingLevelResult:
+        level = await self._answered(pending)
+        return t.CycleThinkingLevelResult(level=level)  # type: ignore[arg-type]  # the session's levels are Pi's
+
+    def get_available_thinking_levels(
+        self, params: t.EmptyParams | None = None
+    ) -> Awaitable[t.AvailableThinkingLevelsResult]:
+        host = self._host
+        return self._levels(_tracked(host.enqueue(GET_AVAILABLE_THINKING_LEVELS, host.available_thinking_levels)))
+
+    async def _levels(self, pending: Pending[list[str]]) -> t.AvailableThinkingLevelsResult:
+        return t.AvailableThinkingLevelsResult(levels=await self._answered(pending))  # type: ignore[arg-type]
+
+    def get_session_stats(self, params: t.EmptyParams | None = None) -> Awaitable[t.SessionStatsResult]:
+        return self._stats(_tracked(self._host.enqueue(GET_SESSION_STATS, self._host.stats)))
+
+    async def _stats(self, pending: Pending[SessionStats]) -> t.SessionStatsResult:
+        stats = await self._answered(pending)
+        usage = stats.context_usage
+        tokens = stats.tokens
+        return t.SessionStatsResult(
+            session_id=stats.session_id,
+            session_file=stats.session_file,
+            user_messages=stats.user_messages,
+            assistant_messages=stats.assistant_messages,
+            tool_calls=stats.tool_calls,
+            tool_results=stats.tool_results,
+            total_messages=stats.total_messages,
+            tokens=t.TokenStats(input=tokens.input, output=tokens.output, cache_read=tokens.cache_read,
+                                cache_write=tokens.cache_write, total=tokens.total),
+            cost=stats.cost,
+            context_usage=(t.ContextUsage(context_window=usage.context_window, tokens=usage.tokens,
+                                          percent=usage.percent) if usage is not None else None),
+        )
+
+    def bash(self, params: t.BashParams) -> Awaitable[t.BashResult]:
+        """Run the command in the session current at this request's arrival, outside the queue (like a
+        turn); a cancelled request still queued never starts (-32800), a running one is stopped and
+        still answers (``cancelled: true``). Its ``bash_execution_update`` events carry this request's id."""
+        call = current_call()
+        pending = self._host.bash(params.command, exclude_from_context=params.exclude_from_context,
+                                  timeout=params.timeout, request_id=call.id if call is not None else None)
+        return self._bashed(_tracked(pending))
+
+    async def _bashed(self, pending: Pending[BashOutcome]) -> t.BashResult:
+        outcome = await self._answered(pending)
+        return t.BashResult(output=outcome.output, exit_code=outcome.exit_code, cancelled=outcome.cancelled,
+                            truncated=outcome.truncated, full_output_path=outcome.full_output_path)
+
+    def abort_bash(self, params: t.EmptyParams | None = None) -> Awaitable[None]:
+        return self._answered(_tracked(self._host.enqueue(ABORT_BASH, self._host.abort_bash)))
+
+    def set_auto_retry(self, params: t.SetAutoRetryParams) -> Awaitable[None]:
+        host = self._host
+        return self._answered(_tracked(host.enqueue(SET_AUTO_RETRY, lambda: host.set_auto_retry(params.enabled))))
+
+    def abort_retry(self, params: t.EmptyParams | None = None) -> Awaitable[None]:
+        return self._answered(_tracked(self._host.enqueue(ABORT_RETRY, self._host.abort_retry)))
+
+    def get_last_assistant_text(self, params: t.EmptyParams | None = None) -> Awaitable[t.LastAssistantTextResult]:
+        return self._last_text(_tracked(self._host.enqueue(GET_LAST_ASSISTANT_TEXT, self._host.last_assistant_text)))
+
+    async def _last_text(self, pending: Pending[str | None]) -> t.LastAssistantTextResult:
+        return t.LastAssistantTextResult(text=await self._answered(pending))
+
+    def get_fork_messages(self, params: t.EmptyParams | None = None) -> Awaitable[t.ForkMessagesResult]:
+        return self._fork_messages(_tracked(self._host.enqueue(GET_FORK_MESSAGES, self._host.fork_messages)))
+
+    async def _fork_messages(self, pending: Pending[list[ForkMessage]]) -> t.ForkMessagesResult:
+        messages = await self._answered(pending)
+        return t.ForkMessagesResult(messages=[t.ForkMessage(entry_id=m.entry_id, text=m.text) for m in messages])
+
+    def get_entries(self, params: t.GetEntriesParams) -> Awaitable[t.GetEntriesResult]:
+        host = self._host
+        return self._entries(_tracked(host.enqueue(GET_ENTRIES, lambda: host.entries(params.since))))
+
+    async def _entries(self, pending: Pending[tuple[list[dict[str, Any]], str | None]]) -> t.GetEntriesResult:
+        entries, leaf_id = await self._answered(pending)
+        return t.GetEntriesResult(entries=entries, leaf_id=leaf_id)
+
     async def _answered(self, pending: Pending[T]) -> T:
         """The operation's result, once the pump has flushed what it produced."""
         result = await pending
@@ -385,6 +538,14 @@ def command_result(info: CommandInfo) -> t.CommandInfo:
         description=info.description,
         argument_hint=info.argument_hint,
     )
+
+
+def _images(images: list[t.PromptImage] | None) -> tuple[ImageInput, ...]:
+    return tuple(ImageInput(data=i.data, mime_type=i.mime_type) for i in images or ())
+
+
+def queue_contents(snapshot: QueueSnapshot) -> ev.QueueContents:
+    return ev.QueueContents(steering=list(snapshot.steering), follow_up=list(snapshot.follow_up))
 
 
 # -- listSessions pagination ----------------------------------------------------------------

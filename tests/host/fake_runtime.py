@@ -42,6 +42,7 @@ from rpcd.core.values import (
     ExtensionBindings,
     ForkPosition,
     ModelRef,
+    QueueSnapshot,
     ReplaceResult,
     SessionState,
     SessionTree,
@@ -191,6 +192,8 @@ class FakeSession:
         self.extensions_bound: ExtensionBindings | None = None
         self._turn_end: anyio.Event | None = None
         self._stop_reason = "stop"
+        self.queued: list[str] = []
+        self.dropped_queue: QueueSnapshot | None = None
 
     # -- SessionPort --------------------------------------------------------------------
     @property
@@ -219,10 +222,13 @@ class FakeSession:
             await anyio.lowlevel.checkpoint()
         self._runtime.probe.append(f"session#{self.number}.abort() settled")
 
-    async def prompt(self, text: str) -> str:
+    async def prompt(self, text: str, *, images: Any = (), streaming_behavior: str | None = None) -> str | None:
         if self.disposed:
             raise SessionDisposedError("session is disposed")
         if self._turn_end is not None:
+            if streaming_behavior is not None:
+                self.queued.append(text)
+                return None
             raise SessionBusyError("a turn is running")
         self._turn_end = anyio.Event()
         self._stop_reason = "stop"
@@ -237,6 +243,13 @@ class FakeSession:
     def finish_turn(self) -> None:
         assert self._turn_end is not None
         self._turn_end.set()
+
+    def drop_queue(self) -> QueueSnapshot:
+        """Queued input is dropped (and reported) before the host's final abort."""
+        dropped, self.queued = QueueSnapshot(steering=tuple(self.queued)), []
+        if not dropped.empty:
+            self.dropped_queue = dropped
+        return dropped
 
     def set_session_name(self, name: str) -> None:
         self.name = name

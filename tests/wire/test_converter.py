@@ -84,7 +84,9 @@ def test_null_for_an_optional_field_means_unset() -> None:
 
 def test_unset_optional_fields_are_omitted_and_nullable_ones_kept() -> None:
     state = t.GetStateResult(session_id="s", cwd="/", leaf_id=None, thinking_level="off", is_streaming=False,
-                             message_count=0, generation=1, status="ready")
+                             message_count=0, generation=1, status="ready", is_compacting=False,
+                             steering_mode="one-at-a-time", follow_up_mode="one-at-a-time",
+                             auto_compaction_enabled=True, auto_retry_enabled=True, pending_message_count=0)
     plain = unstructure(state)
     assert plain["leafId"] is None
     assert "sessionFile" not in plain and "model" not in plain and "name" not in plain
@@ -135,3 +137,9 @@ def test_an_optional_literal_takes_its_values_or_null_and_nothing_else() -> None
         with pytest.raises(ParamsError) as refused:
             structure({"sort": bad}, t.ListSessionsParams)
         assert [p.path for p in refused.value.problems] == ["$.sort"]
+def test_an_optional_literal_takes_its_values_or_null_and_names_the_field_otherwise() -> None:
+    assert structure({"text": "a", "streamingBehavior": "followUp"}, t.PromptParams).streaming_behavior == "followUp"
+    assert structure({"text": "a", "streamingBehavior": None}, t.PromptParams).streaming_behavior is None
+    assert [p for p, _ in problems({"text": "a", "streamingBehavior": "later"}, t.PromptParams)] == [
+        "$.streamingBehavior"]
+    assert [p for p, _ in problems({"text": "a", "streamingBehavior": 1}, t.PromptParams)] == ["$.streamingBehavior"]

@@ -54,7 +54,8 @@ from rpcd.runtime.providers.base import (
 
 FAUX_PROVIDER = "faux"
 FAUX_API = "faux"
-FAUX_MODEL = ModelInfo(provider=FAUX_PROVIDER, id="faux-1", name="Faux Model", api=FAUX_API)
+FAUX_MODEL = ModelInfo(provider=FAUX_PROVIDER, id="faux-1", name="Faux Model", api=FAUX_API, input=("text", "image"))
+"""Takes text and images, like Pi's faux model (pi-ai ``providers/faux``)."""
 SCRIPT_ENV = "RPCD_FAUX_SCRIPT"
 DEFAULT_CHUNK_SIZE = 16
 
