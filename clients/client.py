@@ -38,6 +38,7 @@ from rpcd.clients.types import (
     AvailableModelsResult,
     BashResult,
     CommandsResult,
+    CompactionResult,
     CycleModelResult,
     CycleThinkingLevelResult,
     DeleteSessionResult,
@@ -52,6 +53,7 @@ from rpcd.clients.types import (
     ListSessionsResult,
     MessagesResult,
     ModelRef,
+    NavigateTreeResult,
     Notification,
     PromptResult,
     QueueContents,
@@ -76,6 +78,7 @@ from rpcd.protocol.names import (
     BASH,
     CLEAR_QUEUE,
     CLONE,
+    COMPACT,
     CYCLE_MODEL,
     CYCLE_THINKING_LEVEL,
     DELETE_SESSION,
@@ -99,6 +102,7 @@ from rpcd.protocol.names import (
     INITIALIZE,
     LIST_APPROVAL_RULES,
     LIST_SESSIONS,
+    NAVIGATE_TREE,
     NEW_SESSION,
     PING,
     PROGRESS,
@@ -107,8 +111,10 @@ from rpcd.protocol.names import (
     RESUME,
     REVOKE_APPROVAL_RULE,
     SET_APPROVAL_POLICY,
+    SET_AUTO_COMPACTION,
     SET_AUTO_RETRY,
     SET_FOLLOW_UP_MODE,
+    SET_LABEL,
     SET_MODEL,
     SET_SESSION_NAME,
     SET_STEERING_MODE,
@@ -573,8 +579,10 @@ class RpcdClient:
     async def get_messages(self, *, timeout: float | None = _UNSET) -> MessagesResult:
         return cast(MessagesResult, await self.call(GET_MESSAGES, timeout=timeout))
 
-    async def get_tree(self, *, timeout: float | None = _UNSET) -> TreeResult:
-        return cast(TreeResult, await self.call(GET_TREE, timeout=timeout))
+    async def get_tree(self, *, nested: bool = False, timeout: float | None = _UNSET) -> TreeResult:
+        """The raw entries, leaf and labels; ``nested=True`` adds Pi's tree of nodes (``tree``)."""
+        params = {"nested": True} if nested else None
+        return cast(TreeResult, await self.call(GET_TREE, params, timeout=timeout))
 
     async def list_sessions(
         self,
@@ -740,6 +748,41 @@ class RpcdClient:
         """Switch to the next (``forward``) or previous (``backward``) usable model; ``model`` is
         ``None`` when there is nothing to cycle to."""
         return cast(CycleModelResult, await self.call(CYCLE_MODEL, {"direction": direction}, timeout=timeout))
+
+    async def compact(self, custom_instructions: str | None = None, *,
+                      timeout: float | None = None) -> CompactionResult:
+        """Summarize older history (Pi's ``compact``); no timeout by default: it is a model call."""
+        params = {"customInstructions": custom_instructions} if custom_instructions is not None else None
+        return cast(CompactionResult, await self.call(COMPACT, params, timeout=timeout))
+
+    async def set_auto_compaction(self, enabled: bool, *, timeout: float | None = _UNSET) -> None:
+        await self.call(SET_AUTO_COMPACTION, {"enabled": enabled}, timeout=timeout)
+
+    async def navigate_tree(
+        self,
+        target_id: str,
+        *,
+        summarize: bool = False,
+        custom_instructions: str | None = None,
+        replace_instructions: bool | None = None,
+        label: str | None = None,
+        timeout: float | None = None,
+    ) -> NavigateTreeResult:
+        """Move the leaf within the session file (Pi's ``navigateTree``); ``summarize`` writes a
+        ``branch_summary`` of the branch left (a model call: no timeout by default)."""
+        params: dict[str, Any] = {"targetId": target_id}
+        for key, value in (("summarize", summarize or None), ("customInstructions", custom_instructions),
+                           ("replaceInstructions", replace_instructions), ("label", label)):
+            if value is not None:
+                params[key] = value
+        return cast(NavigateTreeResult, await self.call(NAVIGATE_TREE, params, timeout=timeout))
+
+    async def set_label(self, entry_id: str, label: str | None = None, *, timeout: float | None = _UNSET) -> None:
+        """Label an entry; ``label=None`` clears it."""
+        params: dict[str, Any] = {"entryId": entry_id}
+        if label is not None:
+            params["label"] = label
+        await self.call(SET_LABEL, params, timeout=timeout)
 
     async def ping(self, *, timeout: float | None = _UNSET) -> Any:
         return await self.call(PING, timeout=timeout)

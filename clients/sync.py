@@ -212,6 +212,18 @@ class SyncClient:
     def cycle_model(self, direction: str = "forward", **kwargs: Any) -> t.CycleModelResult:
         return self._run(self.client.cycle_model(direction, **kwargs))
 
+    def compact(self, custom_instructions: str | None = None, **kwargs: Any) -> t.CompactionResult:
+        return self._run(self.client.compact(custom_instructions, **kwargs))
+
+    def set_auto_compaction(self, enabled: bool, **kwargs: Any) -> None:
+        self._run(self.client.set_auto_compaction(enabled, **kwargs))
+
+    def navigate_tree(self, target_id: str, **kwargs: Any) -> t.NavigateTreeResult:
+        return self._run(self.client.navigate_tree(target_id, **kwargs))
+
+    def set_label(self, entry_id: str, label: str | None = None, **kwargs: Any) -> None:
+        self._run(self.client.set_label(entry_id, label, **kwargs))
+
     def close(self, grace: float = 3.0) -> int | None:
         """Shut the daemon down and stop the loop thread; returns the daemon's exit status."""
         if self._loop.is_closed():

@@ -124,6 +124,25 @@ class TreeResult(TypedDict):
     entries: list[dict[str, Any]]
     leafId: str | None
     labels: dict[str, str]
+    tree: NotRequired[list[dict[str, Any]]]
+    """With ``nested=True``: Pi's nodes ``{entry, children, label?, labelTimestamp?}``."""
+
+
+class CompactionResult(TypedDict):
+    summary: str
+    firstKeptEntryId: str
+    tokensBefore: int
+    estimatedTokensAfter: NotRequired[int]
+    usage: NotRequired[dict[str, Any]]
+    details: NotRequired[Any]
+
+
+class NavigateTreeResult(TypedDict):
+    cancelled: bool
+    leafId: str | None
+    aborted: NotRequired[bool]
+    editorText: NotRequired[str]
+    summaryEntry: NotRequired[dict[str, Any]]
 
 
 class SessionSummary(TypedDict):

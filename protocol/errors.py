@@ -80,6 +80,11 @@ WHEN: dict[ErrorCode, str] = {
     ErrorCode.MODEL_NOT_FOUND: "The requested model is unknown.",
     ErrorCode.PROVIDER_ERROR: "The model provider failed (auth, rate limit after retries, transport).",
     ErrorCode.INPUT_NOT_SUPPORTED: "The current model does not take this input (images); nothing was recorded.",
+    ErrorCode.COMPACTION_FAILED: (
+        "A compaction or branch summary did not happen (``CompactionFailed``: nothing to compact, already "
+        "compacted, the summary call failed or hit its token cap; ``CompactionCancelled``: aborted, or an "
+        "extension cancelled it). Nothing was written; the session is as it was."
+    ),
 }
 """When each code is used (the OpenRPC document and docs/protocol.md carry the same text)."""
 
@@ -110,6 +115,7 @@ DEFAULT_MESSAGES: dict[ErrorCode, str] = {
     ErrorCode.MODEL_NOT_FOUND: "Model not found",
     ErrorCode.PROVIDER_ERROR: "Provider error",
     ErrorCode.INPUT_NOT_SUPPORTED: "Input not supported",
+    ErrorCode.COMPACTION_FAILED: "Compaction failed",
 }
 
 
@@ -124,6 +130,7 @@ CODE_BY_KIND: Final[dict[str, ErrorCode]] = {
     "SessionBusy": ErrorCode.SESSION_BUSY,
     "ModelNotFound": ErrorCode.MODEL_NOT_FOUND,
     "InputNotSupported": ErrorCode.INPUT_NOT_SUPPORTED,
+    "CompactionFailed": ErrorCode.COMPACTION_FAILED,
     "ProviderError": ErrorCode.PROVIDER_ERROR,
     "HostDisposed": ErrorCode.HOST_DISPOSED,
     "HostUnavailable": ErrorCode.HOST_UNAVAILABLE,

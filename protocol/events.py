@@ -571,6 +571,39 @@ class ExtensionErrorEvent:
     """The error message (redacted)."""
 
 
+@attrs.frozen
+class CommandSourceInfo:
+    """Where a command comes from (Pi's ``sourceInfo``)."""
+
+    path: str
+    """The extension, template or SKILL.md file."""
+    source: str
+    """``auto`` (discovered), ``local`` (a settings entry), ``cli`` (``-e``)."""
+    scope: str
+    """``user``, ``project`` or ``temporary``."""
+    origin: str
+    base_dir: str | None = None
+
+
+@attrs.frozen
+class CommandInfo:
+    name: str
+    """Invoke it with ``prompt {"text": "/<name> args"}`` (skills are ``skill:<name>``)."""
+    source: Literal["extension", "prompt", "skill"]
+    source_info: CommandSourceInfo
+    description: str | None = None
+    argument_hint: str | None = None
+    """E.g. ``<file> [focus]`` (prompt templates' ``argument-hint``)."""
+
+
+@attrs.frozen
+class CommandsChangedEvent:
+    """A replacement changed what ``getCommands`` lists (sent on the new session's channel)."""
+
+    type: Literal["commands_changed"]
+    commands: list[CommandInfo]
+
+
 SessionEvent: TypeAlias = (
     AgentStartEvent
     | AgentEndEvent
@@ -596,6 +629,7 @@ SessionEvent: TypeAlias = (
     | ThinkingLevelChangedEvent
     | EntryAppendedEvent
     | ExtensionErrorEvent
+    | CommandsChangedEvent
 )
 """Every event of ``session/event``, discriminated on ``type``."""
 

@@ -42,6 +42,10 @@ LIST_APPROVAL_RULES: Final = "listApprovalRules"
 REVOKE_APPROVAL_RULE: Final = "revokeApprovalRule"
 GET_AVAILABLE_MODELS: Final = "getAvailableModels"
 CYCLE_MODEL: Final = "cycleModel"
+COMPACT: Final = "compact"
+SET_AUTO_COMPACTION: Final = "setAutoCompaction"
+NAVIGATE_TREE: Final = "navigateTree"
+SET_LABEL: Final = "setLabel"
 # turn control (Pi's rpc commands, camelCase)
 STEER: Final = "steer"
 FOLLOW_UP: Final = "followUp"
@@ -128,6 +132,7 @@ class ErrorCode(enum.IntEnum):
     MODEL_NOT_FOUND = -32041
     PROVIDER_ERROR = -32042
     INPUT_NOT_SUPPORTED = -32043
+    COMPACTION_FAILED = -32044
 
 
 def error_name(code: int, unknown: str = "ERROR") -> str:

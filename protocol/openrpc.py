@@ -24,7 +24,7 @@ from rpcd.protocol._fields import camel, is_nullable, is_open
 from rpcd.protocol.converter import _discriminator, _is_union
 from rpcd.protocol.errors import DEFAULT_MESSAGES, WHEN, ErrorCode, ErrorData
 from rpcd.protocol.methods import METHODS, MethodSpec
-from rpcd.protocol.types import PROTOCOL_VERSION, EmptyParams
+from rpcd.protocol.types import PROTOCOL_VERSION, SESSION_EVENT_TYPES, EmptyParams
 
 DOCUMENT = Path(__file__).with_name("openrpc.json")
 _NONE = type(None)
@@ -148,6 +148,8 @@ def build_document() -> dict[str, Any]:
     schemas = _Schemas()
     methods = [_method(spec, schemas) for spec in METHODS.values()]
     schemas.of(ErrorData)
+    for event in SESSION_EVENT_TYPES:
+        schemas.of(event)
     data_ref = {"$ref": "#/components/schemas/ErrorData"}
     errors = {
         code.name: {"code": int(code), "message": DEFAULT_MESSAGES[code], "data": data_ref} for code in ErrorCode

@@ -14,7 +14,13 @@ from typing import Any, Literal, TypeAlias
 import attrs
 
 from rpcd.protocol._fields import nullable, open_object
-from rpcd.protocol.events import LifecycleEvent, QueueContents, SessionEvent, ThinkingLevel
+from rpcd.protocol.events import (
+    CommandInfo,
+    LifecycleEvent,
+    QueueContents,
+    SessionEvent,
+    ThinkingLevel,
+)
 from rpcd.protocol.names import PROTOCOL_VERSION as PROTOCOL_VERSION  # re-exported
 
 SUPPORTED_PROTOCOL_VERSIONS: frozenset[int] = frozenset({1})
@@ -193,11 +199,11 @@ class GetStateResult:
     generation: int
     status: HostStatus
     is_compacting: bool
-    """Always false until compaction lands (issue 17)."""
+    """A compaction (manual or automatic) or a branch summary is running."""
     steering_mode: QueueMode
     follow_up_mode: QueueMode
     auto_compaction_enabled: bool
-    """The ``compaction.enabled`` setting."""
+    """The ``compaction.enabled`` setting, or what ``setAutoCompaction`` set."""
     auto_retry_enabled: bool
     """``retry.enabled`` from the settings, or what ``setAutoRetry`` set."""
     pending_message_count: int
@@ -216,12 +222,115 @@ class GetMessagesResult:
 
 
 @attrs.frozen
+class GetTreeParams:
+    nested: bool | None = None
+    """Also answer Pi's nested form (``tree``); default false."""
+
+
+@attrs.frozen
 class GetTreeResult:
     entries: list[dict[str, Any]]
     """Raw entries in file order (no header)."""
     labels: dict[str, str]
     """entryId -> label."""
     leaf_id: str | None = nullable()
+    tree: list[dict[str, Any]] | None = None
+    """With ``nested``: Pi's ``get_tree`` roots, each node ``{entry, children, label?, labelTimestamp?}``,
+    children oldest first (entries without a known parent are roots too)."""
+
+
+# -- compaction and the tree -----------------------------------------------------------------------
+
+CompactionReason: TypeAlias = Literal["manual", "threshold", "overflow"]
+
+
+@attrs.frozen
+class CompactParams:
+    custom_instructions: str | None = None
+    """What the summary should focus on (``Additional focus: ...``)."""
+
+
+@attrs.frozen
+class CompactionResult:
+    """What a compaction produced (Pi's ``CompactionResult``): the ``compact`` result and
+    ``compaction_end.result``."""
+
+    summary: str
+    first_kept_entry_id: str
+    """The first entry kept verbatim after the summary."""
+    tokens_before: int
+    """The estimated context size before compaction."""
+    estimated_tokens_after: int | None = None
+    """A heuristic estimate over the rebuilt context (chars/4), not a provider count."""
+    usage: dict[str, Any] | None = None
+    """The model call(s) that wrote the summary (absent for an extension's summary without one)."""
+    details: Any = None
+    """``{readFiles, modifiedFiles}`` for Pi's own summaries; whatever an extension stored otherwise."""
+
+
+@attrs.frozen
+class SetAutoCompactionParams:
+    enabled: bool
+
+
+@attrs.frozen(kw_only=True)
+class NavigateTreeParams:
+    target_id: str
+    """The entry to go to: a user (or custom) message puts the leaf on its parent and answers its
+    text as ``editorText``; any other entry becomes the leaf."""
+    summarize: bool | None = None
+    """Summarize the branch being left into a ``branch_summary`` entry at the target."""
+    custom_instructions: str | None = None
+    replace_instructions: bool | None = None
+    """Use ``customInstructions`` instead of Pi's prompt (not in addition to it)."""
+    label: str | None = None
+    """Label the summary entry (or, without a summary, the target)."""
+
+
+@attrs.frozen(kw_only=True)
+class NavigateTreeResult:
+    cancelled: bool
+    """An extension cancelled the navigation, or it was aborted (``aborted``); nothing changed."""
+    leaf_id: str | None = nullable()
+    """The leaf afterwards."""
+    aborted: bool | None = None
+    editor_text: str | None = None
+    summary_entry: dict[str, Any] | None = None
+    """The ``branch_summary`` entry written."""
+
+
+@attrs.frozen
+class SetLabelParams:
+    entry_id: str
+    label: str | None = None
+    """Absent: clear the entry's label."""
+
+
+@attrs.frozen
+class CompactionStartEvent:
+    """Session event: a compaction begins."""
+
+    type: Literal["compaction_start"]
+    reason: CompactionReason
+
+
+@attrs.frozen(kw_only=True)
+class CompactionEndEvent:
+    """Session event: a compaction ended — ``result`` when it succeeded, ``aborted`` or
+    ``errorMessage`` otherwise (nothing was written then)."""
+
+    type: Literal["compaction_end"]
+    reason: CompactionReason
+    aborted: bool
+    will_retry: bool
+    """``overflow`` only: the overflowed turn is retried on the compacted context."""
+    result: CompactionResult | None = None
+    error_message: str | None = None
+
+
+SESSION_EVENT_TYPES: tuple[type[Any], ...] = (CompactionStartEvent, CompactionEndEvent)
+"""Session events with a published shape (``session/event``'s ``event``); the others are Pi's
+as documented in docs/rpc-surface.md."""
 
 
 SessionSort: TypeAlias = Literal["updated", "created"]
@@ -339,31 +448,6 @@ class PromptResult:
     queued: StreamingBehavior | None = None
     """Set when a turn was running and the prompt was queued (``streamingBehavior``); its events
     come later, in that turn."""
-
-
-@attrs.frozen
-class CommandSourceInfo:
-    """Where a command comes from (Pi's ``sourceInfo``)."""
-
-    path: str
-    """The extension, template or SKILL.md file."""
-    source: str
-    """``auto`` (discovered), ``local`` (a settings entry), ``cli`` (``-e``)."""
-    scope: str
-    """``user``, ``project`` or ``temporary``."""
-    origin: str
-    base_dir: str | None = None
-
-
-@attrs.frozen
-class CommandInfo:
-    name: str
-    """Invoke it with ``prompt {"text": "/<name> args"}`` (skills are ``skill:<name>``)."""
-    source: Literal["extension", "prompt", "skill"]
-    source_info: CommandSourceInfo
-    description: str | None = None
-    argument_hint: str | None = None
-    """E.g. ``<file> [focus]`` (prompt templates' ``argument-hint``)."""
 
 
 @attrs.frozen

@@ -148,6 +148,20 @@ class InputNotSupportedError(RuntimeFailure):
     kind = "InputNotSupported"
 
 
+class CompactionError(RuntimeFailure):
+    """A compaction or branch summary did not happen: nothing to compact, the summary call failed
+    (or stopped at its token cap), an extension's result was unusable. Nothing was written."""
+
+    kind = "CompactionFailed"
+
+
+class CompactionCancelledError(CompactionError):
+    """A compaction was aborted (``abort``, a replacement) or cancelled by an extension's
+    ``session_before_compact``. Nothing was written."""
+
+    kind = "CompactionCancelled"
+
+
 class ProviderError(RuntimeFailure):
     """The model provider failed (auth, rate limit after retries, transport)."""
 

@@ -170,11 +170,13 @@ class ForkMessage:
 
 @attrs.frozen
 class SessionTree:
-    """Raw entries as in the file (file order, no header), the leaf, and the global labels."""
+    """Raw entries as in the file (file order, no header), the leaf, and the global labels;
+    ``nodes``: Pi's ``getTree()`` (``{entry, children, label?, labelTimestamp?}`` roots) when asked."""
 
     entries: Sequence[Mapping[str, Any]]
     leaf_id: str | None
     labels: Mapping[str, str]
+    nodes: Sequence[Mapping[str, Any]] | None = None
 
 
 WidgetPlacement: TypeAlias = Literal["aboveEditor", "belowEditor"]

@@ -421,9 +421,31 @@ class SerializedHost:
         with self._session_access("getMessages") as session:
             return [dict(message) for message in session.messages()]
 
-    def tree(self) -> SessionTree:
+    def tree(self, nested: bool = False) -> SessionTree:
         with self._session_access("getTree") as session:
-            return session.tree()
+            return session.tree(nested)
+
+    def compact(self, custom_instructions: str | None = None) -> Pending[dict[str, Any]]:
+        """Compact the session current at this call's place, outside the queue like ``prompt``: a later
+        replacement aborts the compaction in its teardown (nothing is written then), and so does
+        cancelling this once it runs (``CompactionCancelledError``)."""
+        return self._outside("compact", lambda session: session.compact(custom_instructions))
+
+    def navigate_tree(self, target_id: str, *, summarize: bool = False, custom_instructions: str | None = None,
+                      replace_instructions: bool | None = None, label: str | None = None) -> Pending[dict[str, Any]]:
+        """Move the leaf of the session current at this call's place (a summary of the branch left is a
+        model call, so it runs outside the queue like ``prompt``; cancelling it once it runs aborts it)."""
+        return self._outside("navigateTree", lambda session: session.navigate_tree(
+            target_id, summarize=summarize, custom_instructions=custom_instructions,
+            replace_instructions=replace_instructions, label=label))
+
+    def set_label(self, entry_id: str, label: str | None = None) -> str:
+        with self._session_access("setLabel") as session:
+            return session.set_label(entry_id, label)
+
+    def set_auto_compaction(self, enabled: bool) -> None:
+        with self._session_access("setAutoCompaction") as session:
+            session.set_auto_compaction(enabled)
 
     def set_session_name(self, name: str) -> None:
         with self._session_access("setSessionName") as session:
@@ -482,17 +504,28 @@ class SerializedHost:
         takes (``rpcd.wire.commands``) queue on the host like any request; it resolves ``CommandRan``.
         With ``streaming_behavior``, a prompt that finds a turn running at its place is queued into
         that turn (steer / follow-up) and resolves with ``None`` at once."""
-        turn = _Turn(self)
+        return self._outside(
+            "prompt", lambda session: session.prompt(text, images=images, streaming_behavior=streaming_behavior)
+        )
 
-        def start_turn(session: SessionPort) -> Awaitable[str | CommandRan | None]:
-            return session.prompt(text, images=images, streaming_behavior=streaming_behavior)
+    def _outside(
+        self,
+        operation: str,
+        start: Callable[[SessionPort], Awaitable[T]],
+        stop: Callable[[SessionPort], Coroutine[Any, Any, None]] | None = None,
+    ) -> Pending[T]:
+        """Queue work that, once its place comes, runs outside the queue in the host's task group (a
+        turn, a compaction, a client command) on the session current then. Cancelling it while queued
+        withdraws it; once it runs, ``stop`` (default: abort the session's turn) stops it and it still
+        settles with the work's outcome."""
+        turn = _Turn(self, stop)
 
-        async def begin(pending: Pending[str | CommandRan | None]) -> None:
-            with self._session_access("prompt") as session:
+        async def begin(pending: Pending[T]) -> None:
+            with self._session_access(operation) as session:
                 assert self._task_group is not None
-                await self._task_group.start(self._run_outside, "prompt", session, start_turn, pending, turn)
+                await self._task_group.start(self._run_outside, operation, session, start, pending, turn)
 
-        return self._submit("prompt", begin, settles_itself=True, on_running_cancel=turn.abort)
+        return self._submit(operation, begin, settles_itself=True, on_running_cancel=turn.abort)
 
     async def _run_outside(
         self,
@@ -625,18 +658,8 @@ class SerializedHost:
             except Exception:
                 logger.exception("stopping a cancelled bash command failed")
 
-        turn = _Turn(self, stop)
-
-        def start(session: SessionPort) -> Awaitable[BashOutcome]:
-            return session.bash(command, exclude_from_context=exclude_from_context, timeout=timeout,
-                                request_id=request_id)
-
-        async def begin(pending: Pending[BashOutcome]) -> None:
-            with self._session_access("bash") as session:
-                assert self._task_group is not None
-                await self._task_group.start(self._run_outside, "bash", session, start, pending, turn)
-
-        return self._submit("bash", begin, settles_itself=True, on_running_cancel=turn.abort)
+        return self._outside("bash", lambda session: session.bash(
+            command, exclude_from_context=exclude_from_context, timeout=timeout, request_id=request_id), stop)
 
     def abort_bash(self) -> None:
         with self._session_access("abortBash") as session:

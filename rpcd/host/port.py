@@ -152,13 +152,31 @@ class SessionPort(Protocol):
         """The models usable now, in Pi's order."""
         ...
 
+    async def compact(self, custom_instructions: str | None = None) -> dict[str, Any]:
+        """Pi's manual ``compact``: aborts a running turn, then summarizes; returns Pi's result.
+        Raises ``rpcd.core.errors.CompactionError`` (``CompactionCancelledError``) when nothing was written."""
+        ...
+
+    def set_auto_compaction(self, enabled: bool) -> None: ...
+
+    async def navigate_tree(self, target_id: str, *, summarize: bool = False, custom_instructions: str | None = None,
+                            replace_instructions: bool | None = None, label: str | None = None) -> dict[str, Any]:
+        """Pi's ``navigateTree``: ``{cancelled, aborted?, editorText?, summaryEntry?}``."""
+        ...
+
+    def set_label(self, entry_id: str, label: str | None = None) -> str:
+        """Append a ``label`` entry; returns its id. ``InvalidEntryError`` for an unknown entry."""
+        ...
+
     def state(self) -> SessionState: ...
 
     def messages(self) -> list[Mapping[str, Any]]:
         """The current context (``build_session_context().messages``) in Pi's shapes."""
         ...
 
-    def tree(self) -> SessionTree: ...
+    def tree(self, nested: bool = False) -> SessionTree:
+        """``nested``: with Pi's ``getTree()`` nodes too."""
+        ...
 
     async def export_html(self, output_path: str | None = None) -> str:
         """Pi's ``exportToHtml``; returns the path written (never an existing file)."""

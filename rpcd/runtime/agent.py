@@ -29,8 +29,9 @@ would stop, queued follow-ups start the next round (``_poll_follow_up``). Delive
 get ``message_start``/``message_end`` and join the context, as a prompt does. An ``error`` or
 ``aborted`` assistant ends the run with the queue as it is (the session continues with it).
 
-Seam left for later: ``_next_turn`` (compaction before the next model call, issue 17) sits where
-pi-agent-core calls ``prepareNextTurn``.
+Before every model call after the first, ``_next_turn`` runs the session's
+``before_next_turn(messages)`` (pi-agent-core's ``prepareNextTurn``: compaction when the
+context crossed the threshold, which may replace ``messages``).
 """
 
 from __future__ import annotations
@@ -213,6 +214,8 @@ class Agent:
         self.max_tool_rounds = max_tool_rounds
         self.queues: InputQueues | None = None
         """Steering / follow-up input (``rpcd.runtime.queue``); the session sets it."""
+        self.before_next_turn: Callable[[list[Mapping[str, Any]]], Awaitable[None]] | None = None
+        """Called before each model call after the first (the session compacts there)."""
         self._abort_requested = False
         self._signal = AbortSignal()
         self._scope: anyio.CancelScope | None = None
@@ -316,9 +319,10 @@ class Agent:
                 return stop_reason
 
     async def _next_turn(self) -> None:
-        """Before each model call after the first (pi-agent-core's ``prepareNextTurn``): where
-        compaction before the next response will plug in (issue 17). Nothing yet."""
-        return None
+        """Before each model call after the first (pi-agent-core's ``prepareNextTurn``): the
+        session may compact here, replacing ``messages`` with the compacted context."""
+        if self.before_next_turn is not None and not self._abort_requested:
+            await self.before_next_turn(self.messages)
 
     def _poll_steering(self) -> list[dict[str, Any]]:
         """Steering to inject before the next model call (``getSteeringMessages``), by the

@@ -113,7 +113,9 @@ class SessionRetry:
             self._session._notify({"type": "auto_retry_end", "success": True, "attempt": attempt})
 
     async def after_run(self) -> bool:
-        """Decide after a run whether to continue it (``True``: the caller runs again)."""
+        """Decide after a run whether to continue it (``True``: the caller runs again): a retry
+        first, then Pi's ``_checkCompaction`` (a context overflow is compacted and retried once,
+        a context over the threshold is compacted)."""
         message = self._last_assistant()
         if message is None or self._cancelled:
             return self._end_cancelled()
@@ -123,7 +125,9 @@ class SessionRetry:
             self._end(str(message.get("errorMessage") or ""))
         elif self.attempt > 0:  # aborted while retrying: the sequence still ends
             self._end(str(message.get("errorMessage") or "Request was aborted"))
-        return False
+        if self._session.agent.abort_requested or self._cancelled:
+            return False
+        return await self._session.compaction.check(message)
 
     def _end(self, final_error: str) -> None:
         attempt, self.attempt = self.attempt, 0
@@ -172,6 +176,6 @@ class SessionRetry:
         if self._scope is not None:
             self._scope.cancel()
 
-    def overflow_of_last_run(self) -> ContextOverflowError | None:
-        message = self._last_assistant()
+    def overflow_of(self, message: Mapping[str, Any] | None) -> ContextOverflowError | None:
+        """The context overflow ``message`` reports (``None``: none, or no message)."""
         return context_overflow(message, self._context_window()) if message is not None else None

@@ -71,6 +71,7 @@ from rpcd.core.values import (
 )
 from rpcd.runtime import commands as command_input
 from rpcd.runtime.agent import Agent, Event
+from rpcd.runtime.compaction import SessionCompaction
 from rpcd.runtime.extensions import turn_scope
 from rpcd.runtime.model_selection import ModelInputs, Selection, select_session_model
 from rpcd.runtime.providers import thinking
@@ -131,6 +132,7 @@ class SessionPreferences:
     steering_mode: QueueMode | None = None
     follow_up_mode: QueueMode | None = None
     auto_retry: bool | None = None
+    auto_compaction: bool | None = None
 
 
 class ExtensionRunnerLike(Protocol):
@@ -194,13 +196,17 @@ class AgentSession:
         self.model_inputs = model_inputs or ModelInputs()
         self.retry = SessionRetry(self)
         self.last_context_overflow: ContextOverflowError | None = None
-        """The overflow the last run ended with (compaction, issue 17, starts from here)."""
+        """The overflow the last run ended with (after recovery: the one recovery could not fix)."""
         self.approval = approval
         """The process's approval gate (``None``: every tool runs, as in Pi)."""
         self.bindings: ExtensionBindings | None = None
         """What the host bound into this session (its UI, its tool approver); set by ``bind_extensions``."""
         self.services = services
         self.agent = agent
+        self.compaction = SessionCompaction(self)
+        self._last_reply: Mapping[str, Any] | None = None
+        """The last assistant message a model call produced (it may have left the context since)."""
+        agent.before_next_turn = self.compaction.before_next_turn
         self.session_start_event: dict[str, Any] = dict(session_start_event or {"type": "session_start",
                                                                                   "reason": "startup"})
         self._runner: ExtensionRunnerLike | None = getattr(services, "extensions", None)
@@ -263,8 +269,8 @@ class AgentSession:
             steering_mode=self.queues.steering.mode,
             follow_up_mode=self.queues.follow_up.mode,
             pending_message_count=self.queues.pending_count,
-            is_compacting=False,
-            auto_compaction_enabled=self._setting("compaction.enabled") is not False,
+            is_compacting=self.compaction.is_compacting,
+            auto_compaction_enabled=self.compaction.auto_enabled,
             auto_retry_enabled=self.auto_retry_enabled,
             approval_policy=self.approval_policy,
         )
@@ -279,9 +285,10 @@ class AgentSession:
     def messages(self) -> list[Mapping[str, Any]]:
         return list(self.agent.messages)
 
-    def tree(self) -> SessionTree:
+    def tree(self, nested: bool = False) -> SessionTree:
         sm = self.session_manager
-        return SessionTree(entries=sm.get_entries(), leaf_id=sm.get_leaf_id(), labels=dict(sm.get_labels()))
+        return SessionTree(entries=sm.get_entries(), leaf_id=sm.get_leaf_id(), labels=dict(sm.get_labels()),
+                           nodes=sm.get_tree() if nested else None)
 
     # -- subscribers -------------------------------------------------------------------
 
@@ -319,11 +326,16 @@ class AgentSession:
             self._notify_queue()  # as Pi: the queue shrinks before the delivered message starts
         if runner is not None and not runner.is_invalidated and runner.has_handlers(kind):
             await runner.emit(event)
+        if kind == "message_start" and event["message"].get("role") == "user":
+            self.compaction.overflow_recovery_attempted = False
         self._notify(event)
         if kind == "message_end" and not self._disposed:
             message = event["message"]
             self.session_manager.append_message(message)
             if message.get("role") == "assistant":
+                self._last_reply = message
+                if message.get("stopReason") not in ("error", "length"):
+                    self.compaction.overflow_recovery_attempted = False
                 self.retry.on_assistant_end(message)
 
     def fast_update(self) -> Callable[[Event], None] | None:
@@ -349,11 +361,18 @@ class AgentSession:
         A transient provider failure is retried as Pi retries it (``rpcd.runtime.retry``): the
         failed attempt stays in the file, leaves the model's context, and the turn continues
         after ``auto_retry_start`` … ``auto_retry_end``; input still queued when a run ends
-        (aborted, failed) continues it, as Pi's ``_handlePostAgentRun`` does.
+        (aborted, failed) continues it, as Pi's ``_handlePostAgentRun`` does. Compaction is checked
+        where Pi checks it (``rpcd.runtime.compaction``): before the prompt, between tool rounds,
+        after the run (a context overflow is compacted and the turn retried once).
         """
         ran = await command_input.run_extension_command(self._live_runner(), text)
         if ran is not None:
             return ran
+        if self.compaction.manual_running:
+            raise SessionBusyError(
+                "Cannot submit a prompt while compaction is in progress. Wait for compaction to finish and retry.",
+                cwd=self.cwd, session_path=self.session_file,
+            )
         text = self.expand_input(text)
         content = self._user_content(text, images)
         if self._running:
@@ -371,15 +390,25 @@ class AgentSession:
             self._flush_pending_bash()
             user = {"role": "user", "content": content, "timestamp": _now_ms()}
             with turn_scope(self):
+                last = self._last_assistant()
+                if last is not None:
+                    await self.compaction.check(last, skip_aborted_check=False)
                 stop_reason = await self.agent.run([user], self, will_retry=self.retry.will_retry)
                 stop_reason = await self._after_runs(stop_reason)
-                self.last_context_overflow = self.retry.overflow_of_last_run()
+                self.last_context_overflow = self.retry.overflow_of(self._last_reply)
                 self._flush_pending_bash()
                 await self.emit({"type": "agent_settled"})
             return stop_reason
         finally:
             self._running = False
             self._idle.set()
+
+    def _last_assistant(self) -> Mapping[str, Any] | None:
+        for message in reversed(self.agent.messages):
+            if message.get("role") == "assistant":
+                found: Mapping[str, Any] = message
+                return found
+        return None
 
     def expand_input(self, text: str, *, queued: bool = False) -> str:
         """Pi's input expansion, for every way text reaches the model (``prompt``, ``steer``,
@@ -442,14 +471,43 @@ class AgentSession:
         return stop_reason
 
     async def abort(self) -> None:
-        """Stop the running turn (if any) and wait until it has settled and persisted. Queued
-        input is not dropped: as in Pi, the session continues with it (``clear_queue`` first to
-        stop everything)."""
-        if not self._running:
-            return
-        self.agent.request_abort()
-        self.retry.cancel()
-        await self._idle.wait()
+        """Stop the running turn, compaction or branch summary (if any) and wait until it has
+        settled and persisted (Pi's ``abort``: retry, compaction, branch summary, then the agent).
+        Queued input is not dropped: as in Pi, the session continues with it (``clear_queue``
+        first to stop everything)."""
+        self.compaction.abort()
+        if self._running:
+            self.agent.request_abort()
+            self.retry.cancel()
+            await self._idle.wait()
+        await self.compaction.wait_idle()
+
+    # -- compaction and the tree ---------------------------------------------------------------
+
+    async def compact(self, custom_instructions: str | None = None) -> dict[str, Any]:
+        """Pi's manual ``compact``: aborts a running turn first; returns Pi's compaction result.
+        Raises ``CompactionError`` / ``CompactionCancelledError`` when nothing was written."""
+        return await self.compaction.compact(custom_instructions)
+
+    def set_auto_compaction(self, enabled: bool) -> None:
+        """Pi's ``setAutoCompactionEnabled`` (kept for the daemon's life, not written to settings.json)."""
+        self.compaction.set_auto_enabled(enabled)
+        self.preferences = attrs.evolve(self.preferences, auto_compaction=enabled)
+
+    async def navigate_tree(self, target_id: str, *, summarize: bool = False, custom_instructions: str | None = None,
+                            replace_instructions: bool | None = None, label: str | None = None) -> dict[str, Any]:
+        """Pi's ``navigateTree``: move the leaf within this file (see ``rpcd.runtime.compaction``)."""
+        return await self.compaction.navigate_tree(target_id, summarize=summarize,
+                                                   custom_instructions=custom_instructions,
+                                                   replace_instructions=replace_instructions, label=label)
+
+    def set_label(self, entry_id: str, label: str | None = None) -> str:
+        """Pi's ``setLabel``: a ``label`` entry for ``entry_id`` (``None`` clears its label)."""
+        label_id = self.session_manager.append_label_change(entry_id, label)
+        entry = self.session_manager.get_entry(label_id)
+        if entry is not None:
+            self._notify({"type": "entry_appended", "entry": entry})
+        return label_id
 
     # -- queued input ----------------------------------------------------------------------
 
@@ -495,6 +553,8 @@ class AgentSession:
             self.set_follow_up_mode(preferences.follow_up_mode)
         if preferences.auto_retry is not None:
             self.set_auto_retry(preferences.auto_retry)
+        if preferences.auto_compaction is not None:
+            self.set_auto_compaction(preferences.auto_compaction)
 
     def _enqueue(self, kind: Kind, text: str, content: list[dict[str, Any]]) -> None:
         self.queues.add(kind, text, {"role": "user", "content": content, "timestamp": _now_ms()})
@@ -830,6 +890,7 @@ class AgentSession:
         self.drop_queue()
         self._disposed = True
         self.abort_bash()
+        self.compaction.abort()
         if self._running:
             self.agent.request_abort()
         self._subs.clear()

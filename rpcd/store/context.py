@@ -45,24 +45,34 @@ def _compaction_summary(entry: dict[str, Any]) -> dict[str, Any]:
 _CONTENT_ROLES = frozenset({"user", "assistant", "toolResult"})
 
 
+_CONTEXT_TYPES = frozenset({E.COMPACTION, E.MESSAGE, E.CUSTOM_MESSAGE, E.BRANCH_SUMMARY})
+
+
 def entry_to_message(record: Record) -> dict[str, Any] | None:
     """One entry's contribution to the context (``None``: it contributes nothing), as Pi's
-    ``sessionEntryToContextMessages`` builds it (hand-edited files included).
+    ``sessionEntryToContextMessages`` builds it (hand-edited files included). Entries of other
+    types are not parsed.
 
     An older compaction inside the latest one's kept region is a summary message too.
     """
-    kind = record.type
-    if kind == E.COMPACTION:
-        return _compaction_summary(record.entry)
+    if record.type not in _CONTEXT_TYPES:
+        return None
+    return entry_message(record.entry)
+
+
+def entry_message(entry: dict[str, Any]) -> dict[str, Any] | None:
+    """``entry_to_message`` of a parsed entry."""
+    kind = entry.get("type")
     if kind == E.MESSAGE:
-        message = record.entry.get("message")
+        message = entry.get("message")
         if not isinstance(message, dict):
             return None
         if message.get("role") in _CONTENT_ROLES and message.get("content") is None:
             return {**message, "content": []}  # null or missing content reads as no blocks
         return message
+    if kind == E.COMPACTION:
+        return _compaction_summary(entry)
     if kind == E.CUSTOM_MESSAGE:
-        entry = record.entry
         content = entry.get("content")
         return {
             "role": "custom",
@@ -72,12 +82,15 @@ def entry_to_message(record: Record) -> dict[str, Any] | None:
             "timestamp": _ms(entry),
         }
     if kind == E.BRANCH_SUMMARY:
-        entry = record.entry
         if not E.js_truthy(entry.get("summary")):
             return None
-        summary = {"role": "branchSummary", "summary": entry["summary"], **_present(entry, "fromId")}
-        return {**summary, "timestamp": _ms(entry)}
+        return branch_summary_message(entry)
     return None
+
+
+def branch_summary_message(entry: dict[str, Any]) -> dict[str, Any]:
+    """Pi's ``createBranchSummaryMessage(entry.summary, entry.fromId, entry.timestamp)``."""
+    return {"role": "branchSummary", **_present(entry, "summary", "fromId"), "timestamp": _ms(entry)}
 
 
 def build_session_context(path: Sequence[Record]) -> SessionContext:

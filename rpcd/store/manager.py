@@ -13,11 +13,12 @@ Invariants kept by every operation (and checked by the property tests):
 from __future__ import annotations
 
 import builtins
+import functools
 import os
 import re
 import weakref
-from collections.abc import Iterable
-from typing import Any, Literal
+from collections.abc import Callable, Iterable
+from typing import Any, Literal, TypeVar
 
 import attrs
 
@@ -33,7 +34,7 @@ from rpcd.core.files import NotARegularFileError
 from rpcd.core.values import Diagnostic, ModelRef
 from rpcd.store import _fs, codec, writer_lock
 from rpcd.store import entries as E
-from rpcd.store._ids import file_timestamp, iso_now, new_entry_id, uuid7, validate_session_id
+from rpcd.store._ids import file_timestamp, iso_now, js_date_ms, new_entry_id, uuid7, validate_session_id
 from rpcd.store.context import SessionContext, build_session_context
 from rpcd.store.listing import SessionInfo, find_most_recent_session, list_sessions
 from rpcd.store.loader import LoadedFile, load_file, not_a_session
@@ -48,6 +49,7 @@ from rpcd.store.records import (
     key_of,
 )
 
+T = TypeVar("T")
 _NEWLINES_RE = re.compile(r"[\r\n]+")
 NOT_SAVED_MESSAGE = (
     "This session has not been saved yet. Wait for the first assistant response before cloning or forking it."
@@ -329,6 +331,18 @@ class SessionManager:
             return []
         return [record.entry for record in self._valid_path(start)]
 
+    def read_branch(self, reader: Callable[[builtins.list[Record]], T], from_id: str | None = None) -> T:
+        """``reader`` over root -> ``from_id`` (default: the leaf) as records, whose bodies are
+        parsed only when ``reader`` touches them (type, role and id need no parse). A line that
+        turns out unparsable is dropped, as Pi drops it on load, and ``reader`` runs again."""
+        start = from_id if from_id is not None else self._leaf_id
+        while True:
+            path = self._path(start) if key_is_truthy(start) else []
+            try:
+                return reader(path)
+            except CorruptRecordError as exc:
+                self._drop(exc.record)
+
     def get_children(self, entry_id: str) -> builtins.list[dict[str, Any]]:
         """Entries whose ``parentId`` is ``entry_id`` (Pi compares the values: ``5`` is not ``"5"``)."""
         key = key_of(entry_id)
@@ -361,6 +375,45 @@ class SessionManager:
 
     def get_model(self) -> ModelRef | None:
         return self.build_session_context().model
+
+    def get_tree(self) -> builtins.list[dict[str, Any]]:
+        """Pi's ``getTree()``: every entry as ``{entry, children, label?, labelTimestamp?}`` under its
+        parent (entries without a known parent are roots), children oldest first. Built without
+        recursion, so a long session is no problem here (its nesting is, for a JSON encoder)."""
+        records = [r for r in builtins.list(self._records) if self._entry_or_none(r) is not None]
+        nodes: dict[Any, dict[str, Any]] = {}
+        for record in records:
+            node: dict[str, Any] = {"entry": record.entry, "children": []}
+            if isinstance(record.id, str) and record.id in self._labels:
+                node["label"] = self._labels[record.id]
+                node["labelTimestamp"] = self._label_timestamps.get(record.id)
+            nodes[record.id] = node
+        roots: builtins.list[dict[str, Any]] = []
+        for record in records:
+            node = nodes[record.id]
+            parent = record.tree_parent
+            if parent is None or parent == record.id:
+                roots.append(node)
+            elif parent in nodes:
+                nodes[parent]["children"].append(node)
+            else:
+                roots.append(node)
+        by_time = functools.cmp_to_key(_timestamp_order)
+        stack = list(roots)
+        while stack:
+            node = stack.pop()
+            children = node["children"]
+            if len(children) > 1:
+                children.sort(key=by_time)
+            stack.extend(children)
+        return roots
+
+    def _entry_or_none(self, record: Record) -> dict[str, Any] | None:
+        try:
+            return record.entry
+        except CorruptRecordError:
+            self._drop(record)
+            return None
 
     def get_roots(self) -> builtins.list[Any]:
         """Ids of the entries without a (known) parent, file order: Pi's ``getTree()`` roots."""
@@ -801,6 +854,15 @@ def _without_labels(path: builtins.list[Record]) -> builtins.list[Record]:
                 target = replaced_by[record.entry["firstKeptEntryId"]]
                 kept[index] = Record.from_entry({**record.entry, "firstKeptEntryId": target})
     return kept
+
+
+def _timestamp_order(a: dict[str, Any], b: dict[str, Any]) -> int:
+    """``new Date(a.entry.timestamp).getTime() - new Date(b...)``; NaN compares equal (as in ``sort``)."""
+    left = js_date_ms(a["entry"].get("timestamp")) if "timestamp" in a["entry"] else None
+    right = js_date_ms(b["entry"].get("timestamp")) if "timestamp" in b["entry"] else None
+    if left is None or right is None:
+        return 0
+    return (left > right) - (left < right)
 
 
 def _json_id(key: EntryKey | None) -> Any:

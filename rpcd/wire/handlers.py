@@ -27,7 +27,7 @@ import contextlib
 import json
 import logging
 import re
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, Final, Protocol, TypeVar
 
 import anyio
@@ -74,8 +74,10 @@ from rpcd.protocol.names import (
     GET_TREE,
     LIST_SESSIONS,
     RENAME_SESSION,
+    SET_AUTO_COMPACTION,
     SET_AUTO_RETRY,
     SET_FOLLOW_UP_MODE,
+    SET_LABEL,
     SET_MODEL,
     SET_SESSION_NAME,
     SET_STEERING_MODE,
@@ -134,6 +136,20 @@ def _tracked(pending: Pending[T]) -> Pending[T]:
     call = current_call()
     if call is not None:
         call.on_cancel = pending.cancel
+    return pending
+
+
+def _tracked_abortable(pending: Pending[T]) -> Pending[T]:
+    """Like ``_tracked``, but a request cancelled once its operation runs answers -32800 too: the work
+    is stopped (its running-cancel), awaited, and then the cancellation is delivered."""
+    call = current_call()
+    if call is not None:
+
+        def cancel() -> bool:
+            pending.cancel()
+            return True
+
+        call.on_cancel = cancel
     return pending
 
 
@@ -254,7 +270,7 @@ class SessionMethods:
             message_count=state.message_count,
             generation=host.generation,
             status=status,
-            is_compacting=state.is_compacting,
+            is_compacting=state.is_compacting and status == "ready",
             steering_mode=state.steering_mode,
             follow_up_mode=state.follow_up_mode,
             auto_compaction_enabled=state.auto_compaction_enabled,
@@ -274,15 +290,23 @@ class SessionMethods:
         await self._pump.drain()
         return t.GetMessagesResult(messages=messages)
 
-    def get_tree(self, params: t.EmptyParams | None = None) -> Awaitable[t.GetTreeResult]:
-        return self._tree(_tracked(self._host.enqueue(GET_TREE, self._host.tree)))
+    def get_tree(self, params: t.GetTreeParams | None = None) -> Awaitable[t.GetTreeResult]:
+        host = self._host
+        nested = params is not None and params.nested is True
+        return self._tree(_tracked(host.enqueue(GET_TREE, lambda: host.tree(nested))))
 
     async def _tree(self, pending: Pending[SessionTree]) -> t.GetTreeResult:
         tree = await pending
+        if tree.nodes is not None and (depth := tree_depth(tree.nodes)) > MAX_TREE_DEPTH:
+            raise InvalidParamsError(GET_TREE, f"the session tree is {depth} entries deep; the nested form is "
+                                     f"limited to {MAX_TREE_DEPTH} (read the flat entries)", "$.nested")
         await self._pump.drain()
         # No copy of the entries here: the server encodes the result only once the client reads again.
         entries = [entry if isinstance(entry, dict) else dict(entry) for entry in tree.entries]
-        return t.GetTreeResult(entries=entries, labels=dict(tree.labels), leaf_id=tree.leaf_id)
+        return t.GetTreeResult(
+            entries=entries, labels=dict(tree.labels), leaf_id=tree.leaf_id,
+            tree=[dict(n) for n in tree.nodes] if tree.nodes is not None else None,
+        )
 
     async def list_sessions(self, params: t.ListSessionsParams) -> t.ListSessionsResult:
         await self._host.wait_started()
@@ -515,20 +539,60 @@ class SessionMethods:
         entries, leaf_id = await self._answered(pending)
         return t.GetEntriesResult(entries=entries, leaf_id=leaf_id)
 
+    # -- compaction and the tree (``compact``/``navigateTree`` run outside the queue like a turn) -----
+
+    def compact(self, params: t.CompactParams | None = None) -> Awaitable[t.CompactionResult]:
+        """Compact the session current at this request's arrival; a cancelled request aborts the
+        compaction (nothing is written) and answers -32800."""
+        custom = params.custom_instructions if params is not None else None
+        return self._compacted(_tracked_abortable(self._host.compact(custom)))
+
+    async def _compacted(self, pending: Pending[dict[str, Any]]) -> t.CompactionResult:
+        result: dict[str, Any] = await self._answered(pending)
+        return compaction_result(result)
+
+    def set_auto_compaction(self, params: t.SetAutoCompactionParams) -> Awaitable[None]:
+        host = self._host
+        return self._answered(_tracked(host.enqueue(SET_AUTO_COMPACTION,
+                                                    lambda: host.set_auto_compaction(params.enabled))))
+
+    def navigate_tree(self, params: t.NavigateTreeParams) -> Awaitable[t.NavigateTreeResult]:
+        """Move the leaf; a cancelled request aborts a branch summary in progress (nothing is written)
+        and answers -32800."""
+        pending = self._host.navigate_tree(
+            params.target_id, summarize=params.summarize is True, custom_instructions=params.custom_instructions,
+            replace_instructions=params.replace_instructions, label=params.label)
+        return self._navigated(_tracked_abortable(pending))
+
+    async def _navigated(self, pending: Pending[dict[str, Any]]) -> t.NavigateTreeResult:
+        result = await self._answered(pending)
+        return t.NavigateTreeResult(
+            cancelled=bool(result.get("cancelled")), leaf_id=self._host.state().leaf_id,
+            aborted=True if result.get("aborted") else None, editor_text=result.get("editorText"),
+            summary_entry=result.get("summaryEntry"),
+        )
+
+    def set_label(self, params: t.SetLabelParams) -> Awaitable[None]:
+        host = self._host
+
+        def label() -> None:
+            host.set_label(params.entry_id, params.label)
+
+        return self._answered(_tracked(host.enqueue(SET_LABEL, label)))
+
     async def _answered(self, pending: Pending[T]) -> T:
         """The operation's result, once the pump has flushed what it produced."""
         result = await pending
         await self._pump.drain()
         return result
 
-
-def command_result(info: CommandInfo) -> t.CommandInfo:
+def command_result(info: CommandInfo) -> ev.CommandInfo:
     source = info.source_info
     base_dir = source.get("baseDir")
-    return t.CommandInfo(
+    return ev.CommandInfo(
         name=info.name,
         source=info.source,
-        source_info=t.CommandSourceInfo(
+        source_info=ev.CommandSourceInfo(
             path=str(source.get("path", "")),
             source=str(source.get("source", "")),
             scope=str(source.get("scope", "")),
@@ -590,6 +654,30 @@ def _decode_cursor(cursor: str, sort: t.SessionSort) -> tuple[str, str]:
     except (ValueError, TypeError):
         pass
     raise InvalidParamsError(LIST_SESSIONS, "cursor is not one this daemon issued", "$.cursor")
+
+
+MAX_TREE_DEPTH: Final = 4_000
+"""Deepest chain of entries ``getTree {nested: true}`` answers: every level is two JSON levels, and
+the wire's encoder (like ``JSON.stringify``, which Pi's own ``get_tree`` overflows at ~2,500) has a
+depth limit. A longer linear history is read through the flat ``entries``."""
+
+
+def tree_depth(roots: Sequence[Mapping[str, Any]]) -> int:
+    deepest = 0
+    stack = [(node, 1) for node in roots]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in node.get("children", ()))
+    return deepest
+
+
+def compaction_result(result: Mapping[str, Any]) -> t.CompactionResult:
+    return t.CompactionResult(
+        summary=result["summary"], first_kept_entry_id=result["firstKeptEntryId"],
+        tokens_before=result["tokensBefore"], estimated_tokens_after=result.get("estimatedTokensAfter"),
+        usage=result.get("usage"), details=result.get("details"),
+    )
 
 
 class InvalidParamsError(WireError):

@@ -290,10 +290,9 @@ def test_bash_runs_in_the_session_cwd_and_is_recorded_as_pi_records_it(server: S
     assert "".join(u["delta"] for u in first) == ran["output"], "each update names the request that runs it"
     assert all(u["id"] in (bash_id, bash_id + 1) for u in updates)
     sent = server.requests[0].body["messages"]
-    # Chat Completions user content: a string, or (Pi's convertMessages for an array content, e.g. the
-    # bash execution's) a list of parts
-    user_texts = [m["content"] if isinstance(m["content"], str)
-                  else "".join(part.get("text", "") for part in m["content"]) for m in sent if m["role"] == "user"]
+    # pi-ai's openai-completions sends a user message's content as a string or as text parts
+    user_texts = [m["content"] if isinstance(m["content"], str) else "".join(p["text"] for p in m["content"])
+                  for m in sent if m["role"] == "user"]
     assert any(t.startswith("Ran `pwd; echo oops >&2; exit 3`\n```\n") for t in user_texts)
     assert not any("secret-ish" in t for t in user_texts), "excludeFromContext keeps it from the model"
 

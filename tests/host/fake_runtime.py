@@ -276,7 +276,7 @@ class FakeSession:
     def messages(self) -> list[Mapping[str, Any]]:
         return [{"role": role, "id": entry_id} for entry_id, role in self.entries.items()]
 
-    def tree(self) -> SessionTree:
+    def tree(self, nested: bool = False) -> SessionTree:
         entries = [{"type": "message", "id": entry_id, "role": role} for entry_id, role in self.entries.items()]
         return SessionTree(entries=entries, leaf_id=next(reversed(self.entries), None), labels={})
 

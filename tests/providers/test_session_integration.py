@@ -154,7 +154,8 @@ async def test_retries_stop_after_max_retries_and_the_sequence_is_closed(server:
 async def test_client_errors_and_context_overflow_are_not_retried(server: SseServer, tmp_path: Path) -> None:
     overflow = b'{"error":{"message":"prompt is too long: 213462 tokens > 200000 maximum","code":"x"}}'
     server.enqueue(Reply(status=400, body=b'{"error":{"message":"bad request"}}'), Reply(status=400, body=overflow))
-    agent_dir, cwd = write_agent_dir(tmp_path, server.base_url)
+    # compaction off: an overflow is then not recovered either (recovery is tests/runtime/compaction's)
+    agent_dir, cwd = write_agent_dir(tmp_path, server.base_url, settings={"compaction": {"enabled": False}})
     session, _ = await new_session(agent_dir, cwd, SessionManager.create(cwd, str(tmp_path / "sessions")))
     seen: list[dict[str, Any]] = []
     session.subscribe(seen.append)

@@ -264,7 +264,7 @@ def build_body(model: ModelSpec, ctx: CallContext, *, oauth: bool = False) -> tu
     """The request body and beta features (pi-ai ``streamSimple`` → ``buildParams``)."""
     tools = ctx.tool_dicts()
     context_tokens = estimate_context_tokens(ctx.system_prompt, ctx.messages, tools)
-    max_tokens = clamp_max_tokens_to_context(model.context_window, context_tokens, model.max_tokens)
+    max_tokens = clamp_max_tokens_to_context(model.context_window, context_tokens, ctx.output_limit(model.max_tokens))
     thinking_enabled = ctx.reasoning is not None
     effort: str | None = None
     budget = 0

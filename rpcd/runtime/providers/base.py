@@ -111,6 +111,10 @@ class ProviderRequest:
     tools: Sequence[ToolSpec] = ()
     thinking_level: str = "off"
     session_id: str = ""
+    max_tokens: int | None = None
+    """pi-ai's ``options.maxTokens``: the output limit before the context clamp (``None``: the model's)."""
+    cache_retention: str | None = None
+    """pi-ai's ``options.cacheRetention`` (``none`` for one-off summaries); ``None``: the settings'."""
 
 
 @runtime_checkable

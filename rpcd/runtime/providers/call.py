@@ -30,6 +30,12 @@ class CallContext:
     cache_retention: str = "short"
     """``short`` (default), ``long`` (``PI_CACHE_RETENTION=long``) or ``none``."""
     thinking_budgets: Mapping[str, Any] = attrs.field(factory=dict)
+    max_tokens: int | None = None
+    """``options.maxTokens`` (summaries set it); ``None``: the model's ``maxTokens``."""
+
+    def output_limit(self, model_max_tokens: int) -> int:
+        """pi-ai's ``options.maxTokens ?? model.maxTokens`` (before the context clamp)."""
+        return model_max_tokens if self.max_tokens is None else self.max_tokens
 
     @property
     def reasoning(self) -> str | None:

@@ -97,10 +97,22 @@ def context_overflow(message: Mapping[str, Any], context_window: int = 0) -> Con
     return None
 
 
+def is_recoverable_length(message: Mapping[str, Any], desired_max_output: int) -> bool:
+    """pi-ai ``isRecoverableLength``: a ``length`` stop below the model's own output limit (context
+    pressure or a provider cut), worth one compact-and-retry."""
+    return (message.get("stopReason") == "length" and desired_max_output > 0
+            and _usage(message, "output") < desired_max_output)
+
+
 def is_retryable_error(message: Mapping[str, Any], context_window: int = 0) -> bool:
     """Pi's ``_isRetryableError``: a transient provider failure, and not a context overflow."""
     if context_overflow(message, context_window) is not None:
         return False
+    return is_retryable_assistant_error(message)
+
+
+def is_retryable_assistant_error(message: Mapping[str, Any]) -> bool:
+    """pi-ai ``isRetryableAssistantError`` (summary calls retry on it without the overflow check)."""
     error = message.get("errorMessage")
     if message.get("stopReason") != "error" or not isinstance(error, str) or not error:
         return False

@@ -22,7 +22,9 @@ A step (a JSON object in a script file, or a dict passed to ``push``):
   mid-stream).
 
 A script file is either a JSON list of steps or ``{"steps": [...], "chunkSize"?,
-"chunkDelay"?}`` (defaults for every step). It is read as ``JSON.parse`` reads it (the shared
+"chunkDelay"?, "contextWindow"?, "maxTokens"?}`` (defaults for every step; the model's
+limits, e.g. a small ``contextWindow`` so that a few turns reach the compaction threshold).
+It is read as ``JSON.parse`` reads it (the shared
 codec: a ``NaN`` literal is an error, ``1e999`` a number too large) and tool-call arguments are
 brought into plain JSON (``codec.to_json``: a non-finite number becomes ``null``), so a script
 cannot put a value into a session that the store or the wire cannot encode. Its path comes from the environment
@@ -161,22 +163,42 @@ def parse_step(raw: Mapping[str, Any] | FauxStep) -> FauxStep:
     )
 
 
-def load_script(path: str | os.PathLike[str]) -> tuple[list[FauxStep], int | None, float | None]:
-    """Read a script file: ``(steps, default chunk size, default chunk delay)``."""
+@attrs.frozen
+class FauxScript:
+    steps: list[FauxStep]
+    chunk_size: int | None = None
+    chunk_delay: float | None = None
+    context_window: int | None = None
+    max_tokens: int | None = None
+
+
+def _limit(data: Mapping[str, Any], key: str) -> int | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise FauxScriptError(f"'{key}' must be a positive integer")
+    return value
+
+
+def load_script(path: str | os.PathLike[str]) -> FauxScript:
+    """Read a script file (see the module doc)."""
     try:
         data = codec.loads(read_regular(os.fspath(path)))
     except (OSError, ValueError) as exc:
         raise FauxScriptError(f"cannot read faux script {os.fspath(path)}: {type(exc).__name__}") from exc
     chunk_size: int | None = None
     chunk_delay: float | None = None
-    if isinstance(data, Mapping):
-        defaults = parse_step({k: data[k] for k in ("chunkSize", "chunkDelay") if k in data})
-        chunk_size, chunk_delay = defaults.chunk_size, defaults.chunk_delay
-        data = data.get("steps", [])
-    if not isinstance(data, list):
-        raise FauxScriptError(f"faux script {os.fspath(path)} must be a list of steps or {{'steps': [...]}}")
+    limits: tuple[int | None, int | None] = (None, None)
     try:
-        return [parse_step(item) for item in data], chunk_size, chunk_delay
+        if isinstance(data, Mapping):
+            defaults = parse_step({k: data[k] for k in ("chunkSize", "chunkDelay") if k in data})
+            chunk_size, chunk_delay = defaults.chunk_size, defaults.chunk_delay
+            limits = (_limit(data, "contextWindow"), _limit(data, "maxTokens"))
+            data = data.get("steps", [])
+        if not isinstance(data, list):
+            raise FauxScriptError("must be a list of steps or {'steps': [...]}")
+        return FauxScript([parse_step(item) for item in data], chunk_size, chunk_delay, *limits)
     except FauxScriptError as exc:
         raise FauxScriptError(f"faux script {os.fspath(path)}: {exc}") from exc
 
@@ -256,12 +278,15 @@ class FauxProvider:
         resolved = os.path.abspath(os.fspath(path))
         if resolved == self._script_path:
             return False
-        steps, chunk_size, chunk_delay = load_script(resolved)
-        self._queue = deque(steps)
-        if chunk_size is not None:
-            self.chunk_size = chunk_size
-        if chunk_delay is not None:
-            self.chunk_delay = chunk_delay
+        script = load_script(resolved)
+        self._queue = deque(script.steps)
+        if script.chunk_size is not None:
+            self.chunk_size = script.chunk_size
+        if script.chunk_delay is not None:
+            self.chunk_delay = script.chunk_delay
+        if script.context_window is not None or script.max_tokens is not None:
+            self._models = [attrs.evolve(model, context_window=script.context_window or model.context_window,
+                                         max_tokens=script.max_tokens or model.max_tokens) for model in self._models]
         self._script_path = resolved
         return True
 

@@ -215,7 +215,8 @@ def _disabled_thinking(model_id: str) -> dict[str, Any]:
 def build_body(model: ModelSpec, ctx: CallContext) -> dict[str, Any]:
     tools = ctx.tool_dicts()
     max_tokens = clamp_max_tokens_to_context(
-        model.context_window, estimate_context_tokens(ctx.system_prompt, ctx.messages, tools), model.max_tokens
+        model.context_window, estimate_context_tokens(ctx.system_prompt, ctx.messages, tools),
+        ctx.output_limit(model.max_tokens),
     )
     generation: dict[str, Any] = {"maxOutputTokens": max_tokens}
     if model.reasoning:

@@ -232,7 +232,8 @@ def _tools(tools: Sequence[Mapping[str, Any]], supports_strict: bool) -> list[di
 def build_body(model: ModelSpec, ctx: CallContext) -> dict[str, Any]:
     tools = ctx.tool_dicts()
     max_tokens = clamp_max_tokens_to_context(
-        model.context_window, estimate_context_tokens(ctx.system_prompt, ctx.messages, tools), model.max_tokens
+        model.context_window, estimate_context_tokens(ctx.system_prompt, ctx.messages, tools),
+        ctx.output_limit(model.max_tokens),
     )
     effort = ctx.reasoning
     if effort is not None:

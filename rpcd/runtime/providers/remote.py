@@ -192,10 +192,11 @@ class RemoteProvider:
             session_id=request.session_id,
             auth=auth,
             headers=headers,
-            cache_retention=self.settings.cache_retention,
+            cache_retention=request.cache_retention or self.settings.cache_retention,
             thinking_budgets=self.settings.thinking_budgets,
             attribution=attribution_headers(spec.provider, spec.base_url, request.session_id,
                                             telemetry=self.settings.install_telemetry),
+            max_tokens=request.max_tokens,
         )
         try:
             http_request = module.build_request(spec, ctx)

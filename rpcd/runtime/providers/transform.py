@@ -23,6 +23,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
+from rpcd.runtime.jstext import js_length
+
 Message = dict[str, Any]
 
 COMPACTION_SUMMARY_PREFIX: Final = (
@@ -50,13 +52,6 @@ def sanitize_surrogates(text: str) -> str:
     with contextlib.suppress(UnicodeError):  # a pair split over two code points: keep the character
         text = text.encode("utf-16", "surrogatepass").decode("utf-16", "surrogatepass")
     return _LONE_SURROGATE.sub("", text)
-
-
-def js_length(text: str) -> int:
-    """``text.length`` in JavaScript (UTF-16 code units)."""
-    if text.isascii():
-        return len(text)
-    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
 
 
 def js_stringify(value: Any) -> str:
