@@ -30,7 +30,8 @@ DOORS: dict[str, frozenset[str]] = {
     "runtime": frozenset({"core", "store", "tools"}),
     "host": frozenset({"core"}),
     "wire": frozenset({"core", "protocol", "transport", "host"}),
-    "acp": frozenset({"core", "protocol", "host", "runtime", "store", "tools", "transport"}),
+    # wire.errors only: the one exception -> error-object mapping both fronts answer with (no pygls there)
+    "acp": frozenset({"core", "protocol", "host", "runtime", "store", "tools", "transport", "wire.errors"}),
     "daemon": frozenset({"*"}),
     "__main__": frozenset({"daemon"}),
     "__init__": frozenset(),

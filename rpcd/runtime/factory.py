@@ -134,6 +134,7 @@ def make_default_factory(
             model_inputs=inputs,
             tool_selection=process_inputs.tool_selection,
             approval=process_inputs.approval,
+            tool_operations=process_inputs.tool_operations,
         )
         diagnostics.extend(selection.diagnostics)
         return CreateRuntimeResult(

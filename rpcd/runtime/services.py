@@ -31,7 +31,7 @@ import attrs
 
 from rpcd.core.files import read_regular
 from rpcd.core.values import Diagnostic
-from rpcd.tools import ApprovalGate, ToolSelection
+from rpcd.tools import ApprovalGate, ToolOperations, ToolSelection
 
 from .context_files import ContextFile, load_context_files
 from .extensions import ExtensionRunner, discover_extensions
@@ -81,6 +81,9 @@ class ProcessInputs:
     approval: ApprovalGate | None = attrs.field(default=None, eq=False)
     """The process's tool-approval gate (policy + remembered rules), shared by every session;
     ``None``: every tool runs, as in Pi."""
+    tool_operations: ToolOperations | None = attrs.field(default=None, eq=False)
+    """Where the built-in file and shell tools do their I/O (the ACP front: the editor's buffers and
+    terminals, ``rpcd.tools.operations``); ``None``: the local disk and processes."""
 
 
 @attrs.frozen

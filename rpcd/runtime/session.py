@@ -102,6 +102,7 @@ from rpcd.tools import (
     Tool,
     ToolCall,
     ToolCallHooks,
+    ToolOperations,
     ToolOptions,
     ToolOutcome,
     ToolProfile,
@@ -954,13 +955,17 @@ def tool_options(services: Any) -> ToolOptions:
     )
 
 
-def session_tools(services: Any, selection: ToolSelection) -> dict[str, Tool]:
+def session_tools(services: Any, selection: ToolSelection, operations: ToolOperations | None = None) -> dict[str, Tool]:
     """The active tools of a session in ``services.cwd``, in Pi's order: built-ins bound to the
-    cwd (rebuilt for every replacement) and the extensions' tools, selected as Pi selects them;
-    an extension tool with a built-in's name takes its place."""
+    cwd (rebuilt for every replacement; their I/O through ``operations`` when given) and the
+    extensions' tools, selected as Pi selects them; an extension tool with a built-in's name takes
+    its place."""
     runner: Any = getattr(services, "extensions", None)
     extension_defs: Mapping[str, Any] = getattr(runner, "tools", None) or {}
-    builtin = create_builtin_tools(services.cwd, tool_options(services))
+    options = tool_options(services)
+    if operations is not None:
+        options = attrs.evolve(options, operations=operations)
+    builtin = create_builtin_tools(services.cwd, options)
     settings: Any = getattr(services, "settings", None)
     default_tools = settings.default_tools() if callable(getattr(settings, "default_tools", None)) else None
     names = active_tool_names(selection, default_tools=default_tools, builtin=BUILTIN_TOOL_NAMES,
@@ -1025,6 +1030,7 @@ def create_agent_session(
     model_inputs: ModelInputs | None = None,
     selection: Selection | None = None,
     approval: ApprovalGate | None = None,
+    tool_operations: ToolOperations | None = None,
 ) -> tuple[AgentSession, Selection]:
     """Build a session over ``session_manager`` with ``services``; returns it and the model
     ``Selection`` (its ``fallback_message`` is Pi's ``Could not restore model p/m. Using p2/m2``,
@@ -1062,7 +1068,7 @@ def create_agent_session(
     elif not has_thinking_entry:
         sm.append_thinking_level_change(thinking)
 
-    tools = session_tools(services, tool_selection or ToolSelection())
+    tools = session_tools(services, tool_selection or ToolSelection(), tool_operations)
     specs = [ToolSpec(name=t.name, description=t.description, parameters=dict(t.parameters)) for t in tools.values()]
     agent = Agent(
         provider=provider,

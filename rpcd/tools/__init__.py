@@ -1,6 +1,7 @@
 """The built-in coding tools — Pi 0.85.0's ``read``, ``bash``, ``edit``, ``write``, ``grep``,
 ``find``, ``ls`` (one module each) — their truncation (``truncate``) and path (``paths``) rules,
-tool selection (``registry``), the seam every tool call passes (``seam``: lookup,
+tool selection (``registry``), where the file and shell tools do their I/O (``operations``: local,
+or a front's editor), the seam every tool call passes (``seam``: lookup,
 validation, ``tool_call`` hooks, the approval point, execution, ``tool_result`` hooks), and the
 approval policy at that point (``approval``: the gate; ``approval_facts``: what a call is, for a
 person; ``approval_rules``: remembered answers).
@@ -25,6 +26,7 @@ from rpcd.tools.base import (
     text_result,
 )
 from rpcd.tools.errors import ToolError
+from rpcd.tools.operations import ReadText, ShellExit, ShellOperations, ToolOperations, WriteText
 from rpcd.tools.registry import (
     BUILTIN_TOOL_NAMES,
     DEFAULT_ACTIVE_TOOLS,
@@ -58,17 +60,22 @@ __all__ = [
     "Block",
     "FunctionTool",
     "Prepared",
+    "ReadText",
+    "ShellExit",
+    "ShellOperations",
     "Tool",
     "ToolCall",
     "ToolCallContext",
     "ToolCallHooks",
     "ToolError",
+    "ToolOperations",
     "ToolOptions",
     "ToolOutcome",
     "ToolProfile",
     "ToolResult",
     "ToolSeam",
     "ToolSelection",
+    "WriteText",
     "active_tool_names",
     "builtin_profile",
     "create_builtin_tools",

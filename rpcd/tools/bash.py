@@ -30,6 +30,7 @@ import anyio.abc
 from rpcd.tools.base import AbortSignal, FunctionTool, ToolCallContext, ToolResult, schema
 from rpcd.tools.binaries import shell_config
 from rpcd.tools.errors import ToolError
+from rpcd.tools.operations import ShellExit, ShellOperations
 from rpcd.tools.output import OutputAccumulator
 from rpcd.tools.truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size
 from rpcd.tools.validation import js_number_text
@@ -202,10 +203,12 @@ async def _pump(stream: anyio.abc.ByteReceiveStream | None, run: ShellSink) -> N
 
 
 async def run_shell(command: str, cwd: str, run: ShellSink, *, signal: AbortSignal, timeout: float | None,
-                    env: Mapping[str, str], shell_path: str | None) -> tuple[int | None, str | None]:
+                    env: Mapping[str, str], shell_path: str | None, shell_ops: ShellOperations | None = None,
+                    tool_call_id: str = "") -> tuple[int | None, str | None]:
     """Run ``command`` with the session's shell in ``cwd``, in its own process group (the one
-    runner of the bash tool and the client ``bash``); ``(exit code or None if killed by a signal,
-    "aborted" | "timeout" | None)``. Raises ``ToolError`` when it cannot start."""
+    runner of the bash tool and the client ``bash``) — or through ``shell_ops`` (an editor's
+    terminal); ``(exit code or None if killed by a signal, "aborted" | "timeout" | None)``.
+    Raises ``ToolError`` when it cannot start."""
     if signal.aborted:
         return None, "aborted"
     try:
@@ -214,9 +217,12 @@ async def run_shell(command: str, cwd: str, run: ShellSink, *, signal: AbortSign
         raise ToolError(str(exc)) from None
     if not os.access(cwd, os.F_OK):
         raise ToolError(f"Working directory does not exist: {cwd}\nCannot execute bash commands.")
+    argv = [shell, *shell_args, command]
+    if shell_ops is not None:
+        return await _exec_elsewhere(shell_ops, argv, cwd, run, signal, timeout, env, tool_call_id)
     try:
         process = await anyio.open_process(
-            [shell, *shell_args, command], cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
+            argv, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
         )
     except OSError as exc:
@@ -281,9 +287,37 @@ async def run_shell(command: str, cwd: str, run: ShellSink, *, signal: AbortSign
     return (None if code is None or code < 0 else code), stop_reason
 
 
+async def _exec_elsewhere(shell_ops: ShellOperations, argv: list[str], cwd: str, run: ShellSink, signal: AbortSignal,
+                          timeout: float | None, env: Mapping[str, str],
+                          tool_call_id: str) -> tuple[int | None, str | None]:
+    """The command through ``shell_ops`` (an editor's terminal): the same output accumulator and
+    update throttling as a local run; the environment handed over is only what the session adds to
+    the daemon's (the rest of the daemon's environment, its keys included, never leaves)."""
+    added = {name: value for name, value in env.items() if os.environ.get(name) != value}
+    outcome: list[ShellExit] = []
+    failure: list[Exception] = []
+    async with anyio.create_task_group() as group:
+        group.start_soon(run.updater)  # returns at once when nobody listens for updates
+        try:
+            outcome.append(await shell_ops.exec(argv, cwd, env=added, on_data=run.on_data, signal=signal,
+                                                timeout=timeout, tool_call_id=tool_call_id))
+        except Exception as exc:  # re-raised outside the group: never an ExceptionGroup
+            failure.append(exc)
+        group.cancel_scope.cancel()
+    if failure:
+        raise failure[0]
+    ended = outcome[0]
+    if signal.aborted:
+        return ended.code, "aborted"
+    code = None if ended.code is None or ended.code < 0 else ended.code
+    return code, ended.stopped
+
+
 def create_bash_tool(cwd: str, *, agent_dir: str | None = None, shell_path: str | None = None,
-                     command_prefix: str | None = None, base_env: Mapping[str, str] | None = None) -> FunctionTool:
-    """Pi's ``createBashTool(cwd, {shellPath, commandPrefix})``; ``base_env`` replaces ``os.environ``."""
+                     command_prefix: str | None = None, base_env: Mapping[str, str] | None = None,
+                     shell_ops: ShellOperations | None = None) -> FunctionTool:
+    """Pi's ``createBashTool(cwd, {shellPath, commandPrefix, operations})``; ``base_env`` replaces
+    ``os.environ``; ``shell_ops`` runs the command elsewhere (``rpcd.tools.operations``)."""
 
     async def execute(tool_call_id: str, args: dict[str, Any], ctx: ToolCallContext) -> ToolResult:
         command = args["command"]
@@ -299,7 +333,7 @@ def create_bash_tool(cwd: str, *, agent_dir: str | None = None, shell_path: str 
         try:
             timeout = _timeout_seconds(args.get("timeout"))
             code, stopped = await run_shell(command, cwd, run, signal=ctx.signal, timeout=timeout, env=env,
-                                            shell_path=shell_path)
+                                            shell_path=shell_path, shell_ops=shell_ops, tool_call_id=tool_call_id)
         except ToolError:
             run.finish()
             raise

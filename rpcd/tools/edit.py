@@ -25,6 +25,7 @@ from rpcd.tools.edit_diff import (
 )
 from rpcd.tools.errors import ToolError, errno_code, node_error
 from rpcd.tools.mutation_queue import file_mutation
+from rpcd.tools.operations import ReadText, WriteText
 from rpcd.tools.paths import resolve_to_cwd
 
 NAME: Final = "edit"
@@ -107,8 +108,10 @@ def _check(signal: AbortSignal) -> None:
         raise ToolError(ABORTED_MESSAGE)
 
 
-def create_edit_tool(cwd: str) -> FunctionTool:
-    """Pi's ``createEditTool(cwd)``."""
+def create_edit_tool(cwd: str, *, read_text: ReadText | None = None,
+                     write_text: WriteText | None = None) -> FunctionTool:
+    """Pi's ``createEditTool(cwd)``; ``read_text`` / ``write_text`` read and write the text instead of
+    the local disk (an editor: its unsaved buffer in, its review out)."""
 
     async def execute(tool_call_id: str, args: dict[str, Any], ctx: ToolCallContext) -> ToolResult:
         edits = args.get("edits")
@@ -127,13 +130,16 @@ def create_edit_tool(cwd: str) -> FunctionTool:
                 except OSError as exc:
                     code = errno_code(exc)
                 raise ToolError(f"Could not edit file: {path_arg}. Error code: {code}.")
-            try:
-                with open(absolute, "rb") as handle:
-                    raw = handle.read()
-            except IsADirectoryError as exc:
-                raise node_error(exc, "read") from None
-            except OSError as exc:
-                raise node_error(exc, "open", absolute) from None
+            if read_text is not None:
+                raw = read_text(absolute)
+            else:
+                try:
+                    with open(absolute, "rb") as handle:
+                        raw = handle.read()
+                except IsADirectoryError as exc:
+                    raise node_error(exc, "read") from None
+                except OSError as exc:
+                    raise node_error(exc, "open", absolute) from None
             _check(signal)
             bom, content = split_bom(raw.decode("utf-8", "replace"))
             ending = detect_line_ending(content)
@@ -141,11 +147,14 @@ def create_edit_tool(cwd: str) -> FunctionTool:
             base, new = apply_edits(normalized, edits, path_arg)
             _check(signal)
             final = bom + restore_line_endings(new, ending)
-            try:
-                with open(absolute, "wb") as handle:
-                    handle.write(final.encode("utf-8", "surrogatepass"))
-            except OSError as exc:
-                raise node_error(exc, "open", absolute) from None
+            if write_text is not None:
+                write_text(absolute, final)
+            else:
+                try:
+                    with open(absolute, "wb") as handle:
+                        handle.write(final.encode("utf-8", "surrogatepass"))
+                except OSError as exc:
+                    raise node_error(exc, "open", absolute) from None
             _check(signal)
             diff, first_changed = generate_diff_string(base, new)
             details: dict[str, Any] = {"diff": diff, "patch": generate_unified_patch(path_arg, base, new)}

@@ -16,6 +16,7 @@ from rpcd.tools.base import ABORTED_MESSAGE, FunctionTool, ToolCallContext, Tool
 from rpcd.tools.blocking import run_blocking
 from rpcd.tools.errors import ToolError, node_error
 from rpcd.tools.images import IMAGE_SNIFF_BYTES, detect_image_mime, image_content
+from rpcd.tools.operations import ReadText
 from rpcd.tools.paths import resolve_read_path
 from rpcd.tools.truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size, truncate_head, utf8_len
 from rpcd.tools.validation import js_number_text
@@ -165,8 +166,10 @@ def _text_result(data: bytes, path_arg: str, offset: Any, limit: Any) -> ToolRes
     return result
 
 
-def create_read_tool(cwd: str, *, auto_resize_images: bool = True) -> FunctionTool:
-    """Pi's ``createReadTool(cwd)``."""
+def create_read_tool(cwd: str, *, auto_resize_images: bool = True,
+                     read_text: ReadText | None = None) -> FunctionTool:
+    """Pi's ``createReadTool(cwd)``; ``read_text`` supplies a text file's bytes (an editor's buffer),
+    images are always read from disk."""
 
     async def execute(tool_call_id: str, args: dict[str, Any], ctx: ToolCallContext) -> ToolResult:
         if ctx.signal.aborted:
@@ -183,7 +186,7 @@ def create_read_tool(cwd: str, *, auto_resize_images: bool = True) -> FunctionTo
                 data = _read_file(absolute)
                 return {"content": image_content(data, mime, auto_resize=auto_resize_images,
                                                  supports_images=ctx.model_supports_images)}
-            data = _read_file(absolute)
+            data = read_text(absolute) if read_text is not None else _read_file(absolute)
             if len(data) > NODE_MAX_STRING:
                 raise ToolError(f"Cannot create a string longer than 0x{NODE_MAX_STRING:x} characters")
             return _text_result(data, path_arg, offset, limit)

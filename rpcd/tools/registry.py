@@ -14,6 +14,7 @@ from rpcd.tools.edit import create_edit_tool
 from rpcd.tools.find import create_find_tool
 from rpcd.tools.grep import create_grep_tool
 from rpcd.tools.ls import create_ls_tool
+from rpcd.tools.operations import ToolOperations
 from rpcd.tools.read import create_read_tool
 from rpcd.tools.write import create_write_tool
 
@@ -32,17 +33,22 @@ class ToolOptions:
     auto_resize_images: bool = True
     base_env: Mapping[str, str] | None = None
     """The environment ``bash`` starts from (default: the daemon's)."""
+    operations: ToolOperations = attrs.field(factory=ToolOperations)
+    """Where ``read``/``edit``/``write`` get and put text and ``bash`` runs (default: local)."""
 
 
 def create_builtin_tools(cwd: str, options: ToolOptions | None = None) -> dict[str, Tool]:
     """Every built-in tool bound to ``cwd``, by name, in Pi's order."""
     opts = options or ToolOptions()
+    ops = opts.operations
     factories: dict[str, Callable[[], Tool]] = {
-        "read": lambda: create_read_tool(cwd, auto_resize_images=opts.auto_resize_images),
+        "read": lambda: create_read_tool(cwd, auto_resize_images=opts.auto_resize_images,
+                                         read_text=ops.read_text),
         "bash": lambda: create_bash_tool(cwd, agent_dir=opts.agent_dir, shell_path=opts.shell_path,
-                                         command_prefix=opts.command_prefix, base_env=opts.base_env),
-        "edit": lambda: create_edit_tool(cwd),
-        "write": lambda: create_write_tool(cwd),
+                                         command_prefix=opts.command_prefix, base_env=opts.base_env,
+                                         shell_ops=ops.shell),
+        "edit": lambda: create_edit_tool(cwd, read_text=ops.read_text, write_text=ops.write_text),
+        "write": lambda: create_write_tool(cwd, write_text=ops.write_text),
         "grep": lambda: create_grep_tool(cwd),
         "find": lambda: create_find_tool(cwd),
         "ls": lambda: create_ls_tool(cwd),

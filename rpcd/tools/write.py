@@ -9,6 +9,7 @@ from rpcd.tools.base import ABORTED_MESSAGE, FunctionTool, ToolCallContext, Tool
 from rpcd.tools.blocking import run_in_thread
 from rpcd.tools.errors import ToolError, node_error
 from rpcd.tools.mutation_queue import file_mutation
+from rpcd.tools.operations import WriteText
 from rpcd.tools.paths import resolve_to_cwd
 
 NAME: Final = "write"
@@ -34,8 +35,8 @@ def _mkdir_p(directory: str) -> None:
         raise node_error(exc, "mkdir", directory) from None
 
 
-def create_write_tool(cwd: str) -> FunctionTool:
-    """Pi's ``createWriteTool(cwd)``."""
+def create_write_tool(cwd: str, *, write_text: WriteText | None = None) -> FunctionTool:
+    """Pi's ``createWriteTool(cwd)``; ``write_text`` writes the text instead of the local disk (an editor)."""
 
     async def execute(tool_call_id: str, args: dict[str, Any], ctx: ToolCallContext) -> ToolResult:
         path_arg = args["path"]
@@ -49,11 +50,14 @@ def create_write_tool(cwd: str) -> FunctionTool:
             _mkdir_p(os.path.dirname(absolute))
             if signal.aborted:
                 raise ToolError(ABORTED_MESSAGE)
-            try:
-                with open(absolute, "wb") as handle:
-                    handle.write(content.encode("utf-8", "surrogatepass"))
-            except OSError as exc:
-                raise node_error(exc, "open", absolute) from None
+            if write_text is not None:
+                write_text(absolute, content)
+            else:
+                try:
+                    with open(absolute, "wb") as handle:
+                        handle.write(content.encode("utf-8", "surrogatepass"))
+                except OSError as exc:
+                    raise node_error(exc, "open", absolute) from None
             if signal.aborted:
                 raise ToolError(ABORTED_MESSAGE)
             return {"content": [{"type": "text", "text": f"Successfully wrote to {path_arg}"}]}

@@ -1,0 +1,68 @@
+"""What ``initialize`` says about models and keys, from the providers a session would see.
+
+``authMethods``: one per provider (in Pi's order of preference) whose models rpcd can talk to, that
+takes its key from the environment, and that has no usable credential now — named after the
+variables it reads, so an editor can tell the user what to set (ACP v1's ``agent`` method type:
+the agent checks; ``authenticate`` re-reads ``auth.json`` and the environment and answers
+``-32000`` naming the variables while nothing usable is there). Providers and keys are re-read on
+every call (Pi reloads ``models.json`` and ``auth.json`` too); nothing secret leaves.
+
+``images``: whether some model usable now takes image input.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from rpcd.runtime.providers.catalog import builtin_catalog
+from rpcd.runtime.providers.credentials import AUTH_FILE, env_names
+from rpcd.runtime.providers.faux import FAUX_MODEL
+from rpcd.runtime.providers.remote import SUPPORTED_APIS, RemoteProvider, build_providers
+
+
+@attrs.frozen
+class ProviderAuth:
+    id: str
+    name: str
+    env: tuple[str, ...]
+    usable: bool
+    why: str
+    """Why it is not usable (names variables and files, never values)."""
+
+    @property
+    def description(self) -> str:
+        names = " or ".join(self.env)
+        return (f"Set {names} in the environment rpcd is started with, or store a key for \"{self.id}\" in "
+                f"<agentDir>/{AUTH_FILE} (Pi's /login), then authenticate again.")
+
+
+@attrs.frozen
+class ProviderSummary:
+    auth: tuple[ProviderAuth, ...]
+    images: bool
+
+
+def _implemented(provider: RemoteProvider) -> bool:
+    return any(model.api in SUPPORTED_APIS for model in provider.spec.models)
+
+
+def summarize(agent_dir: str) -> ProviderSummary:
+    """Blocking (reads ``models.json`` / ``auth.json``): call it in a worker thread."""
+    providers, _diagnostics = build_providers(agent_dir)
+    by_name = {provider.name: provider for provider in providers}
+    order = [name for name, _ in builtin_catalog().default_model_per_provider]
+    ordered = [by_name[name] for name in order if name in by_name]
+    ordered += [p for p in providers if p.name not in order]
+    auths: list[ProviderAuth] = []
+    images = "image" in FAUX_MODEL.input
+    for provider in ordered:
+        usable = provider.usable_models()
+        images = images or any("image" in model.input for model in usable)
+        names = env_names(provider.spec)
+        if not names or not _implemented(provider):
+            continue
+        auths.append(ProviderAuth(
+            id=provider.name, name=provider.spec.display_name or provider.name, env=names, usable=bool(usable),
+            why="" if usable else provider.credentials.why_unusable(provider.spec),
+        ))
+    return ProviderSummary(tuple(auths), images)

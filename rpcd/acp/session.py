@@ -1,0 +1,442 @@
+"""One ACP session: its own serialized host over its own runtime, and its update stream.
+
+Each ``sessionId`` gets a ``SerializedHost`` of its own, built like the daemon builds its one host —
+the default runtime factory (trust, settings, extensions, providers, tools for the session's cwd),
+``create_runtime``, ``SerializedHost.bind`` with this front's bindings — so it has the same lock, the
+same fail-closed policy and the same session files. Nothing is shared between sessions but the
+process's remembered approval rules and trust decisions: a host that fails terminally answers its
+own calls with its flat errors (``terminal: true``); the others never notice.
+
+Per session here: the approval gate (its ``policy`` is the session's mode), the tool approver and
+the trust prompt (``session/request_permission``), the editor's file system and terminal for the
+built-in tools when the client offers them, the event translator and the ordered update stream.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import anyio
+import anyio.abc
+import anyio.to_thread
+import attrs
+from acp.schema import (
+    ConfigOptionUpdate,
+    CurrentModeUpdate,
+    PromptResponse,
+    SessionConfigOptionSelect,
+    SessionConfigSelectOption,
+    SessionInfoUpdate,
+    SessionMode,
+    SessionModeState,
+    StopReason,
+)
+
+from rpcd.acp.config import AcpConfig
+from rpcd.acp.connection import AcpConnection
+from rpcd.acp.editor import EditorFiles, EditorShell
+from rpcd.acp.errors import invalid_params, provider_failure, request_error, to_request_error
+from rpcd.acp.permissions import tool_approver, trust_asker
+from rpcd.acp.prompt import PROMPT_METHOD, build_prompt
+from rpcd.acp.stream import UpdateStream
+from rpcd.acp.updates import EventTranslator, commands_update, replay
+from rpcd.core.files import read_regular
+from rpcd.core.values import (
+    APPROVAL_POLICIES,
+    ApprovalPolicy,
+    CommandRan,
+    Diagnostic,
+    EventListener,
+    ExtensionBindings,
+    ExtensionError,
+    SessionEvent,
+)
+from rpcd.host.host import Pending, SerializedHost
+from rpcd.host.port import Binding, HostSubscription, SessionPort
+from rpcd.protocol.errors import ErrorCode
+from rpcd.runtime.commands import command_to_wire
+from rpcd.runtime.factory import make_default_factory
+from rpcd.runtime.runtime import create_runtime
+from rpcd.runtime.services import ProcessInputs
+from rpcd.runtime.trust import SessionTrustMemory
+from rpcd.store import SessionManager
+from rpcd.tools import ApprovalGate, ApprovalRules, ToolOperations
+
+log = logging.getLogger("rpcd.acp.session")
+
+STOP_REASONS: Final[Mapping[str, StopReason]] = {
+    "stop": "end_turn",
+    "length": "max_tokens",
+    "aborted": "cancelled",
+    "toolUse": "max_turn_requests",
+}
+"""Pi's last ``stopReason`` → ACP's. ``toolUse`` at the end of a turn means the loop stopped after
+tool results without asking the model again: the tool round limit (or an extension ending the run)."""
+MODES: Final[Mapping[ApprovalPolicy, tuple[str, str]]] = {
+    "auto": ("Auto", "Every tool runs without asking (Pi's behaviour)"),
+    "ask-writes": ("Ask before changes", "Reads run; edits, writes, commands and extension tools ask first"),
+    "ask-all": ("Ask every time", "Every tool call asks first"),
+    "deny-writes": ("Read-only", "Reads run; anything that may change something is refused"),
+}
+TITLE_CHARS: Final = 100
+OLD_TEXT_LIMIT: Final = 4 * 1024 * 1024
+"""A file larger than this shows as new text only in a ``write`` diff."""
+
+
+@attrs.define
+class Front:
+    """What every session of one connection shares."""
+
+    config: AcpConfig
+    conn: AcpConnection
+    task_group: anyio.abc.TaskGroup
+    rules: ApprovalRules
+    trust_memory: SessionTrustMemory = attrs.field(factory=SessionTrustMemory)
+
+
+class _Bindings:
+    """``rpcd.host.port.HostBindings`` for one ACP session (its host binds exactly one session)."""
+
+    def __init__(self, session: AcpSession) -> None:
+        self._session = session
+        self.live = False
+        self.diagnostics: list[Diagnostic] = []
+
+    def extension_bindings(self, session: SessionPort) -> ExtensionBindings:
+        return ExtensionBindings(mode="rpc", ui=None, on_error=self._on_extension_error,
+                                 tool_approver=self._session.approver if self._session.approver else None)
+
+    def subscribe(self, binding: Binding) -> HostSubscription:
+        listener: EventListener = self._session.on_event
+        release = binding.session.subscribe(listener)
+        self.live = True
+        done = False
+
+        def unsubscribe(reason: str) -> None:
+            nonlocal done
+            if done:
+                return
+            done = True
+            self.live = False
+            release()
+
+        return unsubscribe
+
+    def report_diagnostics(self, binding: Binding, diagnostics: Sequence[Diagnostic]) -> None:
+        self.diagnostics = list(diagnostics)
+
+    async def flush_persistence(self, current: SessionPort | None) -> None:
+        return None  # no host journal in ACP mode: the client keeps its sessions' ids
+
+    def _on_extension_error(self, error: ExtensionError) -> None:
+        log.warning("extension %s failed in %s", error.extension_path, error.event,
+                    extra={"sessionId": self._session.id})
+
+
+class _Turn:
+    """One running ``session/prompt``: cancel before it started means it never starts."""
+
+    def __init__(self) -> None:
+        self.cancelled = False
+        self.pending: Pending[str | CommandRan | None] | None = None
+        """Its place in the host's FIFO (taken at arrival), then its running turn."""
+        self.scope = anyio.CancelScope()
+        """Cancelled when the prompt is withdrawn from the FIFO: its wait ends at once."""
+
+
+class AcpSession:
+    def __init__(self, front: Front, manager: SessionManager) -> None:
+        self.front = front
+        self.id = manager.get_session_id()
+        self.cwd = manager.get_cwd()
+        self.file = manager.get_session_file()
+        conn = front.conn
+        self.stream = UpdateStream(self.id, conn.session_update)
+        self.gate = ApprovalGate(front.rules, policy=front.config.approval, client_can_answer=True)
+        self.approver = tool_approver(conn, self.id, self.stream, front.config.approval_timeout)
+        self.translator = EventTranslator(self.cwd, self.stream.push, old_text=self._old_text,
+                                          context_window=self._context_window)
+        self.bindings = _Bindings(self)
+        self.editor_files = EditorFiles(conn, self.id) if conn.can_read_files else None
+        self.host: SerializedHost | None = None
+        self._turn: _Turn | None = None
+        self._windows: dict[tuple[str, str], int] = {}
+        self._titled = False
+        self.closed = False
+
+    # -- opening ------------------------------------------------------------------------------------
+
+    async def open(self, manager: SessionManager) -> None:
+        """Build this session's runtime and host (the trust prompt may ask the client meanwhile).
+
+        Raises the factory's or the binding's failure as is (flat); the stream is then closed.
+        """
+        front = self.front
+        config = front.config
+        self.front.task_group.start_soon(self.stream.run)
+        try:
+            factory = make_default_factory(
+                ProcessInputs(
+                    extension_paths=config.extensions, flags=config.extension_flags,
+                    no_context_files=config.no_context_files, tool_selection=config.tool_selection,
+                    trust_memory=front.trust_memory, approval=self.gate, tool_operations=self._tool_operations(),
+                ),
+                authorize_project=trust_asker(front.conn, self.id, config.trust_policy, config.trust_timeout),
+                model_inputs=config.model_inputs,
+            )
+            runtime = await create_runtime(factory, cwd=self.cwd, agent_dir=config.agent_dir,
+                                           session_manager=manager)
+            self.host = await SerializedHost.bind(runtime, self.bindings, task_group=front.task_group)
+        except BaseException:
+            self.stream.close()
+            self.closed = True
+            raise
+
+    def _tool_operations(self) -> ToolOperations | None:
+        conn, config = self.front.conn, self.front.config
+        files = self.editor_files if config.delegate_files else None
+        shell = (EditorShell(conn, self.id, on_terminal=self.translator.attach_terminal,
+                             before_release=self.stream.drain)
+                 if config.delegate_terminal and conn.has_terminal else None)
+        if files is None and shell is None:
+            return None
+        return ToolOperations(
+            read_text=files.read_text if files is not None else None,
+            write_text=files.write_text if files is not None and conn.can_write_files else None,
+            shell=shell,
+        )
+
+    # -- the host ------------------------------------------------------------------------------------
+
+    def require_host(self) -> SerializedHost:
+        if self.host is None:
+            raise request_error(ErrorCode.HOST_UNAVAILABLE, "session", "HostUnavailable",
+                                "the session is not open")
+        return self.host
+
+    def on_event(self, event: SessionEvent) -> None:
+        self.translator.on_event(event)
+
+    @property
+    def diagnostics(self) -> list[Diagnostic]:
+        return self.bindings.diagnostics
+
+    # -- modes and config options -------------------------------------------------------------------
+
+    def mode(self) -> ApprovalPolicy:
+        host = self.require_host()
+        policy = host.state().approval_policy
+        return policy if policy is not None else self.gate.effective_policy()
+
+    def modes(self) -> SessionModeState:
+        return SessionModeState(current_mode_id=self.mode(), available_modes=[
+            SessionMode(id=policy, name=name, description=description) for policy, (name, description) in MODES.items()
+        ])
+
+    def config_options(self) -> list[SessionConfigOptionSelect]:
+        host = self.require_host()
+        state = host.state()
+        options = [SessionConfigOptionSelect(
+            type="select", id="mode", name="Mode", category="mode", current_value=self.mode(),
+            options=[SessionConfigSelectOption(value=policy, name=name, description=description)
+                     for policy, (name, description) in MODES.items()],
+        )]
+        models = host.available_models()
+        current = f"{state.model.provider}/{state.model.model_id}" if state.model is not None else None
+        choices = [SessionConfigSelectOption(value=f"{m.provider}/{m.id}", name=m.name or m.id,
+                                             description=f"{m.provider} · {m.context_window} tokens")
+                   for m in models]
+        if current is not None and all(c.value != current for c in choices):
+            choices.insert(0, SessionConfigSelectOption(value=current, name=current))
+        if choices:
+            options.append(SessionConfigOptionSelect(
+                type="select", id="model", name="Model", category="model",
+                current_value=current or choices[0].value, options=choices,
+            ))
+        # thought_level: the host has no thinking-level setter yet (issue 18 adds setThinkingLevel);
+        # it is offered here as soon as the host can apply it (see docs/acp.md).
+        return options
+
+    def set_mode(self, mode_id: str, *, method: str = "session/set_mode") -> None:
+        policy = next((p for p in APPROVAL_POLICIES if p == mode_id), None)
+        if policy is None:
+            raise invalid_params(method, [{"path": "$.modeId", "message": f"unknown mode {mode_id!r}; one of "
+                                                                         f"{', '.join(APPROVAL_POLICIES)}"}])
+        self.gate.set_policy(policy)
+        self.stream.push(CurrentModeUpdate(session_update="current_mode_update", current_mode_id=policy))
+        self.stream.push(ConfigOptionUpdate(session_update="config_option_update",
+                                            config_options=list(self.config_options())))
+
+    def set_config_option(self, config_id: str, value: str | bool) -> list[SessionConfigOptionSelect]:
+        method = "session/set_config_option"
+        if not isinstance(value, str):
+            raise invalid_params(method, [{"path": "$.value", "message": "expected a string"}])
+        if config_id == "mode":
+            self.set_mode(value, method=method)
+        elif config_id == "model":
+            provider, sep, model_id = value.partition("/")
+            if not sep or not provider or not model_id:
+                raise invalid_params(method, [{"path": "$.value", "message": "expected provider/modelId"}])
+            try:
+                self.require_host().set_model(provider, model_id)
+            except Exception as exc:
+                raise to_request_error(exc, method) from None
+        else:
+            raise invalid_params(method, [{"path": "$.configId", "message": f"unknown config option {config_id!r}"}])
+        return self.config_options()
+
+    # -- turns --------------------------------------------------------------------------------------
+
+    async def prompt(self, blocks: Sequence[Any]) -> PromptResponse:
+        host = self.require_host()
+        prompt = build_prompt(blocks, accept_images=False)
+        if self._turn is not None:
+            raise request_error(ErrorCode.SESSION_BUSY, PROMPT_METHOD, "SessionBusy",
+                                "A turn is already running in this session; cancel it or wait for it to end",
+                                cwd=self.cwd, session_path=self.file)
+        turn = self._turn = _Turn()
+        self._title_from(prompt.text)
+        try:
+            if turn.cancelled:
+                return PromptResponse(stop_reason="cancelled")
+
+            try:
+                with turn.scope:
+                    turn.pending = host.prompt(prompt.text)
+                    outcome = await turn.pending
+            except Exception as exc:
+                await self.stream.drain()
+                if turn.cancelled:
+                    return PromptResponse(stop_reason="cancelled")
+                raise to_request_error(exc, PROMPT_METHOD) from None
+            if turn.scope.cancelled_caught:  # withdrawn from the FIFO before it started: it never ran
+                await self.stream.drain()
+                return PromptResponse(stop_reason="cancelled")
+            await self.stream.drain()
+            if turn.cancelled:
+                return PromptResponse(stop_reason="cancelled")
+            if isinstance(outcome, CommandRan):
+                return PromptResponse(stop_reason="end_turn")  # an extension command ran instead of a turn
+            reason = outcome
+            if reason is None:  # queued into a running turn: only with streamingBehavior, which ACP never sends
+                return PromptResponse(stop_reason="end_turn")
+            if reason == "error":
+                last = self.translator.last_assistant or {}
+                message = last.get("errorMessage")
+                raise provider_failure(PROMPT_METHOD, message if isinstance(message, str) else "",
+                                       cwd=self.cwd, session_path=self.file)
+            return PromptResponse(stop_reason=STOP_REASONS.get(reason, "end_turn"))
+        finally:
+            self._turn = None
+            self.file = self._current_file()
+
+    async def cancel(self) -> None:
+        """``session/cancel``: the running turn is aborted (its tools stop, its pending permission
+        questions are withdrawn) and its ``session/prompt`` answers ``cancelled``."""
+        turn = self._turn
+        if turn is None:
+            return
+        turn.cancelled = True
+        pending = turn.pending
+        if pending is not None and not pending.started and pending.cancel():
+            turn.scope.cancel()  # withdrawn while queued: it never starts
+            return
+        if pending is not None and self.host is not None:
+            try:
+                await self.host.abort()
+            except Exception as exc:  # an unusable host has no turn to abort
+                log.info("abort failed: %s", type(exc).__name__, extra={"sessionId": self.id})
+
+    def _title_from(self, text: str) -> None:
+        """A session without a name is titled by its first message (as ``session/list`` titles it)."""
+        if self._titled:
+            return
+        self._titled = True
+        try:
+            state = self.require_host().state()
+        except Exception:
+            return
+        if state.name is None and state.message_count == 0 and text.strip():
+            first = text.strip().splitlines()[0][:TITLE_CHARS]
+            self.stream.push(SessionInfoUpdate(session_update="session_info_update", title=first))
+
+    def _current_file(self) -> str | None:
+        try:
+            return self.require_host().session_file
+        except Exception:
+            return self.file
+
+    def announce_commands(self) -> None:
+        """``available_commands_update`` with the session's commands (templates, skills, extension
+        commands); later changes follow as ``commands_changed`` events."""
+        try:
+            commands = self.require_host().commands()
+        except Exception as exc:
+            log.info("commands unavailable: %s", type(exc).__name__, extra={"sessionId": self.id})
+            return
+        if commands:
+            self.stream.push(commands_update([command_to_wire(c) for c in commands]))
+
+    # -- replay -------------------------------------------------------------------------------------
+
+    async def replay_history(self) -> None:
+        """``session/load``: the conversation so far as updates, all sent before the answer."""
+        host = self.require_host()
+        messages = host.messages()
+        self._titled = bool(messages)
+        self.translator.add_cost(messages)
+        for update in replay(messages, self.cwd):
+            self.stream.push(update)
+        await self.stream.drain()
+
+    # -- closing ------------------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Cancel the running turn, dispose the host (its final flush), end the stream. Raises the
+        disposal's flat failure, if any (the session is gone either way)."""
+        if self.closed:
+            return
+        self.closed = True
+        await self.cancel()
+        host = self.host
+        try:
+            if host is not None and host.status != "disposed":
+                await host.dispose()
+        finally:
+            await self.stream.drain()
+            self.stream.close()
+
+    # -- helpers for the translator ------------------------------------------------------------------
+
+    def _context_window(self) -> int | None:
+        try:
+            host = self.require_host()
+            model = host.state().model
+            if model is None:
+                return None
+            key = (model.provider, model.model_id)
+            if key not in self._windows:
+                for described in host.available_models():
+                    self._windows[(described.provider, described.id)] = described.context_window
+            return self._windows.get(key)
+        except Exception:
+            return None
+
+    async def _old_text(self, path: str) -> str | None:
+        """A file's current text for a ``write`` diff: the editor's buffer when it serves files, else disk."""
+        if self.editor_files is not None:
+            try:
+                return await self.editor_files.read(path)
+            except Exception:
+                return None
+
+        def local() -> str | None:
+            try:
+                data = read_regular(path, limit=OLD_TEXT_LIMIT)
+            except OSError:
+                return None
+            return data.decode("utf-8", "replace")
+
+        return await anyio.to_thread.run_sync(local)

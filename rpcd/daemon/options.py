@@ -1,0 +1,246 @@
+"""The command line of ``rpcd`` and ``rpcd acp``: one parser, one ``Options``.
+
+Kept apart from the composition root (``app``) so that ``rpcd acp`` parses the same flags without
+importing the JSON-RPC endpoint (pygls, lsprotocol) it never uses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+from collections.abc import Mapping, Sequence
+from typing import Final, Literal
+
+import attrs
+
+from rpcd.core.values import APPROVAL_POLICIES, ApprovalPolicy
+from rpcd.runtime.model_inputs import ModelInputs
+from rpcd.store.paths import get_agent_dir
+from rpcd.transport import DEFAULT_MAX_MESSAGE_BYTES
+from rpcd.wire.client_requests import DEFAULT_APPROVAL_TIMEOUT
+
+JOURNAL_RELATIVE: Final = os.path.join("rpcd", "journal.json")
+DEFAULT_EXIT_TIMEOUT: Final = 10.0
+"""``--exit-timeout``: the orderly end's bound on the final disposal (and on stray threads)."""
+
+TargetKind = Literal["new", "resume", "continue", "in-memory", "resume-last"]
+TrustPolicy = Literal["ask", "deny", "trust"]
+
+
+@attrs.frozen
+class Options:
+    cwd: str
+    agent_dir: str
+    target: TargetKind
+    resume_path: str | None
+    trust_policy: TrustPolicy
+    """``ask``: ask the client when it can answer (the daemon: a client that declared
+    ``authorizeProject``; ``rpcd acp``: every client, through ``session/request_permission``), else
+    deny. ``deny`` / ``trust``: decided without asking (the daemon still asks a client that declared
+    ``authorizeProject``)."""
+    trust_timeout: float
+    ui_timeout: float
+    log_level: str | None
+    extensions: tuple[str, ...] = ()
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    extension_flags: Mapping[str, bool | str] = attrs.field(factory=dict)
+    no_context_files: bool = False
+    exit_timeout: float = DEFAULT_EXIT_TIMEOUT
+    model_inputs: ModelInputs = attrs.field(factory=ModelInputs)
+    """``--provider`` / ``--model`` / ``--thinking`` / ``--api-key`` / ``--models`` (Pi's flags)."""
+    tools: tuple[str, ...] | None = None
+    exclude_tools: tuple[str, ...] = ()
+    no_builtin_tools: bool = False
+    no_tools: bool = False
+    session_dir: str | None = None
+    """``--session-dir`` as given (resolved with the environment and settings at start)."""
+    approval: ApprovalPolicy | None = None
+    approval_timeout: float = DEFAULT_APPROVAL_TIMEOUT
+
+    @property
+    def journal_path(self) -> str:
+        return os.path.join(self.agent_dir, JOURNAL_RELATIVE)
+
+
+def build_parser(prog: str = "rpcd") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description=(
+            "JSON-RPC 2.0 daemon over stdio hosting one replaceable Pi-compatible agent session. "
+            "The first session is created after the client's `initialize`, so a project-trust "
+            "prompt can use the client's capabilities."
+        ),
+    )
+    parser.add_argument("--cwd", help="working directory of a new session (default: the process cwd)")
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument("--resume", metavar="PATH", help="start with this session file")
+    target.add_argument(
+        "--continue", dest="continue_", action="store_true",
+        help="start with the most recent session of the cwd (else a new one)",
+    )
+    target.add_argument("--in-memory", action="store_true", help="start with a session that is never written")
+    target.add_argument(
+        "--resume-last", action="store_true",
+        help="start with the session recorded in the host journal <agentDir>/rpcd/journal.json (else a new one)",
+    )
+    parser.add_argument("--agent-dir", help="Pi's agent dir (default: $PI_CODING_AGENT_DIR or ~/.pi/agent)")
+    parser.add_argument(
+        "--session-dir", metavar="DIR",
+        help="where session files live (default: $PI_CODING_AGENT_SESSION_DIR, else the sessionDir setting, "
+             "else <agentDir>/sessions/--<cwd>--/)",
+    )
+    parser.add_argument(
+        "--trust-policy", choices=("ask", "deny", "trust"), default="ask",
+        help="project trust: ask the client when it can answer (rpcd: a client that declared authorizeProject; "
+             "rpcd acp: through session/request_permission), else deny project code (default ask); deny / trust "
+             "decide without asking (rpcd still asks a client that declared authorizeProject)",
+    )
+    parser.add_argument(
+        "--trust-timeout", type=float, default=120.0, metavar="SECONDS",
+        help="wait this long for the client's trust answer, then deny (default 120)",
+    )
+    parser.add_argument(
+        "--ui-timeout", type=float, default=300.0, metavar="SECONDS",
+        help="default timeout of extension UI dialogs forwarded to the client (default 300)",
+    )
+    parser.add_argument(
+        "--log-level", choices=("debug", "info", "warning", "error"),
+        help="stderr log level (default: $RPCD_LOG_LEVEL or info)",
+    )
+    parser.add_argument(
+        "-e", "--extension", action="append", default=[], metavar="PATH",
+        help="load this extension into every session (made absolute at startup)",
+    )
+    parser.add_argument(
+        "--flag", action="append", default=[], metavar="NAME[=VALUE]", type=_extension_flag,
+        help="an extension flag for every session (Pi's --NAME / --NAME VALUE); an unknown name is a diagnostic",
+    )
+    parser.add_argument(
+        "--no-context-files", action="store_true", help="load no AGENTS.md / CLAUDE.md context files",
+    )
+    models = parser.add_argument_group("model (as Pi's flags; see docs/providers.md)")
+    models.add_argument("--provider", metavar="NAME", help="provider of --model (e.g. anthropic, openai, google)")
+    models.add_argument(
+        "--model", metavar="PATTERN",
+        help="model id, provider/id or a partial name; PATTERN:LEVEL also sets the thinking level",
+    )
+    models.add_argument(
+        "--thinking", metavar="LEVEL", help="thinking level: off, minimal, low, medium, high, xhigh, max",
+    )
+    models.add_argument(
+        "--api-key", metavar="KEY",
+        help="API key for the selected model's provider (kept in memory only; prefer the environment)",
+    )
+    models.add_argument(
+        "--models", metavar="PATTERNS", help="comma-separated model patterns to cycle through (cycleModel)",
+    )
+    parser.add_argument(
+        "-t", "--tools", type=_tool_names, metavar="A,B",
+        help="allow only these tools, built-in or extension (default: read,bash,edit,write + extension tools)",
+    )
+    parser.add_argument(
+        "-xt", "--exclude-tools", type=_tool_names, default=(), metavar="A,B", help="disable these tools",
+    )
+    parser.add_argument(
+        "-nbt", "--no-builtin-tools", action="store_true", help="start without built-in tools (extension tools stay)",
+    )
+    parser.add_argument("-nt", "--no-tools", action="store_true", help="start without any tool")
+    parser.add_argument(
+        "--approval", choices=APPROVAL_POLICIES, metavar="POLICY",
+        help="tool approval: auto (run every tool, as Pi), ask-writes (the client decides calls that may change "
+             "something), ask-all (every call), deny-writes (refuse those calls). Default: the approvalPolicy "
+             "setting, else ask-writes if the client declared toolApproval, else auto",
+    )
+    parser.add_argument(
+        "--approval-timeout", type=_positive_float, default=DEFAULT_APPROVAL_TIMEOUT, metavar="SECONDS",
+        help=f"wait this long for the client's tool/authorize answer, then reject "
+             f"(default {DEFAULT_APPROVAL_TIMEOUT:g})",
+    )
+    parser.add_argument(
+        "--max-message-bytes", type=_positive_int, default=DEFAULT_MAX_MESSAGE_BYTES, metavar="N",
+        help=f"frames larger than this are drained and answered with -32012 (default {DEFAULT_MAX_MESSAGE_BYTES})",
+    )
+    parser.add_argument(
+        "--exit-timeout", type=_positive_float, default=DEFAULT_EXIT_TIMEOUT, metavar="SECONDS",
+        help="at the orderly end, wait this long for the final disposal (and for stray threads), then exit "
+        f"anyway with a logged reason (default {DEFAULT_EXIT_TIMEOUT:g})",
+    )
+    return parser
+
+
+def _extension_flag(text: str) -> tuple[str, bool | str]:
+    """``name`` (a boolean flag, set) or ``name=value`` (a string flag); a leading ``--`` is allowed."""
+    name, sep, value = text.removeprefix("--").partition("=")
+    if not name:
+        raise argparse.ArgumentTypeError(f"an extension flag needs a name: {text!r}")
+    return name, (value if sep else True)
+
+
+def _tool_names(text: str) -> tuple[str, ...]:
+    """Pi's comma list: names trimmed, empty ones dropped."""
+    return tuple(name.strip() for name in text.split(",") if name.strip())
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0 or math.isinf(value):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds: {text}")
+    return value
+
+
+def parse_options(argv: Sequence[str], prog: str = "rpcd") -> Options:
+    ns = build_parser(prog).parse_args(list(argv))
+    cwd = os.path.abspath(ns.cwd) if ns.cwd else os.getcwd()
+    agent_dir = os.path.abspath(os.path.expanduser(ns.agent_dir)) if ns.agent_dir else os.path.abspath(get_agent_dir())
+    target: TargetKind = "new"
+    if ns.resume:
+        target = "resume"
+    elif ns.continue_:
+        target = "continue"
+    elif ns.in_memory:
+        target = "in-memory"
+    elif ns.resume_last:
+        target = "resume-last"
+    return Options(
+        cwd=cwd,
+        agent_dir=agent_dir,
+        target=target,
+        resume_path=os.path.abspath(ns.resume) if ns.resume else None,
+        trust_policy=ns.trust_policy,
+        trust_timeout=ns.trust_timeout,
+        ui_timeout=ns.ui_timeout,
+        log_level=ns.log_level,
+        extensions=tuple(os.path.abspath(p) for p in ns.extension),
+        max_message_bytes=ns.max_message_bytes,
+        extension_flags=dict(ns.flag),
+        no_context_files=ns.no_context_files,
+        exit_timeout=ns.exit_timeout,
+        model_inputs=ModelInputs(
+            provider=ns.provider,
+            model=ns.model,
+            thinking=ns.thinking,
+            api_key=ns.api_key,
+            models=tuple(p.strip() for p in ns.models.split(",") if p.strip()) if ns.models else None,
+        ),
+        tools=ns.tools,
+        exclude_tools=ns.exclude_tools,
+        no_builtin_tools=ns.no_builtin_tools,
+        no_tools=ns.no_tools,
+        session_dir=ns.session_dir,
+        approval=ns.approval,
+        approval_timeout=ns.approval_timeout,
+    )

@@ -1,0 +1,104 @@
+"""The process edges of ``rpcd acp``: stdout carries ACP only (bad input answered, stray prints of an
+extension or a command go to stderr), logs are JSON lines on stderr, and each mode imports only its
+own protocol stack — the JSON-RPC daemon never loads the ACP SDK or pydantic, ``rpcd acp`` never loads
+pygls/lsprotocol (checked in real processes with ``python -X importtime``)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from tests.acp.conftest import Project
+from tests.acp.peer import agent_env
+
+PRINTING_EXTENSION = textwrap.dedent(
+    """
+    print("stray output of an extension at load")
+
+
+    def register(pi):
+        def on_start(event, ctx):
+            print("stray output of an extension handler")
+
+        pi.on("session_start", on_start)
+    """
+)
+
+
+def _run(args: list[str], lines: list[dict[str, Any] | str], agent_dir: Path, *, importtime: bool = False
+         ) -> subprocess.CompletedProcess[bytes]:
+    data = b"".join((line if isinstance(line, str) else json.dumps(line)).encode() + b"\n" for line in lines)
+    command = [sys.executable, *(["-X", "importtime"] if importtime else []), "-m", "rpcd", *args]
+    return subprocess.run(command, input=data, capture_output=True, timeout=120, env=agent_env(agent_dir),
+                          check=False)
+
+
+def _imported(stderr: bytes) -> set[str]:
+    names = set()
+    for line in stderr.decode(errors="replace").splitlines():
+        if line.startswith("import time:") and "|" in line:
+            names.add(line.rsplit("|", 1)[1].strip())
+    return names
+
+
+def _request(msg_id: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params}
+
+
+def test_stdout_is_acp_only_and_bad_lines_are_answered(agent_dir: Path, project: Project, tmp_path: Path) -> None:
+    cwd = project("p", [{"toolCall": {"name": "bash", "arguments": {"command": "echo from a command"}}},
+                        {"text": "done"}])
+    extension = tmp_path / "printing.py"
+    extension.write_text(PRINTING_EXTENSION)
+    done = _run(["acp", "--agent-dir", str(agent_dir), "--approval", "auto", "-e", str(extension)], [
+        "this is not json",
+        "[]",
+        _request(1, "initialize", {"protocolVersion": 1, "clientCapabilities": {}, "someFutureField": True}),
+        _request(2, "session/new", {"cwd": str(cwd), "mcpServers": [{"name": "db", "command": "db-mcp", "args": [],
+                                                                     "env": []}]}),
+        {"jsonrpc": "2.0", "id": 3, "method": "session/prompt"},
+        _request(4, "no/such/method", {}),
+    ], agent_dir)
+    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    out = [json.loads(line) for line in done.stdout.decode().splitlines()]  # every line is JSON
+    assert all(message.get("jsonrpc") == "2.0" for message in out)
+    by_id = {m.get("id"): m for m in out if "id" in m and m.get("id") is not None}
+    errors_without_id = [m["error"]["code"] for m in out if "error" in m and m.get("id") is None]
+    assert errors_without_id == [-32700, -32600]
+    assert by_id[1]["result"]["protocolVersion"] == 1
+    diagnostics = by_id[2]["result"]["_meta"]["rpcd/diagnostics"]
+    assert any("MCP servers are not supported" in d["message"] and "db" in d["message"] for d in diagnostics)
+    assert by_id[3]["error"]["code"] == -32602
+    assert {e["path"] for e in by_id[3]["error"]["data"]["errors"]} >= {"$.sessionId", "$.prompt"}
+    assert by_id[4]["error"]["code"] == -32601
+    stderr = done.stderr.decode()
+    assert "stray output of an extension at load" in stderr
+    assert "stray output" not in done.stdout.decode()
+    assert any(line.startswith("{") and json.loads(line).get("level") for line in stderr.splitlines())
+
+
+def test_each_mode_imports_only_its_own_protocol_stack(agent_dir: Path, project: Project) -> None:
+    cwd = project("p", [{"text": "hello"}])
+    daemon = _run(["--agent-dir", str(agent_dir), "--in-memory"], [
+        _request(1, "initialize", {"protocolVersion": 1}),
+        _request(2, "prompt", {"text": "hi"}),
+        _request(3, "shutdown", {}),
+    ], agent_dir, importtime=True)
+    assert b'"result"' in daemon.stdout
+    daemon_modules = _imported(daemon.stderr)
+    assert "rpcd.wire.server" in daemon_modules
+    assert not {m for m in daemon_modules if m.split(".")[0] in ("acp", "pydantic") or m.startswith("rpcd.acp")}
+
+    front = _run(["acp", "--agent-dir", str(agent_dir)], [
+        _request(1, "initialize", {"protocolVersion": 1}),
+        _request(2, "session/new", {"cwd": str(cwd), "mcpServers": []}),
+    ], agent_dir, importtime=True)
+    assert b'"sessionId"' in front.stdout
+    front_modules = _imported(front.stderr)
+    assert "rpcd.acp.agent" in front_modules and "acp" in front_modules
+    assert not {m for m in front_modules if m.split(".")[0] in ("pygls", "lsprotocol")
+                or m in ("rpcd.wire.server", "rpcd.wire.handlers", "rpcd.daemon.app")}
