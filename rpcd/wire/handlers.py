@@ -31,6 +31,7 @@ from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, Final, Protocol, TypeVar
 
 import anyio
+import anyio.lowlevel
 
 from rpcd.core.errors import HostDisposedError, HostError, HostUnavailableError
 from rpcd.core.progress import reporting
@@ -200,26 +201,11 @@ class SessionMethods:
         self, pending: Pending[ReplacementOutcome], progress: Progress | None = None
     ) -> t.ReplacementResult:
         outcome = await self._replacement(pending, progress)
-        return t.ReplacementResult(
-            cancelled=outcome.cancelled,
-            session_id=outcome.session_id,
-            cwd=outcome.cwd,
-            generation=outcome.generation,
-            session_file=outcome.session_file,
-            dropped_queue=queue_contents(outcome.dropped_queue) if outcome.dropped_queue is not None else None,
-        )
+        return t.ReplacementResult(**_replacement_fields(outcome))
 
     async def _forked(self, pending: Pending[ReplacementOutcome]) -> t.ForkResult:
         outcome = await self._replacement(pending)
-        return t.ForkResult(
-            cancelled=outcome.cancelled,
-            session_id=outcome.session_id,
-            cwd=outcome.cwd,
-            generation=outcome.generation,
-            session_file=outcome.session_file,
-            selected_text=outcome.selected_text,
-            dropped_queue=queue_contents(outcome.dropped_queue) if outcome.dropped_queue is not None else None,
-        )
+        return t.ForkResult(**_replacement_fields(outcome), selected_text=outcome.selected_text)
 
     async def _replacement(
         self, pending: Pending[ReplacementOutcome], progress: Progress | None = None
@@ -548,7 +534,7 @@ class SessionMethods:
         return self._compacted(_tracked_abortable(self._host.compact(custom)))
 
     async def _compacted(self, pending: Pending[dict[str, Any]]) -> t.CompactionResult:
-        result: dict[str, Any] = await self._answered(pending)
+        result: dict[str, Any] = await self._abortable(pending)
         return compaction_result(result)
 
     def set_auto_compaction(self, params: t.SetAutoCompactionParams) -> Awaitable[None]:
@@ -565,7 +551,7 @@ class SessionMethods:
         return self._navigated(_tracked_abortable(pending))
 
     async def _navigated(self, pending: Pending[dict[str, Any]]) -> t.NavigateTreeResult:
-        result = await self._answered(pending)
+        result = await self._abortable(pending)
         return t.NavigateTreeResult(
             cancelled=bool(result.get("cancelled")), leaf_id=self._host.state().leaf_id,
             aborted=True if result.get("aborted") else None, editor_text=result.get("editorText"),
@@ -585,6 +571,30 @@ class SessionMethods:
         result = await pending
         await self._pump.drain()
         return result
+
+    async def _abortable(self, pending: Pending[T]) -> T:
+        """``_answered`` for work queued with ``_tracked_abortable``: when the request was cancelled, it
+        answers -32800 however the aborted work ended (its own error, e.g. CompactionCancelled, is not
+        the answer)."""
+        try:
+            return await self._answered(pending)
+        except Exception:
+            call = current_call()
+            if call is not None and call.scope.cancel_called:
+                await anyio.lowlevel.checkpoint()  # delivers the request's cancellation
+            raise
+
+def _replacement_fields(outcome: ReplacementOutcome) -> dict[str, Any]:
+    """What every replacement's result says (``ReplacementResult``; ``ForkResult`` adds ``selectedText``)."""
+    return {
+        "cancelled": outcome.cancelled,
+        "session_id": outcome.session_id,
+        "cwd": outcome.cwd,
+        "generation": outcome.generation,
+        "session_file": outcome.session_file,
+        "dropped_queue": queue_contents(outcome.dropped_queue) if outcome.dropped_queue is not None else None,
+    }
+
 
 def command_result(info: CommandInfo) -> ev.CommandInfo:
     source = info.source_info
