@@ -574,15 +574,18 @@ class SessionMethods:
 
     async def _abortable(self, pending: Pending[T]) -> T:
         """``_answered`` for work queued with ``_tracked_abortable``: when the request was cancelled, it
-        answers -32800 however the aborted work ended (its own error, e.g. CompactionCancelled, is not
-        the answer)."""
+        answers -32800 however the aborted work ended (its own error, e.g. CompactionCancelled, or an
+        aborted result, is not the answer)."""
+        call = current_call()
         try:
-            return await self._answered(pending)
+            result = await self._answered(pending)
         except Exception:
-            call = current_call()
             if call is not None and call.scope.cancel_called:
                 await anyio.lowlevel.checkpoint()  # delivers the request's cancellation
             raise
+        if call is not None and call.scope.cancel_called:
+            await anyio.lowlevel.checkpoint()  # aborted work may end normally (navigateTree {aborted})
+        return result
 
 def _replacement_fields(outcome: ReplacementOutcome) -> dict[str, Any]:
     """What every replacement's result says (``ReplacementResult``; ``ForkResult`` adds ``selectedText``)."""
