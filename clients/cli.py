@@ -23,6 +23,19 @@ from rpcd.clients import render
 from rpcd.clients.client import EventStream, RpcdClient
 from rpcd.clients.errors import ClientError, ConnectionClosed, DaemonDied, RpcError, RpcTimeout
 from rpcd.clients.types import APPROVAL_POLICIES, Notification
+from rpcd.protocol.names import (
+    AUTHORIZE_PROJECT,
+    HOST_STATUS,
+    PROGRESS,
+    SESSION_DIAGNOSTICS,
+    SESSION_EVENT,
+    SESSION_LIFECYCLE,
+    TOOL_AUTHORIZE,
+    UI_CONFIRM,
+    UI_INPUT,
+    UI_NOTIFY,
+    UI_SELECT,
+)
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -33,7 +46,7 @@ EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141
 
 CHAT_COMMANDS = ("chat", "attach")
-EVENT_METHODS = ("session/event", "session/lifecycle", "session/diagnostics", "host/status", "$/progress", "ui/notify")
+EVENT_METHODS = (SESSION_EVENT, SESSION_LIFECYCLE, SESSION_DIAGNOSTICS, HOST_STATUS, PROGRESS, UI_NOTIFY)
 
 
 # -- argument parsing -------------------------------------------------------------------
@@ -215,9 +228,9 @@ def make_handlers(mode: str | None, interactive: bool) -> dict[str, Callable[[An
         answer = await asyncio.to_thread(_ask, f"{params.get('title')}: ")
         return {"value": answer} if answer else {}
 
-    handlers: dict[str, Callable[[Any], Awaitable[Any]]] = {"host/authorizeProject": authorize}
+    handlers: dict[str, Callable[[Any], Awaitable[Any]]] = {AUTHORIZE_PROJECT: authorize}
     if can_ask:
-        handlers |= {"ui/confirm": confirm, "ui/select": select, "ui/input": ask_input}
+        handlers |= {UI_CONFIRM: confirm, UI_SELECT: select, UI_INPUT: ask_input}
     return handlers
 
 
@@ -252,7 +265,7 @@ class Printer:
             self.out.write(json.dumps(item, ensure_ascii=False) + "\n")
             self.out.flush()
             return
-        delta = render.text_delta(params) if method == "session/event" else None
+        delta = render.text_delta(params) if method == SESSION_EVENT else None
         if delta is not None:
             self.out.write(delta)
             self.out.flush()
@@ -261,7 +274,7 @@ class Printer:
         if not self.verbose and not _worth_showing(method, params):
             return
         line = render.event_line(method, params)
-        if line is not None and method != "$/progress":
+        if line is not None and method != PROGRESS:
             self.end_stream()
             self.err.write(line + "\n")
             self.err.flush()
@@ -277,7 +290,7 @@ def _worth_showing(method: str, params: Any) -> bool:
     """Without --verbose a human sees tool runs, problems and notices, not the turn's bookkeeping."""
     if not isinstance(params, dict):
         return False
-    if method == "session/event":
+    if method == SESSION_EVENT:
         event = params.get("event") or {}
         kind = str(event.get("type", ""))
         if kind.startswith(("tool_execution", "auto_retry", "extension_error")):
@@ -290,11 +303,11 @@ def _worth_showing(method: str, params: Any) -> bool:
             and message.get("role") == "assistant"
             and message.get("stopReason") in ("error", "aborted")
         )
-    if method == "session/diagnostics":
+    if method == SESSION_DIAGNOSTICS:
         return bool(params.get("diagnostics"))
-    if method == "host/status":
+    if method == HOST_STATUS:
         return params.get("status") == "unusable"
-    return method == "ui/notify"
+    return method == UI_NOTIFY
 
 
 async def pump_events(stream: EventStream, printer: Printer) -> None:
@@ -305,7 +318,7 @@ async def pump_events(stream: EventStream, printer: Printer) -> None:
 def _turn_over(item: Notification) -> bool:
     params = item.get("params")
     event = params.get("event") if isinstance(params, dict) else None
-    return item["method"] == "session/event" and isinstance(event, dict) and event.get("type") == "agent_settled"
+    return item["method"] == SESSION_EVENT and isinstance(event, dict) and event.get("type") == "agent_settled"
 
 
 async def run_prompt(client: RpcdClient, text: str, printer: Printer) -> dict[str, Any]:
@@ -426,7 +439,7 @@ async def amain(args: argparse.Namespace) -> int:
         from rpcd.clients.chat import LineReader, approval_handler
 
         reader = LineReader(err=printer.err)
-        handlers["tool/authorize"] = approval_handler(reader, printer)
+        handlers[TOOL_AUTHORIZE] = approval_handler(reader, printer)
     try:
         client = await RpcdClient.spawn(
             daemon_args(args),

@@ -19,37 +19,10 @@ from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
+from rpcd.clients import types as t
 from rpcd.clients.client import RpcdClient
 from rpcd.clients.connection import RequestHandler
-from rpcd.clients.types import (
-    SESSION_SCOPED,
-    AvailableModelsResult,
-    BashResult,
-    CommandsResult,
-    CompactionResult,
-    CycleModelResult,
-    CycleThinkingLevelResult,
-    DeleteSessionResult,
-    EntriesResult,
-    ExportResult,
-    ForkMessagesResult,
-    ForkResult,
-    InitializeResult,
-    LastAssistantText,
-    ListSessionsResult,
-    MessagesResult,
-    ModelRef,
-    NavigateTreeResult,
-    Notification,
-    PromptResult,
-    QueueContents,
-    RenameSessionResult,
-    ReplacementResult,
-    SessionState,
-    SessionStats,
-    ThinkingLevelsResult,
-    TreeResult,
-)
+from rpcd.protocol.names import SESSION_SCOPED
 
 T = TypeVar("T")
 _END = object()
@@ -101,7 +74,7 @@ class SyncClient:
         self._watch = asyncio.get_running_loop().create_task(watch())
         return unsubscribe
 
-    def iter_notifications(self, timeout: float | None = None) -> Iterator[Notification]:
+    def iter_notifications(self, timeout: float | None = None) -> Iterator[t.Notification]:
         """Yield notifications as they arrive; stop after ``timeout`` idle seconds or when the daemon ends.
 
         Session events of a replaced generation are skipped (see ``RpcdClient``).
@@ -125,52 +98,52 @@ class SyncClient:
         return self._run(self.client.call(method, params, **kwargs))
 
     @property
-    def server(self) -> InitializeResult | None:
+    def server(self) -> t.InitializeResult | None:
         return self.client.server
 
-    def new_session(self, **kwargs: Any) -> ReplacementResult:
+    def new_session(self, **kwargs: Any) -> t.ReplacementResult:
         return self._run(self.client.new_session(**kwargs))
 
-    def resume(self, session_path: str, **kwargs: Any) -> ReplacementResult:
+    def resume(self, session_path: str, **kwargs: Any) -> t.ReplacementResult:
         return self._run(self.client.resume(session_path, **kwargs))
 
-    def fork(self, entry_id: str, **kwargs: Any) -> ForkResult:
+    def fork(self, entry_id: str, **kwargs: Any) -> t.ForkResult:
         return self._run(self.client.fork(entry_id, **kwargs))
 
-    def clone(self, entry_id: str | None = None, **kwargs: Any) -> ReplacementResult:
+    def clone(self, entry_id: str | None = None, **kwargs: Any) -> t.ReplacementResult:
         return self._run(self.client.clone(entry_id, **kwargs))
 
-    def import_jsonl(self, path: str, **kwargs: Any) -> ReplacementResult:
+    def import_jsonl(self, path: str, **kwargs: Any) -> t.ReplacementResult:
         return self._run(self.client.import_jsonl(path, **kwargs))
 
     def dispose(self, **kwargs: Any) -> None:
         self._run(self.client.dispose(**kwargs))
 
-    def get_state(self, **kwargs: Any) -> SessionState:
+    def get_state(self, **kwargs: Any) -> t.SessionState:
         return self._run(self.client.get_state(**kwargs))
 
-    def get_messages(self, **kwargs: Any) -> MessagesResult:
+    def get_messages(self, **kwargs: Any) -> t.MessagesResult:
         return self._run(self.client.get_messages(**kwargs))
 
-    def get_tree(self, **kwargs: Any) -> TreeResult:
+    def get_tree(self, **kwargs: Any) -> t.TreeResult:
         return self._run(self.client.get_tree(**kwargs))
 
-    def list_sessions(self, **kwargs: Any) -> ListSessionsResult:
+    def list_sessions(self, **kwargs: Any) -> t.ListSessionsResult:
         return self._run(self.client.list_sessions(**kwargs))
 
-    def delete_session(self, session_file: str, **kwargs: Any) -> DeleteSessionResult:
+    def delete_session(self, session_file: str, **kwargs: Any) -> t.DeleteSessionResult:
         return self._run(self.client.delete_session(session_file, **kwargs))
 
-    def rename_session(self, session_file: str, name: str, **kwargs: Any) -> RenameSessionResult:
+    def rename_session(self, session_file: str, name: str, **kwargs: Any) -> t.RenameSessionResult:
         return self._run(self.client.rename_session(session_file, name, **kwargs))
 
-    def export_html(self, output_path: str | None = None, **kwargs: Any) -> ExportResult:
+    def export_html(self, output_path: str | None = None, **kwargs: Any) -> t.ExportResult:
         return self._run(self.client.export_html(output_path, **kwargs))
 
-    def export_jsonl(self, output_path: str, **kwargs: Any) -> ExportResult:
+    def export_jsonl(self, output_path: str, **kwargs: Any) -> t.ExportResult:
         return self._run(self.client.export_jsonl(output_path, **kwargs))
 
-    def prompt(self, text: str, **kwargs: Any) -> PromptResult:
+    def prompt(self, text: str, **kwargs: Any) -> t.PromptResult:
         return self._run(self.client.prompt(text, **kwargs))
 
     def abort(self, **kwargs: Any) -> None:
@@ -179,10 +152,10 @@ class SyncClient:
     def set_session_name(self, name: str, **kwargs: Any) -> None:
         self._run(self.client.set_session_name(name, **kwargs))
 
-    def get_commands(self, **kwargs: Any) -> CommandsResult:
+    def get_commands(self, **kwargs: Any) -> t.CommandsResult:
         return self._run(self.client.get_commands(**kwargs))
 
-    def set_model(self, provider: str, model_id: str, **kwargs: Any) -> ModelRef:
+    def set_model(self, provider: str, model_id: str, **kwargs: Any) -> t.ModelRef:
         return self._run(self.client.set_model(provider, model_id, **kwargs))
 
     def steer(self, text: str, **kwargs: Any) -> None:
@@ -197,22 +170,22 @@ class SyncClient:
     def set_follow_up_mode(self, mode: Any, **kwargs: Any) -> None:
         self._run(self.client.set_follow_up_mode(mode, **kwargs))
 
-    def clear_queue(self, **kwargs: Any) -> QueueContents:
+    def clear_queue(self, **kwargs: Any) -> t.QueueContents:
         return self._run(self.client.clear_queue(**kwargs))
 
     def set_thinking_level(self, level: str, **kwargs: Any) -> None:
         self._run(self.client.set_thinking_level(level, **kwargs))
 
-    def cycle_thinking_level(self, **kwargs: Any) -> CycleThinkingLevelResult:
+    def cycle_thinking_level(self, **kwargs: Any) -> t.CycleThinkingLevelResult:
         return self._run(self.client.cycle_thinking_level(**kwargs))
 
-    def get_available_thinking_levels(self, **kwargs: Any) -> ThinkingLevelsResult:
+    def get_available_thinking_levels(self, **kwargs: Any) -> t.ThinkingLevelsResult:
         return self._run(self.client.get_available_thinking_levels(**kwargs))
 
-    def get_session_stats(self, **kwargs: Any) -> SessionStats:
+    def get_session_stats(self, **kwargs: Any) -> t.SessionStats:
         return self._run(self.client.get_session_stats(**kwargs))
 
-    def bash(self, command: str, **kwargs: Any) -> BashResult:
+    def bash(self, command: str, **kwargs: Any) -> t.BashResult:
         return self._run(self.client.bash(command, **kwargs))
 
     def abort_bash(self, **kwargs: Any) -> None:
@@ -224,27 +197,28 @@ class SyncClient:
     def abort_retry(self, **kwargs: Any) -> None:
         self._run(self.client.abort_retry(**kwargs))
 
-    def get_last_assistant_text(self, **kwargs: Any) -> LastAssistantText:
+    def get_last_assistant_text(self, **kwargs: Any) -> t.LastAssistantText:
         return self._run(self.client.get_last_assistant_text(**kwargs))
 
-    def get_fork_messages(self, **kwargs: Any) -> ForkMessagesResult:
+    def get_fork_messages(self, **kwargs: Any) -> t.ForkMessagesResult:
         return self._run(self.client.get_fork_messages(**kwargs))
 
-    def get_entries(self, since: str | None = None, **kwargs: Any) -> EntriesResult:
+    def get_entries(self, since: str | None = None, **kwargs: Any) -> t.EntriesResult:
         return self._run(self.client.get_entries(since, **kwargs))
-    def get_available_models(self, **kwargs: Any) -> AvailableModelsResult:
+
+    def get_available_models(self, **kwargs: Any) -> t.AvailableModelsResult:
         return self._run(self.client.get_available_models(**kwargs))
 
-    def cycle_model(self, direction: str = "forward", **kwargs: Any) -> CycleModelResult:
+    def cycle_model(self, direction: str = "forward", **kwargs: Any) -> t.CycleModelResult:
         return self._run(self.client.cycle_model(direction, **kwargs))
 
-    def compact(self, custom_instructions: str | None = None, **kwargs: Any) -> CompactionResult:
+    def compact(self, custom_instructions: str | None = None, **kwargs: Any) -> t.CompactionResult:
         return self._run(self.client.compact(custom_instructions, **kwargs))
 
     def set_auto_compaction(self, enabled: bool, **kwargs: Any) -> None:
         self._run(self.client.set_auto_compaction(enabled, **kwargs))
 
-    def navigate_tree(self, target_id: str, **kwargs: Any) -> NavigateTreeResult:
+    def navigate_tree(self, target_id: str, **kwargs: Any) -> t.NavigateTreeResult:
         return self._run(self.client.navigate_tree(target_id, **kwargs))
 
     def set_label(self, entry_id: str, label: str | None = None, **kwargs: Any) -> None:
