@@ -28,6 +28,7 @@ from rpcd.clients.errors import ClientError, DaemonDied, RpcError, RpcTimeout
 from rpcd.clients.output import EventPump, Printer, run_prompt
 from rpcd.clients.terminal import LineReader, history_path
 from rpcd.clients.types import APPROVAL_POLICIES
+from rpcd.protocol.names import AUTHORIZE_PROJECT, SESSION_DIAGNOSTICS, TOOL_AUTHORIZE, UI_CONFIRM, UI_INPUT, UI_SELECT
 
 EXIT_OK = 0
 EXIT_TURN_FAILED = 1
@@ -264,9 +265,9 @@ def make_handlers(mode: str | None, reader: LineReader | None) -> dict[str, Call
         answer = await ask(f"{params.get('title')}: ")
         return {"value": answer} if answer else {}
 
-    handlers: dict[str, Callable[[Any], Awaitable[Any]]] = {"host/authorizeProject": authorize}
+    handlers: dict[str, Callable[[Any], Awaitable[Any]]] = {AUTHORIZE_PROJECT: authorize}
     if can_ask:
-        handlers |= {"ui/confirm": confirm, "ui/select": select, "ui/input": ask_input}
+        handlers |= {UI_CONFIRM: confirm, UI_SELECT: select, UI_INPUT: ask_input}
     return handlers
 
 
@@ -457,9 +458,9 @@ async def amain(args: argparse.Namespace, reader: LineReader | None = None) -> i
         from rpcd.clients.doctor import TrustProbe
 
         probe = TrustProbe()
-        handlers["host/authorizeProject"] = probe.handler()
+        handlers[AUTHORIZE_PROJECT] = probe.handler()
     if asker is not None and not args.yes and args.command in (*CHAT_COMMANDS, "prompt"):
-        handlers["tool/authorize"] = approval_handler(asker, printer)
+        handlers[TOOL_AUTHORIZE] = approval_handler(asker, printer)
     try:
         client = await RpcdClient.spawn(
             daemon_args(args),
@@ -475,7 +476,7 @@ async def amain(args: argparse.Namespace, reader: LineReader | None = None) -> i
     pump = EventPump(client, printer)
     diagnostics: list[dict[str, Any]] = []
     client.on_notification(lambda method, params: diagnostics.extend(params.get("diagnostics") or [])
-                           if method == "session/diagnostics" and isinstance(params, dict) else None)
+                           if method == SESSION_DIAGNOSTICS and isinstance(params, dict) else None)
     try:
         await client.initialize(timeout=timeout)
         if chatting:

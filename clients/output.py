@@ -19,8 +19,9 @@ from typing import Any, TextIO
 from rpcd.clients import render
 from rpcd.clients.client import EventStream, RpcdClient
 from rpcd.clients.types import Notification
+from rpcd.protocol.names import HOST_STATUS, PROGRESS, SESSION_DIAGNOSTICS, SESSION_EVENT, SESSION_LIFECYCLE, UI_NOTIFY
 
-EVENT_METHODS = ("session/event", "session/lifecycle", "session/diagnostics", "host/status", "$/progress", "ui/notify")
+EVENT_METHODS = (SESSION_EVENT, SESSION_LIFECYCLE, SESSION_DIAGNOSTICS, HOST_STATUS, PROGRESS, UI_NOTIFY)
 DIM, UNDIM = "\x1b[2m", "\x1b[22m"
 
 
@@ -79,10 +80,10 @@ class Printer:
             if self.events:
                 self.out.write(json.dumps(item, ensure_ascii=False) + "\n")
                 self.out.flush()
-            elif method == "session/diagnostics":
+            elif method == SESSION_DIAGNOSTICS:
                 self._diagnostics(params)
             return
-        if method == "session/event" and isinstance(params, dict):
+        if method == SESSION_EVENT and isinstance(params, dict):
             delta = render.text_delta(params)
             if delta is not None:
                 self._stream(delta, thinking=False)
@@ -92,13 +93,13 @@ class Printer:
                 if self.thinking:
                     self._stream(thought, thinking=True)
                 return
-        if method == "session/diagnostics" and not self.verbose:
+        if method == SESSION_DIAGNOSTICS and not self.verbose:
             self._diagnostics(params)
             return
         if not self.verbose and not _worth_showing(method, params):
             return
         line = render.event_line(method, params)
-        if line is not None and method != "$/progress":
+        if line is not None and method != PROGRESS:
             self.end_stream()
             self.err.write(line + "\n")
             self.err.flush()
@@ -132,7 +133,7 @@ def _worth_showing(method: str, params: Any) -> bool:
     """Without --verbose a human sees tool runs, problems and notices, not the turn's bookkeeping."""
     if not isinstance(params, dict):
         return False
-    if method == "session/event":
+    if method == SESSION_EVENT:
         event = params.get("event") or {}
         kind = str(event.get("type", ""))
         if kind.startswith(("tool_execution", "auto_retry", "extension_error")):
@@ -145,9 +146,9 @@ def _worth_showing(method: str, params: Any) -> bool:
             and message.get("role") == "assistant"
             and message.get("stopReason") in ("error", "aborted")
         )
-    if method == "host/status":
+    if method == HOST_STATUS:
         return params.get("status") == "unusable"
-    return method == "ui/notify"
+    return method == UI_NOTIFY
 
 
 class EventPump:

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 from rpcd.clients.errors import RpcError
+from rpcd.protocol.names import HOST_STATUS, PROGRESS, SESSION_DIAGNOSTICS, SESSION_EVENT, SESSION_LIFECYCLE, UI_NOTIFY
 
 HINTS = {
     ("fork", "INVALID_ENTRY"): "fork takes the id of a user message (Pi forks before a prompt): `rpcctl tree` "
@@ -243,7 +244,7 @@ def event_line(method: str, params: Any) -> str | None:
     """One labelled line for a notification (None for text deltas, which stream inline)."""
     if not isinstance(params, Mapping):
         return f"[{method}]"
-    if method == "session/event":
+    if method == SESSION_EVENT:
         if text_delta(params) is not None:
             return None
         event = params.get("event") or {}
@@ -270,23 +271,23 @@ def event_line(method: str, params: Any) -> str | None:
         elif kind == "extension_error":
             detail = f" {event.get('extensionPath', '')} ({event.get('event', '')}): {event.get('error', '')}"
         return f"[event g{params.get('generation')}#{params.get('seq')}] {kind}{detail}"
-    if method == "session/lifecycle":
+    if method == SESSION_LIFECYCLE:
         event = params.get("event") or {}
         extra = {k: v for k, v in event.items() if k != "type"}
         suffix = f" {json.dumps(extra)}" if extra else ""
         return f"[lifecycle g{params.get('generation')}#{params.get('seq')}] {event.get('type')}{suffix}"
-    if method == "session/diagnostics":
+    if method == SESSION_DIAGNOSTICS:
         diagnostics = params.get("diagnostics") or []
         count = f"{len(diagnostics)} item(s)" if diagnostics else "nothing to report"
         head = f"[diagnostics g{params.get('generation')}] {params.get('operation')}: {count}"
         return "\n".join([head, *(f"    {d.get('type')}: {d.get('message')}" for d in diagnostics)])
-    if method == "host/status":
+    if method == HOST_STATUS:
         return f"[host] status={params.get('status')} generation={params.get('generation')}"
-    if method == "$/progress":
+    if method == PROGRESS:
         value = params.get("value") or {}
         pct = f" {value['percentage']}%" if "percentage" in value else ""
         return f"[progress] {value.get('kind')} {value.get('title', '')} {value.get('message', '')}{pct}".rstrip()
-    if method == "ui/notify":
+    if method == UI_NOTIFY:
         return f"[notify] {params.get('message')}"
     return f"[{method}]"
 

@@ -23,10 +23,11 @@ from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TextIO, TypeVar
 
+from rpcd.clients import types as t
 from rpcd.clients._sync_methods import SyncMethods
 from rpcd.clients.client import RpcdClient
 from rpcd.clients.connection import RequestHandler
-from rpcd.clients.types import SESSION_SCOPED, InitializeResult, Notification
+from rpcd.protocol.names import SESSION_SCOPED
 
 T = TypeVar("T")
 _END = object()
@@ -91,7 +92,7 @@ class SyncClient(SyncMethods):
         self._watch = asyncio.get_running_loop().create_task(watch())
         return unsubscribe
 
-    def iter_notifications(self, timeout: float | None = None) -> Iterator[Notification]:
+    def iter_notifications(self, timeout: float | None = None) -> Iterator[t.Notification]:
         """Yield notifications as they arrive; stop after ``timeout`` idle seconds or when the daemon ends.
 
         Session events of a replaced generation are skipped (see ``RpcdClient``).
@@ -112,7 +113,7 @@ class SyncClient(SyncMethods):
             yield item
 
     @property
-    def server(self) -> InitializeResult | None:
+    def server(self) -> t.InitializeResult | None:
         return self.client.server
 
     def close(self, grace: float = 3.0) -> int | None:

@@ -21,9 +21,8 @@ from rpcd.protocol.events import (
     SessionEvent,
     ThinkingLevel,
 )
+from rpcd.protocol.names import PROTOCOL_VERSION as PROTOCOL_VERSION  # re-exported
 
-PROTOCOL_VERSION = 1
-"""The protocol version this daemon speaks (an integer MAJOR, negotiated like ACP)."""
 SUPPORTED_PROTOCOL_VERSIONS: frozenset[int] = frozenset({1})
 
 RequestId: TypeAlias = int | str

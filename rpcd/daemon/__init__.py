@@ -1,6 +1,7 @@
 """The composition root: command-line flags, the startup target, the host bindings, the host
 journal and logging (``app``, ``bindings``, ``journal``, ``logs``). It reads top to bottom:
-options -> server + pump -> (after ``initialize``) runtime + host -> serve -> orderly end.
+options -> ``Daemon`` (pump, client requests, bindings, host, server) -> serve (the startup is
+the host's first operation, queued at ``initialize``) -> orderly end -> exit code.
 
 Doors: the only room that may import every other room.
 """

@@ -5,8 +5,8 @@ work in a thread, while asyncio's pipe transports refuse regular files. The even
 blocks on the client: the reader hands chunks over with ``call_soon_threadsafe`` (bounded, so a
 flooding client is back-pressured in the thread, not in memory), and the loop only *enqueues*
 outgoing bytes; one writer thread owns the file descriptor. A client that stops reading makes
-the queue grow, never the loop stall — ``depth()`` lets the notification pump bound it, and
-``coalesce_key`` lets a newer message replace a queued one that has not been written yet.
+the queue grow, never the loop stall — ``pending()`` (messages, bytes) lets every producer
+bound it (``rpcd.transport.Transport.wait_writable``).
 """
 
 from __future__ import annotations
@@ -45,23 +45,41 @@ def guard_stdout() -> int:
 
 
 class StdinReader:
-    """A daemon thread reading ``fd`` and handing chunks to the loop; ``b""`` means end of input."""
+    """A daemon thread reading ``fd``; the loop takes chunks with ``await receive()`` (``b""``: end of input).
 
-    def __init__(self, fd: int, loop: asyncio.AbstractEventLoop, deliver: Callable[[bytes], None]) -> None:
+    At most ``MAX_PENDING_CHUNKS`` chunks wait to be taken: a client flooding faster than the loop
+    frames is back-pressured in this thread (and so in its own pipe), not in our memory.
+    """
+
+    def __init__(self, fd: int) -> None:
         self._fd = fd
-        self._loop = loop
-        self._deliver = deliver
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._chunks: collections.deque[bytes] = collections.deque()
+        self._arrived: asyncio.Event | None = None
         self._slots = threading.Semaphore(MAX_PENDING_CHUNKS)
         self._thread = threading.Thread(target=self._run, name="rpcd-stdin", daemon=True)
 
-    def start(self) -> None:
-        self._thread.start()
+    async def receive(self) -> bytes:
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
+            self._arrived = asyncio.Event()
+            self._thread.start()
+        assert self._arrived is not None
+        while not self._chunks:
+            self._arrived.clear()
+            await self._arrived.wait()
+        chunk = self._chunks.popleft()
+        if chunk:
+            self._slots.release()
+        return chunk
 
-    def consumed(self) -> None:
-        """Called by the loop once a chunk was framed: frees a slot for the reader."""
-        self._slots.release()
+    def _deliver(self, chunk: bytes) -> None:
+        self._chunks.append(chunk)
+        assert self._arrived is not None
+        self._arrived.set()
 
     def _run(self) -> None:
+        assert self._loop is not None
         while True:
             self._slots.acquire()
             try:
@@ -77,29 +95,21 @@ class StdinReader:
                 return
 
 
-class _Entry:
-    __slots__ = ("data", "key", "live")
-
-    def __init__(self, data: bytes, key: object | None) -> None:
-        self.data = data
-        self.key = key
-        self.live = True
-
-
 class QueuedWriter:
-    """One thread owns the output fd; everyone else enqueues framed bytes without blocking."""
+    """One thread owns the output fd; everyone else enqueues framed bytes without blocking.
 
-    def __init__(
-        self, fd: int, on_broken: Callable[[], None] | None = None, loop: asyncio.AbstractEventLoop | None = None
-    ) -> None:
+    ``pending()`` counts what was queued and not yet written (including the batch being written),
+    so a client that stops reading shows up as a growing count that producers wait on.
+    """
+
+    def __init__(self, fd: int, on_broken: Callable[[], None] | None = None) -> None:
         self._fd = fd
-        self._loop = loop
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._waiters: list[tuple[asyncio.Future[None], Callable[[], bool]]] = []
         self._on_broken = on_broken
-        self._queue: collections.deque[_Entry] = collections.deque()
-        self._keyed: dict[object, _Entry] = {}
-        self._depth = 0
-        self._writing = False
+        self._queue: collections.deque[bytes] = collections.deque()
+        self._messages = 0
+        self._bytes = 0
         self._closed = False
         self._broken = False
         self._cond = threading.Condition()
@@ -110,32 +120,23 @@ class QueuedWriter:
     def broken(self) -> bool:
         return self._broken
 
-    def depth(self) -> int:
-        """Messages queued and not yet handed to the OS."""
-        return self._depth
+    def pending(self) -> tuple[int, int]:
+        return self._messages, self._bytes
 
-    def put(self, data: bytes, coalesce_key: object | None = None) -> None:
-        """Enqueue ``data``; a queued, unwritten message with the same key is dropped (the new one goes last,
-        so order among the remaining messages never changes)."""
+    def put(self, data: bytes) -> None:
         with self._cond:
             if self._closed or self._broken:
                 return
-            entry = _Entry(data, coalesce_key)
-            if coalesce_key is not None:
-                old = self._keyed.get(coalesce_key)
-                if old is not None and old.live:
-                    old.live = False
-                    self._depth -= 1
-                self._keyed[coalesce_key] = entry
-            self._queue.append(entry)
-            self._depth += 1
+            self._queue.append(data)
+            self._messages += 1
+            self._bytes += len(data)
             self._cond.notify()
 
     def idle(self) -> bool:
-        return self._depth == 0 and not self._writing
+        return self._messages == 0
 
-    async def wait_depth_below(self, limit: int) -> None:
-        await self._wait_for(lambda: self._depth < limit)
+    async def wait_below(self, messages: int, nbytes: int) -> None:
+        await self._wait_for(lambda: self._messages < messages and self._bytes < nbytes)
 
     async def flush(self, timeout: float) -> bool:
         """Wait until everything queued was written (or the client is gone); False on timeout."""
@@ -151,6 +152,8 @@ class QueuedWriter:
 
         Register first, then test: either the writer sees the waiter or the test sees the new state.
         """
+        if predicate() or self._broken:
+            return  # the common case: no future, no waiter
         if self._loop is None:
             self._loop = asyncio.get_running_loop()
         future: asyncio.Future[None] = self._loop.create_future()
@@ -186,32 +189,24 @@ class QueuedWriter:
                     self._cond.wait()
                 if not self._queue:
                     return
-                batch = []
-                while self._queue:
-                    entry = self._queue.popleft()
-                    if entry.live:
-                        batch.append(entry.data)
-                        entry.live = False
-                    if entry.key is not None and self._keyed.get(entry.key) is entry:
-                        del self._keyed[entry.key]
-                self._depth -= len(batch)
-                self._writing = True
+                batch = list(self._queue)
+                self._queue.clear()
+            data = b"".join(batch)
             try:
-                _write_all(self._fd, b"".join(batch))
+                _write_all(self._fd, data)
             except OSError as exc:
                 log.warning("stdout write failed; the client is gone", extra={"errno": exc.errno})
                 with self._cond:
                     self._broken = True
-                    self._writing = False
                     self._queue.clear()
-                    self._keyed.clear()
-                    self._depth = 0
+                    self._messages = self._bytes = 0
                 if self._on_broken is not None:
                     self._on_broken()
                 self._wake()
                 return
             with self._cond:
-                self._writing = False
+                self._messages -= len(batch)
+                self._bytes -= len(data)
             self._wake()
 
 
