@@ -20,8 +20,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import logging
 import os
-import sys
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
 from types import TracebackType
@@ -135,6 +135,8 @@ __all__ = [
     "RpcdClient",
 ]
 
+logger = logging.getLogger("rpcd.clients")
+"""The library never prints: problems it swallows are logged here (silent unless configured)."""
 CLIENT_NAME = "rpcd-python-client"
 CLIENT_VERSION = "0.1.0"
 ProgressCallback = Callable[[dict[str, Any]], None]
@@ -406,7 +408,7 @@ class RpcdClient:
             try:
                 listener(method, params)
             except Exception as exc:
-                print(f"rpcd-client: notification listener failed: {type(exc).__name__}", file=sys.stderr)
+                logger.warning("notification listener failed: %s", type(exc).__name__)
         for stream in self._streams:
             stream._offer(method, params)
 

@@ -18,7 +18,7 @@ import contextlib
 import inspect
 import itertools
 import json
-import sys
+import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
@@ -32,6 +32,8 @@ from rpcd.clients.errors import (
 )
 from rpcd.clients.framing import DEFAULT_MAX_LINE_BYTES, LineSplitter, LineTooLong, encode
 from rpcd.protocol.names import CANCEL_METHODS, CANCEL_REQUEST, ErrorCode
+
+logger = logging.getLogger("rpcd.clients")
 
 READ_CHUNK = 256 * 1024
 
@@ -239,7 +241,7 @@ class Connection:
         if not isinstance(request_id, int) or isinstance(request_id, bool):
             if "error" in message:
                 # id null: the peer could not parse something we sent; surface it, do not hang.
-                print(f"rpcd-client: error without id: {message.get('error')!r}", file=sys.stderr)
+                logger.warning("error without id: %r", message.get("error"))
             return
         future = self._pending.get(request_id)
         if future is None:

@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
+import anyio.to_thread
 import attrs
 
 from rpcd.core.errors import RpcdError
@@ -233,10 +235,18 @@ class Daemon:
 
         ``--in-memory`` promises that nothing is written: while its session has no file the
         journal is left alone too (it would name the project). Once the user resumes or
-        imports a real file, that file is recorded as usual.
+        imports a real file, that file is recorded as usual. A session whose file does not
+        exist yet is never named (see below).
         """
         if session_file is None and self.options.target == "in-memory":
             return
+        if session_file is not None and not await anyio.to_thread.run_sync(os.path.isfile, session_file):
+            # Not saved yet (Pi writes the file at the first assistant message): naming it would
+            # make --resume-last start afresh. The previous record is kept — rewritten as it was,
+            # so a journal that cannot be written still fails closed here — or, with none, only
+            # the project is recorded. The final disposal records the file once it exists.
+            previous = await anyio.to_thread.run_sync(self.journal.read)
+            session_file, cwd = (previous.session_file, previous.cwd) if previous is not None else (None, cwd)
         await self.journal.write_async(session_file, cwd)
 
     # -- the orderly end -----------------------------------------------------------------------------

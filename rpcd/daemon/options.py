@@ -72,6 +72,9 @@ def build_parser(prog: str = "rpcd") -> argparse.ArgumentParser:
             "prompt can use the client's capabilities."
         ),
     )
+    from rpcd import __version__
+
+    parser.add_argument("--version", action="version", version=f"{prog} {__version__}")
     parser.add_argument("--cwd", help="working directory of a new session (default: the process cwd)")
     target = parser.add_mutually_exclusive_group()
     target.add_argument("--resume", metavar="PATH", help="start with this session file")
