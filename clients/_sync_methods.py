@@ -29,6 +29,7 @@ from rpcd.clients.types import (
     LastAssistantText,
     ListApprovalRulesResult,
     ListSessionsResult,
+    ListTrustResult,
     MessagesResult,
     ModelRef,
     NavigateTreeResult,
@@ -38,6 +39,7 @@ from rpcd.clients.types import (
     RenameSessionResult,
     ReplacementResult,
     RevokeApprovalRuleResult,
+    RevokeTrustResult,
     SessionSort,
     SessionState,
     SessionStats,
@@ -214,6 +216,14 @@ class SyncMethods:
     def revoke_approval_rule(self, rule_id: str, *, timeout: float | None=_UNSET) -> RevokeApprovalRuleResult:
         'Blocking :meth:`RpcdClient.revoke_approval_rule`.'
         return self._run(self.client.revoke_approval_rule(rule_id, timeout=timeout))
+
+    def list_trust(self, *, timeout: float | None=_UNSET) -> ListTrustResult:
+        'Blocking :meth:`RpcdClient.list_trust`: The saved project-trust decisions (``<agentDir>/trust.json``, shared with Pi).'
+        return self._run(self.client.list_trust(timeout=timeout))
+
+    def revoke_trust(self, directory: str | os.PathLike[str], *, timeout: float | None=_UNSET) -> RevokeTrustResult:
+        'Blocking :meth:`RpcdClient.revoke_trust`: Forget the decision saved for ``directory``: it is asked about again.'
+        return self._run(self.client.revoke_trust(directory, timeout=timeout))
 
     def get_available_models(self, *, timeout: float | None=_UNSET) -> AvailableModelsResult:
         "Blocking :meth:`RpcdClient.get_available_models`: The models usable now (``getAvailableModels``), in Pi's order."

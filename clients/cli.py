@@ -162,6 +162,12 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("--for-cwd", metavar="DIR", help="only the rules of this project")
     revoke = which.add_parser("revoke", help="forget one rule")
     revoke.add_argument("rule_id", metavar="ID")
+    trust = command("trust", "list or revoke saved project-trust decisions (<agentDir>/trust.json, shared with Pi)")
+    which = trust.add_subparsers(dest="trust_command", metavar="ACTION", required=True)
+    which.add_parser("list", help="every saved decision: directory, trusted or not")
+    revoke = which.add_parser("revoke", help="forget the decision saved for a directory (it is asked again)")
+    revoke.add_argument("directory", metavar="DIR", type=lambda p: os.path.abspath(os.path.expanduser(p)),
+                        help="a directory with a saved decision")
     doctor_help = "check the setup: agent dir, session dir, settings/models/auth files, credentials, trust"
     command("doctor", doctor_help)
     completion = commands.add_parser("completion", help="print a shell completion script (generated from "
@@ -385,6 +391,12 @@ async def one_shot(client: RpcdClient, args: argparse.Namespace, printer: Printe
         removed = await client.revoke_approval_rule(args.rule_id)
         printer.result(removed, lambda r: f"revoked {r['rule']['id']}: {r['rule']['decision']} {r['rule']['toolName']}"
                        f" {r['rule'].get('command') or r['rule'].get('path') or '(every call)'}")
+    elif name == "trust" and args.trust_command == "list":
+        printer.result(await client.list_trust(), render.trust_decisions)
+    elif name == "trust":
+        gone = await client.revoke_trust(args.directory)
+        printer.result(gone, lambda r: f"revoked: {r['decision']['directory']} "
+                       f"({'trusted' if r['decision']['trusted'] else 'not trusted'}); it is asked about again")
     else:  # pragma: no cover - argparse restricts the choices
         raise AssertionError(name)
     return EXIT_OK

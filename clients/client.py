@@ -51,6 +51,7 @@ from rpcd.clients.types import (
     LastAssistantText,
     ListApprovalRulesResult,
     ListSessionsResult,
+    ListTrustResult,
     MessagesResult,
     ModelRef,
     NavigateTreeResult,
@@ -61,6 +62,7 @@ from rpcd.clients.types import (
     RenameSessionResult,
     ReplacementResult,
     RevokeApprovalRuleResult,
+    RevokeTrustResult,
     SessionSort,
     SessionState,
     SessionStats,
@@ -102,6 +104,7 @@ from rpcd.protocol.names import (
     INITIALIZE,
     LIST_APPROVAL_RULES,
     LIST_SESSIONS,
+    LIST_TRUST,
     NAVIGATE_TREE,
     NEW_SESSION,
     PING,
@@ -110,6 +113,7 @@ from rpcd.protocol.names import (
     RENAME_SESSION,
     RESUME,
     REVOKE_APPROVAL_RULE,
+    REVOKE_TRUST,
     SET_APPROVAL_POLICY,
     SET_AUTO_COMPACTION,
     SET_AUTO_RETRY,
@@ -741,6 +745,17 @@ class RpcdClient:
 
     async def revoke_approval_rule(self, rule_id: str, *, timeout: float | None = _UNSET) -> RevokeApprovalRuleResult:
         return cast(RevokeApprovalRuleResult, await self.call(REVOKE_APPROVAL_RULE, {"id": rule_id}, timeout=timeout))
+
+    async def list_trust(self, *, timeout: float | None = _UNSET) -> ListTrustResult:
+        """The saved project-trust decisions (``<agentDir>/trust.json``, shared with Pi)."""
+        return cast(ListTrustResult, await self.call(LIST_TRUST, timeout=timeout))
+
+    async def revoke_trust(
+        self, directory: str | os.PathLike[str], *, timeout: float | None = _UNSET
+    ) -> RevokeTrustResult:
+        """Forget the decision saved for ``directory``: it is asked about again."""
+        params = {"directory": os.fspath(directory)}
+        return cast(RevokeTrustResult, await self.call(REVOKE_TRUST, params, timeout=timeout))
 
     async def get_available_models(self, *, timeout: float | None = _UNSET) -> AvailableModelsResult:
         """The models usable now (``getAvailableModels``), in Pi's order."""

@@ -114,6 +114,15 @@ def approval_rules(result: Mapping[str, Any]) -> str:
     return "\n".join([*notes, table(("id", "decision", "tool", "matches", "project"), rows)])
 
 
+def trust_decisions(result: Mapping[str, Any]) -> str:
+    decisions = result.get("decisions") or []
+    notes = [f"warning: {d.get('message')}" for d in result.get("diagnostics") or [] if isinstance(d, Mapping)]
+    if not decisions:
+        return "\n".join([*notes, "no saved trust decisions"])
+    rows = [("trusted" if d.get("trusted") else "not trusted", d.get("directory")) for d in decisions]
+    return "\n".join([*notes, table(("decision", "directory"), rows)])
+
+
 def model(result: Mapping[str, Any]) -> str:
     return f"model: {result.get('provider')}/{result.get('modelId')}"
 

@@ -339,3 +339,17 @@ class ListApprovalRulesResult(TypedDict):
 class RevokeApprovalRuleResult(TypedDict):
     rule: ApprovalRule
 
+
+class TrustDecision(TypedDict):
+    directory: str
+    trusted: bool
+
+
+class ListTrustResult(TypedDict):
+    decisions: list[TrustDecision]
+    diagnostics: list[Diagnostic]
+
+
+class RevokeTrustResult(TypedDict):
+    decision: TrustDecision
+

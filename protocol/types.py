@@ -648,6 +648,35 @@ class RevokeApprovalRuleParams:
 class RevokeApprovalRuleResult:
     rule: ApprovalRule
     """The rule that was removed."""
+
+
+@attrs.frozen
+class TrustDecision:
+    """A saved project-trust decision (``<agentDir>/trust.json``, shared with Pi)."""
+
+    directory: str
+    """The canonical directory; it and every directory below it (without a nearer decision) follow it."""
+    trusted: bool
+
+
+@attrs.frozen
+class ListTrustResult:
+    decisions: list[TrustDecision]
+    """Sorted by directory."""
+    diagnostics: list[DiagnosticItem]
+    """A warning when ``trust.json`` cannot be used (then nothing is listed)."""
+
+
+@attrs.frozen
+class RevokeTrustParams:
+    directory: str
+    """A directory with a saved decision (made canonical as the decision was: absolute, symlinks resolved)."""
+
+
+@attrs.frozen
+class RevokeTrustResult:
+    decision: TrustDecision
+    """The decision that was removed: the directory is asked about again (or the default applies)."""
 @attrs.frozen
 class ModelCost:
     """Dollars per million tokens."""

@@ -324,6 +324,26 @@ class ApprovalControl(Protocol):
 
 
 @attrs.frozen
+class SavedTrust:
+    """One saved project-trust decision (``<agentDir>/trust.json``)."""
+
+    directory: str
+    trusted: bool
+
+
+class TrustControl(Protocol):
+    """What a front may read or undo of the saved project-trust decisions (``rpcd.runtime.trust``)."""
+
+    def list_decisions(self) -> tuple[list[SavedTrust], list[Diagnostic]]:
+        """Every saved decision, sorted by directory, and a warning if the file cannot be used."""
+        ...
+
+    def revoke(self, directory: str) -> SavedTrust | None:
+        """Remove the decision saved for ``directory``; ``None`` if there is none."""
+        ...
+
+
+@attrs.frozen
 class ExtensionBindings:
     """``Parameters<AgentSession["bindExtensions"]>[0]``: what the host binds into a session."""
 

@@ -35,6 +35,7 @@ import attrs
 
 from rpcd.core.errors import RpcdError
 from rpcd.core.redact import redact_and_cut
+from rpcd.core.values import TrustControl
 from rpcd.daemon.bindings import RpcHostBindings
 from rpcd.daemon.journal import HostJournal
 from rpcd.daemon.library import SessionLibrary, SessionLocation, resolve_session_dir
@@ -54,6 +55,7 @@ from rpcd.wire.commands import HostCommandActions
 from rpcd.wire.handlers import SessionMethods, register
 from rpcd.wire.notifications import HOST_STATUS, EventPump, Notification
 from rpcd.wire.server import FLUSH_TIMEOUT, Server, create_server
+from rpcd.wire.trust import TrustMethods
 
 if TYPE_CHECKING:
     from rpcd.runtime.trust import ProjectTrustContext, TrustDecision
@@ -135,6 +137,7 @@ class Daemon:
             self.server,
             SessionMethods(self.host, self.pump, self.library),
             ApprovalMethods(self.host, self.approval),
+            TrustMethods(self.host, lambda: _saved_trust(options.agent_dir)),
         )
         self.disposal_failure: BaseException | None = None
         self._on_ending = on_ending
@@ -388,3 +391,9 @@ def _end_process(code: int, timeout: float) -> int:
     log.warning("exiting with non-daemon threads still running", extra={"threads": stuck})
     logging.shutdown()
     os._exit(code)
+
+
+def _saved_trust(agent_dir: str) -> TrustControl:
+    from rpcd.runtime.trust import SavedDecisions, TrustStore
+
+    return SavedDecisions(TrustStore(agent_dir))

@@ -21,7 +21,7 @@ import attrs
 from rpcd.core.durable import locked, replace_file
 from rpcd.core.errors import RuntimeFailure
 from rpcd.core.files import read_regular
-from rpcd.core.values import Diagnostic
+from rpcd.core.values import Diagnostic, SavedTrust
 
 from .settings import CONFIG_DIR_NAME
 
@@ -150,6 +150,28 @@ class TrustStore:
             else:
                 current[key] = value
             _atomic_write_json(self.path, current)
+
+
+class SavedDecisions:
+    """``rpcd.core.values.TrustControl`` over a ``TrustStore``: what ``listTrust`` / ``revokeTrust``
+    read and undo (the same file, lock and atomic write as a new decision)."""
+
+    def __init__(self, store: TrustStore) -> None:
+        self._store = store
+
+    def list_decisions(self) -> tuple[list[SavedTrust], list[Diagnostic]]:
+        decisions, error = self._store.read()
+        notes = [] if error is None else [
+            Diagnostic("warning", f'Trust store "{self._store.path}" is unreadable ({error}); nothing listed')]
+        return [SavedTrust(directory, trusted) for directory, trusted in sorted(decisions.items())], notes
+
+    def revoke(self, directory: str) -> SavedTrust | None:
+        key = canonical(directory)
+        decisions, _ = self._store.read()
+        if key not in decisions:
+            return None
+        self._store.set(key, None)  # refuses (TrustStoreError) a file it cannot read, never clobbers it
+        return SavedTrust(key, decisions[key])
 
 
 def _atomic_write_json(path: str, data: Mapping[str, bool]) -> None:

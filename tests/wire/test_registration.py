@@ -8,9 +8,10 @@ import inspect
 import pytest
 
 from rpcd.daemon.app import Daemon, parse_options
-from rpcd.protocol.methods import client_requests
+from rpcd.protocol.methods import SPECS, client_requests
 from rpcd.wire.approvals import ApprovalMethods
 from rpcd.wire.handlers import SessionMethods, handler_name
+from rpcd.wire.trust import TrustMethods
 
 
 @pytest.mark.anyio
@@ -19,7 +20,7 @@ async def test_every_client_request_of_the_table_is_served_and_nothing_else(tmp_
     assert set(daemon.server.method_names) == {spec.name for spec in client_requests()}
 
 
-@pytest.mark.parametrize("handlers", [SessionMethods, ApprovalMethods])
+@pytest.mark.parametrize("handlers", [SessionMethods, ApprovalMethods, TrustMethods])
 def test_every_public_handler_is_named_after_a_method_of_the_table(handlers: type) -> None:
     served = {handler_name(spec.name) for spec in client_requests()}
     public = {name for name, _ in inspect.getmembers(handlers, inspect.isfunction) if not name.startswith("_")}
@@ -30,3 +31,8 @@ def test_handler_names_are_the_snake_case_of_the_method() -> None:
     assert [handler_name(m) for m in ("newSession", "importJsonl", "getState", "cycleModel", "prompt")] == [
         "new_session", "import_jsonl", "get_state", "cycle_model", "prompt",
     ]
+
+
+def test_the_method_table_names_every_method_once() -> None:
+    names = [spec.name for spec in SPECS]
+    assert sorted({n for n in names if names.count(n) > 1}) == []
