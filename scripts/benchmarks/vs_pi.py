@@ -274,13 +274,29 @@ def _side(ctx: Context, which: str, *args: str, rpcd_args: Sequence[str] = (), p
     return pi_side(ctx.oracle, home, project, *args, *pi_args, env=pi_env)
 
 
+_FLOOR = (
+    "import sys, json\nimport pygls.server, lsprotocol.types\nline = sys.stdin.readline()\n"
+    "sys.stdout.write(json.dumps({'jsonrpc': '2.0', 'id': json.loads(line)['id'], 'result': None}) + '\\n')\n"
+    "sys.stdout.flush()\nsys.stdin.read()\n"
+)
+"""The floor while the wire is pygls: a process that imports pygls + lsprotocol and answers one line."""
+
+
 def measure_spawn(ctx: Context) -> dict[str, dict[str, list[float]]]:
     def one(which: str) -> dict[str, float]:
         side = _side(ctx, which)
         with running(side) as proc:
             proc.ready()
             answered = time.perf_counter() - proc.started
-        return {"spawn_ms": answered * 1000}
+        result = {"spawn_ms": answered * 1000}
+        if which == "rpcd":  # the floor runs beside rpcd's pass
+            home, project = ctx.home("floor")
+            floor = Side("floor", [sys.executable, "-c", _FLOOR], _clean_env(home, {}), str(project), _rpcd_request,
+                         lambda m: m.get("id"), lambda m: None)
+            with running(floor) as proc:
+                proc.call("ping")
+                result["floor_ms"] = (time.perf_counter() - proc.started) * 1000
+        return result
 
     return interleave(ctx, one)
 
@@ -412,7 +428,10 @@ def rows_for(name: str, samples: dict[str, dict[str, list[float]]], ctx: Context
         return [Measurement("spawn -> first session answer (getState)", _med(samples, "rpcd", "spawn_ms"), "ms",
                             "pi --mode rpc -> get_state", _med(samples, "pi", "spawn_ms"),
                             note=f"{passes}; {_spread(samples, 'rpcd', 'spawn_ms', 'ms')}, "
-                                 f"{_spread(samples, 'pi', 'spawn_ms', 'ms')}")]
+                                 f"{_spread(samples, 'pi', 'spawn_ms', 'ms')}"),
+                Measurement("  floor: python importing pygls + lsprotocol, answering one line",
+                            _med(samples, "rpcd", "floor_ms"), "ms", "pi --mode rpc -> get_state",
+                            _med(samples, "pi", "spawn_ms"))]
     if name == "exit":
         return [
             Measurement("whole process: spawn -> answer -> end of input -> exit", _med(samples, "rpcd", "whole_ms"),
