@@ -72,8 +72,17 @@ class Transport:
         """
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
+            message["params"] = params
+        try:
+            # Plain JSON (every session event) is written as it is: no cattrs walk per event.
+            body = encode_json(message)
+        except codec.JsonValueError:
+            if params is None:
+                raise
+            # attrs instances (anywhere inside): unstructured first, camelCase, unset fields omitted.
             message["params"] = unstructure(params)
-        self.send_message(message, coalesce_key=coalesce_key)
+            body = encode_json(message)
+        self.send_body(body, coalesce_key=coalesce_key)
 
     def queue_depth(self) -> int:
         """Outgoing messages queued and not yet handed to the OS (a stalled client makes this grow)."""
