@@ -16,7 +16,10 @@ Measures (rpcd | Pi):
   read (rpcd's faux provider from ``RPCD_FAUX_SCRIPT`` | pi-ai's faux provider streaming the same
   chunks without delay, ``_faux_stream_pi.mjs``); deltas read (fewer = merged);
 * ``getstate``: ``getState`` and ``ping`` | ``get_state`` round trip p50, sequential after warm-up;
-  plus a bare Python NDJSON echo loop (the floor of Python + a pipe).
+  plus a bare Python NDJSON echo loop (the floor of Python + a pipe);
+* ``replacements``: N cycles of ``newSession`` -> ``resume`` -> ``fork`` | ``new_session`` ->
+  ``switch_session`` -> ``fork`` of one small Pi-shaped session (3 replacements a cycle; ``--full``
+  N = 2,000, else 200): replacements/s, and VmRSS after 30 warm-up cycles vs after N.
 
 The reader is the same for both (a thread ``os.read``-ing 1 MiB chunks and ``orjson``-parsing
 each line), so the client is never what limits a rate. Both run with a throw-away ``HOME`` and
@@ -49,7 +52,7 @@ from benchmarks.store import generate_session
 HERE = Path(__file__).resolve().parent
 PI_STREAM_EXTENSION = HERE / "_faux_stream_pi.mjs"
 CHUNK = "0123456789abcdef"
-MEASURES = ("spawn", "exit", "resume", "events", "getstate")
+MEASURES = ("spawn", "exit", "resume", "events", "getstate", "replacements")
 TIMEOUT_S = 300.0
 
 
@@ -218,7 +221,8 @@ def rpcd_side(home: Path, project: Path, *args: str, env: Mapping[str, str] | No
 def pi_side(oracle: Any, home: Path, project: Path, *args: str, env: Mapping[str, str] | None = None) -> Side:
     cli = oracle.root / "node_modules" / "@earendil-works" / "pi-coding-agent" / "dist" / "bundle" / "cli.js"
     full_env = _clean_env(home, {"RPCD_PI_ORACLE_DIR": str(oracle.root), **(env or {})})
-    methods = {"getState": "get_state", "resume": "switch_session", "prompt": "prompt"}
+    methods = {"getState": "get_state", "resume": "switch_session", "prompt": "prompt", "newSession": "new_session",
+               "fork": "fork"}
     return Side("pi", [str(oracle.node), str(cli), "--mode", "rpc", *args], full_env, str(project), _pi_request,
                 lambda m: m.get("id") if m.get("type") == "response" else None, _pi_event, methods)
 
@@ -410,6 +414,39 @@ def measure_getstate(ctx: Context) -> dict[str, dict[str, list[float]]]:
     return interleave(ctx, one)
 
 
+def measure_replacements(ctx: Context) -> dict[str, dict[str, list[float]]]:
+    cycles = 2_000 if ctx.full else 200
+    warmup = 30
+    source = ctx.tmp / "cycle-source.jsonl"
+    if not source.exists():
+        (ctx.tmp / "cycle-project").mkdir(exist_ok=True)
+        generate_session(source, 24, cwd=str(ctx.tmp / "cycle-project"))
+    first_user = next(orjson.loads(line)["id"] for line in source.read_bytes().splitlines()[1:]
+                      if orjson.loads(line).get("message", {}).get("role") == "user")
+
+    def cycle(proc: Proc) -> None:
+        proc.call("newSession")
+        proc.call("resume", {"sessionPath": str(source)})
+        proc.call("fork", {"entryId": first_user})
+
+    def one(which: str) -> dict[str, float]:
+        side = _side(ctx, which)
+        with running(side) as proc:
+            proc.ready()
+            for _ in range(warmup):
+                cycle(proc)
+            rss_warm = rss_kb(proc.proc.pid)
+            started = time.perf_counter()
+            for _ in range(cycles):
+                cycle(proc)
+            elapsed = time.perf_counter() - started
+            rss_end = rss_kb(proc.proc.pid)
+        return {"ops_per_s": 3 * cycles / elapsed, "rss_growth_mb": (rss_end - rss_warm) / 1024,
+                "cycles": float(cycles)}
+
+    return interleave(ctx, one)
+
+
 # -- rows ------------------------------------------------------------------------------------------------
 
 
@@ -468,6 +505,16 @@ def rows_for(name: str, samples: dict[str, dict[str, list[float]]], ctx: Context
             Measurement("ping round trip p50 (vs Python)", _med(samples, "rpcd", "ping_us"), "us",
                         "bare Python NDJSON echo loop p50", _med(samples, "rpcd", "echo_us")),
         ]
+    if name == "replacements":
+        cycles = int(_med(samples, "rpcd", "cycles"))
+        return [
+            Measurement(f"replacements/s ({cycles} cycles newSession -> resume -> fork)",
+                        _med(samples, "rpcd", "ops_per_s"), "ops/s", "Pi new_session -> switch_session -> fork",
+                        _med(samples, "pi", "ops_per_s"), higher_is_better=True, note=passes),
+            Measurement(f"  VmRSS growth over {cycles} cycles (after 30 warm-up)",
+                        _med(samples, "rpcd", "rss_growth_mb"), "MB", "Pi, same",
+                        _med(samples, "pi", "rss_growth_mb")),
+        ]
     raise ValueError(name)
 
 
@@ -477,6 +524,7 @@ MEASURE_FUNCTIONS: dict[str, Callable[[Context], dict[str, dict[str, list[float]
     "resume": measure_resume,
     "events": measure_events,
     "getstate": measure_getstate,
+    "replacements": measure_replacements,
 }
 
 
