@@ -126,15 +126,15 @@ class RpcdAgent:
         if client_info is not None:
             log.info("client %s %s", client_info.name, client_info.version)
         try:
-            self.providers = await anyio.to_thread.run_sync(summarize, self.config.agent_dir)
+            self.providers = providers = await anyio.to_thread.run_sync(summarize, self.config.agent_dir)
         finally:
             self._initialized.set()  # requests pipelined behind initialize go on (refused if it failed)
         return InitializeResponse(
             protocol_version=PROTOCOL_VERSION,  # the one version rpcd speaks (a client asking for another gets it too)
             agent_capabilities=AgentCapabilities(
                 load_session=True,
-                # images need the host's image prompts (issue 18); until then they are refused honestly
-                prompt_capabilities=PromptCapabilities(image=False, audio=False, embedded_context=True),
+                # images: some model usable now takes them (each prompt is checked against its session's model)
+                prompt_capabilities=PromptCapabilities(image=providers.images, audio=False, embedded_context=True),
                 mcp_capabilities=McpCapabilities(http=False, sse=False),
                 session_capabilities=SessionCapabilities(
                     list=SessionListCapabilities(), resume=SessionResumeCapabilities(),
@@ -145,7 +145,7 @@ class RpcdAgent:
             agent_info=Implementation(name="rpcd", title="rpcd (Pi-compatible coding agent)",
                                       version=rpcd.__version__),
             auth_methods=[AuthMethodAgent(id=p.id, name=f"{p.name} API key", description=p.description)
-                          for p in self.providers.auth if not p.usable],
+                          for p in providers.auth if not p.usable],
         )
 
     async def authenticate(self, method_id: str, **_: Any) -> AuthenticateResponse:

@@ -37,9 +37,13 @@ def _data(operation: str, phase: str, items: Sequence[ErrorItem], *, cwd: str | 
 
 
 def to_request_error(exc: BaseException, operation: str) -> RequestError:
-    """``exc`` (a host failure, a flat group, anything unexpected) as the error of ``operation``."""
+    """``exc`` (a host failure, a flat group, anything unexpected) as the error of ``operation``
+    (the ACP method, also where the host's own context names its call: ``prompt``, ``setModel``)."""
     plain = to_wire_dict(to_error(exc, operation=operation))
-    return RequestError(int(plain["code"]), str(plain["message"]), plain.get("data"))
+    data = plain.get("data")
+    if isinstance(data, dict):
+        data["operation"] = operation
+    return RequestError(int(plain["code"]), str(plain["message"]), data)
 
 
 def request_error(code: ErrorCode, operation: str, kind: str, message: str, *, cwd: str | None = None,

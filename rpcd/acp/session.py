@@ -22,6 +22,7 @@ import anyio
 import anyio.abc
 import anyio.to_thread
 import attrs
+from acp.exceptions import RequestError
 from acp.schema import (
     ConfigOptionUpdate,
     CurrentModeUpdate,
@@ -39,7 +40,7 @@ from rpcd.acp.connection import AcpConnection
 from rpcd.acp.editor import EditorFiles, EditorShell
 from rpcd.acp.errors import invalid_params, provider_failure, request_error, to_request_error
 from rpcd.acp.permissions import tool_approver, trust_asker
-from rpcd.acp.prompt import PROMPT_METHOD, build_prompt
+from rpcd.acp.prompt import PROMPT_METHOD, at_blocks, build_prompt
 from rpcd.acp.stream import UpdateStream
 from rpcd.acp.updates import EventTranslator, commands_update, replay
 from rpcd.core.files import read_regular
@@ -81,6 +82,11 @@ MODES: Final[Mapping[ApprovalPolicy, tuple[str, str]]] = {
     "ask-all": ("Ask every time", "Every tool call asks first"),
     "deny-writes": ("Read-only", "Reads run; anything that may change something is refused"),
 }
+THINKING_NAMES: Final[Mapping[str, str]] = {
+    "off": "Off", "minimal": "Minimal", "low": "Low", "medium": "Medium", "high": "High", "xhigh": "Extra high",
+    "max": "Max",
+}
+"""How the ``thought_level`` option shows Pi's thinking levels (a level not named here shows as itself)."""
 TITLE_CHARS: Final = 100
 OLD_TEXT_LIMIT: Final = 4 * 1024 * 1024
 """A file larger than this shows as new text only in a ``write`` diff."""
@@ -162,6 +168,10 @@ class AcpSession:
         self._turn: _Turn | None = None
         self._windows: dict[tuple[str, str], int] = {}
         self._titled = False
+        self._title: str | None = None
+        """The title a new session gets from its first prompt, sent once that prompt is recorded."""
+        self._offered: list[dict[str, Any]] | None = None
+        """The config options last sent (in an answer or a ``config_option_update``)."""
         self.closed = False
 
     # -- opening ------------------------------------------------------------------------------------
@@ -216,6 +226,14 @@ class AcpSession:
 
     def on_event(self, event: SessionEvent) -> None:
         self.translator.on_event(event)
+        kind = event.get("type")
+        if kind == "thinking_level_changed":  # set by the client, or clamped by a model switch
+            self.refresh_config()
+        elif kind == "message_start" and self._title is not None:
+            message = event.get("message")
+            if isinstance(message, Mapping) and message.get("role") == "user":
+                self.stream.push(SessionInfoUpdate(session_update="session_info_update", title=self._title))
+                self._title = None
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
@@ -253,9 +271,34 @@ class AcpSession:
                 type="select", id="model", name="Model", category="model",
                 current_value=current or choices[0].value, options=choices,
             ))
-        # thought_level: the host has no thinking-level setter yet (issue 18 adds setThinkingLevel);
-        # it is offered here as soon as the host can apply it (see docs/acp.md).
+        levels = host.available_thinking_levels()
+        if levels:
+            level = state.thinking_level
+            named = levels if level in levels else [level, *levels]
+            said = "" if len(levels) > 1 else " (this model does not reason)"
+            options.append(SessionConfigOptionSelect(
+                type="select", id="thought_level", name="Thinking", category="thought_level",
+                description=f"How much the model reasons before it answers (Pi's thinking level){said}",
+                current_value=level,
+                options=[SessionConfigSelectOption(value=v, name=THINKING_NAMES.get(v, v)) for v in named],
+            ))
+        self._offered = [option.model_dump(mode="json", by_alias=True, exclude_none=True) for option in options]
         return options
+
+    def refresh_config(self) -> None:
+        """A ``config_option_update`` when the options differ from those last sent (the model's
+        levels, the current level, the model): nothing before the session's first answer offered
+        them, nothing when nothing changed."""
+        if self.host is None or self._offered is None or self.closed:
+            return
+        previous = self._offered
+        try:
+            options = self.config_options()
+        except Exception as exc:  # a host that became unusable has no options to update
+            log.info("config options unavailable: %s", type(exc).__name__, extra={"sessionId": self.id})
+            return
+        if self._offered != previous:
+            self.stream.push(ConfigOptionUpdate(session_update="config_option_update", config_options=list(options)))
 
     def set_mode(self, mode_id: str, *, method: str = "session/set_mode") -> None:
         policy = next((p for p in APPROVAL_POLICIES if p == mode_id), None)
@@ -281,15 +324,30 @@ class AcpSession:
                 self.require_host().set_model(provider, model_id)
             except Exception as exc:
                 raise to_request_error(exc, method) from None
+        elif config_id == "thought_level":
+            host = self.require_host()
+            try:
+                levels = host.available_thinking_levels()
+                if value not in levels:
+                    model = host.state().model
+                    name = f"{model.provider}/{model.model_id}" if model is not None else "the session"
+                    raise invalid_params(method, [{"path": "$.value", "message": f"unknown thinking level {value!r} "
+                                                   f"for {name}; one of {', '.join(levels)}"}])
+                host.set_thinking_level(value)
+            except RequestError:
+                raise
+            except Exception as exc:
+                raise to_request_error(exc, method) from None
         else:
             raise invalid_params(method, [{"path": "$.configId", "message": f"unknown config option {config_id!r}"}])
+        self.refresh_config()  # a model switch changes the levels (and may clamp the level)
         return self.config_options()
 
     # -- turns --------------------------------------------------------------------------------------
 
     async def prompt(self, blocks: Sequence[Any]) -> PromptResponse:
         host = self.require_host()
-        prompt = build_prompt(blocks, accept_images=False)
+        prompt = build_prompt(blocks)
         if self._turn is not None:
             raise request_error(ErrorCode.SESSION_BUSY, PROMPT_METHOD, "SessionBusy",
                                 "A turn is already running in this session; cancel it or wait for it to end",
@@ -304,12 +362,12 @@ class AcpSession:
                 turn.started = True
 
             try:
-                outcome = await host.prompt(prompt.text, on_started=started)
+                outcome = await host.prompt(prompt.text, images=prompt.images, on_started=started)
             except Exception as exc:
                 await self.stream.drain()
                 if turn.cancelled:
                     return PromptResponse(stop_reason="cancelled")
-                raise to_request_error(exc, PROMPT_METHOD) from None
+                raise at_blocks(to_request_error(exc, PROMPT_METHOD), prompt) from None
             await self.stream.drain()
             if turn.cancelled:
                 return PromptResponse(stop_reason="cancelled")
@@ -326,6 +384,8 @@ class AcpSession:
             return PromptResponse(stop_reason=STOP_REASONS.get(reason, "end_turn"))
         finally:
             self._turn = None
+            if self._title is not None:  # refused before it was recorded: the next prompt titles it
+                self._title, self._titled = None, False
             self.file = self._current_file()
 
     async def cancel(self) -> None:
@@ -342,7 +402,8 @@ class AcpSession:
                 log.info("abort failed: %s", type(exc).__name__, extra={"sessionId": self.id})
 
     def _title_from(self, text: str) -> None:
-        """A session without a name is titled by its first message (as ``session/list`` titles it)."""
+        """A session without a name is titled by its first message (as ``session/list`` titles it),
+        once that message is recorded (its ``message_start``): a refused prompt titles nothing."""
         if self._titled:
             return
         self._titled = True
@@ -351,8 +412,7 @@ class AcpSession:
         except Exception:
             return
         if state.name is None and state.message_count == 0 and text.strip():
-            first = text.strip().splitlines()[0][:TITLE_CHARS]
-            self.stream.push(SessionInfoUpdate(session_update="session_info_update", title=first))
+            self._title = text.strip().splitlines()[0][:TITLE_CHARS]
 
     def _current_file(self) -> str | None:
         try:

@@ -25,11 +25,13 @@ from acp.schema import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rpcd.acp.errors import to_request_error
 from rpcd.acp.library import delete_session_file, find_session_file, list_page
-from rpcd.acp.prompt import build_prompt
+from rpcd.acp.prompt import at_blocks, build_prompt
 from rpcd.acp.stream import COALESCE_AT, UpdateStream
 from rpcd.acp.updates import EventTranslator, replay
-from rpcd.core.errors import NotASessionError
+from rpcd.core.errors import InputNotSupportedError, InvalidArgumentError, NotASessionError
+from rpcd.core.values import ImageInput
 from rpcd.store import SessionManager
 
 pytestmark = pytest.mark.anyio
@@ -52,7 +54,7 @@ def test_prompt_blocks_become_one_prompt_with_mentions_and_context() -> None:
             uri="file:///w/b.py", text="print('b')", mime_type="text/x-python")),
         EmbeddedResourceContentBlock(type="resource", resource=BlobResourceContents(
             uri="file:///w/logo.png", blob="AAAA", mime_type="image/png")),
-    ], accept_images=False)
+    ])
     assert prompt.text == (
         "Compare [@a.py](file:///w/a.py) with [@b.py](file:///w/b.py)[@logo.png](file:///w/logo.png)\n\n"
         '<context ref="file:///w/b.py">\nprint(\'b\')\n</context>\n\n'
@@ -60,16 +62,39 @@ def test_prompt_blocks_become_one_prompt_with_mentions_and_context() -> None:
     )
 
 
-def test_images_and_audio_are_refused_by_block_while_unsupported() -> None:
+def test_image_blocks_become_the_prompts_images_in_order_and_audio_is_refused_by_block() -> None:
+    prompt = build_prompt([ImageContentBlock(type="image", data="AAAA", mime_type="image/png"),
+                           TextContentBlock(type="text", text="compare"),
+                           ImageContentBlock(type="image", data="BBBB", mime_type="image/jpeg",
+                                             uri="file:///w/b.jpg")])
+    assert prompt.text == "compare"
+    assert prompt.images == (ImageInput(data="AAAA", mime_type="image/png"),
+                             ImageInput(data="BBBB", mime_type="image/jpeg"))
+    assert prompt.image_blocks == (0, 2)
     with pytest.raises(RequestError) as refused:
-        build_prompt([TextContentBlock(type="text", text="look"),
-                      ImageContentBlock(type="image", data="AAAA", mime_type="image/png"),
-                      AudioContentBlock(type="audio", data="AAAA", mime_type="audio/wav")], accept_images=False)
+        build_prompt([TextContentBlock(type="text", text="listen"),
+                      AudioContentBlock(type="audio", data="AAAA", mime_type="audio/wav"),
+                      AudioContentBlock(type="audio", data="AAAA", mime_type="audio/wav")])
     assert refused.value.code == -32602
     assert [e["path"] for e in refused.value.data["errors"]] == ["$.prompt[1]", "$.prompt[2]"]
-    accepted = build_prompt([ImageContentBlock(type="image", data="AAAA", mime_type="image/png")],
-                            accept_images=True)
-    assert accepted.images == (("image/png", "AAAA"),)
+
+
+def test_a_refused_image_is_named_by_its_content_block() -> None:
+    prompt = build_prompt([TextContentBlock(type="text", text="look"),
+                           ImageContentBlock(type="image", data="AAAA", mime_type="image/png"),
+                           TextContentBlock(type="text", text=" and "),
+                           ImageContentBlock(type="image", data="!!", mime_type="image/png")])
+    refusal = InvalidArgumentError("images[1].data is not valid base64", param="images[1].data",
+                                   session_path="/s.jsonl")
+    error = at_blocks(to_request_error(refusal, "session/prompt"), prompt)
+    assert (error.code, str(error)) == (-32602, "prompt[3].data is not valid base64")
+    assert error.data["operation"] == "session/prompt"
+    assert error.data["errors"] == [{"type": "InvalidParams", "message": "prompt[3].data is not valid base64",
+                                     "path": "$.prompt[3].data"}]
+    other = to_request_error(InvalidArgumentError("images[7] is odd", param="images[7]"), "session/prompt")
+    assert at_blocks(other, prompt).data["errors"][0]["path"] == "$.images[7]"  # not one of the prompt's images
+    unsupported = to_request_error(InputNotSupportedError("local/t does not take images"), "session/prompt")
+    assert at_blocks(unsupported, prompt).data == unsupported.data
 
 
 # -- events and history ------------------------------------------------------------------------------

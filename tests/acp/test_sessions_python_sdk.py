@@ -37,7 +37,7 @@ async def test_initialize_is_required_first_and_answers_what_rpcd_can_do(agent_d
         assert caps is not None and caps.load_session is True
         assert caps.prompt_capabilities is not None
         assert (caps.prompt_capabilities.image, caps.prompt_capabilities.audio,
-                caps.prompt_capabilities.embedded_context) == (False, False, True)
+                caps.prompt_capabilities.embedded_context) == (True, False, True)  # images: the faux model takes them
         assert caps.mcp_capabilities is not None and not caps.mcp_capabilities.http and not caps.mcp_capabilities.sse
         sessions = caps.session_capabilities
         assert sessions is not None

@@ -6,6 +6,7 @@ and without a summary, ``setLabel`` and both ``getTree`` forms."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -137,3 +138,36 @@ def test_navigate_tree_labels_and_both_tree_forms(tmp_path: Path) -> None:
     assert children[0] == second_question and summary["id"] in children  # the fork, oldest first
     file_entries = read_jsonl(state["sessionFile"])
     assert [e["type"] for e in file_entries[-4:]] == ["message", "message", "label", "label"]
+
+
+def _until_compacting(d: Daemon) -> None:
+    deadline = time.monotonic() + 30
+    while not d.call("getState")["isCompacting"]:
+        assert time.monotonic() < deadline, "no branch summary started"
+        time.sleep(0.01)
+
+
+def test_a_cancelled_compact_request_aborts_the_summary_and_writes_nothing(tmp_path: Path) -> None:
+    slow = {"text": "s", "repeat": 400, "chunkSize": 1, "chunkDelay": 0.01}
+    steps = [{"text": "one"}, {"text": "two"}, slow, slow]
+    with _daemon(tmp_path, steps, window=100_000) as d:
+        d.initialize()
+        for i in range(2):
+            d.call("prompt", {"text": f"question {i} " + "q" * 3_200})
+        state = d.call("getState")
+        before = Path(state["sessionFile"]).read_bytes()
+        pending = d.start("compact")
+        d.wait_for(lambda log: bool(_events(log, "compaction_start")))
+        d.notify("$/cancelRequest", {"id": pending})
+        assert d.wait(pending)["error"]["code"] == -32800
+        assert Path(state["sessionFile"]).read_bytes() == before
+        assert _events(list(d.log), "compaction_end")[-1]["aborted"] is True
+        # the same for a branch summary: the leaf stays where it was
+        first_answer = [e for e in d.call("getTree")["entries"] if e["type"] == "message"][1]["id"]
+        pending = d.start("navigateTree", {"targetId": first_answer, "summarize": True})
+        _until_compacting(d)
+        d.notify("$/cancelRequest", {"id": pending})
+        assert d.wait(pending)["error"]["code"] == -32800
+        after = d.call("getState")
+    assert after["leafId"] == state["leafId"] and after["isCompacting"] is False
+    assert Path(state["sessionFile"]).read_bytes() == before

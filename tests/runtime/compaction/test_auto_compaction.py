@@ -4,6 +4,7 @@ prompt; overflow recovery (compact, retry the turn once); the setting and ``setA
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -98,6 +99,23 @@ async def test_an_overflow_is_compacted_and_the_turn_retried_once(tmp_path: Path
         await w.close()
 
 
+@pytest.fixture
+def replies_after_the_compaction(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The faux provider can start a reply in the very millisecond the compaction entry before it
+    was written; Pi's rule (``timestamp <= compaction``) then reads the reply as older than the
+    compaction and skips it, in Pi as here. A real provider never answers within a millisecond:
+    stamp faux replies 2 ms later so the test sees the order it means."""
+    from rpcd.runtime.providers import base, faux
+
+    def later(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        message = base.new_assistant_message(*args, **kwargs)
+        message["timestamp"] += 2
+        return message
+
+    monkeypatch.setattr(faux, "new_assistant_message", later)
+
+
+@pytest.mark.usefixtures("replies_after_the_compaction")
 async def test_a_second_overflow_after_recovery_is_reported_not_retried_again(tmp_path: Path) -> None:
     w = await world(tmp_path)
     try:
