@@ -2,7 +2,7 @@
 ``acp`` first, the Agent Client Protocol front (``rpcd.daemon.acp``). Each mode imports only its own
 endpoint: the daemon never loads the ACP SDK, ``rpcd acp`` never loads pygls.
 
-``run`` (the console script, ``python -m rpcd``) ends the process with ``rpcd.core.process.end_process``
+``run`` (the console script, ``python -m rpcd``) ends the process with ``rpcd.daemon.process.end_process``
 once ``main`` has returned: everything is flushed and fsynced by then, so the interpreter's teardown
 is skipped. ``main`` itself returns normally (for callers in the same process)."""
 
@@ -25,7 +25,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run() -> NoReturn:
-    from rpcd.core.process import end_process
+    from rpcd.daemon.process import end_process
 
     end_process(main())
 

@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parents[2]
 PROGRAM = textwrap.dedent(
     """
     import atexit, os, sys, threading, time
-    from rpcd.core.process import end_process
+    from rpcd.daemon.process import end_process
 
     class Teardown:
         def __del__(self, write=os.write):  # runs only when the interpreter tears its modules down
