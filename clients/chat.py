@@ -3,40 +3,45 @@
 Plain lines are prompts (the reply streams as it arrives); the slash commands below replace
 or inspect the session, and any other ``/name args`` goes to the daemon as a prompt (a prompt
 template, ``/skill:name`` or an extension command; ``/commands`` lists them). Ctrl-C during a
-reply aborts the turn; Ctrl-C at the prompt or Ctrl-D (end of input) quits. When a tool call
-needs approval, the question is printed (title, arguments, paths) and answered with ``y``
-(once), ``a`` (always), ``n`` (no) or ``r`` (reject always); every line typed goes through one
-:class:`LineReader`, so a question the daemon withdraws (timeout, abort) never swallows the next
-prompt.
+reply aborts the turn (the daemon and the session stay); at an idle prompt Ctrl-C drops the
+half-typed line and a second one in a row quits (exit 130), as does Ctrl-D (exit 0). Lines are
+edited with readline and kept in a history per agent dir. Thinking streams dimmed (``/thinking``
+toggles it). When a tool call needs approval, the question is printed (title, arguments, paths)
+and answered with ``y`` (once), ``a`` (always), ``n`` (no) or ``r`` (reject always); every line
+typed goes through one :class:`~rpcd.clients.terminal.LineReader`, so a question the daemon
+withdraws (timeout, abort) never swallows the next prompt.
 """
 
 from __future__ import annotations
 
 import asyncio
-import sys
-import threading
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 from rpcd.clients import render
 from rpcd.clients.client import RpcdClient
 from rpcd.clients.errors import RpcError
+from rpcd.clients.output import run_prompt
+from rpcd.clients.terminal import LineReader, Quit
 
 if TYPE_CHECKING:
-    from rpcd.clients.cli import Printer
+    from rpcd.clients.output import Printer
 
 HELP = """commands:
   /new                 start a new session
   /resume PATH         switch to a session file
   /fork [ID]           fork before a user entry (no ID: list the candidates)
   /clone [ID]          clone the branch ending at ID (default: the leaf)
-  /state  /tree  /messages  /sessions
+  /state  /tree  /messages
+  /sessions [--all]    this project's sessions (--all: every project's)
   /name NAME           set the session's name
   /model PROVIDER ID   switch the session's model
   /commands            the project's prompt templates, skills and extension commands
-  /quit                leave (also Ctrl-D)
+  /thinking [on|off]   show or hide the model's thinking (dimmed)
+  /quit                leave (also Ctrl-D, or Ctrl-C twice at the prompt)
+Ctrl-C during a reply aborts the turn; the session stays.
 anything else is sent as a prompt (so is /template args, /skill:name, /extension-command)."""
 LOCAL = frozenset({"quit", "exit", "q", "help", "new", "resume", "fork", "clone", "state", "tree", "messages",
-                   "sessions", "model", "name", "commands"})
+                   "sessions", "model", "name", "commands", "thinking"})
 
 
 def _user_entries(tree: dict[str, Any]) -> list[tuple[str, str]]:
@@ -46,49 +51,6 @@ def _user_entries(tree: dict[str, Any]) -> list[tuple[str, str]]:
         if entry.get("type") == "message" and isinstance(message, dict) and message.get("role") == "user":
             out.append((str(entry["id"]), render.short(render.message_text(message), 50)))
     return out
-
-
-class LineReader:
-    """Lines from ``stream`` for whoever asks next, read by one daemon thread.
-
-    A line is read only when someone waits for one; a waiter that is cancelled (a withdrawn
-    approval question) leaves the line it asked for to the next waiter, and no thread is left
-    blocked on the terminal when the chat ends."""
-
-    def __init__(self, stream: TextIO | None = None, err: TextIO | None = None) -> None:
-        self._stream = stream or sys.stdin
-        self._err = err or sys.stderr
-        self._lines: asyncio.Queue[str | None] = asyncio.Queue()
-        self._wanted = threading.Semaphore(0)
-        self._requested = 0
-        self._eof = False
-        self._loop = asyncio.get_running_loop()
-        threading.Thread(target=self._run, name="rpcctl-stdin", daemon=True).start()
-
-    def _run(self) -> None:
-        while True:
-            self._wanted.acquire()
-            line = self._stream.readline()
-            self._loop.call_soon_threadsafe(self._deliver, None if line == "" else line.rstrip("\n"))
-            if line == "":
-                return
-
-    def _deliver(self, line: str | None) -> None:
-        self._requested -= 1
-        self._eof = self._eof or line is None
-        self._lines.put_nowait(line)
-
-    async def read(self, prompt: str) -> str | None:
-        """Show ``prompt`` on stderr and wait for the next line (``None`` at end of input)."""
-        self._err.write(prompt)
-        self._err.flush()
-        if self._lines.empty():
-            if self._eof:
-                return None
-            if self._requested == 0:
-                self._requested += 1
-                self._wanted.release()
-        return await self._lines.get()
 
 
 APPROVAL_ANSWERS = {"y": "allowOnce", "a": "allowAlways", "n": "rejectOnce", "r": "rejectAlways"}
@@ -139,14 +101,18 @@ async def _command(client: RpcdClient, printer: Printer, line: str) -> bool:
         printer.result(await client.get_tree(), render.tree)
     elif name == "messages":
         printer.result(await client.get_messages(), render.messages)
-    elif name == "sessions":
-        printer.result(await client.list_sessions(), render.sessions)
+    elif name == "sessions" and rest in ("", "--all"):
+        cwd = None if rest else (await client.get_state()).get("cwd")
+        printer.result(await client.list_sessions(cwd=cwd), render.sessions)
     elif name == "model" and len(rest.split()) == 2:
         provider, model_id = rest.split()
         printer.result(await client.set_model(provider, model_id), render.model)
     elif name == "name" and rest:
         await client.set_session_name(rest)
         printer.result(None, lambda _: f"session name set to {rest!r}")
+    elif name == "thinking" and rest in ("", "on", "off"):
+        printer.thinking = not printer.thinking if not rest else rest == "on"
+        printer.note(f"thinking {'shown' if printer.thinking else 'hidden'}")
     elif name == "commands":
         rows = [(f"/{c['name']}", c["source"], c.get("argumentHint", ""), c.get("description", ""))
                 for c in (await client.get_commands())["commands"]]
@@ -157,33 +123,62 @@ async def _command(client: RpcdClient, printer: Printer, line: str) -> bool:
     return True
 
 
-async def chat(client: RpcdClient, printer: Printer, reader: LineReader | None = None) -> None:
-    from rpcd.clients.cli import run_prompt
+class _Interrupts:
+    """What a Ctrl-C means now: abort the running turn, or (twice in a row at the prompt) quit."""
 
-    reader = reader or LineReader()
+    def __init__(self, client: RpcdClient, printer: Printer) -> None:
+        self.client = client
+        self.printer = printer
+        self.turn: asyncio.Task[Any] | None = None
+        self.at_prompt = 0
+        self._aborts: set[asyncio.Task[Any]] = set()
+
+    def __call__(self) -> bool:
+        if self.turn is not None and not self.turn.done():
+            self.printer.end_stream()
+            self.printer.note("^C: aborting the turn")
+            abort = asyncio.get_running_loop().create_task(self.client.abort())
+            self._aborts.add(abort)
+            abort.add_done_callback(self._aborts.discard)
+            return False
+        self.at_prompt += 1
+        if self.at_prompt >= 2:
+            return True
+        self.printer.note("(Ctrl-C again to quit, or /quit)")
+        return False
+
+
+async def chat(client: RpcdClient, printer: Printer, reader: LineReader) -> int:
+    """The chat loop; returns the exit code (0 after /quit or Ctrl-D, 130 after Ctrl-C twice)."""
+    interrupts = _Interrupts(client, printer)
+    reader.on_interrupt = interrupts
     state = await client.get_state()
-    printer.err.write(f"chat with session {state.get('sessionId')} in {state.get('cwd')} — /help for commands\n")
+    printer.drain()
+    printer.note(f"chat with session {state.get('sessionId')} in {state.get('cwd')} — /help for commands")
     while True:
-        line = await reader.read("> ")
+        try:
+            line = await reader.read("> ", history=True)
+        except Quit:
+            return 130
         if line is None:
-            break
+            return 0
+        interrupts.at_prompt = 0
         line = line.strip()
         if not line:
             continue
         try:
             if line.startswith("/") and line[1:].partition(" ")[0] in LOCAL:
                 if not await _command(client, printer, line):
-                    break
+                    return 0
                 continue
-            turn = asyncio.create_task(run_prompt(client, line, printer))
+            interrupts.turn = asyncio.create_task(run_prompt(client, line, printer))
             try:
-                await asyncio.shield(turn)
-            except asyncio.CancelledError:
-                await client.abort()
-                await turn
-                raise
+                stop = await interrupts.turn
+            finally:
+                interrupts.turn = None
+            if stop.get("stopReason") in ("error", "aborted"):
+                printer.note(f"(turn {stop['stopReason']})")
         except RpcError as exc:  # the session usually stays usable: report and keep chatting
-            printer.end_stream()
-            printer.err.write(exc.describe() + "\n")
+            printer.warn(render.rpc_error(exc))
             if exc.terminal:
-                break
+                return 3

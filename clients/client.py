@@ -20,8 +20,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import logging
 import os
-import sys
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
 from types import TracebackType
@@ -70,6 +70,61 @@ from rpcd.clients.types import (
     ToolAuthorizeResult,
     TreeResult,
 )
+from rpcd.protocol.names import (
+    ABORT,
+    ABORT_BASH,
+    ABORT_RETRY,
+    AUTHORIZE_PROJECT,
+    BASH,
+    CLEAR_QUEUE,
+    CLONE,
+    COMPACT,
+    CYCLE_MODEL,
+    CYCLE_THINKING_LEVEL,
+    DELETE_SESSION,
+    DISPOSE,
+    EXIT,
+    EXPORT_HTML,
+    EXPORT_JSONL,
+    FOLLOW_UP,
+    FORK,
+    GET_AVAILABLE_MODELS,
+    GET_AVAILABLE_THINKING_LEVELS,
+    GET_COMMANDS,
+    GET_ENTRIES,
+    GET_FORK_MESSAGES,
+    GET_LAST_ASSISTANT_TEXT,
+    GET_MESSAGES,
+    GET_SESSION_STATS,
+    GET_STATE,
+    GET_TREE,
+    IMPORT_JSONL,
+    INITIALIZE,
+    LIST_APPROVAL_RULES,
+    LIST_SESSIONS,
+    NAVIGATE_TREE,
+    NEW_SESSION,
+    PING,
+    PROGRESS,
+    PROMPT,
+    RENAME_SESSION,
+    RESUME,
+    REVOKE_APPROVAL_RULE,
+    SET_APPROVAL_POLICY,
+    SET_AUTO_COMPACTION,
+    SET_AUTO_RETRY,
+    SET_FOLLOW_UP_MODE,
+    SET_LABEL,
+    SET_MODEL,
+    SET_SESSION_NAME,
+    SET_STEERING_MODE,
+    SET_THINKING_LEVEL,
+    SHUTDOWN,
+    STEER,
+    TOOL_AUTHORIZE,
+    UI_EDITOR,
+    UI_EDITOR_FEATURE,
+)
 
 __all__ = [
     "ClientError",
@@ -80,7 +135,8 @@ __all__ = [
     "RpcdClient",
 ]
 
-TOOL_AUTHORIZE = "tool/authorize"
+logger = logging.getLogger("rpcd.clients")
+"""The library never prints: problems it swallows are logged here (silent unless configured)."""
 CLIENT_NAME = "rpcd-python-client"
 CLIENT_VERSION = "0.1.0"
 ProgressCallback = Callable[[dict[str, Any]], None]
@@ -339,7 +395,7 @@ class RpcdClient:
                         return
                     self._last_seq[key] = seq
                     self._observe(session_id, generation)
-            elif method == "$/progress":
+            elif method == PROGRESS:
                 callback = self._progress.get(str(params.get("token")))
                 if callback is not None:
                     with contextlib.suppress(Exception):
@@ -352,7 +408,7 @@ class RpcdClient:
             try:
                 listener(method, params)
             except Exception as exc:
-                print(f"rpcd-client: notification listener failed: {type(exc).__name__}", file=sys.stderr)
+                logger.warning("notification listener failed: %s", type(exc).__name__)
         for stream in self._streams:
             stream._offer(method, params)
 
@@ -425,15 +481,15 @@ class RpcdClient:
         ``setEditorText`` (read them from ``notifications()``)."""
         handlers = self.connection.handlers
         capabilities: dict[str, Any] = {"progress": {}}
-        if "host/authorizeProject" in handlers:
+        if AUTHORIZE_PROJECT in handlers:
             capabilities["authorizeProject"] = {}
         unknown = set(ui_notifications) - set(UI_NOTIFICATIONS)
         if unknown:
             raise ValueError(f"unknown UI notifications: {sorted(unknown)}; known: {list(UI_NOTIFICATIONS)}")
         if any(name.startswith("ui/") for name in handlers) or ui_notifications:
             features: dict[str, Any] = {name: {} for name in ui_notifications}
-            if "ui/editor" in handlers:
-                features["editor"] = {}
+            if UI_EDITOR in handlers:
+                features[UI_EDITOR_FEATURE] = {}
             capabilities["extensionUi"] = features
         if TOOL_AUTHORIZE in handlers:
             capabilities["toolApproval"] = {}
@@ -442,7 +498,7 @@ class RpcdClient:
             "clientInfo": {"name": CLIENT_NAME, "version": CLIENT_VERSION},
             "capabilities": capabilities,
         }
-        result = cast(InitializeResult, await self.call("initialize", params, timeout=timeout))
+        result = cast(InitializeResult, await self.call(INITIALIZE, params, timeout=timeout))
         self.server = result
         return result
 
@@ -454,7 +510,7 @@ class RpcdClient:
         return list(self.server.get("capabilities", {}).get("methods", []))
 
     async def shutdown(self, *, timeout: float | None = _UNSET) -> None:
-        await self.call("shutdown", timeout=timeout)
+        await self.call(SHUTDOWN, timeout=timeout)
         self._shut_down = True
 
     async def new_session(
@@ -472,7 +528,7 @@ class RpcdClient:
             params["cwd"] = os.fspath(cwd)
         if parent_session is not None:
             params["parentSession"] = os.fspath(parent_session)
-        return cast(ReplacementResult, await self._replacement("newSession", params, progress, timeout))
+        return cast(ReplacementResult, await self._replacement(NEW_SESSION, params, progress, timeout))
 
     async def resume(
         self,
@@ -482,17 +538,14 @@ class RpcdClient:
         progress: ProgressCallback | None = None,
         timeout: float | None = _UNSET,
     ) -> ReplacementResult:
-        params: dict[str, Any] = {"sessionPath": os.fspath(session_path)}
-        if cwd_override is not None:
-            params["cwdOverride"] = cwd_override
-        return cast(ReplacementResult, await self._replacement("resume", params, progress, timeout))
+        return await self._from_file(RESUME, {"sessionPath": os.fspath(session_path)}, cwd_override, progress, timeout)
 
     async def fork(self, entry_id: str, *, timeout: float | None = _UNSET) -> ForkResult:
-        return cast(ForkResult, await self._replacement("fork", {"entryId": entry_id}, None, timeout))
+        return cast(ForkResult, await self._replacement(FORK, {"entryId": entry_id}, None, timeout))
 
     async def clone(self, entry_id: str | None = None, *, timeout: float | None = _UNSET) -> ReplacementResult:
         params = {"entryId": entry_id} if entry_id is not None else {}
-        return cast(ReplacementResult, await self._replacement("clone", params, None, timeout))
+        return cast(ReplacementResult, await self._replacement(CLONE, params, None, timeout))
 
     async def import_jsonl(
         self,
@@ -502,27 +555,36 @@ class RpcdClient:
         progress: ProgressCallback | None = None,
         timeout: float | None = _UNSET,
     ) -> ReplacementResult:
-        params: dict[str, Any] = {"path": os.fspath(path)}
+        return await self._from_file(IMPORT_JSONL, {"path": os.fspath(path)}, cwd_override, progress, timeout)
+
+    async def _from_file(
+        self,
+        method: str,
+        params: dict[str, Any],
+        cwd_override: str | None,
+        progress: ProgressCallback | None,
+        timeout: float | None,
+    ) -> ReplacementResult:
         if cwd_override is not None:
             params["cwdOverride"] = cwd_override
-        return cast(ReplacementResult, await self._replacement("importJsonl", params, progress, timeout))
+        return cast(ReplacementResult, await self._replacement(method, params, progress, timeout))
 
     async def dispose(self, *, timeout: float | None = _UNSET) -> None:
-        await self.call("dispose", timeout=timeout)
+        await self.call(DISPOSE, timeout=timeout)
 
     async def get_state(self, *, timeout: float | None = _UNSET) -> SessionState:
-        state = cast(SessionState, await self.call("getState", timeout=timeout))
+        state = cast(SessionState, await self.call(GET_STATE, timeout=timeout))
         if isinstance(state, dict):
             self._observe(state.get("sessionId"), state.get("generation"))
         return state
 
     async def get_messages(self, *, timeout: float | None = _UNSET) -> MessagesResult:
-        return cast(MessagesResult, await self.call("getMessages", timeout=timeout))
+        return cast(MessagesResult, await self.call(GET_MESSAGES, timeout=timeout))
 
     async def get_tree(self, *, nested: bool = False, timeout: float | None = _UNSET) -> TreeResult:
         """The raw entries, leaf and labels; ``nested=True`` adds Pi's tree of nodes (``tree``)."""
         params = {"nested": True} if nested else None
-        return cast(TreeResult, await self.call("getTree", params, timeout=timeout))
+        return cast(TreeResult, await self.call(GET_TREE, params, timeout=timeout))
 
     async def list_sessions(
         self,
@@ -538,35 +600,35 @@ class RpcdClient:
         ``query`` keeps those whose name, first message or cwd contain every word."""
         pairs = (("cwd", cwd), ("cursor", cursor), ("limit", limit), ("query", query), ("sort", sort))
         params = {k: v for k, v in pairs if v is not None}
-        return cast(ListSessionsResult, await self.call("listSessions", params, timeout=timeout))
+        return cast(ListSessionsResult, await self.call(LIST_SESSIONS, params, timeout=timeout))
 
     async def delete_session(
         self, session_file: str | os.PathLike[str], *, timeout: float | None = _UNSET
     ) -> DeleteSessionResult:
         """Move a session file (never the current one) to the user's trash."""
         params = {"sessionFile": os.fspath(session_file)}
-        return cast(DeleteSessionResult, await self.call("deleteSession", params, timeout=timeout))
+        return cast(DeleteSessionResult, await self.call(DELETE_SESSION, params, timeout=timeout))
 
     async def rename_session(
         self, session_file: str | os.PathLike[str], name: str, *, timeout: float | None = _UNSET
     ) -> RenameSessionResult:
         """Name any session file (the current one too); returns the name as stored."""
         params = {"sessionFile": os.fspath(session_file), "name": name}
-        return cast(RenameSessionResult, await self.call("renameSession", params, timeout=timeout))
+        return cast(RenameSessionResult, await self.call(RENAME_SESSION, params, timeout=timeout))
 
     async def export_html(
         self, output_path: str | os.PathLike[str] | None = None, *, timeout: float | None = _UNSET
     ) -> ExportResult:
         """The current session as one self-contained HTML file (default: in the session's cwd)."""
         params = {"outputPath": os.fspath(output_path)} if output_path is not None else {}
-        return cast(ExportResult, await self.call("exportHtml", params, timeout=timeout))
+        return cast(ExportResult, await self.call(EXPORT_HTML, params, timeout=timeout))
 
     async def export_jsonl(
         self, output_path: str | os.PathLike[str], *, timeout: float | None = _UNSET
     ) -> ExportResult:
         """The current branch as a new standalone session file at ``output_path`` (absolute, new)."""
         params = {"outputPath": os.fspath(output_path)}
-        return cast(ExportResult, await self.call("exportJsonl", params, timeout=timeout))
+        return cast(ExportResult, await self.call(EXPORT_JSONL, params, timeout=timeout))
 
     async def prompt(
         self,
@@ -583,39 +645,39 @@ class RpcdClient:
             params["images"] = list(images)
         if streaming_behavior is not None:
             params["streamingBehavior"] = streaming_behavior
-        return cast(PromptResult, await self.call("prompt", params, timeout=timeout))
+        return cast(PromptResult, await self.call(PROMPT, params, timeout=timeout))
 
     async def steer(self, text: str, *, images: Sequence[Image] | None = None,
                     timeout: float | None = _UNSET) -> None:
         """Queue input for after the current tool round (before the next model call)."""
-        await self.call("steer", _with_images({"text": text}, images), timeout=timeout)
+        await self.call(STEER, _with_images({"text": text}, images), timeout=timeout)
 
     async def follow_up(self, text: str, *, images: Sequence[Image] | None = None,
                         timeout: float | None = _UNSET) -> None:
         """Queue input for when the agent would otherwise stop."""
-        await self.call("followUp", _with_images({"text": text}, images), timeout=timeout)
+        await self.call(FOLLOW_UP, _with_images({"text": text}, images), timeout=timeout)
 
     async def set_steering_mode(self, mode: QueueMode, *, timeout: float | None = _UNSET) -> None:
-        await self.call("setSteeringMode", {"mode": mode}, timeout=timeout)
+        await self.call(SET_STEERING_MODE, {"mode": mode}, timeout=timeout)
 
     async def set_follow_up_mode(self, mode: QueueMode, *, timeout: float | None = _UNSET) -> None:
-        await self.call("setFollowUpMode", {"mode": mode}, timeout=timeout)
+        await self.call(SET_FOLLOW_UP_MODE, {"mode": mode}, timeout=timeout)
 
     async def clear_queue(self, *, timeout: float | None = _UNSET) -> QueueContents:
         """Drop the queued input; returns what was dropped (to put back in an editor)."""
-        return cast(QueueContents, await self.call("clearQueue", timeout=timeout))
+        return cast(QueueContents, await self.call(CLEAR_QUEUE, timeout=timeout))
 
     async def set_thinking_level(self, level: str, *, timeout: float | None = _UNSET) -> None:
-        await self.call("setThinkingLevel", {"level": level}, timeout=timeout)
+        await self.call(SET_THINKING_LEVEL, {"level": level}, timeout=timeout)
 
     async def cycle_thinking_level(self, *, timeout: float | None = _UNSET) -> CycleThinkingLevelResult:
-        return cast(CycleThinkingLevelResult, await self.call("cycleThinkingLevel", timeout=timeout))
+        return cast(CycleThinkingLevelResult, await self.call(CYCLE_THINKING_LEVEL, timeout=timeout))
 
     async def get_available_thinking_levels(self, *, timeout: float | None = _UNSET) -> ThinkingLevelsResult:
-        return cast(ThinkingLevelsResult, await self.call("getAvailableThinkingLevels", timeout=timeout))
+        return cast(ThinkingLevelsResult, await self.call(GET_AVAILABLE_THINKING_LEVELS, timeout=timeout))
 
     async def get_session_stats(self, *, timeout: float | None = _UNSET) -> SessionStats:
-        return cast(SessionStats, await self.call("getSessionStats", timeout=timeout))
+        return cast(SessionStats, await self.call(GET_SESSION_STATS, timeout=timeout))
 
     async def bash(
         self,
@@ -632,71 +694,71 @@ class RpcdClient:
             params["excludeFromContext"] = exclude_from_context
         if command_timeout is not None:
             params["timeout"] = command_timeout
-        return cast(BashResult, await self.call("bash", params, timeout=timeout))
+        return cast(BashResult, await self.call(BASH, params, timeout=timeout))
 
     async def abort_bash(self, *, timeout: float | None = _UNSET) -> None:
-        await self.call("abortBash", timeout=timeout)
+        await self.call(ABORT_BASH, timeout=timeout)
 
     async def set_auto_retry(self, enabled: bool, *, timeout: float | None = _UNSET) -> None:
-        await self.call("setAutoRetry", {"enabled": enabled}, timeout=timeout)
+        await self.call(SET_AUTO_RETRY, {"enabled": enabled}, timeout=timeout)
 
     async def abort_retry(self, *, timeout: float | None = _UNSET) -> None:
-        await self.call("abortRetry", timeout=timeout)
+        await self.call(ABORT_RETRY, timeout=timeout)
 
     async def get_last_assistant_text(self, *, timeout: float | None = _UNSET) -> LastAssistantText:
-        return cast(LastAssistantText, await self.call("getLastAssistantText", timeout=timeout))
+        return cast(LastAssistantText, await self.call(GET_LAST_ASSISTANT_TEXT, timeout=timeout))
 
     async def get_fork_messages(self, *, timeout: float | None = _UNSET) -> ForkMessagesResult:
-        return cast(ForkMessagesResult, await self.call("getForkMessages", timeout=timeout))
+        return cast(ForkMessagesResult, await self.call(GET_FORK_MESSAGES, timeout=timeout))
 
     async def get_entries(self, since: str | None = None, *, timeout: float | None = _UNSET) -> EntriesResult:
         """Raw entries in append order; with ``since`` (an entry id) only the ones after it."""
         params = {"since": since} if since is not None else {}
-        return cast(EntriesResult, await self.call("getEntries", params, timeout=timeout))
+        return cast(EntriesResult, await self.call(GET_ENTRIES, params, timeout=timeout))
 
     async def abort(self, *, timeout: float | None = _UNSET) -> None:
-        await self.call("abort", timeout=timeout)
+        await self.call(ABORT, timeout=timeout)
 
     async def set_session_name(self, name: str, *, timeout: float | None = _UNSET) -> None:
-        await self.call("setSessionName", {"name": name}, timeout=timeout)
+        await self.call(SET_SESSION_NAME, {"name": name}, timeout=timeout)
 
     async def get_commands(self, *, timeout: float | None = _UNSET) -> CommandsResult:
         """Every command a prompt can invoke now: extension commands, prompt templates, skills."""
-        return cast(CommandsResult, await self.call("getCommands", timeout=timeout))
+        return cast(CommandsResult, await self.call(GET_COMMANDS, timeout=timeout))
 
     async def set_model(self, provider: str, model_id: str, *, timeout: float | None = _UNSET) -> ModelRef:
-        return cast(ModelRef, await self.call("setModel", {"provider": provider, "modelId": model_id}, timeout=timeout))
+        return cast(ModelRef, await self.call(SET_MODEL, {"provider": provider, "modelId": model_id}, timeout=timeout))
 
     async def set_approval_policy(self, policy: ApprovalPolicy, *, timeout: float | None = _UNSET) -> None:
         """The tool-approval policy for every later tool call of this daemon."""
-        await self.call("setApprovalPolicy", {"policy": policy}, timeout=timeout)
+        await self.call(SET_APPROVAL_POLICY, {"policy": policy}, timeout=timeout)
 
     async def list_approval_rules(
         self, *, cwd: str | os.PathLike[str] | None = None, timeout: float | None = _UNSET
     ) -> ListApprovalRulesResult:
         params = {"cwd": os.fspath(cwd)} if cwd is not None else {}
-        return cast(ListApprovalRulesResult, await self.call("listApprovalRules", params, timeout=timeout))
+        return cast(ListApprovalRulesResult, await self.call(LIST_APPROVAL_RULES, params, timeout=timeout))
 
     async def revoke_approval_rule(self, rule_id: str, *, timeout: float | None = _UNSET) -> RevokeApprovalRuleResult:
-        return cast(RevokeApprovalRuleResult, await self.call("revokeApprovalRule", {"id": rule_id}, timeout=timeout))
+        return cast(RevokeApprovalRuleResult, await self.call(REVOKE_APPROVAL_RULE, {"id": rule_id}, timeout=timeout))
 
     async def get_available_models(self, *, timeout: float | None = _UNSET) -> AvailableModelsResult:
         """The models usable now (``getAvailableModels``), in Pi's order."""
-        return cast(AvailableModelsResult, await self.call("getAvailableModels", timeout=timeout))
+        return cast(AvailableModelsResult, await self.call(GET_AVAILABLE_MODELS, timeout=timeout))
 
     async def cycle_model(self, direction: str = "forward", *, timeout: float | None = _UNSET) -> CycleModelResult:
         """Switch to the next (``forward``) or previous (``backward``) usable model; ``model`` is
         ``None`` when there is nothing to cycle to."""
-        return cast(CycleModelResult, await self.call("cycleModel", {"direction": direction}, timeout=timeout))
+        return cast(CycleModelResult, await self.call(CYCLE_MODEL, {"direction": direction}, timeout=timeout))
 
     async def compact(self, custom_instructions: str | None = None, *,
                       timeout: float | None = None) -> CompactionResult:
         """Summarize older history (Pi's ``compact``); no timeout by default: it is a model call."""
         params = {"customInstructions": custom_instructions} if custom_instructions is not None else None
-        return cast(CompactionResult, await self.call("compact", params, timeout=timeout))
+        return cast(CompactionResult, await self.call(COMPACT, params, timeout=timeout))
 
     async def set_auto_compaction(self, enabled: bool, *, timeout: float | None = _UNSET) -> None:
-        await self.call("setAutoCompaction", {"enabled": enabled}, timeout=timeout)
+        await self.call(SET_AUTO_COMPACTION, {"enabled": enabled}, timeout=timeout)
 
     async def navigate_tree(
         self,
@@ -715,17 +777,17 @@ class RpcdClient:
                            ("replaceInstructions", replace_instructions), ("label", label)):
             if value is not None:
                 params[key] = value
-        return cast(NavigateTreeResult, await self.call("navigateTree", params, timeout=timeout))
+        return cast(NavigateTreeResult, await self.call(NAVIGATE_TREE, params, timeout=timeout))
 
     async def set_label(self, entry_id: str, label: str | None = None, *, timeout: float | None = _UNSET) -> None:
         """Label an entry; ``label=None`` clears it."""
         params: dict[str, Any] = {"entryId": entry_id}
         if label is not None:
             params["label"] = label
-        await self.call("setLabel", params, timeout=timeout)
+        await self.call(SET_LABEL, params, timeout=timeout)
 
     async def ping(self, *, timeout: float | None = _UNSET) -> Any:
-        return await self.call("ping", timeout=timeout)
+        return await self.call(PING, timeout=timeout)
 
     # -- shutdown ----------------------------------------------------------------------
 
@@ -741,7 +803,7 @@ class RpcdClient:
             with contextlib.suppress(ClientError):
                 if not self._shut_down:
                     await self.shutdown(timeout=grace)
-                await self.connection.notify("exit")
+                await self.connection.notify(EXIT)
         for stream in list(self._streams):
             stream._end()
         self._streams.clear()

@@ -18,15 +18,12 @@ import contextlib
 import inspect
 import itertools
 import json
-import sys
+import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
 from rpcd.clients.errors import (
-    INTERNAL_ERROR,
-    METHOD_NOT_FOUND,
-    REQUEST_CANCELLED,
     ClientError,
     ConnectionClosed,
     ProtocolViolation,
@@ -34,9 +31,10 @@ from rpcd.clients.errors import (
     RpcTimeout,
 )
 from rpcd.clients.framing import DEFAULT_MAX_LINE_BYTES, LineSplitter, LineTooLong, encode
+from rpcd.protocol.names import CANCEL_METHODS, CANCEL_REQUEST, ErrorCode
 
-CANCEL_METHOD = "$/cancelRequest"
-CANCEL_METHODS = frozenset({CANCEL_METHOD, "$/cancel_request"})
+logger = logging.getLogger("rpcd.clients")
+
 READ_CHUNK = 256 * 1024
 
 RequestHandler = Callable[[Any], Awaitable[Any] | Any]
@@ -187,7 +185,7 @@ class Connection:
         if self._pending.pop(request_id, None) is None or self._closed is not None:
             return
         with contextlib.suppress(ClientError):
-            self._send({"jsonrpc": "2.0", "method": CANCEL_METHOD, "params": {"id": request_id}})
+            self._send({"jsonrpc": "2.0", "method": CANCEL_REQUEST, "params": {"id": request_id}})
 
     # -- incoming --------------------------------------------------------------------
 
@@ -243,7 +241,7 @@ class Connection:
         if not isinstance(request_id, int) or isinstance(request_id, bool):
             if "error" in message:
                 # id null: the peer could not parse something we sent; surface it, do not hang.
-                print(f"rpcd-client: error without id: {message.get('error')!r}", file=sys.stderr)
+                logger.warning("error without id: %r", message.get("error"))
             return
         future = self._pending.get(request_id)
         if future is None:
@@ -257,7 +255,7 @@ class Connection:
             code = error.get("code")
             future.set_exception(
                 RpcError(
-                    code if isinstance(code, int) else INTERNAL_ERROR,
+                    code if isinstance(code, int) else int(ErrorCode.INTERNAL_ERROR),
                     str(error.get("message", "error")),
                     error.get("data"),
                 )
@@ -282,7 +280,7 @@ class Connection:
         handler = self.handlers.get(method)
         reply: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}
         if handler is None:
-            reply["error"] = {"code": METHOD_NOT_FOUND, "message": f"client does not handle {method}"}
+            reply["error"] = {"code": int(ErrorCode.METHOD_NOT_FOUND), "message": f"client does not handle {method}"}
         else:
             try:
                 result = handler(params)
@@ -292,9 +290,12 @@ class Connection:
             except asyncio.CancelledError:
                 if self._closed is not None:
                     raise
-                reply["error"] = {"code": REQUEST_CANCELLED, "message": "request withdrawn"}
+                reply["error"] = {"code": int(ErrorCode.REQUEST_CANCELLED), "message": "request withdrawn"}
             except Exception as exc:  # a handler bug must still answer, or the daemon waits
-                reply["error"] = {"code": INTERNAL_ERROR, "message": f"client handler failed: {type(exc).__name__}"}
+                reply["error"] = {
+                    "code": int(ErrorCode.INTERNAL_ERROR),
+                    "message": f"client handler failed: {type(exc).__name__}",
+                }
         with contextlib.suppress(ClientError):
             self._send(reply)
             await self._drain()

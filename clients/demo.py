@@ -26,8 +26,20 @@ from rpcd.clients import render
 from rpcd.clients.client import EventStream, RpcdClient
 from rpcd.clients.errors import ClientError, DaemonDied, RpcError
 from rpcd.clients.process import default_command
+from rpcd.protocol.names import (
+    AUTHORIZE_PROJECT,
+    DISPOSE,
+    FORK,
+    GET_STATE,
+    GET_TREE,
+    HOST_STATUS,
+    NEW_SESSION,
+    PROMPT,
+    RESUME,
+    SESSION_EVENT,
+)
 
-NEEDED = ("newSession", "prompt", "getTree", "fork", "resume", "getState", "dispose")
+NEEDED = (NEW_SESSION, PROMPT, GET_TREE, FORK, RESUME, GET_STATE, DISPOSE)
 
 FAUX_SCRIPT = {
     "chunkSize": 6,
@@ -93,7 +105,7 @@ class Show:
         self.line("\n".join(f"  <- {row}" if i == 0 else f"     {row}" for i, row in enumerate(text.splitlines())))
 
     def event(self, method: str, params: Any) -> None:
-        delta = render.text_delta(params) if method == "session/event" else None
+        delta = render.text_delta(params) if method == SESSION_EVENT else None
         if delta is not None:
             if not self._mid_line:
                 self._write("  assistant> ")
@@ -116,7 +128,7 @@ async def streamed_prompt(client: RpcdClient, stream: EventStream, show: Show, t
         async for item in stream:
             show.event(item["method"], item["params"])
             event = item["params"].get("event") if isinstance(item["params"], dict) else None
-            if item["method"] == "session/event" and isinstance(event, dict) and event.get("type") == "agent_settled":
+            if item["method"] == SESSION_EVENT and isinstance(event, dict) and event.get("type") == "agent_settled":
                 return
 
     task = asyncio.create_task(printer())
@@ -133,7 +145,7 @@ async def startup_settled(stream: EventStream, show: Show) -> None:
     show.line("  (the daemon now opens its startup session)")
     while (item := await stream.next(timeout=30)) is not None:
         show.event(item["method"], item["params"])
-        if item["method"] == "host/status" and item["params"].get("status") != "replacing":
+        if item["method"] == HOST_STATUS and item["params"].get("status") != "replacing":
             return
 
 
@@ -182,7 +194,7 @@ async def _run_in(root: Path, daemon: str | None, verbose: bool, show: Show) -> 
     argv = [*command, *args] if command is not None else default_command(args)
     show.line(f"  $ {shlex.join(argv)}")
     client = await RpcdClient.spawn(
-        args, command=command, cwd=project, env=env, handlers={"host/authorizeProject": authorize},
+        args, command=command, cwd=project, env=env, handlers={AUTHORIZE_PROJECT: authorize},
         request_timeout=60, echo_stderr=sys.stderr if verbose else None,
     )
     async with client:

@@ -12,40 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-#: Names for the wire's error codes (docs/wire-contract.md). Kept here as plain ints so
-#: importing the client stays stdlib-only; tests cross-check them against ``protocol``.
-ERROR_NAMES: dict[int, str] = {
-    -32700: "PARSE_ERROR",
-    -32600: "INVALID_REQUEST",
-    -32601: "METHOD_NOT_FOUND",
-    -32602: "INVALID_PARAMS",
-    -32603: "INTERNAL_ERROR",
-    -32800: "REQUEST_CANCELLED",
-    -32010: "NOT_INITIALIZED",
-    -32011: "ALREADY_INITIALIZED",
-    -32012: "MESSAGE_TOO_LARGE",
-    -32013: "SHUTTING_DOWN",
-    -32020: "HOST_UNAVAILABLE",
-    -32021: "HOST_DISPOSED",
-    -32022: "REPLACEMENT_FAILED",
-    -32023: "DISPOSAL_FAILED",
-    -32030: "SESSION_FILE_NOT_FOUND",
-    -32031: "NOT_A_SESSION",
-    -32032: "INVALID_ENTRY",
-    -32033: "MISSING_SESSION_CWD",
-    -32034: "SESSION_NOT_SAVED",
-    -32035: "SESSION_WRITE_FAILED",
-    -32036: "SESSION_IN_USE",
-    -32040: "SESSION_BUSY",
-    -32041: "MODEL_NOT_FOUND",
-    -32042: "PROVIDER_ERROR",
-    -32043: "INPUT_NOT_SUPPORTED",
-    -32044: "COMPACTION_FAILED",
-}
-
-METHOD_NOT_FOUND = -32601
-INTERNAL_ERROR = -32603
-REQUEST_CANCELLED = -32800
+from rpcd.protocol.names import error_name
 
 
 class ClientError(Exception):
@@ -64,7 +31,7 @@ class RpcError(ClientError):
 
     @staticmethod
     def _name(code: int) -> str:
-        return ERROR_NAMES.get(code, "ERROR")
+        return error_name(code)
 
     @property
     def name(self) -> str:

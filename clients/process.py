@@ -76,6 +76,9 @@ class DaemonProcess:
             stderr=asyncio.subprocess.PIPE,
             cwd=cwd,
             env=dict(env) if env is not None else None,
+            # its own process group: a Ctrl-C at the client's terminal interrupts the client,
+            # which aborts the turn or shuts the daemon down in order; the daemon never sees it
+            process_group=0,
         )
         return cls(proc, command, echo_stderr)
 
@@ -128,4 +131,11 @@ class DaemonProcess:
             self._drain_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._drain_task
+        # A reader that gave up (a daemon spewing garbage) leaves stdout paused short of EOF, so
+        # the pipe transport stays open and its __del__ fails once the loop is closed ("Event
+        # loop is closed" on stderr). asyncio offers no public close: use the process's own.
+        transport = getattr(self.proc, "_transport", None)
+        if transport is not None and code is not None:
+            transport.close()
+            await asyncio.sleep(0)
         return code

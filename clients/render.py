@@ -10,6 +10,21 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
+from rpcd.clients.errors import RpcError
+from rpcd.protocol.names import HOST_STATUS, PROGRESS, SESSION_DIAGNOSTICS, SESSION_EVENT, SESSION_LIFECYCLE, UI_NOTIFY
+
+HINTS = {
+    ("fork", "INVALID_ENTRY"): "fork takes the id of a user message (Pi forks before a prompt): `rpcctl tree` "
+                               "shows the ids, `/fork` without an ID in chat lists the candidates",
+    ("resume", "NOT_A_SESSION"): "resume takes a .jsonl session file: `rpcctl sessions` lists them",
+}
+
+
+def rpc_error(exc: RpcError) -> str:
+    """``exc.describe()`` plus what to do about it, where the daemon's (Pi's) message is terse."""
+    hint = HINTS.get((exc.method or "", exc.name))
+    return exc.describe() + (f"\n  hint: {hint}" if hint else "")
+
 
 def short(text: Any, width: int = 60) -> str:
     flat = " ".join(str(text).split())
@@ -103,6 +118,18 @@ def model(result: Mapping[str, Any]) -> str:
     return f"model: {result.get('provider')}/{result.get('modelId')}"
 
 
+def models(result: Mapping[str, Any]) -> str:
+    """``getAvailableModels`` as a table, the session's current model marked ``*``."""
+    current = result.get("current")
+    here = (current.get("provider"), current.get("modelId")) if isinstance(current, Mapping) else None
+    rows = [("*" if (m.get("provider"), m.get("id")) == here else "", m.get("provider"), m.get("id"), m.get("name"),
+             "yes" if m.get("reasoning") else "", m.get("contextWindow"))
+            for m in result.get("models") or () if isinstance(m, Mapping)]
+    if not rows:
+        return "no models usable: no provider has credentials (see `rpcctl doctor`)"
+    return table(("", "provider", "model", "name", "reasoning", "context"), rows)
+
+
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     cells = [[str(c) for c in row] for row in rows]
     widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
@@ -184,6 +211,26 @@ def text_delta(params: Mapping[str, Any]) -> str | None:
     return None
 
 
+def thinking_delta(params: Mapping[str, Any]) -> str | None:
+    """The reasoning text a ``session/event`` carries, if it is a ``thinking_delta``."""
+    event = params.get("event")
+    if not isinstance(event, Mapping) or event.get("type") != "message_update":
+        return None
+    delta = event.get("assistantMessageEvent")
+    if isinstance(delta, Mapping) and delta.get("type") == "thinking_delta":
+        return str(delta.get("delta", ""))
+    return None
+
+
+def diagnostic_lines(params: Any, *, include_info: bool = False) -> list[str]:
+    """``session/diagnostics`` for a person: ``[startup] warning: …`` per item (info only if asked)."""
+    if not isinstance(params, Mapping):
+        return []
+    operation = params.get("operation", "?")
+    return [f"[{operation}] {d.get('type')}: {d.get('message')}" for d in params.get("diagnostics") or ()
+            if isinstance(d, Mapping) and (include_info or d.get("type") != "info")]
+
+
 def _result_head(event: Mapping[str, Any], limit: int = 72) -> str:
     """The first line of a tool result's text, shortened (what a human wants to see go by)."""
     result = event.get("result")
@@ -197,7 +244,7 @@ def event_line(method: str, params: Any) -> str | None:
     """One labelled line for a notification (None for text deltas, which stream inline)."""
     if not isinstance(params, Mapping):
         return f"[{method}]"
-    if method == "session/event":
+    if method == SESSION_EVENT:
         if text_delta(params) is not None:
             return None
         event = params.get("event") or {}
@@ -224,23 +271,23 @@ def event_line(method: str, params: Any) -> str | None:
         elif kind == "extension_error":
             detail = f" {event.get('extensionPath', '')} ({event.get('event', '')}): {event.get('error', '')}"
         return f"[event g{params.get('generation')}#{params.get('seq')}] {kind}{detail}"
-    if method == "session/lifecycle":
+    if method == SESSION_LIFECYCLE:
         event = params.get("event") or {}
         extra = {k: v for k, v in event.items() if k != "type"}
         suffix = f" {json.dumps(extra)}" if extra else ""
         return f"[lifecycle g{params.get('generation')}#{params.get('seq')}] {event.get('type')}{suffix}"
-    if method == "session/diagnostics":
+    if method == SESSION_DIAGNOSTICS:
         diagnostics = params.get("diagnostics") or []
         count = f"{len(diagnostics)} item(s)" if diagnostics else "nothing to report"
         head = f"[diagnostics g{params.get('generation')}] {params.get('operation')}: {count}"
         return "\n".join([head, *(f"    {d.get('type')}: {d.get('message')}" for d in diagnostics)])
-    if method == "host/status":
+    if method == HOST_STATUS:
         return f"[host] status={params.get('status')} generation={params.get('generation')}"
-    if method == "$/progress":
+    if method == PROGRESS:
         value = params.get("value") or {}
         pct = f" {value['percentage']}%" if "percentage" in value else ""
         return f"[progress] {value.get('kind')} {value.get('title', '')} {value.get('message', '')}{pct}".rstrip()
-    if method == "ui/notify":
+    if method == UI_NOTIFY:
         return f"[notify] {params.get('message')}"
     return f"[{method}]"
 
@@ -258,11 +305,13 @@ class ProgressDisplay:
         if kind == "begin":
             self._title = str(value.get("title", "working"))
         pct = f" {value['percentage']:>3}%" if isinstance(value.get("percentage"), int | float) else ""
+        # the end says how it ended (done / failed / cancelled): never "done" before an error
+        outcome = f" {value.get('message') or 'done'}" if kind == "end" else ""
         message = "" if kind == "end" else value.get("message", "")
         text = f"{self._title}{pct} {message}".rstrip()
         if self._tty:
             end = "\n" if kind == "end" else ""
-            self._stream.write(f"\r\x1b[K{text}{' done' if kind == 'end' else ''}{end}")
+            self._stream.write(f"\r\x1b[K{text}{outcome}{end}")
         elif kind in ("begin", "end"):
-            self._stream.write(f"{text} ...{' done' if kind == 'end' else ''}\n")
+            self._stream.write(f"{text} ...{outcome}\n")
         self._stream.flush()

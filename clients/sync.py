@@ -7,55 +7,35 @@
 The asyncio client runs on a private event loop in a daemon thread, so the daemon's
 output is read continuously even while the script is busy (an unread stdout would
 back-pressure the whole daemon). Every method blocks until the async call finishes and
-re-raises the same exceptions (``RpcError``, ``DaemonDied``, ``RpcTimeout``...).
+re-raises the same exceptions (``RpcError``, ``DaemonDied``, ``RpcTimeout``...). The calls
+themselves are generated from the async client into ``_sync_methods.py`` (same parameters,
+defaults and types; ``python -m rpcd.clients.unasync --check`` proves it current); only the
+lifecycle (spawn, notifications, close) is written here.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import queue
 import threading
 from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, TextIO, TypeVar
 
+from rpcd.clients import types as t
+from rpcd.clients._sync_methods import SyncMethods
 from rpcd.clients.client import RpcdClient
 from rpcd.clients.connection import RequestHandler
-from rpcd.clients.types import (
-    SESSION_SCOPED,
-    AvailableModelsResult,
-    BashResult,
-    CommandsResult,
-    CompactionResult,
-    CycleModelResult,
-    CycleThinkingLevelResult,
-    DeleteSessionResult,
-    EntriesResult,
-    ExportResult,
-    ForkMessagesResult,
-    ForkResult,
-    InitializeResult,
-    LastAssistantText,
-    ListSessionsResult,
-    MessagesResult,
-    ModelRef,
-    NavigateTreeResult,
-    Notification,
-    PromptResult,
-    QueueContents,
-    RenameSessionResult,
-    ReplacementResult,
-    SessionState,
-    SessionStats,
-    ThinkingLevelsResult,
-    TreeResult,
-)
+from rpcd.protocol.names import SESSION_SCOPED
 
 T = TypeVar("T")
 _END = object()
 
 
-class SyncClient:
+class SyncClient(SyncMethods):
+    """Every call of :class:`RpcdClient`, blocking (generated: ``python -m rpcd.clients.unasync``)."""
+
     def __init__(self, loop: asyncio.AbstractEventLoop, thread: threading.Thread, client: RpcdClient) -> None:
         self._loop = loop
         self._thread = thread
@@ -65,7 +45,16 @@ class SyncClient:
 
     @classmethod
     def spawn(
-        cls, args: Sequence[str] = (), *, handlers: Mapping[str, RequestHandler] | None = None, **kwargs: Any
+        cls,
+        args: Sequence[str] = (),
+        *,
+        command: Sequence[str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        env: Mapping[str, str] | None = None,
+        handlers: Mapping[str, RequestHandler] | None = None,
+        request_timeout: float | None = 60.0,
+        start_timeout: float | None = 30.0,
+        echo_stderr: TextIO | None = None,
     ) -> SyncClient:
         """Start the daemon (see ``RpcdClient.spawn`` for the keyword arguments) and initialize it.
 
@@ -75,7 +64,9 @@ class SyncClient:
         thread = threading.Thread(target=loop.run_forever, name="rpcd-sync-client", daemon=True)
         thread.start()
         try:
-            future = asyncio.run_coroutine_threadsafe(RpcdClient.spawn(args, handlers=handlers, **kwargs), loop)
+            future = asyncio.run_coroutine_threadsafe(RpcdClient.spawn(
+                args, command=command, cwd=cwd, env=env, handlers=handlers, request_timeout=request_timeout,
+                start_timeout=start_timeout, echo_stderr=echo_stderr), loop)
             client = future.result()
         except BaseException:
             loop.call_soon_threadsafe(loop.stop)
@@ -101,7 +92,7 @@ class SyncClient:
         self._watch = asyncio.get_running_loop().create_task(watch())
         return unsubscribe
 
-    def iter_notifications(self, timeout: float | None = None) -> Iterator[Notification]:
+    def iter_notifications(self, timeout: float | None = None) -> Iterator[t.Notification]:
         """Yield notifications as they arrive; stop after ``timeout`` idle seconds or when the daemon ends.
 
         Session events of a replaced generation are skipped (see ``RpcdClient``).
@@ -121,134 +112,9 @@ class SyncClient:
                     continue
             yield item
 
-    def call(self, method: str, params: Any = None, **kwargs: Any) -> Any:
-        return self._run(self.client.call(method, params, **kwargs))
-
     @property
-    def server(self) -> InitializeResult | None:
+    def server(self) -> t.InitializeResult | None:
         return self.client.server
-
-    def new_session(self, **kwargs: Any) -> ReplacementResult:
-        return self._run(self.client.new_session(**kwargs))
-
-    def resume(self, session_path: str, **kwargs: Any) -> ReplacementResult:
-        return self._run(self.client.resume(session_path, **kwargs))
-
-    def fork(self, entry_id: str, **kwargs: Any) -> ForkResult:
-        return self._run(self.client.fork(entry_id, **kwargs))
-
-    def clone(self, entry_id: str | None = None, **kwargs: Any) -> ReplacementResult:
-        return self._run(self.client.clone(entry_id, **kwargs))
-
-    def import_jsonl(self, path: str, **kwargs: Any) -> ReplacementResult:
-        return self._run(self.client.import_jsonl(path, **kwargs))
-
-    def dispose(self, **kwargs: Any) -> None:
-        self._run(self.client.dispose(**kwargs))
-
-    def get_state(self, **kwargs: Any) -> SessionState:
-        return self._run(self.client.get_state(**kwargs))
-
-    def get_messages(self, **kwargs: Any) -> MessagesResult:
-        return self._run(self.client.get_messages(**kwargs))
-
-    def get_tree(self, **kwargs: Any) -> TreeResult:
-        return self._run(self.client.get_tree(**kwargs))
-
-    def list_sessions(self, **kwargs: Any) -> ListSessionsResult:
-        return self._run(self.client.list_sessions(**kwargs))
-
-    def delete_session(self, session_file: str, **kwargs: Any) -> DeleteSessionResult:
-        return self._run(self.client.delete_session(session_file, **kwargs))
-
-    def rename_session(self, session_file: str, name: str, **kwargs: Any) -> RenameSessionResult:
-        return self._run(self.client.rename_session(session_file, name, **kwargs))
-
-    def export_html(self, output_path: str | None = None, **kwargs: Any) -> ExportResult:
-        return self._run(self.client.export_html(output_path, **kwargs))
-
-    def export_jsonl(self, output_path: str, **kwargs: Any) -> ExportResult:
-        return self._run(self.client.export_jsonl(output_path, **kwargs))
-
-    def prompt(self, text: str, **kwargs: Any) -> PromptResult:
-        return self._run(self.client.prompt(text, **kwargs))
-
-    def abort(self, **kwargs: Any) -> None:
-        self._run(self.client.abort(**kwargs))
-
-    def set_session_name(self, name: str, **kwargs: Any) -> None:
-        self._run(self.client.set_session_name(name, **kwargs))
-
-    def get_commands(self, **kwargs: Any) -> CommandsResult:
-        return self._run(self.client.get_commands(**kwargs))
-
-    def set_model(self, provider: str, model_id: str, **kwargs: Any) -> ModelRef:
-        return self._run(self.client.set_model(provider, model_id, **kwargs))
-
-    def steer(self, text: str, **kwargs: Any) -> None:
-        self._run(self.client.steer(text, **kwargs))
-
-    def follow_up(self, text: str, **kwargs: Any) -> None:
-        self._run(self.client.follow_up(text, **kwargs))
-
-    def set_steering_mode(self, mode: Any, **kwargs: Any) -> None:
-        self._run(self.client.set_steering_mode(mode, **kwargs))
-
-    def set_follow_up_mode(self, mode: Any, **kwargs: Any) -> None:
-        self._run(self.client.set_follow_up_mode(mode, **kwargs))
-
-    def clear_queue(self, **kwargs: Any) -> QueueContents:
-        return self._run(self.client.clear_queue(**kwargs))
-
-    def set_thinking_level(self, level: str, **kwargs: Any) -> None:
-        self._run(self.client.set_thinking_level(level, **kwargs))
-
-    def cycle_thinking_level(self, **kwargs: Any) -> CycleThinkingLevelResult:
-        return self._run(self.client.cycle_thinking_level(**kwargs))
-
-    def get_available_thinking_levels(self, **kwargs: Any) -> ThinkingLevelsResult:
-        return self._run(self.client.get_available_thinking_levels(**kwargs))
-
-    def get_session_stats(self, **kwargs: Any) -> SessionStats:
-        return self._run(self.client.get_session_stats(**kwargs))
-
-    def bash(self, command: str, **kwargs: Any) -> BashResult:
-        return self._run(self.client.bash(command, **kwargs))
-
-    def abort_bash(self, **kwargs: Any) -> None:
-        self._run(self.client.abort_bash(**kwargs))
-
-    def set_auto_retry(self, enabled: bool, **kwargs: Any) -> None:
-        self._run(self.client.set_auto_retry(enabled, **kwargs))
-
-    def abort_retry(self, **kwargs: Any) -> None:
-        self._run(self.client.abort_retry(**kwargs))
-
-    def get_last_assistant_text(self, **kwargs: Any) -> LastAssistantText:
-        return self._run(self.client.get_last_assistant_text(**kwargs))
-
-    def get_fork_messages(self, **kwargs: Any) -> ForkMessagesResult:
-        return self._run(self.client.get_fork_messages(**kwargs))
-
-    def get_entries(self, since: str | None = None, **kwargs: Any) -> EntriesResult:
-        return self._run(self.client.get_entries(since, **kwargs))
-    def get_available_models(self, **kwargs: Any) -> AvailableModelsResult:
-        return self._run(self.client.get_available_models(**kwargs))
-
-    def cycle_model(self, direction: str = "forward", **kwargs: Any) -> CycleModelResult:
-        return self._run(self.client.cycle_model(direction, **kwargs))
-
-    def compact(self, custom_instructions: str | None = None, **kwargs: Any) -> CompactionResult:
-        return self._run(self.client.compact(custom_instructions, **kwargs))
-
-    def set_auto_compaction(self, enabled: bool, **kwargs: Any) -> None:
-        self._run(self.client.set_auto_compaction(enabled, **kwargs))
-
-    def navigate_tree(self, target_id: str, **kwargs: Any) -> NavigateTreeResult:
-        return self._run(self.client.navigate_tree(target_id, **kwargs))
-
-    def set_label(self, entry_id: str, label: str | None = None, **kwargs: Any) -> None:
-        self._run(self.client.set_label(entry_id, label, **kwargs))
 
     def close(self, grace: float = 3.0) -> int | None:
         """Shut the daemon down and stop the loop thread; returns the daemon's exit status."""

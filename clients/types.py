@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, TypedDict
 
-PROTOCOL_VERSION = 1
+from rpcd.protocol.names import PROTOCOL_VERSION as PROTOCOL_VERSION  # re-exported for the library
+from rpcd.protocol.names import SESSION_SCOPED as SESSION_SCOPED
+from rpcd.protocol.names import UI_NOTIFICATION_FEATURES
 
 
 class ServerInfo(TypedDict):
@@ -203,7 +205,7 @@ class CommandsResult(TypedDict):
     commands: list[CommandInfo]
 
 
-UI_NOTIFICATIONS = ("setStatus", "setWidget", "setTitle", "setEditorText")
+UI_NOTIFICATIONS = UI_NOTIFICATION_FEATURES
 """Extension UI notifications a client may declare in ``initialize`` (``extensionUi`` keys)."""
 class Image(TypedDict):
     """``{"type": "image", "data": <base64>, "mimeType": "image/png"}`` (PNG, JPEG, GIF or WebP)."""
@@ -337,6 +339,3 @@ class ListApprovalRulesResult(TypedDict):
 class RevokeApprovalRuleResult(TypedDict):
     rule: ApprovalRule
 
-
-#: Notification methods scoped to one (sessionId, generation): the stale filter applies.
-SESSION_SCOPED = frozenset({"session/event", "session/lifecycle"})

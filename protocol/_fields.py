@@ -31,9 +31,10 @@ def is_nullable(field: attrs.Attribute[Any]) -> bool:
 def open_object(cls: type[T]) -> type[T]:
     """Mark an attrs class whose unknown keys are ignored instead of refused.
 
-    Only capability objects are open: a client built against a newer protocol may declare
-    capabilities this daemon does not know, and refusing ``initialize`` for that would break
-    the version negotiation that exists to handle exactly this case.
+    Only capability objects and ``initialize``'s params are open: a client built against a newer
+    protocol (or an LSP client sending ``processId``/``rootUri``) may send fields this daemon does
+    not know, and refusing ``initialize`` for that would break the version negotiation that exists
+    to handle exactly this case. The params of every other method stay closed.
     """
     setattr(cls, OPEN_ATTR, True)
     return cls

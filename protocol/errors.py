@@ -1,50 +1,31 @@
 """Error codes and the error-data shape of the wire (docs/wire-contract.md, "Errors").
 
 Codes are coarse and stable; the detail lives in ``data.errors`` (one item per failure,
-primary first, cleanup failures after it in occurrence order). ``-32002`` is avoided on
-purpose: LSP reads it as "not initialized", ACP as "resource not found".
+primary first, cleanup failures after it in occurrence order). The codes themselves are
+``rpcd.protocol.names.ErrorCode`` (stdlib only, shared with the client).
 
-This module is shared by the daemon and by clients, so it imports neither pygls nor
-lsprotocol (a CLI must start fast).
+Imports neither pygls nor lsprotocol.
 """
 
 from __future__ import annotations
 
-import enum
-from typing import Any
+from typing import Any, Final
 
 import attrs
 
+from rpcd.protocol.names import ErrorCode, error_name
 
-class ErrorCode(enum.IntEnum):
-    """Every code the daemon answers with; ``WHEN`` says when each is used."""
-
-    PARSE_ERROR = -32700
-    INVALID_REQUEST = -32600
-    METHOD_NOT_FOUND = -32601
-    INVALID_PARAMS = -32602
-    INTERNAL_ERROR = -32603
-    REQUEST_CANCELLED = -32800
-    NOT_INITIALIZED = -32010
-    ALREADY_INITIALIZED = -32011
-    MESSAGE_TOO_LARGE = -32012
-    SHUTTING_DOWN = -32013
-    HOST_UNAVAILABLE = -32020
-    HOST_DISPOSED = -32021
-    REPLACEMENT_FAILED = -32022
-    DISPOSAL_FAILED = -32023
-    SESSION_FILE_NOT_FOUND = -32030
-    NOT_A_SESSION = -32031
-    INVALID_ENTRY = -32032
-    MISSING_SESSION_CWD = -32033
-    SESSION_NOT_SAVED = -32034
-    SESSION_WRITE_FAILED = -32035
-    SESSION_IN_USE = -32036
-    SESSION_BUSY = -32040
-    MODEL_NOT_FOUND = -32041
-    PROVIDER_ERROR = -32042
-    INPUT_NOT_SUPPORTED = -32043
-    COMPACTION_FAILED = -32044
+__all__ = [
+    "CODE_BY_KIND",
+    "DEFAULT_MESSAGES",
+    "WHEN",
+    "ErrorCode",
+    "ErrorData",
+    "ErrorItem",
+    "ErrorObject",
+    "ErrorTarget",
+    "RpcError",
+]
 
 
 WHEN: dict[ErrorCode, str] = {
@@ -138,6 +119,29 @@ DEFAULT_MESSAGES: dict[ErrorCode, str] = {
 }
 
 
+CODE_BY_KIND: Final[dict[str, ErrorCode]] = {
+    "SessionFileNotFound": ErrorCode.SESSION_FILE_NOT_FOUND,
+    "NotASession": ErrorCode.NOT_A_SESSION,
+    "InvalidEntry": ErrorCode.INVALID_ENTRY,
+    "MissingSessionCwd": ErrorCode.MISSING_SESSION_CWD,
+    "SessionNotSaved": ErrorCode.SESSION_NOT_SAVED,
+    "SessionWriteError": ErrorCode.SESSION_WRITE_FAILED,
+    "SessionInUse": ErrorCode.SESSION_IN_USE,
+    "SessionBusy": ErrorCode.SESSION_BUSY,
+    "ModelNotFound": ErrorCode.MODEL_NOT_FOUND,
+    "InputNotSupported": ErrorCode.INPUT_NOT_SUPPORTED,
+    "CompactionFailed": ErrorCode.COMPACTION_FAILED,
+    "ProviderError": ErrorCode.PROVIDER_ERROR,
+    "HostDisposed": ErrorCode.HOST_DISPOSED,
+    "HostUnavailable": ErrorCode.HOST_UNAVAILABLE,
+    "SessionDisposed": ErrorCode.HOST_UNAVAILABLE,
+    "FactoryError": ErrorCode.REPLACEMENT_FAILED,
+    "InvalidParams": ErrorCode.INVALID_PARAMS,
+}
+"""A failure's stable ``kind`` (``rpcd.core.errors.RpcdError.kind``, the ``type`` of its error item)
+-> its code. A kind not listed here takes the code of the nearest listed kind among its bases."""
+
+
 @attrs.frozen
 class ErrorItem:
     """One failure: ``errors[0]`` is the primary, later items are cleanup failures in occurrence order."""
@@ -213,7 +217,4 @@ class RpcError(Exception):
 
     @property
     def name(self) -> str:
-        try:
-            return ErrorCode(self.code).name
-        except ValueError:
-            return "UNKNOWN"
+        return error_name(self.code, "UNKNOWN")

@@ -1,7 +1,8 @@
-"""The method table: every method name with its params type, result type, kind and direction.
+"""The method table: every method with its params type, result type, kind and direction.
 
-The server, the clients, the OpenRPC generator and the tests all read this one table
-(lsprotocol's ``METHOD_TO_TYPES`` pattern). ``params is EmptyParams`` means "none, ``{}`` or ``[]``";
+The daemon's registration, the OpenRPC generator and the tests all read this one table
+(lsprotocol's ``METHOD_TO_TYPES`` pattern); the names themselves live in ``rpcd.protocol.names``
+(stdlib only, for the client). ``params is EmptyParams`` means "none, ``{}`` or ``[]``";
 ``result is None`` means the result is JSON ``null``.
 """
 
@@ -13,81 +14,79 @@ import attrs
 
 from rpcd.protocol import events as ev
 from rpcd.protocol import types as t
-from rpcd.protocol.errors import ErrorCode
+from rpcd.protocol.names import (
+    ABORT,
+    ABORT_BASH,
+    ABORT_RETRY,
+    AUTHORIZE_PROJECT,
+    BASH,
+    CANCEL_REQUEST,
+    CANCEL_REQUEST_ACP,
+    CLEAR_QUEUE,
+    CLONE,
+    COMPACT,
+    CYCLE_MODEL,
+    CYCLE_THINKING_LEVEL,
+    DELETE_SESSION,
+    DISPOSE,
+    EXIT,
+    EXPORT_HTML,
+    EXPORT_JSONL,
+    FOLLOW_UP,
+    FORK,
+    GET_AVAILABLE_MODELS,
+    GET_AVAILABLE_THINKING_LEVELS,
+    GET_COMMANDS,
+    GET_ENTRIES,
+    GET_FORK_MESSAGES,
+    GET_LAST_ASSISTANT_TEXT,
+    GET_MESSAGES,
+    GET_SESSION_STATS,
+    GET_STATE,
+    GET_TREE,
+    HOST_STATUS,
+    IMPORT_JSONL,
+    INITIALIZE,
+    LIST_APPROVAL_RULES,
+    LIST_SESSIONS,
+    NAVIGATE_TREE,
+    NEW_SESSION,
+    PING,
+    PROGRESS,
+    PROMPT,
+    RENAME_SESSION,
+    RESUME,
+    REVOKE_APPROVAL_RULE,
+    SESSION_DIAGNOSTICS,
+    SESSION_EVENT,
+    SESSION_LIFECYCLE,
+    SET_APPROVAL_POLICY,
+    SET_AUTO_COMPACTION,
+    SET_AUTO_RETRY,
+    SET_FOLLOW_UP_MODE,
+    SET_LABEL,
+    SET_MODEL,
+    SET_SESSION_NAME,
+    SET_STEERING_MODE,
+    SET_THINKING_LEVEL,
+    SHUTDOWN,
+    STEER,
+    TOOL_AUTHORIZE,
+    UI_CONFIRM,
+    UI_EDITOR,
+    UI_INPUT,
+    UI_NOTIFY,
+    UI_SELECT,
+    UI_SET_EDITOR_TEXT,
+    UI_SET_STATUS,
+    UI_SET_TITLE,
+    UI_SET_WIDGET,
+    ErrorCode,
+)
 
 Kind = Literal["request", "notification"]
 Direction = Literal["client->server", "server->client"]
 
-# -- method names ----------------------------------------------------------------------------------
-INITIALIZE: Final = "initialize"
-SHUTDOWN: Final = "shutdown"
-EXIT: Final = "exit"
-PING: Final = "ping"
-NEW_SESSION: Final = "newSession"
-RESUME: Final = "resume"
-FORK: Final = "fork"
-CLONE: Final = "clone"
-IMPORT_JSONL: Final = "importJsonl"
-DISPOSE: Final = "dispose"
-GET_STATE: Final = "getState"
-GET_MESSAGES: Final = "getMessages"
-GET_TREE: Final = "getTree"
-LIST_SESSIONS: Final = "listSessions"
-PROMPT: Final = "prompt"
-ABORT: Final = "abort"
-SET_SESSION_NAME: Final = "setSessionName"
-SET_MODEL: Final = "setModel"
-DELETE_SESSION: Final = "deleteSession"
-RENAME_SESSION: Final = "renameSession"
-EXPORT_HTML: Final = "exportHtml"
-EXPORT_JSONL: Final = "exportJsonl"
-SET_APPROVAL_POLICY: Final = "setApprovalPolicy"
-LIST_APPROVAL_RULES: Final = "listApprovalRules"
-REVOKE_APPROVAL_RULE: Final = "revokeApprovalRule"
-GET_AVAILABLE_MODELS: Final = "getAvailableModels"
-CYCLE_MODEL: Final = "cycleModel"
-COMPACT: Final = "compact"
-SET_AUTO_COMPACTION: Final = "setAutoCompaction"
-NAVIGATE_TREE: Final = "navigateTree"
-SET_LABEL: Final = "setLabel"
-GET_COMMANDS: Final = "getCommands"
-# turn control (Pi's rpc commands, camelCase)
-STEER: Final = "steer"
-FOLLOW_UP: Final = "followUp"
-SET_STEERING_MODE: Final = "setSteeringMode"
-SET_FOLLOW_UP_MODE: Final = "setFollowUpMode"
-CLEAR_QUEUE: Final = "clearQueue"
-SET_THINKING_LEVEL: Final = "setThinkingLevel"
-CYCLE_THINKING_LEVEL: Final = "cycleThinkingLevel"
-GET_AVAILABLE_THINKING_LEVELS: Final = "getAvailableThinkingLevels"
-GET_SESSION_STATS: Final = "getSessionStats"
-BASH: Final = "bash"
-ABORT_BASH: Final = "abortBash"
-SET_AUTO_RETRY: Final = "setAutoRetry"
-ABORT_RETRY: Final = "abortRetry"
-GET_LAST_ASSISTANT_TEXT: Final = "getLastAssistantText"
-GET_FORK_MESSAGES: Final = "getForkMessages"
-GET_ENTRIES: Final = "getEntries"
-CANCEL_REQUEST: Final = "$/cancelRequest"
-CANCEL_REQUEST_ACP: Final = "$/cancel_request"
-SESSION_EVENT: Final = "session/event"
-SESSION_LIFECYCLE: Final = "session/lifecycle"
-SESSION_DIAGNOSTICS: Final = "session/diagnostics"
-HOST_STATUS: Final = "host/status"
-PROGRESS: Final = "$/progress"
-AUTHORIZE_PROJECT: Final = "host/authorizeProject"
-UI_CONFIRM: Final = "ui/confirm"
-UI_SELECT: Final = "ui/select"
-UI_INPUT: Final = "ui/input"
-UI_NOTIFY: Final = "ui/notify"
-UI_EDITOR: Final = "ui/editor"
-UI_SET_STATUS: Final = "ui/setStatus"
-UI_SET_WIDGET: Final = "ui/setWidget"
-UI_SET_TITLE: Final = "ui/setTitle"
-UI_SET_EDITOR_TEXT: Final = "ui/setEditorText"
-TOOL_AUTHORIZE: Final = "tool/authorize"
-
-CANCEL_METHODS: Final = (CANCEL_REQUEST, CANCEL_REQUEST_ACP)
 
 _HOST_ERRORS = (ErrorCode.HOST_UNAVAILABLE, ErrorCode.HOST_DISPOSED)
 _REPLACE_ERRORS = (

@@ -21,9 +21,8 @@ from rpcd.protocol.events import (
     SessionEvent,
     ThinkingLevel,
 )
+from rpcd.protocol.names import PROTOCOL_VERSION as PROTOCOL_VERSION  # re-exported
 
-PROTOCOL_VERSION = 1
-"""The protocol version this daemon speaks (an integer MAJOR, negotiated like ACP)."""
 SUPPORTED_PROTOCOL_VERSIONS: frozenset[int] = frozenset({1})
 
 RequestId: TypeAlias = int | str
@@ -74,8 +73,13 @@ class ClientCapabilities:
     """The client answers ``tool/authorize`` (and the default approval policy becomes ``ask-writes``)."""
 
 
+@open_object
 @attrs.frozen
 class InitializeParams:
+    """Open, as in LSP: unknown top-level fields (``processId``, ``rootUri``, a future ``trace``)
+    are ignored, so a newer client still talks to an older daemon. Every other method's params
+    stay closed."""
+
     protocol_version: int
     """The newest version the client speaks; the daemon echoes it if supported, else answers its own."""
     client_info: ClientInfo | None = None

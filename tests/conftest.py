@@ -92,13 +92,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def session_events_match_their_schema() -> Iterator[None]:
     """Every ``session/event`` / ``session/lifecycle`` a test's daemons sent matches its published
     schema (``tests/event_schema.py``): the whole end-to-end suite checks the event contract."""
-    from tests.e2e import ndjson_client
+    from tests import driver
     from tests.event_schema import problems_in
 
-    first = len(ndjson_client.STARTED)
+    first = len(driver.STARTED)
     yield
-    started = ndjson_client.STARTED[first:]
-    del ndjson_client.STARTED[first:]
+    started = driver.STARTED[first:]
+    del driver.STARTED[first:]
     problems = problems_in(message for daemon in started for message in list(daemon.log))
     if problems:
         pytest.fail("session events break their schema:\n" + "\n".join(problems[:20]), pytrace=False)

@@ -12,7 +12,7 @@ The JSON Schema check is a small validator for exactly the keywords the generato
 ``const``, ``anyOf``, ``oneOf`` with ``discriminator``); an unknown keyword is an error, so a
 generator change cannot silently make the check weaker.
 
-The e2e driver (``tests/e2e/ndjson_client.py``) records every daemon it starts; the autouse
+The subprocess driver (``tests/driver.py``) records every daemon it starts; the autouse
 fixture in ``tests/conftest.py`` runs :func:`problems_in` over their logs after each test.
 """
 

@@ -4,7 +4,7 @@
  * library VS Code extensions already use. vscode-jsonrpc writes LSP Content-Length
  * frames; the daemon auto-detects that framing from the first bytes and answers in kind.
  *
- *   const { spawnDaemon } = require('./rpcdClient');
+ *   const { spawnDaemon } = require('rpcd-client');   // or require('./rpcdClient') in this folder
  *   const client = await spawnDaemon({ command: ['python', '-m', 'rpcd'], args: ['--in-memory'] });
  *   client.onSessionEvent((params) => ...);   // stale generations already dropped
  *   await client.request('newSession', {});

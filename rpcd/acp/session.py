@@ -53,10 +53,9 @@ from rpcd.core.values import (
     ExtensionBindings,
     ExtensionError,
     SessionEvent,
-    Unsubscribe,
 )
-from rpcd.host.host import SerializedHost
-from rpcd.host.port import SessionPort
+from rpcd.host.host import Pending, SerializedHost
+from rpcd.host.port import Binding, HostSubscription, SessionPort
 from rpcd.protocol.errors import ErrorCode
 from rpcd.runtime.commands import command_to_wire
 from rpcd.runtime.factory import make_default_factory
@@ -115,13 +114,13 @@ class _Bindings:
         return ExtensionBindings(mode="rpc", ui=None, on_error=self._on_extension_error,
                                  tool_approver=self._session.approver if self._session.approver else None)
 
-    def subscribe(self, session: SessionPort) -> Unsubscribe:
+    def subscribe(self, binding: Binding) -> HostSubscription:
         listener: EventListener = self._session.on_event
-        release = session.subscribe(listener)
+        release = binding.session.subscribe(listener)
         self.live = True
         done = False
 
-        def unsubscribe() -> None:
+        def unsubscribe(reason: str) -> None:
             nonlocal done
             if done:
                 return
@@ -131,10 +130,10 @@ class _Bindings:
 
         return unsubscribe
 
-    def report_diagnostics(self, diagnostics: Sequence[Diagnostic]) -> None:
+    def report_diagnostics(self, binding: Binding, diagnostics: Sequence[Diagnostic]) -> None:
         self.diagnostics = list(diagnostics)
 
-    async def flush_persistence(self) -> None:
+    async def flush_persistence(self, current: SessionPort | None) -> None:
         return None  # no host journal in ACP mode: the client keeps its sessions' ids
 
     def _on_extension_error(self, error: ExtensionError) -> None:
@@ -147,7 +146,10 @@ class _Turn:
 
     def __init__(self) -> None:
         self.cancelled = False
-        self.started = False
+        self.pending: Pending[str | CommandRan | None] | None = None
+        """Its place in the host's FIFO (taken at arrival), then its running turn."""
+        self.scope = anyio.CancelScope()
+        """Cancelled when the prompt is withdrawn from the FIFO: its wait ends at once."""
 
 
 class AcpSession:
@@ -196,7 +198,7 @@ class AcpSession:
             )
             runtime = await create_runtime(factory, cwd=self.cwd, agent_dir=config.agent_dir,
                                            session_manager=manager)
-            self.host = await SerializedHost.bind(runtime, self.bindings)
+            self.host = await SerializedHost.bind(runtime, self.bindings, task_group=front.task_group)
         except BaseException:
             self.stream.close()
             self.closed = True
@@ -358,16 +360,18 @@ class AcpSession:
             if turn.cancelled:
                 return PromptResponse(stop_reason="cancelled")
 
-            def started() -> None:
-                turn.started = True
-
             try:
-                outcome = await host.prompt(prompt.text, images=prompt.images, on_started=started)
+                with turn.scope:
+                    turn.pending = host.prompt(prompt.text, images=prompt.images)
+                    outcome = await turn.pending
             except Exception as exc:
                 await self.stream.drain()
                 if turn.cancelled:
                     return PromptResponse(stop_reason="cancelled")
                 raise at_blocks(to_request_error(exc, PROMPT_METHOD), prompt) from None
+            if turn.scope.cancelled_caught:  # withdrawn from the FIFO before it started: it never ran
+                await self.stream.drain()
+                return PromptResponse(stop_reason="cancelled")
             await self.stream.drain()
             if turn.cancelled:
                 return PromptResponse(stop_reason="cancelled")
@@ -395,7 +399,11 @@ class AcpSession:
         if turn is None:
             return
         turn.cancelled = True
-        if turn.started and self.host is not None:
+        pending = turn.pending
+        if pending is not None and not pending.started and pending.cancel():
+            turn.scope.cancel()  # withdrawn while queued: it never starts
+            return
+        if pending is not None and self.host is not None:
             try:
                 await self.host.abort()
             except Exception as exc:  # an unusable host has no turn to abort

@@ -13,22 +13,32 @@ the connection keeps serving; everything else goes to the SDK as the dict it exp
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import logging
 from typing import Any, Final
 
 from rpcd.protocol.errors import ErrorCode
-from rpcd.transport import DEFAULT_MAX_MESSAGE_BYTES, NEED_DATA, Frame, Framer, Framing, Oversized, encode_json
+from rpcd.transport import (
+    DEFAULT_HIGH_WATER_BYTES,
+    DEFAULT_HIGH_WATER_MESSAGES,
+    DEFAULT_MAX_MESSAGE_BYTES,
+    NEED_DATA,
+    Frame,
+    Framer,
+    Framing,
+    Oversized,
+    encode_json,
+)
 from rpcd.transport.envelope import Incoming, Invalid, Notification, Request, Response, classify
 from rpcd.transport.stdio import QueuedWriter, StdinReader
 from rpcd.wire.errors import protocol_error, to_wire_dict
 
 log = logging.getLogger("rpcd.acp.stdio")
 
-HIGH_WATER: Final = 1024
+HIGH_WATER: Final = DEFAULT_HIGH_WATER_MESSAGES
 """Messages queued for stdout above which a sender waits for the writer (a client that stops reading
-slows the agent down instead of growing its memory)."""
+slows the agent down instead of growing its memory); the daemon's bounds (``rpcd.transport``)."""
+HIGH_WATER_BYTES: Final = DEFAULT_HIGH_WATER_BYTES
 FLUSH_TIMEOUT: Final = 10.0
 REQUEST_ID: contextvars.ContextVar[int | str | None] = contextvars.ContextVar("rpcd_acp_request_id", default=None)
 """The id of the request just handed to the SDK (its handler task starts with a copy of this context)."""
@@ -43,15 +53,13 @@ class StdioMessages:
         self._framer.framing = Framing.NDJSON  # ACP is newline-delimited only: no Content-Length sniffing
         self._writer: QueuedWriter | None = None
         self._out_fd = out_fd
-        self._chunks: asyncio.Queue[bytes] = asyncio.Queue()
         self._reader: StdinReader | None = None
         self._eof = False
 
     def start(self) -> None:
-        loop = asyncio.get_running_loop()
-        self._writer = QueuedWriter(self._out_fd, loop=loop)
-        self._reader = StdinReader(self._in_fd, loop, self._chunks.put_nowait)
-        self._reader.start()
+        """The writer thread now; the reader thread at the first ``receive`` (it bounds what waits)."""
+        self._writer = QueuedWriter(self._out_fd)
+        self._reader = StdinReader(self._in_fd)
 
     # -- the SDK's Transport ------------------------------------------------------------------------
 
@@ -60,7 +68,7 @@ class StdioMessages:
         if writer.broken:
             raise ConnectionError("the client closed its end of stdout")
         writer.put(self._framer.encode(encode_json(message)))
-        await writer.wait_depth_below(HIGH_WATER)
+        await writer.wait_below(HIGH_WATER, HIGH_WATER_BYTES)
 
     async def receive(self) -> dict[str, Any] | None:
         while True:
@@ -68,9 +76,8 @@ class StdioMessages:
             if event is NEED_DATA:
                 if self._eof:
                     return None
-                chunk = await self._chunks.get()
-                if self._reader is not None:
-                    self._reader.consumed()
+                assert self._reader is not None, "StdioMessages.start() was not called"
+                chunk = await self._reader.receive()
                 if chunk:
                     self._framer.receive_data(chunk)
                 else:

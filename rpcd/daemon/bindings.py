@@ -4,15 +4,16 @@ The host calls these in the seed's order for the initial session and for every r
 ``extension_bindings`` → (``bind_extensions``) → ``subscribe`` → ``report_diagnostics``, then
 ``flush_persistence`` after a successful replacement. Consequences for the wire:
 
-* ``subscribe`` is the first moment a session may speak: it opens a fresh numbered channel
-  (new ``generation``), announces ``session/lifecycle session_start`` and only then forwards
-  the session's events. Nothing from a replacement is sent before its extensions are bound.
+* ``subscribe`` is the first moment a session may speak: it opens a fresh numbered channel for
+  the generation the host gave the session, announces ``session/lifecycle session_start`` (the
+  event the runtime built the session with: its reason and previous file) and only then
+  forwards the session's events. Nothing from a replacement is sent before its extensions are bound.
 * the returned unsubscribe (called by the host before the old session is invalidated, on
-  every failure path, and at final disposal) announces ``session_shutdown`` and closes the
-  channel, so nothing of an invalidated session is sent after its invalidation.
-* which operation caused a start/shutdown is not part of the port; request handlers set
-  :data:`OPERATION` (a context variable) around each host call. The host runs the operation in
-  its own task started with a copy of the caller's context, so the runtime's callbacks see it.
+  every failure path, and at final disposal, with the runtime's shutdown reason) announces
+  ``session_shutdown`` and closes the channel, so nothing of an invalidated session is sent
+  after its invalidation.
+
+Nothing here counts generations or remembers which session is current: the host says so.
 """
 
 from __future__ import annotations
@@ -32,28 +33,28 @@ from rpcd.core.values import (
     ToolApprovalRequest,
     ToolApprover,
     UiContext,
-    Unsubscribe,
 )
-from rpcd.host.port import SessionPort
-from rpcd.wire.handlers import OPERATION
+from rpcd.host.port import Binding, HostSubscription, SessionPort
 from rpcd.wire.notifications import SESSION_DIAGNOSTICS, EventPump, SessionChannel
 
 log = logging.getLogger(__name__)
 
-_START_REASONS: Final = {
-    "startup": "startup",
-    "newSession": "new",
-    "resume": "resume",
-    "importJsonl": "resume",
-    "fork": "fork",
-    "clone": "fork",
-}
-_SHUTDOWN_REASONS: Final = {**_START_REASONS, "startup": "quit", "dispose": "quit", "shutdown": "quit"}
+_START_FIELDS: Final = ("reason", "previousSessionFile")
+"""What of the runtime's ``session_start`` event goes on the wire."""
 
 Persist = Callable[[str | None, str], Awaitable[object]]
 """``(session_file, cwd)``: record the current session durably (the host journal)."""
 AuthorizeTool = Callable[[Mapping[str, Any]], Awaitable[ToolApprovalAnswer]]
 """Sends ``tool/authorize`` with these params (``ClientRequests.authorize_tool``)."""
+
+
+class _Outlet:
+    """One session's channel, once subscribed (what its tool approver asks on behalf of)."""
+
+    __slots__ = ("channel",)
+
+    def __init__(self) -> None:
+        self.channel: SessionChannel | None = None
 
 
 class RpcHostBindings:
@@ -65,35 +66,31 @@ class RpcHostBindings:
         self._ui = ui
         self._persist = persist
         self._authorize_tool = authorize_tool
-        self._command_actions = command_actions
-        self._channel: SessionChannel | None = None
-        self._session: SessionPort | None = None
-        self._previous_file: str | None = None
-        self.generation = -1
-        """Bumped on every ``subscribe``: 0 for the initial session, +1 per bound replacement."""
-
-    @property
-    def session(self) -> SessionPort | None:
-        """The session currently subscribed (``None`` between invalidation and rebind)."""
-        return self._session if self._channel is not None and self._channel.is_open else None
+        self.command_actions = command_actions
+        """What an extension command's session actions go through (the host's own requests)."""
+        self._live: SessionChannel | None = None
+        """The channel of the last subscribed session: extension errors are forwarded while it is open."""
+        self._outlets: dict[int, _Outlet] = {}
+        """Sessions between ``extension_bindings`` and ``subscribe``, by identity."""
 
     # -- HostBindings ---------------------------------------------------------------------
 
     def extension_bindings(self, session: SessionPort) -> ExtensionBindings:
+        outlet = self._outlets[id(session)] = _Outlet()
         return ExtensionBindings(mode="rpc", ui=self._ui, on_error=self._on_extension_error,
-                                 tool_approver=self._tool_approver(session), command_actions=self._command_actions)
+                                 tool_approver=self._tool_approver(outlet), command_actions=self.command_actions)
 
-    def _tool_approver(self, session: SessionPort) -> ToolApprover | None:
-        """``tool/authorize`` on behalf of ``session``, tagged with its id and generation. Asked
-        only while the session is the subscribed one; an answer that arrives after it was
+    def _tool_approver(self, outlet: _Outlet) -> ToolApprover | None:
+        """``tool/authorize`` on behalf of one session, tagged with its id and generation. Asked only
+        while that session is subscribed (its channel open); an answer that arrives after it was
         unsubscribed (replaced, disposed) is a rejection: its tool never runs."""
         send = self._authorize_tool
         if send is None:
             return None
 
         async def approve(request: ToolApprovalRequest) -> ToolApprovalAnswer:
-            channel = self._channel
-            if channel is None or not channel.is_open or self._session is not session:
+            channel = outlet.channel
+            if channel is None or not channel.is_open:
                 return ToolApprovalAnswer("rejectOnce", "the session is no longer current", answered=False)
             params = {
                 "sessionId": channel.session_id,
@@ -115,72 +112,63 @@ class RpcHostBindings:
 
         return approve
 
-    def subscribe(self, session: SessionPort) -> Unsubscribe:
-        generation = self.generation + 1
-        channel = self._pump.channel(session.session_id, generation)
+    def subscribe(self, binding: Binding) -> HostSubscription:
+        session = binding.session
+        channel = self._pump.channel(session.session_id, binding.generation)
         try:
             release = session.subscribe(channel.event)
         except BaseException:
             channel.close()
             raise
-        self.generation = generation
-        self._channel = channel
-        self._session = session
-        start: dict[str, Any] = {"type": "session_start", "reason": _START_REASONS.get(OPERATION.get(), "startup")}
-        if self._previous_file is not None and OPERATION.get() != "startup":
-            start["previousSessionFile"] = self._previous_file
+        self._live = channel
+        self._outlets.pop(id(session), _Outlet()).channel = channel
+        start = session.session_start_event
         # Listeners run synchronously, so no session event can slip in before this line.
-        channel.lifecycle(start)
+        channel.lifecycle({"type": "session_start", **{k: start[k] for k in _START_FIELDS if k in start}})
         done = False
 
-        def unsubscribe() -> None:
+        def unsubscribe(reason: str) -> None:
             nonlocal done
             if done:
                 return
             done = True
-            shutdown: dict[str, Any] = {
-                "type": "session_shutdown",
-                "reason": _SHUTDOWN_REASONS.get(OPERATION.get(), "quit"),
-            }
+            shutdown: dict[str, Any] = {"type": "session_shutdown", "reason": reason}
             dropped = _safe_dropped(session)
             if dropped is not None:
                 shutdown["droppedQueue"] = {"steering": list(dropped.steering), "followUp": list(dropped.follow_up)}
             channel.lifecycle(shutdown)
             channel.close()
-            self._previous_file = _safe_file(session)
             release()
 
         return unsubscribe
 
-    def report_diagnostics(self, diagnostics: Sequence[Diagnostic]) -> None:
-        session, channel = self._session, self._channel
+    def report_diagnostics(self, binding: Binding, diagnostics: Sequence[Diagnostic]) -> None:
+        session = binding.session
         params: dict[str, Any] = {
-            "operation": OPERATION.get(),
-            "generation": self.generation,
-            "cwd": _safe_cwd(session) if session is not None else "",
+            "operation": binding.operation,
+            "generation": binding.generation,
+            "cwd": _safe_cwd(session),
             "diagnostics": [{"type": d.type, "message": redact_text(d.message)} for d in diagnostics],
         }
-        file = _safe_file(session) if session is not None else None
+        file = _safe_file(session)
         if file is not None:
             params["sessionFile"] = file
-        if channel is None or not channel.is_open:
+        if self._live is None or not self._live.is_open:
             return
         self._pump.post(SESSION_DIAGNOSTICS, params)
 
-    async def flush_persistence(self) -> None:
-        # Only a session that is still bound is recorded: after a terminal failure the final
-        # disposal must not name a dead session as the one to resume.
-        session = self.session
-        if self._persist is None or session is None:
+    async def flush_persistence(self, current: SessionPort | None) -> None:
+        # After a terminal failure the host passes no session: a dead one is never named as the one to resume.
+        if self._persist is None or current is None:
             return
-        await self._persist(_safe_file(session), session.state().cwd)
+        await self._persist(_safe_file(current), current.state().cwd)
 
     # -- extension errors -------------------------------------------------------------------
 
     def _on_extension_error(self, error: ExtensionError) -> None:
         """Pi's RPC mode reports ``extension_error`` records; we forward them on the live channel."""
         log.warning("extension %s failed in %s", error.extension_path, error.event)
-        channel = self._channel
+        channel = self._live
         if channel is not None and channel.is_open:
             channel.event(
                 {
@@ -212,12 +200,3 @@ def _safe_cwd(session: SessionPort) -> str:
     except Exception:
         return ""
 
-
-def diagnostics_params(operation: str, generation: int, cwd: str, items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """A ``session/diagnostics`` payload built outside a binding (e.g. the trust policy at startup)."""
-    return {
-        "operation": operation,
-        "generation": generation,
-        "cwd": cwd,
-        "diagnostics": [{"type": i["type"], "message": redact_text(str(i["message"]))} for i in items],
-    }

@@ -25,12 +25,15 @@ import attrs
 
 from rpcd.core.durable import fsync_directory
 from rpcd.core.errors import SessionWriteError
+from rpcd.core.files import read_regular
 
 __all__ = ["JOURNAL_VERSION", "HostJournal", "HostJournalError", "JournalRecord"]
 
 logger = logging.getLogger(__name__)
 
 JOURNAL_VERSION = 1
+JOURNAL_MAX_BYTES = 1 << 20
+"""A record is a few hundred bytes; anything larger is not ours."""
 
 
 class HostJournalError(SessionWriteError):
@@ -101,7 +104,8 @@ class HostJournal:
         falls back to a fresh session, which is what a missing journal means too.
         """
         try:
-            raw = self.path.read_bytes()
+            # a FIFO or a device in its place must not hang the startup: regular files only, bounded
+            raw = read_regular(str(self.path), JOURNAL_MAX_BYTES)
         except FileNotFoundError:
             return None
         except OSError as error:

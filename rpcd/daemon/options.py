@@ -21,6 +21,8 @@ from rpcd.transport import DEFAULT_MAX_MESSAGE_BYTES
 from rpcd.wire.client_requests import DEFAULT_APPROVAL_TIMEOUT
 
 JOURNAL_RELATIVE: Final = os.path.join("rpcd", "journal.json")
+DEFAULT_EXIT_TIMEOUT: Final = 10.0
+"""``--exit-timeout``: the orderly end's bound on the final disposal (and on stray threads)."""
 
 TargetKind = Literal["new", "resume", "continue", "in-memory", "resume-last"]
 TrustPolicy = Literal["ask", "deny", "trust"]
@@ -44,6 +46,7 @@ class Options:
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     extension_flags: Mapping[str, bool | str] = attrs.field(factory=dict)
     no_context_files: bool = False
+    exit_timeout: float = DEFAULT_EXIT_TIMEOUT
     model_inputs: ModelInputs = attrs.field(factory=ModelInputs)
     """``--provider`` / ``--model`` / ``--thinking`` / ``--api-key`` / ``--models`` (Pi's flags)."""
     tools: tuple[str, ...] | None = None
@@ -69,6 +72,9 @@ def build_parser(prog: str = "rpcd") -> argparse.ArgumentParser:
             "prompt can use the client's capabilities."
         ),
     )
+    from rpcd import __version__
+
+    parser.add_argument("--version", action="version", version=f"{prog} {__version__}")
     parser.add_argument("--cwd", help="working directory of a new session (default: the process cwd)")
     target = parser.add_mutually_exclusive_group()
     target.add_argument("--resume", metavar="PATH", help="start with this session file")
@@ -158,6 +164,11 @@ def build_parser(prog: str = "rpcd") -> argparse.ArgumentParser:
         "--max-message-bytes", type=_positive_int, default=DEFAULT_MAX_MESSAGE_BYTES, metavar="N",
         help=f"frames larger than this are drained and answered with -32012 (default {DEFAULT_MAX_MESSAGE_BYTES})",
     )
+    parser.add_argument(
+        "--exit-timeout", type=_positive_float, default=DEFAULT_EXIT_TIMEOUT, metavar="SECONDS",
+        help="at the orderly end, wait this long for the final disposal (and for stray threads), then exit "
+        f"anyway with a logged reason (default {DEFAULT_EXIT_TIMEOUT:g})",
+    )
     return parser
 
 
@@ -220,6 +231,7 @@ def parse_options(argv: Sequence[str], prog: str = "rpcd") -> Options:
         max_message_bytes=ns.max_message_bytes,
         extension_flags=dict(ns.flag),
         no_context_files=ns.no_context_files,
+        exit_timeout=ns.exit_timeout,
         model_inputs=ModelInputs(
             provider=ns.provider,
             model=ns.model,

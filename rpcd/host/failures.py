@@ -14,6 +14,7 @@ wire layer, a log line) can always walk exactly one level.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterable, Sequence
 from typing import NoReturn
 
@@ -22,15 +23,28 @@ import attrs
 _CONTEXT_ATTR = "__rpcd_failure_context__"
 
 
+class Phase(enum.StrEnum):
+    """Where a host operation failed, in the seed's words (one place: host, tests and wire agree)."""
+
+    AVAILABILITY = "host availability"
+    STARTUP = "startup"
+    PRE_VALIDATION = "pre-validation"
+    REPLACEMENT = "session replacement"
+    PERSISTENCE = "replacement persistence"
+    BINDING = "replacement session binding"
+    INVALIDATION_CLEANUP = "replacement invalidation cleanup"
+    INITIAL_BINDING = "initial session binding"
+    FINAL_DISPOSAL = "final session runtime disposal"
+    SESSION_ACCESS = "session access"
+
+
 @attrs.frozen
 class FailureContext:
     operation: str
     """The wire method or host step: ``newSession``, ``resume``, ``fork``, ``clone``, ``importJsonl``,
     ``dispose``, ``startup``, ``prompt``, ..."""
-    phase: str
-    """Where it failed, in the seed's words: ``session replacement``, ``replacement persistence``,
-    ``replacement session binding``, ``replacement invalidation cleanup``, ``initial session binding``,
-    ``final session runtime disposal``, ``pre-validation``, ..."""
+    phase: Phase
+    """Where it failed (``Phase``: the seed's words)."""
     cwd: str | None = None
     session_path: str | None = None
     entry_id: str | None = None
@@ -46,19 +60,6 @@ def attach_context(exc: BaseException, context: FailureContext) -> BaseException
 def context_of(exc: BaseException) -> FailureContext | None:
     value = getattr(exc, _CONTEXT_ATTR, None)
     return value if isinstance(value, FailureContext) else None
-
-
-# -- phases, in the seed's words (one place, so host, tests and wire agree) -------------
-
-PHASE_AVAILABILITY = "host availability"
-PHASE_PRE_VALIDATION = "pre-validation"
-PHASE_REPLACEMENT = "session replacement"
-PHASE_PERSISTENCE = "replacement persistence"
-PHASE_BINDING = "replacement session binding"
-PHASE_INVALIDATION_CLEANUP = "replacement invalidation cleanup"
-PHASE_INITIAL_BINDING = "initial session binding"
-PHASE_FINAL_DISPOSAL = "final session runtime disposal"
-PHASE_SESSION_ACCESS = "session access"
 
 
 class SessionBindingFailure(ExceptionGroup[Exception]):

@@ -3,18 +3,23 @@
 One ``SerializedHost`` owns one runtime (through ``rpcd.host.port.RuntimePort`` only) and is
 the single door request code goes through. It adds what the runtime deliberately lacks:
 
-* **A FIFO host lock.** Every replacement (new/resume/fork/clone/import) and the final
-  disposal run one at a time, in arrival order (anyio's ``Lock`` keeps a FIFO deque of
-  waiters; that order is relied on). A rejected operation releases the lock and its error
-  still reaches its caller. A request cancelled while queued never starts; once started,
-  an operation runs to settlement even if its caller is cancelled (see ``_run_to_settlement``).
-* **Availability flags with the seed's semantics.** ``replacement_in_flight`` is set by the
-  runtime's synchronous before-invalidate callback and cleared only after the replacement's
-  extensions and host subscription are bound; ``unusable`` is sticky (terminal); ``disposed``
-  is set by the first ``dispose()`` call. Getters fail at once unless the host is available.
+* **One FIFO, taken at arrival** (``rpcd.host.queue``). The startup, every replacement
+  (new/resume/fork/clone/import), ``prompt``, ``abort``, the session reads and writes queued with
+  ``enqueue`` and the final disposal get their place synchronously, when they are requested, and
+  the host's worker task (``run``) runs them one at a time in that order. A prompt holds its
+  place only until its turn has started; the turn then runs outside the queue, in the host's
+  task group, as in Pi (a later replacement aborts it in its teardown). A queued operation whose
+  caller is cancelled never starts; a started one runs to settlement.
+* **State as one transition table** (``_TRANSITIONS``): starting -> ready <-> replacing ->
+  unusable (terminal), and disposed (absorbing: an operation already running underneath still
+  finishes). What a running operation learns on the way — whether the runtime invalidated the old
+  session, the cleanup failures its synchronous callback captured, a failure already described —
+  is that operation's own record (``_Operation``), not host state.
 * **The failure policy.** Failures before invalidation leave the old session current;
   failures after it leave the host terminal, with the applied replacement disposed and every
   cleanup failure kept in one flat ``SessionBindingFailure`` (``rpcd.host.failures``).
+* **One owner of the generation and the current session.** The host counts generations and hands
+  the bindings each session with its generation and the operation that bound it (``Binding``).
 
 The raw runtime and session objects are never handed out: request code calls
 ``prompt``/``abort``/``state``/... here, which check availability first.
@@ -22,14 +27,15 @@ The raw runtime and session objects are never handed out: request code calls
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import contextvars
+import enum
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
-from typing import Any, Literal, TypeAlias, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
+from typing import Any, Final, Literal, NoReturn, TypeAlias, TypeVar
 
 import anyio
+import anyio.abc
 import attrs
 
 from rpcd.core.errors import HostDisposedError, HostError, HostUnavailableError, InvalidEntryError
@@ -50,38 +56,65 @@ from rpcd.core.values import (
     SessionStats,
     SessionTree,
     StreamingBehavior,
-    Unsubscribe,
 )
 from rpcd.host.failures import (
-    PHASE_AVAILABILITY,
-    PHASE_BINDING,
-    PHASE_FINAL_DISPOSAL,
-    PHASE_INITIAL_BINDING,
-    PHASE_INVALIDATION_CLEANUP,
-    PHASE_PERSISTENCE,
-    PHASE_PRE_VALIDATION,
-    PHASE_REPLACEMENT,
-    PHASE_SESSION_ACCESS,
     FailureContext,
+    Phase,
+    SessionBindingFailure,
     attach_context,
     context_of,
     raise_session_binding_failure,
 )
-from rpcd.host.port import HostBindings, RuntimePort, SessionPort
+from rpcd.host.port import Binding, HostBindings, HostSubscription, RuntimePort, SessionPort
+from rpcd.host.queue import HostQueue, Pending
 
-__all__ = ["HostStatus", "ReplacementOutcome", "SerializedHost", "StatusListener"]
+__all__ = ["HostState", "HostStatus", "Pending", "ReplacementOutcome", "SerializedHost", "StatusListener"]
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
-HostStatus: TypeAlias = Literal["ready", "replacing", "unusable", "disposed"]
+HostStatus: TypeAlias = Literal["starting", "ready", "replacing", "unusable", "disposed"]
 StatusListener: TypeAlias = Callable[[HostStatus, int], None]
+RuntimeOpener: TypeAlias = Callable[[], Awaitable[RuntimePort]]
 
-# Set inside the task that runs a serialized operation (and inherited by tasks it starts),
-# so a callback that re-enters the host from inside an operation fails instead of deadlocking.
+# Set in the host's worker task (and inherited by tasks an operation starts), so a callback that
+# re-enters the host from inside an operation fails instead of waiting for itself forever.
 _inside_operation: contextvars.ContextVar[SerializedHost | None] = contextvars.ContextVar(
     "rpcd_host_inside_operation", default=None
 )
+
+
+class HostState(enum.Enum):
+    STARTING = "starting"
+    READY = "ready"
+    REPLACING = "replacing"
+    UNUSABLE = "unusable"
+    DISPOSED = "disposed"
+
+
+class _Event(enum.Enum):
+    BOUND = "the startup session is bound"
+    INVALIDATED = "the runtime is about to dispose the current session"
+    REBOUND = "the replacement session is bound"
+    FAILED = "a failure after invalidation (or during startup)"
+    DISPOSED = "dispose() was called"
+
+
+_S, _E = HostState, _Event
+_TRANSITIONS: Final[Mapping[tuple[HostState, _Event], HostState]] = {
+    (_S.STARTING, _E.BOUND): _S.READY,
+    (_S.STARTING, _E.INVALIDATED): _S.STARTING,
+    (_S.STARTING, _E.FAILED): _S.UNUSABLE,
+    (_S.READY, _E.INVALIDATED): _S.REPLACING,
+    (_S.READY, _E.FAILED): _S.UNUSABLE,  # e.g. the host's persistence failed after the rebind
+    (_S.REPLACING, _E.INVALIDATED): _S.REPLACING,
+    (_S.REPLACING, _E.REBOUND): _S.READY,
+    (_S.REPLACING, _E.FAILED): _S.UNUSABLE,
+    (_S.UNUSABLE, _E.INVALIDATED): _S.UNUSABLE,  # disposing the runtime after a failure
+    (_S.UNUSABLE, _E.FAILED): _S.UNUSABLE,
+    **{(state, _E.DISPOSED): _S.DISPOSED for state in (_S.STARTING, _S.READY, _S.REPLACING, _S.UNUSABLE)},
+}
+"""The whole host state machine. ``DISPOSED`` absorbs every event; a pair missing here is a bug."""
 
 
 @attrs.frozen
@@ -107,6 +140,26 @@ class _Target:
     entry_id: str | None = None
 
 
+@attrs.define
+class _Operation:
+    """The record of the one operation the worker is running."""
+
+    name: str
+    target: _Target
+    invalidated: bool = False
+    """Set by the runtime's before-invalidate callback: failures from now on are terminal."""
+    shutdown_reason: str = "quit"
+    """The ``session_shutdown`` reason the runtime gave; used for every unsubscribe of this operation."""
+    cleanup_failures: list[Exception] = attrs.field(factory=list)
+    """Captured by the synchronous callback, reported at the next awaited boundary."""
+    described: BaseException | None = None
+    """A terminal failure already raised with its own context: passed on unchanged."""
+
+    def take_cleanup_failures(self) -> list[Exception]:
+        failures, self.cleanup_failures = self.cleanup_failures, []
+        return failures
+
+
 class _CapturedSessionBindingFailure(Exception):
     """Carries a binding failure and its cleanup failures as data while disposal runs.
 
@@ -119,35 +172,47 @@ class _CapturedSessionBindingFailure(Exception):
         self.cleanup_failures = cleanup_failures
 
 
-class SerializedHost:
-    """One replaceable session behind one FIFO lock and a fail-closed failure policy.
-
-    Build it with ``await SerializedHost.bind(runtime, bindings)``; the constructor does not bind.
-    """
+class _Turn:
+    """Work that runs outside the queue (a prompt's turn, a client ``bash``), so its request's
+    cancellation can stop exactly this work: ``stop`` (default: abort the session's turn)."""
 
     def __init__(
-        self,
-        runtime: RuntimePort,
-        bindings: HostBindings,
-        *,
-        on_status: StatusListener | None = None,
+        self, host: SerializedHost, stop: Callable[[SessionPort], Coroutine[Any, Any, None]] | None = None
     ) -> None:
-        self._runtime = runtime
+        self._host = host
+        self.stop = stop if stop is not None else host._abort_quietly
+        self.session: SessionPort | None = None
+        self.abort_requested = False
+
+    def abort(self) -> None:
+        if self.session is None:
+            self.abort_requested = True  # the task stops the work as soon as it has begun
+        else:
+            self._host._spawn_stop(self)
+
+
+class SerializedHost:
+    """One replaceable session behind one FIFO and a fail-closed failure policy.
+
+    Run its worker in a task group (``await tg.start(host.run)``), then ``host.start(open_runtime)``
+    queues the startup; ``SerializedHost.bind`` does both for an existing runtime.
+    """
+
+    def __init__(self, bindings: HostBindings, *, on_status: StatusListener | None = None) -> None:
         self._bindings = bindings
         self._on_status = on_status
-        self._lock = anyio.Lock()
-        self._unsubscribe: Unsubscribe | None = None
-        self._invalidation_cleanup_failures: list[Exception] = []
-        self._replacement_in_flight = False
-        self._unusable = False
-        self._disposed = False
+        self._runtime: RuntimePort | None = None
+        self._state = HostState.STARTING
         self._generation = 0
+        self._queue = HostQueue()
+        self._task_group: anyio.abc.TaskGroup | None = None
+        self._op = _Operation("startup", _Target())
+        self._subscription: HostSubscription | None = None
         self._announced: tuple[HostStatus, int] | None = None
-        self._bound = False  # no status is announced for a host that never finished starting
-        # The failure a terminal path already raised with its own context: the outer
-        # ``_serialize`` must pass it on unchanged instead of re-describing it.
-        self._terminal_failure: BaseException | None = None
-        self._current: tuple[str, _Target] = ("startup", _Target())
+        self._startup_failure: BaseException | None = None
+        self._start_requested = False
+        self._started = anyio.Event()
+        self._disposal: Pending[None] | None = None
 
     # -- construction ------------------------------------------------------------------
 
@@ -157,43 +222,98 @@ class SerializedHost:
         runtime: RuntimePort,
         bindings: HostBindings,
         *,
+        task_group: anyio.abc.TaskGroup,
         on_status: StatusListener | None = None,
     ) -> SerializedHost:
-        """Install the runtime callbacks and bind the initial session (seed §4-§5).
+        """A host for an existing runtime, its worker running in ``task_group``, the session bound.
 
-        Error handling: if extension binding, subscription or diagnostic reporting fails, the
-        subscription is cleared, the runtime is disposed and the failure is raised (the primary
-        unchanged, or a flat ``SessionBindingFailure`` with cleanup failures). No host is
-        returned then: a host without its lifecycle boundaries never serves requests.
+        Raises what ``start`` raises; the host (unusable then) is not returned.
         """
-        host = cls(runtime, bindings, on_status=on_status)
-        runtime.set_before_session_invalidate(host._before_session_invalidate)
-        runtime.set_rebind_session(host._rebind_session)
+        host = cls(bindings, on_status=on_status)
+        await task_group.start(host.run)
+
+        async def existing() -> RuntimePort:
+            return runtime
+
+        await host.start(existing)
+        return host
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """The worker: runs queued operations one at a time; its task group owns the running turns.
+
+        Returns once the final disposal ran and every turn ended.
+        """
+        async with anyio.create_task_group() as task_group:
+            self._task_group = task_group
+            _inside_operation.set(self)
+            task_status.started()
+            while (pending := await self._queue.get()) is not None:
+                await pending.run()
+
+    def start(self, open_runtime: RuntimeOpener, *, persist: bool = False) -> Pending[None]:
+        """Queue the startup (first in the FIFO): open the runtime, bind its session (seed §4-§5).
+
+        With ``persist`` the bindings record the startup session too, before any queued operation.
+        Error handling: if opening fails, or extension binding, subscription or diagnostic
+        reporting fails (the subscription is cleared and the runtime disposed), the host stays
+        unusable for good and every later call fails with HOST_UNAVAILABLE naming this failure;
+        the returned ``Pending`` raises it (the primary unchanged, or a flat group).
+        """
+        if self._start_requested:
+            raise RuntimeError("the host was already started")
+        self._start_requested = True
+
+        async def body(_: Pending[None]) -> None:
+            try:
+                await self._start(open_runtime, persist=persist)
+            except Exception as error:
+                self._startup_failure = error
+                self._advance(_E.FAILED)
+                raise
+            finally:
+                self._started.set()
+
+        pending: Pending[None] = Pending("startup", body, withdrawable=False)
+        self._put(pending)
+        return pending
+
+    async def _start(self, open_runtime: RuntimeOpener, *, persist: bool) -> None:
+        runtime = await open_runtime()
+        self._runtime = runtime
+        runtime.set_before_session_invalidate(self._before_session_invalidate)
+        runtime.set_rebind_session(self._rebind_session)
         try:
             cwd: str | None = runtime.cwd
         except Exception:  # a runtime that cannot even name its cwd still gets disposed below
             cwd = None
-        host._current = ("startup", _Target(cwd=cwd))
+        self._begin("startup", _Target(cwd=cwd))
         try:
-            await host._bind_session(runtime.session)
+            await self._bind_session(runtime.session)
         except Exception as error:
-            await host._dispose_runtime_failure(error, PHASE_INITIAL_BINDING)
-        host._bound = True
-        host._announce()
-        return host
+            await self._dispose_runtime_failure(error, Phase.INITIAL_BINDING)
+        if persist:
+            try:
+                await self._bindings.flush_persistence(runtime.session)
+            except Exception as error:
+                await self._dispose_runtime_failure(error, Phase.PERSISTENCE)
+        self._advance(_E.BOUND)
+
+    async def wait_started(self) -> None:
+        """Until the startup settled (either way)."""
+        await self._started.wait()
+
+    @property
+    def startup_failure(self) -> BaseException | None:
+        """Why the host never got a session, if it did not."""
+        return self._startup_failure
 
     # -- status ------------------------------------------------------------------------
 
     @property
     def status(self) -> HostStatus:
-        """Never raises: ``disposed`` > ``unusable`` > ``replacing`` > ``ready``."""
-        if self._disposed:
-            return "disposed"
-        if self._unusable:
-            return "unusable"
-        if self._replacement_in_flight:
-            return "replacing"
-        return "ready"
+        """Never raises."""
+        value: HostStatus = self._state.value
+        return value
 
     @property
     def generation(self) -> int:
@@ -207,56 +327,91 @@ class SerializedHost:
 
     @property
     def is_available(self) -> bool:
-        return self.status == "ready"
+        return self._state is HostState.READY
+
+    def _advance(self, event: _Event, *, announce: bool = True) -> None:
+        if self._state is HostState.DISPOSED:
+            return
+        following = _TRANSITIONS.get((self._state, event))
+        if following is None:
+            raise AssertionError(f"the host has no transition from {self._state.value} on: {event.value}")
+        self._state = following
+        if announce:
+            self._announce()
 
     def _announce(self) -> None:
-        """Tell ``on_status`` about a (status, generation) change; a listener bug must not break the host."""
-        if not self._bound:
+        """Tell ``on_status`` about a (status, generation) change; a listener bug must not break the host.
+
+        The first announcement is ``ready``: a host that never got a session announces nothing.
+        """
+        if self._announced is None and self._state is not HostState.READY:
             return
         current = (self.status, self._generation)
-        if current == self._announced or self._on_status is None:
-            self._announced = current
+        if current == self._announced:
             return
         self._announced = current
+        if self._on_status is None:
+            return
         try:
             self._on_status(*current)
         except Exception:
             logger.exception("host status listener failed (status=%s, generation=%d)", *current)
 
-    def _assert_available(self, operation: str) -> None:
-        if self._disposed:
+    def check_available(self, operation: str) -> RuntimePort:
+        """The runtime if the host is ready; otherwise raise what the host's state means for ``operation``."""
+        state = self._state
+        if state is HostState.DISPOSED:
             raise attach_context(
                 HostDisposedError("session runtime host is disposed"),
-                FailureContext(operation, PHASE_AVAILABILITY, terminal=True),
+                FailureContext(operation, Phase.AVAILABILITY, terminal=True),
             )
-        if self._unusable or self._replacement_in_flight:
+        if state is HostState.UNUSABLE and self._startup_failure is not None:
+            raise self._not_started(operation)
+        if state is not HostState.READY or self._runtime is None:
             raise attach_context(
                 HostUnavailableError("session runtime host has no usable current session"),
-                FailureContext(operation, PHASE_AVAILABILITY, terminal=self._unusable),
+                FailureContext(operation, Phase.AVAILABILITY, terminal=state is HostState.UNUSABLE),
             )
+        return self._runtime
 
-    # -- getters (available only) ------------------------------------------------------
+    def _not_started(self, operation: str) -> BaseException:
+        """HOST_UNAVAILABLE (terminal, phase ``startup``) whose members are the startup failure itself,
+        primary first (e.g. SessionFileNotFound for a mistyped ``--resume``), so a client learns *why*
+        without reading the log. A fresh group each time: the failure's members are never re-labelled."""
+        startup = self._startup_failure
+        cause = context_of(startup) if startup is not None else None
+        context = FailureContext(
+            operation,
+            Phase.STARTUP,
+            cwd=cause.cwd if cause is not None else None,
+            session_path=cause.session_path if cause is not None else None,
+            terminal=True,
+        )
+        reason = (
+            startup
+            if isinstance(startup, Exception)  # a flat group is spliced in member by member
+            else HostUnavailableError("the session host could not be started; restart the daemon")
+        )
+        return attach_context(SessionBindingFailure("the session host could not be started", [reason]), context)
+
+    # -- getters (available only, immediate) -------------------------------------------
 
     @property
     def cwd(self) -> str:
         """The effective cwd of the current runtime's services (not the process cwd)."""
-        self._assert_available("cwd")
-        return self._runtime.cwd
+        return self.check_available("cwd").cwd
 
     @property
     def diagnostics(self) -> Sequence[Diagnostic]:
-        self._assert_available("diagnostics")
-        return self._runtime.diagnostics
+        return self.check_available("diagnostics").diagnostics
 
     @property
     def session_id(self) -> str:
-        self._assert_available("sessionId")
-        return self._runtime.session.session_id
+        return self.check_available("sessionId").session.session_id
 
     @property
     def session_file(self) -> str | None:
-        self._assert_available("sessionFile")
-        return self._runtime.session.session_file
+        return self.check_available("sessionFile").session.session_file
 
     def state(self) -> SessionState:
         with self._session_access("getState") as session:
@@ -270,29 +425,19 @@ class SerializedHost:
         with self._session_access("getTree") as session:
             return session.tree(nested)
 
-    async def compact(self, custom_instructions: str | None = None, *,
-                      on_started: Callable[[], None] | None = None) -> dict[str, Any]:
-        """Compact the current session, in arrival order like ``prompt`` and outside the lock like
-        it: a later replacement aborts the compaction in its teardown (nothing is written then)."""
-        await self.after_queued_replacements("compact")
-        with self._session_access("compact") as session:
-            work = session.compact(custom_instructions)
-            if on_started is not None:
-                on_started()
-            return await work
+    def compact(self, custom_instructions: str | None = None) -> Pending[dict[str, Any]]:
+        """Compact the session current at this call's place, outside the queue like ``prompt``: a later
+        replacement aborts the compaction in its teardown (nothing is written then), and so does
+        cancelling this once it runs (``CompactionCancelledError``)."""
+        return self._outside("compact", lambda session: session.compact(custom_instructions))
 
-    async def navigate_tree(self, target_id: str, *, summarize: bool = False, custom_instructions: str | None = None,
-                            replace_instructions: bool | None = None, label: str | None = None,
-                            on_started: Callable[[], None] | None = None) -> dict[str, Any]:
-        """Move the current session's leaf (a summary of the branch left is a model call, so this
-        runs outside the lock like ``prompt``; arrival order is kept)."""
-        await self.after_queued_replacements("navigateTree")
-        with self._session_access("navigateTree") as session:
-            work = session.navigate_tree(target_id, summarize=summarize, custom_instructions=custom_instructions,
-                                         replace_instructions=replace_instructions, label=label)
-            if on_started is not None:
-                on_started()
-            return await work
+    def navigate_tree(self, target_id: str, *, summarize: bool = False, custom_instructions: str | None = None,
+                      replace_instructions: bool | None = None, label: str | None = None) -> Pending[dict[str, Any]]:
+        """Move the leaf of the session current at this call's place (a summary of the branch left is a
+        model call, so it runs outside the queue like ``prompt``; cancelling it once it runs aborts it)."""
+        return self._outside("navigateTree", lambda session: session.navigate_tree(
+            target_id, summarize=summarize, custom_instructions=custom_instructions,
+            replace_instructions=replace_instructions, label=label))
 
     def set_label(self, entry_id: str, label: str | None = None) -> str:
         with self._session_access("setLabel") as session:
@@ -311,13 +456,14 @@ class SerializedHost:
             return session.commands()
 
     def set_model(self, provider: str, model_id: str) -> ModelRef:
-        """Switch the current session's model (not under the lock, like ``set_session_name``:
-        it appends one entry and never replaces the session). A running turn keeps its model."""
+        """Switch the current session's model (it appends one entry and never replaces the session).
+        A running turn keeps its model."""
         with self._session_access("setModel") as session:
             return session.set_model(provider, model_id)
 
     def cycle_model(self, direction: str = "forward") -> CycleModelResult | None:
-        """Switch the current session to the next usable model (not under the lock, like ``set_model``)."""
+        """Switch the current session to the next usable model (it appends entries and never replaces
+        the session)."""
         with self._session_access("cycleModel") as session:
             return session.cycle_model(direction)
 
@@ -325,57 +471,114 @@ class SerializedHost:
         with self._session_access("getAvailableModels") as session:
             return session.available_models()
 
-    async def after_queued_replacements(self, operation: str) -> None:
-        """Wait until every replacement (and a final disposal) requested before this call settled.
+    # -- session calls in arrival order --------------------------------------------------
 
-        Session calls take effect in arrival order: ``newSession`` then ``setSessionName``
-        pipelined names the *new* session, never the one being replaced. The wait goes through
-        the FIFO lock and holds it for no time at all; nothing awaits between its release and the
-        return, so a caller that touches the session right after this (synchronously, or by
-        starting a coroutine) acts on the session current after those replacements and before any
-        later one begins. Cancellable while waiting (the call then never happened). Fails at once,
-        without waiting, when the host is already terminal or disposed.
-        """
-        self._refuse_reentry(operation)
-        if self._disposed or self._unusable:
-            self._assert_available(operation)
-        async with self._lock:
-            pass
+    def enqueue(self, operation: str, act: Callable[[], T]) -> Pending[T]:
+        """Queue ``act`` (e.g. ``lambda: host.set_session_name(name)``) behind everything requested
+        before this call: pipelined ``newSession`` + ``setSessionName`` names the *new* session."""
 
-    async def prompt(self, text: str, *, images: Sequence[ImageInput] = (),
-                     streaming_behavior: StreamingBehavior | None = None,
-                     on_started: Callable[[], None] | None = None) -> str | CommandRan | None:
-        """Run one turn on the current session; resolves with its ``stopReason``.
+        async def body(_: Pending[T]) -> T:
+            return act()
 
-        The turn starts after every replacement requested before it (``after_queued_replacements``)
-        and then runs outside the host lock, as in Pi: a replacement requested later aborts it in
-        its teardown, and this call resolves with the aborted turn's reason. ``on_started`` is
-        called once the turn has begun, i.e. when cancelling the wait is no longer enough and the
-        caller must abort the turn instead. An extension command runs in this call too (outside the
-        lock, like the turn), so its session actions queue on the host like any request. With
-        ``streaming_behavior``, a prompt that finds a turn running is queued into it and resolves
-        with ``None`` at once.
-        """
-        await self.after_queued_replacements("prompt")
-        current = asyncio.current_task()
-        if current is not None and current.cancelling():
-            # cancelled while it waited (a shielded checkpoint may have deferred the delivery):
-            # the turn must never start, so do not hand the pending cancellation to the agent loop
-            raise asyncio.CancelledError
-        with self._session_access("prompt") as session:
-            turn = session.prompt(text, images=images, streaming_behavior=streaming_behavior)
-            if on_started is not None:
-                on_started()
-            # Awaiting a coroutine runs it at once up to its first suspension: the session marks
-            # the turn as running before any replacement woken by the lock release can look.
-            return await turn
+        return self._submit(operation, body)
 
-    async def abort(self) -> None:
-        with self._session_access("abort") as session:
+    def enqueue_async(self, operation: str, act: Callable[[], Awaitable[T]]) -> Pending[T]:
+        """``enqueue`` for an ``act`` that awaits (e.g. ``exportHtml``); the queue waits for it."""
+
+        async def body(_: Pending[T]) -> T:
+            return await act()
+
+        return self._submit(operation, body)
+
+    def prompt(
+        self,
+        text: str,
+        *,
+        images: Sequence[ImageInput] = (),
+        streaming_behavior: StreamingBehavior | None = None,
+    ) -> Pending[str | CommandRan | None]:
+        """Run one turn on the session current at this call's place in the queue; resolves with its
+        ``stopReason``. Cancelling it while queued withdraws it; cancelling it once the turn has begun
+        aborts the turn, and it resolves with the aborted turn's reason. An extension command
+        (``/name args``) runs the same way, outside the queue like a turn, so the session actions it
+        takes (``rpcd.wire.commands``) queue on the host like any request; it resolves ``CommandRan``.
+        With ``streaming_behavior``, a prompt that finds a turn running at its place is queued into
+        that turn (steer / follow-up) and resolves with ``None`` at once."""
+        return self._outside(
+            "prompt", lambda session: session.prompt(text, images=images, streaming_behavior=streaming_behavior)
+        )
+
+    def _outside(
+        self,
+        operation: str,
+        start: Callable[[SessionPort], Awaitable[T]],
+        stop: Callable[[SessionPort], Coroutine[Any, Any, None]] | None = None,
+    ) -> Pending[T]:
+        """Queue work that, once its place comes, runs outside the queue in the host's task group (a
+        turn, a compaction, a client command) on the session current then. Cancelling it while queued
+        withdraws it; once it runs, ``stop`` (default: abort the session's turn) stops it and it still
+        settles with the work's outcome."""
+        turn = _Turn(self, stop)
+
+        async def begin(pending: Pending[T]) -> None:
+            with self._session_access(operation) as session:
+                assert self._task_group is not None
+                await self._task_group.start(self._run_outside, operation, session, start, pending, turn)
+
+        return self._submit(operation, begin, settles_itself=True, on_running_cancel=turn.abort)
+
+    async def _run_outside(
+        self,
+        operation: str,
+        session: SessionPort,
+        start: Callable[[SessionPort], Awaitable[T]],
+        pending: Pending[T],
+        turn: _Turn,
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Run ``start(session)`` (a turn, a client command) outside the queue, in the host's task
+        group, settling ``pending`` with its outcome."""
+        _inside_operation.set(None)  # it runs outside the queue (an extension command may call the host)
+        turn.session = session
+        task_status.started()
+        # The worker resumes only after this task suspends: awaiting ``start`` runs it up to its first
+        # suspension now, so the session marks the work as running before the next queued operation
+        # (e.g. a replacement that must abort it) can look.
+        if turn.abort_requested:
+            self._spawn_stop(turn)
+        try:
+            outcome = await start(session)
+        except Exception as error:
+            self._describe_access(error, operation)
+            pending.settle(error=error)
+        except BaseException as error:
+            pending.settle(error=error)
+            raise
+        else:
+            pending.settle(outcome)
+
+    def abort(self) -> Pending[None]:
+        """Abort the running turn of the session current at this call's place; resolves once idle."""
+
+        async def body(_: Pending[None]) -> None:
+            with self._session_access("abort") as session:
+                await session.abort()
+
+        return self._submit("abort", body)
+
+    def _spawn_stop(self, turn: _Turn) -> None:
+        if self._task_group is not None and turn.session is not None:
+            self._task_group.start_soon(turn.stop, turn.session)
+
+    async def _abort_quietly(self, session: SessionPort) -> None:
+        try:
             await session.abort()
+        except Exception:
+            logger.exception("aborting a cancelled prompt's turn failed")
 
     async def export_html(self, output_path: str | None = None) -> str:
-        """Export the current session as one HTML file (not under the lock: it only reads the session)."""
+        """Export the current session as one HTML file (the wire queues it: ``enqueue_async``)."""
         with self._session_access("exportHtml") as session:
             return await session.export_html(output_path)
 
@@ -384,8 +587,8 @@ class SerializedHost:
         with self._session_access("exportJsonl") as session:
             return session.export_jsonl(output_path)
 
-    # -- turn control (session calls that never replace the session; not under the lock, like
-    #    ``set_model``: the wire orders them after queued replacements) ----------------------
+    # -- turn control (session calls that never replace the session; the wire queues each at its
+    #    request's arrival with ``enqueue``, like ``set_model``) ------------------------------
 
     def steer(self, text: str, images: Sequence[ImageInput] = ()) -> None:
         with self._session_access("steer") as session:
@@ -443,13 +646,20 @@ class SerializedHost:
         with self._session_access("getEntries") as session:
             return session.entries(since)
 
-    async def bash(self, command: str, *, exclude_from_context: bool | None = None, timeout: float | None = None,
-                   request_id: int | str | None = None) -> BashOutcome:
-        """Run a client command in the current session (outside the lock, like a turn: a later
-        replacement stops it in its teardown and this call resolves with ``cancelled``)."""
-        with self._session_access("bash") as session:
-            return await session.bash(command, exclude_from_context=exclude_from_context, timeout=timeout,
-                                      request_id=request_id)
+    def bash(self, command: str, *, exclude_from_context: bool | None = None, timeout: float | None = None,
+             request_id: int | str | None = None) -> Pending[BashOutcome]:
+        """Run a client command in the session current at this call's place, outside the queue like a
+        turn (a later replacement stops it in its teardown and it resolves ``cancelled``); cancelling
+        it once it runs stops it (``abort_bash``) and it still resolves."""
+
+        async def stop(session: SessionPort) -> None:
+            try:
+                session.abort_bash()
+            except Exception:
+                logger.exception("stopping a cancelled bash command failed")
+
+        return self._outside("bash", lambda session: session.bash(
+            command, exclude_from_context=exclude_from_context, timeout=timeout, request_id=request_id), stop)
 
     def abort_bash(self) -> None:
         with self._session_access("abortBash") as session:
@@ -458,61 +668,94 @@ class SerializedHost:
     @contextlib.contextmanager
     def _session_access(self, operation: str) -> Iterator[SessionPort]:
         """Yield the current session if available; describe any failure of the access itself."""
-        self._assert_available(operation)
-        session = self._runtime.session
+        session = self.check_available(operation).session
         try:
             yield session
         except Exception as error:
-            if context_of(error) is None:
-                target = self._current_target()
-                attach_context(error, self._context(operation, target, PHASE_SESSION_ACCESS, terminal=False))
+            self._describe_access(error, operation)
             raise
+
+    def _describe_access(self, error: Exception, operation: str) -> None:
+        if context_of(error) is None:
+            target = self._current_target()
+            attach_context(error, self._context(operation, target, Phase.SESSION_ACCESS, terminal=False))
+
+    def _submit(
+        self,
+        operation: str,
+        body: Callable[[Pending[T]], Coroutine[Any, Any, T | None]],
+        *,
+        settles_itself: bool = False,
+        on_running_cancel: Callable[[], None] | None = None,
+    ) -> Pending[T]:
+        """Take the operation's place in the FIFO now; a call the host already knows it must refuse
+        (re-entry, a terminal or disposed host) fails at once instead of queueing behind slow cleanup."""
+        try:
+            self._refuse_reentry(operation)
+            if self._state in (HostState.UNUSABLE, HostState.DISPOSED):
+                self.check_available(operation)
+        except Exception as refusal:
+            return Pending.failed(operation, refusal)
+        pending = Pending(operation, body, settles_itself=settles_itself, on_running_cancel=on_running_cancel)
+        self._put(pending)
+        return pending
+
+    def _put(self, pending: Pending[Any]) -> None:
+        pending.context.run(_inside_operation.set, self)  # re-entry from inside the operation is refused
+        self._queue.put(pending)
+
+    def _refuse_reentry(self, operation: str) -> None:
+        if _inside_operation.get() is self:
+            raise attach_context(
+                HostError("a host operation cannot be started from inside another host operation"),
+                FailureContext(operation, Phase.AVAILABILITY),
+            )
 
     # -- replacements ------------------------------------------------------------------
 
-    async def new_session(self, *, cwd: str | None = None, parent_session: str | None = None) -> ReplacementOutcome:
+    def new_session(self, *, cwd: str | None = None, parent_session: str | None = None) -> Pending[ReplacementOutcome]:
         """Start a fresh session in the current cwd, or in ``cwd`` (another project: checked before
         teardown, like a resume into it). See ``_replace`` for resources and errors."""
-        return await self._replace(
+        return self._replace(
             "newSession",
-            lambda: _Target(cwd=cwd if cwd is not None else self._runtime.cwd, session_path=parent_session),
-            lambda: self._runtime.new_session(parent_session=parent_session, cwd=cwd),
+            lambda runtime: _Target(cwd=cwd if cwd is not None else runtime.cwd, session_path=parent_session),
+            lambda runtime: runtime.new_session(parent_session=parent_session, cwd=cwd),
         )
 
-    async def resume(self, session_path: str, cwd_override: str | None = None) -> ReplacementOutcome:
+    def resume(self, session_path: str, cwd_override: str | None = None) -> Pending[ReplacementOutcome]:
         """Switch to ``session_path`` (its cwd, or ``cwd_override``)."""
-        return await self._replace(
+        return self._replace(
             "resume",
-            lambda: _Target(cwd=cwd_override, session_path=session_path),
-            lambda: self._runtime.switch_session(session_path, cwd_override),
+            lambda _: _Target(cwd=cwd_override, session_path=session_path),
+            lambda runtime: runtime.switch_session(session_path, cwd_override),
         )
 
-    async def fork(self, entry_id: str) -> ReplacementOutcome:
+    def fork(self, entry_id: str) -> Pending[ReplacementOutcome]:
         """Fork *before* ``entry_id`` (Pi's default position); ``selected_text`` is that message."""
-        return await self._replace(
+        return self._replace(
             "fork",
-            lambda: self._entry_target(entry_id),
-            lambda: self._runtime.fork(entry_id, "before"),
+            lambda runtime: _entry_target(runtime, entry_id),
+            lambda runtime: runtime.fork(entry_id, "before"),
         )
 
-    async def clone(self, entry_id: str | None = None) -> ReplacementOutcome:
+    def clone(self, entry_id: str | None = None) -> Pending[ReplacementOutcome]:
         """``fork(entry_id, "at")``; without ``entry_id`` the leaf current when the operation starts."""
 
-        async def operation() -> ReplaceResult:
-            target = entry_id if entry_id is not None else self._runtime.session.state().leaf_id
+        async def operation(runtime: RuntimePort) -> ReplaceResult:
+            target = entry_id if entry_id is not None else runtime.session.state().leaf_id
             if target is None:
-                raise InvalidEntryError("the current session has no entries to clone", cwd=self._runtime.cwd)
-            self._current = ("clone", self._entry_target(target))
-            return await self._runtime.fork(target, "at")
+                raise InvalidEntryError("the current session has no entries to clone", cwd=runtime.cwd)
+            self._op.target = _entry_target(runtime, target)
+            return await runtime.fork(target, "at")
 
-        return await self._replace("clone", lambda: self._entry_target(entry_id), operation)
+        return self._replace("clone", lambda runtime: _entry_target(runtime, entry_id), operation)
 
-    async def import_jsonl(self, path: str, cwd_override: str | None = None) -> ReplacementOutcome:
+    def import_jsonl(self, path: str, cwd_override: str | None = None) -> Pending[ReplacementOutcome]:
         """Copy a JSONL transcript into the session dir and switch to it."""
-        return await self._replace(
+        return self._replace(
             "importJsonl",
-            lambda: _Target(cwd=cwd_override, session_path=path),
-            lambda: self._runtime.import_from_jsonl(path, cwd_override),
+            lambda _: _Target(cwd=cwd_override, session_path=path),
+            lambda runtime: runtime.import_from_jsonl(path, cwd_override),
         )
 
     def _current_target(self) -> _Target:
@@ -522,20 +765,18 @@ class SerializedHost:
         invalidated (a replacement failed under a running prompt) may refuse to answer.
         """
         try:
-            return _Target(cwd=self._runtime.cwd, session_path=self._runtime.session.session_file)
+            runtime = self._runtime
+            return _Target() if runtime is None else _Target(cwd=runtime.cwd, session_path=runtime.session.session_file)
         except Exception:
             return _Target()
 
-    def _entry_target(self, entry_id: str | None) -> _Target:
-        return _Target(cwd=self._runtime.cwd, session_path=self._runtime.session.session_file, entry_id=entry_id)
-
-    async def _replace(
+    def _replace(
         self,
         operation_name: str,
-        target: Callable[[], _Target],
-        operation: Callable[[], Awaitable[ReplaceResult]],
-    ) -> ReplacementOutcome:
-        """Run one replacement under the lock, then flush host persistence (seed ``replace``).
+        target: Callable[[RuntimePort], _Target],
+        operation: Callable[[RuntimePort], Awaitable[ReplaceResult]],
+    ) -> Pending[ReplacementOutcome]:
+        """Queue one replacement, then flush host persistence (seed ``replace``).
 
         Resource handling: before the runtime's before-invalidate callback the old session stays
         current and owned by the runtime; after it, the old session is gone and the host owns
@@ -546,117 +787,92 @@ class SerializedHost:
         (missing file, invalid entry, missing cwd) propagate with a non-terminal context and leave
         the old session usable. Any error after invalidation (factory, binding, persistence) makes
         the host terminal and propagates as the primary, or as one flat ``SessionBindingFailure``
-        when cleanup also failed. Errors raised by ``_assert_available`` name the host state.
+        when cleanup also failed. Errors raised by ``check_available`` name the host state.
         """
 
-        async def replace() -> ReplacementOutcome:
-            result = await operation()
+        async def body(_: Pending[ReplacementOutcome]) -> ReplacementOutcome:
+            runtime = self.check_available(operation_name)
+            op = self._begin(operation_name, target(runtime))
             try:
-                await self._bindings.flush_persistence()
+                result = await operation(runtime)
+                try:
+                    await self._bindings.flush_persistence(self._current_session())
+                except Exception as error:
+                    await self._dispose_runtime_failure(error, Phase.PERSISTENCE)
+                session = runtime.session
+                return ReplacementOutcome(
+                    cancelled=result.cancelled,
+                    selected_text=result.selected_text,
+                    session_id=session.session_id,
+                    session_file=session.session_file,
+                    cwd=runtime.cwd,
+                    generation=self._generation,
+                    dropped_queue=result.dropped_queue,
+                )
             except Exception as error:
-                await self._dispose_runtime_failure(error, PHASE_PERSISTENCE)
-            session = self._runtime.session
-            return ReplacementOutcome(
-                cancelled=result.cancelled,
-                selected_text=result.selected_text,
-                session_id=session.session_id,
-                session_file=session.session_file,
-                cwd=self._runtime.cwd,
-                generation=self._generation,
-                dropped_queue=result.dropped_queue,
-            )
-
-        return await self._serialize(operation_name, target, replace)
-
-    async def _serialize(
-        self,
-        operation_name: str,
-        target: Callable[[], _Target],
-        operation: Callable[[], Awaitable[T]],
-    ) -> T:
-        """Queue behind the tail, assert availability, run; failures after invalidation are terminal."""
-
-        async def body() -> T:
-            self._assert_available(operation_name)
-            self._current = (operation_name, target())
-            self._terminal_failure = None
-            try:
-                return await operation()
-            except Exception as error:
-                if not self._replacement_in_flight:
-                    name, where = self._current
+                if not op.invalidated:
                     if context_of(error) is None:
-                        attach_context(error, self._context(name, where, PHASE_PRE_VALIDATION, terminal=False))
+                        attach_context(error, self._context(op.name, op.target, Phase.PRE_VALIDATION, terminal=False))
                     raise
-                self._unusable = True
-                self._announce()
-                cleanup = self._take_invalidation_cleanup_failures()
-                if error is self._terminal_failure and not cleanup:
+                self._advance(_E.FAILED)
+                cleanup = op.take_cleanup_failures()
+                if error is op.described and not cleanup:
                     raise  # already described by the terminal path that raised it
-                name, where = self._current
                 raise_session_binding_failure(
-                    error, cleanup, self._context(name, where, PHASE_REPLACEMENT, terminal=True)
+                    error, cleanup, self._context(op.name, op.target, Phase.REPLACEMENT, terminal=True)
                 )
             except BaseException:
-                # Not an operational failure (e.g. the runtime's own task was cancelled); if the
-                # old session was already invalidated, nothing usable is left either way.
-                if self._replacement_in_flight:
-                    self._unusable = True
-                    self._announce()
+                # Not an operational failure (e.g. the worker itself is cancelled); if the old session
+                # was already invalidated, nothing usable is left either way.
+                if op.invalidated:
+                    self._advance(_E.FAILED)
                 raise
-            finally:
-                self._terminal_failure = None
 
-        if self._disposed or self._unusable:
-            # Terminal flags never clear, so the guard's answer is already known: give it now
-            # instead of after queueing behind (possibly slow) final cleanup.
-            self._assert_available(operation_name)
-        return await self._exclusive(operation_name, body)
+        return self._submit(operation_name, body)
 
-    async def _exclusive(self, operation_name: str, body: Callable[[], Awaitable[T]]) -> T:
-        """Take the FIFO lock (cancellable: a queued request never starts), then run ``body`` to settlement."""
-        self._refuse_reentry(operation_name)
-        await self._lock.acquire()
-        try:
-            return await _run_to_settlement(body, self)
-        finally:
-            self._lock.release()
+    def _begin(self, name: str, target: _Target) -> _Operation:
+        self._op = _Operation(name, target)
+        return self._op
 
-    def _refuse_reentry(self, operation_name: str) -> None:
-        if _inside_operation.get() is self:
-            raise attach_context(
-                HostError("a host operation cannot be started from inside another host operation"),
-                FailureContext(operation_name, PHASE_AVAILABILITY),
-            )
+    def _current_session(self) -> SessionPort | None:
+        """The session the host has bound and subscribed, if any (never a dead one after a failure)."""
+        if self._subscription is None or self._runtime is None:
+            return None
+        return self._runtime.session
 
     # -- runtime callbacks ---------------------------------------------------------------
 
-    def _before_session_invalidate(self) -> None:
+    def _before_session_invalidate(self, reason: str) -> None:
         """Synchronous, called by the runtime just before the old session is disposed.
 
         Never raises (Pi does not await it): an unsubscribe failure is kept for the awaited
         boundary (rebind, the factory-failure path, or final disposal) to report.
         """
-        self._replacement_in_flight = True
-        self._clear_subscription_after_failure(self._invalidation_cleanup_failures)
+        op = self._op
+        op.invalidated = True
+        op.shutdown_reason = reason
+        try:
+            self._advance(_E.INVALIDATED, announce=False)
+        except AssertionError as error:  # a bug, but this callback must not raise into the runtime
+            op.cleanup_failures.append(error)
+        self._clear_subscription_after_failure(op.cleanup_failures)
         self._announce()
 
     async def _rebind_session(self, session: SessionPort) -> None:
         """Awaited by the runtime after it applied session+services+diagnostics together."""
-        cleanup_failures = self._take_invalidation_cleanup_failures()
+        cleanup_failures = self._op.take_cleanup_failures()
         if cleanup_failures:
             primary, *remaining = cleanup_failures
             await self._dispose_runtime_failure(
-                _CapturedSessionBindingFailure(primary, remaining), PHASE_INVALIDATION_CLEANUP
+                _CapturedSessionBindingFailure(primary, remaining), Phase.INVALIDATION_CLEANUP
             )
         self._generation += 1
         self._announce()
         try:
             await self._bind_session(session)
         except Exception as error:
-            await self._dispose_runtime_failure(error, PHASE_BINDING)
-        self._replacement_in_flight = False
-        self._announce()
+            await self._dispose_runtime_failure(error, Phase.BINDING)
+        self._advance(_E.REBOUND)
 
     # -- binding and failure policy ------------------------------------------------------
 
@@ -665,50 +881,47 @@ class SerializedHost:
         try:
             self._clear_subscription()
             await session.bind_extensions(self._bindings.extension_bindings(session))
-            self._unsubscribe = self._bindings.subscribe(session)
-            self._bindings.report_diagnostics(self._runtime.diagnostics)
+            binding = Binding(session, self._generation, self._op.name)
+            self._subscription = self._bindings.subscribe(binding)
+            assert self._runtime is not None
+            self._bindings.report_diagnostics(binding, self._runtime.diagnostics)
         except Exception as error:
             cleanup_failures: list[Exception] = []
             self._clear_subscription_after_failure(cleanup_failures)
             raise _CapturedSessionBindingFailure(error, cleanup_failures) from error
 
-    async def _dispose_runtime_failure(self, error: Exception, phase: str) -> Any:
-        """Terminal path: clear the subscription, dispose the runtime, raise primary (+cleanup).
-
-        Never returns. Typed ``Any`` so callers read like the seed's ``return disposeRuntimeFailure(...)``.
-        """
+    async def _dispose_runtime_failure(self, error: Exception, phase: Phase) -> NoReturn:
+        """Terminal path: clear the subscription, dispose the runtime, raise primary (+cleanup)."""
         captured = (
             error
             if isinstance(error, _CapturedSessionBindingFailure)
             else _CapturedSessionBindingFailure(error, [])
         )
-        self._replacement_in_flight = True
-        self._unusable = True
-        self._announce()
+        self._advance(_E.FAILED)
         cleanup_failures = list(captured.cleanup_failures)
         try:
             self._clear_subscription_after_failure(cleanup_failures)
             try:
+                assert self._runtime is not None
                 await self._runtime.dispose()
             except Exception as dispose_error:
                 cleanup_failures.append(dispose_error)
         finally:
-            self._replacement_in_flight = True
-            self._unusable = True
+            self._advance(_E.FAILED)
             self._clear_subscription_after_failure(cleanup_failures)
-        name, where = self._current
+        op = self._op
         try:
             raise_session_binding_failure(
-                captured.primary, cleanup_failures, self._context(name, where, phase, terminal=True)
+                captured.primary, cleanup_failures, self._context(op.name, op.target, phase, terminal=True)
             )
         except Exception as failure:
-            self._terminal_failure = failure
+            op.described = failure
             raise
 
     def _clear_subscription(self) -> None:
-        release, self._unsubscribe = self._unsubscribe, None
+        release, self._subscription = self._subscription, None
         if release is not None:
-            release()
+            release(self._op.shutdown_reason)
 
     def _clear_subscription_after_failure(self, cleanup_failures: list[Exception]) -> None:
         try:
@@ -716,12 +929,8 @@ class SerializedHost:
         except Exception as error:
             cleanup_failures.append(error)
 
-    def _take_invalidation_cleanup_failures(self) -> list[Exception]:
-        failures, self._invalidation_cleanup_failures = self._invalidation_cleanup_failures, []
-        return failures
-
     @staticmethod
-    def _context(operation: str, target: _Target, phase: str, *, terminal: bool) -> FailureContext:
+    def _context(operation: str, target: _Target, phase: Phase, *, terminal: bool) -> FailureContext:
         return FailureContext(
             operation,
             phase,
@@ -733,101 +942,77 @@ class SerializedHost:
 
     # -- final disposal ------------------------------------------------------------------
 
-    def dispose(self) -> Coroutine[Any, Any, None]:
-        """Final disposal (seed §8). Await the returned coroutine.
+    def request_disposal(self) -> Pending[None]:
+        """The final disposal (seed §8), queued at this call: the wire calls it at ``dispose``'s arrival.
 
-        The call itself (before any ``await``) marks the host disposed and unusable, so getters
-        and every later request fail at once; the cleanup then queues behind the current tail
-        (a healthy replacement in flight settles first). A repeated call returns a coroutine that
-        raises ``HostDisposedError`` and schedules nothing.
+        The call marks the host disposed at once, so getters and every later request fail at once;
+        the cleanup queues behind the current tail (a healthy replacement in flight settles first)
+        and, once queued, runs even if nobody awaits it or its caller is cancelled. A repeated call
+        (or one from inside a host operation) fails and schedules nothing.
 
         Resource handling: abort, host persistence flush, ``runtime.dispose()`` and an explicit
-        unsubscribe are each attempted even if an earlier one failed; cleanup runs to the end
-        even if the caller is cancelled (waiting for the lock included), like ``aclose``.
+        unsubscribe are each attempted even if an earlier one failed.
 
         Error handling: failures in occurrence order, with those captured by the invalidation
         callback that ``runtime.dispose()`` runs drained before a later runtime-disposal
         rejection; the primary alone, or one flat ``SessionBindingFailure``. Terminal either way.
         """
-        if _inside_operation.get() is self:
-            return self._refused_reentry("dispose")
-        if self._disposed:
-            return self._already_disposed()
-        self._disposed = True
-        self._unusable = True
-        self._announce()
-        return self._final_disposal()
+        try:
+            self._refuse_reentry("dispose")
+            if self._state is HostState.DISPOSED:
+                raise attach_context(
+                    HostDisposedError("session runtime host is disposed"),
+                    FailureContext("dispose", Phase.AVAILABILITY, terminal=True),
+                )
+        except Exception as refusal:
+            return Pending.failed("dispose", refusal)
+        self._advance(_E.DISPOSED)
+        cleanup: Pending[None] = Pending("dispose", self._final_cleanup, withdrawable=False)
+        self._disposal = cleanup
+        self._put(cleanup)
+        self._queue.close()
+        return cleanup
 
-    async def _already_disposed(self) -> None:
-        raise attach_context(
-            HostDisposedError("session runtime host is disposed"),
-            FailureContext("dispose", PHASE_AVAILABILITY, terminal=True),
-        )
+    @property
+    def disposal(self) -> Pending[None] | None:
+        """The final disposal once requested (await ``wait_settled()``, then ``result()``)."""
+        return self._disposal
 
-    async def _refused_reentry(self, operation_name: str) -> None:
-        self._refuse_reentry(operation_name)
+    async def dispose(self) -> None:
+        """Final disposal: ``request_disposal()`` and wait for it (see there)."""
+        await self.request_disposal()
 
-    async def _final_disposal(self) -> None:
-        async def locked_cleanup() -> None:
-            async with self._lock:
-                await self._final_cleanup()
-
-        await _run_to_settlement(locked_cleanup, self)
-
-    async def _final_cleanup(self) -> None:
-        target = self._current_target()
+    async def _final_cleanup(self, _: Pending[None]) -> None:
+        runtime = self._runtime
+        if runtime is None or self._startup_failure is not None:
+            return  # never started, or the startup already disposed what it had opened
+        op = self._begin("dispose", self._current_target())
         failures: list[Exception] = []
         try:
-            session = self._runtime.session
+            session = runtime.session
             session.drop_queue()  # reported in session_shutdown; nothing queued may run at the end
             await session.abort()
         except Exception as error:
             failures.append(error)
         try:
-            await self._bindings.flush_persistence()
+            await self._bindings.flush_persistence(self._current_session())
         except Exception as error:
             failures.append(error)
         runtime_dispose_failure: Exception | None = None
         try:
-            await self._runtime.dispose()
+            await runtime.dispose()
         except Exception as error:
             runtime_dispose_failure = error
-        failures.extend(self._take_invalidation_cleanup_failures())
+        failures.extend(op.take_cleanup_failures())
         if runtime_dispose_failure is not None:
             failures.append(runtime_dispose_failure)
         self._clear_subscription_after_failure(failures)
         if failures:
             primary, *cleanup_failures = failures
             raise_session_binding_failure(
-                primary, cleanup_failures, self._context("dispose", target, PHASE_FINAL_DISPOSAL, terminal=True)
+                primary, cleanup_failures, self._context("dispose", op.target, Phase.FINAL_DISPOSAL, terminal=True)
             )
 
 
-async def _run_to_settlement(body: Callable[[], Awaitable[T]], host: SerializedHost) -> T:
-    """Run ``body`` in its own task and wait for it to settle, whatever happens to the caller.
-
-    Why a task: anyio's ``CancelScope(shield=True)`` stops anyio-scope cancellation, but not a
-    native ``asyncio.Task.cancel()`` — which is how pygls cancels a request. A started
-    replacement interrupted half-way would leave a half-replaced host, so the body runs in a
-    task no request owns (with ``_inside_operation`` set, so re-entry is refused), and the
-    caller waits for it under a shield, swallowing native cancellations until it settles.
-    The caller then gets the real outcome (result or failure): the operation happened, and
-    its caller must learn that (``-32800`` is for requests that never started). An anyio-scope
-    cancellation is still delivered at the caller's next checkpoint, as anyio intends.
-    """
-
-    async def marked() -> T:
-        _inside_operation.set(host)
-        return await body()
-
-    task = asyncio.get_running_loop().create_task(marked(), context=contextvars.copy_context())
-    caller = asyncio.current_task()
-    with anyio.CancelScope(shield=True):
-        while not task.done():
-            try:
-                await asyncio.wait({task})
-            except asyncio.CancelledError:
-                if caller is not None:
-                    caller.uncancel()
-    return task.result()
-
+def _entry_target(runtime: RuntimePort, entry_id: str | None) -> _Target:
+    return _Target(cwd=runtime.cwd, session_path=runtime.session.session_file, entry_id=entry_id)

@@ -10,7 +10,9 @@ types they speak live in ``rpcd.core.values``.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeAlias
+
+import attrs
 
 from rpcd.core.values import (
     BashOutcome,
@@ -35,6 +37,14 @@ from rpcd.core.values import (
     Unsubscribe,
 )
 
+__all__ = ["BeforeInvalidate", "Binding", "HostBindings", "HostSubscription", "RuntimePort", "SessionPort"]
+
+
+BeforeInvalidate: TypeAlias = Callable[[str], None]
+"""``(shutdown_reason) -> None``: the runtime's synchronous before-invalidate callback."""
+HostSubscription: TypeAlias = Callable[[str], None]
+"""``(shutdown_reason) -> None``: removes every host listener of one session; idempotent."""
+
 
 class SessionPort(Protocol):
     """What the host may touch of the current AgentSession.
@@ -51,6 +61,12 @@ class SessionPort(Protocol):
 
     @property
     def is_streaming(self) -> bool: ...
+
+    @property
+    def session_start_event(self) -> Mapping[str, Any]:
+        """The ``session_start`` event the runtime built this session with (Pi's ``reason``:
+        ``startup``/``new``/``resume``/``fork``, and ``previousSessionFile`` when there was one)."""
+        ...
 
     async def abort(self) -> None: ...
 
@@ -190,7 +206,10 @@ class RuntimePort(Protocol):
     @property
     def diagnostics(self) -> Sequence[Diagnostic]: ...
 
-    def set_before_session_invalidate(self, callback: Callable[[], None] | None) -> None: ...
+    def set_before_session_invalidate(self, callback: BeforeInvalidate | None) -> None:
+        """Called synchronously just before the current session is disposed, with the reason of its
+        ``session_shutdown`` (``new``/``resume``/``fork``, ``quit`` for the final disposal)."""
+        ...
 
     def set_rebind_session(self, callback: Callable[[SessionPort], Awaitable[None]] | None) -> None: ...
 
@@ -207,16 +226,28 @@ class RuntimePort(Protocol):
     async def dispose(self) -> None: ...
 
 
+@attrs.frozen
+class Binding:
+    """What the host tells its bindings about the session it binds: the session, the generation the
+    host gave it (the host alone counts generations) and the host operation that bound it."""
+
+    session: SessionPort
+    generation: int
+    operation: str
+
+
 class HostBindings(Protocol):
     """The seed's ``bindings`` argument of ``bindSerializedSessionRuntimeHost``."""
 
     def extension_bindings(self, session: SessionPort) -> ExtensionBindings: ...
 
-    def subscribe(self, session: SessionPort) -> Unsubscribe:
-        """Install every host listener for ``session``; return one idempotent unsubscribe.
+    def subscribe(self, binding: Binding) -> HostSubscription:
+        """Install every host listener for ``binding.session``; return one idempotent unsubscribe.
         Must be atomic: if it raises, it has rolled back any partial installation."""
         ...
 
-    def report_diagnostics(self, diagnostics: Sequence[Diagnostic]) -> None: ...
+    def report_diagnostics(self, binding: Binding, diagnostics: Sequence[Diagnostic]) -> None: ...
 
-    async def flush_persistence(self) -> None: ...
+    async def flush_persistence(self, current: SessionPort | None) -> None:
+        """Record ``current`` durably (``None``: the host has no usable session to record)."""
+        ...

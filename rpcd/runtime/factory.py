@@ -25,7 +25,7 @@ from rpcd.runtime.providers import default_registry
 from rpcd.runtime.providers.base import ProviderRegistry
 from rpcd.runtime.providers.faux import FauxProvider, FauxScriptError
 from rpcd.runtime.runtime import CreateRuntimeResult, RuntimeFactory
-from rpcd.runtime.services import AuthorizeProject, ProcessInputs, ProjectTrustContext, create_services
+from rpcd.runtime.services import AuthorizeProject, ProcessInputs, create_services
 from rpcd.runtime.session import create_agent_session
 from rpcd.store import SessionManager
 from rpcd.tools import POLICY_SETTING
@@ -113,11 +113,8 @@ def make_default_factory(
         agent_dir: str,
         session_manager: SessionManager,
         session_start_event: Mapping[str, Any] | None,
-        project_trust_context: ProjectTrustContext | None,
     ) -> CreateRuntimeResult:
-        # project_trust_context: create_services asks authorize_project itself, with the
-        # reasons it found for *this* cwd, so the runtime-provided context is not needed.
-        del project_trust_context
+        # create_services asks authorize_project itself, with the reasons it found for *this* cwd.
         services = await create_services(
             cwd, agent_dir, process_inputs=process_inputs, authorize_project=authorize_project
         )

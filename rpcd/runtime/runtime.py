@@ -35,20 +35,18 @@ import anyio.to_thread
 import attrs
 
 from rpcd.core import progress
-from rpcd.core.errors import InvalidArgumentError, InvalidEntryError, MissingSessionCwdError, SessionNotSavedError
+from rpcd.core.errors import InvalidArgumentError, MissingSessionCwdError, SessionNotSavedError
 from rpcd.core.values import Diagnostic, ForkPosition, QueueSnapshot, ReplaceResult
 from rpcd.runtime.session import AgentSession
-from rpcd.runtime.trust import ProjectTrustContext
 from rpcd.store import SessionManager, assert_session_cwd_exists, default_session_dir, import_session
-from rpcd.store.entries import message_text
 from rpcd.store.importing import check_import_source
 from rpcd.store.library import check_session_file
 
 T = TypeVar("T")
 
-BeforeInvalidate = Callable[[], None]
+BeforeInvalidate = Callable[[str], None]
+"""``(shutdown_reason)``: the host's synchronous callback just before the current session is disposed."""
 Rebind = Callable[[AgentSession], Awaitable[None]]
-ProjectTrustContextFactory = Callable[[str], ProjectTrustContext | None]
 
 
 @attrs.frozen
@@ -72,7 +70,6 @@ class RuntimeFactory(Protocol):
         agent_dir: str,
         session_manager: SessionManager,
         session_start_event: Mapping[str, Any] | None,
-        project_trust_context: ProjectTrustContext | None,
     ) -> CreateRuntimeResult: ...
 
 
@@ -128,7 +125,6 @@ class AgentSessionRuntime:
         model_fallback_message: str | None = None,
         *,
         agent_dir: str,
-        project_trust_context_factory: ProjectTrustContextFactory | None = None,
         session_dir: str | None = None,
     ) -> None:
         self._session = session
@@ -140,7 +136,6 @@ class AgentSessionRuntime:
         self._session_dir = session_dir
         """Where new sessions live when configured (``--session-dir``, ``PI_CODING_AGENT_SESSION_DIR``,
         setting ``sessionDir``); ``None``: each project's default directory under the agent dir."""
-        self._trust_context_factory = project_trust_context_factory
         self._before_invalidate: BeforeInvalidate | None = None
         self._rebind: Rebind | None = None
         self._dropped = QueueSnapshot()
@@ -220,7 +215,7 @@ class AgentSessionRuntime:
                 event["targetSessionFile"] = target_session_file
             await runner.emit_session_shutdown(event)
         if self._before_invalidate is not None:
-            self._before_invalidate()
+            self._before_invalidate(reason)
         old.dispose()
 
     async def _replace_with(
@@ -241,7 +236,6 @@ class AgentSessionRuntime:
         start: dict[str, Any] = {"type": "session_start", "reason": reason}
         if previous_session_file is not None:
             start["previousSessionFile"] = previous_session_file
-        trust_context = self._trust_context_factory(cwd) if self._trust_context_factory is not None else None
         previous_commands = self._session.commands()  # plain data, still answered by a disposed session
         preferences = self._session.preferences
         result = await self._factory(
@@ -249,7 +243,6 @@ class AgentSessionRuntime:
             agent_dir=self._agent_dir,
             session_manager=sm,
             session_start_event=start,
-            project_trust_context=trust_context,
         )
         result.session.apply_preferences(preferences)
         self._session = result.session
@@ -319,18 +312,8 @@ class AgentSessionRuntime:
         if await self._emit_before({"type": "session_before_fork", "entryId": entry_id, "position": position}):
             return ReplaceResult(cancelled=True)
         current_sm = self._session.session_manager
-        entry = current_sm.get_entry(entry_id)
-        if entry is None:
-            raise InvalidEntryError("Invalid entry ID for forking", entry_id=entry_id)
-        selected_text: str | None = None
-        if position == "at":
-            target_leaf: str | None = entry["id"]
-        else:
-            message = entry.get("message")
-            if entry.get("type") != "message" or not isinstance(message, Mapping) or message.get("role") != "user":
-                raise InvalidEntryError("Invalid entry ID for forking", entry_id=entry_id)
-            target_leaf = entry.get("parentId")
-            selected_text = message_text(message.get("content"), "")
+        point = current_sm.fork_point(entry_id, position)
+        target_leaf, selected_text = point.leaf_id, point.selected_text
         previous = self._session.session_file
 
         if current_sm.is_persisted():
@@ -401,7 +384,7 @@ class AgentSessionRuntime:
         if runner is not None and runner.has_handlers("session_shutdown"):
             await runner.emit_session_shutdown({"type": "session_shutdown", "reason": "quit"})
         if self._before_invalidate is not None:
-            self._before_invalidate()
+            self._before_invalidate("quit")
         self._session.dispose()
 
 
@@ -427,21 +410,16 @@ async def create_runtime(
     agent_dir: str,
     session_manager: SessionManager,
     session_start_event: Mapping[str, Any] | None = None,
-    project_trust_context_factory: ProjectTrustContextFactory | None = None,
     session_dir: str | None = None,
 ) -> AgentSessionRuntime:
     """Pi's ``createAgentSessionRuntime``: check the session's cwd exists, call the
     factory once, wrap the result. Extensions are not bound here (the host does it)."""
     assert_session_cwd_exists(session_manager, cwd)
-    trust_context = (
-        project_trust_context_factory(session_manager.get_cwd()) if project_trust_context_factory else None
-    )
     result = await factory(
         cwd=cwd,
         agent_dir=agent_dir,
         session_manager=session_manager,
         session_start_event=session_start_event,
-        project_trust_context=trust_context,
     )
     return AgentSessionRuntime(
         result.session,
@@ -450,7 +428,6 @@ async def create_runtime(
         result.diagnostics,
         result.model_fallback_message,
         agent_dir=agent_dir,
-        project_trust_context_factory=project_trust_context_factory,
         session_dir=session_dir,
     )
 

@@ -75,6 +75,15 @@ class _LockSlot:
 
 
 @attrs.frozen
+class ForkPoint:
+    """Where a fork/clone of an entry branches: the new leaf (``None``: an empty session whose parent is
+    this one) and, for a fork before a user message, that message's text."""
+
+    leaf_id: str | None
+    selected_text: str | None = None
+
+
+@attrs.frozen
 class ForkResult:
     """Where a fork/clone landed. ``session_file`` is ``None`` for in-memory sessions."""
 
@@ -552,29 +561,33 @@ class SessionManager:
             self._file_state = None
         return new_file
 
-    def fork(self, entry_id: str, position: Literal["before", "at"] = "before") -> ForkResult:
-        """Pi 0.85.0 ``runtime.fork`` on the store side: validate, then branch into a new session.
+    def fork_point(self, entry_id: str, position: Literal["before", "at"] = "before") -> ForkPoint:
+        """Validate a fork/clone target (the one place this is decided; Pi 0.85.0 ``runtime.fork``).
 
-        ``before`` needs a user message and copies root -> its parent (``selected_text`` = its
-        text); ``at`` copies root -> the entry. Errors leave this manager untouched.
+        ``before`` needs a user message and branches at its parent (``selected_text`` = its text);
+        ``at`` branches at the entry itself. Raises ``InvalidEntryError`` otherwise; changes nothing.
         """
         record = self._by_id.get(entry_id) if self.get_entry(entry_id) is not None else None
         if record is None or (position == "before" and not (record.type == E.MESSAGE and record.role == "user")):
             raise InvalidEntryError(
                 "Invalid entry ID for forking", entry_id=entry_id, session_path=self._session_file, cwd=self._cwd
             )
-        selected: str | None = None
-        target = entry_id
-        if position == "before":
-            message = record.entry.get("message") or {}
-            selected = E.message_text(message.get("content"), "")
-            if record.parent_id is None:
-                parent_session = self._session_file if self._persist else None
-                return ForkResult(self.new_session(parent_session=parent_session), selected)
-            target = record.parent_id
+        if position == "at":
+            return ForkPoint(entry_id)
+        message = record.entry.get("message") or {}
+        return ForkPoint(record.parent_id, E.message_text(message.get("content"), ""))
+
+    def fork(self, entry_id: str, position: Literal["before", "at"] = "before") -> ForkResult:
+        """Pi 0.85.0 ``runtime.fork`` on the store side: validate (``fork_point``), then branch into a
+        new session. Errors leave this manager untouched.
+        """
+        point = self.fork_point(entry_id, position)
+        if point.leaf_id is None:
+            parent_session = self._session_file if self._persist else None
+            return ForkResult(self.new_session(parent_session=parent_session), point.selected_text)
         if self._persist and not self._flushed:
             raise SessionNotSavedError(NOT_SAVED_MESSAGE, session_path=self._session_file, entry_id=entry_id)
-        return ForkResult(self.create_branched_session(target), selected)
+        return ForkResult(self.create_branched_session(point.leaf_id), point.selected_text)
 
     # -- internals -----------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ for partial results (``tool_execution_update``), and the session's environment f
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import anyio
@@ -125,6 +125,12 @@ def text_result(text: str, details: Any = None) -> ToolResult:
     if details is not None:
         result["details"] = details
     return result
+
+
+def noted_result(text: str, notices: Sequence[str], details: dict[str, Any]) -> ToolResult:
+    """What Pi's listing tools (find, grep, ls) return: the text with ``[notice. notice]`` appended,
+    and ``details`` only when there are any."""
+    return text_result(f"{text}\n\n[{'. '.join(notices)}]" if notices else text, details or None)
 
 
 def error_result(message: str) -> ToolResult:

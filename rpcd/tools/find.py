@@ -19,7 +19,15 @@ import stat
 from collections.abc import Iterator
 from typing import Any, Final
 
-from rpcd.tools.base import ABORTED_MESSAGE, AbortSignal, FunctionTool, ToolCallContext, ToolResult, schema
+from rpcd.tools.base import (
+    ABORTED_MESSAGE,
+    AbortSignal,
+    FunctionTool,
+    ToolCallContext,
+    ToolResult,
+    noted_result,
+    schema,
+)
 from rpcd.tools.blocking import run_blocking
 from rpcd.tools.errors import ToolError
 from rpcd.tools.globs import compile_glob
@@ -273,12 +281,7 @@ def create_find_tool(cwd: str) -> FunctionTool:
         if truncation["truncated"]:
             notices.append(f"{format_size(DEFAULT_MAX_BYTES)} limit reached")
             details["truncation"] = truncation
-        if notices:
-            output += f"\n\n[{'. '.join(notices)}]"
-        result: ToolResult = {"content": [{"type": "text", "text": output}]}
-        if details:
-            result["details"] = details
-        return result
+        return noted_result(output, notices, details)
 
     return FunctionTool(
         name=NAME, label=NAME, description=DESCRIPTION, parameters=PARAMETERS, run=execute,

@@ -20,7 +20,7 @@ import anyio
 import anyio.to_thread
 import orjson
 
-from rpcd.tools.base import ABORTED_MESSAGE, FunctionTool, ToolCallContext, ToolResult, schema
+from rpcd.tools.base import ABORTED_MESSAGE, FunctionTool, ToolCallContext, ToolResult, noted_result, schema
 from rpcd.tools.binaries import ripgrep_path
 from rpcd.tools.errors import ToolError
 from rpcd.tools.paths import resolve_to_cwd
@@ -186,12 +186,7 @@ def create_grep_tool(cwd: str) -> FunctionTool:
         if search.lines_truncated:
             notices.append(f"Some lines truncated to {GREP_MAX_LINE_LENGTH} chars. Use read tool to see full lines")
             details["linesTruncated"] = True
-        if notices:
-            output += f"\n\n[{'. '.join(notices)}]"
-        result: ToolResult = {"content": [{"type": "text", "text": output}]}
-        if details:
-            result["details"] = details
-        return result
+        return noted_result(output, notices, details)
 
     return FunctionTool(
         name=NAME, label=NAME, description=DESCRIPTION, parameters=PARAMETERS, run=execute,

@@ -6,7 +6,7 @@ import os
 import stat
 from typing import Any, Final
 
-from rpcd.tools.base import ABORTED_MESSAGE, FunctionTool, ToolCallContext, ToolResult, schema
+from rpcd.tools.base import ABORTED_MESSAGE, FunctionTool, ToolCallContext, ToolResult, noted_result, schema
 from rpcd.tools.blocking import run_blocking
 from rpcd.tools.collation import locale_key
 from rpcd.tools.errors import ToolError, node_message
@@ -68,12 +68,7 @@ def _list(dir_path: str, limit: int | float) -> ToolResult:
     if truncation["truncated"]:
         notices.append(f"{format_size(DEFAULT_MAX_BYTES)} limit reached")
         details["truncation"] = truncation
-    if notices:
-        output += f"\n\n[{'. '.join(notices)}]"
-    result: ToolResult = {"content": [{"type": "text", "text": output}]}
-    if details:
-        result["details"] = details
-    return result
+    return noted_result(output, notices, details)
 
 
 def create_ls_tool(cwd: str) -> FunctionTool:

@@ -11,16 +11,21 @@ Two framings, chosen by the first non-blank byte the client sends and fixed afte
 
   - garbage where a header is expected: skip to the next ``Content-Length:`` header line,
     reported once as ``Garbage``;
-  - a declared length that is too long: a header line can never occur inside a valid JSON
-    body (it needs a raw newline after the digits, and JSON strings cannot hold one), so a
-    header found inside the declared body ends that body early; and a buffered body that is
-    already a complete JSON text is taken without waiting for bytes that may never come;
+  - a declared length that is too long: a complete header block (header lines with a
+    ``Content-Length``, then a blank line) can never occur inside a valid JSON body — its
+    ``Content-Length: N`` line needs a raw newline right after the digits, and JSON strings
+    cannot hold one — so such a block found inside the declared body ends that body early
+    (a lone ``Content-Type: ...`` inside a pretty-printed body's string is no block and stays
+    content); and a buffered body that is already a complete JSON text is taken without
+    waiting for bytes that may never come;
   - a declared length that is too short: the truncated body fails to parse (the caller answers
     -32700) and the tail is garbage up to the next header.
 
 Oversized frames are never buffered whole: the framer reports ``Oversized`` as soon as the
 limit is passed and then drops bytes until the frame ends (NDJSON: the next newline;
-Content-Length: the declared length).
+Content-Length: the declared length, or a complete header block met while dropping, by the same
+rule as above — so a wild ``Content-Length: 99999999999`` in front of a small body costs one
+error, not the rest of the stream).
 """
 
 from __future__ import annotations
@@ -44,6 +49,8 @@ _TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 """An RFC 7230 header field name."""
 _HEADER_TAIL_KEEP: Final = 128
 """Bytes kept when garbage has no header yet: a header may be split across reads."""
+_HEADER_LINE_MAX: Final = 256
+"""How far past a search window a header line that starts inside it may reach."""
 
 
 class Framing(enum.Enum):
@@ -80,6 +87,40 @@ NEED_DATA: Final = _NeedData.NEED_DATA
 Event = Frame | Oversized | Garbage
 
 
+@attrs.frozen
+class _HeaderBlock:
+    """A header block parsed from ``start``: where it ends (after the blank line) and its length."""
+
+    end: int
+    length: int | None
+
+
+def _scan_header_block(buf: bytearray, start: int, *, eof: bool) -> _HeaderBlock | str | _NeedData:
+    """Parse header lines from ``start`` up to the blank line: the block, a garbage reason, or NEED_DATA."""
+    length: int | None = None
+    cursor = start
+    while True:
+        end = buf.find(b"\n", cursor)
+        if end < 0:
+            if len(buf) - start > MAX_HEADER_BYTES or eof:
+                return "header block too long or unterminated"
+            return NEED_DATA
+        line = bytes(buf[cursor:end]).rstrip(b"\r")
+        cursor = end + 1
+        if not line.strip(b" \t"):
+            return _HeaderBlock(cursor, length)
+        name, sep, value = line.partition(b":")
+        if not sep or _TOKEN.fullmatch(name.strip(b" \t")) is None:
+            # Not an RFC 7230 field name (e.g. ``{}Content-Length``): garbage, so the resync can find
+            # a real header glued behind it instead of swallowing it into this block.
+            return "not a header line"
+        if name.strip().lower() == b"content-length":
+            text = value.strip()
+            if not text.isdigit():
+                return "invalid Content-Length"
+            length = int(text)
+
+
 class Framer:
     """Turns a byte stream into frames; never raises on input, never holds more than the limit."""
 
@@ -98,6 +139,8 @@ class Framer:
         self._body_len: int | None = None
         self._in_garbage = False
         self._json_tried_at = -1
+        self._pending_header = 0
+        """Where an incomplete header-block candidate starts (``_header_block_within`` returned NEED_DATA)."""
 
     # -- input -------------------------------------------------------------------------------------
 
@@ -139,6 +182,7 @@ class Framer:
             self._scan -= self._pos
             if self._json_tried_at >= 0:
                 self._json_tried_at -= self._pos
+            self._pending_header = max(0, self._pending_header - self._pos)
             self._pos = 0
 
     def _detect(self) -> bool:
@@ -193,12 +237,8 @@ class Framer:
     def _next_content_length(self) -> Event | _NeedData:
         buf = self._buf
         while True:
-            if self._skip:
-                n = min(self._skip, len(buf) - self._pos)
-                self._consume(n)
-                self._skip -= n
-                if self._skip:
-                    return NEED_DATA
+            if self._skip and self._skip_oversized() is NEED_DATA:
+                return NEED_DATA
             if self._body_len is not None:
                 return self._next_body()
             while self._pos < len(buf) and buf[self._pos] in _BLANK:
@@ -211,49 +251,69 @@ class Framer:
                 continue  # headers parsed; read the body
             return event
 
-    def _parse_headers(self) -> Event | _NeedData | None:
+    def _skip_oversized(self) -> _NeedData | None:
+        """Drop the rest of an oversized body; stop early at a complete header block (see the module doc)."""
         buf = self._buf
-        length: int | None = None
-        cursor = self._pos
-        while True:
-            end = buf.find(b"\n", cursor)
-            if end < 0:
-                if len(buf) - self._pos > MAX_HEADER_BYTES or self._eof:
-                    return self._garbage("header block too long or unterminated")
+        end = min(len(buf), self._pos + self._skip)
+        header = self._header_block_within(self._pos, end)
+        if isinstance(header, int):
+            self._skip = 0
+            self._consume(header - self._pos)
+            return None
+        if header is NEED_DATA:
+            stop = self._pending_header
+        elif end < len(buf) or self._eof:
+            stop = end  # the declared body is all here: drop it whole
+        else:
+            stop = max(self._pos, end - _HEADER_TAIL_KEEP)  # a header may be split across reads
+        self._skip -= stop - self._pos
+        self._consume(stop - self._pos)
+        return NEED_DATA if self._skip else None
+
+    def _header_block_within(self, start: int, end: int) -> int | _NeedData | None:
+        """The start of the first complete header block (with a Content-Length) whose first line starts
+        in ``[start, end)``; ``NEED_DATA`` if a candidate there is still incomplete (its start is kept
+        in ``_pending_header``); ``None`` if there is none."""
+        search_from = max(start, self._scan - _HEADER_TAIL_KEEP)
+        while (header := _HEADER_LINE.search(self._buf, search_from, end + _HEADER_LINE_MAX)) is not None:
+            if header.start() >= end:
+                return None
+            block = _scan_header_block(self._buf, header.start(), eof=self._eof)
+            if block is NEED_DATA:
+                self._pending_header = header.start()
                 return NEED_DATA
-            line = bytes(buf[cursor:end]).rstrip(b"\r")
-            cursor = end + 1
-            if not line.strip(b" \t"):
-                break
-            name, sep, value = line.partition(b":")
-            if not sep or _TOKEN.fullmatch(name.strip(b" \t")) is None:
-                # Not an RFC 7230 field name (e.g. ``{}Content-Length``): garbage, so the resync can find
-                # a real header glued behind it instead of swallowing it into this block.
-                return self._garbage("not a header line")
-            if name.strip().lower() == b"content-length":
-                text = value.strip()
-                if not text.isdigit():
-                    return self._garbage("invalid Content-Length")
-                length = int(text)
-        if length is None:
+            if isinstance(block, _HeaderBlock) and block.length is not None:
+                return header.start()
+            search_from = header.start() + 1
+        return None
+
+    def _parse_headers(self) -> Event | _NeedData | None:
+        block = _scan_header_block(self._buf, self._pos, eof=self._eof)
+        if block is NEED_DATA:
+            return NEED_DATA
+        if isinstance(block, str):
+            return self._garbage(block)
+        assert isinstance(block, _HeaderBlock)
+        if block.length is None:
             return self._garbage("missing Content-Length")
-        self._consume(cursor - self._pos)
+        self._consume(block.end - self._pos)
         self._in_garbage = False
-        if length > self.max_message_bytes:
-            self._skip = length
-            return Oversized(length)
-        self._body_len = length
+        if block.length > self.max_message_bytes:
+            self._skip = block.length
+            return Oversized(block.length)
+        self._body_len = block.length
         return None
 
     def _next_body(self) -> Event | _NeedData:
         assert self._body_len is not None
         buf = self._buf
         limit = self._pos + self._body_len
-        search_from = max(self._pos, self._scan - _HEADER_TAIL_KEEP)
-        header = _HEADER_LINE.search(buf, search_from)
-        if header is not None and self._pos <= header.start() < limit:
-            # The declared length was too long (a JSON body cannot contain a header line, nor start with one).
-            return self._take_body(header.start())
+        header = self._header_block_within(self._pos, min(limit, len(buf)))
+        if isinstance(header, int):
+            # The declared length was too long (a JSON body cannot contain a header block, nor start with one).
+            return self._take_body(header)
+        if header is NEED_DATA and not self._eof and len(buf) < limit:
+            return NEED_DATA  # an incomplete candidate inside a body that is not all here yet
         if len(buf) >= limit:
             return self._take_body(limit)
         self._scan = len(buf)

@@ -13,23 +13,29 @@ from __future__ import annotations
 import anyio
 
 from rpcd.core.values import ApprovalControl, ApprovalRule
+from rpcd.host.host import SerializedHost
 from rpcd.protocol import types as t
-from rpcd.wire.handlers import HostSlot, InvalidParamsError
+from rpcd.protocol.names import REVOKE_APPROVAL_RULE
+from rpcd.wire.handlers import InvalidParamsError
 
 
 class ApprovalMethods:
-    def __init__(self, slot: HostSlot, control: ApprovalControl) -> None:
-        self._slot = slot
+    """The handlers behind the approval methods (registered from the method table with the session's)."""
+
+    def __init__(self, host: SerializedHost, control: ApprovalControl) -> None:
+        self._host = host
         self._control = control
 
+    async def _host_usable(self) -> None:
+        await self._host.wait_started()
+        self._host.state()  # fails closed like every other call when the host is unusable
+
     async def set_approval_policy(self, params: t.SetApprovalPolicyParams) -> None:
-        host = await self._slot.get("setApprovalPolicy")
-        host.state()  # fails closed like every other call when the host is unusable
+        await self._host_usable()
         self._control.set_policy(params.policy)
 
     async def list_approval_rules(self, params: t.ListApprovalRulesParams) -> t.ListApprovalRulesResult:
-        host = await self._slot.get("listApprovalRules")
-        host.state()
+        await self._host_usable()
         rules, diagnostics = await anyio.to_thread.run_sync(self._control.list_rules, params.cwd)
         return t.ListApprovalRulesResult(
             rules=[_wire_rule(rule) for rule in rules],
@@ -37,11 +43,10 @@ class ApprovalMethods:
         )
 
     async def revoke_approval_rule(self, params: t.RevokeApprovalRuleParams) -> t.RevokeApprovalRuleResult:
-        host = await self._slot.get("revokeApprovalRule")
-        host.state()
+        await self._host_usable()
         rule = await anyio.to_thread.run_sync(self._control.revoke_rule, params.id)
         if rule is None:
-            raise InvalidParamsError("revokeApprovalRule", f"no approval rule with id {params.id!r}", "$.id")
+            raise InvalidParamsError(REVOKE_APPROVAL_RULE, f"no approval rule with id {params.id!r}", "$.id")
         return t.RevokeApprovalRuleResult(rule=_wire_rule(rule))
 
 

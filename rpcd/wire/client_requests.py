@@ -7,14 +7,13 @@ widget, title and editor-text notifications each need their own key in ``extensi
 timeout, an error reply, a malformed reply, a client that never declared the capability, or a
 client that went away (stdin EOF → :meth:`ClientRequests.close`) all resolve to *deny* for
 trust, to Pi's cancel defaults for dialogs (``False`` / ``None``) and to a rejection for tool
-approval. A request that did not get its answer is
-withdrawn from the transport's pending table and cancelled on the client (``$/cancelRequest``),
+approval. A request that did not get its answer is cancelled: the sender
+(``rpcd.wire.server.Server.request_client``) forgets it and tells the client (``$/cancelRequest``),
 so nothing leaks and a late answer is ignored.
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final, Literal, TypeAlias
@@ -23,19 +22,24 @@ import anyio
 import attrs
 
 from rpcd.core.values import APPROVAL_DECISIONS, ToolApprovalAnswer, WidgetPlacement
-from rpcd.protocol import methods as pm
+from rpcd.protocol.names import (
+    AUTHORIZE_PROJECT,
+    TOOL_AUTHORIZE,
+    UI_CONFIRM,
+    UI_EDITOR,
+    UI_EDITOR_FEATURE,
+    UI_INPUT,
+    UI_NOTIFY,
+    UI_SELECT,
+    UI_SET_EDITOR_TEXT,
+    UI_SET_STATUS,
+    UI_SET_TITLE,
+    UI_SET_WIDGET,
+)
 from rpcd.wire.notifications import EventPump
 
 log = logging.getLogger(__name__)
 
-AUTHORIZE_PROJECT: Final = pm.AUTHORIZE_PROJECT
-UI_CONFIRM: Final = pm.UI_CONFIRM
-UI_SELECT: Final = pm.UI_SELECT
-UI_INPUT: Final = pm.UI_INPUT
-UI_NOTIFY: Final = pm.UI_NOTIFY
-TOOL_AUTHORIZE: Final = pm.TOOL_AUTHORIZE
-UI_FEATURES: Final = ("editor", "setStatus", "setWidget", "setTitle", "setEditorText")
-"""``extensionUi`` keys a client declares for the UI beyond confirm/select/input/notify."""
 
 DEFAULT_TRUST_TIMEOUT: Final = 120.0
 """A person may have to read the reasons: generous, but finite (timeout ⇒ deny)."""
@@ -45,10 +49,8 @@ DEFAULT_APPROVAL_TIMEOUT: Final = 300.0
 """How long a tool call waits for the client's decision (timeout ⇒ reject)."""
 
 TrustAnswer: TypeAlias = Literal["trust", "trustOnce", "deny"]
-SendRequest = Callable[[str, Mapping[str, Any], str], Awaitable[Any]]
-"""``(method, params, msg_id) -> result``; raises on an error reply."""
-Withdraw = Callable[[str], None]
-"""Forget a pending outgoing request and tell the client to cancel it."""
+SendRequest = Callable[[str, Mapping[str, Any]], Awaitable[Any]]
+"""``(method, params) -> result``; raises on an error reply; cancelling it withdraws the request."""
 
 
 @attrs.frozen
@@ -69,7 +71,6 @@ class ClientRequests:
     def __init__(
         self,
         send_request: SendRequest,
-        withdraw: Withdraw,
         pump: EventPump,
         *,
         authorize_project: bool,
@@ -80,21 +81,27 @@ class ClientRequests:
         ui_features: frozenset[str] = frozenset(),
     ) -> None:
         self._send_request = send_request
-        self._withdraw = withdraw
         self._pump = pump
         self.can_authorize = authorize_project
         self.can_ui = extension_ui
         self.ui_features = ui_features if extension_ui else frozenset()
-        """The ``extensionUi`` keys the client declared (``UI_FEATURES``)."""
+        """The ``extensionUi`` keys the client declared (``rpcd.protocol.names.UI_FEATURES``)."""
         self.trust_policy = trust_policy
         self.trust_timeout = trust_timeout
         self.ui_timeout = ui_timeout
         self.can_approve = False
         """The client declared ``toolApproval``: it is asked ``tool/authorize`` before tool calls."""
         self.approval_timeout = DEFAULT_APPROVAL_TIMEOUT
-        self._ids = itertools.count(1)
-        self._pending: dict[str, anyio.CancelScope] = {}
+        self._pending: set[anyio.CancelScope] = set()
         self._closed = False
+
+    def declare(self, *, authorize_project: bool, extension_ui: bool, tool_approval: bool = False,
+                ui_features: frozenset[str] = frozenset()) -> None:
+        """What the client declared in ``initialize``: only those requests are ever sent to it."""
+        self.can_authorize = authorize_project
+        self.can_ui = extension_ui
+        self.can_approve = tool_approval
+        self.ui_features = ui_features if extension_ui else frozenset()
 
     @property
     def pending(self) -> int:
@@ -105,28 +112,19 @@ class ClientRequests:
         """The answer, or raise ``_Gone`` / ``TimeoutError`` / the client's error."""
         if self._closed:
             raise _Gone
-        msg_id = f"rpcd-{next(self._ids)}"
-        answered = False
-        try:
-            with anyio.CancelScope() as scope:
-                self._pending[msg_id] = scope
+        with anyio.CancelScope() as scope:
+            self._pending.add(scope)
+            try:
                 with anyio.fail_after(timeout):
-                    result = await self._send_request(method, params, msg_id)
-                    answered = True
-                    return result
-            raise _Gone  # scope cancelled by close()
-        finally:
-            self._pending.pop(msg_id, None)
-            if not answered:
-                try:
-                    self._withdraw(msg_id)
-                except Exception as exc:  # the client may already be gone
-                    log.debug("withdrawing %s failed: %s", msg_id, type(exc).__name__)
+                    return await self._send_request(method, params)
+            finally:
+                self._pending.discard(scope)
+        raise _Gone  # scope cancelled by close()
 
     def close(self) -> None:
         """The client is gone: every pending request resolves to its default now, later ones at once."""
         self._closed = True
-        for scope in list(self._pending.values()):
+        for scope in list(self._pending):
             scope.cancel()
 
     # -- project trust --------------------------------------------------------------------
@@ -175,12 +173,12 @@ class ClientRequests:
         return value if isinstance(value, str) else None
 
     async def editor(self, title: str, prefill: str | None = None, timeout: float | None = None) -> str | None:
-        if "editor" not in self.ui_features:
+        if UI_EDITOR_FEATURE not in self.ui_features:
             return None
         params: dict[str, Any] = {"title": title}
         if prefill is not None:
             params["prefill"] = prefill
-        answer = await self._dialog(pm.UI_EDITOR, params, timeout)
+        answer = await self._dialog(UI_EDITOR, params, timeout)
         value = answer.get("value") if isinstance(answer, Mapping) else None
         return value if isinstance(value, str) else None
 
@@ -188,19 +186,19 @@ class ClientRequests:
         params: dict[str, Any] = {"key": key}
         if text is not None:
             params["text"] = text
-        self._post("setStatus", pm.UI_SET_STATUS, params)
+        self._post("setStatus", UI_SET_STATUS, params)
 
     def set_widget(self, key: str, lines: Sequence[str] | None, placement: str = "aboveEditor") -> None:
         params: dict[str, Any] = {"key": key, "placement": placement}
         if lines is not None:
             params["lines"] = list(lines)
-        self._post("setWidget", pm.UI_SET_WIDGET, params)
+        self._post("setWidget", UI_SET_WIDGET, params)
 
     def set_title(self, title: str) -> None:
-        self._post("setTitle", pm.UI_SET_TITLE, {"title": title})
+        self._post("setTitle", UI_SET_TITLE, {"title": title})
 
     def set_editor_text(self, text: str) -> None:
-        self._post("setEditorText", pm.UI_SET_EDITOR_TEXT, {"text": text})
+        self._post("setEditorText", UI_SET_EDITOR_TEXT, {"text": text})
 
     def _post(self, feature: str, method: str, params: Mapping[str, Any]) -> None:
         """A fire-and-forget UI notification, for a client that declared ``feature``."""

@@ -2,8 +2,8 @@
 
 A command's ``ctx.new_session()`` / ``ctx.fork()`` / ``ctx.switch_session()`` is one host call,
 made the way a wire request makes it: queued behind everything requested before it (the host's
-FIFO), named like the request (so lifecycle notifications say ``new``/``fork``/``resume``), and
-failing closed like one. Never around the host: the runtime is not touched from here.
+FIFO), named like the request (the runtime gives its lifecycle reason ``new``/``fork``/``resume``),
+and failing closed like one. Never around the host: the runtime is not touched from here.
 
 Why this does not deadlock: a command runs inside ``prompt``, but outside the host lock and
 without marking its session busy (as in Pi), so the replacement's teardown finds no turn to wait
@@ -16,8 +16,7 @@ themselves.
 from __future__ import annotations
 
 from rpcd.core.values import ForkPosition, ReplaceResult
-from rpcd.host.host import ReplacementOutcome
-from rpcd.wire.handlers import HostSlot, operation
+from rpcd.host.host import ReplacementOutcome, SerializedHost
 
 __all__ = ["HostCommandActions"]
 
@@ -29,24 +28,15 @@ def _result(outcome: ReplacementOutcome) -> ReplaceResult:
 class HostCommandActions:
     """``rpcd.core.values.CommandActions`` over the daemon's serialized host."""
 
-    def __init__(self, slot: HostSlot) -> None:
-        self._slot = slot
+    def __init__(self, host: SerializedHost) -> None:
+        self._host = host
 
     async def new_session(self) -> ReplaceResult:
-        host = await self._slot.get("newSession")
-        with operation("newSession"):
-            return _result(await host.new_session())
+        return _result(await self._host.new_session())
 
     async def fork(self, entry_id: str, position: ForkPosition = "before") -> ReplaceResult:
-        if position == "at":
-            host = await self._slot.get("clone")
-            with operation("clone"):
-                return _result(await host.clone(entry_id))
-        host = await self._slot.get("fork")
-        with operation("fork"):
-            return _result(await host.fork(entry_id))
+        pending = self._host.clone(entry_id) if position == "at" else self._host.fork(entry_id)
+        return _result(await pending)
 
     async def switch_session(self, session_path: str) -> ReplaceResult:
-        host = await self._slot.get("resume")
-        with operation("resume"):
-            return _result(await host.resume(session_path))
+        return _result(await self._host.resume(session_path))

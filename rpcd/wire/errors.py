@@ -13,6 +13,7 @@ goes through the shared redactor.
 
 from __future__ import annotations
 
+import enum
 import errno
 import logging
 import uuid
@@ -21,34 +22,34 @@ from typing import Any
 
 from rpcd.core import errors as e
 from rpcd.core.redact import default_redactor
-from rpcd.host.failures import FailureContext, context_of
+from rpcd.host.failures import FailureContext, Phase, context_of
 from rpcd.protocol.converter import unstructure
-from rpcd.protocol.errors import DEFAULT_MESSAGES, ErrorCode, ErrorData, ErrorItem, ErrorObject, ErrorTarget
+from rpcd.protocol.errors import (
+    CODE_BY_KIND,
+    DEFAULT_MESSAGES,
+    ErrorCode,
+    ErrorData,
+    ErrorItem,
+    ErrorObject,
+    ErrorTarget,
+)
 
 log = logging.getLogger("rpcd.core.errors")
 
-CODE_BY_CLASS: tuple[tuple[type[e.RpcdError], ErrorCode], ...] = (
-    (e.SessionFileNotFoundError, ErrorCode.SESSION_FILE_NOT_FOUND),
-    (e.NotASessionError, ErrorCode.NOT_A_SESSION),
-    (e.InvalidEntryError, ErrorCode.INVALID_ENTRY),
-    (e.MissingSessionCwdError, ErrorCode.MISSING_SESSION_CWD),
-    (e.SessionNotSavedError, ErrorCode.SESSION_NOT_SAVED),
-    (e.SessionWriteError, ErrorCode.SESSION_WRITE_FAILED),
-    (e.SessionInUseError, ErrorCode.SESSION_IN_USE),
-    (e.SessionBusyError, ErrorCode.SESSION_BUSY),
-    (e.ModelNotFoundError, ErrorCode.MODEL_NOT_FOUND),
-    (e.InputNotSupportedError, ErrorCode.INPUT_NOT_SUPPORTED),
-    (e.CompactionError, ErrorCode.COMPACTION_FAILED),
-    (e.ProviderError, ErrorCode.PROVIDER_ERROR),
-    (e.HostDisposedError, ErrorCode.HOST_DISPOSED),
-    (e.HostUnavailableError, ErrorCode.HOST_UNAVAILABLE),
-    (e.SessionDisposedError, ErrorCode.HOST_UNAVAILABLE),
-    (e.FactoryError, ErrorCode.REPLACEMENT_FAILED),
-    (e.InvalidArgumentError, ErrorCode.INVALID_PARAMS),
-)
-"""First match wins (subclasses before their bases)."""
-
 _DISPOSAL_OPERATIONS = frozenset({"dispose", "shutdown", "exit"})
+
+
+class WirePhase(enum.StrEnum):
+    """Where a message failed before (or instead of) reaching the host: ``data.phase`` of those errors."""
+
+    FRAMING = "framing"
+    PARSE = "parse"
+    ENVELOPE = "envelope"
+    HANDSHAKE = "handshake"
+    DISPATCH = "dispatch"
+    VALIDATION = "validation"
+    CANCELLATION = "cancellation"
+    REQUEST = "request"
 
 
 class WireError(Exception):
@@ -64,7 +65,7 @@ def protocol_error(
     detail: str,
     *,
     operation: str = "transport",
-    phase: str = "request",
+    phase: WirePhase = WirePhase.REQUEST,
     item_type: str | None = None,
     items: Sequence[ErrorItem] | None = None,
 ) -> ErrorObject:
@@ -95,7 +96,16 @@ def flatten(exc: BaseException) -> list[BaseException]:
 
 
 def _is_disposal(context: FailureContext) -> bool:
-    return context.operation in _DISPOSAL_OPERATIONS or "dispos" in context.phase
+    return context.operation in _DISPOSAL_OPERATIONS or context.phase is Phase.FINAL_DISPOSAL
+
+
+def code_of_kind(failure: e.RpcdError) -> ErrorCode | None:
+    """The code of ``failure``'s stable kind, or of the nearest base class whose kind has one."""
+    for cls in type(failure).__mro__:
+        kind = getattr(cls, "kind", None)
+        if isinstance(kind, str) and kind in CODE_BY_KIND:
+            return CODE_BY_KIND[kind]
+    return None
 
 
 def code_for(primary: BaseException, context: FailureContext | None, default: ErrorCode) -> ErrorCode:
@@ -107,16 +117,14 @@ def code_for(primary: BaseException, context: FailureContext | None, default: Er
         return ErrorCode.HOST_DISPOSED
     if isinstance(primary, e.HostUnavailableError):
         return ErrorCode.HOST_UNAVAILABLE
-    if context is not None and context.terminal and context.phase == "startup":
+    if context is not None and context.terminal and context.phase is Phase.STARTUP:
         return ErrorCode.HOST_UNAVAILABLE  # the daemon never got a session; errors say why
     if context is not None and context.terminal:
         return ErrorCode.DISPOSAL_FAILED if _is_disposal(context) else ErrorCode.REPLACEMENT_FAILED
     if context is not None and _is_disposal(context) and not isinstance(primary, e.HostError):
         return ErrorCode.DISPOSAL_FAILED
-    for cls, code in CODE_BY_CLASS:
-        if isinstance(primary, cls):
-            return code
-    return default
+    code = code_of_kind(primary) if isinstance(primary, e.RpcdError) else None
+    return default if code is None else code
 
 
 def _item(exc: BaseException, correlation_id: str | None) -> ErrorItem:
@@ -156,6 +164,7 @@ def to_error(
     expected = all(isinstance(x, e.RpcdError | WireError) for x in chain)
     correlation_id = None if expected else uuid.uuid4().hex[:12]
     items = [_item(x, correlation_id) for x in chain]
+    phase: Phase | WirePhase
     if context is not None:
         target = ErrorTarget(context.cwd, context.session_path, context.entry_id)
         phase, op, terminal = context.phase, context.operation, context.terminal
@@ -164,20 +173,33 @@ def to_error(
         session_path = getattr(primary, "session_path", None)
         entry_id = getattr(primary, "entry_id", None)
         target = ErrorTarget(cwd, session_path, entry_id)
-        phase, op, terminal = "request", operation, False
+        phase, op, terminal = WirePhase.REQUEST, operation, False
     if correlation_id is not None:
-        log.error(
-            "unexpected failure in %s",
-            operation,
-            # The whole group, not just the primary: an unexpected *cleanup* failure's item also says
-            # "see daemon log <id>", so its traceback must be there too.
-            exc_info=(type(exc), exc, exc.__traceback__),
-            extra={"correlationId": correlation_id, "operation": op, "phase": phase,
-                   "failures": [type(x).__name__ for x in chain]},
-        )
+        report_bug(exc, operation=op, phase=phase, correlation_id=correlation_id)
     message = items[0].message if isinstance(primary, e.RpcdError) else DEFAULT_MESSAGES[code]
     data = ErrorData(op, phase, target, terminal, items, correlation_id)
     return ErrorObject(int(code), message, data)
+
+
+def report_bug(
+    exc: BaseException,
+    *,
+    operation: str,
+    phase: str = WirePhase.REQUEST,
+    correlation_id: str | None = None,
+) -> str:
+    """Log an unexpected failure (our bug) with its traceback under a correlation id; return the id."""
+    correlation_id = correlation_id or uuid.uuid4().hex[:12]
+    log.error(
+        "unexpected failure in %s",
+        operation,
+        # The whole group, not just the primary: an unexpected *cleanup* failure's item also says
+        # "see daemon log <id>", so its traceback must be there too.
+        exc_info=(type(exc), exc, exc.__traceback__),
+        extra={"correlationId": correlation_id, "operation": operation, "phase": str(phase),
+               "failures": [type(x).__name__ for x in flatten(exc)]},
+    )
+    return correlation_id
 
 
 def to_wire_dict(error: ErrorObject) -> dict[str, Any]:

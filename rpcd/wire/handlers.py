@@ -1,55 +1,98 @@
 """Wire method handlers: each session method is one call on the serialized host.
 
-Handlers take the already-validated params (``protocol.types``) and return result objects;
-the server's decorator converts, and maps raised failures to wire errors. What lives here is
-the policy *between* the wire and the host:
+They are registered from the method table (``register``): every client->server request of
+``rpcd.protocol.methods.METHODS`` that the server does not serve itself (initialize, shutdown,
+ping) is served by the method of :class:`SessionMethods` named after it (``newSession`` ->
+``new_session``); a test fails when one is missing. What lives here is the policy *between* the
+wire and the host:
 
-* the host exists only after ``initialize`` (the trust prompt needs the client's capabilities),
-  so every handler first awaits :class:`HostSlot` — while startup runs, requests wait; if
-  startup failed, they get HOST_UNAVAILABLE naming the startup failure (fail closed);
-* :data:`OPERATION` is set around each host call so lifecycle
-  notifications name their reason and diagnostics their operation;
+* a handler is called at its request's *arrival*, in arrival order. Every call that acts on the
+  current session takes its place in the host's FIFO right there (``host.new_session()``,
+  ``host.prompt(...)``, ``host.enqueue(...)``) and hands the request's cancellation to that host
+  operation (``_tracked``): still queued -> withdrawn, -32800; started -> it settles and answers
+  normally (a prompt's turn is aborted and it answers ``aborted``);
 * a handler answers only after the event pump has flushed what the operation produced,
   so ``session_start`` / ``agent_end`` reach the client before the response that caused them;
-* ``prompt`` cancellation aborts the turn and answers normally with the aborted stop reason
-  (the session never wedges); replacement cancellation is the host's (queued → never starts,
-  started → runs to settlement and answers normally);
-* ``getState`` is the health probe: it answers in every host status, with the last known
-  session metadata when the host has no usable session, so a client can see ``replacing``,
-  ``unusable`` or ``disposed``. Every other method fails then.
+* requests that arrive while the startup runs queue behind it in the host; if it failed, they
+  get HOST_UNAVAILABLE naming the startup failure (fail closed);
+* ``getState`` is the health probe: it does not queue, and answers in every host status, with
+  the last known session metadata when the host has no usable session, so a client can see
+  ``replacing``, ``unusable`` or ``disposed``. Every other method fails then.
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import contextlib
-import contextvars
 import json
 import logging
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+import re
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, Final, Protocol, TypeVar
 
 import anyio
+import anyio.lowlevel
 
 from rpcd.core.errors import HostDisposedError, HostError, HostUnavailableError
 from rpcd.core.progress import reporting
-from rpcd.core.values import CommandInfo, CommandRan, ImageInput, ModelDescription, QueueSnapshot, SessionState
-from rpcd.host.failures import FailureContext, SessionBindingFailure, attach_context, context_of
-from rpcd.host.host import ReplacementOutcome, SerializedHost
+from rpcd.core.values import (
+    BashOutcome,
+    CommandInfo,
+    CommandRan,
+    CycleModelResult,
+    ForkMessage,
+    ImageInput,
+    ModelDescription,
+    ModelRef,
+    QueueSnapshot,
+    SessionState,
+    SessionStats,
+    SessionTree,
+)
+from rpcd.host.host import Pending, ReplacementOutcome, SerializedHost
 from rpcd.protocol import events as ev
 from rpcd.protocol import types as t
 from rpcd.protocol.errors import ErrorCode, ErrorItem
-from rpcd.wire.errors import WireError, protocol_error
+from rpcd.protocol.methods import client_requests
+from rpcd.protocol.names import (
+    ABORT_BASH,
+    ABORT_RETRY,
+    CLEAR_QUEUE,
+    CYCLE_MODEL,
+    CYCLE_THINKING_LEVEL,
+    DELETE_SESSION,
+    EXPORT_HTML,
+    EXPORT_JSONL,
+    FOLLOW_UP,
+    GET_AVAILABLE_MODELS,
+    GET_AVAILABLE_THINKING_LEVELS,
+    GET_COMMANDS,
+    GET_ENTRIES,
+    GET_FORK_MESSAGES,
+    GET_LAST_ASSISTANT_TEXT,
+    GET_MESSAGES,
+    GET_SESSION_STATS,
+    GET_TREE,
+    LIST_SESSIONS,
+    RENAME_SESSION,
+    SET_AUTO_COMPACTION,
+    SET_AUTO_RETRY,
+    SET_FOLLOW_UP_MODE,
+    SET_LABEL,
+    SET_MODEL,
+    SET_SESSION_NAME,
+    SET_STEERING_MODE,
+    SET_THINKING_LEVEL,
+    STEER,
+)
+from rpcd.wire.errors import WireError, WirePhase, protocol_error
 from rpcd.wire.notifications import EventPump
 from rpcd.wire.progress import Progress
+from rpcd.wire.server import Server, current_call
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-OPERATION: contextvars.ContextVar[str] = contextvars.ContextVar("rpcd_operation", default="startup")
-"""The wire operation on whose behalf the host is running (``startup``, ``newSession``, ``fork``, ...)."""
 
 DEFAULT_PAGE: Final = 50
 MAX_PAGE: Final = 500
@@ -71,176 +114,127 @@ class SessionLibrary(Protocol):
     def rename(self, session_file: str, name: str) -> str | None: ...
 
 
-class HostSlot:
-    """The host once startup has finished, or the reason there is none (fail closed)."""
-
-    def __init__(self) -> None:
-        self._ready = anyio.Event()
-        self._host: SerializedHost | None = None
-        self._failure: BaseException | None = None
-        self.started = False
-
-    def set(self, host: SerializedHost) -> None:
-        self._host = host
-        self._ready.set()
-
-    def fail(self, failure: BaseException) -> None:
-        self._failure = failure
-        self._ready.set()
-
-    @property
-    def host(self) -> SerializedHost | None:
-        return self._host
-
-    @property
-    def settled(self) -> bool:
-        return self._ready.is_set()
-
-    @property
-    def failure(self) -> BaseException | None:
-        return self._failure
-
-    async def wait_settled(self) -> None:
-        await self._ready.wait()
-
-    async def get(self, operation: str) -> SerializedHost:
-        await self._ready.wait()
-        if self._host is None:
-            raise self._unavailable(operation)
-        return self._host
-
-    def _unavailable(self, operation: str) -> BaseException:
-        """HOST_UNAVAILABLE (terminal, phase ``startup``) whose ``data.errors`` are the startup
-        failure itself, primary first (e.g. SessionFileNotFound for a mistyped ``--resume``), so a
-        client learns *why* without reading the log. A fresh group each time: the startup failure's
-        members are shared, never re-labelled."""
-        startup = self._failure
-        cause = context_of(startup) if startup is not None else None
-        context = FailureContext(
-            operation,
-            "startup",
-            cwd=cause.cwd if cause is not None else None,
-            session_path=cause.session_path if cause is not None else None,
-            terminal=True,
-        )
-        reason = (
-            startup
-            if isinstance(startup, Exception)  # a flat group is spliced in member by member
-            else HostUnavailableError("the session host could not be started; restart the daemon")
-        )
-        return attach_context(SessionBindingFailure("the session host could not be started", [reason]), context)
+def handler_name(method: str) -> str:
+    """``newSession`` -> ``new_session``: the :class:`SessionMethods` method that serves ``method``."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", method).lower()
 
 
-@contextlib.contextmanager
-def operation(name: str) -> Iterator[None]:
-    token = OPERATION.set(name)
-    try:
-        yield
-    finally:
-        OPERATION.reset(token)
+def register(server: Server, *handlers: object) -> None:
+    """Serve every client->server request of the method table the server does not serve itself, each by
+    the one method named after it (``handler_name``) among ``handlers`` (e.g. the session methods and
+    the approval methods)."""
+    for spec in client_requests():
+        if spec.name in server.method_names:
+            continue
+        found = [getattr(h, handler_name(spec.name)) for h in handlers if hasattr(h, handler_name(spec.name))]
+        if len(found) != 1:
+            raise LookupError(f"{spec.name}: {len(found)} handlers named {handler_name(spec.name)!r}, not one")
+        server.method(spec.name, spec.params)(found[0])
+
+
+def _tracked(pending: Pending[T]) -> Pending[T]:
+    """Hand the arriving request's cancellation to its host operation."""
+    call = current_call()
+    if call is not None:
+        call.on_cancel = pending.cancel
+    return pending
+
+
+def _tracked_abortable(pending: Pending[T]) -> Pending[T]:
+    """Like ``_tracked``, but a request cancelled once its operation runs answers -32800 too: the work
+    is stopped (its running-cancel), awaited, and then the cancellation is delivered."""
+    call = current_call()
+    if call is not None:
+
+        def cancel() -> bool:
+            pending.cancel()
+            return True
+
+        call.on_cancel = cancel
+    return pending
 
 
 class SessionMethods:
-    """The handlers behind the wire methods (camelCase names in ``protocol.methods``)."""
+    """The handlers behind the session methods; each is called at its request's arrival."""
 
-    def __init__(self, slot: HostSlot, pump: EventPump, library: SessionLibrary) -> None:
-        self._slot = slot
+    def __init__(self, host: SerializedHost, pump: EventPump, library: SessionLibrary) -> None:
+        self._host = host
         self._pump = pump
         self._library = library
         self._snapshot: SessionState | None = None
-        self.dispose_failure: BaseException | None = None
-        self.request_id: Callable[[], int | str | None] = lambda: None
-        """The id of the request being served (``bash_execution_update.id``); set by the server."""
 
     # -- replacements ---------------------------------------------------------------------
 
-    async def new_session(self, params: t.NewSessionParams) -> t.ReplacementResult:
-        host = await self._slot.get("newSession")
-        with operation("newSession"), self._progress(params.work_done_token, "New session"):
-            outcome = await host.new_session(cwd=params.cwd, parent_session=params.parent_session)
-        return await self._replaced(host, outcome)
+    def new_session(self, params: t.NewSessionParams) -> Awaitable[t.ReplacementResult]:
+        progress = self._progress(params.work_done_token, "New session")
+        pending = _tracked(self._host.new_session(cwd=params.cwd, parent_session=params.parent_session))
+        return self._replaced(pending, progress)
 
-    async def resume(self, params: t.ResumeParams) -> t.ReplacementResult:
-        return await self._reported(
-            "resume", "Resuming session", params.work_done_token, params.session_path,
-            lambda host: host.resume(params.session_path, params.cwd_override),
-        )
+    def resume(self, params: t.ResumeParams) -> Awaitable[t.ReplacementResult]:
+        progress = self._progress(params.work_done_token, "Resuming session", params.session_path)
+        with reporting(progress.bytes_reporter()):
+            pending = _tracked(self._host.resume(params.session_path, params.cwd_override))
+        return self._replaced(pending, progress)
 
-    async def fork(self, params: t.ForkParams) -> t.ForkResult:
-        host = await self._slot.get("fork")
-        with operation("fork"):
-            outcome = await host.fork(params.entry_id)
-        result = await self._replaced(host, outcome)
-        return t.ForkResult(
-            cancelled=result.cancelled,
-            session_id=result.session_id,
-            cwd=result.cwd,
-            generation=result.generation,
-            session_file=result.session_file,
-            selected_text=outcome.selected_text,
-            dropped_queue=result.dropped_queue,
-        )
+    def fork(self, params: t.ForkParams) -> Awaitable[t.ForkResult]:
+        return self._forked(_tracked(self._host.fork(params.entry_id)))
 
-    async def clone(self, params: t.CloneParams) -> t.ReplacementResult:
-        host = await self._slot.get("clone")
-        with operation("clone"):
-            outcome = await host.clone(params.entry_id)
-        return await self._replaced(host, outcome)
+    def clone(self, params: t.CloneParams) -> Awaitable[t.ReplacementResult]:
+        return self._replaced(_tracked(self._host.clone(params.entry_id)))
 
-    async def import_jsonl(self, params: t.ImportJsonlParams) -> t.ReplacementResult:
-        return await self._reported(
-            "importJsonl", "Importing transcript", params.work_done_token, params.path,
-            lambda host: host.import_jsonl(params.path, params.cwd_override),
-        )
+    def import_jsonl(self, params: t.ImportJsonlParams) -> Awaitable[t.ReplacementResult]:
+        progress = self._progress(params.work_done_token, "Importing transcript", params.path)
+        # The store reports the bytes it copied to the reporter of the operation's context (taken now).
+        with reporting(progress.bytes_reporter()):
+            pending = _tracked(self._host.import_jsonl(params.path, params.cwd_override))
+        return self._replaced(pending, progress)
 
-    async def _reported(
-        self,
-        name: str,
-        title: str,
-        token: t.ProgressToken | None,
-        path: str,
-        replace: Callable[[SerializedHost], Awaitable[ReplacementOutcome]],
+    def _progress(self, token: t.ProgressToken | None, title: str, reading: str | None = None) -> Progress:
+        """``$/progress`` begun at the request's arrival (begin -> report(``reading``)); ended by ``_replacement``."""
+        progress = Progress(self._pump.post, token, title)
+        progress.begin()
+        if reading is not None:
+            progress.report(reading, 0)
+        return progress
+
+    async def _replaced(
+        self, pending: Pending[ReplacementOutcome], progress: Progress | None = None
     ) -> t.ReplacementResult:
-        """A replacement that reads a whole file: ``$/progress`` begin → report(path) → end around it."""
-        host = await self._slot.get(name)
-        with operation(name), self._progress(token, title) as progress:
-            progress.report(path, 0)
-            with reporting(progress.bytes_reporter()):  # the store reports bytes copied (importJsonl)
-                outcome = await replace(host)
-        return await self._replaced(host, outcome)
+        outcome = await self._replacement(pending, progress)
+        return t.ReplacementResult(**_replacement_fields(outcome))
 
-    async def dispose(self, params: t.EmptyParams | None = None) -> None:
-        host = await self._slot.get("dispose")
+    async def _forked(self, pending: Pending[ReplacementOutcome]) -> t.ForkResult:
+        outcome = await self._replacement(pending)
+        return t.ForkResult(**_replacement_fields(outcome), selected_text=outcome.selected_text)
+
+    async def _replacement(
+        self, pending: Pending[ReplacementOutcome], progress: Progress | None = None
+    ) -> ReplacementOutcome:
+        """Await the replacement; its ``$/progress`` (if any) ends however it ends."""
+        with progress or Progress(self._pump.post, None, ""):
+            outcome = await pending
+        with contextlib.suppress(HostError):
+            self._snapshot = self._host.state()
+        await self._pump.drain()
+        return outcome
+
+    def dispose(self, params: t.EmptyParams | None = None) -> Awaitable[None]:
+        return self._disposed(_tracked(self._host.request_disposal()))
+
+    async def _disposed(self, pending: Pending[None]) -> None:
         try:
-            with operation("dispose"):
-                await host.dispose()
-        except HostDisposedError:
-            raise
-        except Exception as exc:
-            self.dispose_failure = exc  # the process will exit non-zero
-            raise
+            await self._host.wait_started()
+            if self._host.startup_failure is not None:
+                self._host.check_available("dispose")  # the daemon never got a session: HOST_UNAVAILABLE
+            await pending
         finally:
             await self._pump.drain()
-
-    async def _replaced(self, host: SerializedHost, outcome: ReplacementOutcome) -> t.ReplacementResult:
-        self._remember(host)
-        await self._pump.drain()
-        return t.ReplacementResult(
-            cancelled=outcome.cancelled,
-            session_id=outcome.session_id,
-            cwd=outcome.cwd,
-            generation=outcome.generation,
-            session_file=outcome.session_file,
-            dropped_queue=queue_contents(outcome.dropped_queue) if outcome.dropped_queue is not None else None,
-        )
-
-    def _progress(self, token: t.ProgressToken | None, title: str) -> Progress:
-        return Progress(self._pump.post, token, title)
 
     # -- reads ----------------------------------------------------------------------------
 
     async def get_state(self, params: t.EmptyParams | None = None) -> t.GetStateResult:
-        host = await self._slot.get("getState")
+        host = self._host
+        await host.wait_started()
         try:
             state = host.state()
         except (HostUnavailableError, HostDisposedError):
@@ -251,16 +245,18 @@ class SessionMethods:
             self._snapshot = state
         await self._pump.drain()
         model = t.ModelRef(state.model.provider, state.model.model_id) if state.model is not None else None
+        status = host.status
+        assert status != "starting"
         return t.GetStateResult(
             session_id=state.session_id,
             cwd=state.cwd,
             leaf_id=state.leaf_id,
             thinking_level=state.thinking_level,
-            is_streaming=state.is_streaming and host.status == "ready",
+            is_streaming=state.is_streaming and status == "ready",
             message_count=state.message_count,
             generation=host.generation,
-            status=host.status,
-            is_compacting=state.is_compacting and host.status == "ready",
+            status=status,
+            is_compacting=state.is_compacting and status == "ready",
             steering_mode=state.steering_mode,
             follow_up_mode=state.follow_up_mode,
             auto_compaction_enabled=state.auto_compaction_enabled,
@@ -272,204 +268,201 @@ class SessionMethods:
             approval_policy=state.approval_policy,
         )
 
-    async def get_messages(self, params: t.EmptyParams | None = None) -> t.GetMessagesResult:
-        host = await self._slot.get("getMessages")
-        await host.after_queued_replacements("getMessages")
-        messages = host.messages()
+    def get_messages(self, params: t.EmptyParams | None = None) -> Awaitable[t.GetMessagesResult]:
+        return self._messages(_tracked(self._host.enqueue(GET_MESSAGES, self._host.messages)))
+
+    async def _messages(self, pending: Pending[list[dict[str, object]]]) -> t.GetMessagesResult:
+        messages = await pending
         await self._pump.drain()
         return t.GetMessagesResult(messages=messages)
 
-    async def get_tree(self, params: t.GetTreeParams | None = None) -> t.GetTreeResult:
-        host = await self._slot.get("getTree")
-        await host.after_queued_replacements("getTree")
+    def get_tree(self, params: t.GetTreeParams | None = None) -> Awaitable[t.GetTreeResult]:
+        host = self._host
         nested = params is not None and params.nested is True
-        tree = host.tree(nested)
+        return self._tree(_tracked(host.enqueue(GET_TREE, lambda: host.tree(nested))))
+
+    async def _tree(self, pending: Pending[SessionTree]) -> t.GetTreeResult:
+        tree = await pending
         if tree.nodes is not None and (depth := tree_depth(tree.nodes)) > MAX_TREE_DEPTH:
-            raise _invalid_params("getTree", f"the session tree is {depth} entries deep; the nested form is "
-                                  f"limited to {MAX_TREE_DEPTH} (read the flat entries)", "$.nested")
+            raise InvalidParamsError(GET_TREE, f"the session tree is {depth} entries deep; the nested form is "
+                                     f"limited to {MAX_TREE_DEPTH} (read the flat entries)", "$.nested")
         await self._pump.drain()
+        # No copy of the entries here: the server encodes the result only once the client reads again.
+        entries = [entry if isinstance(entry, dict) else dict(entry) for entry in tree.entries]
         return t.GetTreeResult(
-            entries=[dict(e) for e in tree.entries], labels=dict(tree.labels), leaf_id=tree.leaf_id,
+            entries=entries, labels=dict(tree.labels), leaf_id=tree.leaf_id,
             tree=[dict(n) for n in tree.nodes] if tree.nodes is not None else None,
         )
 
     async def list_sessions(self, params: t.ListSessionsParams) -> t.ListSessionsResult:
-        host = await self._slot.get("listSessions")
-        host.state()  # fails closed like every other call when the host is unusable
+        await self._host.wait_started()
+        self._host.state()  # fails closed like every other call when the host is unusable
         limit = DEFAULT_PAGE if params.limit is None else params.limit
         if limit < 1 or limit > MAX_PAGE:
-            raise _invalid_params("listSessions", f"limit must be between 1 and {MAX_PAGE}", "$.limit")
+            raise InvalidParamsError(LIST_SESSIONS, f"limit must be between 1 and {MAX_PAGE}", "$.limit")
         sort: t.SessionSort = params.sort or "updated"
         after = _decode_cursor(params.cursor, sort) if params.cursor is not None else None
         summaries = await anyio.to_thread.run_sync(self._library.list, params.cwd, params.query, sort)
         return paginate(summaries, after, limit, sort)
 
-    async def delete_session(self, params: t.DeleteSessionParams) -> t.DeleteSessionResult:
-        """Trash a session file; never the session current at this request's turn."""
-        host = await self._slot.get("deleteSession")
-        await host.after_queued_replacements("deleteSession")
-        result = self._library.delete(params.session_file, host.session_file)
-        await self._pump.drain()
-        return result
+    def delete_session(self, params: t.DeleteSessionParams) -> Awaitable[t.DeleteSessionResult]:
+        """Trash a session file; never the session current at this request's arrival."""
+        host, library = self._host, self._library
+        return self._answered(_tracked(host.enqueue(
+            DELETE_SESSION, lambda: library.delete(params.session_file, host.session_file))))
 
-    async def rename_session(self, params: t.RenameSessionParams) -> t.RenameSessionResult:
+    def rename_session(self, params: t.RenameSessionParams) -> Awaitable[t.RenameSessionResult]:
         """Name any session file; the current session's through the session itself (``setSessionName``)."""
-        host = await self._slot.get("renameSession")
-        await host.after_queued_replacements("renameSession")
-        if self._library.is_current(params.session_file, host.session_file):
-            host.set_session_name(params.name)
-            name = host.state().name
-        else:
-            name = self._library.rename(params.session_file, params.name)
-        await self._pump.drain()
-        return t.RenameSessionResult(name=name or "")
+        host, library = self._host, self._library
 
-    async def export_html(self, params: t.ExportHtmlParams) -> t.ExportResult:
-        host = await self._slot.get("exportHtml")
-        await host.after_queued_replacements("exportHtml")
-        path = await host.export_html(params.output_path)
-        await self._pump.drain()
-        return t.ExportResult(path=path)
+        def rename() -> t.RenameSessionResult:
+            if library.is_current(params.session_file, host.session_file):
+                host.set_session_name(params.name)
+                name = host.state().name
+            else:
+                name = library.rename(params.session_file, params.name)
+            return t.RenameSessionResult(name=name or "")
 
-    async def export_jsonl(self, params: t.ExportJsonlParams) -> t.ExportResult:
-        host = await self._slot.get("exportJsonl")
-        await host.after_queued_replacements("exportJsonl")
-        path = host.export_jsonl(params.output_path)
-        await self._pump.drain()
-        return t.ExportResult(path=path)
+        return self._answered(_tracked(host.enqueue(RENAME_SESSION, rename)))
+
+    def export_html(self, params: t.ExportHtmlParams) -> Awaitable[t.ExportResult]:
+        host = self._host
+        pending = host.enqueue_async(EXPORT_HTML, lambda: host.export_html(params.output_path))
+        return self._exported(_tracked(pending))
+
+    def export_jsonl(self, params: t.ExportJsonlParams) -> Awaitable[t.ExportResult]:
+        host = self._host
+        return self._exported(_tracked(host.enqueue(EXPORT_JSONL, lambda: host.export_jsonl(params.output_path))))
+
+    async def _exported(self, pending: Pending[str]) -> t.ExportResult:
+        return t.ExportResult(path=await self._answered(pending))
 
     # -- actions --------------------------------------------------------------------------
 
-    async def prompt(self, params: t.PromptParams) -> t.PromptResult:
-        """Run one turn; a cancelled request aborts the turn and still answers (``aborted``).
-        With ``streamingBehavior`` and a turn running, the text is queued and this answers at once."""
-        host = await self._slot.get("prompt")
-        started = False
+    def prompt(self, params: t.PromptParams) -> Awaitable[t.PromptResult]:
+        """One turn on the session current at this request's arrival; a cancelled request still queued
+        never starts (-32800), a cancelled running one aborts the turn and answers ``aborted``. With
+        ``streamingBehavior`` and a turn running at its place, the text is queued into that turn and
+        this answers at once (``queued``)."""
+        pending = self._host.prompt(params.text, images=_images(params.images),
+                                    streaming_behavior=params.streaming_behavior)
+        return self._prompted(_tracked(pending), params.streaming_behavior)
 
-        def mark_started() -> None:
-            nonlocal started
-            started = True
-
-        with operation("prompt"):
-            turn = asyncio.ensure_future(host.prompt(
-                params.text, images=_images(params.images), streaming_behavior=params.streaming_behavior,
-                on_started=mark_started,
-            ))
-        try:
-            outcome = await asyncio.shield(turn)
-        except asyncio.CancelledError:
-            if not started:  # still waiting behind earlier replacements: it never starts (-32800)
-                turn.cancel()
-                with contextlib.suppress(asyncio.CancelledError, HostError):
-                    await turn
-                raise
-            caller = asyncio.current_task()
-            if caller is not None:
-                caller.uncancel()
-            outcome = await _abort_and_settle(host, turn)
+    async def _prompted(
+        self, pending: Pending[str | CommandRan | None], streaming_behavior: t.StreamingBehavior | None
+    ) -> t.PromptResult:
+        outcome = await pending
         await self._pump.drain()
         if isinstance(outcome, CommandRan):
             return t.PromptResult(command=outcome.name)
         if outcome is None:
-            return t.PromptResult(queued=params.streaming_behavior)
+            return t.PromptResult(queued=streaming_behavior)
         return t.PromptResult(stop_reason=outcome)
 
-    async def abort(self, params: t.EmptyParams | None = None) -> None:
-        host = await self._slot.get("abort")
-        await host.abort()
-        await self._pump.drain()
+    def abort(self, params: t.EmptyParams | None = None) -> Awaitable[None]:
+        return self._answered(_tracked(self._host.abort()))
 
-    async def set_session_name(self, params: t.SetSessionNameParams) -> None:
-        host = await self._slot.get("setSessionName")
-        await host.after_queued_replacements("setSessionName")
-        host.set_session_name(params.name)
-        await self._pump.drain()
+    def set_session_name(self, params: t.SetSessionNameParams) -> Awaitable[None]:
+        host = self._host
+        return self._answered(_tracked(host.enqueue(SET_SESSION_NAME, lambda: host.set_session_name(params.name))))
 
-    async def set_model(self, params: t.SetModelParams) -> t.ModelRef:
-        host = await self._slot.get("setModel")
-        await host.after_queued_replacements("setModel")
-        ref = host.set_model(params.provider, params.model_id)
+    def set_model(self, params: t.SetModelParams) -> Awaitable[t.ModelRef]:
+        host = self._host
+        return self._model(_tracked(host.enqueue(SET_MODEL, lambda: host.set_model(params.provider, params.model_id))))
+
+    async def _model(self, pending: Pending[ModelRef]) -> t.ModelRef:
+        ref = await pending
         await self._pump.drain()
         return t.ModelRef(ref.provider, ref.model_id)
 
-    async def get_commands(self, params: t.EmptyParams | None = None) -> t.GetCommandsResult:
-        host = await self._slot.get("getCommands")
-        await host.after_queued_replacements("getCommands")
-        commands = host.commands()
+    def get_commands(self, params: t.EmptyParams | None = None) -> Awaitable[t.GetCommandsResult]:
+        return self._commands(_tracked(self._host.enqueue(GET_COMMANDS, self._host.commands)))
+
+    async def _commands(self, pending: Pending[list[CommandInfo]]) -> t.GetCommandsResult:
+        commands = await pending
         await self._pump.drain()
         return t.GetCommandsResult(commands=[command_result(c) for c in commands])
-    async def get_available_models(self, params: t.EmptyParams | None = None) -> t.GetAvailableModelsResult:
-        host = await self._slot.get("getAvailableModels")
-        await host.after_queued_replacements("getAvailableModels")
-        models = host.available_models()
+
+    def get_available_models(self, params: t.EmptyParams | None = None) -> Awaitable[t.GetAvailableModelsResult]:
+        return self._models(_tracked(self._host.enqueue(GET_AVAILABLE_MODELS, self._host.available_models)))
+
+    async def _models(self, pending: Pending[list[ModelDescription]]) -> t.GetAvailableModelsResult:
+        models = await pending
         await self._pump.drain()
         return t.GetAvailableModelsResult(models=[_model_description(m) for m in models])
 
-    async def cycle_model(self, params: t.CycleModelParams | None = None) -> t.CycleModelResult:
-        host = await self._slot.get("cycleModel")
-        await host.after_queued_replacements("cycleModel")
-        result = host.cycle_model(params.direction if params is not None else "forward")
+    def cycle_model(self, params: t.CycleModelParams | None = None) -> Awaitable[t.CycleModelResult]:
+        host = self._host
+        direction = params.direction if params is not None else "forward"
+
+        def cycle() -> tuple[CycleModelResult | None, str]:
+            result = host.cycle_model(direction)
+            return result, host.state().thinking_level
+
+        return self._cycled(_tracked(host.enqueue(CYCLE_MODEL, cycle)))
+
+    async def _cycled(self, pending: Pending[tuple[CycleModelResult | None, str]]) -> t.CycleModelResult:
+        result, thinking_level = await pending
         await self._pump.drain()
         if result is None:
-            return t.CycleModelResult(model=None, thinking_level=host.state().thinking_level, is_scoped=False)
+            return t.CycleModelResult(model=None, thinking_level=thinking_level, is_scoped=False)
         return t.CycleModelResult(model=_model_description(result.model), thinking_level=result.thinking_level,
                                   is_scoped=result.is_scoped)
 
-    # -- turn control (each: the host's session call after queued replacements) ----------------
+    # -- turn control (each queued at its request's arrival, like ``setModel``) ------------------
 
-    async def steer(self, params: t.QueueInputParams) -> None:
-        host = await self._slot.get("steer")
-        await host.after_queued_replacements("steer")
-        host.steer(params.text, _images(params.images))
-        await self._pump.drain()
+    def steer(self, params: t.QueueInputParams) -> Awaitable[None]:
+        host, images = self._host, _images(params.images)
+        return self._answered(_tracked(host.enqueue(STEER, lambda: host.steer(params.text, images))))
 
-    async def follow_up(self, params: t.QueueInputParams) -> None:
-        host = await self._slot.get("followUp")
-        await host.after_queued_replacements("followUp")
-        host.follow_up(params.text, _images(params.images))
-        await self._pump.drain()
+    def follow_up(self, params: t.QueueInputParams) -> Awaitable[None]:
+        host, images = self._host, _images(params.images)
+        return self._answered(_tracked(host.enqueue(FOLLOW_UP, lambda: host.follow_up(params.text, images))))
 
-    async def set_steering_mode(self, params: t.SetQueueModeParams) -> None:
-        host = await self._slot.get("setSteeringMode")
-        await host.after_queued_replacements("setSteeringMode")
-        host.set_steering_mode(params.mode)
+    def set_steering_mode(self, params: t.SetQueueModeParams) -> Awaitable[None]:
+        host = self._host
+        return self._answered(_tracked(host.enqueue(SET_STEERING_MODE, lambda: host.set_steering_mode(params.mode))))
 
-    async def set_follow_up_mode(self, params: t.SetQueueModeParams) -> None:
-        host = await self._slot.get("setFollowUpMode")
-        await host.after_queued_replacements("setFollowUpMode")
-        host.set_follow_up_mode(params.mode)
+    def set_follow_up_mode(self, params: t.SetQueueModeParams) -> Awaitable[None]:
+        host = self._host
+        return self._answered(_tracked(host.enqueue(SET_FOLLOW_UP_MODE, lambda: host.set_follow_up_mode(params.mode))))
 
-    async def clear_queue(self, params: t.EmptyParams | None = None) -> ev.QueueContents:
-        host = await self._slot.get("clearQueue")
-        await host.after_queued_replacements("clearQueue")
-        dropped = host.clear_queue()
-        await self._pump.drain()
-        return queue_contents(dropped)
+    def clear_queue(self, params: t.EmptyParams | None = None) -> Awaitable[ev.QueueContents]:
+        return self._cleared(_tracked(self._host.enqueue(CLEAR_QUEUE, self._host.clear_queue)))
 
-    async def set_thinking_level(self, params: t.SetThinkingLevelParams) -> None:
-        host = await self._slot.get("setThinkingLevel")
-        await host.after_queued_replacements("setThinkingLevel")
-        host.set_thinking_level(params.level)
-        await self._pump.drain()
+    async def _cleared(self, pending: Pending[QueueSnapshot]) -> ev.QueueContents:
+        return queue_contents(await self._answered(pending))
 
-    async def cycle_thinking_level(self, params: t.EmptyParams | None = None) -> t.CycleThinkingLevelResult:
-        host = await self._slot.get("cycleThinkingLevel")
-        await host.after_queued_replacements("cycleThinkingLevel")
-        level = host.cycle_thinking_level()
-        await self._pump.drain()
+    def set_thinking_level(self, params: t.SetThinkingLevelParams) -> Awaitable[None]:
+        host = self._host
+
+        def set_level() -> None:
+            host.set_thinking_level(params.level)
+
+        return self._answered(_tracked(host.enqueue(SET_THINKING_LEVEL, set_level)))
+
+    def cycle_thinking_level(self, params: t.EmptyParams | None = None) -> Awaitable[t.CycleThinkingLevelResult]:
+        host = self._host
+        return self._thinking_cycled(_tracked(host.enqueue(CYCLE_THINKING_LEVEL, host.cycle_thinking_level)))
+
+    async def _thinking_cycled(self, pending: Pending[str | None]) -> t.CycleThinkingLevelResult:
+        level = await self._answered(pending)
         return t.CycleThinkingLevelResult(level=level)  # type: ignore[arg-type]  # the session's levels are Pi's
 
-    async def get_available_thinking_levels(
+    def get_available_thinking_levels(
         self, params: t.EmptyParams | None = None
-    ) -> t.AvailableThinkingLevelsResult:
-        host = await self._slot.get("getAvailableThinkingLevels")
-        await host.after_queued_replacements("getAvailableThinkingLevels")
-        return t.AvailableThinkingLevelsResult(levels=host.available_thinking_levels())  # type: ignore[arg-type]
+    ) -> Awaitable[t.AvailableThinkingLevelsResult]:
+        host = self._host
+        return self._levels(_tracked(host.enqueue(GET_AVAILABLE_THINKING_LEVELS, host.available_thinking_levels)))
 
-    async def get_session_stats(self, params: t.EmptyParams | None = None) -> t.SessionStatsResult:
-        host = await self._slot.get("getSessionStats")
-        await host.after_queued_replacements("getSessionStats")
-        stats = host.stats()
+    async def _levels(self, pending: Pending[list[str]]) -> t.AvailableThinkingLevelsResult:
+        return t.AvailableThinkingLevelsResult(levels=await self._answered(pending))  # type: ignore[arg-type]
+
+    def get_session_stats(self, params: t.EmptyParams | None = None) -> Awaitable[t.SessionStatsResult]:
+        return self._stats(_tracked(self._host.enqueue(GET_SESSION_STATS, self._host.stats)))
+
+    async def _stats(self, pending: Pending[SessionStats]) -> t.SessionStatsResult:
+        stats = await self._answered(pending)
         usage = stats.context_usage
         tokens = stats.tokens
         return t.SessionStatsResult(
@@ -487,142 +480,123 @@ class SessionMethods:
                                           percent=usage.percent) if usage is not None else None),
         )
 
-    async def bash(self, params: t.BashParams) -> t.BashResult:
-        """Run the command outside the host lock (like a turn); a cancelled request stops it and
-        still answers (``cancelled: true``)."""
-        host = await self._slot.get("bash")
-        request_id = self.request_id()
-        await host.after_queued_replacements("bash")
-        run = asyncio.ensure_future(host.bash(params.command, exclude_from_context=params.exclude_from_context,
-                                              timeout=params.timeout, request_id=request_id))
-        try:
-            outcome = await asyncio.shield(run)
-        except asyncio.CancelledError:
-            caller = asyncio.current_task()
-            if caller is not None:
-                caller.uncancel()
-            with anyio.CancelScope(shield=True):
-                with contextlib.suppress(HostError):
-                    host.abort_bash()
-                outcome = await run
-        await self._pump.drain()
+    def bash(self, params: t.BashParams) -> Awaitable[t.BashResult]:
+        """Run the command in the session current at this request's arrival, outside the queue (like a
+        turn); a cancelled request still queued never starts (-32800), a running one is stopped and
+        still answers (``cancelled: true``). Its ``bash_execution_update`` events carry this request's id."""
+        call = current_call()
+        pending = self._host.bash(params.command, exclude_from_context=params.exclude_from_context,
+                                  timeout=params.timeout, request_id=call.id if call is not None else None)
+        return self._bashed(_tracked(pending))
+
+    async def _bashed(self, pending: Pending[BashOutcome]) -> t.BashResult:
+        outcome = await self._answered(pending)
         return t.BashResult(output=outcome.output, exit_code=outcome.exit_code, cancelled=outcome.cancelled,
                             truncated=outcome.truncated, full_output_path=outcome.full_output_path)
 
-    async def abort_bash(self, params: t.EmptyParams | None = None) -> None:
-        host = await self._slot.get("abortBash")
-        await host.after_queued_replacements("abortBash")
-        host.abort_bash()
+    def abort_bash(self, params: t.EmptyParams | None = None) -> Awaitable[None]:
+        return self._answered(_tracked(self._host.enqueue(ABORT_BASH, self._host.abort_bash)))
 
-    async def set_auto_retry(self, params: t.SetAutoRetryParams) -> None:
-        host = await self._slot.get("setAutoRetry")
-        await host.after_queued_replacements("setAutoRetry")
-        host.set_auto_retry(params.enabled)
+    def set_auto_retry(self, params: t.SetAutoRetryParams) -> Awaitable[None]:
+        host = self._host
+        return self._answered(_tracked(host.enqueue(SET_AUTO_RETRY, lambda: host.set_auto_retry(params.enabled))))
 
-    async def abort_retry(self, params: t.EmptyParams | None = None) -> None:
-        host = await self._slot.get("abortRetry")
-        await host.after_queued_replacements("abortRetry")
-        host.abort_retry()
+    def abort_retry(self, params: t.EmptyParams | None = None) -> Awaitable[None]:
+        return self._answered(_tracked(self._host.enqueue(ABORT_RETRY, self._host.abort_retry)))
 
-    async def get_last_assistant_text(self, params: t.EmptyParams | None = None) -> t.LastAssistantTextResult:
-        host = await self._slot.get("getLastAssistantText")
-        await host.after_queued_replacements("getLastAssistantText")
-        return t.LastAssistantTextResult(text=host.last_assistant_text())
+    def get_last_assistant_text(self, params: t.EmptyParams | None = None) -> Awaitable[t.LastAssistantTextResult]:
+        return self._last_text(_tracked(self._host.enqueue(GET_LAST_ASSISTANT_TEXT, self._host.last_assistant_text)))
 
-    async def get_fork_messages(self, params: t.EmptyParams | None = None) -> t.ForkMessagesResult:
-        host = await self._slot.get("getForkMessages")
-        await host.after_queued_replacements("getForkMessages")
-        return t.ForkMessagesResult(
-            messages=[t.ForkMessage(entry_id=m.entry_id, text=m.text) for m in host.fork_messages()]
-        )
+    async def _last_text(self, pending: Pending[str | None]) -> t.LastAssistantTextResult:
+        return t.LastAssistantTextResult(text=await self._answered(pending))
 
-    async def get_entries(self, params: t.GetEntriesParams) -> t.GetEntriesResult:
-        host = await self._slot.get("getEntries")
-        await host.after_queued_replacements("getEntries")
-        entries, leaf_id = host.entries(params.since)
-        await self._pump.drain()
+    def get_fork_messages(self, params: t.EmptyParams | None = None) -> Awaitable[t.ForkMessagesResult]:
+        return self._fork_messages(_tracked(self._host.enqueue(GET_FORK_MESSAGES, self._host.fork_messages)))
+
+    async def _fork_messages(self, pending: Pending[list[ForkMessage]]) -> t.ForkMessagesResult:
+        messages = await self._answered(pending)
+        return t.ForkMessagesResult(messages=[t.ForkMessage(entry_id=m.entry_id, text=m.text) for m in messages])
+
+    def get_entries(self, params: t.GetEntriesParams) -> Awaitable[t.GetEntriesResult]:
+        host = self._host
+        return self._entries(_tracked(host.enqueue(GET_ENTRIES, lambda: host.entries(params.since))))
+
+    async def _entries(self, pending: Pending[tuple[list[dict[str, Any]], str | None]]) -> t.GetEntriesResult:
+        entries, leaf_id = await self._answered(pending)
         return t.GetEntriesResult(entries=entries, leaf_id=leaf_id)
 
-    # -- compaction and the tree -----------------------------------------------------------
+    # -- compaction and the tree (``compact``/``navigateTree`` run outside the queue like a turn) -----
 
-    async def compact(self, params: t.CompactParams | None = None) -> t.CompactionResult:
-        """Compact the current session; a cancelled request aborts the compaction (nothing is written)."""
-        host = await self._slot.get("compact")
+    def compact(self, params: t.CompactParams | None = None) -> Awaitable[t.CompactionResult]:
+        """Compact the session current at this request's arrival; a cancelled request aborts the
+        compaction (nothing is written) and answers -32800."""
         custom = params.custom_instructions if params is not None else None
-        result = await self._abortable(host, "compact", lambda started: host.compact(custom, on_started=started))
-        await self._pump.drain()
+        return self._compacted(_tracked_abortable(self._host.compact(custom)))
+
+    async def _compacted(self, pending: Pending[dict[str, Any]]) -> t.CompactionResult:
+        result: dict[str, Any] = await self._abortable(pending)
         return compaction_result(result)
 
-    async def set_auto_compaction(self, params: t.SetAutoCompactionParams) -> None:
-        host = await self._slot.get("setAutoCompaction")
-        await host.after_queued_replacements("setAutoCompaction")
-        host.set_auto_compaction(params.enabled)
-        await self._pump.drain()
+    def set_auto_compaction(self, params: t.SetAutoCompactionParams) -> Awaitable[None]:
+        host = self._host
+        return self._answered(_tracked(host.enqueue(SET_AUTO_COMPACTION,
+                                                    lambda: host.set_auto_compaction(params.enabled))))
 
-    async def navigate_tree(self, params: t.NavigateTreeParams) -> t.NavigateTreeResult:
-        """Move the leaf; a cancelled request aborts a branch summary in progress (nothing is written)."""
-        host = await self._slot.get("navigateTree")
-        result = await self._abortable(host, "navigateTree", lambda started: host.navigate_tree(
+    def navigate_tree(self, params: t.NavigateTreeParams) -> Awaitable[t.NavigateTreeResult]:
+        """Move the leaf; a cancelled request aborts a branch summary in progress (nothing is written)
+        and answers -32800."""
+        pending = self._host.navigate_tree(
             params.target_id, summarize=params.summarize is True, custom_instructions=params.custom_instructions,
-            replace_instructions=params.replace_instructions, label=params.label, on_started=started))
-        await self._pump.drain()
+            replace_instructions=params.replace_instructions, label=params.label)
+        return self._navigated(_tracked_abortable(pending))
+
+    async def _navigated(self, pending: Pending[dict[str, Any]]) -> t.NavigateTreeResult:
+        result = await self._abortable(pending)
         return t.NavigateTreeResult(
-            cancelled=bool(result.get("cancelled")), leaf_id=host.state().leaf_id,
+            cancelled=bool(result.get("cancelled")), leaf_id=self._host.state().leaf_id,
             aborted=True if result.get("aborted") else None, editor_text=result.get("editorText"),
             summary_entry=result.get("summaryEntry"),
         )
 
-    async def set_label(self, params: t.SetLabelParams) -> None:
-        host = await self._slot.get("setLabel")
-        await host.after_queued_replacements("setLabel")
-        host.set_label(params.entry_id, params.label)
+    def set_label(self, params: t.SetLabelParams) -> Awaitable[None]:
+        host = self._host
+
+        def label() -> None:
+            host.set_label(params.entry_id, params.label)
+
+        return self._answered(_tracked(host.enqueue(SET_LABEL, label)))
+
+    async def _answered(self, pending: Pending[T]) -> T:
+        """The operation's result, once the pump has flushed what it produced."""
+        result = await pending
         await self._pump.drain()
+        return result
 
-    async def _abortable(self, host: SerializedHost, name: str,
-                         start: Callable[[Callable[[], None]], Awaitable[T]]) -> T:
-        """Run session work like ``prompt``: cancelled while queued it never starts (-32800);
-        cancelled once started, the session's work is aborted and awaited, then -32800."""
-        started = False
-
-        def mark_started() -> None:
-            nonlocal started
-            started = True
-
-        with operation(name):
-            work = asyncio.ensure_future(start(mark_started))
+    async def _abortable(self, pending: Pending[T]) -> T:
+        """``_answered`` for work queued with ``_tracked_abortable``: when the request was cancelled, it
+        answers -32800 however the aborted work ended (its own error, e.g. CompactionCancelled, or an
+        aborted result, is not the answer)."""
+        call = current_call()
         try:
-            return await asyncio.shield(work)
-        except asyncio.CancelledError:
-            if started:
-                with anyio.CancelScope(shield=True):
-                    with contextlib.suppress(HostError):
-                        await host.abort()
-                    with contextlib.suppress(Exception, asyncio.CancelledError):
-                        await work
-            else:
-                work.cancel()
-                with contextlib.suppress(asyncio.CancelledError, HostError):
-                    await work
+            result = await self._answered(pending)
+        except Exception:
+            if call is not None and call.scope.cancel_called:
+                await anyio.lowlevel.checkpoint()  # delivers the request's cancellation
             raise
+        if call is not None and call.scope.cancel_called:
+            await anyio.lowlevel.checkpoint()  # aborted work may end normally (navigateTree {aborted})
+        return result
 
-    def _remember(self, host: SerializedHost) -> None:
-        with contextlib.suppress(HostError):
-            self._snapshot = host.state()
-
-
-async def _abort_and_settle(
-    host: SerializedHost, turn: asyncio.Future[str | CommandRan | None]
-) -> str | CommandRan | None:
-    """Abort the running turn and wait for it, shielded: the client asked to stop, not to wedge."""
-    with anyio.CancelScope(shield=True):
-        # HostError: the session was replaced meanwhile, and its teardown aborts the turn anyway.
-        with contextlib.suppress(HostError):
-            await host.abort()
-        try:
-            return await turn
-        except asyncio.CancelledError:
-            pass
-    return "aborted"
+def _replacement_fields(outcome: ReplacementOutcome) -> dict[str, Any]:
+    """What every replacement's result says (``ReplacementResult``; ``ForkResult`` adds ``selectedText``)."""
+    return {
+        "cancelled": outcome.cancelled,
+        "session_id": outcome.session_id,
+        "cwd": outcome.cwd,
+        "generation": outcome.generation,
+        "session_file": outcome.session_file,
+        "dropped_queue": queue_contents(outcome.dropped_queue) if outcome.dropped_queue is not None else None,
+    }
 
 
 def command_result(info: CommandInfo) -> ev.CommandInfo:
@@ -688,11 +662,11 @@ def _decode_cursor(cursor: str, sort: t.SessionSort) -> tuple[str, str]:
         raw = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
         if isinstance(raw, list) and len(raw) == 3 and all(isinstance(x, str) for x in raw):
             if raw[0] != sort:
-                raise _invalid_params("listSessions", f"cursor belongs to sort {raw[0]!r}, not {sort!r}", "$.cursor")
+                raise InvalidParamsError(LIST_SESSIONS, f"cursor belongs to sort {raw[0]!r}, not {sort!r}", "$.cursor")
             return (raw[1], raw[2])
     except (ValueError, TypeError):
         pass
-    raise _invalid_params("listSessions", "cursor is not one this daemon issued", "$.cursor")
+    raise InvalidParamsError(LIST_SESSIONS, "cursor is not one this daemon issued", "$.cursor")
 
 
 MAX_TREE_DEPTH: Final = 4_000
@@ -725,15 +699,11 @@ class InvalidParamsError(WireError):
     def __init__(self, operation_name: str, message: str, path: str) -> None:
         items = [ErrorItem("InvalidParams", message, path=path)]
         super().__init__(
-            protocol_error(ErrorCode.INVALID_PARAMS, message, operation=operation_name, phase="validation", items=items)
+            protocol_error(
+                ErrorCode.INVALID_PARAMS, message, operation=operation_name, phase=WirePhase.VALIDATION, items=items
+            )
         )
 
-
-def _invalid_params(operation_name: str, message: str, path: str) -> InvalidParamsError:
-    return InvalidParamsError(operation_name, message, path)
-
-
-Handler = Callable[[Any], Any]
 
 
 def _model_description(model: ModelDescription) -> t.ModelDescription:

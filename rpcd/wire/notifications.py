@@ -32,13 +32,22 @@ from typing import Any, Final
 
 import anyio
 
+from rpcd.protocol.names import HOST_STATUS, PROGRESS, SESSION_DIAGNOSTICS, SESSION_EVENT, SESSION_LIFECYCLE
+from rpcd.wire.errors import report_bug
+
 log = logging.getLogger(__name__)
 
-SESSION_EVENT: Final = "session/event"
-SESSION_LIFECYCLE: Final = "session/lifecycle"
-SESSION_DIAGNOSTICS: Final = "session/diagnostics"
-HOST_STATUS: Final = "host/status"
-PROGRESS: Final = "$/progress"
+__all__ = [
+    "HOST_STATUS",
+    "PROGRESS",
+    "SESSION_DIAGNOSTICS",
+    "SESSION_EVENT",
+    "SESSION_LIFECYCLE",
+    "EventPump",
+    "SessionChannel",
+    "wire_event",
+]
+
 
 DEFAULT_COALESCE_THRESHOLD: Final = 256
 """Queue length above which deltas are merged (about 30 KiB of small notifications)."""
@@ -169,11 +178,15 @@ class EventPump:
             self._in_flight = len(batch)
             try:
                 await self._send(batch)
-            except (BrokenPipeError, ConnectionError, OSError, ValueError) as exc:
+            except OSError as exc:  # BrokenPipeError, ConnectionError, ...
                 # The client is gone (or stdout closed): nothing later can be delivered either.
                 log.warning("notification stream closed: %s", type(exc).__name__)
                 self._abandon()
                 return
+            except Exception as exc:
+                # Our own bug (e.g. a value that cannot be encoded): never "client gone" — this batch is
+                # lost, logged under a correlation id, and the pump goes on with the next one.
+                report_bug(exc, operation="notification")
             finally:
                 self._in_flight = 0
 

@@ -1,44 +1,52 @@
-"""The JSON-RPC server: handshake, strict method dispatch over pygls, orderly end.
+"""The JSON-RPC endpoint: framing and envelope checks, strict dispatch, the handshake, cancellation,
+daemon->client requests, backpressure and the orderly end.
 
-pygls' ``JsonRPCProtocol`` does the dispatch (handler tasks, ``$/cancelRequest`` -> task
-cancellation, server->client request futures); everything it gets wrong for a daemon is
-done here instead: our own framing and envelope checks (``rpcd.transport``), strict params
-(``rpcd.protocol.converter``) -> -32602, pre-serialised results, exceptions -> ``rpcd.wire.errors``
-(never a traceback), and a lifecycle state machine:
+Every incoming message is decided when it is *read*, synchronously and in arrival order: the
+lifecycle rules, strict params (``rpcd.protocol.converter`` -> -32602 listing every path) and the
+handler's own arrival step (a session call takes its place in the host's FIFO there). The rest of
+a handler runs as a task in the server's task group under the request's own cancel scope
+(``Call``); ``$/cancelRequest`` applies the request's cancellation policy (``Call.on_cancel``): by
+default the scope is cancelled (-32800); a session call hands the policy to its host operation
+(queued: withdrawn, -32800; started: it settles and answers normally, a prompt's turn aborted).
+Results are encoded (``rpcd.transport.encode_json``) only once the outbound queue is below its
+bound, and requests are not read while it is over it, so a client that stops reading holds the
+daemon's memory to the bound, not to what it asked for.
 
     NEW --initialize--> READY --shutdown--> SHUT_DOWN --exit / EOF--> (process ends)
 
-Decisions about state are taken when a message is *read*, before any await (so two
-``initialize`` back to back cannot both pass), and only the handler work runs as a task.
+pygls is imported here only, behind ``_PyglsPeer``: it correlates the daemon's requests to the
+client (trust prompt, extension UI) with the client's answers. Every private member of it this
+module touches was checked against the pinned pygls 2.1.1 and is marked so.
 
-Build one with ``create_server(...)`` (no module singleton: handlers bind to their server),
-register methods with ``@server.method(name, ParamsType)``, run with ``run_stdio(server)``.
+Build one with ``create_server(...)`` (no module singleton), register extra methods with
+``@server.method(name, ParamsType)``, run with ``await server.serve(source, sink)`` (or
+``run_stdio(server)``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import contextvars
 import itertools
 import logging
 import os
 import signal
 from collections.abc import Awaitable, Callable, Iterable
-from concurrent.futures import Future
 from typing import Any, Final, TypeVar
 
 import anyio
+import anyio.abc
 import attrs
 from lsprotocol.types import ResponseError
 from pygls.exceptions import JsonRpcException
-from pygls.protocol import JsonRPCProtocol, JsonRPCRequestMessage, default_converter
+from pygls.protocol import JsonRPCProtocol, default_converter
 from pygls.server import JsonRPCServer
 
 import rpcd
 from rpcd.host.failures import context_of
-from rpcd.protocol import methods as m
 from rpcd.protocol.converter import ParamsError, structure, unstructure
 from rpcd.protocol.errors import ErrorCode, ErrorItem, ErrorObject, RpcError
+from rpcd.protocol.names import CANCEL_METHODS, CANCEL_REQUEST, EXIT, INITIALIZE, PING, SHUTDOWN
 from rpcd.protocol.types import (
     PROTOCOL_VERSION,
     SUPPORTED_PROTOCOL_VERSIONS,
@@ -50,60 +58,115 @@ from rpcd.protocol.types import (
     ServerCapabilities,
     ServerInfo,
 )
-from rpcd.transport import DEFAULT_MAX_MESSAGE_BYTES, Framer, Sink, Transport, encode_json
+from rpcd.transport import DEFAULT_MAX_MESSAGE_BYTES, ByteSource, Framer, Sink, Transport, encode_json
 from rpcd.transport.envelope import Invalid, Notification, Request, Response, classify
 from rpcd.transport.framing import NEED_DATA, Frame, Garbage, Oversized
 from rpcd.transport.stdio import QueuedWriter, StdinReader, guard_stdout
-from rpcd.wire.errors import WireError, protocol_error, to_error, to_wire_dict
+from rpcd.wire.errors import WireError, WirePhase, protocol_error, report_bug, to_error, to_wire_dict
 
 log = logging.getLogger("rpcd.server")
 
 DisposeHook = Callable[[], Awaitable[None]]
-InitializeHook = Callable[[InitializeParams], Awaitable[None]]
-F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
+InitializeHook = Callable[[InitializeParams], None]
+"""Called synchronously when ``initialize`` is accepted (at its arrival), with its params."""
+Handler = Callable[..., Awaitable[Any]]
+F = TypeVar("F", bound=Handler)
 
 FLUSH_TIMEOUT: Final = 5.0
 """Seconds the orderly end waits for a slow client to read what is queued."""
+CALLS_GRACE: Final = 1.0
+"""Seconds the orderly end lets in-flight requests answer after cancelling them."""
 CLIENT_REQUEST_TIMEOUT: Final = 60.0
 _IGNORED_NOTIFICATIONS: Final = frozenset({"initialized", "notifications/initialized"})
+_UNENCODABLE: Final = (TypeError, ValueError, RecursionError, OverflowError)
+
+_current_call: contextvars.ContextVar[Call | None] = contextvars.ContextVar("rpcd_current_call", default=None)
 
 
-async def _no_dispose() -> None:
-    """Default final-disposal hook until the composition root passes the host's."""
+class Call:
+    """One incoming request in flight: its id, its cancel scope and its cancellation policy."""
+
+    def __init__(self, msg_id: int | str, method: str) -> None:
+        self.id = msg_id
+        self.method = method
+        self.scope = anyio.CancelScope()
+        self.on_cancel: Callable[[], bool] | None = None
+        """What ``$/cancelRequest`` does: ``True`` -> cancel the scope (the request stops, -32800);
+        ``False`` -> nothing more (it answers normally). ``None``: always cancel the scope."""
+        self.on_answered: Callable[[], None] | None = None
+        self.answered = False
+
+    def cancel(self) -> None:
+        if self.on_cancel is None or self.on_cancel():
+            self.scope.cancel()
 
 
-class _RawResult(bytes):
-    """A result already serialised to JSON by the handler wrapper."""
+def current_call() -> Call | None:
+    """The request whose handler is running (or arriving) in this context."""
+    return _current_call.get()
 
 
 @attrs.frozen
 class _Method:
     name: str
+    handler: Handler
     params_type: type[Any] | None
     allowed_before_init: bool = False
 
 
 class _Protocol(JsonRPCProtocol):
-    """pygls' dispatcher with its output and error paths redirected to the ``Server``."""
+    """pygls' protocol with its output redirected to the server."""
 
-    owner: Server
+    sink: Callable[[Any], None]
 
+    # pygls 2.1.1: ``_send_data`` is the one method ``send_request``/``notify`` write through.
     def _send_data(self, data: Any) -> None:
         if data:
-            self.owner._send_envelope(data)
+            self.sink(data)
 
-    def _send_handler_result(self, future: Future[Any], *, msg_id: Any) -> None:
-        if self._request_futures.get(msg_id) is future:
-            self._request_futures.pop(msg_id, None)
-        self.owner._finish_request(msg_id, future)
 
-    def _check_handler_result(self, future: Future[Any]) -> None:
-        if not future.cancelled() and (exc := future.exception()) is not None:
-            to_error(exc, operation="notification")  # logs with a correlation id; nobody to answer
+class _PyglsPeer:
+    """Daemon->client requests over pygls' ``JsonRPCProtocol``: ids -> futures, error answers -> exceptions."""
+
+    def __init__(self, send_envelope: Callable[[Any], None]) -> None:
+        self._server = JsonRPCServer(_Protocol, default_converter)
+        protocol = self._server.protocol
+        assert isinstance(protocol, _Protocol)
+        protocol.sink = send_envelope
+        self._protocol = protocol
+
+    def send(self, method: str, params: Any, msg_id: str) -> asyncio.Future[Any]:
+        future: asyncio.Future[Any] = self._protocol.send_request_async(method, params, msg_id=msg_id)
+        return future
+
+    def pending(self, msg_id: object) -> bool:
+        # pygls 2.1.1: ``_request_futures`` holds the futures of requests not answered yet.
+        return msg_id in self._protocol._request_futures
+
+    def forget(self, msg_id: str) -> None:
+        # pygls 2.1.1 never drops a request that timed out or was cancelled: these two tables leak otherwise.
+        self._protocol._request_futures.pop(msg_id, None)
+        self._protocol._result_types.pop(msg_id, None)
+
+    def answer(self, response: Response) -> bool:
+        """Deliver the client's answer; ``False`` if no request of ours has that id."""
+        if response.id is None or not self.pending(response.id):
+            return False
+        error = None
+        if response.error is not None:
+            code, message = response.error.get("code"), response.error.get("message")
+            error = ResponseError(
+                code=code if isinstance(code, int) and not isinstance(code, bool) else int(ErrorCode.INTERNAL_ERROR),
+                message=message if isinstance(message, str) else "",
+                data=response.error.get("data"),
+            )
+        # pygls 2.1.1: ``_handle_response`` resolves the future (an error answer becomes JsonRpcException).
+        self._protocol._handle_response(response.id, None if error is not None else response.result, error)
+        return True
 
 
 class Server:
-    """One JSON-RPC endpoint over one transport. See the module docstring for the lifecycle."""
+    """One JSON-RPC endpoint over one byte stream pair. See the module docstring for the lifecycle."""
 
     def __init__(
         self,
@@ -115,13 +178,8 @@ class Server:
     ) -> None:
         self.server_info = server_info
         self.max_message_bytes = max_message_bytes
-        self.dispose_hook: DisposeHook = dispose_hook or _no_dispose
+        self.dispose_hook = dispose_hook
         self.initialize_hook = initialize_hook
-        self._pygls = JsonRPCServer(_Protocol, default_converter)
-        self._proto: _Protocol = self._pygls.protocol  # type: ignore[assignment]
-        self._proto.owner = self
-        self._methods: dict[str, _Method] = {}
-        self._notifications: set[str] = set()
         self.framer = Framer(max_message_bytes)
         self.transport: Transport | None = None
         self.initialized = False
@@ -129,62 +187,34 @@ class Server:
         self.client_info: ClientInfo | None = None
         self.client_capabilities = ClientCapabilities()
         self.protocol_version = PROTOCOL_VERSION
-        self._dispose_task: asyncio.Task[None] | None = None
-        self._stop: asyncio.Event | None = None
-        self._stop_reason = ""
-        self._exit_code: int | None = None
-        self._signals = 0
+        self._methods: dict[str, _Method] = {}
+        self._calls: dict[int | str, list[Call]] = {}
+        self._calls_changed: anyio.Event | None = None
+        self._peer = _PyglsPeer(self._send_envelope)
         self._ids = itertools.count(1)
-        self._in_flight: set[asyncio.Future[Any]] = set()
+        self._task_group: anyio.abc.TaskGroup | None = None
+        self._stop: anyio.Event | None = None
+        self._stop_reason = ""
+        self._initialize_answered: anyio.Event | None = None
+        self._disposal: anyio.Event | None = None
+        self._disposal_failure: BaseException | None = None
+        self._exit_code: int | None = None
         self._register_builtins()
 
     # -- registration --------------------------------------------------------------------------------
 
     def method(self, name: str, params_type: type[Any] | None = None) -> Callable[[F], F]:
-        """Register an async request handler: ``fn(params)`` (or ``fn()`` without ``params_type``).
+        """Register a request handler: ``fn(params)`` (or ``fn()`` without ``params_type``) returning an
+        awaitable of the result (an attrs instance, ``None`` or plain JSON).
 
-        Params are converted strictly (failures -> -32602 listing every path); the result (an attrs
-        instance, ``None`` or plain JSON) is serialised before the response is sent, so an
-        unserialisable result becomes -32603 instead of a silent non-answer.
+        The call itself happens at the request's arrival, in arrival order; a plain ``def`` can act
+        there (take its place in the host's FIFO) and return a coroutine for the rest.
         """
 
         def decorator(fn: F) -> F:
-            if name in self._methods or name in self._notifications:
+            if name in self._methods:
                 raise ValueError(f"method {name!r} is already registered")
-            self._methods[name] = _Method(name, params_type)
-
-            async def handler(raw: Any) -> _RawResult:
-                params = self._convert_params(name, params_type, raw)
-                try:
-                    result = await (fn(params) if params_type is not None else fn())
-                    return _RawResult(encode_json(unstructure(result)))
-                except (WireError, asyncio.CancelledError):
-                    raise
-                except Exception as exc:
-                    raise WireError(to_error(exc, operation=name)) from exc
-
-            self._pygls.feature(name)(handler)
-            return fn
-
-        return decorator
-
-    def notification(self, name: str, params_type: type[Any] | None = None) -> Callable[[F], F]:
-        """Register an async handler for a client->server notification (never answered)."""
-
-        def decorator(fn: F) -> F:
-            if name in self._methods or name in self._notifications:
-                raise ValueError(f"{name!r} is already registered")
-            self._notifications.add(name)
-
-            async def handler(raw: Any) -> None:
-                try:
-                    params = self._convert_params(name, params_type, raw)
-                except WireError:
-                    log.warning("ignoring notification with invalid params", extra={"method": name})
-                    return
-                await (fn(params) if params_type is not None else fn())
-
-            self._pygls.feature(name)(handler)
+            self._methods[name] = _Method(name, fn, params_type)
             return fn
 
         return decorator
@@ -193,71 +223,70 @@ class Server:
     def method_names(self) -> list[str]:
         return sorted(self._methods)
 
+    @property
+    def in_flight(self) -> int:
+        """Requests whose handler has not ended yet."""
+        return sum(len(calls) for calls in self._calls.values())
+
     # -- outgoing ------------------------------------------------------------------------------------
 
-    def send_notification(self, method: str, params: Any = None, *, coalesce_key: object | None = None) -> None:
-        """Queue a notification to the client (never blocks; see ``Transport.send_notification``)."""
+    def send_notification(self, method: str, params: Any = None) -> None:
+        """Queue a notification to the client (never blocks)."""
         if self.transport is not None:
-            self.transport.send_notification(method, params, coalesce_key=coalesce_key)
-
-    def queue_depth(self) -> int:
-        return 0 if self.transport is None else self.transport.queue_depth()
+            self.transport.send_notification(method, params)
 
     async def request_client(self, method: str, params: Any = None, *, timeout: float | None = None) -> Any:
-        """Send a server->client request and await its result (plain JSON).
+        """Send a daemon->client request and await its result (plain JSON).
 
-        On timeout (``TimeoutError``) or cancellation, the pending future is dropped from pygls'
-        table (it never does that itself) and the client gets ``$/cancelRequest`` for it.
-        A client error response raises ``protocol.errors.RpcError``.
+        On timeout (``TimeoutError``) or cancellation the request is forgotten and the client gets
+        ``$/cancelRequest`` for it. A client error answer raises ``protocol.errors.RpcError``.
         """
         msg_id = f"rpcd-{next(self._ids)}"
-        plain = unstructure(params) if params is not None else None
-        future = self._proto.send_request_async(method, plain, msg_id=msg_id)
+        future = self._peer.send(method, unstructure(params) if params is not None else None, msg_id)
         try:
             with anyio.fail_after(CLIENT_REQUEST_TIMEOUT if timeout is None else timeout):
                 return await future
         except JsonRpcException as exc:
             raise RpcError(exc.code, exc.message, exc.data) from None
         except BaseException:
-            if msg_id in self._proto._request_futures:  # no answer arrived (pygls pops it on a response)
-                self.send_notification(m.CANCEL_REQUEST, {"id": msg_id})
+            if self._peer.pending(msg_id):  # no answer arrived
+                self.send_notification(CANCEL_REQUEST, {"id": msg_id})
             raise
         finally:
-            self._proto._request_futures.pop(msg_id, None)
-            self._proto._result_types.pop(msg_id, None)
+            self._peer.forget(msg_id)
 
-    def request_id(self) -> int | str | None:
-        """The id of the request whose handler is running in the current task."""
-        value = self._proto.msg_id
-        return value if isinstance(value, int | str) else None
+    async def initialize_answered(self) -> None:
+        """Until the ``initialize`` response was handed to the transport (the startup handshake)."""
+        assert self._initialize_answered is not None, "serve() has not started"
+        await self._initialize_answered.wait()
 
     # -- input ---------------------------------------------------------------------------------------
 
-    def attach(self, sink: Sink) -> Transport:
-        """Connect the output side (the queued stdout writer, or a capture sink in tests)."""
-        self.transport = Transport(self.framer, sink)
-        return self.transport
+    async def _read(self, source: ByteSource) -> None:
+        while True:
+            chunk = await source.receive()
+            if not chunk:
+                self.framer.receive_eof()
+                await self._drain_frames()
+                self.request_stop("end of input")
+                return
+            self.framer.receive_data(chunk)
+            await self._drain_frames()
 
-    def feed(self, data: bytes) -> None:
-        """Frame and dispatch bytes from the client (synchronous: handlers are scheduled as tasks)."""
-        self.framer.receive_data(data)
-        self._drain_frames()
-
-    def feed_eof(self) -> None:
-        self.framer.receive_eof()
-        self._drain_frames()
-        self.request_stop("end of input")
-
-    def _drain_frames(self) -> None:
+    async def _drain_frames(self) -> None:
+        """Dispatch every complete frame; while the client is not reading our output, stop reading its input."""
         while (event := self.framer.next_event()) is not NEED_DATA:
+            assert self.transport is not None
+            if self.transport.over_high_water():
+                await self.transport.wait_writable()
             if isinstance(event, Frame):
                 self._on_message(classify(event.body))
             elif isinstance(event, Oversized):
                 detail = f"frame of {event.size} bytes exceeds the limit of {self.max_message_bytes}; it was dropped"
-                self._send_error(None, protocol_error(ErrorCode.MESSAGE_TOO_LARGE, detail, phase="framing"))
+                self._send_error(None, protocol_error(ErrorCode.MESSAGE_TOO_LARGE, detail, phase=WirePhase.FRAMING))
             elif isinstance(event, Garbage):
                 detail = f"bytes between frames are not a frame ({event.reason}); skipped to the next header"
-                self._send_error(None, protocol_error(ErrorCode.PARSE_ERROR, detail, phase="framing"))
+                self._send_error(None, protocol_error(ErrorCode.PARSE_ERROR, detail, phase=WirePhase.FRAMING))
 
     def _on_message(self, message: Invalid | Request | Notification | Response) -> None:
         if isinstance(message, Request):
@@ -265,126 +294,133 @@ class Server:
         elif isinstance(message, Notification):
             self._on_notification(message)
         elif isinstance(message, Response):
-            self._on_response(message)
+            if not self._peer.answer(message):
+                # Unknown, or the id of a client request in flight (a stray answer to nothing of ours).
+                log.warning("response to an unknown request id ignored")
         else:
-            phase = "parse" if message.code is ErrorCode.PARSE_ERROR else "envelope"
+            phase = WirePhase.PARSE if message.code is ErrorCode.PARSE_ERROR else WirePhase.ENVELOPE
             self._send_error(message.id, protocol_error(message.code, message.detail, phase=phase))
 
     def _on_request(self, request: Request) -> None:
+        """Decide a request at its arrival; start its handler's task (or answer it at once)."""
         method = self._methods.get(request.method)
-        if method is None:
-            error = protocol_error(ErrorCode.METHOD_NOT_FOUND, f"unknown method {request.method!r}",
-                                   operation=request.method, phase="dispatch")
-            return self._send_error(request.id, error)
-        existing = self._proto._request_futures.get(request.id)
-        if existing is not None and not isinstance(existing, asyncio.Future):
-            # pygls keys our own outgoing requests and incoming handlers in one table: taking this id
-            # would overwrite our pending request, so the client's answer to it would hit this handler.
-            error = protocol_error(ErrorCode.INVALID_REQUEST, "this id is used by a pending request of the daemon",
-                                   operation=request.method, phase="envelope")
-            return self._send_error(request.id, error)
-        if self.shutdown_requested:
-            error = protocol_error(ErrorCode.SHUTTING_DOWN, "the daemon is shutting down; only `exit` is accepted",
-                                   operation=request.method, phase="handshake")
-            return self._send_error(request.id, error)
-        if request.method == m.INITIALIZE:
-            if self.initialized:
-                error = protocol_error(ErrorCode.ALREADY_INITIALIZED, "initialize was already called",
-                                       operation=request.method, phase="handshake")
-                return self._send_error(request.id, error)
-            try:
-                self._convert_params(m.INITIALIZE, InitializeParams, request.params)
-            except WireError as exc:  # an invalid initialize does not count: the client may retry
-                return self._send_error(request.id, exc.error)
+        refusal = self._refusal(request, method)
+        if refusal is not None:
+            code, detail, phase = refusal
+            return self._send_error(request.id, protocol_error(code, detail, operation=request.method, phase=phase))
+        assert method is not None
+        try:
+            params = self._convert_params(method.name, method.params_type, request.params)
+        except WireError as exc:  # an invalid initialize does not count: the client may retry
+            return self._send_error(request.id, exc.error)
+        if request.method == INITIALIZE:
             self.initialized = True  # decided now, before any await: a second initialize is refused
-        elif not self.initialized and not method.allowed_before_init:
-            error = protocol_error(ErrorCode.NOT_INITIALIZED, "send initialize first",
-                                   operation=request.method, phase="handshake")
-            return self._send_error(request.id, error)
-        if request.method == m.SHUTDOWN:
+        elif request.method == SHUTDOWN:
             self.shutdown_requested = True
-        params = request.params
-        self._proto.handle_message(JsonRPCRequestMessage(id=request.id, method=request.method, jsonrpc="2.0",
-                                                         params=params))
-        handler = self._proto._request_futures.get(request.id)
-        if isinstance(handler, asyncio.Future) and handler is not existing:
-            # Our own record: a client reusing an id in flight overwrites pygls' entry, and the orderly
-            # end must still answer both requests.
-            self._in_flight.add(handler)
-            handler.add_done_callback(self._in_flight.discard)
+        call = Call(request.id, method.name)
+        token = _current_call.set(call)
+        try:
+            work = method.handler(params) if method.params_type is not None else method.handler()
+        except WireError as exc:
+            return self._send_error(request.id, exc.error)
+        except Exception as exc:
+            return self._send_error(request.id, to_error(exc, operation=method.name))
+        finally:
+            _current_call.reset(token)
+        self._calls.setdefault(request.id, []).append(call)
+        assert self._task_group is not None
+        self._task_group.start_soon(self._run_call, call, work, name=f"rpcd request {method.name}")
         return None
 
+    def _refusal(self, request: Request, method: _Method | None) -> tuple[ErrorCode, str, WirePhase] | None:
+        """Why a request is answered at once with an error, by the lifecycle rules (or ``None``)."""
+        if method is None:
+            return ErrorCode.METHOD_NOT_FOUND, f"unknown method {request.method!r}", WirePhase.DISPATCH
+        if self._peer.pending(request.id):
+            # Taking this id would make the client's answer to our pending request ambiguous.
+            return ErrorCode.INVALID_REQUEST, "this id is used by a pending request of the daemon", WirePhase.ENVELOPE
+        if self.shutdown_requested:
+            return ErrorCode.SHUTTING_DOWN, "the daemon is shutting down; only `exit` is accepted", WirePhase.HANDSHAKE
+        if request.method == INITIALIZE and self.initialized:
+            return ErrorCode.ALREADY_INITIALIZED, "initialize was already called", WirePhase.HANDSHAKE
+        if request.method != INITIALIZE and not self.initialized and not method.allowed_before_init:
+            return ErrorCode.NOT_INITIALIZED, "send initialize first", WirePhase.HANDSHAKE
+        return None
+
+    async def _run_call(self, call: Call, work: Awaitable[Any]) -> None:
+        _current_call.set(call)
+        try:
+            with call.scope:
+                try:
+                    result = await work
+                except WireError as exc:
+                    return self._answer_error(call, exc.error)
+                except Exception as exc:
+                    return self._answer_error(call, to_error(exc, operation=call.method))
+                await self._writable()
+                try:
+                    body = encode_json(unstructure(result))
+                except _UNENCODABLE as exc:
+                    return self._answer_error(call, to_error(exc, operation=call.method))
+                self._send_body(b'{"jsonrpc":"2.0","id":%s,"result":%s}' % (encode_json(call.id), body))
+                call.answered = True
+                if call.on_answered is not None:
+                    call.on_answered()
+            if not call.answered:
+                self._answer_cancelled(call)
+        finally:
+            self._forget(call)
+
+    async def _writable(self) -> None:
+        if self.transport is not None and self.transport.over_high_water():
+            await self.transport.wait_writable()
+
+    def _answer_error(self, call: Call, error: ErrorObject) -> None:
+        call.answered = True
+        self._send_error(call.id, error)
+
+    def _answer_cancelled(self, call: Call) -> None:
+        error = protocol_error(ErrorCode.REQUEST_CANCELLED, "the request was cancelled", operation=call.method,
+                               phase=WirePhase.CANCELLATION)
+        self._answer_error(call, error)
+
+    def _forget(self, call: Call) -> None:
+        calls = self._calls.get(call.id)
+        if calls is not None and call in calls:
+            calls.remove(call)
+            if not calls:
+                del self._calls[call.id]
+        if self._calls_changed is not None:
+            self._calls_changed.set()
+
     def _on_notification(self, note: Notification) -> None:
-        if note.method == m.EXIT:
+        if note.method == EXIT:
             self._exit_code = 0 if self.shutdown_requested else 1
             self.request_stop("exit notification")
-        elif note.method in m.CANCEL_METHODS:
+        elif note.method in CANCEL_METHODS:
             params = note.params
             target = params.get("id") if isinstance(params, dict) else None
             if isinstance(target, int | str) and not isinstance(target, bool):
-                future = self._proto._request_futures.get(target)
-                if isinstance(future, asyncio.Future):  # incoming handler task, not our own outgoing request
-                    self._proto._handle_cancel_notification(target)
-        elif note.method in _IGNORED_NOTIFICATIONS:
-            pass
-        elif note.method in self._notifications and self.initialized and not self.shutdown_requested:
-            self._proto._handle_notification(note.method, note.params)
-        else:
+                for call in list(self._calls.get(target, ())):
+                    call.cancel()
+        elif note.method not in _IGNORED_NOTIFICATIONS:
             log.debug("notification ignored", extra={"method": note.method})
 
-    def _on_response(self, response: Response) -> None:
-        pending = None if response.id is None else self._proto._request_futures.get(response.id)
-        if response.id is None or pending is None or isinstance(pending, asyncio.Future):
-            # Unknown, or the id of a client request whose handler task is running (pygls keeps both in
-            # one table): delivering it would pop that task and fail on ``Task.set_result``.
-            log.warning("response to an unknown request id ignored")
-            return
-        if response.error is not None:
-            err = response.error
-            code = err.get("code")
-            message = err.get("message")
-            self._proto._handle_response(
-                response.id,
-                None,
-                ResponseError(
-                    code=code if isinstance(code, int) and not isinstance(code, bool) else -32603,
-                    message=message if isinstance(message, str) else "",
-                    data=err.get("data"),
-                ),
-            )
-        else:
-            self._proto._handle_response(response.id, response.result)
-
-    # -- params and results --------------------------------------------------------------------------
+    # -- params and output helpers ---------------------------------------------------------------------
 
     def _convert_params(self, name: str, params_type: type[Any] | None, raw: Any) -> Any:
         if raw is None or raw == []:
             raw = {}
         if isinstance(raw, list):
             problems = [ErrorItem("InvalidParams", "params must be an object (by-name), not an array", path="$")]
-            raise WireError(protocol_error(ErrorCode.INVALID_PARAMS, "", operation=name, phase="validation",
+            raise WireError(protocol_error(ErrorCode.INVALID_PARAMS, "", operation=name, phase=WirePhase.VALIDATION,
                                            items=problems))
         try:
             return structure(raw, params_type or EmptyParams)
         except ParamsError as exc:
             items = [ErrorItem("InvalidParams", p.message, path=p.path) for p in exc.problems]
-            raise WireError(protocol_error(ErrorCode.INVALID_PARAMS, "", operation=name, phase="validation",
+            raise WireError(protocol_error(ErrorCode.INVALID_PARAMS, "", operation=name, phase=WirePhase.VALIDATION,
                                            items=items)) from None
-
-    def _finish_request(self, msg_id: Any, future: Future[Any]) -> None:
-        if future.cancelled():
-            error = protocol_error(ErrorCode.REQUEST_CANCELLED, "the request was cancelled", phase="cancellation")
-            return self._send_error(msg_id, error)
-        exc = future.exception()
-        if exc is None:
-            result = future.result()
-            if isinstance(result, _RawResult):
-                return self._send_body(b'{"jsonrpc":"2.0","id":%s,"result":%s}' % (encode_json(msg_id), result))
-            exc = TypeError(f"handler returned {type(result).__name__}, not a serialised result")
-        error = exc.error if isinstance(exc, WireError) else to_error(exc, operation="request")
-        return self._send_error(msg_id, error)
-
-    # -- output helpers ------------------------------------------------------------------------------
 
     def _send_body(self, body: bytes) -> None:
         if self.transport is not None:
@@ -395,7 +431,7 @@ class Server:
             self.transport.send_message({"jsonrpc": "2.0", "id": msg_id, "error": to_wire_dict(error)})
 
     def _send_envelope(self, data: Any) -> None:
-        """pygls hands us its own message objects (outgoing requests/notifications/responses)."""
+        """pygls hands us its own message objects (our outgoing requests)."""
         if attrs.has(type(data)):
             envelope = {f.name: getattr(data, f.name) for f in attrs.fields(type(data))}
             if "params" in envelope and envelope["params"] is None:
@@ -412,28 +448,42 @@ class Server:
     # -- built-in methods ----------------------------------------------------------------------------
 
     def _register_builtins(self) -> None:
-        @self.method(m.INITIALIZE, InitializeParams)
-        async def initialize(params: InitializeParams) -> InitializeResult:
+        @self.method(INITIALIZE, InitializeParams)
+        def initialize(params: InitializeParams) -> Awaitable[InitializeResult]:
+            call = current_call()
+            if call is not None:
+                call.on_cancel = _never  # a cancelled initialize would leave a daemon that can never start
+                call.on_answered = self._answered_initialize
             if params.protocol_version in SUPPORTED_PROTOCOL_VERSIONS:
                 self.protocol_version = params.protocol_version
             self.client_info = params.client_info
             self.client_capabilities = params.capabilities or ClientCapabilities()
             if self.initialize_hook is not None:
-                await self.initialize_hook(params)
-            return InitializeResult(self.protocol_version, self.server_info, self.capabilities())
+                self.initialize_hook(params)
+            return _value(InitializeResult(self.protocol_version, self.server_info, self.capabilities()))
 
-        @self.method(m.SHUTDOWN)
-        async def shutdown() -> None:
-            failure = await self.dispose_once()
-            if failure is not None:
-                error = to_error(failure, operation=m.SHUTDOWN, default_code=ErrorCode.DISPOSAL_FAILED)
-                if context_of(failure) is None:  # whatever the primary was, it failed the final disposal
-                    error = attrs.evolve(error, code=int(ErrorCode.DISPOSAL_FAILED))
-                raise WireError(error)
+        @self.method(SHUTDOWN)
+        def shutdown() -> Awaitable[None]:
+            call = current_call()
+            if call is not None:
+                call.on_cancel = _never  # the final disposal runs anyway; its caller learns the outcome
+            return self._shutdown()
 
-        @self.method(m.PING)
+        @self.method(PING)
         async def ping() -> None:
             return None
+
+    def _answered_initialize(self) -> None:
+        if self._initialize_answered is not None:
+            self._initialize_answered.set()
+
+    async def _shutdown(self) -> None:
+        failure = await self.dispose_once()
+        if failure is not None:
+            error = to_error(failure, operation=SHUTDOWN, default_code=ErrorCode.DISPOSAL_FAILED)
+            if context_of(failure) is None:  # whatever the primary was, it failed the final disposal
+                error = attrs.evolve(error, code=int(ErrorCode.DISPOSAL_FAILED))
+            raise WireError(error)
 
     def capabilities(self) -> ServerCapabilities:
         return ServerCapabilities(
@@ -441,78 +491,72 @@ class Server:
             framing=["ndjson", "content-length"],
             max_message_bytes=self.max_message_bytes,
             batch=False,
-            cancellation=list(m.CANCEL_METHODS),
+            cancellation=list(CANCEL_METHODS),
         )
 
     # -- lifecycle -----------------------------------------------------------------------------------
 
     async def dispose_once(self) -> BaseException | None:
-        """Run the final-disposal hook exactly once (shutdown, EOF, signal, exit all share it)."""
-        if self._dispose_task is None:
-            self._dispose_task = asyncio.ensure_future(self.dispose_hook())
+        """Run the final-disposal hook exactly once, in the server's task group (shutdown, EOF, signal and
+        exit all share it); every caller gets the same failure."""
+        if self._disposal is None:
+            self._disposal = anyio.Event()
+            assert self._task_group is not None
+            self._task_group.start_soon(self._run_disposal, self._disposal, name="rpcd final disposal")
+        await self._disposal.wait()
+        return self._disposal_failure
+
+    async def _run_disposal(self, done: anyio.Event) -> None:
         try:
-            await asyncio.shield(self._dispose_task)
-        except asyncio.CancelledError:
-            if not self._dispose_task.done():
-                raise  # we were cancelled, the disposal goes on
-        except Exception:
-            pass  # reported below, from the task: every caller gets the same failure
-        if self._dispose_task.cancelled():
-            return asyncio.CancelledError("final disposal was cancelled")
-        return self._dispose_task.exception()
+            if self.dispose_hook is not None:
+                await self.dispose_hook()
+        except Exception as failure:
+            self._disposal_failure = failure
+        finally:
+            done.set()
 
     def request_stop(self, reason: str) -> None:
         if self._stop is not None and not self._stop.is_set():
             self._stop_reason = reason
             self._stop.set()
 
-    def _on_signal(self, signum: int) -> None:
-        self._signals += 1
-        if self._signals > 1:
-            log.warning("second signal: exiting at once", extra={"signal": signum})
-            os._exit(128 + signum)
-        log.info("signal received: orderly end", extra={"signal": signum})
-        self.request_stop(f"signal {signum}")
-
-    async def serve(self, in_fd: int, out_fd: int, *, handle_signals: bool = True) -> int:
-        """Serve until end of input, ``exit`` or a signal; then dispose, flush, return the exit code."""
-        loop = asyncio.get_running_loop()
-        self._stop = asyncio.Event()
-
-        def on_broken() -> None:
-            loop.call_soon_threadsafe(self.request_stop, "stdout closed")
-
-        writer = QueuedWriter(out_fd, on_broken=on_broken, loop=loop)
-        self.attach(writer)
-        reader: StdinReader
-
-        def deliver(data: bytes) -> None:
-            try:
-                if data:
-                    self.feed(data)
-                else:
-                    self.feed_eof()
-            finally:
-                reader.consumed()
-
-        reader = StdinReader(in_fd, loop, deliver)
-        installed: list[int] = []
-        if handle_signals:
-            for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
-                with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
-                    loop.add_signal_handler(sig, self._on_signal, int(sig))
-                    installed.append(int(sig))
-        reader.start()
-        log.info("serving", extra={"pid": os.getpid(), "maxMessageBytes": self.max_message_bytes})
-        try:
+    async def serve(self, source: ByteSource, sink: Sink, *, handle_signals: bool = False) -> int:
+        """Serve until end of input, ``exit``, a signal or a broken stdout; then dispose, answer what is in
+        flight, flush, and return the exit code."""
+        self._stop = anyio.Event()
+        self._initialize_answered = anyio.Event()
+        self._calls_changed = anyio.Event()
+        self.transport = Transport(self.framer, sink, on_encoding_failure=report_encoding_failure)
+        async with anyio.create_task_group() as task_group:
+            self._task_group = task_group
+            if handle_signals:
+                await task_group.start(self._watch_signals)
+            reading = anyio.CancelScope()
+            task_group.start_soon(self._read_until_cancelled, source, reading, name="rpcd reader")
+            log.info("serving", extra={"pid": os.getpid(), "maxMessageBytes": self.max_message_bytes})
             await self._stop.wait()
-            return await self._finish(writer)
-        finally:
-            for signum in installed:
-                loop.remove_signal_handler(signum)
-            writer.close()
+            reading.cancel()  # what arrives from now on is not read: the end has begun
+            code = await self._finish(sink)
+            task_group.cancel_scope.cancel()
+        return code
 
-    async def _finish(self, writer: QueuedWriter) -> int:
+    async def _read_until_cancelled(self, source: ByteSource, scope: anyio.CancelScope) -> None:
+        with scope:
+            await self._read(source)
+
+    async def _watch_signals(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP, signal.SIGINT) as signals:
+            task_status.started()
+            received = 0
+            async for signum in signals:
+                received += 1
+                if received > 1:
+                    log.warning("second signal: exiting at once", extra={"signal": int(signum)})
+                    os._exit(128 + int(signum))
+                log.info("signal received: orderly end", extra={"signal": int(signum)})
+                self.request_stop(f"signal {int(signum)}")
+
+    async def _finish(self, sink: Sink) -> int:
         log.info("ending", extra={"reason": self._stop_reason})
         failure = await self.dispose_once()
         code = 0 if failure is None else 1
@@ -521,25 +565,66 @@ class Server:
             log.error("final disposal failed", extra={"failures": [type(x).__name__ for x in _chain(failure)]})
         if self._exit_code:
             code = self._exit_code
-        await self._cancel_in_flight()
-        if not await writer.flush(FLUSH_TIMEOUT):
+        await self._end_calls()
+        if not await sink.flush(FLUSH_TIMEOUT):
             log.warning("output not flushed: the client stopped reading or is gone")
         return code
 
-    async def _cancel_in_flight(self) -> None:
-        """Answer every request still in pygls' table: finished ones with their result, the rest -32800.
+    async def _end_calls(self) -> None:
+        """Every request still in flight is answered: first by its own cancellation policy (a settled host
+        operation answers normally), then its scope is cancelled (-32800); one that still does not end is
+        answered -32800 here and left to the task group's cancellation."""
+        for force in (False, True):
+            for call in self._in_flight():
+                if force:
+                    call.scope.cancel()
+                else:
+                    call.cancel()
+            if await self._calls_ended(CALLS_GRACE):
+                return
+        stuck = self._in_flight()
+        log.warning("requests did not end at the orderly end", extra={"methods": [c.method for c in stuck]})
+        for call in stuck:
+            if not call.answered:
+                self._answer_cancelled(call)
 
-        A handler that finished in the same loop turn as the stop (``shutdown`` pipelined with
-        ``exit``) is done but its done-callback, which sends the response, has not run yet: yield
-        once first so it runs, instead of exiting without ever answering it.
-        """
-        await asyncio.sleep(0)
-        tasks = [task for task in self._in_flight if not task.done()]
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            await asyncio.wait(tasks, timeout=1.0)
-        await asyncio.sleep(0)  # let done-callbacks queue their answers
+    def _in_flight(self) -> list[Call]:
+        return [call for calls in self._calls.values() for call in calls]
+
+    async def _calls_ended(self, timeout: float) -> bool:
+        with anyio.move_on_after(timeout):
+            while self._calls:
+                assert self._calls_changed is not None
+                self._calls_changed = anyio.Event()
+                await self._calls_changed.wait()
+            return True
+        return False
+
+    async def serve_stdio(self, in_fd: int, out_fd: int) -> int:
+        """Serve on file descriptors (a reader and a writer thread), with signal handling."""
+        loop = asyncio.get_running_loop()
+
+        def on_broken() -> None:
+            loop.call_soon_threadsafe(self.request_stop, "stdout closed")
+
+        writer = QueuedWriter(out_fd, on_broken=on_broken)
+        try:
+            return await self.serve(StdinReader(in_fd), writer, handle_signals=True)
+        finally:
+            writer.close()
+
+
+def report_encoding_failure(what: str, error: BaseException) -> None:
+    """An outgoing notification we could not encode: our bug, logged with a correlation id; never "client gone"."""
+    report_bug(error, operation=what)
+
+
+def _never() -> bool:
+    return False
+
+
+async def _value(value: Any) -> Any:
+    return value
 
 
 def _chain(exc: BaseException) -> Iterable[BaseException]:
@@ -565,5 +650,8 @@ def create_server(
 def run_stdio(server: Server, *, stdin_fd: int = 0) -> int:
     """Guard stdout at the fd level, serve on stdin/stdout, return the process exit code."""
     out_fd = guard_stdout()
-    result: int = anyio.run(server.serve, stdin_fd, out_fd, backend="asyncio")
+    result: int = anyio.run(server.serve_stdio, stdin_fd, out_fd, backend="asyncio")
     return result
+
+
+__all__ = ["Call", "Server", "create_server", "current_call", "run_stdio"]

@@ -35,7 +35,9 @@ class Ctl:
     def json(self, *argv: str) -> Any:
         done = self("--json", *argv)
         assert done.returncode == 0, done.stderr
-        return json.loads(done.stdout.splitlines()[-1])
+        lines = done.stdout.splitlines()
+        assert len(lines) == 1, f"--json must print exactly one document, got: {done.stdout}"
+        return json.loads(lines[0])
 
     def session_file(self) -> str:
         files = sorted((self.agent / "sessions").glob("*/*.jsonl"))
@@ -63,8 +65,11 @@ def test_prompt_streams_the_reply_to_stdout(ctl: Ctl) -> None:
     assert "(stop reason: stop)" in done.stderr
 
 
-def test_prompt_json_prints_events_as_ndjson_then_the_result(ctl: Ctl) -> None:
-    done = ctl("--json", "prompt", "hi")
+def test_prompt_json_is_one_document_and_events_come_only_with_events(ctl: Ctl) -> None:
+    plain = ctl("--json", "prompt", "hi")
+    assert plain.returncode == 0, plain.stderr
+    assert [json.loads(line) for line in plain.stdout.splitlines()] == [{"stopReason": "stop"}]
+    done = ctl("--json", "--events", "prompt", "hi")
     assert done.returncode == 0, done.stderr
     docs = [json.loads(line) for line in done.stdout.splitlines()]
     assert docs[-1] == {"stopReason": "stop"}
@@ -179,7 +184,7 @@ def test_dispose_human_and_json(ctl: Ctl) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout == "disposed\n"
     done = ctl("--json", "dispose")
-    assert done.returncode == 0 and done.stdout.splitlines()[-1] == "null"
+    assert done.returncode == 0 and json.loads(done.stdout) == {"disposed": True}
 
 
 def test_continue_and_in_memory_are_passed_to_the_daemon(saved: tuple[Ctl, str]) -> None:
@@ -250,5 +255,5 @@ def test_new_in_another_project_with_a_parent(saved: tuple[Ctl, str], tmp_path: 
     other.mkdir()
     result = ctl.json("new", "--project", str(other), "--parent", path)
     assert result["cwd"] == str(other) and not result["cancelled"]
-    bad = ctl("new", "--project", str(tmp_path / "missing"))
-    assert bad.returncode == 3 and "MISSING_SESSION_CWD" in bad.stderr
+    bad = ctl("new", "--project", str(tmp_path / "missing"))  # refused before a daemon starts
+    assert bad.returncode == 2 and "no such directory" in bad.stderr

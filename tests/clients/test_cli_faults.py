@@ -149,7 +149,7 @@ def test_rpc_error_prints_the_flat_error_list_and_exits_3(fp: Any, stdins: Any, 
     assert "error: invalid entry [INVALID_ENTRY -32032]" in err
     assert "1. [primary] InvalidEntry: unknown entry nope" in err
     if as_json:
-        assert json.loads(out) == {"error": ERROR}
+        assert json.loads(out) == {"error": {**ERROR, "name": "INVALID_ENTRY"}}
     else:
         assert out == ""
 

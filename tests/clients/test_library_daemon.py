@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from rpcd.clients.client import RpcdClient
-from rpcd.clients.errors import ERROR_NAMES
+from rpcd.clients.errors import RpcError
 from rpcd.clients.sync import SyncClient
 from tests.clients.conftest import REPO, daemon_python, needs_daemon
 
@@ -158,9 +158,11 @@ def test_demo_runs_the_whole_flow_and_exits_0() -> None:
 
 
 def test_error_names_match_the_protocol_table() -> None:
+    """The client names codes from the one table (``rpcd.protocol.names``), not from a copy."""
     from rpcd.protocol.errors import ErrorCode
 
-    assert {int(c): c.name for c in ErrorCode} == ERROR_NAMES
+    assert {int(c): RpcError(int(c), "").name for c in ErrorCode} == {int(c): c.name for c in ErrorCode}
+    assert RpcError(-1, "").name == "ERROR"
 
 
 def test_every_client_request_of_the_contract_has_a_typed_call() -> None:

@@ -55,7 +55,7 @@ def test_failed_turns_retries_and_extension_errors_say_why() -> None:
 
 
 def test_a_human_sees_why_a_turn_failed_without_verbose() -> None:
-    from rpcd.clients.cli import _worth_showing
+    from rpcd.clients.output import _worth_showing
 
     def shown(event: dict[str, object]) -> bool:
         return _worth_showing("session/event", {"event": event})
@@ -65,3 +65,13 @@ def test_a_human_sees_why_a_turn_failed_without_verbose() -> None:
     assert shown({"type": "auto_retry_start"}) and shown({"type": "extension_error"})
     assert not shown({"type": "message_end", "message": {"role": "assistant", "stopReason": "stop"}})
     assert not shown({"type": "turn_end"})
+
+
+def test_progress_that_failed_never_says_done() -> None:
+    for out in (Terminal(), io.StringIO()):
+        display = render.ProgressDisplay(out)
+        display({"kind": "begin", "title": "Resuming"})
+        display({"kind": "end", "message": "failed"})
+        assert "done" not in out.getvalue() and out.getvalue().rstrip().endswith("Resuming ... failed"
+                                                                                   if not out.isatty() else
+                                                                                   "Resuming failed")

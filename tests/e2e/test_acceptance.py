@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.ndjson_client import Daemon, events_of
+from tests.driver import Daemon, events_of
 from tests.e2e.projects import last_assistant_text, make_project, read_jsonl, tags
 
 TRUST_ALL: dict[str, Any] = {"authorizeProject": {}}
@@ -179,4 +179,4 @@ def test_without_the_capability_the_policy_flag_decides(tmp_path: Path, policy: 
         assert not [m for m in d.log if m.get("method") == "host/authorizeProject"]
 
 
-from tests.e2e.ndjson_client import NO_ANSWER  # noqa: E402  (kept next to its only users)
+from tests.driver import NO_ANSWER  # noqa: E402  (kept next to its only users)

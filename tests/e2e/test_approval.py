@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.ndjson_client import NO_ANSWER, Daemon, RpcError, events_of
+from tests.driver import NO_ANSWER, Daemon, RpcError, events_of
 from tests.e2e.projects import read_jsonl
 
 APPROVE = {"toolApproval": {}}

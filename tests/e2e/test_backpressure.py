@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.ndjson_client import Daemon, events_of
+from tests.driver import Daemon, events_of
 from tests.e2e.projects import read_jsonl
 
 PIECE = "0123456789abcdef"

@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.ndjson_client import Daemon
+from tests.driver import Daemon
 from tests.e2e.workflow_project import make_workflow_project
 
 UI_EXTENSION = """

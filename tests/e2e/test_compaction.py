@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.ndjson_client import Daemon, RpcError, events_of
+from tests.driver import Daemon, RpcError, events_of
 from tests.e2e.projects import read_jsonl
 from tests.e2e.test_acceptance import assert_tagging_invariants
 
@@ -140,6 +140,25 @@ def test_navigate_tree_labels_and_both_tree_forms(tmp_path: Path) -> None:
     assert [e["type"] for e in file_entries[-4:]] == ["message", "message", "label", "label"]
 
 
+def test_a_cancelled_compact_request_aborts_the_summary_writes_nothing_and_answers_cancelled(tmp_path: Path) -> None:
+    slow = {"text": "s", "repeat": 400, "chunkSize": 1, "chunkDelay": 0.01}
+    steps = [{"text": "one " * 300}, {"text": "two " * 300}, {"text": "three " * 300}, slow,
+             {"text": "the manual summary"}]
+    with _daemon(tmp_path, steps, window=100_000) as d:
+        d.initialize()
+        for i in range(3):
+            d.call("prompt", {"text": f"question {i} " + "q" * (3_200 if i == 2 else 10)})
+        session_file = d.call("getState")["sessionFile"]
+        before = Path(session_file).read_bytes()
+        running = d.start("compact")
+        d.wait_for(lambda log: bool(_events(log, "compaction_start")))
+        # cancelled while it runs: the summary is aborted and awaited, then -32800
+        d.notify("$/cancelRequest", {"id": running})
+        assert d.wait(running)["error"]["code"] == -32800
+        assert Path(session_file).read_bytes() == before  # nothing written
+        assert _events(list(d.log), "compaction_end")[-1]["aborted"] is True
+        assert d.call("getState")["isCompacting"] is False
+        assert d.call("compact")["summary"] == "the manual summary"  # the session goes on
 def _until_compacting(d: Daemon) -> None:
     deadline = time.monotonic() + 30
     while not d.call("getState")["isCompacting"]:

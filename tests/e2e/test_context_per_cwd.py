@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.ndjson_client import Daemon
+from tests.driver import Daemon
 from tests.e2e.projects import make_project
 from tests.providers.sse_server import Reply, SseServer, load_recording, running_server
 

@@ -17,7 +17,7 @@ import attrs
 from rpcd.protocol import events as ev
 from rpcd.protocol._fields import camel
 from rpcd.protocol.openrpc import build_document
-from tests.e2e.ndjson_client import Daemon, events_of
+from tests.driver import Daemon, events_of
 from tests.event_schema import checked_types, notification_problems, problems_in, schema_problems
 from tests.providers.sse_server import Reply, chunk, running_server
 

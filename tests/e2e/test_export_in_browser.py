@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from rpcd.store import SessionManager
+from tests.driver import Daemon
 from tests.e2e.chromium import (
     Browser,
     Chromium,
@@ -28,7 +29,6 @@ from tests.e2e.chromium import (
     ensure_chromium,
     ink,
 )
-from tests.e2e.ndjson_client import Daemon
 
 BOXES = """JSON.stringify([...document.querySelectorAll(%s)].map(e => {
   const r = e.getBoundingClientRect();

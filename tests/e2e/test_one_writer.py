@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.ndjson_client import Daemon, RpcError
+from tests.driver import Daemon, RpcError
 from tests.e2e.projects import last_assistant_text, read_jsonl
 
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.ndjson_client import Daemon
+from tests.driver import Daemon
 
 
 def around_response(log: list[Mapping[str, Any]], msg_id: int) -> tuple[list[str], list[str]]:

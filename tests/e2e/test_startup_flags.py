@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.ndjson_client import Daemon, RpcError, events_of
+from tests.driver import Daemon, RpcError, events_of
 from tests.e2e.projects import last_assistant_text
 
 
@@ -174,3 +174,18 @@ def test_extension_flag_without_a_name_is_a_usage_error(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "rpcd", "--flag", "=x"], capture_output=True, text=True,
                           stdin=subprocess.DEVNULL, timeout=60)
     assert done.returncode == 2 and "an extension flag needs a name" in done.stderr
+
+
+def test_initialize_ignores_unknown_top_level_fields_but_other_methods_stay_strict(tmp_path: Path) -> None:
+    """LSP practice: a newer (or an LSP) client's ``processId``/``rootUri``/``trace`` must not break an
+    older daemon; every other method still refuses an unknown field."""
+    project = tmp_path / "p"
+    project.mkdir()
+    with Daemon("--agent-dir", str(tmp_path / "agent"), "--cwd", str(project)) as d:
+        result = d.call("initialize", {"protocolVersion": 1, "clientInfo": {"name": "lsp-ish"}, "processId": 4711,
+                                       "rootUri": project.as_uri(), "trace": "off", "workspaceFolders": None})
+        assert result["protocolVersion"] == 1
+        assert d.call("getState")["status"] == "ready"
+        with pytest.raises(RpcError) as refused:
+            d.call("getState", {"processId": 4711})
+        assert refused.value.code == -32602

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.ndjson_client import Daemon, RpcError, events_of
+from tests.driver import Daemon, RpcError, events_of
 from tests.e2e.projects import last_assistant_text, read_jsonl
 
 HELD_BEFORE_SWITCH = textwrap.dedent(

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.ndjson_client import Daemon, events_of
+from tests.driver import Daemon, events_of
 from tests.e2e.projects import read_jsonl
 from tests.e2e.test_acceptance import assert_tagging_invariants
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.ndjson_client import Daemon, RpcError, events_of
+from tests.driver import Daemon, RpcError, events_of
 from tests.e2e.projects import read_jsonl
 from tests.providers.sse_server import Reply, SseServer, chunk, running_server
 

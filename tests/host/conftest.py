@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import anyio
+import anyio.abc
 import attrs
 import pytest
 
@@ -23,6 +25,7 @@ class Harness:
     faults: Faults
     steps: Steps
     statuses: list[tuple[HostStatus, int]]
+    task_group: anyio.abc.TaskGroup
     host: SerializedHost | None = None
 
     @property
@@ -31,29 +34,40 @@ class Harness:
 
     async def bind(self) -> SerializedHost:
         self.host = await SerializedHost.bind(
-            self.runtime, self.bindings, on_status=lambda status, gen: self.statuses.append((status, gen))
+            self.runtime,
+            self.bindings,
+            task_group=self.task_group,
+            on_status=lambda status, gen: self.statuses.append((status, gen)),
         )
         return self.host
 
 
-async def _harness(**runtime_kwargs: Any) -> Harness:
+@pytest.fixture
+async def host_task_group() -> AsyncIterator[anyio.abc.TaskGroup]:
+    """Where the hosts of one test run their worker; cancelled when the test ends."""
+    async with anyio.create_task_group() as task_group:
+        yield task_group
+        task_group.cancel_scope.cancel()
+
+
+async def _harness(task_group: anyio.abc.TaskGroup, **runtime_kwargs: Any) -> Harness:
     faults, steps = Faults(), Steps()
     runtime_kwargs.setdefault("files", {OTHER_FILE: (OTHER, {"o1": "user", "o2": "assistant"})})
     runtime_kwargs.setdefault("existing_dirs", {PROJECT, OTHER})
     runtime = await FakeRuntime.create(PROJECT, faults=faults, steps=steps, **runtime_kwargs)
     steps.trace.clear()
-    return Harness(runtime, FakeBindings(faults, steps), faults, steps, [])
+    return Harness(runtime, FakeBindings(faults, steps), faults, steps, [], task_group)
 
 
 @pytest.fixture
-def make_harness() -> Callable[..., Any]:
+def make_harness(host_task_group: anyio.abc.TaskGroup) -> Callable[..., Any]:
     """``await make_harness(**runtime_kwargs)``: an unbound harness (for startup tests)."""
-    return _harness
+    return lambda **kwargs: _harness(host_task_group, **kwargs)
 
 
 @pytest.fixture
-async def harness() -> Harness:
-    h = await _harness()
+async def harness(host_task_group: anyio.abc.TaskGroup) -> Harness:
+    h = await _harness(host_task_group)
     await h.bind()
     h.steps.trace.clear()
     return h

@@ -9,12 +9,18 @@ factory(target cwd) -> apply session+services+diagnostics together -> rebind cal
 Every step can be made to fail once (``Faults.arm``) and every step can be paused
 (``Steps.pause``) so tests can act while an operation is inside a given step; the runtime
 counts how many of its operations run at once (``max_active``) to catch overlap.
+
+Besides its own step trace, it writes the lines Pi 0.85.0's runtime probe wrote (``probe``:
+``ext#N:<event> {...}``, ``session#N.abort() called {...}``, ``factory#N {...}``, ...), so the
+host battery (``tests/host/test_battery.py``) checks the fake against the recorded Pi trace
+exactly as it checks the real runtime.
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
+import json
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -42,7 +48,7 @@ from rpcd.core.values import (
     SessionTree,
     Unsubscribe,
 )
-from rpcd.host.port import SessionPort
+from rpcd.host.port import Binding, HostSubscription, SessionPort
 
 KNOWN_MODELS = frozenset({("faux", "faux-1"), ("local", "test-model")})
 
@@ -63,6 +69,10 @@ STEPS = (
     "flush",
     "cwd",
 )
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
 
 
 # True inside one of the runtime's own operations (the host's callbacks run nested in it).
@@ -166,8 +176,11 @@ class FakeSession:
         cwd: str,
         session_file: str | None,
         entries: Mapping[str, str] | None = None,
+        start_event: Mapping[str, Any] | None = None,
     ) -> None:
         self._runtime = runtime
+        self._start_event = dict(start_event or {"type": "session_start", "reason": "startup"})
+        self.number = int(session_id.lstrip("s"))
         self._id = session_id
         self.cwd = cwd
         self._file = session_file
@@ -195,13 +208,19 @@ class FakeSession:
     def is_streaming(self) -> bool:
         return self._turn_end is not None
 
+    @property
+    def session_start_event(self) -> Mapping[str, Any]:
+        return self._start_event
+
     async def abort(self) -> None:
+        self._runtime.probe.append(f"session#{self.number}.abort() called {dumps({'isStreaming': self.is_streaming})}")
         await self._runtime.steps.enter("abort", self._id)
         self._runtime.faults.check("abort")
         if self._turn_end is not None:
             self._stop_reason = "aborted"
             self._turn_end.set()
             await anyio.lowlevel.checkpoint()
+        self._runtime.probe.append(f"session#{self.number}.abort() settled")
 
     async def prompt(self, text: str, *, images: Any = (), streaming_behavior: str | None = None) -> str | None:
         if self.disposed:
@@ -265,6 +284,8 @@ class FakeSession:
         await self._runtime.steps.enter("bind_extensions", self._id)
         self._runtime.faults.check("bind_extensions")
         self.extensions_bound = bindings
+        start = {k: v for k, v in self._start_event.items() if k != "type"}
+        self._runtime.probe.append(f"ext#{self.number}:session_start {dumps(start)}")
         self.emit({"type": "session_start"})  # extensions see it; host listeners are not installed yet
 
     def subscribe(self, listener: EventListener) -> Unsubscribe:
@@ -282,6 +303,7 @@ class FakeSession:
             listener(event)
 
     def dispose(self) -> None:
+        self._runtime.probe.append(f"session#{self.number}.dispose()")
         self._runtime.steps.trace.append(f"session_dispose {self._id}")
         self.disposed = True
         self._runtime.faults.check("session_dispose")
@@ -312,18 +334,21 @@ class FakeRuntime:
         self.factory_calls: list[str] = []
         self.created_sessions: list[FakeSession] = []
         self.dispose_calls = 0
+        self.probe: list[str] = []
+        """Pi's probe lines (see the module docstring)."""
         self.active = 0
         self.max_active = 0
         self._counter = 0
-        self._before_invalidate: Callable[[], None] | None = None
+        self._before_invalidate: Callable[[str], None] | None = None
         self._rebind: Callable[[SessionPort], Awaitable[None]] | None = None
         self._session: FakeSession
         self._services: FakeServices
 
     @classmethod
-    async def create(cls, cwd: str, **kwargs: Any) -> FakeRuntime:
+    async def create(cls, cwd: str, *, entries: Mapping[str, str] | None = None, **kwargs: Any) -> FakeRuntime:
         runtime = cls(cwd, **kwargs)
-        session, services = await runtime._factory(cwd, None, {"u1": "user", "a1": "assistant"})
+        initial = dict(entries) if entries is not None else {"u1": "user", "a1": "assistant"}
+        session, services = await runtime._factory(cwd, None, initial)
         runtime._session, runtime._services = session, services
         return runtime
 
@@ -345,7 +370,7 @@ class FakeRuntime:
     def diagnostics(self) -> Sequence[Diagnostic]:
         return self._services.diagnostics
 
-    def set_before_session_invalidate(self, callback: Callable[[], None] | None) -> None:
+    def set_before_session_invalidate(self, callback: Callable[[str], None] | None) -> None:
         self._before_invalidate = callback
 
     def set_rebind_session(self, callback: Callable[[SessionPort], Awaitable[None]] | None) -> None:
@@ -356,7 +381,7 @@ class FakeRuntime:
             if cwd is not None and cwd not in self.existing_dirs:
                 raise MissingSessionCwdError(f"Working directory does not exist: {cwd}", cwd=cwd)
 
-        return await self._replace("new", cwd or self.cwd, validate, None, {})
+        return await self._replace("new", cwd or self.cwd, validate, None, {}, before={"reason": "new"})
 
     async def switch_session(self, session_path: str, cwd_override: str | None = None) -> ReplaceResult:
         def validate() -> None:
@@ -367,7 +392,8 @@ class FakeRuntime:
 
         target = cwd_override or self.files.get(session_path, (self.cwd, {}))[0]
         entries = self.files.get(session_path, ("", {}))[1]
-        return await self._replace("resume", target, validate, session_path, entries)
+        before = {"reason": "resume", "targetSessionFile": session_path}
+        return await self._replace("resume", target, validate, session_path, entries, before=before)
 
     async def fork(self, entry_id: str, position: ForkPosition = "before") -> ReplaceResult:
         self.fork_calls.append((entry_id, position))
@@ -386,7 +412,9 @@ class FakeRuntime:
             if key == entry_id:
                 break
         selected = f"text of {entry_id}" if position == "before" else None
-        return await self._replace("fork", self.cwd, validate, None, kept, selected)
+        before = {"entryId": entry_id, "position": position}
+        return await self._replace("fork", self.cwd, validate, None, kept, selected, before=before,
+                                   event="session_before_fork")
 
     async def import_from_jsonl(self, input_path: str, cwd_override: str | None = None) -> ReplaceResult:
         return await self.switch_session(input_path, cwd_override)
@@ -400,9 +428,10 @@ class FakeRuntime:
             self.dispose_calls += 1
             await self.steps.enter("dispose")
             self.steps.trace.append("session_shutdown quit")
+            self.probe.append(f"ext#{self._session.number}:session_shutdown {dumps({'reason': 'quit'})}")
             self.faults.check("dispose_shutdown")  # rejects before the callback: nothing unsubscribed yet
             if self._before_invalidate is not None:
-                self._before_invalidate()
+                self._before_invalidate("quit")
             self._session.dispose()
             self.faults.check("dispose")  # Pi: resolve or reject *after* the callback ran
         finally:
@@ -419,10 +448,14 @@ class FakeRuntime:
         session_file: str | None,
         entries: Mapping[str, str],
         selected_text: str | None = None,
+        *,
+        before: Mapping[str, Any],
+        event: str = "session_before_switch",
     ) -> ReplaceResult:
         self._enter()
         token = _inside_runtime_op.set(True)
         try:
+            self.probe.append(f"ext#{self._session.number}:{event} {dumps(before)}")
             await self.steps.enter("before_event", reason)
             self.faults.check("before_event")
             if self.cancel_next:
@@ -433,13 +466,19 @@ class FakeRuntime:
             validate()
             old = self._session
             await old.abort()
+            target_file = session_file or f"/sessions/s{self._counter + 1}.jsonl"
+            shutdown = {"reason": reason, "targetSessionFile": target_file}
+            self.probe.append(f"ext#{old.number}:session_shutdown {dumps(shutdown)}")
             await self.steps.enter("session_shutdown", reason)
             old.emit({"type": "session_shutdown", "reason": reason})
             self.faults.check("session_shutdown")
             if self._before_invalidate is not None:
-                self._before_invalidate()  # Pi does not await it, nor guard it
+                self._before_invalidate(reason)  # Pi does not await it, nor guard it
             old.dispose()
-            session, services = await self._factory(target_cwd, session_file, entries)
+            start = {"type": "session_start", "reason": reason}
+            if old.session_file is not None:
+                start["previousSessionFile"] = old.session_file
+            session, services = await self._factory(target_cwd, session_file, entries, start)
             self._session, self._services = session, services  # apply together
             await self.steps.enter("rebind", session.session_id)
             self.faults.check("rebind")
@@ -451,16 +490,29 @@ class FakeRuntime:
             self._exit()
 
     async def _factory(
-        self, cwd: str, session_file: str | None, entries: Mapping[str, str]
+        self,
+        cwd: str,
+        session_file: str | None,
+        entries: Mapping[str, str],
+        start_event: Mapping[str, Any] | None = None,
     ) -> tuple[FakeSession, FakeServices]:
         self.factory_calls.append(cwd)
+        file = session_file or f"/sessions/s{self._counter + 1}.jsonl"
+        call = len(self.factory_calls)
+        payload: dict[str, Any] = {"cwd": cwd, "sessionFile": file}
+        if start_event is not None:
+            payload["sessionStartEvent"] = dict(start_event)
+        self.probe.append(f"factory#{call} {dumps(payload)}")
         await self.steps.enter("factory", cwd)
-        self.faults.check("factory")
-        if cwd in self.poisoned_cwds:
-            raise FactoryError(f"cannot build services for {cwd}", cwd=cwd)
+        try:
+            self.faults.check("factory")
+            if cwd in self.poisoned_cwds:
+                raise FactoryError(f"cannot build services for {cwd}", cwd=cwd)
+        except Exception:
+            self.probe.append(f"factory#{call} THROWS (probe-injected failure)")
+            raise
         self._counter += 1
-        file = session_file or f"/sessions/s{self._counter}.jsonl"
-        session = FakeSession(self, f"s{self._counter}", cwd, file, entries)
+        session = FakeSession(self, f"s{self._counter}", cwd, file, entries, start_event)
         services = FakeServices(
             cwd=cwd,
             diagnostics=[Diagnostic("info", f"services for {cwd} #{self._counter}")],
@@ -488,12 +540,17 @@ class FakeBindings:
         self.subscribed: list[str] = []
         self.active_subscriptions: set[str] = set()
         self.flushes = 0
+        self.generations: list[tuple[str, int, str]] = []
+        """(sessionId, generation, operation) the host bound, in order."""
+        self.shutdown_reasons: list[tuple[str, str]] = []
         self.flush_hook: Callable[[], Awaitable[None]] | None = None
 
     def extension_bindings(self, session: SessionPort) -> ExtensionBindings:
         return ExtensionBindings(mode="rpc")
 
-    def subscribe(self, session: SessionPort) -> Unsubscribe:
+    def subscribe(self, binding: Binding) -> HostSubscription:
+        session = binding.session
+        self.generations.append((session.session_id, binding.generation, binding.operation))
         self.steps.trace.append(f"subscribe {session.session_id}")
         self.faults.check("subscribe")  # atomic: nothing installed when it fails
         session_id = session.session_id
@@ -505,7 +562,8 @@ class FakeBindings:
         self.subscribed.append(session_id)
         self.active_subscriptions.add(session_id)
 
-        def unsubscribe() -> None:
+        def unsubscribe(reason: str) -> None:
+            self.shutdown_reasons.append((session_id, reason))
             self.steps.trace.append(f"unsubscribe {session_id}")
             self.faults.check("unsubscribe")
             release()
@@ -513,12 +571,12 @@ class FakeBindings:
 
         return unsubscribe
 
-    def report_diagnostics(self, diagnostics: Sequence[Diagnostic]) -> None:
+    def report_diagnostics(self, binding: Binding, diagnostics: Sequence[Diagnostic]) -> None:
         self.steps.trace.append("report_diagnostics")
         self.faults.check("report_diagnostics")
         self.reported.append(diagnostics)
 
-    async def flush_persistence(self) -> None:
+    async def flush_persistence(self, current: SessionPort | None) -> None:
         await self.steps.enter("flush")
         self.faults.check("flush")
         if self.flush_hook is not None:

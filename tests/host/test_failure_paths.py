@@ -15,12 +15,7 @@ import pytest
 
 from rpcd.core.errors import HostDisposedError, HostUnavailableError
 from rpcd.host.failures import (
-    PHASE_BINDING,
-    PHASE_FINAL_DISPOSAL,
-    PHASE_INITIAL_BINDING,
-    PHASE_INVALIDATION_CLEANUP,
-    PHASE_PERSISTENCE,
-    PHASE_REPLACEMENT,
+    Phase,
     SessionBindingFailure,
     context_of,
 )
@@ -49,7 +44,7 @@ REPLACEMENT_PATHS = {
         (("unsubscribe", 0), ("dispose", 0)),
         lambda h: h.new_session(),
         ("unsubscribe", "dispose"),
-        PHASE_INVALIDATION_CLEANUP,
+        Phase.INVALIDATION_CLEANUP,
         "newSession",
     ),
     # the factory rejects before apply: primary, then the captured invalidation failure
@@ -57,7 +52,7 @@ REPLACEMENT_PATHS = {
         (("factory", 0), ("unsubscribe", 0)),
         lambda h: h.resume(OTHER_FILE),
         ("factory", "unsubscribe"),
-        PHASE_REPLACEMENT,
+        Phase.REPLACEMENT,
         "resume",
     ),
     # the runtime itself fails after apply, before calling rebind
@@ -65,21 +60,21 @@ REPLACEMENT_PATHS = {
         (("rebind", 0), ("unsubscribe", 0)),
         lambda h: h.fork("u1"),
         ("rebind", "unsubscribe"),
-        PHASE_REPLACEMENT,
+        Phase.REPLACEMENT,
         "fork",
     ),
     "bind_extensions + dispose": Path(
         (("bind_extensions", 0), ("dispose", 0)),
         lambda h: h.clone("a1"),
         ("bind_extensions", "dispose"),
-        PHASE_BINDING,
+        Phase.BINDING,
         "clone",
     ),
     "subscribe + dispose": Path(
         (("subscribe", 0), ("dispose", 0)),
         lambda h: h.import_jsonl(OTHER_FILE),
         ("subscribe", "dispose"),
-        PHASE_BINDING,
+        Phase.BINDING,
         "importJsonl",
     ),
     # report_diagnostics fails after subscribe: the new subscription's unsubscribe fails too
@@ -87,21 +82,21 @@ REPLACEMENT_PATHS = {
         (("report_diagnostics", 0), ("unsubscribe", 1), ("dispose", 0)),
         lambda h: h.new_session(),
         ("report_diagnostics", "unsubscribe", "dispose"),
-        PHASE_BINDING,
+        Phase.BINDING,
         "newSession",
     ),
     "flush + unsubscribe + dispose": Path(
         (("flush", 0), ("unsubscribe", 1), ("dispose", 0)),
         lambda h: h.resume(OTHER_FILE),
         ("flush", "unsubscribe", "dispose"),
-        PHASE_PERSISTENCE,
+        Phase.PERSISTENCE,
         "resume",
     ),
     "flush + dispose": Path(
         (("flush", 0), ("dispose", 0)),
         lambda h: h.new_session(),
         ("flush", "dispose"),
-        PHASE_PERSISTENCE,
+        Phase.PERSISTENCE,
         "newSession",
     ),
 }
@@ -111,7 +106,7 @@ DISPOSAL_PATHS = {
         (("abort", 0), ("flush", 0), ("unsubscribe", 0), ("dispose", 0)),
         lambda h: h.dispose(),
         ("abort", "flush", "unsubscribe", "dispose"),
-        PHASE_FINAL_DISPOSAL,
+        Phase.FINAL_DISPOSAL,
         "dispose",
     ),
     # runtime.dispose rejects before its callback: the explicit unsubscribe fallback runs (and fails)
@@ -119,14 +114,14 @@ DISPOSAL_PATHS = {
         (("dispose_shutdown", 0), ("unsubscribe", 0)),
         lambda h: h.dispose(),
         ("dispose_shutdown", "unsubscribe"),
-        PHASE_FINAL_DISPOSAL,
+        Phase.FINAL_DISPOSAL,
         "dispose",
     ),
     "flush + callback unsubscribe": Path(
         (("flush", 0), ("unsubscribe", 0)),
         lambda h: h.dispose(),
         ("flush", "unsubscribe"),
-        PHASE_FINAL_DISPOSAL,
+        Phase.FINAL_DISPOSAL,
         "dispose",
     ),
 }
@@ -205,7 +200,7 @@ async def test_every_initial_binding_multi_failure_path_raises_one_flat_ordered_
     with pytest.raises(SessionBindingFailure) as info:
         await h.bind()
     assert h.host is None and h.runtime.dispose_calls == 1
-    path = Path(faults, lambda _: h.bind(), steps, PHASE_INITIAL_BINDING, "startup")
+    path = Path(faults, lambda _: h.bind(), steps, Phase.INITIAL_BINDING, "startup")
     assert_flat_ordered_and_described(info.value, path)
 
 
@@ -218,7 +213,7 @@ async def test_final_cleanup_unsubscribes_itself_when_runtime_dispose_rejects_be
     with pytest.raises(InjectedFault) as info:
         await host.dispose()
     assert info.value.step == "dispose_shutdown"
-    assert context_of(info.value).phase == PHASE_FINAL_DISPOSAL  # type: ignore[union-attr]
+    assert context_of(info.value).phase == Phase.FINAL_DISPOSAL  # type: ignore[union-attr]
     # the runtime never reached its invalidation callback; the host's own fallback unsubscribed
     assert harness.bindings.active_subscriptions == set()
     assert harness.trace[-1] == "unsubscribe s1"

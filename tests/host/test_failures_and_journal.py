@@ -114,3 +114,14 @@ async def test_journal_async_write_runs_off_the_event_loop(tmp_path: Path) -> No
     journal = HostJournal(tmp_path / "host.json")
     await journal.write_async("/sessions/a.jsonl", "/work/a")
     assert journal.read() is not None
+
+
+def test_journal_read_of_a_fifo_or_a_huge_file_is_none_and_never_blocks(tmp_path: Path) -> None:
+    fifo = tmp_path / "rpcd" / "journal.json"
+    fifo.parent.mkdir()
+    os.mkfifo(fifo)  # nobody writes: opening it for reading the plain way would block forever
+    assert HostJournal(fifo).read() is None
+    huge = tmp_path / "huge.json"
+    with huge.open("wb") as handle:
+        handle.truncate(64 << 20)  # sparse: a "record" of 64 MiB is not ours
+    assert HostJournal(huge).read() is None

@@ -9,11 +9,7 @@ import pytest
 
 from rpcd.core.errors import HostDisposedError, HostUnavailableError
 from rpcd.host.failures import (
-    PHASE_AVAILABILITY,
-    PHASE_FINAL_DISPOSAL,
-    PHASE_INITIAL_BINDING,
-    PHASE_PRE_VALIDATION,
-    PHASE_REPLACEMENT,
+    Phase,
     SessionBindingFailure,
     context_of,
 )
@@ -37,7 +33,7 @@ async def test_initial_binding_failure_disposes_the_runtime_and_returns_no_host(
     assert h.host is None
     assert info.value.step == step
     context = context_of(info.value)
-    assert context is not None and context.phase == PHASE_INITIAL_BINDING and context.terminal
+    assert context is not None and context.phase == Phase.INITIAL_BINDING and context.terminal
     assert context.operation == "startup"
     assert h.runtime.dispose_calls == 1 and h.runtime.session.disposed
     assert h.bindings.active_subscriptions == set()
@@ -59,7 +55,7 @@ async def test_initial_binding_failure_with_failing_cleanup_raises_one_flat_grou
         "dispose",
     ]
     assert info.value.__cause__ is info.value.exceptions[0]
-    assert context_of(info.value).phase == PHASE_INITIAL_BINDING  # type: ignore[union-attr]
+    assert context_of(info.value).phase == Phase.INITIAL_BINDING  # type: ignore[union-attr]
 
 
 async def test_successful_startup_binds_in_order_and_announces_ready_at_generation_zero(
@@ -84,7 +80,7 @@ async def test_failure_before_invalidation_keeps_the_old_session_current(harness
     with pytest.raises(InjectedFault) as info:
         await host.resume(OTHER_FILE)
     context = context_of(info.value)
-    assert context is not None and context.phase == PHASE_PRE_VALIDATION and not context.terminal
+    assert context is not None and context.phase == Phase.PRE_VALIDATION and not context.terminal
     assert host.status == "ready" and host.session_id == "s1"
     assert harness.bindings.active_subscriptions == {"s1"}
     assert harness.statuses[-1] == ("ready", 0)
@@ -108,9 +104,9 @@ async def test_failure_after_invalidation_is_terminal_and_keeps_the_primary_unch
     assert context is not None
     if step == "session_shutdown":
         # Pi's session_shutdown handlers run before the invalidation callback: nothing invalidated yet
-        assert context.phase == PHASE_PRE_VALIDATION and not context.terminal and host.status == "ready"
+        assert context.phase == Phase.PRE_VALIDATION and not context.terminal and host.status == "ready"
         return
-    assert context.phase == PHASE_REPLACEMENT and context.terminal
+    assert context.phase == Phase.REPLACEMENT and context.terminal
     assert host.status == "unusable"
     assert harness.statuses[-1] == ("unusable", 0)
     with pytest.raises(HostUnavailableError):
@@ -149,7 +145,7 @@ async def test_terminal_host_can_still_be_disposed_once(harness: Harness) -> Non
     with pytest.raises(HostDisposedError) as info:
         await host.dispose()
     context = context_of(info.value)
-    assert context is not None and context.phase == PHASE_AVAILABILITY and context.operation == "dispose"
+    assert context is not None and context.phase == Phase.AVAILABILITY and context.operation == "dispose"
     assert harness.statuses[-1] == ("disposed", 0)
 
 
@@ -160,7 +156,7 @@ async def test_final_disposal_failure_is_terminal_and_described(harness: Harness
     with pytest.raises(InjectedFault) as info:
         await host.dispose()
     context = context_of(info.value)
-    assert context is not None and context.phase == PHASE_FINAL_DISPOSAL and context.terminal
+    assert context is not None and context.phase == Phase.FINAL_DISPOSAL and context.terminal
     assert context.operation == "dispose" and context.session_path == "/sessions/s1.jsonl"
     with pytest.raises(HostDisposedError):
         host.state()

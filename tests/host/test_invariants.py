@@ -10,11 +10,7 @@ import pytest
 
 from rpcd.core.errors import FactoryError, HostDisposedError, HostUnavailableError, InvalidEntryError
 from rpcd.host.failures import (
-    PHASE_BINDING,
-    PHASE_INVALIDATION_CLEANUP,
-    PHASE_PERSISTENCE,
-    PHASE_PRE_VALIDATION,
-    PHASE_REPLACEMENT,
+    Phase,
     SessionBindingFailure,
     context_of,
 )
@@ -165,7 +161,7 @@ async def test_old_unsubscribe_failure_is_captured_and_the_applied_replacement_i
     assert trace[-1] == "session_dispose s2" and harness.runtime.dispose_calls == 1
     assert harness.runtime.created_sessions[-1].disposed
     context = context_of(info.value)
-    assert context is not None and context.phase == PHASE_INVALIDATION_CLEANUP and context.terminal
+    assert context is not None and context.phase == Phase.INVALIDATION_CLEANUP and context.terminal
     assert_terminal(host)
 
 
@@ -179,7 +175,7 @@ async def test_old_unsubscribe_failure_is_appended_to_a_factory_failure(harness:
     steps = [e.step for e in info.value.exceptions if isinstance(e, InjectedFault)]
     assert steps == ["factory", "unsubscribe"]
     assert info.value.__cause__ is info.value.exceptions[0]
-    assert context_of(info.value).phase == PHASE_REPLACEMENT  # type: ignore[union-attr]
+    assert context_of(info.value).phase == Phase.REPLACEMENT  # type: ignore[union-attr]
     assert harness.runtime.dispose_calls == 0  # nothing was applied, so nothing to dispose
     assert_terminal(host)
 
@@ -233,7 +229,7 @@ async def test_pre_validation_failure_keeps_the_old_binding_usable(
     with pytest.raises(Exception) as info:
         await call(host)
     context = context_of(info.value)
-    assert context is not None and context.phase == PHASE_PRE_VALIDATION and not context.terminal
+    assert context is not None and context.phase == Phase.PRE_VALIDATION and not context.terminal
     assert context.operation == name
     assert host.status == "ready" and host.session_id == "s1" and host.cwd == PROJECT
     assert harness.bindings.active_subscriptions == {"s1"}
@@ -250,7 +246,7 @@ async def test_factory_rejection_after_invalidation_exposes_no_session_and_rejec
     with pytest.raises(FactoryError) as info:
         await host.resume(OTHER_FILE)
     context = context_of(info.value)
-    assert context is not None and context.terminal and context.phase == PHASE_REPLACEMENT
+    assert context is not None and context.terminal and context.phase == Phase.REPLACEMENT
     assert context.session_path == OTHER_FILE
     assert harness.runtime.session.disposed  # Pi keeps the old, disposed session: the host must hide it
     assert harness.bindings.active_subscriptions == set()
@@ -269,7 +265,7 @@ async def test_binding_failure_after_apply_clears_subscriptions_disposes_the_rep
         await host.fork("u1")
     assert info.value.step == step
     context = context_of(info.value)
-    assert context is not None and context.phase == PHASE_BINDING and context.terminal and context.entry_id == "u1"
+    assert context is not None and context.phase == Phase.BINDING and context.terminal and context.entry_id == "u1"
     assert harness.bindings.active_subscriptions == set()
     assert harness.runtime.created_sessions[-1].disposed and harness.runtime.dispose_calls == 1
     assert_terminal(host)
@@ -284,7 +280,7 @@ async def test_post_rebind_persistence_failure_is_terminal_clears_the_subscripti
     harness.faults.arm("flush")
     with pytest.raises(InjectedFault) as info:
         await host.new_session()
-    assert context_of(info.value).phase == PHASE_PERSISTENCE  # type: ignore[union-attr]
+    assert context_of(info.value).phase == Phase.PERSISTENCE  # type: ignore[union-attr]
     trace = harness.trace
     assert trace.index("flush") < trace.index("unsubscribe s2") < trace.index("session_dispose s2")
     assert harness.bindings.active_subscriptions == set()
@@ -294,7 +290,7 @@ async def test_post_rebind_persistence_failure_is_terminal_clears_the_subscripti
 
 
 @pytest.mark.parametrize(
-    ("primary", "phase"), [("report_diagnostics", PHASE_BINDING), ("flush", PHASE_PERSISTENCE)]
+    ("primary", "phase"), [("report_diagnostics", Phase.BINDING), ("flush", Phase.PERSISTENCE)]
 )
 async def test_unsubscribe_and_disposal_failures_form_one_flat_group_in_occurrence_order(
     harness: Harness, primary: str, phase: str
@@ -338,14 +334,13 @@ async def test_final_disposal_during_a_healthy_replacement_waits_behind_it_and_c
             await harness.steps.reached("factory")
             tg.start_soon(queued)
             await anyio.wait_all_tasks_blocked()
-            disposal = host.dispose()
+            tg.start_soon(host.dispose)
+            await anyio.wait_all_tasks_blocked()
             assert host.status == "disposed"  # terminal at once, before the replacement settles
             with pytest.raises(HostDisposedError):
                 host.cwd  # noqa: B018
             with pytest.raises(HostDisposedError):
                 await host.dispose()  # duplicate: rejected, schedules nothing
-            tg.start_soon(_await, disposal)
-            await anyio.wait_all_tasks_blocked()
             assert harness.runtime.dispose_calls == 0
             harness.steps.release("factory")
     assert results["replace"].session_id == "s2" and not results["replace"].cancelled

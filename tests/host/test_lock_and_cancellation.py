@@ -10,7 +10,7 @@ import anyio.lowlevel
 import pytest
 
 from rpcd.core.errors import HostDisposedError, HostError, SessionBusyError
-from rpcd.host.failures import PHASE_AVAILABILITY, PHASE_SESSION_ACCESS, context_of
+from rpcd.host.failures import Phase, context_of
 from rpcd.host.host import ReplacementOutcome
 from tests.host.conftest import OTHER_FILE, PROJECT, Harness
 
@@ -102,18 +102,22 @@ async def test_started_replacement_settles_even_if_its_caller_scope_is_cancelled
 
 
 async def test_started_replacement_settles_even_if_its_task_is_natively_cancelled(harness: Harness) -> None:
+    """A native ``Task.cancel()`` of the caller stops its wait; the replacement, which runs in the
+    host's worker and not in the caller's task, is never torn half-way."""
     host = harness.host
     assert host is not None
     harness.steps.pause("bind_extensions")
     task = asyncio.ensure_future(host.fork("u1"))
     await harness.steps.reached("bind_extensions")
-    task.cancel()  # pygls-style cancellation of a request that already started
+    task.cancel()
     await anyio.wait_all_tasks_blocked()
-    assert not task.done()
+    assert host.status == "replacing"  # still running, not torn half-way
     harness.steps.release("bind_extensions")
-    outcome = await task
-    assert outcome.session_id == "s2" and not outcome.cancelled
-    assert host.status == "ready" and harness.bindings.active_subscriptions == {"s2"}
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    while host.status != "ready":
+        await anyio.lowlevel.checkpoint()
+    assert host.session_id == "s2" and harness.bindings.active_subscriptions == {"s2"}
 
 
 async def test_a_callback_re_entering_the_host_is_refused_instead_of_deadlocking(harness: Harness) -> None:
@@ -131,7 +135,7 @@ async def test_a_callback_re_entering_the_host_is_refused_instead_of_deadlocking
     harness.bindings.flush_hook = re_enter
     outcome = await host.new_session()
     assert [type(e) for e in refused] == [HostError, HostError]
-    assert all(context_of(e).phase == PHASE_AVAILABILITY for e in refused)  # type: ignore[union-attr]
+    assert all(context_of(e).phase == Phase.AVAILABILITY for e in refused)  # type: ignore[union-attr]
     assert outcome.generation == 1 and host.status == "ready"  # the refused dispose changed nothing
 
 
@@ -212,8 +216,7 @@ async def test_session_calls_wait_for_replacements_requested_before_them(harness
     harness.steps.pause("factory")
 
     async def name_it() -> None:
-        await host.after_queued_replacements("setSessionName")
-        host.set_session_name("named after the replacement")
+        await host.enqueue("setSessionName", lambda: host.set_session_name("named after the replacement"))
 
     async with anyio.create_task_group() as tg:
         with harness.steps.released_on_exit():
@@ -232,7 +235,7 @@ async def test_waiting_for_queued_replacements_fails_at_once_on_a_disposed_host(
     assert host is not None
     await host.dispose()
     with pytest.raises(HostDisposedError):
-        await host.after_queued_replacements("getMessages")
+        await host.enqueue("getMessages", host.messages)
 
 
 async def _prompt_and_finish(harness: Harness) -> str:
@@ -274,13 +277,13 @@ async def test_a_failed_session_access_is_described_and_a_failing_description_ne
         with pytest.raises(SessionBusyError) as busy:
             await host.prompt("second")
         context = context_of(busy.value)
-        assert context is not None and context.phase == PHASE_SESSION_ACCESS and not context.terminal
+        assert context is not None and context.phase == Phase.SESSION_ACCESS and not context.terminal
         assert (context.operation, context.cwd, context.session_path) == ("prompt", PROJECT, "/sessions/s1.jsonl")
         harness.faults.arm("cwd")  # the runtime cannot even name its cwd while the failure is described
         with pytest.raises(SessionBusyError) as again:
             await host.prompt("third")
         context = context_of(again.value)
-        assert context is not None and context.phase == PHASE_SESSION_ACCESS and context.cwd is None
+        assert context is not None and context.phase == Phase.SESSION_ACCESS and context.cwd is None
         harness.runtime.session.finish_turn()
     assert host.status == "ready"
 

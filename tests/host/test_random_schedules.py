@@ -12,12 +12,13 @@ import os
 from typing import Any
 
 import anyio
+import anyio.abc
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rpcd.core.errors import HostDisposedError, HostUnavailableError
-from rpcd.host.failures import PHASE_AVAILABILITY, context_of
+from rpcd.host.failures import Phase, context_of
 from tests.host.conftest import OTHER, OTHER_FILE, _harness
 
 LONG = os.environ.get("RPCD_LONG") == "1"
@@ -61,7 +62,13 @@ async def _call(host: Any, op: str) -> Any:
 
 
 async def run_schedule(schedule: list[tuple[str, str | None, bool]]) -> None:
-    h = await _harness()
+    async with anyio.create_task_group() as task_group:
+        await _run_schedule(schedule, task_group)
+        task_group.cancel_scope.cancel()
+
+
+async def _run_schedule(schedule: list[tuple[str, str | None, bool]], task_group: anyio.abc.TaskGroup) -> None:
+    h = await _harness(task_group)
     host = await h.bind()
     for op, fault, cancel in schedule:
         if fault is not None:
@@ -78,7 +85,7 @@ async def run_schedule(schedule: list[tuple[str, str | None, bool]]) -> None:
                 assert not any(isinstance(e, BaseExceptionGroup) for e in error.exceptions)
                 assert error.__cause__ is error.exceptions[0]
                 assert all(context_of(e) is not None for e in error.exceptions)
-            if context.phase == PHASE_AVAILABILITY:
+            if context.phase == Phase.AVAILABILITY:
                 assert isinstance(error, HostUnavailableError | HostDisposedError) or op == "dispose"
                 assert len(h.runtime.factory_calls) == before[3]  # no runtime step for a refused call
             elif not context.terminal:

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 import textwrap
-from collections.abc import Awaitable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 import attrs
 import pytest
 
@@ -23,19 +24,14 @@ from rpcd.core.errors import (
     MissingSessionCwdError,
     SessionFileNotFoundError,
 )
-from rpcd.core.values import Diagnostic, ExtensionBindings, ExtensionError, Unsubscribe
+from rpcd.core.values import Diagnostic, ExtensionBindings, ExtensionError
 from rpcd.daemon.journal import HostJournal, HostJournalError
 from rpcd.host.failures import (
-    PHASE_BINDING,
-    PHASE_FINAL_DISPOSAL,
-    PHASE_INVALIDATION_CLEANUP,
-    PHASE_PERSISTENCE,
-    PHASE_PRE_VALIDATION,
-    PHASE_REPLACEMENT,
+    Phase,
     context_of,
 )
 from rpcd.host.host import SerializedHost
-from rpcd.host.port import SessionPort
+from rpcd.host.port import Binding, HostSubscription, SessionPort
 from rpcd.runtime.factory import make_default_factory
 from rpcd.runtime.providers.base import ProviderRegistry
 from rpcd.runtime.providers.faux import FauxProvider
@@ -96,7 +92,6 @@ class PoisonableFactory:
         agent_dir: str,
         session_manager: SessionManager,
         session_start_event: Mapping[str, Any] | None,
-        project_trust_context: ProjectTrustContext | None,
     ) -> CreateRuntimeResult:
         if cwd in self.poisoned:
             raise FactoryError(f"refusing to build services for {cwd}", cwd=cwd)
@@ -105,7 +100,6 @@ class PoisonableFactory:
             agent_dir=agent_dir,
             session_manager=session_manager,
             session_start_event=session_start_event,
-            project_trust_context=project_trust_context,
         )
 
 
@@ -124,23 +118,24 @@ class ComposedBindings:
     def extension_bindings(self, session: SessionPort) -> ExtensionBindings:
         return ExtensionBindings(mode="rpc", on_error=self.extension_errors.append)
 
-    def subscribe(self, session: SessionPort) -> Unsubscribe:
+    def subscribe(self, binding: Binding) -> HostSubscription:
+        session = binding.session
         if self.fail_subscribe:
             raise RuntimeError("subscribe failed on purpose")  # atomic: nothing installed
         session_id = session.session_id
         release = session.subscribe(lambda event: self.events.append((session_id, str(event["type"]))))
 
-        def unsubscribe() -> None:
+        def unsubscribe(reason: str) -> None:
             if self.fail_unsubscribe:
                 raise RuntimeError("unsubscribe failed on purpose")
             release()
 
         return unsubscribe
 
-    def report_diagnostics(self, diagnostics: Sequence[Diagnostic]) -> None:
+    def report_diagnostics(self, binding: Binding, diagnostics: Sequence[Diagnostic]) -> None:
         self.reported.append(diagnostics)
 
-    async def flush_persistence(self) -> None:
+    async def flush_persistence(self, current: SessionPort | None) -> None:
         await self.journal.write_async(self.runtime.session.session_file, self.runtime.cwd)
 
 
@@ -184,6 +179,7 @@ def persisted_session(cwd: Path, agent_dir: Path, text: str = "hello") -> str:
 
 
 async def build_world(
+    task_group: anyio.abc.TaskGroup,
     tmp_path: Path,
     *,
     journal_path: Path | None = None,
@@ -202,14 +198,14 @@ async def build_world(
     runtime = await create_runtime(factory, cwd=str(alpha), agent_dir=str(agent_dir), session_manager=sm)
     journal = HostJournal(journal_path or tmp_path / "state" / "host.json")
     bindings = ComposedBindings(runtime, journal)
-    host = await SerializedHost.bind(runtime, bindings)
+    host = await SerializedHost.bind(runtime, bindings, task_group=task_group)
     return World(tmp_path, agent_dir, alpha, beta, factory, bindings, host, runtime)
 
 
 async def test_real_replacements_switch_cwd_report_diagnostics_once_and_journal_the_current_session(
-    tmp_path: Path,
+    host_task_group: anyio.abc.TaskGroup, tmp_path: Path,
 ) -> None:
-    w = await build_world(tmp_path)
+    w = await build_world(host_task_group, tmp_path)
     host = w.host
     assert host.cwd == str(w.alpha) and len(w.bindings.reported) == 1
     assert await host.prompt("first question") == "stop"
@@ -247,8 +243,10 @@ async def test_real_replacements_switch_cwd_report_diagnostics_once_and_journal_
     assert sink.SEEN[-1] == ("session_shutdown", str(w.beta))
 
 
-async def test_real_pre_validation_failures_keep_the_session_usable(tmp_path: Path) -> None:
-    w = await build_world(tmp_path)
+async def test_real_pre_validation_failures_keep_the_session_usable(
+    host_task_group: anyio.abc.TaskGroup, tmp_path: Path
+) -> None:
+    w = await build_world(host_task_group, tmp_path)
     host = w.host
     await host.prompt("something")
     session_before = host.session_id
@@ -264,13 +262,15 @@ async def test_real_pre_validation_failures_keep_the_session_usable(tmp_path: Pa
         await host.import_jsonl(str(tmp_path / "nowhere.jsonl"))
     for info in (missing, invalid):
         context = context_of(info.value)
-        assert context is not None and context.phase == PHASE_PRE_VALIDATION and not context.terminal
+        assert context is not None and context.phase == Phase.PRE_VALIDATION and not context.terminal
     assert host.status == "ready" and host.session_id == session_before
     assert await host.prompt("still here") == "stop"
 
 
-async def test_real_extension_cancelling_the_switch_keeps_the_old_session(tmp_path: Path) -> None:
-    w = await build_world(tmp_path)
+async def test_real_extension_cancelling_the_switch_keeps_the_old_session(
+    host_task_group: anyio.abc.TaskGroup, tmp_path: Path
+) -> None:
+    w = await build_world(host_task_group, tmp_path)
     host = w.host
     sink.CANCEL["session_before_switch"] = True
     outcome = await host.new_session()
@@ -279,8 +279,10 @@ async def test_real_extension_cancelling_the_switch_keeps_the_old_session(tmp_pa
     assert not any(kind == "session_shutdown" for kind, _ in sink.SEEN)
 
 
-async def test_real_extension_handler_failure_is_reported_not_fatal(tmp_path: Path) -> None:
-    w = await build_world(tmp_path)
+async def test_real_extension_handler_failure_is_reported_not_fatal(
+    host_task_group: anyio.abc.TaskGroup, tmp_path: Path
+) -> None:
+    w = await build_world(host_task_group, tmp_path)
     sink.RAISE.add("session_start")
     outcome = await w.host.new_session()
     assert not outcome.cancelled and w.host.status == "ready"
@@ -290,16 +292,16 @@ async def test_real_extension_handler_failure_is_reported_not_fatal(tmp_path: Pa
 
 
 async def test_real_factory_refusing_a_poisoned_cwd_leaves_the_host_terminal_with_no_session(
-    tmp_path: Path,
+    host_task_group: anyio.abc.TaskGroup, tmp_path: Path,
 ) -> None:
-    w = await build_world(tmp_path)
+    w = await build_world(host_task_group, tmp_path)
     host = w.host
     beta_file = persisted_session(w.beta, w.agent_dir)
     w.factory.poisoned.add(str(w.beta))
     with pytest.raises(FactoryError) as info:
         await host.resume(beta_file)
     context = context_of(info.value)
-    assert context is not None and context.phase == PHASE_REPLACEMENT and context.terminal
+    assert context is not None and context.phase == Phase.REPLACEMENT and context.terminal
     assert context.session_path == beta_file
     assert host.status == "unusable"
     with pytest.raises(HostUnavailableError):
@@ -312,15 +314,17 @@ async def test_real_factory_refusing_a_poisoned_cwd_leaves_the_host_terminal_wit
     await host.dispose()  # still cleans up (Pi tolerates disposing the old session again)
 
 
-async def test_real_journal_directory_blocked_by_a_file_makes_the_replacement_terminal(tmp_path: Path) -> None:
+async def test_real_journal_directory_blocked_by_a_file_makes_the_replacement_terminal(
+    host_task_group: anyio.abc.TaskGroup, tmp_path: Path
+) -> None:
     blocker = tmp_path / "state-blocker"
-    w = await build_world(tmp_path, journal_path=blocker / "rpcd" / "host.json")
+    w = await build_world(host_task_group, tmp_path, journal_path=blocker / "rpcd" / "host.json")
     blocker.write_text("a file where the journal directory should be")
     host = w.host
     with pytest.raises(HostJournalError) as info:
         await host.new_session()
     context = context_of(info.value)
-    assert context is not None and context.phase == PHASE_PERSISTENCE and context.terminal
+    assert context is not None and context.phase == Phase.PERSISTENCE and context.terminal
     assert "is not a directory" in str(info.value)
     assert host.status == "unusable"
     assert w.runtime.session.extension_runner is None or w.runtime.session.extension_runner.is_invalidated
@@ -330,7 +334,7 @@ async def test_real_journal_directory_blocked_by_a_file_makes_the_replacement_te
     with pytest.raises(HostJournalError) as final:
         await host.dispose()
     final_context = context_of(final.value)
-    assert final_context is not None and final_context.phase == PHASE_FINAL_DISPOSAL and final_context.terminal
+    assert final_context is not None and final_context.phase == Phase.FINAL_DISPOSAL and final_context.terminal
     assert host.status == "disposed"
 
 
@@ -355,14 +359,16 @@ def _project_resources(project: Path) -> None:
     (config / "probe.py").write_text(f"NAME = {project.name!r}\n" + textwrap.dedent(PROJECT_EXTENSION))
 
 
-async def test_real_project_settings_and_relative_extensions_come_from_the_selected_cwd(tmp_path: Path) -> None:
+async def test_real_project_settings_and_relative_extensions_come_from_the_selected_cwd(
+    host_task_group: anyio.abc.TaskGroup, tmp_path: Path
+) -> None:
     agent_dir = tmp_path / "agent"
     agent_dir.mkdir()
     alpha, beta = _project(tmp_path, "alpha"), _project(tmp_path, "beta")
     _project_resources(alpha)
     _project_resources(beta)
     beta_file = persisted_session(beta, agent_dir)
-    w = await build_world(tmp_path, projects=(alpha, beta), agent_dir=agent_dir)
+    w = await build_world(host_task_group, tmp_path, projects=(alpha, beta), agent_dir=agent_dir)
     host = w.host
     assert w.runtime.services.settings.get("marker") == "alpha"
     await host.resume(beta_file)
@@ -378,9 +384,9 @@ async def test_real_project_settings_and_relative_extensions_come_from_the_selec
 
 
 async def test_real_dispose_during_a_slow_healthy_replacement_waits_and_cleans_the_new_session(
-    tmp_path: Path,
+    host_task_group: anyio.abc.TaskGroup, tmp_path: Path,
 ) -> None:
-    w = await build_world(tmp_path)
+    w = await build_world(host_task_group, tmp_path)
     host = w.host
     beta_file = persisted_session(w.beta, w.agent_dir)
     reached, release = anyio.Event(), anyio.Event()
@@ -399,12 +405,12 @@ async def test_real_dispose_during_a_slow_healthy_replacement_waits_and_cleans_t
         tg.start_soon(replace)
         await reached.wait()
         try:
-            disposal = host.dispose()
+            tg.start_soon(host.dispose)
+            await anyio.wait_all_tasks_blocked()
             assert host.status == "disposed"  # terminal at once, while the replacement owns the lock
             with pytest.raises(HostDisposedError):
                 host.cwd  # noqa: B018
             tg.start_soon(queued)  # a later call meets the terminal guard
-            tg.start_soon(_await, disposal)
             await anyio.wait_all_tasks_blocked()
             assert ("session_shutdown", str(w.beta)) not in sink.SEEN  # cleanup waits behind the tail
         finally:
@@ -419,19 +425,17 @@ async def test_real_dispose_during_a_slow_healthy_replacement_waits_and_cleans_t
         await host.dispose()
 
 
-async def _await(awaitable: Awaitable[Any]) -> None:
-    await awaitable
-
-
-async def test_real_host_subscribe_failure_after_apply_disposes_the_applied_replacement(tmp_path: Path) -> None:
-    w = await build_world(tmp_path)
+async def test_real_host_subscribe_failure_after_apply_disposes_the_applied_replacement(
+    host_task_group: anyio.abc.TaskGroup, tmp_path: Path
+) -> None:
+    w = await build_world(host_task_group, tmp_path)
     host = w.host
     journal_before = w.bindings.journal.read()
     w.bindings.fail_subscribe = True
     with pytest.raises(RuntimeError, match="subscribe failed on purpose") as info:
         await host.new_session()
     context = context_of(info.value)
-    assert context is not None and context.phase == PHASE_BINDING and context.terminal
+    assert context is not None and context.phase == Phase.BINDING and context.terminal
     assert host.status == "unusable"
     # extensions of the replacement were bound (session_start), then it was shut down and disposed
     assert sink.SEEN[-2:] == [("session_start", str(w.alpha)), ("session_shutdown", str(w.alpha))]
@@ -443,16 +447,16 @@ async def test_real_host_subscribe_failure_after_apply_disposes_the_applied_repl
 
 
 async def test_real_old_unsubscribe_failure_lets_the_factory_run_then_disposes_the_replacement(
-    tmp_path: Path,
+    host_task_group: anyio.abc.TaskGroup, tmp_path: Path,
 ) -> None:
-    w = await build_world(tmp_path)
+    w = await build_world(host_task_group, tmp_path)
     host = w.host
     beta_file = persisted_session(w.beta, w.agent_dir)
     w.bindings.fail_unsubscribe = True
     with pytest.raises(RuntimeError, match="unsubscribe failed on purpose") as info:
         await host.resume(beta_file)
     context = context_of(info.value)
-    assert context is not None and context.phase == PHASE_INVALIDATION_CLEANUP and context.terminal
+    assert context is not None and context.phase == Phase.INVALIDATION_CLEANUP and context.terminal
     assert context.session_path == beta_file
     # the factory built the beta session (its services exist), but it was never bound nor published
     assert w.runtime.cwd == str(w.beta)
@@ -461,16 +465,16 @@ async def test_real_old_unsubscribe_failure_lets_the_factory_run_then_disposes_t
 
 
 async def test_real_new_session_in_another_project_is_journaled_and_a_bad_cwd_changes_nothing(
-    tmp_path: Path,
+    host_task_group: anyio.abc.TaskGroup, tmp_path: Path,
 ) -> None:
-    w = await build_world(tmp_path)
+    w = await build_world(host_task_group, tmp_path)
     host = w.host
     await host.prompt("in alpha")
     session_before = host.session_id
     with pytest.raises(MissingSessionCwdError) as missing:
         await host.new_session(cwd=str(tmp_path / "no-such-project"))
     context = context_of(missing.value)
-    assert context is not None and context.phase == PHASE_PRE_VALIDATION and not context.terminal
+    assert context is not None and context.phase == Phase.PRE_VALIDATION and not context.terminal
     assert context.cwd == str(tmp_path / "no-such-project")
     assert host.status == "ready" and host.session_id == session_before and host.generation == 0
     outcome = await host.new_session(cwd=str(w.beta))

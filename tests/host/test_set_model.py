@@ -7,7 +7,7 @@ import pytest
 
 from rpcd.core.errors import HostDisposedError, HostUnavailableError, ModelNotFoundError
 from rpcd.core.values import ModelRef
-from rpcd.host.failures import PHASE_AVAILABILITY, PHASE_SESSION_ACCESS, context_of
+from rpcd.host.failures import Phase, context_of
 from tests.host.conftest import OTHER_FILE, PROJECT, Harness
 
 pytestmark = pytest.mark.anyio
@@ -27,7 +27,7 @@ async def test_unknown_model_is_described_and_leaves_the_host_ready(harness: Har
         host.set_model("nope", "none")
     context = context_of(failure.value)
     assert context is not None
-    assert (context.operation, context.phase, context.terminal) == ("setModel", PHASE_SESSION_ACCESS, False)
+    assert (context.operation, context.phase, context.terminal) == ("setModel", Phase.SESSION_ACCESS, False)
     assert context.cwd == PROJECT
     assert host.status == "ready" and host.state().model is None
 
@@ -46,7 +46,7 @@ async def test_set_model_during_a_replacement_is_refused_not_applied_to_the_outg
             with pytest.raises(HostUnavailableError) as failure:
                 host.set_model("faux", "faux-1")
             context = context_of(failure.value)
-            assert context is not None and (context.phase, context.terminal) == (PHASE_AVAILABILITY, False)
+            assert context is not None and (context.phase, context.terminal) == (Phase.AVAILABILITY, False)
             harness.steps.release("factory")
     assert outgoing.model is None and harness.runtime.session.model is None
     assert host.set_model("faux", "faux-1") == ModelRef("faux", "faux-1")

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.ndjson_client import Daemon
+from tests.driver import Daemon
 from tests.pi_compat.oracle import PiOracle
 
 EXTENSION = Path(__file__).resolve().with_name("faux_extension.mjs")
@@ -71,7 +71,8 @@ class PiRpc:
         self.lines: list[dict[str, Any]] = []
         self._cond = threading.Condition()
         self._ids = itertools.count(1)
-        threading.Thread(target=self._read, daemon=True).start()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
@@ -124,6 +125,9 @@ class PiRpc:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        self._reader.join(TIMEOUT)  # it ends at stdout's EOF; then the pipe is closed, not left to the collector
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
         self._stderr.close()
 
 

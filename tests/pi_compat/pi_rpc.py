@@ -40,8 +40,10 @@ class PiRpc:
         self._responses: queue.Queue[dict[str, Any]] = queue.Queue()
         self._ids = itertools.count(1)
         self._stderr: list[str] = []
-        threading.Thread(target=self._read, daemon=True).start()
-        threading.Thread(target=self._read_stderr, daemon=True).start()
+        self._readers = [threading.Thread(target=self._read, daemon=True),
+                         threading.Thread(target=self._read_stderr, daemon=True)]
+        for reader in self._readers:
+            reader.start()
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
@@ -107,6 +109,11 @@ class PiRpc:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        for reader in self._readers:  # they end at the pipes' EOF; then the pipes are closed, not leaked
+            reader.join(TIMEOUT_S)
+        for pipe in (self.proc.stdout, self.proc.stderr):
+            if pipe is not None:
+                pipe.close()
 
     def __enter__(self) -> PiRpc:
         return self

@@ -27,7 +27,7 @@ import pytest
 from rpcd.runtime.services import ProcessInputs, create_services
 from rpcd.runtime.session import build_system_prompt, session_tools
 from rpcd.tools import ToolSelection
-from tests.e2e.ndjson_client import Daemon
+from tests.driver import Daemon
 from tests.e2e.workflow_project import PROMPTS, make_workflow_project
 from tests.pi_compat.oracle import PiOracle
 from tests.pi_compat.pi_rpc import PiRpc

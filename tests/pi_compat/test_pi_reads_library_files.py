@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from rpcd.core.errors import InvalidArgumentError
 from rpcd.store import SessionManager
 from rpcd.store.library import rename_session_file
-from tests.e2e.ndjson_client import Daemon
+from tests.driver import Daemon
 from tests.pi_compat.oracle import PiReader
 
 from .messages import assistant, user

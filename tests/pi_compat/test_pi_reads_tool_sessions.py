@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.ndjson_client import Daemon
+from tests.driver import Daemon
 from tests.pi_compat.oracle import PiReader
 from tests.pi_compat.reading import assert_pi_reads_as_we_do, reading_of_file, sha256_of
 

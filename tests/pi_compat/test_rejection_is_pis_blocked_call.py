@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.ndjson_client import Daemon, events_of
+from tests.driver import Daemon, events_of
 from tests.e2e.projects import read_jsonl
 from tests.pi_compat.oracle import PiOracle, PiReader
 from tests.pi_compat.reading import assert_pi_reads_as_we_do, reading_of_file

@@ -26,7 +26,7 @@ SCRIPT = textwrap.dedent(
         factory = make_default_factory(ProcessInputs())
         result = await factory(cwd=sys.argv[2], agent_dir=sys.argv[1],
                                session_manager=SessionManager.in_memory(sys.argv[2]),
-                               session_start_event=None, project_trust_context=None)
+                               session_start_event=None)
         stop = await result.session.prompt("hello")
         loaded = sorted(m for m in sys.modules if m.startswith("httpx") or m in (
             "rpcd.runtime.providers.anthropic", "rpcd.runtime.providers.openai_responses",

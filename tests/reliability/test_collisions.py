@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from rpcd.store import default_session_dir
-from tests.reliability._daemon import RawDaemon
+from tests.driver import Daemon
 
 LONG = os.environ.get("RPCD_LONG") == "1"
 DAEMONS = 3
@@ -50,7 +50,7 @@ def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def drive(daemon: RawDaemon, sources: list[Path], answers: dict[Any, dict[str, Any]]) -> None:
+def drive(daemon: Daemon, sources: list[Path], answers: dict[Any, dict[str, Any]]) -> None:
     calls: list[tuple[str, Any]] = []
     for index, source in enumerate(sources):
         calls.append(("importJsonl", {"path": str(source)}))
@@ -91,7 +91,7 @@ def test_concurrent_same_name_imports_never_overwrite_a_file(tmp_path: Path) -> 
         sources.append(group)
     before = {p: digest(p) for p in [*users, *(s for g in sources for s in g)]}
 
-    daemons = [RawDaemon(["--agent-dir", str(agent), "--cwd", str(project)]) for _ in range(DAEMONS)]
+    daemons = [Daemon(*["--agent-dir", str(agent), "--cwd", str(project)]) for _ in range(DAEMONS)]
     answers: dict[Any, dict[str, Any]] = {}
     try:
         for daemon in daemons:

@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 
 from rpcd.store import SessionManager
-from tests.reliability._daemon import RawDaemon, RpcFailure
+from tests.driver import Daemon, RpcFailure
 
 LONG = os.environ.get("RPCD_LONG") == "1"
 RUNS = 300 if LONG else 5
@@ -52,7 +52,7 @@ class Run:
         self.acked_prompts: list[tuple[str, str]] = []
         self.acked_imports: list[tuple[str, str]] = []
         self.saved_files: list[str] = []
-        self.daemon = RawDaemon(["--agent-dir", str(self.agent), "--cwd", str(self.project)])
+        self.daemon = Daemon(*["--agent-dir", str(self.agent), "--cwd", str(self.project)])
         self.counter = 0
 
     def args(self) -> list[str]:
@@ -175,7 +175,7 @@ def check_after_crash(run: Run) -> None:
     journal_path = agent / "rpcd" / "journal.json"
     journal = json.loads(journal_path.read_text())  # a torn record would not parse
     named = journal.get("sessionFile")
-    restarted = RawDaemon(["--resume-last", "--agent-dir", str(agent), "--cwd", str(run.project)])
+    restarted = Daemon(*["--resume-last", "--agent-dir", str(agent), "--cwd", str(run.project)])
     with restarted:
         restarted.initialize()
         state = restarted.call("getState")
@@ -222,7 +222,7 @@ def test_a_journal_temp_file_left_by_a_crash_is_cleaned_up(tmp_path: Path) -> No
     live.write_text("{")
     project = tmp_path / "project"
     project.mkdir()
-    with RawDaemon(["--resume-last", "--agent-dir", str(agent), "--cwd", str(project)]) as daemon:
+    with Daemon(*["--resume-last", "--agent-dir", str(agent), "--cwd", str(project)]) as daemon:
         daemon.initialize()
         daemon.call("newSession")
     assert not stale.exists() and not orphan.exists(), "orphaned journal temp files still there"

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from rpcd.store import SessionManager
-from tests.reliability._daemon import RawDaemon, RpcFailure
+from tests.driver import Daemon, RpcFailure
 
 SESSION_WRITE_FAILED = -32035
 HOST_UNAVAILABLE = -32020
@@ -97,7 +97,7 @@ class Faults:
 
 
 @pytest.fixture
-def faulty(tmp_path: Path) -> Iterator[tuple[RawDaemon, Faults, Path]]:
+def faulty(tmp_path: Path) -> Iterator[tuple[Daemon, Faults, Path]]:
     extension = tmp_path / "faults.py"
     extension.write_text(FAULT_EXTENSION)
     faults = Faults(tmp_path / "faults.txt")
@@ -105,7 +105,7 @@ def faulty(tmp_path: Path) -> Iterator[tuple[RawDaemon, Faults, Path]]:
     project.mkdir()
     agent = tmp_path / "agent"
     args = ["--agent-dir", str(agent), "--cwd", str(project), "-e", str(extension)]
-    with RawDaemon(args, env={"RPCD_TEST_FAULTS": str(faults.path)}) as daemon:
+    with Daemon(*args, env={"RPCD_TEST_FAULTS": str(faults.path)}) as daemon:
         daemon.initialize()
         daemon.call("getState")
         yield daemon, faults, agent
@@ -117,14 +117,14 @@ def _loads(path: str) -> SessionManager:
     return manager
 
 
-def _error(daemon: RawDaemon, method: str, params: object = None) -> RpcFailure:
+def _error(daemon: Daemon, method: str, params: object = None) -> RpcFailure:
     with pytest.raises(RpcFailure) as caught:
         daemon.call(method, params)
     return caught.value
 
 
 def test_disk_full_during_append_leaves_the_file_whole_and_the_session_usable(
-    faulty: tuple[RawDaemon, Faults, Path],
+    faulty: tuple[Daemon, Faults, Path],
 ) -> None:
     daemon, faults, _agent = faulty
     daemon.call("prompt", {"text": "first turn"})
@@ -149,7 +149,7 @@ def test_disk_full_during_append_leaves_the_file_whole_and_the_session_usable(
 
 
 def test_disk_full_during_the_host_journal_flush_is_terminal_and_keeps_the_old_record(
-    faulty: tuple[RawDaemon, Faults, Path],
+    faulty: tuple[Daemon, Faults, Path],
 ) -> None:
     daemon, faults, agent = faulty
     journal = agent / "rpcd" / "journal.json"
@@ -168,7 +168,7 @@ def test_disk_full_during_the_host_journal_flush_is_terminal_and_keeps_the_old_r
 
 
 def test_disk_full_while_a_fork_writes_its_file_leaves_no_partial_file(
-    faulty: tuple[RawDaemon, Faults, Path],
+    faulty: tuple[Daemon, Faults, Path],
 ) -> None:
     daemon, faults, _agent = faulty
     daemon.call("prompt", {"text": "one"})
@@ -198,7 +198,7 @@ def test_a_file_where_the_session_directory_must_be_fails_closed_at_startup(tmp_
     (agent / "sessions").write_text("not a directory")
     project = tmp_path / "project"
     project.mkdir()
-    with RawDaemon(["--agent-dir", str(agent), "--cwd", str(project)]) as daemon:
+    with Daemon(*["--agent-dir", str(agent), "--cwd", str(project)]) as daemon:
         daemon.initialize()
         for method, params in [("getState", None), ("prompt", {"text": "x"}), ("newSession", None)]:
             failure = _error(daemon, method, params)
@@ -213,7 +213,7 @@ def test_a_file_where_the_journal_directory_must_be_fails_closed_at_startup(tmp_
     (agent / "rpcd").write_text("in the way")
     project = tmp_path / "project"
     project.mkdir()
-    with RawDaemon(["--agent-dir", str(agent), "--cwd", str(project)]) as daemon:
+    with Daemon(*["--agent-dir", str(agent), "--cwd", str(project)]) as daemon:
         daemon.initialize()
         failure = _error(daemon, "newSession")
         assert failure.code == HOST_UNAVAILABLE and failure.data["terminal"] is True, failure.error
@@ -228,7 +228,7 @@ def test_importing_onto_a_file_where_the_session_directory_must_be_is_a_defined_
     agent = tmp_path / "agent"
     source = tmp_path / "elsewhere" / "source.jsonl"
     source.parent.mkdir()
-    with RawDaemon(["--agent-dir", str(agent), "--cwd", str(project)], cwd=tmp_path / "elsewhere") as daemon:
+    with Daemon(*["--agent-dir", str(agent), "--cwd", str(project)], cwd=tmp_path / "elsewhere") as daemon:
         daemon.initialize()
         daemon.call("prompt", {"text": "to import"})
         state = daemon.call("getState")
@@ -254,11 +254,11 @@ def test_import_while_in_memory_never_writes_into_the_daemons_working_directory(
     process_cwd.mkdir()
     agent = tmp_path / "agent"
     source = tmp_path / "source.jsonl"
-    with RawDaemon(["--agent-dir", str(agent), "--cwd", str(project)]) as writer:
+    with Daemon(*["--agent-dir", str(agent), "--cwd", str(project)]) as writer:
         writer.initialize()
         writer.call("prompt", {"text": "to import"})
         source.write_bytes(Path(writer.call("getState")["sessionFile"]).read_bytes())
-    with RawDaemon(["--agent-dir", str(agent), "--cwd", str(project), "--in-memory"], cwd=process_cwd) as daemon:
+    with Daemon(*["--agent-dir", str(agent), "--cwd", str(project), "--in-memory"], cwd=process_cwd) as daemon:
         daemon.initialize()
         daemon.call("getState")
         try:
@@ -291,7 +291,7 @@ def test_a_really_full_disk_gives_defined_errors_and_no_corrupted_file(tiny_disk
     project = tmp_path / "project"
     project.mkdir()
     errors: list[RpcFailure] = []
-    with RawDaemon(["--agent-dir", str(agent), "--cwd", str(project)]) as daemon:
+    with Daemon(*["--agent-dir", str(agent), "--cwd", str(project)]) as daemon:
         daemon.initialize()
         daemon.call("getState")
         for turn in range(40):

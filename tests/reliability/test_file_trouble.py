@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from rpcd.store import SessionManager, encode_cwd
-from tests.reliability._daemon import RawDaemon, RpcFailure
+from tests.driver import Daemon, RpcFailure
 
 NOT_A_SESSION = -32031
 SESSION_WRITE_FAILED = -32035
@@ -48,7 +48,7 @@ def sessions_dir(tmp_path: Path) -> Path:
     return path
 
 
-def refused(daemon: RawDaemon, method: str, params: dict[str, Any], code: int) -> dict[str, Any]:
+def refused(daemon: Daemon, method: str, params: dict[str, Any], code: int) -> dict[str, Any]:
     with pytest.raises(RpcFailure) as caught:
         daemon.call(method, params, timeout=QUICK)
     assert caught.value.code == code, caught.value.error
@@ -65,7 +65,7 @@ def test_resume_of_a_fifo_or_a_device_is_refused_and_the_daemon_keeps_serving(tm
     os.mkfifo(fifo)
     zero = tmp_path / "zero.jsonl"
     zero.symlink_to("/dev/zero")
-    with RawDaemon(daemon_args(tmp_path)) as daemon:
+    with Daemon(*daemon_args(tmp_path)) as daemon:
         daemon.initialize()
         for path in (fifo, zero):
             data = refused(daemon, "resume", {"sessionPath": str(path)}, NOT_A_SESSION)
@@ -80,7 +80,7 @@ def test_resume_of_a_fifo_or_a_device_is_refused_and_the_daemon_keeps_serving(tm
 def test_a_fifo_in_the_sessions_directory_hangs_nothing(tmp_path: Path) -> None:
     directory = sessions_dir(tmp_path)
     os.mkfifo(directory / "2026-01-01T00-00-00-000Z_fifo.jsonl")
-    with RawDaemon(daemon_args(tmp_path)) as daemon:
+    with Daemon(*daemon_args(tmp_path)) as daemon:
         daemon.initialize()
         for _ in range(45):  # more listings than the shared worker pool has threads
             daemon.start("listSessions", {})
@@ -96,7 +96,7 @@ def test_a_fifo_in_the_sessions_directory_hangs_nothing(tmp_path: Path) -> None:
 def test_continue_with_a_fifo_in_the_sessions_directory_starts(tmp_path: Path) -> None:
     directory = sessions_dir(tmp_path)
     os.mkfifo(directory / "2026-01-01T00-00-00-000Z_fifo.jsonl")
-    with RawDaemon(daemon_args(tmp_path, "--continue")) as daemon:
+    with Daemon(*daemon_args(tmp_path, "--continue")) as daemon:
         daemon.initialize()
         assert daemon.call("getState", timeout=QUICK)["status"] == "ready"
         assert daemon.close(timeout=QUICK) == 0
@@ -105,7 +105,7 @@ def test_continue_with_a_fifo_in_the_sessions_directory_starts(tmp_path: Path) -
 # -- item 9 -------------------------------------------------------------------------------------
 
 
-def _prompted(daemon: RawDaemon) -> Path:
+def _prompted(daemon: Daemon) -> Path:
     daemon.initialize()
     daemon.call("prompt", {"text": "first"})
     return Path(daemon.call("getState")["sessionFile"])
@@ -113,7 +113,7 @@ def _prompted(daemon: RawDaemon) -> Path:
 
 @pytest.mark.usefixtures("project")
 def test_a_prompt_after_the_session_file_was_truncated_fails_clearly_and_writes_nothing(tmp_path: Path) -> None:
-    with RawDaemon(daemon_args(tmp_path)) as daemon:
+    with Daemon(*daemon_args(tmp_path)) as daemon:
         path = _prompted(daemon)
         path.write_bytes(b"")
         data = refused(daemon, "prompt", {"text": "second"}, SESSION_WRITE_FAILED)
@@ -130,7 +130,7 @@ def test_a_prompt_after_the_session_file_was_replaced_never_appends_to_the_other
     other.append_message({"role": "assistant", "content": [], "provider": "p", "model": "m", "stopReason": "stop",
                           "timestamp": 2})
     foreign = Path(str(other.get_session_file()))
-    with RawDaemon(daemon_args(tmp_path)) as daemon:
+    with Daemon(*daemon_args(tmp_path)) as daemon:
         path = _prompted(daemon)
         os.replace(foreign, path)
         before = path.read_bytes()
@@ -156,7 +156,7 @@ def sparse_session(path: Path, cwd: Path, size: int) -> Path:
 
 def test_an_import_over_the_size_limit_is_refused_with_a_clear_error(tmp_path: Path, project: Path) -> None:
     source = sparse_session(tmp_path / "huge.jsonl", project, 64 << 20)
-    with RawDaemon(daemon_args(tmp_path), env={"RPCD_MAX_IMPORT_BYTES": str(8 << 20)}) as daemon:
+    with Daemon(*daemon_args(tmp_path), env={"RPCD_MAX_IMPORT_BYTES": str(8 << 20)}) as daemon:
         daemon.initialize()
         data = refused(daemon, "importJsonl", {"path": str(source)}, NOT_A_SESSION)
         item = data["errors"][0]
@@ -169,7 +169,7 @@ def test_an_import_streams_and_reports_progress(tmp_path: Path, project: Path) -
     size = (1 << 30) if LONG else (48 << 20)
     source = sparse_session(tmp_path / "big.jsonl", project, size)
     env = {"RPCD_MAX_IMPORT_BYTES": str(2 << 30)}
-    with RawDaemon(daemon_args(tmp_path), env=env) as daemon:
+    with Daemon(*daemon_args(tmp_path), env=env) as daemon:
         daemon.initialize({"progress": {}})
         importing = daemon.start("importJsonl", {"path": str(source), "workDoneToken": "imp"})
         state = daemon.start("getState")
@@ -187,7 +187,7 @@ def test_an_import_streams_and_reports_progress(tmp_path: Path, project: Path) -
         assert any("MiB" in v.get("message", "") for v in values)
 
 
-def _peak_rss(daemon: RawDaemon) -> int:
+def _peak_rss(daemon: Daemon) -> int:
     for line in Path(f"/proc/{daemon.proc.pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) * 1024
@@ -206,7 +206,7 @@ def test_an_import_accepts_a_session_pi_imports(shape: str, tmp_path: Path, proj
              "message": {"role": "user", "content": "imported question", "timestamp": 1}}
     source = tmp_path / "source.jsonl"
     source.write_bytes(prefix + json.dumps(header).encode() + b"\n" + json.dumps(entry).encode() + b"\n")
-    with RawDaemon(daemon_args(tmp_path)) as daemon:
+    with Daemon(*daemon_args(tmp_path)) as daemon:
         daemon.initialize()
         result = daemon.call("importJsonl", {"path": str(source)})
         assert result["sessionId"] == "imported"

@@ -26,7 +26,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from tests.reliability._daemon import RawDaemon, is_jsonrpc_response
+from tests.driver import Daemon, is_jsonrpc_response
 
 LONG = os.environ.get("RPCD_LONG") == "1"
 EXAMPLES = 2000 if LONG else 150
@@ -162,10 +162,9 @@ def _ends_daemon(body: bytes) -> bool:
 # -- daemons -----------------------------------------------------------------------------------
 
 
-def _spawn(tmp: Path, framing: str) -> RawDaemon:
+def _spawn(tmp: Path, framing: str) -> Daemon:
     (tmp / "project").mkdir(exist_ok=True)
-    daemon = RawDaemon(
-        ["--in-memory", "--agent-dir", str(tmp / "agent"), "--cwd", str(tmp / "project")],
+    daemon = Daemon(*["--in-memory", "--agent-dir", str(tmp / "agent"), "--cwd", str(tmp / "project")],
         framing=framing,
     )
     daemon.initialize()
@@ -174,21 +173,21 @@ def _spawn(tmp: Path, framing: str) -> RawDaemon:
 
 
 @pytest.fixture(scope="module")
-def ndjson_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RawDaemon]:
+def ndjson_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     with _spawn(tmp_path_factory.mktemp("fuzz-ndjson"), "ndjson") as daemon:
         yield daemon
         assert daemon.alive, daemon.stderr_tail()
 
 
 @pytest.fixture(scope="module")
-def content_length_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RawDaemon]:
+def content_length_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     with _spawn(tmp_path_factory.mktemp("fuzz-cl"), "content-length") as daemon:
         yield daemon
         assert daemon.alive, daemon.stderr_tail()
 
 
 def run_case(
-    daemon: RawDaemon, payload: bytes, frames: list[bytes] | None, *, may_swallow: bool = False, wait: float = WAIT
+    daemon: Daemon, payload: bytes, frames: list[bytes] | None, *, may_swallow: bool = False, wait: float = WAIT
 ) -> None:
     """Send ``payload``, then a sentinel; check every answer. ``frames=None``: framing damaged,
     so only validity, survival and resynchronisation are checked, not per-frame answers.
@@ -268,7 +267,7 @@ def ndjson_frames(payload: bytes) -> list[bytes]:
 @FUZZ_SETTINGS
 @given(st.lists(bodies(), min_size=1, max_size=4))
 def test_ndjson_frames_are_each_answered_and_the_daemon_keeps_serving(
-    ndjson_daemon: RawDaemon, batch: list[bytes]
+    ndjson_daemon: Daemon, batch: list[bytes]
 ) -> None:
     payload = b"".join(body + b"\n" for body in batch)
     assume(not any(_ends_daemon(frame) for frame in ndjson_frames(payload)))
@@ -281,7 +280,7 @@ _HEADERISH = re.compile(rb"content-(length|type)", re.I)
 @FUZZ_SETTINGS
 @given(st.lists(bodies(), min_size=1, max_size=4))
 def test_content_length_frames_are_each_answered_and_the_daemon_keeps_serving(
-    content_length_daemon: RawDaemon, batch: list[bytes]
+    content_length_daemon: Daemon, batch: list[bytes]
 ) -> None:
     # A header line inside a (broken) body legitimately ends that body early: see framing.py.
     assume(not any(_HEADERISH.search(body) for body in batch))
@@ -306,7 +305,7 @@ def damaged_content_length_streams(draw: st.DrawFn) -> bytes:
 @FUZZ_SETTINGS
 @given(damaged_content_length_streams())
 def test_damaged_content_length_framing_resynchronises_within_one_frame(
-    content_length_daemon: RawDaemon, payload: bytes
+    content_length_daemon: Daemon, payload: bytes
 ) -> None:
     """Damaged framing may cost the frame right after it, never more: the second sentinel answers.
     Losing one is unavoidable when damage glues the next header onto a valid header *value*:
@@ -335,3 +334,44 @@ def test_a_header_at_the_start_of_a_declared_body_ends_that_body(tmp_path: Path)
     # inside a body already ends it early (framing.py) -- but not one at offset 0.
     with _spawn(tmp_path, "content-length") as daemon:
         run_case(daemon, b"Content-Length: 24\r\n\r\n", None, wait=3.0)
+
+
+# Issue 13.10: a wild declared length and a pretty-printed body quoting a header.
+
+HEADERISH_TEXT = st.sampled_from(
+    ["Content-Type: application/json", "Content-Length: 12", "content-length:99\r\n\r\n", "x", "Content-Type: a\n"]
+)
+
+
+@FUZZ_SETTINGS
+@given(st.integers(min_value=64 * 1024 * 1024 + 1, max_value=10**15), st.binary(max_size=60),
+       st.lists(st.integers(min_value=0, max_value=10**6), min_size=1, max_size=3))
+def test_a_wild_declared_length_costs_one_error_and_the_next_frames_are_answered(
+    content_length_daemon: Daemon, declared: int, junk: bytes, ids: list[int]
+) -> None:
+    junk = junk.replace(b"\n", b"").lower().replace(b"content-", b"")
+    pings = [json.dumps({"jsonrpc": "2.0", "id": f"p{i}-{n}", "method": "ping"}).encode() for n, i in enumerate(ids)]
+    payload = b"Content-Length: %d\r\n\r\n%s" % (declared, junk) + b"".join(
+        b"Content-Length: %d\r\n\r\n%s" % (len(body), body) for body in pings
+    )
+    start = len(content_length_daemon.messages)
+    run_case(content_length_daemon, payload, None)
+    received = content_length_daemon.messages[start:]
+    assert [m["error"]["code"] for m in received if m.get("id") is None and "error" in m] == [-32012]
+    answered = {m["id"] for m in received if "result" in m}
+    assert {json.loads(body)["id"] for body in pings} <= answered
+
+
+@FUZZ_SETTINGS
+@given(st.lists(st.dictionaries(st.sampled_from(["a", "text"]), HEADERISH_TEXT, max_size=2), min_size=1, max_size=3),
+       st.integers(min_value=0, max_value=4))
+def test_pretty_printed_bodies_quoting_headers_are_each_answered(
+    content_length_daemon: Daemon, params: list[dict[str, str]], indent: int
+) -> None:
+    batch = [
+        json.dumps({"jsonrpc": "2.0", "id": f"pretty-{uuid.uuid4().hex}", "method": "ping", "params": p},
+                   indent=indent).encode()
+        for p in params
+    ]
+    payload = b"".join(b"Content-Length: %d\r\n\r\n" % len(body) + body for body in batch)
+    run_case(content_length_daemon, payload, batch)

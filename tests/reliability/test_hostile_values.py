@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from rpcd.store import SessionManager
-from tests.reliability._daemon import RawDaemon, RpcFailure
+from tests.driver import Daemon, RpcFailure
 
 EXTENSION = textwrap.dedent(
     '''
@@ -81,7 +81,7 @@ def project_with(tmp_path: Path, steps: list[dict[str, Any]]) -> Path:
     return project
 
 
-def events(daemon: RawDaemon) -> list[dict[str, Any]]:
+def events(daemon: Daemon) -> list[dict[str, Any]]:
     return [m["params"]["event"] for m in daemon.notifications("session/event")]
 
 
@@ -92,7 +92,7 @@ def depth_of(value: Any) -> int:
     return depth
 
 
-def assert_file_reads_back(daemon: RawDaemon, messages: list[dict[str, Any]]) -> None:
+def assert_file_reads_back(daemon: Daemon, messages: list[dict[str, Any]]) -> None:
     state = daemon.call("getState")
     path = Path(state["sessionFile"])
     for line in path.read_bytes().splitlines():
@@ -104,7 +104,7 @@ def test_values_an_extension_returns_are_made_json_or_refused_and_the_daemon_ser
     calls = [{"name": "planted", "arguments": {"kind": kind}, "id": f"call-{kind}"} for kind in KINDS]
     project = project_with(tmp_path, [{"toolCalls": calls}, {"text": "all done"}])
     args = ["--agent-dir", str(tmp_path / "agent"), "--cwd", str(project), "--trust-policy", "trust"]
-    with RawDaemon(args) as daemon:
+    with Daemon(*args) as daemon:
         daemon.initialize({"extensionUi": {}})
         assert daemon.call("prompt", {"text": "plant everything"}) == {"stopReason": "stop"}
         results = {m["toolCallId"]: m for m in daemon.call("getMessages")["messages"] if m["role"] == "toolResult"}
@@ -143,7 +143,7 @@ def test_a_non_finite_number_in_a_faux_script_does_not_stop_the_notifications(tm
     script = project / "script.json"
     script.write_text(script.read_text().replace("Infinity", "1e999"))
     args = ["--agent-dir", str(tmp_path / "agent"), "--cwd", str(project), "--trust-policy", "trust"]
-    with RawDaemon(args) as daemon:
+    with Daemon(*args) as daemon:
         daemon.initialize()
         assert daemon.call("prompt", {"text": "go"}) == {"stopReason": "stop"}
         starts = [e for e in events(daemon) if e["type"] == "tool_execution_start"]
@@ -189,7 +189,7 @@ def test_a_resumed_file_with_1e999_in_its_usage_is_served(tmp_path: Path) -> Non
     project = tmp_path / "project"
     project.mkdir()
     source = pi_session(tmp_path / "pi.jsonl", project, {"ok": True}, usage_cost="1e999")
-    with RawDaemon(["--agent-dir", str(tmp_path / "agent"), "--cwd", str(project)]) as daemon:
+    with Daemon(*["--agent-dir", str(tmp_path / "agent"), "--cwd", str(project)]) as daemon:
         daemon.initialize()
         daemon.call("resume", {"sessionPath": str(source)})
         messages = daemon.call("getMessages")["messages"]
@@ -209,7 +209,7 @@ def test_a_resumed_file_with_a_tool_result_nested_1200_deep_reads_every_message(
     for _ in range(1200):
         deep = [deep]
     source = pi_session(tmp_path / "pi.jsonl", project, {"tree": deep})
-    with RawDaemon(["--agent-dir", str(tmp_path / "agent"), "--cwd", str(project)]) as daemon:
+    with Daemon(*["--agent-dir", str(tmp_path / "agent"), "--cwd", str(project)]) as daemon:
         daemon.initialize()
         daemon.call("resume", {"sessionPath": str(source)})
         messages = daemon.call("getMessages")["messages"]
@@ -221,7 +221,7 @@ def test_a_resumed_file_with_a_tool_result_nested_1200_deep_reads_every_message(
 
 def test_setting_a_name_pi_refuses_is_invalid_params_and_one_pi_accepts_is_kept(tmp_path: Path) -> None:
     """Item 15 over the pipe: Pi's rpc mode trims with JavaScript's trim()."""
-    with RawDaemon(["--agent-dir", str(tmp_path / "agent"), "--cwd", str(tmp_path)]) as daemon:
+    with Daemon(*["--agent-dir", str(tmp_path / "agent"), "--cwd", str(tmp_path)]) as daemon:
         daemon.initialize()
         for refused in ("\ufeff", " \u3000\n", ""):
             with pytest.raises(RpcFailure) as caught:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.reliability._daemon import RawDaemon, RpcFailure
+from tests.driver import Daemon, RpcFailure
 
 ENV_PROVIDER_KEY = "sk-proj-PLANTEDenv0a1b2c3d4e5f6g7h8"
 ENV_CUSTOM_TOKEN = "acme-planted-token-3f9e1c77d2"
@@ -139,7 +139,7 @@ def test_planted_secrets_never_appear_in_any_output_byte(tmp_path: Path, provide
     }
     args = ["--agent-dir", str(agent), "--cwd", str(project), "--log-level", "debug",
             "-e", str(extension), "-e", str(broken), "--model", "acme/m1", "--api-key", CLI_KEY]  # fmt: skip
-    daemon = RawDaemon(args, env=env)
+    daemon = Daemon(*args, env=env)
     with daemon:
         daemon.initialize()
         state = daemon.call("getState")

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.reliability._daemon import NO_ANSWER, RawDaemon
+from tests.driver import NO_ANSWER, Daemon
 
 MARKER_CODE = """
 from pathlib import Path
@@ -41,7 +41,7 @@ def hostile_project(root: Path) -> Path:
     return project
 
 
-def reply_text(daemon: RawDaemon) -> str:
+def reply_text(daemon: Daemon) -> str:
     for note in reversed(daemon.notifications("session/event")):
         event = note["params"]["event"]
         if event.get("type") == "message_end" and event["message"].get("role") == "assistant":
@@ -49,7 +49,7 @@ def reply_text(daemon: RawDaemon) -> str:
     raise AssertionError("no assistant reply")
 
 
-def trust_warnings(daemon: RawDaemon, cwd: Path) -> list[str]:
+def trust_warnings(daemon: Daemon, cwd: Path) -> list[str]:
     return [
         d["message"]
         for note in daemon.notifications("session/diagnostics")
@@ -59,7 +59,7 @@ def trust_warnings(daemon: RawDaemon, cwd: Path) -> list[str]:
     ]
 
 
-def assert_untouched(daemon: RawDaemon, project: Path) -> None:
+def assert_untouched(daemon: Daemon, project: Path) -> None:
     daemon.call("prompt", {"text": "hi"})
     assert not (project / "EXECUTED").exists(), "project extension code ran"
     assert reply_text(daemon) == "echo: hi", "project settings were applied"
@@ -68,7 +68,7 @@ def assert_untouched(daemon: RawDaemon, project: Path) -> None:
 
 def test_untrusted_project_at_startup_runs_no_code_and_applies_no_settings(tmp_path: Path) -> None:
     project = hostile_project(tmp_path)
-    with RawDaemon(["--agent-dir", str(tmp_path / "agent"), "--cwd", str(project)]) as daemon:
+    with Daemon(*["--agent-dir", str(tmp_path / "agent"), "--cwd", str(project)]) as daemon:
         daemon.initialize()
         assert daemon.call("getState")["cwd"] == str(project)
         assert_untouched(daemon, project)
@@ -78,7 +78,7 @@ def test_replacement_into_an_untrusted_project_runs_no_code(tmp_path: Path) -> N
     project = hostile_project(tmp_path)
     safe = tmp_path / "safe"
     safe.mkdir()
-    with RawDaemon(["--agent-dir", str(tmp_path / "agent"), "--cwd", str(safe)]) as daemon:
+    with Daemon(*["--agent-dir", str(tmp_path / "agent"), "--cwd", str(safe)]) as daemon:
         daemon.initialize()
         daemon.call("prompt", {"text": "first"})
         session_file = daemon.call("getState")["sessionFile"]
@@ -107,7 +107,7 @@ def test_a_client_that_denies_or_stays_silent_keeps_the_project_untrusted(
         return answer(params)
 
     args = ["--agent-dir", str(tmp_path / "agent"), "--cwd", str(project), "--trust-timeout", "1"]
-    daemon = RawDaemon(args, handlers={"host/authorizeProject": authorize})
+    daemon = Daemon(*args, handlers={"host/authorizeProject": authorize})
     with daemon:
         daemon.initialize({"authorizeProject": {}})
         assert_untouched(daemon, project)

@@ -13,7 +13,8 @@ from rpcd.wire.notifications import EventPump, Notification
 
 
 class FakeClient:
-    """Answers server → client requests from a script; records withdrawals."""
+    """Answers server → client requests from a script; records the requests withdrawn (cancelled
+    before their answer), numbered like the server numbers them."""
 
     def __init__(self, answer: Any = None, *, hang: bool = False, error: bool = False) -> None:
         self.answer = answer
@@ -22,16 +23,18 @@ class FakeClient:
         self.asked: list[tuple[str, Mapping[str, Any]]] = []
         self.withdrawn: list[str] = []
 
-    async def send_request(self, method: str, params: Mapping[str, Any], msg_id: str) -> Any:
+    async def send_request(self, method: str, params: Mapping[str, Any]) -> Any:
         self.asked.append((method, params))
-        if self.hang:
-            await anyio.sleep_forever()
+        msg_id = f"rpcd-{len(self.asked)}"
+        try:
+            if self.hang:
+                await anyio.sleep_forever()
+        except BaseException:
+            self.withdrawn.append(msg_id)
+            raise
         if self.error:
             raise RuntimeError("client said no")
         return self.answer
-
-    def withdraw(self, msg_id: str) -> None:
-        self.withdrawn.append(msg_id)
 
 
 async def wait_until(predicate: Callable[[], bool]) -> None:
@@ -49,7 +52,7 @@ async def _ignore(batch: Sequence[Notification]) -> None:
 def make(client: FakeClient, **kw: Any) -> ClientRequests:
     kw.setdefault("authorize_project", True)
     kw.setdefault("extension_ui", True)
-    return ClientRequests(client.send_request, client.withdraw, EventPump(_ignore), **kw)
+    return ClientRequests(client.send_request, EventPump(_ignore), **kw)
 
 
 @pytest.mark.anyio

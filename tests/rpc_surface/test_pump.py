@@ -182,3 +182,47 @@ async def test_dead_client_abandons_the_queue_and_drain_returns() -> None:
     assert pump.closed
     pump.post("host/status", {"status": "disposed", "generation": 0})
     assert pump.pending == 0
+
+
+@pytest.mark.anyio
+async def test_an_unencodable_notification_is_dropped_and_the_ones_after_it_still_go_out() -> None:
+    """Issue 13.3 (the pump's side): a value that is not JSON is reported as our bug, never 'client gone'.
+    (NaN is JSON here: the one codec writes it as ``null``, as JavaScript does.)"""
+    from rpcd.transport import Framer, Transport
+    from tests.wire.pair import MemorySink
+
+    received: list[dict[str, object]] = []
+    failures: list[tuple[str, str]] = []
+    transport = Transport(Framer(), MemorySink(received.append),
+                          on_encoding_failure=lambda what, error: failures.append((what, type(error).__name__)))
+    pump = EventPump(transport.send_notifications)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(pump.run)
+        pump.post("x/object", {"value": object()})
+        pump.post("x/set", {"value": {1, 2}})
+        pump.post("x/ok", {"value": float("nan")})
+        await pump.drain()
+        assert not pump.closed
+        pump.close()
+    assert received == [{"jsonrpc": "2.0", "method": "x/ok", "params": {"value": None}}]
+    assert [what for what, _ in failures] == ["x/object", "x/set"]
+
+
+@pytest.mark.anyio
+async def test_a_sender_bug_is_not_a_gone_client_the_pump_goes_on() -> None:
+    sent: list[str] = []
+
+    async def flaky(batch: Sequence[Notification]) -> None:
+        if any(method == "x/bad" for method, _ in batch):
+            raise ValueError("cannot encode")
+        sent.extend(method for method, _ in batch)
+
+    pump = EventPump(flaky, batch=1)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(pump.run)
+        pump.post("x/bad", {})
+        pump.post("x/good", {})
+        await pump.drain()
+        assert not pump.closed
+        pump.close()
+    assert sent == ["x/good"]

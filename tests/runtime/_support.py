@@ -82,7 +82,6 @@ class TracingFactory:
         agent_dir: str,
         session_manager: SessionManager,
         session_start_event: Mapping[str, Any] | None,
-        project_trust_context: ProjectTrustContext | None,
     ) -> CreateRuntimeResult:
         self.calls += 1
         payload: dict[str, Any] = {"cwd": cwd, "sessionFile": session_manager.get_session_file()}
@@ -98,7 +97,6 @@ class TracingFactory:
             agent_dir=agent_dir,
             session_manager=session_manager,
             session_start_event=session_start_event,
-            project_trust_context=project_trust_context,
         )
         self.sessions += 1
         _instrument(result.session, self.sessions)
@@ -126,7 +124,7 @@ def attach_host(runtime: AgentSessionRuntime, bindings: ExtensionBindings | None
     """The host's two callbacks, recorded like the probe's."""
     bound = bindings or ExtensionBindings()
 
-    def before_invalidate() -> None:
+    def before_invalidate(reason: str) -> None:
         sink.LINES.append(f"beforeSessionInvalidate {dumps({'sessionFile': runtime.session.session_file})}")
 
     async def rebind(session: Any) -> None:

@@ -65,12 +65,20 @@ class Holder:
     def kill9(self) -> None:
         self.proc.send_signal(signal.SIGKILL)
         self.proc.wait(10)
+        self._close_pipes()
 
     def close(self) -> None:
         if self.proc.poll() is None:
             assert self.proc.stdin is not None
             self.proc.stdin.close()
             self.proc.wait(10)
+        self._close_pipes()
+
+    def _close_pipes(self) -> None:
+        """Warnings are errors here: the pipes are closed, never left to the garbage collector."""
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            if pipe is not None:
+                pipe.close()
 
 
 def test_a_file_another_process_holds_is_refused_with_its_pid_and_left_untouched(

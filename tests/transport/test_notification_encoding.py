@@ -23,13 +23,13 @@ class ListSink:
     def __init__(self) -> None:
         self.items: list[bytes] = []
 
-    def put(self, data: bytes, coalesce_key: object | None = None) -> None:
+    def put(self, data: bytes) -> None:
         self.items.append(data)
 
-    def depth(self) -> int:
-        return 0
+    def pending(self) -> tuple[int, int]:
+        return 0, 0
 
-    async def wait_depth_below(self, limit: int) -> None:
+    async def wait_below(self, messages: int, nbytes: int) -> None:
         return None
 
 

@@ -1,7 +1,8 @@
-"""A real daemon built from ``create_server`` plus test-only handlers (run as a subprocess).
+"""A real server built from ``create_server`` plus test-only handlers: served in memory by the pair
+(``tests/wire/pair.py``) or run as a subprocess (``python -m tests.wire.fixture_server``).
 
-Environment: ``FIXTURE_MAX_BYTES`` (frame limit), ``FIXTURE_DISPOSE_MARK`` (file written by the
-dispose hook), ``FIXTURE_DISPOSE_FAIL=1`` (the hook raises).
+``build()``'s options, or for the subprocess the environment: ``FIXTURE_MAX_BYTES`` (frame limit),
+``FIXTURE_DISPOSE_MARK`` (file written by the dispose hook), ``FIXTURE_DISPOSE_FAIL=1`` (the hook raises).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from rpcd.core import errors
 from rpcd.daemon.logs import configure_logging
 from rpcd.host.failures import FailureContext, attach_context
 from rpcd.protocol.errors import RpcError
-from rpcd.wire.server import create_server, run_stdio
+from rpcd.wire.server import Server, create_server, run_stdio
 
 SECRET = "sk-fixture0123456789abcdef"
 
@@ -38,18 +39,21 @@ class AskParams:
     timeout: float
 
 
-async def dispose() -> None:
-    mark = os.environ.get("FIXTURE_DISPOSE_MARK")
-    if mark:
-        with open(mark, "a") as fh:  # noqa: ASYNC230 - a test marker, tiny and local
-            fh.write("disposed\n")
-    if os.environ.get("FIXTURE_DISPOSE_FAIL") == "1":
-        raise errors.SessionWriteError("could not flush the session file", session_path="/tmp/x.jsonl")
+def build(
+    *, max_message_bytes: int | None = None, dispose_mark: str | None = None, dispose_fail: bool | None = None
+) -> Server:
+    mark = dispose_mark if dispose_mark is not None else os.environ.get("FIXTURE_DISPOSE_MARK")
+    fail = dispose_fail if dispose_fail is not None else os.environ.get("FIXTURE_DISPOSE_FAIL") == "1"
 
+    async def dispose() -> None:
+        if mark:
+            with open(mark, "a") as fh:  # noqa: ASYNC230 - a test marker, tiny and local
+                fh.write("disposed\n")
+        if fail:
+            raise errors.SessionWriteError("could not flush the session file", session_path="/tmp/x.jsonl")
 
-def build() -> Any:
-    server = create_server(max_message_bytes=int(os.environ.get("FIXTURE_MAX_BYTES", str(64 << 20))),
-                           dispose_hook=dispose)
+    limit = max_message_bytes if max_message_bytes is not None else int(os.environ.get("FIXTURE_MAX_BYTES", 64 << 20))
+    server = create_server(max_message_bytes=limit, dispose_hook=dispose)
 
     @server.method("test/echo", EchoParams)
     async def echo(params: EchoParams) -> dict[str, Any]:

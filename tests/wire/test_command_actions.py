@@ -12,7 +12,7 @@ turn (refused at once: it would wait for the turn it runs in) and from inside a 
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +20,9 @@ import anyio
 import attrs
 import pytest
 
-from rpcd.core.values import CommandRan, Diagnostic, ExtensionBindings, ExtensionError, Unsubscribe
+from rpcd.core.values import CommandRan, Diagnostic, ExtensionBindings, ExtensionError
 from rpcd.host.host import SerializedHost
-from rpcd.host.port import SessionPort
+from rpcd.host.port import Binding, HostSubscription, RuntimePort, SessionPort
 from rpcd.runtime.factory import make_default_factory
 from rpcd.runtime.providers.base import ProviderRegistry
 from rpcd.runtime.providers.faux import FauxProvider
@@ -30,7 +30,6 @@ from rpcd.runtime.runtime import create_runtime
 from rpcd.runtime.services import ProcessInputs, ProjectTrustContext, TrustDecision
 from rpcd.store import SessionManager
 from rpcd.wire.commands import HostCommandActions
-from rpcd.wire.handlers import HostSlot
 from tests.wire import _command_sink as sink
 
 pytestmark = pytest.mark.anyio
@@ -136,21 +135,22 @@ async def _trust(cwd: str, context: ProjectTrustContext) -> TrustDecision:
 class Bindings:
     """A composition root's bindings with the daemon's command actions."""
 
-    actions: HostCommandActions
+    actions: HostCommandActions | None = None
     errors: list[ExtensionError] = attrs.field(factory=list)
     events: list[tuple[str, dict[str, Any]]] = attrs.field(factory=list)
 
     def extension_bindings(self, session: SessionPort) -> ExtensionBindings:
         return ExtensionBindings(mode="rpc", on_error=self.errors.append, command_actions=self.actions)
 
-    def subscribe(self, session: SessionPort) -> Unsubscribe:
-        session_id = session.session_id
-        return session.subscribe(lambda event: self.events.append((session_id, dict(event))))
+    def subscribe(self, binding: Binding) -> HostSubscription:
+        session_id = binding.session.session_id
+        release = binding.session.subscribe(lambda event: self.events.append((session_id, dict(event))))
+        return lambda reason: release()
 
-    def report_diagnostics(self, diagnostics: Sequence[Diagnostic]) -> None:
+    def report_diagnostics(self, binding: Binding, diagnostics: Sequence[Diagnostic]) -> None:
         pass
 
-    async def flush_persistence(self) -> None:
+    async def flush_persistence(self, current: SessionPort | None) -> None:
         pass
 
 
@@ -167,7 +167,15 @@ class World:
             return await self.host.prompt(text)
 
 
-async def world(tmp_path: Path) -> World:
+@pytest.fixture
+async def w(tmp_path: Path) -> AsyncIterator[World]:
+    """The world of one test; its host's worker runs in a task group cancelled when the test ends."""
+    async with anyio.create_task_group() as task_group:
+        yield await _world(tmp_path, task_group)
+        task_group.cancel_scope.cancel()
+
+
+async def _world(tmp_path: Path, task_group: anyio.abc.TaskGroup) -> World:
     cwd, agent_dir = tmp_path / "project", tmp_path / "agent"
     (cwd / ".pi" / "extensions").mkdir(parents=True)
     (cwd / ".pi" / "extensions" / "commands.py").write_text(textwrap.dedent(EXTENSION))
@@ -176,10 +184,16 @@ async def world(tmp_path: Path) -> World:
                                    provider_registry=ProviderRegistry([faux]))
     sm = SessionManager.create(str(cwd), agent_dir=str(agent_dir))
     runtime = await create_runtime(factory, cwd=str(cwd), agent_dir=str(agent_dir), session_manager=sm)
-    slot = HostSlot()
-    bindings = Bindings(HostCommandActions(slot))
-    host = await SerializedHost.bind(runtime, bindings)
-    slot.set(host)
+    # The daemon's order: bindings, the host over them, the command actions over the host, startup.
+    bindings = Bindings()
+    host = SerializedHost(bindings)
+    bindings.actions = HostCommandActions(host)
+    await task_group.start(host.run)
+
+    async def existing() -> RuntimePort:
+        return runtime
+
+    await host.start(existing)
     return World(host, bindings, faux, cwd, agent_dir)
 
 
@@ -188,8 +202,7 @@ def user_entry_ids(host: SerializedHost) -> list[str]:
             if e.get("type") == "message" and e["message"]["role"] == "user"]
 
 
-async def test_a_command_run_by_a_prompt_replaces_the_session_through_the_host(tmp_path: Path) -> None:
-    w = await world(tmp_path)
+async def test_a_command_run_by_a_prompt_replaces_the_session_through_the_host(w: World) -> None:
     first = w.host.session_id
     assert await w.prompt("/fresh") == CommandRan("fresh")
     second = w.host.session_id
@@ -200,8 +213,7 @@ async def test_a_command_run_by_a_prompt_replaces_the_session_through_the_host(t
     assert await w.prompt("still usable") == "stop"  # the new session runs turns
 
 
-async def test_fork_clone_and_switch_from_commands(tmp_path: Path) -> None:
-    w = await world(tmp_path)
+async def test_fork_clone_and_switch_from_commands(w: World) -> None:
     assert await w.prompt("the question") == "stop"
     original = w.host.session_file
     assert original is not None
@@ -216,8 +228,7 @@ async def test_fork_clone_and_switch_from_commands(tmp_path: Path) -> None:
     assert w.host.session_file != original and w.host.state().message_count == 1
 
 
-async def test_a_command_run_while_a_turn_streams_aborts_that_turn_first(tmp_path: Path) -> None:
-    w = await world(tmp_path)
+async def test_a_command_run_while_a_turn_streams_aborts_that_turn_first(w: World) -> None:
     reached, release = anyio.Event(), anyio.Event()
     sink.HOLD["tool"] = (reached, release)
     w.faux.push({"toolCall": {"name": "hold", "arguments": {}}}, {"text": "never reached"})
@@ -239,8 +250,7 @@ async def test_a_command_run_while_a_turn_streams_aborts_that_turn_first(tmp_pat
     assert w.host.generation == 1 and not w.host.state().is_streaming
 
 
-async def test_a_commands_replacement_waits_behind_an_earlier_request(tmp_path: Path) -> None:
-    w = await world(tmp_path)
+async def test_a_commands_replacement_waits_behind_an_earlier_request(w: World) -> None:
     command_reached, command_release = anyio.Event(), anyio.Event()
     switch_reached, switch_release = anyio.Event(), anyio.Event()
     sink.HOLD["fresh"] = (command_reached, command_release)
@@ -272,8 +282,7 @@ async def test_a_commands_replacement_waits_behind_an_earlier_request(tmp_path: 
     assert sink.RESULTS[1][0] == "fresh" and sink.RESULTS[1][2] is False
 
 
-async def test_a_stashed_ctx_used_inside_a_turn_is_refused_not_deadlocked(tmp_path: Path) -> None:
-    w = await world(tmp_path)
+async def test_a_stashed_ctx_used_inside_a_turn_is_refused_not_deadlocked(w: World) -> None:
     await w.prompt("/stash")
     w.faux.push({"toolCall": {"name": "use_stash", "arguments": {}}}, {"text": "carried on"})
     assert await w.prompt("use it") == "stop"
@@ -284,8 +293,7 @@ async def test_a_stashed_ctx_used_inside_a_turn_is_refused_not_deadlocked(tmp_pa
     assert tool_result["isError"] is True and "inside a turn" in tool_result["content"][0]["text"]
 
 
-async def test_a_stashed_ctx_used_inside_a_host_operation_is_refused_by_the_host(tmp_path: Path) -> None:
-    w = await world(tmp_path)
+async def test_a_stashed_ctx_used_inside_a_host_operation_is_refused_by_the_host(w: World) -> None:
     await w.prompt("/stash")
     sink.REENTER.add("session_before_switch")
     with anyio.fail_after(GUARD_S):
@@ -296,8 +304,7 @@ async def test_a_stashed_ctx_used_inside_a_host_operation_is_refused_by_the_host
     assert "cannot be started from inside another host operation" in error.error
 
 
-async def test_a_command_that_raises_is_an_extension_error_and_the_session_goes_on(tmp_path: Path) -> None:
-    w = await world(tmp_path)
+async def test_a_command_that_raises_is_an_extension_error_and_the_session_goes_on(w: World) -> None:
     assert await w.prompt("/boom now") == CommandRan("boom")
     (error,) = w.bindings.errors
     assert (error.extension_path, error.event, error.error) == ("command:boom", "command", "RuntimeError: kaboom now")
@@ -305,8 +312,7 @@ async def test_a_command_that_raises_is_an_extension_error_and_the_session_goes_
     assert await w.prompt("after the failure") == "stop"
 
 
-async def test_wait_for_idle_waits_for_the_running_turn(tmp_path: Path) -> None:
-    w = await world(tmp_path)
+async def test_wait_for_idle_waits_for_the_running_turn(w: World) -> None:
     reached, release = anyio.Event(), anyio.Event()
     sink.HOLD["tool"] = (reached, release)
     w.faux.push({"toolCall": {"name": "hold", "arguments": {}}}, {"text": "done"})

@@ -53,8 +53,7 @@ def test_every_offending_path_is_listed_not_only_the_first() -> None:
         ("$.clientInfo.extra", "unknown field"),
         ("$.clientInfo.name", "expected string, got integer"),
         ("$.protocolVersion", "expected integer, got string"),
-        ("$.x", "unknown field"),
-    ]
+    ]  # "x" is not refused: initialize's params are open (LSP practice), clientInfo is not
 
 
 def test_list_items_are_checked_with_their_index() -> None:
@@ -123,11 +122,19 @@ def test_error_messages_never_echo_the_value() -> None:
 def test_every_params_type_refuses_unknown_keys(name: str) -> None:
     cls = METHODS[name].params
     assert cls is not None and attrs.has(cls)
-    if cls is t.ClientCapabilities:
+    if cls is t.ClientCapabilities or cls is t.InitializeParams:
         return
     with pytest.raises(ParamsError) as info:
         structure({"definitelyNotAField": 1}, cls)
     assert ("$.definitelyNotAField", "unknown field") in [(p.path, p.message) for p in info.value.problems]
+
+
+def test_initialize_ignores_unknown_top_level_fields_as_lsp_does() -> None:
+    params = structure({"protocolVersion": 1, "processId": 42, "rootUri": "file:///p", "trace": "off",
+                        "capabilities": {"progress": {}, "someFutureThing": {}}}, t.InitializeParams)
+    assert params.protocol_version == 1 and params.capabilities is not None
+    with pytest.raises(ParamsError):  # a known field keeps its type
+        structure({"protocolVersion": "one", "processId": 42}, t.InitializeParams)
 
 
 def test_an_optional_literal_takes_its_values_or_null_and_nothing_else() -> None:

@@ -137,3 +137,64 @@ def test_a_header_at_the_start_of_a_declared_body_ends_that_body() -> None:
     """Regression (reliability fuzz): the declared body never came; the next header starts a new frame."""
     _, events = run([b"Content-Length: 24\r\n\r\n", b"Content-Length: 2\r\n\r\n[]"])
     assert events == [Frame(b""), Frame(b"[]")]
+
+
+def test_a_wild_content_length_costs_one_error_and_the_stream_resynchronises() -> None:
+    """Issue 13.10: ``Content-Length: 99999999999`` in front of a small body, then correct frames."""
+    ping = b'{"jsonrpc":"2.0","id":2,"method":"ping"}'
+    _, events = run(
+        [b"Content-Length: 99999999999\r\n\r\n{\"small\":1}", b"Content-Length: %d\r\n\r\n%s" % (len(ping), ping)]
+    )
+    assert events == [Oversized(99999999999), Frame(ping)]
+
+
+def test_a_wild_content_length_resynchronises_on_a_header_split_across_reads() -> None:
+    ping = b'{"jsonrpc":"2.0","id":2,"method":"ping"}'
+    stream = b"Content-Length: 99999999999\r\n\r\n" + b"x" * 500 + b"Content-Length: %d\r\n\r\n%s" % (len(ping), ping)
+    _, events = run([stream[i : i + 7] for i in range(0, len(stream), 7)])
+    assert events == [Oversized(99999999999), Frame(ping)]
+
+
+def test_a_pretty_printed_body_quoting_a_header_is_one_frame() -> None:
+    """Issue 13.10: a string holding ``Content-Type: application/json`` is content, not a header."""
+    body = json.dumps(
+        {"jsonrpc": "2.0", "id": 1, "method": "prompt", "params": {"text": "Content-Type: application/json"}},
+        indent=2,
+    ).encode()
+    header = b"Content-Length: %d\r\n\r\n" % len(body)
+    for chunks in ([header + body], [header, body]):
+        _, events = run(chunks, limit=1 << 16)
+        assert events == [Frame(body)]
+        assert classify(body) == Request(1, "prompt", {"text": "Content-Type: application/json"})
+
+
+HEADER_LIKE_TEXT = st.sampled_from(["Content-Type: application/json", "Content-Length: 12", "x\r\ny", "plain"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.dictionaries(st.sampled_from(["a", "text"]), HEADER_LIKE_TEXT, max_size=2), min_size=1, max_size=4),
+    st.integers(min_value=1, max_value=64),
+)
+def test_pretty_printed_bodies_quoting_headers_are_each_one_frame(
+    params: list[dict[str, str]], step: int
+) -> None:
+    bodies = [
+        json.dumps({"jsonrpc": "2.0", "id": i, "method": "m", "params": p}, indent=1).encode()
+        for i, p in enumerate(params)
+    ]
+    stream = b"".join(b"Content-Length: %d\r\n\r\n%s" % (len(b), b) for b in bodies)
+    _, events = run([stream[i : i + step] for i in range(0, len(stream), step)], limit=1 << 16)
+    assert events == [Frame(b) for b in bodies]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(min_value=300, max_value=10**15), st.binary(max_size=40), st.integers(min_value=1, max_value=64))
+def test_any_oversized_declaration_before_a_small_body_resynchronises(
+    declared: int, junk: bytes, step: int
+) -> None:
+    ping = b'{"jsonrpc":"2.0","id":7,"method":"ping"}'
+    junk = junk.replace(b"\n", b"").lower().replace(b"content-", b"")
+    stream = b"Content-Length: %d\r\n\r\n%s" % (declared, junk) + b"Content-Length: %d\r\n\r\n%s" % (len(ping), ping)
+    _, events = run([stream[i : i + step] for i in range(0, len(stream), step)])
+    assert events[0] == Oversized(declared) and events[-1] == Frame(ping)

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.wire.daemon import Daemon
+from tests.driver import FIXTURE, Daemon
 
 MAX_BYTES = 4096
 FRAMINGS = ["ndjson", "content-length"]
@@ -46,7 +46,7 @@ BODY_CASES: dict[str, tuple[bytes, int | None, Any]] = {
 
 @pytest.fixture(scope="module", params=FRAMINGS)
 def daemon(request: pytest.FixtureRequest) -> Iterator[Daemon]:
-    with Daemon(framing=request.param, env={"FIXTURE_MAX_BYTES": str(MAX_BYTES)}) as d:
+    with Daemon(argv=FIXTURE, framing=request.param, env={"FIXTURE_MAX_BYTES": str(MAX_BYTES)}) as d:
         d.initialize()
         yield d
 
@@ -55,7 +55,7 @@ def _then_valid_request(d: Daemon) -> list[dict[str, Any]]:
     """Send a valid request; return what came before its answer (and check the answer)."""
     seen: list[dict[str, Any]] = []
     msg_id = d.request("test/echo", {"value": "still alive"})
-    reply = d.wait_for(msg_id, seen)
+    reply = d.next_response(msg_id, seen)
     assert reply["result"] == {"value": "still alive"}
     return seen
 
@@ -96,7 +96,7 @@ def test_u2028_and_u2029_inside_strings_are_content(daemon: Daemon) -> None:
     assert "\u2028" in encoded
     body = f'{{"jsonrpc":"2.0","id":"u","method":"test/echo","params":{{"value":{encoded}}}}}'.encode()
     daemon.send_raw(daemon.frame(body))
-    assert daemon.wait_for("u")["result"] == {"value": value}
+    assert daemon.next_response("u")["result"] == {"value": value}
 
 
 def test_oversized_frame_is_drained_and_answered(daemon: Daemon) -> None:
@@ -116,7 +116,7 @@ def test_crlf_lines_and_blank_lines_are_tolerated(daemon: Daemon) -> None:
         daemon.send_raw(b'\r\n\n{"jsonrpc":"2.0","id":"crlf","method":"ping"}\r\n')
     else:
         daemon.send_raw(b'\r\nContent-Length: 45\r\n\r\n{"jsonrpc":"2.0","id":"crlf","method":"ping"}')
-    assert daemon.wait_for("crlf")["result"] is None
+    assert daemon.next_response("crlf")["result"] is None
 
 
 def test_content_length_lf_only_headers_are_accepted(daemon: Daemon) -> None:
@@ -125,7 +125,7 @@ def test_content_length_lf_only_headers_are_accepted(daemon: Daemon) -> None:
     body = b'{"jsonrpc":"2.0","id":"lf","method":"ping"}'
     headers = b"Content-Length: %d\nContent-Type: application/vscode-jsonrpc; charset=utf-8\n\n" % len(body)
     daemon.send_raw(headers + body)
-    assert daemon.wait_for("lf")["result"] is None
+    assert daemon.next_response("lf")["result"] is None
 
 
 @pytest.mark.parametrize("delta", [+25, -10])
@@ -148,18 +148,18 @@ def test_content_length_too_long_without_a_following_message_is_still_answered(d
         pytest.skip("Content-Length framing only")
     body = b'{"jsonrpc":"2.0","id":"alone","method":"ping"}'
     daemon.send_raw(b"Content-Length: %d\r\n\r\n%s" % (len(body) + 100, body))
-    assert daemon.wait_for("alone")["result"] is None
+    assert daemon.next_response("alone")["result"] is None
 
 
 def test_stdout_carried_protocol_only(daemon: Daemon) -> None:
-    daemon.call("test/print")
+    daemon.reply("test/print")
     _then_valid_request(daemon)
     if daemon.framing == "ndjson":
-        lines = bytes(daemon.raw).split(b"\n")
+        lines = bytes(daemon.stdout_bytes).split(b"\n")
         assert lines[-1] == b""
         assert all(line.startswith(b'{"jsonrpc":"2.0"') for line in lines[:-1])
     else:
-        assert b"stray print" not in daemon.raw and b"child process output" not in daemon.raw
+        assert b"stray print" not in daemon.stdout_bytes and b"child process output" not in daemon.stdout_bytes
     assert "stray print from a handler" in daemon.stderr()
     assert "child process output" in daemon.stderr()
     assert "raw write to fd 1" in daemon.stderr()

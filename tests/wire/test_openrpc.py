@@ -9,7 +9,7 @@ import sys
 from rpcd.protocol.errors import DEFAULT_MESSAGES, WHEN, ErrorCode
 from rpcd.protocol.methods import METHODS
 from rpcd.protocol.openrpc import DOCUMENT, render
-from tests.wire.daemon import ROOT
+from tests.driver import REPO as ROOT
 
 
 def test_checked_in_document_is_current() -> None:

@@ -1,11 +1,20 @@
-"""A byte-level driver for a real ``python -m rpcd`` subprocess, for the reliability suite.
+"""The one subprocess driver: a real daemon (``python -m rpcd`` by default) over pipes.
 
-Why another driver (``tests/e2e/ndjson_client.py`` exists): the reliability tests must write
-*arbitrary bytes* in either framing (fuzz), keep every byte the daemon printed on stdout and
-stderr (secrets), and kill the process at arbitrary moments (crash consistency). So this one
-records raw output, parses the daemon's frames itself (NDJSON or Content-Length, as the daemon
-answers in the framing the client chose), and never assumes a message is well-formed: a frame
-that is not JSON is kept in ``bad_frames`` for the test to fail on.
+Deliberately independent of ``clients/`` and of pygls: the end-to-end, reliability and wire
+tests observe the daemon the way any foreign client would — bytes on a pipe. So it:
+
+* writes arbitrary bytes in either framing (``write_raw``; ``send`` frames a message in the
+  framing the client chose), and parses what the daemon answers in that framing itself; a frame
+  that is not a JSON object is kept in ``bad_frames`` for the test to fail on;
+* records everything: ``messages`` (alias ``log``) in arrival order, every byte of stdout
+  (``stdout_bytes``) and stderr (``stderr_bytes``, drained by its own thread: an undrained pipe
+  would deadlock);
+* answers daemon->client requests with ``handlers`` (``NO_ANSWER``: leave one unanswered; an
+  unknown method gets -32601);
+* can stop reading (``pause_reading``: a slow client), be signalled, killed at any moment, and
+  always has a timeout.
+
+Rule tests that need no process use the in-memory pair (``tests/wire/pair.py``) instead.
 """
 
 from __future__ import annotations
@@ -19,63 +28,78 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[2]
-TIMEOUT = 30.0
+REPO = Path(__file__).resolve().parents[1]
+TIMEOUT = 60.0
+DAEMON = [sys.executable, "-m", "rpcd"]
+FIXTURE = [sys.executable, "-m", "tests.wire.fixture_server"]
+STARTED: list[Daemon] = []
+"""Every real daemon started (not a fixture's ``argv``); ``tests/conftest.py`` checks their session events
+against the published schema (``tests/event_schema.py``) after each test."""
 NO_ANSWER: Any = object()
 """A handler result meaning: leave the daemon's request unanswered (a client that never replies)."""
 
+Handler = Callable[[Any], Any]
+
 
 class RpcFailure(Exception):
-    """An error response; ``code`` and ``data`` as sent."""
+    """An error response; ``code``, ``message`` and ``data`` as sent."""
 
     def __init__(self, error: Mapping[str, Any]) -> None:
         super().__init__(f"{error.get('message')} ({error.get('code')})")
         self.code = error.get("code")
-        self.data = error.get("data")
+        self.message = error.get("message")
+        self.data: Any = error.get("data")
         self.error = dict(error)
 
 
+RpcError = RpcFailure
+
+
 def daemon_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The test process's environment without Pi's and rpcd's own variables, the repo importable."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PI_", "RPCD_"))}
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     env.update(extra or {})
     return env
 
 
-class RawDaemon:
-    """One daemon process; ``framing`` is what this client writes (and so what it reads back)."""
+class Daemon:
+    """One daemon process. ``args`` go to ``python -m rpcd``; ``argv`` replaces the whole command."""
 
     def __init__(
         self,
-        args: Sequence[str] = (),
-        *,
+        *args: str,
+        argv: Sequence[str] | None = None,
         env: Mapping[str, str] | None = None,
         cwd: str | os.PathLike[str] | None = None,
         framing: str = "ndjson",
-        handlers: Mapping[str, Callable[[Any], Any]] | None = None,
+        handlers: Mapping[str, Handler] | None = None,
     ) -> None:
         self.framing = framing
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "rpcd", *args],
+            list(argv) if argv is not None else [*DAEMON, *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=daemon_env(env),
-            cwd=str(cwd) if cwd is not None else None,
+            cwd=str(cwd) if cwd is not None else (REPO if argv is not None else None),
         )
         self.stdout_bytes = bytearray()
         self.stderr_bytes = bytearray()
         self.messages: list[dict[str, Any]] = []
         self.bad_frames: list[bytes] = []
-        self.handlers = dict(handlers or {})
+        self.handlers: dict[str, Handler] = dict(handlers or {})
         self.eof = False
         self._cond = threading.Condition()
         self._write_lock = threading.Lock()
+        self._reading = threading.Event()
+        self._reading.set()
         self._ids = itertools.count(1)
+        self._cursor = 0
         self._responses: dict[Any, list[dict[str, Any]]] = {}
         self._threads = [
             threading.Thread(target=self._read_stdout, daemon=True),
@@ -83,6 +107,13 @@ class RawDaemon:
         ]
         for thread in self._threads:
             thread.start()
+        if argv is None:
+            STARTED.append(self)
+
+    @property
+    def log(self) -> list[dict[str, Any]]:
+        """Every message in arrival order (the same list as ``messages``)."""
+        return self.messages
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -91,6 +122,7 @@ class RawDaemon:
         buffer = bytearray()
         fd = self.proc.stdout.fileno()
         while True:
+            self._reading.wait()
             try:
                 chunk = os.read(fd, 65536)
             except OSError:
@@ -150,17 +182,21 @@ class RawDaemon:
                 self._responses.setdefault(message["id"], []).append(message)
             self._cond.notify_all()
         if "method" in message and "id" in message:
-            handler = self.handlers.get(message["method"])
-            if handler is None:
-                reply: dict[str, Any] = {"jsonrpc": "2.0", "id": message["id"],
-                                         "error": {"code": -32601, "message": "not handled"}}
-            else:
-                result = handler(message.get("params"))
-                if result is NO_ANSWER:
-                    return
-                reply = {"jsonrpc": "2.0", "id": message["id"], "result": result}
-            with contextlib.suppress(OSError):
-                self.send(reply)
+            self._answer(message)
+
+    def _answer(self, request: Mapping[str, Any]) -> None:
+        handler = self.handlers.get(request["method"])
+        if handler is None:
+            reply: dict[str, Any] = {"jsonrpc": "2.0", "id": request["id"],
+                                     "error": {"code": -32601, "message": "not handled"}}
+        else:
+            params = request.get("params")
+            result = handler(params if params is not None else {})
+            if result is NO_ANSWER:
+                return
+            reply = {"jsonrpc": "2.0", "id": request["id"], "result": result}
+        with contextlib.suppress(OSError):
+            self.send(reply)
 
     def _read_stderr(self) -> None:
         assert self.proc.stderr is not None
@@ -188,10 +224,17 @@ class RawDaemon:
             self.proc.stdin.write(data)
             self.proc.stdin.flush()
 
+    send_raw = write_raw
+
     def send(self, message: Mapping[str, Any]) -> None:
         self.write_raw(self.frame(json.dumps(message).encode()))
 
+    def send_all(self, messages: Iterable[Mapping[str, Any]]) -> None:
+        """Several messages in one write (pipelined)."""
+        self.write_raw(b"".join(self.frame(json.dumps(m).encode()) for m in messages))
+
     def start(self, method: str, params: Any = None, msg_id: Any = None) -> Any:
+        """Send a request; return its id (``wait`` for the response)."""
         if msg_id is None:
             msg_id = next(self._ids)
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}
@@ -200,7 +243,18 @@ class RawDaemon:
         self.send(message)
         return msg_id
 
+    request = start
+
+    def notify(self, method: str, params: Any = None) -> None:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+
+    # -- answers ------------------------------------------------------------------------------
+
     def wait(self, msg_id: Any, timeout: float = TIMEOUT) -> dict[str, Any]:
+        """The (first) raw response to ``msg_id``; ``next_message`` continues after it."""
         deadline = time.monotonic() + timeout
         with self._cond:
             while not self._responses.get(msg_id):
@@ -208,25 +262,65 @@ class RawDaemon:
                 if remaining <= 0 or self.eof:
                     raise TimeoutError(f"no response to {msg_id!r} (eof={self.eof}); stderr: {self.stderr_tail()}")
                 self._cond.wait(remaining)
-            return self._responses[msg_id][0]
+            response = self._responses[msg_id][0]
+            position = next(i for i, m in enumerate(self.messages) if m is response)
+            self._cursor = max(self._cursor, position + 1)
+            return response
+
+    def responses(self) -> set[Any]:
+        """Ids answered so far."""
+        with self._cond:
+            return set(self._responses)
 
     def responses_to(self, msg_id: Any) -> list[dict[str, Any]]:
         with self._cond:
             return list(self._responses.get(msg_id, []))
 
+    def reply(self, method: str, params: Any = None, timeout: float = TIMEOUT) -> dict[str, Any]:
+        """Send a request and return its raw response (result or error)."""
+        return self.wait(self.start(method, params), timeout)
+
     def call(self, method: str, params: Any = None, timeout: float = TIMEOUT) -> Any:
-        response = self.wait(self.start(method, params), timeout)
+        """Send a request and return its result; an error response raises ``RpcFailure``."""
+        response = self.reply(method, params, timeout)
         if "error" in response:
             raise RpcFailure(response["error"])
         return response["result"]
 
     def initialize(self, capabilities: Mapping[str, Any] | None = None) -> Any:
-        params: dict[str, Any] = {"protocolVersion": 1, "clientInfo": {"name": "reliability"}}
+        params: dict[str, Any] = {"protocolVersion": 1, "clientInfo": {"name": "tests"}}
         if capabilities is not None:
             params["capabilities"] = dict(capabilities)
         return self.call("initialize", params)
 
     # -- observing ----------------------------------------------------------------------------
+
+    def next_message(self, timeout: float = TIMEOUT) -> dict[str, Any] | None:
+        """The next message after the last one this returned (``None`` once stdout closed)."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while len(self.messages) <= self._cursor:
+                remaining = deadline - time.monotonic()
+                if self.eof:
+                    return None
+                if remaining <= 0:
+                    raise TimeoutError(f"no message; stderr: {self.stderr_tail()}")
+                self._cond.wait(remaining)
+            message = self.messages[self._cursor]
+            self._cursor += 1
+            return message
+
+    def next_response(self, msg_id: Any, seen: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """Messages (from the cursor of ``next_message``) until the response to ``msg_id``; the ones before
+        it go to ``seen``."""
+        while True:
+            message = self.next_message()
+            if message is None:
+                raise AssertionError(f"daemon closed stdout before answering {msg_id}; stderr: {self.stderr_tail()}")
+            if message.get("id") == msg_id and ("result" in message or "error" in message):
+                return message
+            if seen is not None:
+                seen.append(message)
 
     def notifications(self, *methods: str) -> list[dict[str, Any]]:
         with self._cond:
@@ -241,14 +335,47 @@ class RawDaemon:
                     raise TimeoutError(f"condition not met (eof={self.eof}); stderr: {self.stderr_tail()}")
                 self._cond.wait(min(remaining, 0.5))
 
-    def stderr_tail(self, lines: int = 15) -> list[str]:
-        return bytes(self.stderr_bytes).decode("utf-8", "replace").splitlines()[-lines:]
+    def stderr(self) -> str:
+        with self._cond:
+            return bytes(self.stderr_bytes).decode("utf-8", "replace")
+
+    @property
+    def stderr_lines(self) -> list[str]:
+        return self.stderr().splitlines()
+
+    def stderr_tail(self, lines: int = 30) -> list[str]:
+        return self.stderr_lines[-lines:]
+
+    def pause_reading(self) -> None:
+        self._reading.clear()
+
+    def resume_reading(self) -> None:
+        self._reading.set()
 
     @property
     def alive(self) -> bool:
         return self.proc.poll() is None
 
     # -- ending -------------------------------------------------------------------------------
+
+    def close_stdin(self) -> None:
+        with contextlib.suppress(OSError):
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+
+    def signal(self, sig: signal.Signals | int) -> None:
+        self.proc.send_signal(sig)
+
+    def wait_exit(self, timeout: float = TIMEOUT) -> int:
+        code = self.proc.wait(timeout)
+        self._join()
+        return code
+
+    def kill(self) -> None:
+        if self.alive:
+            self.proc.kill()
+            self.proc.wait(10)
+        self._join()
 
     def kill9(self) -> None:
         with contextlib.suppress(ProcessLookupError):
@@ -258,9 +385,7 @@ class RawDaemon:
 
     def close(self, timeout: float = 20.0) -> int:
         """Close stdin (orderly end), wait, return the exit code; kill if it hangs."""
-        with contextlib.suppress(OSError):
-            assert self.proc.stdin is not None
-            self.proc.stdin.close()
+        self.close_stdin()
         try:
             code = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -271,23 +396,28 @@ class RawDaemon:
         return code
 
     def _join(self) -> None:
+        """The process has ended: let the reader threads finish, then close our ends of the pipes."""
+        self._reading.set()
         for thread in self._threads:
             thread.join(5)
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
 
-    def __enter__(self) -> RawDaemon:
+    def __enter__(self) -> Daemon:
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self.alive:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.close()
-        with contextlib.suppress(OSError):
-            assert self.proc.stdin is not None
-            self.proc.stdin.close()
-        for stream in (self.proc.stdout, self.proc.stderr):
-            if stream is not None:
-                with contextlib.suppress(OSError):
-                    stream.close()
+        self.kill()
+        self._join()
+
+
+def events_of(messages: Iterable[Mapping[str, Any]], *methods: str) -> list[Mapping[str, Any]]:
+    return [m["params"] for m in messages if m.get("method") in methods]
 
 
 def is_jsonrpc_response(message: Mapping[str, Any]) -> bool:

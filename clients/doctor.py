@@ -1,0 +1,99 @@
+"""``rpcctl doctor``: what the daemon would start with, and what is wrong with it.
+
+The files are checked here (found? valid JSON?); everything that needs the daemon's own rules is
+asked of a real daemon started on the same options: its startup diagnostics (a broken
+``models.json``, settings, a failing extension), the models usable now (= providers with
+credentials), the session's directory, and whether the project needs a trust decision (the
+daemon asks ``host/authorizeProject`` only for an undecided project with code to load; doctor
+records the question and answers ``deny``, so nothing is remembered).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+FILES = ("settings.json", "models.json", "auth.json", "trust.json")
+
+
+def agent_dir(given: str | None) -> Path:
+    """The agent dir as the daemon resolves it: the option, ``$PI_CODING_AGENT_DIR``, ``~/.pi/agent``."""
+    return Path(os.path.expanduser(given or os.environ.get("PI_CODING_AGENT_DIR") or "~/.pi/agent"))
+
+
+def file_report(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {"path": str(path), "found": False}
+    try:
+        json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        return {"path": str(path), "found": True, "valid": False, "problem": type(exc).__name__ + ": " + str(exc)}
+    return {"path": str(path), "found": True, "valid": True}
+
+
+class TrustProbe:
+    """The ``host/authorizeProject`` handler of a doctor run: records, answers deny."""
+
+    def __init__(self) -> None:
+        self.asked: dict[str, Any] | None = None
+
+    def handler(self) -> Callable[[Any], Awaitable[dict[str, Any]]]:
+        async def authorize(params: Any) -> dict[str, Any]:
+            self.asked = dict(params) if isinstance(params, dict) else {}
+            return {"decision": "deny"}
+
+        return authorize
+
+
+def report(agent: Path, cwd: str, state: dict[str, Any], models: dict[str, Any], diagnostics: list[dict[str, Any]],
+           probe: TrustProbe) -> dict[str, Any]:
+    files = {name: file_report(agent / name) for name in FILES}
+    project_settings = Path(cwd) / ".pi" / "settings.json"
+    files["project settings.json"] = file_report(project_settings)
+    providers = sorted({str(m.get("provider")) for m in models.get("models") or () if isinstance(m, dict)})
+    session_file = state.get("sessionFile")
+    if probe.asked is None:
+        trust = {"decided": True, "detail": "trusted, or nothing in the project needs trust"}
+    else:
+        trust = {"decided": False, "reasons": probe.asked.get("reasons") or [],
+                 "detail": "not trusted yet: project settings/extensions are ignored until you trust it"}
+    problems = [d for d in diagnostics if d.get("type") in ("warning", "error")]
+    problems += [{"type": "error", "message": f"{name}: {f['problem']}"} for name, f in files.items()
+                 if f.get("valid") is False]
+    if not [p for p in providers if p != "faux"]:
+        problems.append({"type": "warning", "message": "no provider has credentials (only the offline faux model)"})
+    return {
+        "agentDir": str(agent),
+        "agentDirExists": agent.is_dir(),
+        "cwd": cwd,
+        "sessionDir": os.path.dirname(session_file) if isinstance(session_file, str) else None,
+        "files": files,
+        "providers": providers,
+        "model": state.get("model"),
+        "trust": trust,
+        "diagnostics": diagnostics,
+        "ok": not [p for p in problems if p.get("type") == "error"],
+        "problems": problems,
+    }
+
+
+def human(result: dict[str, Any]) -> str:
+    model = result.get("model") or {}
+    trust = result["trust"]
+    reasons = f" ({', '.join(trust['reasons'])})" if trust.get("reasons") else ""
+    rows = [("agent dir", result["agentDir"] + ("" if result["agentDirExists"] else "  (does not exist yet)")),
+            ("cwd", result["cwd"]),
+            ("session dir", result["sessionDir"] or "(in memory)")]
+    for name, found in result["files"].items():
+        status = "missing" if not found["found"] else ("ok" if found["valid"] else f"INVALID: {found['problem']}")
+        rows.append((name, f"{status}  {found['path']}"))
+    rows.append(("providers", ", ".join(result["providers"]) or "(none with credentials)"))
+    rows.append(("model", f"{model.get('provider')}/{model.get('modelId')}" if model else "-"))
+    rows.append(("trust", trust["detail"] + reasons))
+    lines = [f"{key:<22} {value}" for key, value in rows]
+    lines += [f"{problem.get('type')}: {problem.get('message')}" for problem in result["problems"]]
+    lines.append("ok" if result["ok"] else "problems found")
+    return "\n".join(lines)
