@@ -1,11 +1,16 @@
 """``python -m rpcd`` / the ``rpcd`` console script: the JSON-RPC daemon (``rpcd.daemon.app``), or with
 ``acp`` first, the Agent Client Protocol front (``rpcd.daemon.acp``). Each mode imports only its own
-endpoint: the daemon never loads the ACP SDK, ``rpcd acp`` never loads pygls."""
+endpoint: the daemon never loads the ACP SDK, ``rpcd acp`` never loads pygls.
+
+``run`` (the console script, ``python -m rpcd``) ends the process with ``rpcd.daemon.process.end_process``
+once ``main`` has returned: everything is flushed and fsynced by then, so the interpreter's teardown
+is skipped. ``main`` itself returns normally (for callers in the same process)."""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -19,5 +24,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     return daemon_main(args)
 
 
+def run() -> NoReturn:
+    from rpcd.daemon.process import end_process
+
+    end_process(main())
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run()

@@ -1,5 +1,10 @@
 """Benchmark runner: ``scripts/bench [--full] [--json FILE] [section ...]``.
 
+``scripts/bench --vs-pi [measure ...]`` runs rpcd against real Pi 0.85.0, interleaved, at the
+issue's sizes (``benchmarks/vs_pi.py``; measures: spawn exit resume events getstate replacements).
+``scripts/bench --profile NAME`` profiles one vs-pi measure (the daemon under cProfile) or one
+in-process section (cProfile around its ``run``) and prints the top functions.
+
 Each section is a module ``scripts/benchmarks/<name>.py`` exposing
 ``run(full: bool) -> list[Measurement]``. Every measurement is printed beside the
 baseline measured in the same run, with their ratio, so numbers from a noisy shared
@@ -31,7 +36,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("sections", nargs="*", help=f"sections to run (default all): {available_sections()}")
     parser.add_argument("--full", action="store_true", help="issue-sized runs (slow)")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    parser.add_argument("--vs-pi", action="store_true",
+                        help="rpcd against real Pi 0.85.0 at the issue's sizes; positional names are its measures")
+    parser.add_argument("--passes", type=int, help="--vs-pi: interleaved passes (default 5)")
+    parser.add_argument("--profile", metavar="NAME", help="profile a vs-pi measure or a section and print the top")
     args = parser.parse_args(argv)
+    if args.profile:
+        return _profile(args.profile, args.full or args.vs_pi)
+    if args.vs_pi:
+        from benchmarks import vs_pi
+
+        unknown = sorted(set(args.sections) - set(vs_pi.MEASURES))
+        if unknown:
+            parser.error(f"unknown vs-pi measures: {unknown} (known: {list(vs_pi.MEASURES)})")
+        rows = vs_pi.run(full=True, only=args.sections or None, passes=args.passes or 5)
+        print(format_table(rows, title="rpcd vs Pi 0.85.0 (ratio rpcd/Pi)"), flush=True)
+        if args.json:
+            Path(args.json).write_text(json.dumps([m.as_dict() for m in rows], indent=2))
+        return 0
     names = args.sections or available_sections()
     unknown = sorted(set(names) - set(available_sections()))
     if unknown:
@@ -47,6 +69,33 @@ def main(argv: list[str] | None = None) -> int:
         print(format_table(section, title=name), flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps([m.as_dict() for m in results], indent=2))
+    return 0
+
+
+def _profile(name: str, full: bool) -> int:
+    import cProfile
+    import pstats
+    import tempfile
+
+    from benchmarks import vs_pi
+
+    out_dir = Path(tempfile.mkdtemp(prefix="rpcd-profile-"))
+    if name in vs_pi.MEASURES:
+        print(vs_pi.profile(name, full, out_dir))
+        return 0
+    if name not in available_sections():
+        print(f"unknown: {name} (vs-pi measures {list(vs_pi.MEASURES)}, sections {available_sections()})",
+              file=sys.stderr)
+        return 2
+    module = importlib.import_module(f"benchmarks.{name}")
+    out = out_dir / f"{name}.prof"
+    profiler = cProfile.Profile()
+    profiler.runcall(module.run, full)
+    profiler.dump_stats(out)
+    print(f"profile written to {out} (in-process part only: spawned daemons are not in it)")
+    stats = pstats.Stats(str(out))
+    stats.sort_stats("cumulative").print_stats(35)
+    stats.sort_stats("tottime").print_stats(35)
     return 0
 
 

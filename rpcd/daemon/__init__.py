@@ -1,5 +1,6 @@
 """The composition root: command-line flags, the startup target, the host bindings, the host
-journal and logging (``app``, ``bindings``, ``journal``, ``logs``). It reads top to bottom:
+journal, logging and the end of the process (``app``, ``bindings``, ``journal``, ``logs``,
+``process``). It reads top to bottom:
 options -> ``Daemon`` (pump, client requests, bindings, host, server) -> serve (the startup is
 the host's first operation, queued at ``initialize``) -> orderly end -> exit code.
 

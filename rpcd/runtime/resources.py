@@ -26,17 +26,19 @@ import os
 import re
 import stat
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 from urllib.parse import unquote, urlparse
 
 import attrs
-import pathspec
 
 from rpcd.core.files import read_regular
 from rpcd.tools.globs import glob_to_regex
 from rpcd.tools.paths import home_dir, node_resolve
 
 from .settings import CONFIG_DIR_NAME
+
+if TYPE_CHECKING:
+    import pathspec
 
 __all__ = ["Resource", "ResourceKind", "SourceInfo", "resolve_resources"]
 
@@ -150,6 +152,8 @@ class _Ignore:
         if not self._patterns:
             return False
         if self._spec is None:
+            import pathspec  # the first ignore pattern asked, not at startup (~20 ms)
+
             self._spec = pathspec.GitIgnoreSpec.from_lines(self._patterns)
         return self._spec.match_file(relative)
 

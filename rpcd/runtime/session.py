@@ -83,7 +83,7 @@ from rpcd.runtime.system_prompt import build_system_prompt as pi_system_prompt
 from rpcd.runtime.system_prompt import normalize_guidelines, normalize_snippet
 from rpcd.runtime.usage import context_usage, session_stats
 from rpcd.store import SessionManager
-from rpcd.store.entries import js_trim, message_text
+from rpcd.store.entries import THINKING_LEVEL_CHANGE, js_trim, message_text
 from rpcd.store.export_html import HtmlExport, render_html
 from rpcd.store.library import (
     check_output_path,
@@ -92,6 +92,7 @@ from rpcd.store.library import (
     unused_path,
     write_new_file,
 )
+from rpcd.store.records import Record
 from rpcd.tools import (
     BUILTIN_TOOL_NAMES,
     POLICY_SETTING,
@@ -1016,7 +1017,22 @@ def describe_model(model: ModelInfo) -> ModelDescription:
 
 
 def _branch_has_thinking_entry(sm: SessionManager) -> bool:
-    return any(e.get("type") == "thinking_level_change" for e in sm.get_branch())
+    """Pi's ``branch.some(e => e.type === "thinking_level_change")``, from the store's index.
+
+    Every record knows its ``type`` without its body being parsed (``docs/store.md``, "Lazy
+    parsing"), so a 20,000-entry branch costs a walk, not 20,000 parses; only a matching entry
+    is parsed (a few bytes), so a line that turns out unparsable is dropped, as Pi drops it,
+    and the walk is redone (``read_branch``).
+    """
+
+    def has_thinking(path: list[Record]) -> bool:
+        for record in path:
+            if record.type == THINKING_LEVEL_CHANGE:
+                record.entry  # noqa: B018 - parsed: an unparsable line raises CorruptRecordError
+                return True
+        return False
+
+    return sm.read_branch(has_thinking)
 
 
 def create_agent_session(

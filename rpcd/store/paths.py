@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import re
 import urllib.parse
-import urllib.request
 
 _ENCODE_RE = re.compile(r"[/\\:]")
 
@@ -35,7 +34,9 @@ def expand_path(value: str, base: str) -> str:
     elif value.startswith("~/"):
         value = os.path.join(os.path.expanduser("~"), value[2:])
     elif value.startswith("file://"):
-        value = urllib.request.url2pathname(urllib.parse.urlparse(value).path)
+        from urllib.request import url2pathname  # a file:// setting only (pulls in http.client, email)
+
+        value = url2pathname(urllib.parse.urlparse(value).path)
     return os.path.normpath(os.path.join(base, value))
 
 

@@ -19,8 +19,6 @@ import stat
 from collections.abc import Iterator
 from typing import Any, Final
 
-import pathspec
-
 from rpcd.tools.base import (
     ABORTED_MESSAGE,
     AbortSignal,
@@ -113,6 +111,8 @@ def _load(path: str) -> _IgnoreFile | None:
             lines = handle.read().decode("utf-8", "replace").splitlines()
     except OSError:
         return None
+    import pathspec  # on the first .gitignore read, not at startup (~20 ms)
+
     spec = pathspec.GitIgnoreSpec.from_lines(lines)
     patterns: list[tuple[re.Pattern[str], bool, bool]] = []
     for pattern in spec.patterns:

@@ -111,8 +111,17 @@ class Transport:
         """A notification's JSON body; ``params`` is an attrs instance or plain JSON. Raises if not encodable."""
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
+            message["params"] = params
+        try:
+            # Plain JSON (every session event) is written as it is: no cattrs walk per event.
+            body = encode_json(message)
+        except codec.JsonValueError:
+            if params is None:
+                raise
+            # attrs instances (anywhere inside): unstructured first, camelCase, unset fields omitted.
             message["params"] = unstructure(params)
-        return encode_json(message)
+            body = encode_json(message)
+        return body
 
     def send_notification(self, method: str, params: Any = None) -> None:
         """Queue a notification; raises ``TypeError``/``ValueError`` if ``params`` is not JSON-serialisable."""

@@ -65,8 +65,8 @@ def _usage(rng: random.Random) -> dict[str, Any]:
     }
 
 
-def generate_session(path: Path, entries: int, seed: int = 7) -> str:
-    """Write a Pi-shaped session of about ``entries`` entries; returns the leaf id."""
+def generate_session(path: Path, entries: int, seed: int = 7, cwd: str = "/tmp/pi-oracle-project") -> str:
+    """Write a Pi-shaped session of about ``entries`` entries (its header names ``cwd``); returns the leaf id."""
     rng = random.Random(seed)
     lines: list[bytes] = []
     counter = 0
@@ -87,7 +87,7 @@ def generate_session(path: Path, entries: int, seed: int = 7) -> str:
         return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(clock / 1000)) + f".{clock % 1000:03d}Z"
 
     add({"type": "session", "version": 3, "id": "01a2299b-6554-768a-81d0-5db5415d7189", "timestamp": stamp(),
-         "cwd": "/tmp/pi-oracle-project"})  # fmt: skip
+         "cwd": cwd})  # fmt: skip
     leaf = add({"type": "model_change", "id": new_id(), "parentId": None, "timestamp": stamp(),
                 "provider": "anthropic", "modelId": "claude-sonnet-4-5"})  # fmt: skip
     leaf = add({"type": "thinking_level_change", "id": new_id(), "parentId": leaf, "timestamp": stamp(),

@@ -28,7 +28,6 @@ says *what* to send (``HttpRequest``) and *how to read* the events it gets back 
 
 from __future__ import annotations
 
-import email.utils
 import functools
 import json
 import logging
@@ -191,6 +190,8 @@ def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -
         return max(float(value), 0.0)
     except ValueError:
         pass
+    import email.utils  # an HTTP-date Retry-After only (not at startup)
+
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
