@@ -170,23 +170,18 @@ class PiReader:
     def write(self, cwd: str, directory: str, program: Sequence[Sequence[Any]]) -> dict[str, Any]:
         """Run an operation program through Pi's own SessionManager (see ``runProgram`` in
         inspect.mjs); returns ``{"file": path | None}`` or ``{"error": message}``."""
-        request = json.dumps({"write": {"cwd": cwd, "dir": directory, "ops": program}}).encode() + b"\n"
-        assert self._process.stdin is not None
-        try:
-            self._process.stdin.write(request)
-            self._process.stdin.flush()
-        except BrokenPipeError as exc:
-            raise OracleError(f"Pi inspect process died: {self._stderr_tail()}") from exc
-        document: dict[str, Any] = json.loads(self._read_line(INSPECT_TIMEOUT_S))
-        if "error" in document:
-            raise OracleError(f"Pi inspect rejected the request: {document['error']}")
-        written: dict[str, Any] = document["written"]
+        written: dict[str, Any] = self._ask({"write": {"cwd": cwd, "dir": directory, "ops": program}})["written"]
         return written
 
     def library(self, op: str, **args: Any) -> dict[str, Any]:
         """What Pi's session picker / ``/export`` does (``runLibrary`` in inspect.mjs): ``rename`` (file,
         name) or ``exportJsonl`` (file, out); returns ``{"file"}``, ``{"skipped": true}`` or ``{"error"}``."""
-        request = json.dumps({"library": {"op": op, **args}}).encode() + b"\n"
+        done: dict[str, Any] = self._ask({"library": {"op": op, **args}})["library"]
+        return done
+
+    def _ask(self, message: dict[str, Any]) -> dict[str, Any]:
+        """One request line to the inspect process and its answer (an ``error`` answer raises)."""
+        request = json.dumps(message).encode() + b"\n"
         assert self._process.stdin is not None
         try:
             self._process.stdin.write(request)
@@ -196,8 +191,7 @@ class PiReader:
         document: dict[str, Any] = json.loads(self._read_line(INSPECT_TIMEOUT_S))
         if "error" in document:
             raise OracleError(f"Pi inspect rejected the request: {document['error']}")
-        done: dict[str, Any] = document["library"]
-        return done
+        return document
 
     def _read_line(self, timeout: float) -> bytes:
         assert self._process.stdout is not None
