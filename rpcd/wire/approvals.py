@@ -16,7 +16,7 @@ from rpcd.core.values import ApprovalControl, ApprovalRule
 from rpcd.host.host import SerializedHost
 from rpcd.protocol import types as t
 from rpcd.protocol.names import REVOKE_APPROVAL_RULE
-from rpcd.wire.handlers import InvalidParamsError
+from rpcd.wire.handlers import InvalidParamsError, host_usable
 
 
 class ApprovalMethods:
@@ -26,16 +26,12 @@ class ApprovalMethods:
         self._host = host
         self._control = control
 
-    async def _host_usable(self) -> None:
-        await self._host.wait_started()
-        self._host.state()  # fails closed like every other call when the host is unusable
-
     async def set_approval_policy(self, params: t.SetApprovalPolicyParams) -> None:
-        await self._host_usable()
+        await host_usable(self._host)
         self._control.set_policy(params.policy)
 
     async def list_approval_rules(self, params: t.ListApprovalRulesParams) -> t.ListApprovalRulesResult:
-        await self._host_usable()
+        await host_usable(self._host)
         rules, diagnostics = await anyio.to_thread.run_sync(self._control.list_rules, params.cwd)
         return t.ListApprovalRulesResult(
             rules=[_wire_rule(rule) for rule in rules],
@@ -43,7 +39,7 @@ class ApprovalMethods:
         )
 
     async def revoke_approval_rule(self, params: t.RevokeApprovalRuleParams) -> t.RevokeApprovalRuleResult:
-        await self._host_usable()
+        await host_usable(self._host)
         rule = await anyio.to_thread.run_sync(self._control.revoke_rule, params.id)
         if rule is None:
             raise InvalidParamsError(REVOKE_APPROVAL_RULE, f"no approval rule with id {params.id!r}", "$.id")

@@ -119,6 +119,13 @@ def handler_name(method: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", method).lower()
 
 
+async def host_usable(host: SerializedHost) -> None:
+    """For calls about the process rather than the current session (listings, approval rules,
+    trust): wait for startup, then fail closed like every other call when the host is unusable."""
+    await host.wait_started()
+    host.state()
+
+
 def register(server: Server, *handlers: object) -> None:
     """Serve every client->server request of the method table the server does not serve itself, each by
     the one method named after it (``handler_name``) among ``handlers`` (e.g. the session methods and
@@ -295,8 +302,7 @@ class SessionMethods:
         )
 
     async def list_sessions(self, params: t.ListSessionsParams) -> t.ListSessionsResult:
-        await self._host.wait_started()
-        self._host.state()  # fails closed like every other call when the host is unusable
+        await host_usable(self._host)
         limit = DEFAULT_PAGE if params.limit is None else params.limit
         if limit < 1 or limit > MAX_PAGE:
             raise InvalidParamsError(LIST_SESSIONS, f"limit must be between 1 and {MAX_PAGE}", "$.limit")

@@ -16,7 +16,7 @@ from rpcd.core.values import SavedTrust, TrustControl
 from rpcd.host.host import SerializedHost
 from rpcd.protocol import types as t
 from rpcd.protocol.names import REVOKE_TRUST
-from rpcd.wire.handlers import InvalidParamsError
+from rpcd.wire.handlers import InvalidParamsError, host_usable
 
 
 class TrustMethods:
@@ -28,8 +28,7 @@ class TrustMethods:
         self._control: TrustControl | None = None
 
     async def _usable(self) -> TrustControl:
-        await self._host.wait_started()
-        self._host.state()  # fails closed like every other call when the host is unusable
+        await host_usable(self._host)
         if self._control is None:
             self._control = self._make_control()  # the runtime's trust module, imported on first use
         return self._control
