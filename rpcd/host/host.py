@@ -300,7 +300,13 @@ class SerializedHost:
 
     async def wait_started(self) -> None:
         """Until the startup settled (either way)."""
-        await self._started.wait()
+        if not self._started.is_set():  # settled: no checkpoint either
+            await self._started.wait()
+
+    @property
+    def started(self) -> bool:
+        """Whether the startup settled (either way): ``wait_started()`` would not wait."""
+        return self._started.is_set()
 
     @property
     def startup_failure(self) -> BaseException | None:

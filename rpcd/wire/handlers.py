@@ -88,7 +88,7 @@ from rpcd.protocol.names import (
 from rpcd.wire.errors import WireError, WirePhase, protocol_error
 from rpcd.wire.notifications import EventPump
 from rpcd.wire.progress import Progress
-from rpcd.wire.server import Server, current_call
+from rpcd.wire.server import Ready, Server, current_call
 
 log = logging.getLogger(__name__)
 
@@ -239,18 +239,32 @@ class SessionMethods:
 
     # -- reads ----------------------------------------------------------------------------
 
-    async def get_state(self, params: t.EmptyParams | None = None) -> t.GetStateResult:
-        host = self._host
-        await host.wait_started()
+    def get_state(self, params: t.EmptyParams | None = None) -> Awaitable[t.GetStateResult]:
+        pump = self._pump
+        if self._host.started and (pump.pending == 0 or pump.closed):
+            # Nothing to wait for (startup settled, every event handed to the transport): answer at arrival.
+            return Ready(self._state_result(self._current_state()))
+        return self._get_state()
+
+    async def _get_state(self) -> t.GetStateResult:
+        await self._host.wait_started()
+        state = self._current_state()
+        await self._pump.drain()
+        return self._state_result(state)
+
+    def _current_state(self) -> SessionState:
+        """The host's state, or the last one known when the host has no usable session."""
         try:
-            state = host.state()
+            state = self._host.state()
         except (HostUnavailableError, HostDisposedError):
             if self._snapshot is None:
                 raise
-            state = self._snapshot
-        else:
-            self._snapshot = state
-        await self._pump.drain()
+            return self._snapshot
+        self._snapshot = state
+        return state
+
+    def _state_result(self, state: SessionState) -> t.GetStateResult:
+        host = self._host
         model = t.ModelRef(state.model.provider, state.model.model_id) if state.model is not None else None
         status = host.status
         assert status != "starting"

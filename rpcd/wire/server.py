@@ -31,7 +31,7 @@ import itertools
 import logging
 import os
 import signal
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Generator, Iterable
 from typing import Any, Final, TypeVar
 
 import anyio
@@ -71,6 +71,7 @@ InitializeHook = Callable[[InitializeParams], None]
 """Called synchronously when ``initialize`` is accepted (at its arrival), with its params."""
 Handler = Callable[..., Awaitable[Any]]
 F = TypeVar("F", bound=Handler)
+T = TypeVar("T")
 
 FLUSH_TIMEOUT: Final = 5.0
 """Seconds the orderly end waits for a slow client to read what is queued."""
@@ -104,6 +105,20 @@ class Call:
 def current_call() -> Call | None:
     """The request whose handler is running (or arriving) in this context."""
     return _current_call.get()
+
+
+class Ready(Awaitable[T]):
+    """What a handler returns when its result is known at its request's arrival: the server answers it
+    right there (no task; in arrival order with everything decided at arrival). Awaiting it gives the value."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: T) -> None:
+        self.value = value
+
+    def __await__(self) -> Generator[Any, None, T]:
+        return self.value
+        yield  # pragma: no cover - makes this a generator that never suspends
 
 
 @attrs.frozen
@@ -208,7 +223,8 @@ class Server:
         awaitable of the result (an attrs instance, ``None`` or plain JSON).
 
         The call itself happens at the request's arrival, in arrival order; a plain ``def`` can act
-        there (take its place in the host's FIFO) and return a coroutine for the rest.
+        there (take its place in the host's FIFO) and return a coroutine for the rest, or return
+        ``Ready(result)`` when the result is known right then (answered at once, no task).
         """
 
         def decorator(fn: F) -> F:
@@ -327,6 +343,8 @@ class Server:
             return self._send_error(request.id, to_error(exc, operation=method.name))
         finally:
             _current_call.reset(token)
+        if type(work) is Ready and not self._over_high_water():
+            return self._answer(call, work.value)  # known at arrival: no task, nothing left to cancel
         self._calls.setdefault(request.id, []).append(call)
         assert self._task_group is not None
         self._task_group.start_soon(self._run_call, call, work, name=f"rpcd request {method.name}")
@@ -358,18 +376,26 @@ class Server:
                 except Exception as exc:
                     return self._answer_error(call, to_error(exc, operation=call.method))
                 await self._writable()
-                try:
-                    body = encode_json(unstructure(result))
-                except _UNENCODABLE as exc:
-                    return self._answer_error(call, to_error(exc, operation=call.method))
-                self._send_body(b'{"jsonrpc":"2.0","id":%s,"result":%s}' % (encode_json(call.id), body))
-                call.answered = True
-                if call.on_answered is not None:
-                    call.on_answered()
+                self._answer(call, result)
             if not call.answered:
                 self._answer_cancelled(call)
         finally:
             self._forget(call)
+
+    def _answer(self, call: Call, result: Any) -> None:
+        """Encode and send the result (an attrs instance, ``None`` or plain JSON); an unencodable one is our bug."""
+        try:
+            body = encode_json(unstructure(result))
+        except _UNENCODABLE as exc:
+            return self._answer_error(call, to_error(exc, operation=call.method))
+        self._send_body(b'{"jsonrpc":"2.0","id":%s,"result":%s}' % (encode_json(call.id), body))
+        call.answered = True
+        if call.on_answered is not None:
+            call.on_answered()
+        return None
+
+    def _over_high_water(self) -> bool:
+        return self.transport is not None and self.transport.over_high_water()
 
     async def _writable(self) -> None:
         if self.transport is not None and self.transport.over_high_water():
@@ -460,7 +486,7 @@ class Server:
             self.client_capabilities = params.capabilities or ClientCapabilities()
             if self.initialize_hook is not None:
                 self.initialize_hook(params)
-            return _value(InitializeResult(self.protocol_version, self.server_info, self.capabilities()))
+            return Ready(InitializeResult(self.protocol_version, self.server_info, self.capabilities()))
 
         @self.method(SHUTDOWN)
         def shutdown() -> Awaitable[None]:
@@ -470,8 +496,8 @@ class Server:
             return self._shutdown()
 
         @self.method(PING)
-        async def ping() -> None:
-            return None
+        def ping() -> Awaitable[None]:
+            return Ready(None)
 
     def _answered_initialize(self) -> None:
         if self._initialize_answered is not None:
@@ -608,9 +634,11 @@ class Server:
             loop.call_soon_threadsafe(self.request_stop, "stdout closed")
 
         writer = QueuedWriter(out_fd, on_broken=on_broken)
+        reader = StdinReader(in_fd)
         try:
-            return await self.serve(StdinReader(in_fd), writer, handle_signals=True)
+            return await self.serve(reader, writer, handle_signals=True)
         finally:
+            reader.close()
             writer.close()
 
 
@@ -621,10 +649,6 @@ def report_encoding_failure(what: str, error: BaseException) -> None:
 
 def _never() -> bool:
     return False
-
-
-async def _value(value: Any) -> Any:
-    return value
 
 
 def _chain(exc: BaseException) -> Iterable[BaseException]:
@@ -654,4 +678,4 @@ def run_stdio(server: Server, *, stdin_fd: int = 0) -> int:
     return result
 
 
-__all__ = ["Call", "Server", "create_server", "current_call", "run_stdio"]
+__all__ = ["Call", "Ready", "Server", "create_server", "current_call", "run_stdio"]

@@ -17,27 +17,28 @@ from tests.driver import FIXTURE, Daemon
 MAX_BYTES = 4096
 FRAMINGS = ["ndjson", "content-length"]
 
-# name -> (body, expected error code or None for "no answer at all", expected id)
+# name -> (body, expected error code or None for "no answer at all", expected id); the ids are far above the
+# driver's own (counted from 1 per daemon), so an error answer is never taken for the next request's answer
 BODY_CASES: dict[str, tuple[bytes, int | None, Any]] = {
-    "invalid_json": (b'{"jsonrpc":"2.0","id":1,', -32700, None),
+    "invalid_json": (b'{"jsonrpc":"2.0","id":9001,', -32700, None),
     "not_an_object_string": (b'"hello"', -32600, None),
     "not_an_object_number": (b"42", -32600, None),
-    "batch": (b'[{"jsonrpc":"2.0","id":2,"method":"ping"}]', -32600, None),
+    "batch": (b'[{"jsonrpc":"2.0","id":9002,"method":"ping"}]', -32600, None),
     "empty_batch": (b"[]", -32600, None),
-    "missing_jsonrpc": (b'{"id":3,"method":"ping"}', -32600, 3),
-    "wrong_jsonrpc": (b'{"jsonrpc":"1.0","id":4,"method":"ping"}', -32600, 4),
+    "missing_jsonrpc": (b'{"id":9003,"method":"ping"}', -32600, 9003),
+    "wrong_jsonrpc": (b'{"jsonrpc":"1.0","id":9004,"method":"ping"}', -32600, 9004),
     "bad_id_object": (b'{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}', -32600, None),
-    "bad_id_float": (b'{"jsonrpc":"2.0","id":1.5,"method":"ping"}', -32600, None),
+    "bad_id_float": (b'{"jsonrpc":"2.0","id":9001.5,"method":"ping"}', -32600, None),
     "bad_id_bool": (b'{"jsonrpc":"2.0","id":true,"method":"ping"}', -32600, None),
-    "missing_method": (b'{"jsonrpc":"2.0","id":5}', -32600, None),
-    "method_not_string": (b'{"jsonrpc":"2.0","id":6,"method":7}', -32600, 6),
-    "params_string": (b'{"jsonrpc":"2.0","id":7,"method":"ping","params":"x"}', -32600, 7),
-    "params_number": (b'{"jsonrpc":"2.0","id":8,"method":"ping","params":3}', -32600, 8),
-    "utf8_error": (b'{"jsonrpc":"2.0","id":9,"method":"test/echo","params":{"value":"\xff\xfe"}}', -32700, None),
-    "nan_constant": (b'{"jsonrpc":"2.0","id":10,"method":"test/echo","params":{"value":NaN}}', -32700, None),
-    "unknown_method": (b'{"jsonrpc":"2.0","id":11,"method":"noSuchMethod"}', -32601, 11),
-    "invalid_params": (b'{"jsonrpc":"2.0","id":12,"method":"test/sleep","params":{"seconds":"1","x":1}}', -32602, 12),
-    "params_array": (b'{"jsonrpc":"2.0","id":13,"method":"test/sleep","params":[1]}', -32602, 13),
+    "missing_method": (b'{"jsonrpc":"2.0","id":9005}', -32600, None),
+    "method_not_string": (b'{"jsonrpc":"2.0","id":9006,"method":7}', -32600, 9006),
+    "params_string": (b'{"jsonrpc":"2.0","id":9007,"method":"ping","params":"x"}', -32600, 9007),
+    "params_number": (b'{"jsonrpc":"2.0","id":9008,"method":"ping","params":3}', -32600, 9008),
+    "utf8_error": (b'{"jsonrpc":"2.0","id":9009,"method":"test/echo","params":{"value":"\xff\xfe"}}', -32700, None),
+    "nan_constant": (b'{"jsonrpc":"2.0","id":9010,"method":"test/echo","params":{"value":NaN}}', -32700, None),
+    "unknown_method": (b'{"jsonrpc":"2.0","id":9011,"method":"noSuchMethod"}', -32601, 9011),
+    "invalid_params": (b'{"jsonrpc":"2.0","id":9012,"method":"test/sleep","params":{"seconds":"1","x":1}}', -32602, 9012),
+    "params_array": (b'{"jsonrpc":"2.0","id":9013,"method":"test/sleep","params":[1]}', -32602, 9013),
     "notification_of_request_method": (b'{"jsonrpc":"2.0","method":"ping"}', None, None),
     "unknown_notification": (b'{"jsonrpc":"2.0","method":"no/such/notification","params":{}}', None, None),
     "stray_response": (b'{"jsonrpc":"2.0","id":"nobody-asked","result":1}', None, None),
