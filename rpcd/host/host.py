@@ -420,8 +420,14 @@ class SerializedHost:
         return self.check_available("sessionFile").session.session_file
 
     def state(self) -> SessionState:
-        with self._session_access("getState") as session:
+        # ``_session_access`` spelled out: the health probe is polled, a generator context manager per
+        # call is most of its own cost.
+        session = self.check_available("getState").session
+        try:
             return session.state()
+        except Exception as error:
+            self._describe_access(error, "getState")
+            raise
 
     def messages(self) -> list[dict[str, Any]]:
         with self._session_access("getMessages") as session:

@@ -182,16 +182,24 @@ def _pollable(fd: int) -> bool:
     return stat.S_ISCHR(mode) and os.isatty(fd)
 
 
-def _pipe_unread(fd: int) -> int | None:
-    """Bytes written to the pipe ``fd`` and not yet read by the other side (``None``: not a pipe, or unknown)."""
+def _is_pipe(fd: int) -> bool:
+    """A pipe whose fill can be asked (``FIONREAD``)."""
     try:
         if not stat.S_ISFIFO(os.fstat(fd).st_mode):
-            return None
-        answer = fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0")
+            return False
+        fcntl.ioctl(fd, termios.FIONREAD, _INT)
     except OSError:
-        return None
-    unread: int = struct.unpack("i", answer)[0]
+        return False
+    return True
+
+
+def _pipe_unread(fd: int) -> int:
+    """Bytes written to the pipe ``fd`` and not yet read by the other side."""
+    unread: int = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, _INT))[0]
     return unread
+
+
+_INT: Final = b"\0\0\0\0"
 
 
 class QueuedWriter:
@@ -213,7 +221,7 @@ class QueuedWriter:
         self._closed = False
         self._broken = False
         self._cond = threading.Condition()
-        self._direct = _pipe_unread(fd) is not None
+        self._direct = _is_pipe(fd)
         self._thread = threading.Thread(target=self._run, name="rpcd-stdout", daemon=True)
         self._thread.start()
 

@@ -81,6 +81,7 @@ CLIENT_REQUEST_TIMEOUT: Final = 60.0
 _IGNORED_NOTIFICATIONS: Final = frozenset({"initialized", "notifications/initialized"})
 _UNENCODABLE: Final = (TypeError, ValueError, RecursionError, OverflowError)
 
+_NO_PARAMS: Final = EmptyParams()
 _current_call: contextvars.ContextVar[Call | None] = contextvars.ContextVar("rpcd_current_call", default=None)
 
 
@@ -90,12 +91,19 @@ class Call:
     def __init__(self, msg_id: int | str, method: str) -> None:
         self.id = msg_id
         self.method = method
-        self.scope = anyio.CancelScope()
+        self._scope: anyio.CancelScope | None = None
         self.on_cancel: Callable[[], bool] | None = None
         """What ``$/cancelRequest`` does: ``True`` -> cancel the scope (the request stops, -32800);
         ``False`` -> nothing more (it answers normally). ``None``: always cancel the scope."""
         self.on_answered: Callable[[], None] | None = None
         self.answered = False
+
+    @property
+    def scope(self) -> anyio.CancelScope:
+        """The request's cancel scope (made when first needed: a request answered at arrival has none)."""
+        if self._scope is None:
+            self._scope = anyio.CancelScope()
+        return self._scope
 
     def cancel(self) -> None:
         if self.on_cancel is None or self.on_cancel():
@@ -109,12 +117,17 @@ def current_call() -> Call | None:
 
 class Ready(Awaitable[T]):
     """What a handler returns when its result is known at its request's arrival: the server answers it
-    right there (no task; in arrival order with everything decided at arrival). Awaiting it gives the value."""
+    right there (no task; in arrival order with everything decided at arrival). Awaiting it gives the value.
 
-    __slots__ = ("value",)
+    ``immutable``: the value can never change (a frozen attrs instance of immutable fields), so when a
+    handler returns the very same object again its encoding is reused.
+    """
 
-    def __init__(self, value: T) -> None:
+    __slots__ = ("immutable", "value")
+
+    def __init__(self, value: T, *, immutable: bool = False) -> None:
         self.value = value
+        self.immutable = immutable
 
     def __await__(self) -> Generator[Any, None, T]:
         return self.value
@@ -205,6 +218,8 @@ class Server:
         self._methods: dict[str, _Method] = {}
         self._calls: dict[int | str, list[Call]] = {}
         self._calls_changed: anyio.Event | None = None
+        self._encoded: tuple[object, bytes] | None = None
+        """The last immutable result answered and its encoding (``Ready(..., immutable=True)``)."""
         self._peer = _PyglsPeer(self._send_envelope)
         self._ids = itertools.count(1)
         self._task_group: anyio.abc.TaskGroup | None = None
@@ -344,7 +359,8 @@ class Server:
         finally:
             _current_call.reset(token)
         if type(work) is Ready and not self._over_high_water():
-            return self._answer(call, work.value)  # known at arrival: no task, nothing left to cancel
+            # Known at arrival: no task, nothing left to cancel.
+            return self._answer(call, work.value, immutable=work.immutable)
         self._calls.setdefault(request.id, []).append(call)
         assert self._task_group is not None
         self._task_group.start_soon(self._run_call, call, work, name=f"rpcd request {method.name}")
@@ -382,13 +398,21 @@ class Server:
         finally:
             self._forget(call)
 
-    def _answer(self, call: Call, result: Any) -> None:
+    def _answer(self, call: Call, result: Any, *, immutable: bool = False) -> None:
         """Encode and send the result (an attrs instance, ``None`` or plain JSON); an unencodable one is our bug."""
-        try:
-            body = encode_json(unstructure(result))
-        except _UNENCODABLE as exc:
-            return self._answer_error(call, to_error(exc, operation=call.method))
-        self._send_body(b'{"jsonrpc":"2.0","id":%s,"result":%s}' % (encode_json(call.id), body))
+        memo = self._encoded
+        if immutable and memo is not None and memo[0] is result:
+            body = memo[1]
+        else:
+            try:
+                body = encode_json(unstructure(result))
+            except _UNENCODABLE as exc:
+                return self._answer_error(call, to_error(exc, operation=call.method))
+            if immutable:
+                self._encoded = (result, body)
+        msg_id = call.id
+        encoded_id = b"%d" % msg_id if type(msg_id) is int else encode_json(msg_id)
+        self._send_body(b'{"jsonrpc":"2.0","id":%s,"result":%s}' % (encoded_id, body))
         call.answered = True
         if call.on_answered is not None:
             call.on_answered()
@@ -437,6 +461,8 @@ class Server:
     def _convert_params(self, name: str, params_type: type[Any] | None, raw: Any) -> Any:
         if raw is None or raw == []:
             raw = {}
+        if (params_type is None or params_type is EmptyParams) and raw == {}:
+            return _NO_PARAMS  # what ``structure({}, EmptyParams)`` gives, without the converter
         if isinstance(raw, list):
             problems = [ErrorItem("InvalidParams", "params must be an object (by-name), not an array", path="$")]
             raise WireError(protocol_error(ErrorCode.INVALID_PARAMS, "", operation=name, phase=WirePhase.VALIDATION,
