@@ -75,6 +75,8 @@ class StdinReader:
         self._watching = False
         self._ended = False
         self._closed = False
+        self._paused = False
+        self._offer: Callable[[bytes], bool] | None = None
         self._slots = threading.Semaphore(MAX_PENDING_CHUNKS)
         self._thread = threading.Thread(target=self._run, name="rpcd-stdin", daemon=True)
 
@@ -101,15 +103,40 @@ class StdinReader:
                 self._waiter = None
         chunk = self._chunks.popleft()
         if self._polled:
-            if not self._watching and not self._ended and not self._closed:
-                self._watch()
+            self._rewatch()
         elif chunk:
             self._slots.release()
         return chunk
 
+    def offer_to(self, take: Callable[[bytes], bool] | None) -> None:
+        """While ``receive()`` waits with nothing taken ahead, a chunk the loop reads from a watched fd is
+        first offered to ``take`` (in the loop, at once): ``True`` means taken (``receive()`` goes on
+        waiting), ``False`` that it waits for ``receive()`` as usual. An exception ``take`` raises is
+        raised by that ``receive()``. ``None``: no more offers."""
+        self._offer = take
+
+    def pause(self) -> None:
+        """Read nothing until ``resume()`` (a taker catching up on what it took)."""
+        self._paused = True
+        self._unwatch()
+
+    def resume(self) -> None:
+        self._paused = False
+        if self._polled:
+            self._rewatch()
+
     def close(self) -> None:
         """Read nothing more (the loop's watch ends now; a thread ends at its next chunk)."""
         self._closed = True
+        self._offer = None
+        self._unwatch()
+
+    def _rewatch(self) -> None:
+        idle = not self._watching and not self._ended and not self._closed and not self._paused
+        if idle and len(self._chunks) < MAX_PENDING_CHUNKS:
+            self._watch()
+
+    def _unwatch(self) -> None:
         if self._watching and self._loop is not None:
             self._loop.remove_reader(self._fd)
             self._watching = False
@@ -139,11 +166,20 @@ class StdinReader:
         except OSError as exc:
             log.warning("stdin read failed; treating as end of input", extra={"errno": exc.errno})
             data = b""
+        waiter = self._waiter
+        if data and self._offer is not None and waiter is not None and not self._chunks:
+            try:
+                if self._offer(data):
+                    return
+            except Exception as error:  # the taker's failure is the receiver's, as if it had taken the chunk
+                self._unwatch()
+                self._closed = True
+                if not waiter.done():
+                    waiter.set_exception(error)
+                return
         if not data or len(self._chunks) + 1 >= MAX_PENDING_CHUNKS:
             self._ended = self._ended or not data
-            assert self._loop is not None
-            self._loop.remove_reader(self._fd)
-            self._watching = False
+            self._unwatch()
         self._deliver(data)
 
     def _deliver(self, chunk: bytes) -> None:

@@ -218,6 +218,10 @@ class Server:
         self._methods: dict[str, _Method] = {}
         self._calls: dict[int | str, list[Call]] = {}
         self._calls_changed: anyio.Event | None = None
+        self._reader: StdinReader | None = None
+        """The stdin reader that offers chunks to ``_take_chunk`` (``None``: another source)."""
+        self._catching_up: anyio.CancelScope | None = None
+        """The task dispatching the rest of a chunk taken at once that reached the outbound bound."""
         self._encoded: tuple[object, bytes] | None = None
         """The last immutable result answered and its encoding (``Ready(..., immutable=True)``)."""
         self._peer = _PyglsPeer(self._send_envelope)
@@ -294,15 +298,51 @@ class Server:
     # -- input ---------------------------------------------------------------------------------------
 
     async def _read(self, source: ByteSource) -> None:
-        while True:
-            chunk = await source.receive()
-            if not chunk:
-                self.framer.receive_eof()
+        offer = source.offer_to if isinstance(source, StdinReader) else None
+        if offer is not None:
+            assert isinstance(source, StdinReader)
+            self._reader = source
+            offer(self._take_chunk)
+        try:
+            while True:
+                chunk = await source.receive()
+                if not chunk:
+                    self.framer.receive_eof()
+                    await self._drain_frames()
+                    self.request_stop("end of input")
+                    return
+                self.framer.receive_data(chunk)
                 await self._drain_frames()
-                self.request_stop("end of input")
-                return
-            self.framer.receive_data(chunk)
+        finally:
+            if offer is not None:
+                offer(None)  # the end has begun (or reading failed): nothing more is taken at once
+
+    def _take_chunk(self, chunk: bytes) -> bool:
+        """The reader's offer while ``_read`` waits with nothing read ahead: frame and dispatch the chunk at
+        once, in the loop's callback (no wake-up of the reader task per request). Over the outbound bound
+        it is refused (``_read`` takes it and waits); reaching the bound midway, the reader pauses while a
+        task dispatches the rest as ``_read`` would, then reads on."""
+        if self._over_high_water():
+            return False
+        framer = self.framer
+        framer.receive_data(chunk)
+        while (event := framer.next_event()) is not NEED_DATA:
+            self._dispatch(event)
+            if self._over_high_water():
+                reader, task_group = self._reader, self._task_group
+                assert reader is not None and task_group is not None
+                reader.pause()
+                self._catching_up = scope = anyio.CancelScope()
+                task_group.start_soon(self._catch_up, reader, scope, name="rpcd reader catching up")
+                break
+        return True
+
+    async def _catch_up(self, reader: StdinReader, scope: anyio.CancelScope) -> None:
+        if scope.cancel_called:
+            return  # the end began before this task ran
+        with scope:
             await self._drain_frames()
+            reader.resume()
 
     async def _drain_frames(self) -> None:
         """Dispatch every complete frame; while the client is not reading our output, stop reading its input."""
@@ -310,14 +350,17 @@ class Server:
             assert self.transport is not None
             if self.transport.over_high_water():
                 await self.transport.wait_writable()
-            if isinstance(event, Frame):
-                self._on_message(classify(event.body))
-            elif isinstance(event, Oversized):
-                detail = f"frame of {event.size} bytes exceeds the limit of {self.max_message_bytes}; it was dropped"
-                self._send_error(None, protocol_error(ErrorCode.MESSAGE_TOO_LARGE, detail, phase=WirePhase.FRAMING))
-            elif isinstance(event, Garbage):
-                detail = f"bytes between frames are not a frame ({event.reason}); skipped to the next header"
-                self._send_error(None, protocol_error(ErrorCode.PARSE_ERROR, detail, phase=WirePhase.FRAMING))
+            self._dispatch(event)
+
+    def _dispatch(self, event: Frame | Oversized | Garbage) -> None:
+        if isinstance(event, Frame):
+            self._on_message(classify(event.body))
+        elif isinstance(event, Oversized):
+            detail = f"frame of {event.size} bytes exceeds the limit of {self.max_message_bytes}; it was dropped"
+            self._send_error(None, protocol_error(ErrorCode.MESSAGE_TOO_LARGE, detail, phase=WirePhase.FRAMING))
+        elif isinstance(event, Garbage):
+            detail = f"bytes between frames are not a frame ({event.reason}); skipped to the next header"
+            self._send_error(None, protocol_error(ErrorCode.PARSE_ERROR, detail, phase=WirePhase.FRAMING))
 
     def _on_message(self, message: Invalid | Request | Notification | Response) -> None:
         if isinstance(message, Request):
@@ -588,6 +631,8 @@ class Server:
             log.info("serving", extra={"pid": os.getpid(), "maxMessageBytes": self.max_message_bytes})
             await self._stop.wait()
             reading.cancel()  # what arrives from now on is not read: the end has begun
+            if self._catching_up is not None:
+                self._catching_up.cancel()
             code = await self._finish(sink)
             task_group.cancel_scope.cancel()
         return code

@@ -19,12 +19,17 @@ async def _read_all(reader: StdinReader) -> bytes:
     return b"".join(chunks)
 
 
+def _write_and_close(fd: int, data: bytes) -> None:
+    os.write(fd, data)
+    os.close(fd)
+
+
 def test_a_pipe_is_watched_by_the_loop_and_delivers_everything_then_eof() -> None:
     async def main() -> None:
         read_fd, write_fd = os.pipe()
         reader = StdinReader(read_fd)
         payload = b"".join(b'{"id":%d}\n' % i for i in range(20_000))
-        threading.Thread(target=lambda: (os.write(write_fd, payload), os.close(write_fd))).start()
+        threading.Thread(target=_write_and_close, args=(write_fd, payload)).start()
         received = await asyncio.wait_for(_read_all(reader), 30)
         assert reader.polled
         assert received == payload
@@ -191,3 +196,65 @@ def test_a_regular_file_is_written_by_the_thread(tmp_path: Path) -> None:
     writer.close()
     os.close(fd)
     assert (tmp_path / "out").read_bytes() == b"".join(b"%d\n" % i for i in range(100))
+
+
+def test_a_chunk_is_offered_while_receive_waits_and_a_refused_one_goes_to_receive() -> None:
+    async def main() -> None:
+        read_fd, write_fd = os.pipe()
+        reader = StdinReader(read_fd)
+        taken: list[bytes] = []
+        refuse = False
+
+        def take(chunk: bytes) -> bool:
+            if refuse:
+                return False
+            taken.append(chunk)
+            return True
+
+        reader.offer_to(take)
+        receiving = asyncio.ensure_future(reader.receive())
+        os.write(write_fd, b"one\n")
+        for _ in range(100):
+            if taken:
+                break
+            await asyncio.sleep(0.005)
+        assert taken == [b"one\n"] and not receiving.done(), "taken at once; receive() goes on waiting"
+        refuse = True
+        os.write(write_fd, b"two\n")
+        assert await asyncio.wait_for(receiving, 30) == b"two\n"
+        reader.pause()
+        os.write(write_fd, b"three\n")
+        receiving = asyncio.ensure_future(reader.receive())
+        await asyncio.sleep(0.05)
+        assert not receiving.done(), "paused: nothing is read"
+        reader.resume()
+        assert await asyncio.wait_for(receiving, 30) == b"three\n"
+        reader.close()
+        os.close(write_fd)
+        os.close(read_fd)
+
+    asyncio.run(main())
+
+
+def test_a_failing_taker_fails_the_waiting_receive() -> None:
+    async def main() -> None:
+        read_fd, write_fd = os.pipe()
+        reader = StdinReader(read_fd)
+
+        def take(chunk: bytes) -> bool:
+            raise RuntimeError("taker bug")
+
+        reader.offer_to(take)
+        receiving = asyncio.ensure_future(reader.receive())
+        await asyncio.sleep(0)
+        os.write(write_fd, b"x\n")
+        try:
+            await asyncio.wait_for(receiving, 30)
+        except RuntimeError as error:
+            assert str(error) == "taker bug"
+        else:
+            raise AssertionError("receive() did not fail")
+        os.close(write_fd)
+        os.close(read_fd)
+
+    asyncio.run(main())
