@@ -88,7 +88,7 @@ from rpcd.protocol.names import (
 from rpcd.wire.errors import WireError, WirePhase, protocol_error
 from rpcd.wire.notifications import EventPump
 from rpcd.wire.progress import Progress
-from rpcd.wire.server import Server, current_call
+from rpcd.wire.server import Ready, Server, current_call
 
 log = logging.getLogger(__name__)
 
@@ -169,6 +169,8 @@ class SessionMethods:
         self._pump = pump
         self._library = library
         self._snapshot: SessionState | None = None
+        self._state_answer: tuple[tuple[SessionState, str, int], t.GetStateResult] | None = None
+        """The last ``getState`` answer and what it was made from."""
 
     # -- replacements ---------------------------------------------------------------------
 
@@ -239,22 +241,40 @@ class SessionMethods:
 
     # -- reads ----------------------------------------------------------------------------
 
-    async def get_state(self, params: t.EmptyParams | None = None) -> t.GetStateResult:
-        host = self._host
-        await host.wait_started()
+    def get_state(self, params: t.EmptyParams | None = None) -> Awaitable[t.GetStateResult]:
+        pump = self._pump
+        if self._host.started and (pump.pending == 0 or pump.closed):
+            # Nothing to wait for (startup settled, every event handed to the transport): answer at arrival.
+            return Ready(self._state_result(self._current_state()), immutable=True)
+        return self._get_state()
+
+    async def _get_state(self) -> t.GetStateResult:
+        await self._host.wait_started()
+        state = self._current_state()
+        await self._pump.drain()
+        return self._state_result(state)
+
+    def _current_state(self) -> SessionState:
+        """The host's state, or the last one known when the host has no usable session."""
         try:
-            state = host.state()
+            state = self._host.state()
         except (HostUnavailableError, HostDisposedError):
             if self._snapshot is None:
                 raise
-            state = self._snapshot
-        else:
-            self._snapshot = state
-        await self._pump.drain()
-        model = t.ModelRef(state.model.provider, state.model.model_id) if state.model is not None else None
+            return self._snapshot
+        self._snapshot = state
+        return state
+
+    def _state_result(self, state: SessionState) -> t.GetStateResult:
+        """The answer for ``state`` (the same object again while nothing changed: its encoding is reused)."""
+        host = self._host
         status = host.status
         assert status != "starting"
-        return t.GetStateResult(
+        key = (state, status, host.generation)
+        if self._state_answer is not None and self._state_answer[0] == key:
+            return self._state_answer[1]
+        model = t.ModelRef(state.model.provider, state.model.model_id) if state.model is not None else None
+        result = t.GetStateResult(
             session_id=state.session_id,
             cwd=state.cwd,
             leaf_id=state.leaf_id,
@@ -274,6 +294,8 @@ class SessionMethods:
             model=model,
             approval_policy=state.approval_policy,
         )
+        self._state_answer = (key, result)
+        return result
 
     def get_messages(self, params: t.EmptyParams | None = None) -> Awaitable[t.GetMessagesResult]:
         return self._messages(_tracked(self._host.enqueue(GET_MESSAGES, self._host.messages)))

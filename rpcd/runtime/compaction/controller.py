@@ -129,7 +129,10 @@ class SessionCompaction:
 
     @property
     def auto_enabled(self) -> bool:
-        return self.settings().enabled
+        """``settings().enabled`` without building the settings (``getState`` asks it every call)."""
+        if self.enabled_override is not None:
+            return self.enabled_override
+        return CompactionSettings.enabled_in(self._session.settings())
 
     def set_auto_enabled(self, enabled: bool) -> None:
         self.enabled_override = enabled
