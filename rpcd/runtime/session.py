@@ -31,6 +31,7 @@ import binascii
 import logging
 import os
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -196,7 +197,11 @@ class AgentSession:
         self.session_manager = session_manager
         self.registry = registry
         self.model_inputs = model_inputs or ModelInputs()
-        self.retry = SessionRetry(self)
+        # The parts a session owns see it through a weak proxy: no reference cycle runs through a
+        # session, so a replaced one is freed as soon as the runtime lets go of it (not at the next
+        # full collection of the cyclic GC, which let the heap grow over thousands of replacements).
+        owner = weakref.proxy(self)
+        self.retry = SessionRetry(owner)
         self.last_context_overflow: ContextOverflowError | None = None
         """The overflow the last run ended with (after recovery: the one recovery could not fix)."""
         self.approval = approval
@@ -205,7 +210,7 @@ class AgentSession:
         """What the host bound into this session (its UI, its tool approver); set by ``bind_extensions``."""
         self.services = services
         self.agent = agent
-        self.compaction = SessionCompaction(self)
+        self.compaction = SessionCompaction(owner)
         self._last_reply: Mapping[str, Any] | None = None
         """The last assistant message a model call produced (it may have left the context since)."""
         agent.before_next_turn = self.compaction.before_next_turn
@@ -1099,7 +1104,7 @@ def create_agent_session(
         session_manager=sm, services=services, agent=agent, session_start_event=session_start_event,
         registry=registry, model_inputs=inputs, approval=approval,
     )
-    agent.seam = ToolSeam(tools, _SessionHooks(session, tool_profiles(services, tools)).hooks())
+    agent.seam = ToolSeam(tools, _SessionHooks(weakref.proxy(session), tool_profiles(services, tools)).hooks())
     return session, selection
 
 

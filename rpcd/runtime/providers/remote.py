@@ -110,7 +110,7 @@ class RemoteProvider:
         self.credentials = credentials or Credentials()
         self.settings = settings or RequestSettings()
         self._transport = transport
-        self._models = {m.id: m for m in spec.models}
+        self._models = _models(spec)
         self._infos = _infos(spec)
         self._check: AuthCheck | bool | None = False  # False: not checked yet
 
@@ -223,6 +223,21 @@ class RemoteProvider:
 
 
 _INFOS: dict[int, tuple[ProviderSpec, list[ModelInfo]]] = {}
+
+
+_MODELS: dict[int, tuple[ProviderSpec, dict[str, ModelSpec]]] = {}
+
+
+def _models(spec: ProviderSpec) -> dict[str, ModelSpec]:
+    """The models by id, built once per (cached, immutable) catalog provider spec; every provider gets
+    its own copy (``add_custom_model`` adds to it). Every replacement composes the providers afresh."""
+    cached = _MODELS.get(id(spec))
+    if cached is not None and cached[0] is spec:
+        return dict(cached[1])
+    models = {m.id: m for m in spec.models}
+    if not spec.configured:
+        _MODELS[id(spec)] = (spec, models)
+    return dict(models)
 
 
 def _infos(spec: ProviderSpec) -> list[ModelInfo]:
