@@ -8,11 +8,10 @@ The daemon's registration, the OpenRPC generator and the tests all read this one
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import attrs
 
-from rpcd.protocol import events as ev
 from rpcd.protocol import types as t
 from rpcd.protocol.names import (
     ABORT,
@@ -123,7 +122,7 @@ def _note(name: str, params: type[Any] | None, summary: str, direction: Directio
     return MethodSpec(name, params, None, "notification", direction, summary)
 
 
-SPECS: Final[tuple[MethodSpec, ...]] = (
+_BEFORE_EVENTS: Final[tuple[MethodSpec, ...]] = (
     # requests client -> daemon
     _req(INITIALIZE, t.InitializeParams, t.InitializeResult, "Handshake; must be the first request.",
          ErrorCode.ALREADY_INITIALIZED),
@@ -207,7 +206,7 @@ SPECS: Final[tuple[MethodSpec, ...]] = (
          *_HOST_ERRORS),
     _req(SET_FOLLOW_UP_MODE, t.SetQueueModeParams, None, "Deliver queued follow-ups all at once or one per stop.",
          *_HOST_ERRORS),
-    _req(CLEAR_QUEUE, t.EmptyParams, ev.QueueContents, "Drop the queued input; answers what was dropped.",
+    _req(CLEAR_QUEUE, t.EmptyParams, t.QueueContents, "Drop the queued input; answers what was dropped.",
          *_HOST_ERRORS),
     _req(SET_THINKING_LEVEL, t.SetThinkingLevelParams, None,
          "Set the thinking level (clamped to the model); appends thinking_level_change if it changed.",
@@ -236,9 +235,20 @@ SPECS: Final[tuple[MethodSpec, ...]] = (
     _note(EXIT, None, "End the process (exit code 0 after `shutdown`).", "client->server"),
     _note(CANCEL_REQUEST, t.CancelParams, "Cancel a running request (LSP spelling).", "client->server"),
     _note(CANCEL_REQUEST_ACP, t.CancelParams, "Cancel a running request (ACP spelling).", "client->server"),
+)
+
+
+def _event_notifications() -> tuple[MethodSpec, ...]:
+    # Their params carry the typed events (``rpcd.protocol.events``, ~55 classes): built when the
+    # whole table is first read (the OpenRPC document, tests), not by the daemon's registration.
+    return (
+        _note(SESSION_EVENT, t.SessionEventParams, "An AgentSession event of the current session."),
+        _note(SESSION_LIFECYCLE, t.SessionLifecycleParams, "session_start / session_shutdown."),
+    )
+
+
+_AFTER_EVENTS: Final[tuple[MethodSpec, ...]] = (
     # notifications daemon -> client
-    _note(SESSION_EVENT, t.SessionEventParams, "An AgentSession event of the current session."),
-    _note(SESSION_LIFECYCLE, t.SessionLifecycleParams, "session_start / session_shutdown."),
     _note(SESSION_DIAGNOSTICS, t.SessionDiagnosticsParams, "Diagnostics of a replacement (redacted)."),
     _note(HOST_STATUS, t.HostStatusParams, "The host status changed."),
     _note(PROGRESS, t.ProgressParams, "Work-done progress for a request's workDoneToken."),
@@ -263,9 +273,22 @@ SPECS: Final[tuple[MethodSpec, ...]] = (
                "May this tool call run? (capability toolApproval)"),
 )
 
-METHODS: Final[dict[str, MethodSpec]] = {spec.name: spec for spec in SPECS}
-"""Every method by name (``SPECS`` names each once: tests/wire/test_registration.py)."""
+if TYPE_CHECKING:
+    SPECS: tuple[MethodSpec, ...]
+    """Every method, in the order of the OpenRPC document."""
+    METHODS: dict[str, MethodSpec]
+    """Every method by name (``SPECS`` names each once: tests/wire/test_registration.py)."""
+
+
+def __getattr__(name: str) -> Any:
+    """``SPECS`` and ``METHODS``, built on first use (with the event notifications' params)."""
+    if name not in ("SPECS", "METHODS"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    specs = (*_BEFORE_EVENTS, *_event_notifications(), *_AFTER_EVENTS)
+    globals().update(SPECS=specs, METHODS={spec.name: spec for spec in specs})
+    return globals()[name]
 
 
 def client_requests() -> list[MethodSpec]:
-    return [m for m in METHODS.values() if m.kind == "request" and m.direction == "client->server"]
+    """The client->server requests, in table order (no event notification is one of them)."""
+    return [m for m in (*_BEFORE_EVENTS, *_AFTER_EVENTS) if m.kind == "request" and m.direction == "client->server"]

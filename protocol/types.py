@@ -9,19 +9,16 @@ events that carry them are typed in ``rpcd.protocol.events``.
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import attrs
 
 from rpcd.protocol._fields import nullable, open_object
-from rpcd.protocol.events import (
-    CommandInfo,
-    LifecycleEvent,
-    QueueContents,
-    SessionEvent,
-    ThinkingLevel,
-)
 from rpcd.protocol.names import PROTOCOL_VERSION as PROTOCOL_VERSION  # re-exported
+
+if TYPE_CHECKING:
+    from rpcd.protocol.events import SessionEventParams as SessionEventParams
+    from rpcd.protocol.events import SessionLifecycleParams as SessionLifecycleParams
 
 SUPPORTED_PROTOCOL_VERSIONS: frozenset[int] = frozenset({1})
 
@@ -39,6 +36,45 @@ QueueMode: TypeAlias = Literal["all", "one-at-a-time"]
 ApprovalPolicy: TypeAlias = Literal["auto", "ask-writes", "ask-all", "deny-writes"]
 ApprovalDecision: TypeAlias = Literal["allowOnce", "allowAlways", "rejectOnce", "rejectAlways"]
 ToolKind: TypeAlias = Literal["read", "edit", "delete", "move", "search", "execute", "fetch", "other"]
+
+# -- shapes the events share (``rpcd.protocol.events`` re-exports them) ------------------------------
+
+ThinkingLevel: TypeAlias = Literal["off", "minimal", "low", "medium", "high", "xhigh", "max"]
+"""Pi's thinking levels, in order; a model supports a subset (``getAvailableThinkingLevels``)."""
+
+
+@attrs.frozen
+class CommandSourceInfo:
+    """Where a command comes from (Pi's ``sourceInfo``)."""
+
+    path: str
+    """The extension, template or SKILL.md file."""
+    source: str
+    """``auto`` (discovered), ``local`` (a settings entry), ``cli`` (``-e``)."""
+    scope: str
+    """``user``, ``project`` or ``temporary``."""
+    origin: str
+    base_dir: str | None = None
+
+
+@attrs.frozen
+class CommandInfo:
+    name: str
+    """Invoke it with ``prompt {"text": "/<name> args"}`` (skills are ``skill:<name>``)."""
+    source: Literal["extension", "prompt", "skill"]
+    source_info: CommandSourceInfo
+    description: str | None = None
+    argument_hint: str | None = None
+    """E.g. ``<file> [focus]`` (prompt templates' ``argument-hint``)."""
+
+
+@attrs.frozen
+class QueueContents:
+    """Queued input, in delivery order."""
+
+    steering: list[str]
+    follow_up: list[str]
+
 
 # -- handshake -------------------------------------------------------------------------------------
 
@@ -741,24 +777,6 @@ class CancelParams:
 
 
 @attrs.frozen
-class SessionEventParams:
-    session_id: str
-    generation: int
-    seq: int
-    """Starts at 1 per (sessionId, generation); a client drops anything older than what it has."""
-    event: SessionEvent
-    """The AgentSession event in Pi's shape; ``event.type`` names it."""
-
-
-@attrs.frozen
-class SessionLifecycleParams:
-    session_id: str
-    generation: int
-    seq: int
-    event: LifecycleEvent
-
-
-@attrs.frozen
 class DiagnosticItem:
     type: DiagnosticType
     message: str
@@ -932,3 +950,19 @@ class ToolAuthorizeResult:
     decision: ApprovalDecision
     reason: str | None = None
     """For a rejection: told to the model with the refusal."""
+
+
+_FROM_EVENTS = frozenset({"SessionEventParams", "SessionLifecycleParams"})
+
+
+def __getattr__(name: str) -> Any:
+    """The params of ``session/event`` and ``session/lifecycle`` live with the events they carry
+    (``rpcd.protocol.events``): its ~55 classes are imported only by whoever reads these (the
+    OpenRPC document, the event contract tests), never on the daemon's way to its first answer."""
+    if name in _FROM_EVENTS:
+        from rpcd.protocol import events
+
+        value = getattr(events, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
