@@ -12,6 +12,7 @@ checks that the three lists agree and that every name resolves.
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -34,7 +35,8 @@ def lazy_exports(
         module = where.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module), name)
+        __import__(module)  # not importlib.import_module: ``python -X importtime`` reports this one
+        value = getattr(sys.modules[module], name)
         namespace[name] = value
         return value
 
