@@ -24,6 +24,9 @@ LATER_ONLY = (
     "rpcd.runtime.providers.anthropic",
     "rpcd.runtime.providers.openai_responses",
     "rpcd.runtime.providers.google",
+    "rpcd.runtime.providers.transform",  # a model request (and a compaction)
+    "rpcd.runtime.compaction.summarize",  # a compaction or a branch summary
+    "rpcd.runtime.compaction.prepare",
 )
 PROBE = (
     "import atexit, runpy, sys\n"
