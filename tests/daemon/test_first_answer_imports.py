@@ -15,6 +15,8 @@ from tests.driver import Daemon
 
 LATER_ONLY = (
     "rpcd.protocol.events",  # the published event shapes: OpenRPC and the contract tests read them
+    "rpcd.protocol.results",  # what later requests answer
+    "rpcd.protocol.outgoing",  # what the daemon sends (diagnostics, progress, extension UI, prompts)
     "rpcd.store.library",  # delete / rename / export of session files
     "rpcd.store.importing",  # importJsonl
     "rpcd.store.export_html",  # exportHtml
