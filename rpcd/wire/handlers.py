@@ -50,7 +50,6 @@ from rpcd.core.values import (
     SessionTree,
 )
 from rpcd.host.host import Pending, ReplacementOutcome, SerializedHost
-from rpcd.protocol import events as ev
 from rpcd.protocol import types as t
 from rpcd.protocol.errors import ErrorCode, ErrorItem
 from rpcd.protocol.methods import client_requests
@@ -455,10 +454,10 @@ class SessionMethods:
         host = self._host
         return self._answered(_tracked(host.enqueue(SET_FOLLOW_UP_MODE, lambda: host.set_follow_up_mode(params.mode))))
 
-    def clear_queue(self, params: t.EmptyParams | None = None) -> Awaitable[ev.QueueContents]:
+    def clear_queue(self, params: t.EmptyParams | None = None) -> Awaitable[t.QueueContents]:
         return self._cleared(_tracked(self._host.enqueue(CLEAR_QUEUE, self._host.clear_queue)))
 
-    async def _cleared(self, pending: Pending[QueueSnapshot]) -> ev.QueueContents:
+    async def _cleared(self, pending: Pending[QueueSnapshot]) -> t.QueueContents:
         return queue_contents(await self._answered(pending))
 
     def set_thinking_level(self, params: t.SetThinkingLevelParams) -> Awaitable[None]:
@@ -627,13 +626,13 @@ def _replacement_fields(outcome: ReplacementOutcome) -> dict[str, Any]:
     }
 
 
-def command_result(info: CommandInfo) -> ev.CommandInfo:
+def command_result(info: CommandInfo) -> t.CommandInfo:
     source = info.source_info
     base_dir = source.get("baseDir")
-    return ev.CommandInfo(
+    return t.CommandInfo(
         name=info.name,
         source=info.source,
-        source_info=ev.CommandSourceInfo(
+        source_info=t.CommandSourceInfo(
             path=str(source.get("path", "")),
             source=str(source.get("source", "")),
             scope=str(source.get("scope", "")),
@@ -649,8 +648,8 @@ def _images(images: list[t.PromptImage] | None) -> tuple[ImageInput, ...]:
     return tuple(ImageInput(data=i.data, mime_type=i.mime_type) for i in images or ())
 
 
-def queue_contents(snapshot: QueueSnapshot) -> ev.QueueContents:
-    return ev.QueueContents(steering=list(snapshot.steering), follow_up=list(snapshot.follow_up))
+def queue_contents(snapshot: QueueSnapshot) -> t.QueueContents:
+    return t.QueueContents(steering=list(snapshot.steering), follow_up=list(snapshot.follow_up))
 
 
 # -- listSessions pagination ----------------------------------------------------------------

@@ -44,11 +44,9 @@ from rpcd.runtime.models_config import (
 )
 from rpcd.runtime.providers.attribution import attribution_headers, install_telemetry_enabled
 from rpcd.runtime.providers.base import AssistantMessageEvent, ModelInfo, ProviderRequest, new_assistant_message
-from rpcd.runtime.providers.call import CallContext
 from rpcd.runtime.providers.catalog import builtin_catalog
 from rpcd.runtime.providers.credentials import AuthCheck, CredentialError, Credentials, load_auth_file
 from rpcd.runtime.providers.http import MAX_ERROR_CHARS, ProviderRetry, StreamError, Timeouts, stream_call
-from rpcd.runtime.providers.transform import convert_to_llm
 
 if TYPE_CHECKING:
     import httpx
@@ -170,6 +168,9 @@ class RemoteProvider:
         return None
 
     async def stream(self, request: ProviderRequest) -> AsyncIterator[AssistantMessageEvent]:
+        from rpcd.runtime.providers.call import CallContext  # a request's machinery: on the first request
+        from rpcd.runtime.providers.transform import convert_to_llm
+
         message = new_assistant_message(request.model)
         spec = self._models.get(request.model.id)
         module = api_module(spec.api) if spec is not None else None
