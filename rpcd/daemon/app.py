@@ -250,7 +250,11 @@ class Daemon:
             # the project is recorded. The final disposal records the file once it exists.
             previous = await anyio.to_thread.run_sync(self.journal.read)
             session_file, cwd = (previous.session_file, previous.cwd) if previous is not None else (None, cwd)
-        await self.journal.write_async(session_file, cwd)
+            await self.journal.write_async(session_file, cwd)
+            return
+        # A saved session the record already names (the orderly end, a resume of the same file) is
+        # not rewritten: the journal is right as it is.
+        await self.journal.ensure_async(session_file, cwd)
 
     # -- the orderly end -----------------------------------------------------------------------------
 

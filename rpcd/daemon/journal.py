@@ -97,6 +97,21 @@ class HostJournal:
         """``write`` in a worker thread, for ``HostBindings.flush_persistence``."""
         return await anyio.to_thread.run_sync(self.write, session_file, cwd)
 
+    def ensure(self, session_file: str | None, cwd: str) -> JournalRecord:
+        """Make the record name ``session_file`` and ``cwd``: ``write`` unless the readable record
+        already does (then it is returned as it is: the same paths with a newer ``writtenAt`` are
+        no news, and the rename with its two fsyncs was a third of every orderly end). A record
+        another process wrote in between names something else and is replaced; an unreadable one
+        is rewritten, so a journal that cannot be written still fails closed."""
+        current = self.read()
+        if current is not None and current.session_file == session_file and current.cwd == cwd:
+            return current
+        return self.write(session_file, cwd)
+
+    async def ensure_async(self, session_file: str | None, cwd: str) -> JournalRecord:
+        """``ensure`` in a worker thread (one hop for the read and the write)."""
+        return await anyio.to_thread.run_sync(self.ensure, session_file, cwd)
+
     def read(self) -> JournalRecord | None:
         """The last record, or ``None`` if there is none or it is unreadable (logged, not raised).
 

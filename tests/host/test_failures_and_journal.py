@@ -76,6 +76,22 @@ def test_journal_write_then_read_round_trips_with_private_modes(tmp_path: Path) 
     assert json.loads(journal.path.read_text())["version"] == 1
 
 
+def test_journal_ensure_rewrites_only_a_record_that_names_something_else(tmp_path: Path) -> None:
+    journal = HostJournal(tmp_path / "state" / "rpcd" / "host.json")
+    first = journal.ensure("/sessions/a.jsonl", "/work/a")  # none yet: written
+    inode = os.stat(journal.path).st_ino
+    assert journal.ensure("/sessions/a.jsonl", "/work/a") == first  # the same paths: left as it is
+    assert os.stat(journal.path).st_ino == inode, "an identical record was rewritten"
+    journal.ensure("/sessions/b.jsonl", "/work/a")  # another session (or another daemon's record): replaced
+    record = journal.read()
+    assert record is not None and record.session_file == "/sessions/b.jsonl"
+    assert os.stat(journal.path).st_ino != inode
+    journal.path.write_text("{not json")  # unreadable: rewritten, so a write failure still surfaces
+    journal.ensure("/sessions/b.jsonl", "/work/a")
+    record = journal.read()
+    assert record is not None and record.session_file == "/sessions/b.jsonl"
+
+
 def test_journal_read_of_a_missing_or_corrupt_file_is_none(tmp_path: Path) -> None:
     journal = HostJournal(tmp_path / "host.json")
     assert journal.read() is None
