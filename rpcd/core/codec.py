@@ -29,6 +29,7 @@ paths here take over only for what orjson refuses, and are what the fast paths a
 from __future__ import annotations
 
 import codecs
+import contextlib
 import dataclasses
 import datetime
 import decimal
@@ -71,10 +72,18 @@ class JsonDecodeError(ValueError):
 
 def dumps(value: Any, *, ascii: bool = False) -> bytes:
     """``JSON.stringify(value)`` as UTF-8 bytes (no trailing newline); see the module doc."""
-    try:
-        data = orjson.dumps(_prepare(value, 0))
-    except (_Slow, orjson.JSONEncodeError, RecursionError):
-        data = _dumps_iterative(value)
+    data: bytes | None = None
+    if _plain(value, 0):
+        # Only exact str/int/bool/None leaves in exact containers: orjson writes these as JavaScript
+        # does, so the value goes to it as it is. It still refuses what the reference writer must
+        # take (lone surrogates, integers beyond 64 bits, non-str keys): then the slow paths do.
+        with contextlib.suppress(orjson.JSONEncodeError):
+            data = orjson.dumps(value)
+    if data is None:
+        try:
+            data = orjson.dumps(_prepare(value, 0))
+        except (_Slow, orjson.JSONEncodeError, RecursionError):
+            data = _dumps_iterative(value)
     return _to_ascii(data) if ascii else data
 
 
@@ -106,6 +115,28 @@ def _prepare(value: Any, depth: int) -> Any:
     if kind is list or kind is tuple:
         return [item if type(item) in leaves else _prepare(item, deeper) for item in value]
     raise _Slow
+
+
+def _plain(value: Any, depth: int) -> bool:
+    """Whether ``value`` holds only exact ``_LEAVES`` in exact dicts/lists/tuples, at most ``_FAST_DEPTH``
+    deep (a float, a subclass or anything else: ``False``). A check only, nothing is copied."""
+    kind = type(value)
+    if kind is dict:
+        items: Any = value.values()
+    elif kind is list or kind is tuple:
+        items = value
+    else:
+        return kind in _LEAVES
+    if depth >= _FAST_DEPTH:
+        return False
+    deeper = depth + 1
+    for item in items:
+        kind = type(item)
+        if kind is str or kind is int or item is None or kind is bool:
+            continue
+        if not _plain(item, deeper):
+            return False
+    return True
 
 
 class _Raw:

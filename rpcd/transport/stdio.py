@@ -18,7 +18,7 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Final
 
 import anyio
@@ -130,6 +130,18 @@ class QueuedWriter:
             self._queue.append(data)
             self._messages += 1
             self._bytes += len(data)
+            self._cond.notify()
+
+    def put_many(self, frames: Sequence[bytes]) -> None:
+        """``put`` of each frame, in order, with one lock and one wake-up of the writer."""
+        if not frames:
+            return
+        with self._cond:
+            if self._closed or self._broken:
+                return
+            self._queue.extend(frames)
+            self._messages += len(frames)
+            self._bytes += sum(map(len, frames))
             self._cond.notify()
 
     def idle(self) -> bool:
