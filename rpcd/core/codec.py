@@ -118,13 +118,17 @@ def _prepare(value: Any, depth: int) -> Any:
 
 
 def _plain(value: Any, depth: int) -> bool:
-    """Whether ``value`` holds only exact ``_LEAVES`` in exact dicts/lists/tuples, at most ``_FAST_DEPTH``
-    deep (a float, a subclass or anything else: ``False``). A check only, nothing is copied."""
+    """Whether orjson writes ``value`` exactly as ``JSON.stringify`` does: only exact ``_LEAVES`` and
+    floats in ``1e-4 <= |x| < 1e16`` that are not integral (there Python's shortest digits, which orjson
+    writes, need no exponent and no ``.0`` fix) in exact dicts/lists/tuples at most ``_FAST_DEPTH``
+    deep. Anything else (other floats, subclasses, other types): ``False``. A check only, no copy."""
     kind = type(value)
     if kind is dict:
         items: Any = value.values()
     elif kind is list or kind is tuple:
         items = value
+    elif kind is float:
+        return 1e-4 <= abs(value) < 1e16 and not value.is_integer()
     else:
         return kind in _LEAVES
     if depth >= _FAST_DEPTH:
@@ -134,6 +138,10 @@ def _plain(value: Any, depth: int) -> bool:
         kind = type(item)
         if kind is str or kind is int or item is None or kind is bool:
             continue
+        if kind is float:
+            if 1e-4 <= abs(item) < 1e16 and not item.is_integer():
+                continue  # orjson writes it as JavaScript does (shortest digits, no exponent, no ".0")
+            return False
         if not _plain(item, deeper):
             return False
     return True
