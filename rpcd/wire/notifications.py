@@ -53,6 +53,9 @@ DEFAULT_COALESCE_THRESHOLD: Final = 256
 DEFAULT_BATCH: Final = 128
 """Notifications handed to one ``send`` call: amortises the thread hop without starving coalescing."""
 
+_NO_TICK: Final = -1
+_FIRST_TICK: Final = -2
+
 _DELTA_TYPES: Final = frozenset({"text_delta", "thinking_delta", "toolcall_delta"})
 
 Notification = tuple[str, dict[str, Any]]
@@ -138,12 +141,13 @@ class EventPump:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._waiter: asyncio.Future[None] | None = None
         """Set while the sender waits for work."""
-        self._tick_len = -1
-        """Queue length at the last ``_tick`` (-1: no tick scheduled)."""
+        self._tick_len = _NO_TICK
+        """Queue length at the last ``_tick`` (or ``_NO_TICK``, ``_FIRST_TICK``)."""
         self._drainers: list[asyncio.Future[None]] = []
+        self._go = False
+        """Send even a part of a batch (the burst paused, someone drains, or the pump closes)."""
         self._in_flight = 0
         self._closed = False
-        self._running = False
         self.coalesced = 0
         """How many deltas were merged into an earlier one (for tests and benchmarks)."""
         self.high_water = 0
@@ -172,10 +176,14 @@ class EventPump:
         queue.append(entry)
         if len(queue) > self.high_water:
             self.high_water = len(queue)
-        if self._waiter is not None and self._tick_len < 0 and self._loop is not None:
-            self._tick_len = len(queue)
-            self._loop.call_soon(self._tick)
+        if self._waiter is not None:
+            self._arm()
         return False
+
+    def _arm(self) -> None:
+        if self._tick_len == _NO_TICK and self._loop is not None:
+            self._tick_len = _FIRST_TICK
+            self._loop.call_soon(self._tick)
 
     def _merge(self, tail: _Entry, new_event: Mapping[str, Any]) -> None:
         if not tail.owned:  # copy on the first merge: the runtime's event dicts stay as they were
@@ -189,16 +197,21 @@ class EventPump:
         self.coalesced += 1
 
     def _tick(self) -> None:
-        """One loop pass after work arrived: wake the sender once the burst pauses or a batch is full."""
+        """Once per loop pass after work arrived: wake the sender once the burst pauses or a batch is full.
+
+        The first tick runs in the pass of the push that scheduled it, before that producer's next
+        step, so it only takes the measure; each later one compares with the pass before."""
         length = len(self._queue)
-        if length != self._tick_len and length < self._batch and not self._closed and self._loop is not None:
+        if length < self._batch and not self._closed and self._loop is not None \
+                and (self._tick_len == _FIRST_TICK or length != self._tick_len):
             self._tick_len = length  # producers are still adding: let them run one more pass
             self._loop.call_soon(self._tick)
             return
-        self._tick_len = -1
+        self._tick_len = _NO_TICK
         self._wake()
 
     def _wake(self) -> None:
+        self._go = True
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
@@ -214,20 +227,22 @@ class EventPump:
     async def run(self) -> None:
         """The sender loop; run it in the daemon's task group. Returns after :meth:`close`."""
         self._loop = loop = asyncio.get_running_loop()
-        self._running = True
         try:
+            queue = self._queue
             while True:
-                if not self._queue:
+                if not queue:
                     self._settle_drainers()  # also before returning: a drain() waiting across close() must wake
                     if self._closed:
                         return
-                    self._waiter = loop.create_future()
-                    try:
-                        await self._waiter
-                    finally:
-                        self._waiter = None
+                    self._go = False
+                    await self._wait(loop)
                     continue
-                queue = self._queue
+                if len(queue) < self._batch and not (self._go or self._closed or self._drainers):
+                    # a part of a batch and nobody waits for it: let the burst go on (``_tick`` wakes us)
+                    self._arm()
+                    await self._wait(loop)
+                    continue
+                self._go = False
                 take = min(len(queue), self._batch)
                 batch: list[Notification] = []
                 for _ in range(take):
@@ -248,8 +263,14 @@ class EventPump:
                 finally:
                     self._in_flight = 0
         finally:
-            self._running = False
             self._settle_drainers()
+
+    async def _wait(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._waiter = loop.create_future()
+        try:
+            await self._waiter
+        finally:
+            self._waiter = None
 
     async def drain(self) -> None:
         """Wait until everything queued so far has been handed to the transport.
