@@ -22,8 +22,11 @@ Reading (``loads``): what ``JSON.parse`` accepts, with the values it gives: ``Na
 ``Infinity``); lone-surrogate escapes are kept; invalid UTF-8 reads as U+FFFD (Node decodes
 files that way); nesting up to ``MAX_DEPTH`` is read without recursion.
 
-orjson does the work whenever it can (session files are tens of megabytes); the pure-Python
-paths here take over only for what orjson refuses, and are what the fast paths are tested against.
+orjson does the work whenever it can (session files are tens of megabytes; every notification
+on the wire): a value of exact plain types whose floats orjson already writes as JavaScript does
+goes to it as it is, after a copy-free check (``_plain``); other floats are pre-written
+(``_prepare``); the pure-Python paths here take over only for what orjson refuses, and are what
+the fast paths are tested against.
 """
 
 from __future__ import annotations

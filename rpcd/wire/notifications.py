@@ -6,7 +6,10 @@ would block that loop (and, with it, every request). The pump decouples the two:
 
 * the listener only *enqueues* (never blocks, never raises into the session);
 * one sender task drains the queue in batches through an async ``send`` callable
-  (the composition root hands the actual pipe write to a worker thread);
+  (the composition root hands the actual pipe write to a worker thread). While a burst goes
+  on (a streamed reply: one delta per loop pass) the sender waits until a batch is full or
+  the burst pauses for one pass, so a reply costs one hand-off per batch, not one per delta;
+  ``drain`` (a response about to be sent) and ``close`` send at once;
 * when the queue is longer than ``coalesce_threshold`` (the reader is slow), a
   ``message_update`` delta (text/thinking/toolcall) for the *same content block* as the
   queue's tail is merged into that tail instead of growing the queue. Every other event
