@@ -6,10 +6,11 @@ would block that loop (and, with it, every request). The pump decouples the two:
 
 * the listener only *enqueues* (never blocks, never raises into the session);
 * one sender task drains the queue in batches through an async ``send`` callable
-  (the composition root hands the actual pipe write to a worker thread). While a burst goes
-  on (a streamed reply: one delta per loop pass) the sender waits until a batch is full or
-  the burst pauses for one pass, so a reply costs one hand-off per batch, not one per delta;
-  ``drain`` (a response about to be sent) and ``close`` send at once;
+  (the composition root hands the actual pipe write to a worker thread). While a burst of
+  deltas goes on (a streamed reply: one delta per loop pass) the sender waits until a batch is
+  full or the burst pauses for one pass, so a reply costs one hand-off per batch, not one per
+  delta; any other notification, ``drain`` (a response about to be sent) and ``close`` wake
+  the sender at once (it runs in the next loop pass with what is queued);
 * when the queue is longer than ``coalesce_threshold`` (the reader is slow), a
   ``message_update`` delta (text/thinking/toolcall) for the *same content block* as the
   queue's tail is merged into that tail instead of growing the queue. Every other event
@@ -121,13 +122,14 @@ class _Entry:
 class EventPump:
     """Bounded, ordered, coalescing outbound notification queue with one sender task.
 
-    Cost per notification is a deque append: the sender is woken through one reused future,
-    and only once the producers of the current burst have paused (``_tick``: the queue did not
-    grow during one pass of the event loop) or a batch is full, so a streamed reply leaves in
-    batches (one hand-off to the writer per batch) instead of one loop round trip per delta.
-    That adds at most one loop pass of latency after the last event of a burst; ``drain``
-    wakes the sender at once. Nothing is merged or dropped by this: merging only happens
-    above ``coalesce_threshold``, i.e. while the sender waits for a slow reader.
+    Cost per notification is a deque append: the sender is woken through one future per wait.
+    For a streamed delta it is woken only once the producers of the current burst have paused
+    (``_tick``: the queue did not grow during one pass of the event loop) or a batch is full,
+    so a streamed reply leaves in batches (one hand-off to the writer per batch) instead of one
+    loop round trip per delta; that adds one loop pass of latency after the last delta of a
+    burst. Any other notification, ``drain`` and ``close`` wake it at once. Nothing is merged
+    or dropped by this: merging only happens above ``coalesce_threshold``, i.e. while the sender
+    waits for a slow reader.
     """
 
     def __init__(
@@ -179,7 +181,9 @@ class EventPump:
         queue.append(entry)
         if len(queue) > self.high_water:
             self.high_water = len(queue)
-        if self._waiter is not None:
+        if entry.key is None:
+            self._wake()  # not a streamed delta: out in the next loop pass, as soon as it can go
+        elif self._waiter is not None:
             self._arm()
         return False
 
