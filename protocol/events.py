@@ -16,11 +16,13 @@ from typing import Any, Literal, TypeAlias
 import attrs
 
 from rpcd.protocol._fields import nullable, open_object
+from rpcd.protocol.types import CommandInfo as CommandInfo
+from rpcd.protocol.types import CommandSourceInfo as CommandSourceInfo
+from rpcd.protocol.types import QueueContents as QueueContents
+from rpcd.protocol.types import ThinkingLevel as ThinkingLevel
 
 RequestId: TypeAlias = int | str
 CompactionReason: TypeAlias = Literal["manual", "threshold", "overflow"]
-ThinkingLevel: TypeAlias = Literal["off", "minimal", "low", "medium", "high", "xhigh", "max"]
-"""Pi's thinking levels, in order; a model supports a subset (``getAvailableThinkingLevels``)."""
 
 # -- content blocks (pi-ai ``types.ts``) -----------------------------------------------------------
 
@@ -572,31 +574,6 @@ class ExtensionErrorEvent:
 
 
 @attrs.frozen
-class CommandSourceInfo:
-    """Where a command comes from (Pi's ``sourceInfo``)."""
-
-    path: str
-    """The extension, template or SKILL.md file."""
-    source: str
-    """``auto`` (discovered), ``local`` (a settings entry), ``cli`` (``-e``)."""
-    scope: str
-    """``user``, ``project`` or ``temporary``."""
-    origin: str
-    base_dir: str | None = None
-
-
-@attrs.frozen
-class CommandInfo:
-    name: str
-    """Invoke it with ``prompt {"text": "/<name> args"}`` (skills are ``skill:<name>``)."""
-    source: Literal["extension", "prompt", "skill"]
-    source_info: CommandSourceInfo
-    description: str | None = None
-    argument_hint: str | None = None
-    """E.g. ``<file> [focus]`` (prompt templates' ``argument-hint``)."""
-
-
-@attrs.frozen
 class CommandsChangedEvent:
     """A replacement changed what ``getCommands`` lists (sent on the new session's channel)."""
 
@@ -637,14 +614,6 @@ SessionEvent: TypeAlias = (
 
 
 @attrs.frozen
-class QueueContents:
-    """Queued input, in delivery order."""
-
-    steering: list[str]
-    follow_up: list[str]
-
-
-@attrs.frozen
 class SessionStartLifecycleEvent:
     """This (sessionId, generation) begins: nothing of it was sent before."""
 
@@ -667,3 +636,24 @@ class SessionShutdownLifecycleEvent:
 
 LifecycleEvent: TypeAlias = SessionStartLifecycleEvent | SessionShutdownLifecycleEvent
 """Every event of ``session/lifecycle``, discriminated on ``type``."""
+
+
+# -- the notifications that carry them -------------------------------------------------------------
+
+
+@attrs.frozen
+class SessionEventParams:
+    session_id: str
+    generation: int
+    seq: int
+    """Starts at 1 per (sessionId, generation); a client drops anything older than what it has."""
+    event: SessionEvent
+    """The AgentSession event in Pi's shape; ``event.type`` names it."""
+
+
+@attrs.frozen
+class SessionLifecycleParams:
+    session_id: str
+    generation: int
+    seq: int
+    event: LifecycleEvent

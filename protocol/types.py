@@ -1,5 +1,11 @@
 """Every params, result and notification shape of the wire, as attrs classes.
 
+This module defines the handshake, ``getState``'s result and the params of every client request
+(what registering the methods and the first answer need); the results of the other requests
+(``rpcd.protocol.results``), what the daemon sends (``rpcd.protocol.outgoing``) and the event
+notifications' params (``rpcd.protocol.events``) are defined there and re-exported here, each
+module imported when one of its names is first read.
+
 Python names are snake_case; the converter renames them to camelCase on the wire.
 Optional fields default to ``None`` and are omitted when unset, except fields built with
 ``nullable()``, which are always present (``null`` when unset). Pi's own payloads that go
@@ -9,19 +15,79 @@ events that carry them are typed in ``rpcd.protocol.events``.
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeAlias
+import sys
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import attrs
 
 from rpcd.protocol._fields import nullable, open_object
-from rpcd.protocol.events import (
-    CommandInfo,
-    LifecycleEvent,
-    QueueContents,
-    SessionEvent,
-    ThinkingLevel,
-)
 from rpcd.protocol.names import PROTOCOL_VERSION as PROTOCOL_VERSION  # re-exported
+
+if TYPE_CHECKING:
+    from rpcd.protocol.events import SessionEventParams as SessionEventParams
+    from rpcd.protocol.events import SessionLifecycleParams as SessionLifecycleParams
+    from rpcd.protocol.outgoing import AuthorizeProjectParams as AuthorizeProjectParams
+    from rpcd.protocol.outgoing import AuthorizeProjectResult as AuthorizeProjectResult
+    from rpcd.protocol.outgoing import DiagnosticItem as DiagnosticItem
+    from rpcd.protocol.outgoing import HostStatusParams as HostStatusParams
+    from rpcd.protocol.outgoing import ProgressBegin as ProgressBegin
+    from rpcd.protocol.outgoing import ProgressEnd as ProgressEnd
+    from rpcd.protocol.outgoing import ProgressParams as ProgressParams
+    from rpcd.protocol.outgoing import ProgressReport as ProgressReport
+    from rpcd.protocol.outgoing import ProgressValue as ProgressValue
+    from rpcd.protocol.outgoing import SessionDiagnosticsParams as SessionDiagnosticsParams
+    from rpcd.protocol.outgoing import ToolAuthorizeParams as ToolAuthorizeParams
+    from rpcd.protocol.outgoing import ToolAuthorizeResult as ToolAuthorizeResult
+    from rpcd.protocol.outgoing import ToolLocation as ToolLocation
+    from rpcd.protocol.outgoing import UiConfirmParams as UiConfirmParams
+    from rpcd.protocol.outgoing import UiConfirmResult as UiConfirmResult
+    from rpcd.protocol.outgoing import UiEditorParams as UiEditorParams
+    from rpcd.protocol.outgoing import UiEditorResult as UiEditorResult
+    from rpcd.protocol.outgoing import UiInputParams as UiInputParams
+    from rpcd.protocol.outgoing import UiInputResult as UiInputResult
+    from rpcd.protocol.outgoing import UiNotifyParams as UiNotifyParams
+    from rpcd.protocol.outgoing import UiSelectParams as UiSelectParams
+    from rpcd.protocol.outgoing import UiSelectResult as UiSelectResult
+    from rpcd.protocol.outgoing import UiSetEditorTextParams as UiSetEditorTextParams
+    from rpcd.protocol.outgoing import UiSetStatusParams as UiSetStatusParams
+    from rpcd.protocol.outgoing import UiSetTitleParams as UiSetTitleParams
+    from rpcd.protocol.outgoing import UiSetWidgetParams as UiSetWidgetParams
+    from rpcd.protocol.results import SESSION_EVENT_TYPES as SESSION_EVENT_TYPES
+    from rpcd.protocol.results import ApprovalRule as ApprovalRule
+    from rpcd.protocol.results import AvailableThinkingLevelsResult as AvailableThinkingLevelsResult
+    from rpcd.protocol.results import BashResult as BashResult
+    from rpcd.protocol.results import CompactionEndEvent as CompactionEndEvent
+    from rpcd.protocol.results import CompactionResult as CompactionResult
+    from rpcd.protocol.results import CompactionStartEvent as CompactionStartEvent
+    from rpcd.protocol.results import ContextUsage as ContextUsage
+    from rpcd.protocol.results import CycleModelResult as CycleModelResult
+    from rpcd.protocol.results import CycleThinkingLevelResult as CycleThinkingLevelResult
+    from rpcd.protocol.results import DeleteSessionResult as DeleteSessionResult
+    from rpcd.protocol.results import ExportResult as ExportResult
+    from rpcd.protocol.results import ForkMessage as ForkMessage
+    from rpcd.protocol.results import ForkMessagesResult as ForkMessagesResult
+    from rpcd.protocol.results import ForkResult as ForkResult
+    from rpcd.protocol.results import GetAvailableModelsResult as GetAvailableModelsResult
+    from rpcd.protocol.results import GetCommandsResult as GetCommandsResult
+    from rpcd.protocol.results import GetEntriesResult as GetEntriesResult
+    from rpcd.protocol.results import GetMessagesResult as GetMessagesResult
+    from rpcd.protocol.results import GetTreeResult as GetTreeResult
+    from rpcd.protocol.results import LastAssistantTextResult as LastAssistantTextResult
+    from rpcd.protocol.results import ListApprovalRulesResult as ListApprovalRulesResult
+    from rpcd.protocol.results import ListSessionsResult as ListSessionsResult
+    from rpcd.protocol.results import ListTrustResult as ListTrustResult
+    from rpcd.protocol.results import ModelCost as ModelCost
+    from rpcd.protocol.results import ModelDescription as ModelDescription
+    from rpcd.protocol.results import NavigateTreeResult as NavigateTreeResult
+    from rpcd.protocol.results import PromptResult as PromptResult
+    from rpcd.protocol.results import RenameSessionResult as RenameSessionResult
+    from rpcd.protocol.results import ReplacementResult as ReplacementResult
+    from rpcd.protocol.results import RevokeApprovalRuleResult as RevokeApprovalRuleResult
+    from rpcd.protocol.results import RevokeTrustResult as RevokeTrustResult
+    from rpcd.protocol.results import SessionStatsResult as SessionStatsResult
+    from rpcd.protocol.results import SessionSummary as SessionSummary
+    from rpcd.protocol.results import TokenStats as TokenStats
+    from rpcd.protocol.results import TrustDecision as TrustDecision
 
 SUPPORTED_PROTOCOL_VERSIONS: frozenset[int] = frozenset({1})
 
@@ -39,6 +105,45 @@ QueueMode: TypeAlias = Literal["all", "one-at-a-time"]
 ApprovalPolicy: TypeAlias = Literal["auto", "ask-writes", "ask-all", "deny-writes"]
 ApprovalDecision: TypeAlias = Literal["allowOnce", "allowAlways", "rejectOnce", "rejectAlways"]
 ToolKind: TypeAlias = Literal["read", "edit", "delete", "move", "search", "execute", "fetch", "other"]
+
+# -- shapes the events share (``rpcd.protocol.events`` re-exports them) ------------------------------
+
+ThinkingLevel: TypeAlias = Literal["off", "minimal", "low", "medium", "high", "xhigh", "max"]
+"""Pi's thinking levels, in order; a model supports a subset (``getAvailableThinkingLevels``)."""
+
+
+@attrs.frozen
+class CommandSourceInfo:
+    """Where a command comes from (Pi's ``sourceInfo``)."""
+
+    path: str
+    """The extension, template or SKILL.md file."""
+    source: str
+    """``auto`` (discovered), ``local`` (a settings entry), ``cli`` (``-e``)."""
+    scope: str
+    """``user``, ``project`` or ``temporary``."""
+    origin: str
+    base_dir: str | None = None
+
+
+@attrs.frozen
+class CommandInfo:
+    name: str
+    """Invoke it with ``prompt {"text": "/<name> args"}`` (skills are ``skill:<name>``)."""
+    source: Literal["extension", "prompt", "skill"]
+    source_info: CommandSourceInfo
+    description: str | None = None
+    argument_hint: str | None = None
+    """E.g. ``<file> [focus]`` (prompt templates' ``argument-hint``)."""
+
+
+@attrs.frozen
+class QueueContents:
+    """Queued input, in delivery order."""
+
+    steering: list[str]
+    follow_up: list[str]
+
 
 # -- handshake -------------------------------------------------------------------------------------
 
@@ -156,33 +261,6 @@ class ImportJsonlParams:
     work_done_token: ProgressToken | None = None
 
 
-@attrs.frozen
-class ReplacementResult:
-    cancelled: bool
-    """True if an extension cancelled the replacement; the old session stays current."""
-    session_id: str
-    cwd: str
-    generation: int
-    """The host generation, bumped on each successful replacement."""
-    session_file: str | None = None
-    dropped_queue: QueueContents | None = None
-    """Steering / follow-up input the replaced session had queued and never delivered (absent when
-    there was none): give it back to the user."""
-
-
-@attrs.frozen
-class ForkResult:
-    cancelled: bool
-    session_id: str
-    cwd: str
-    generation: int
-    session_file: str | None = None
-    selected_text: str | None = None
-    """The text of the user message the fork was taken before (to put back in an editor)."""
-    dropped_queue: QueueContents | None = None
-    """As for the other replacements."""
-
-
 # -- session reads and actions ---------------------------------------------------------------------
 
 
@@ -221,27 +299,9 @@ class GetStateResult:
 
 
 @attrs.frozen
-class GetMessagesResult:
-    messages: list[dict[str, Any]]
-    """The current context in Pi's AgentMessage shapes."""
-
-
-@attrs.frozen
 class GetTreeParams:
     nested: bool | None = None
     """Also answer Pi's nested form (``tree``); default false."""
-
-
-@attrs.frozen
-class GetTreeResult:
-    entries: list[dict[str, Any]]
-    """Raw entries in file order (no header)."""
-    labels: dict[str, str]
-    """entryId -> label."""
-    leaf_id: str | None = nullable()
-    tree: list[dict[str, Any]] | None = None
-    """With ``nested``: Pi's ``get_tree`` roots, each node ``{entry, children, label?, labelTimestamp?}``,
-    children oldest first (entries without a known parent are roots too)."""
 
 
 # -- compaction and the tree -----------------------------------------------------------------------
@@ -253,24 +313,6 @@ CompactionReason: TypeAlias = Literal["manual", "threshold", "overflow"]
 class CompactParams:
     custom_instructions: str | None = None
     """What the summary should focus on (``Additional focus: ...``)."""
-
-
-@attrs.frozen
-class CompactionResult:
-    """What a compaction produced (Pi's ``CompactionResult``): the ``compact`` result and
-    ``compaction_end.result``."""
-
-    summary: str
-    first_kept_entry_id: str
-    """The first entry kept verbatim after the summary."""
-    tokens_before: int
-    """The estimated context size before compaction."""
-    estimated_tokens_after: int | None = None
-    """A heuristic estimate over the rebuilt context (chars/4), not a provider count."""
-    usage: dict[str, Any] | None = None
-    """The model call(s) that wrote the summary (absent for an extension's summary without one)."""
-    details: Any = None
-    """``{readFiles, modifiedFiles}`` for Pi's own summaries; whatever an extension stored otherwise."""
 
 
 @attrs.frozen
@@ -292,50 +334,11 @@ class NavigateTreeParams:
     """Label the summary entry (or, without a summary, the target)."""
 
 
-@attrs.frozen(kw_only=True)
-class NavigateTreeResult:
-    cancelled: bool
-    """An extension cancelled the navigation, or it was aborted (``aborted``); nothing changed."""
-    leaf_id: str | None = nullable()
-    """The leaf afterwards."""
-    aborted: bool | None = None
-    editor_text: str | None = None
-    summary_entry: dict[str, Any] | None = None
-    """The ``branch_summary`` entry written."""
-
-
 @attrs.frozen
 class SetLabelParams:
     entry_id: str
     label: str | None = None
     """Absent: clear the entry's label."""
-
-
-@attrs.frozen
-class CompactionStartEvent:
-    """Session event: a compaction begins."""
-
-    type: Literal["compaction_start"]
-    reason: CompactionReason
-
-
-@attrs.frozen(kw_only=True)
-class CompactionEndEvent:
-    """Session event: a compaction ended — ``result`` when it succeeded, ``aborted`` or
-    ``errorMessage`` otherwise (nothing was written then)."""
-
-    type: Literal["compaction_end"]
-    reason: CompactionReason
-    aborted: bool
-    will_retry: bool
-    """``overflow`` only: the overflowed turn is retried on the compacted context."""
-    result: CompactionResult | None = None
-    error_message: str | None = None
-
-
-SESSION_EVENT_TYPES: tuple[type[Any], ...] = (CompactionStartEvent, CompactionEndEvent)
-"""Session events with a published shape (``session/event``'s ``event``); the others are Pi's
-as documented in docs/rpc-surface.md."""
 
 
 SessionSort: TypeAlias = Literal["updated", "created"]
@@ -357,38 +360,9 @@ class ListSessionsParams:
 
 
 @attrs.frozen
-class SessionSummary:
-    session_id: str
-    session_file: str
-    cwd: str
-    title: str
-    """The session name, else the first user message (shortened)."""
-    created_at: str
-    """ISO-8601 UTC."""
-    updated_at: str
-    message_count: int
-    parent_session: str | None = None
-
-
-@attrs.frozen
-class ListSessionsResult:
-    sessions: list[SessionSummary]
-    next_cursor: str | None = None
-
-
-@attrs.frozen
 class DeleteSessionParams:
     session_file: str
     """A session file in the session store (absolute); never the current session."""
-
-
-@attrs.frozen
-class DeleteSessionResult:
-    method: Literal["trash", "unlink"]
-    """``trash``: moved to the user's trash (freedesktop.org Trash, macOS ``~/.Trash``); ``unlink``:
-    deleted (no usable trash)."""
-    trash_path: str | None = None
-    """Where the file is now (``trash``)."""
 
 
 @attrs.frozen
@@ -396,12 +370,6 @@ class RenameSessionParams:
     session_file: str
     """Any session file (absolute); the current session's is renamed as ``setSessionName`` does."""
     name: str
-
-
-@attrs.frozen
-class RenameSessionResult:
-    name: str
-    """The name as stored (trimmed as Pi trims it, CR/LF runs as one space)."""
 
 
 @attrs.frozen
@@ -414,12 +382,6 @@ class ExportHtmlParams:
 class ExportJsonlParams:
     output_path: str
     """Absolute and new (never overwritten)."""
-
-
-@attrs.frozen
-class ExportResult:
-    path: str
-    """The file written."""
 
 
 @attrs.frozen
@@ -444,24 +406,6 @@ class PromptParams:
 
 
 @attrs.frozen
-class PromptResult:
-    stop_reason: str | None = None
-    """Pi's stop reason of the last assistant message (``stop``, ``length``, ``aborted``, ``error``, ...);
-    absent when an extension command handled the prompt or when the prompt was queued."""
-    command: str | None = None
-    """Set when the text was ``/name args`` of an extension command: the command ran, no turn did."""
-    queued: StreamingBehavior | None = None
-    """Set when a turn was running and the prompt was queued (``streamingBehavior``); its events
-    come later, in that turn."""
-
-
-@attrs.frozen
-class GetCommandsResult:
-    commands: list[CommandInfo]
-    """Extension commands, then prompt templates, then skills (Pi's ``get_commands`` order)."""
-
-
-@attrs.frozen
 class QueueInputParams:
     """``steer`` / ``followUp``: input for the running turn (or, when idle, for the next one)."""
 
@@ -481,55 +425,6 @@ class SetThinkingLevelParams:
 
 
 @attrs.frozen
-class CycleThinkingLevelResult:
-    level: ThinkingLevel | None = nullable()  # noqa: RUF009 - attrs field, not a dataclass default
-    """The new level; ``null`` when the model does not reason (nothing changed)."""
-
-
-@attrs.frozen
-class AvailableThinkingLevelsResult:
-    levels: list[ThinkingLevel]
-    """The current model's levels in order (``["off"]`` for a model that does not reason)."""
-
-
-@attrs.frozen
-class TokenStats:
-    input: int
-    output: int
-    cache_read: int
-    cache_write: int
-    total: int
-
-
-@attrs.frozen
-class ContextUsage:
-    """How full the model's context window is (an estimate between provider reports)."""
-
-    context_window: int
-    tokens: int | None = nullable()
-    percent: float | None = nullable()
-    """``tokens / contextWindow * 100``."""
-
-
-@attrs.frozen
-class SessionStatsResult:
-    """Pi's ``getSessionStats``: counts over the session file's entries, tokens and cost over every
-    assistant message (and tool-reported usage), the context estimate of the current branch."""
-
-    session_id: str
-    user_messages: int
-    assistant_messages: int
-    tool_calls: int
-    tool_results: int
-    total_messages: int
-    tokens: TokenStats
-    cost: float
-    session_file: str | None = None
-    context_usage: ContextUsage | None = None
-    """Absent when there is no model."""
-
-
-@attrs.frozen
 class BashParams:
     command: str
     """Run by the session's shell in its cwd (``shellCommandPrefix`` applies)."""
@@ -540,53 +435,14 @@ class BashParams:
 
 
 @attrs.frozen
-class BashResult:
-    output: str
-    """The (tail-truncated) output, stdout and stderr interleaved."""
-    cancelled: bool
-    """Stopped by ``abortBash``, a timeout, a replacement or the daemon's end."""
-    truncated: bool
-    exit_code: int | None = None
-    """Absent when cancelled or killed by a signal."""
-    full_output_path: str | None = None
-    """The temp file with the whole output (when it outgrew the limits)."""
-
-
-@attrs.frozen
 class SetAutoRetryParams:
     enabled: bool
-
-
-@attrs.frozen
-class LastAssistantTextResult:
-    text: str | None = nullable()
-    """The text of the last assistant message; ``null`` when there is none."""
-
-
-@attrs.frozen
-class ForkMessage:
-    entry_id: str
-    """A user-message entry ``fork`` accepts."""
-    text: str
-
-
-@attrs.frozen
-class ForkMessagesResult:
-    messages: list[ForkMessage]
-    """The user messages of the current branch, oldest first."""
 
 
 @attrs.frozen
 class GetEntriesParams:
     since: str | None = None
     """An entry id: only entries after it (in file order). Unknown: INVALID_ENTRY."""
-
-
-@attrs.frozen
-class GetEntriesResult:
-    entries: list[dict[str, Any]]
-    """Raw entries in append order (no header), every branch, pre-compaction history included."""
-    leaf_id: str | None = nullable()
 
 
 @attrs.frozen
@@ -610,61 +466,14 @@ class SetApprovalPolicyParams:
 
 
 @attrs.frozen
-class ApprovalRule:
-    """A remembered ``allowAlways``/``rejectAlways``: one project, one tool, one matcher."""
-
-    id: str
-    project: str
-    """The project's directory (canonical: absolute, symbolic links resolved)."""
-    tool_name: str
-    decision: Literal["allow", "reject"]
-    created_at: str
-    """ISO-8601 UTC."""
-    command: str | None = None
-    """``bash``: ``first words *`` (that prefix and anything after it) or one whole command (exactly)."""
-    path: str | None = None
-    """File tools: a glob over the path relative to ``project`` (absolute outside it)."""
-
-
-@attrs.frozen
 class ListApprovalRulesParams:
     cwd: str | None = None
     """Only the rules of this project (default: every project)."""
 
 
 @attrs.frozen
-class ListApprovalRulesResult:
-    rules: list[ApprovalRule]
-    diagnostics: list[DiagnosticItem]
-    """A warning when the rules file cannot be used (then no rule applies and none is listed)."""
-
-
-@attrs.frozen
 class RevokeApprovalRuleParams:
     id: str
-
-
-@attrs.frozen
-class RevokeApprovalRuleResult:
-    rule: ApprovalRule
-    """The rule that was removed."""
-
-
-@attrs.frozen
-class TrustDecision:
-    """A saved project-trust decision (``<agentDir>/trust.json``, shared with Pi)."""
-
-    directory: str
-    """The canonical directory; it and every directory below it (without a nearer decision) follow it."""
-    trusted: bool
-
-
-@attrs.frozen
-class ListTrustResult:
-    decisions: list[TrustDecision]
-    """Sorted by directory."""
-    diagnostics: list[DiagnosticItem]
-    """A warning when ``trust.json`` cannot be used (then nothing is listed)."""
 
 
 @attrs.frozen
@@ -674,57 +483,8 @@ class RevokeTrustParams:
 
 
 @attrs.frozen
-class RevokeTrustResult:
-    decision: TrustDecision
-    """The decision that was removed: the directory is asked about again (or the default applies)."""
-@attrs.frozen
-class ModelCost:
-    """Dollars per million tokens."""
-
-    input: float
-    output: float
-    cache_read: float
-    cache_write: float
-
-
-@attrs.frozen(kw_only=True)
-class ModelDescription:
-    """A model as Pi lists it (no URLs, headers or credentials)."""
-
-    provider: str
-    id: str
-    name: str
-    api: str
-    reasoning: bool
-    thinking_levels: list[str]
-    """The thinking levels this model supports, in order (``off`` … ``xhigh``/``max``)."""
-    input: list[str]
-    """``text``, and ``image`` for models that accept images."""
-    context_window: int
-    max_tokens: int
-    cost: ModelCost
-
-
-@attrs.frozen
-class GetAvailableModelsResult:
-    models: list[ModelDescription]
-    """The models usable now (credentials present, API implemented), in Pi's order; the offline
-    ``faux/faux-1`` only when nothing else is usable."""
-
-
-@attrs.frozen
 class CycleModelParams:
     direction: Literal["forward", "backward"] = "forward"
-
-
-@attrs.frozen(kw_only=True)
-class CycleModelResult:
-    model: ModelDescription | None = nullable()  # noqa: RUF009 - attrs field factory, not a shared default
-    """The model switched to; ``null`` when there is nothing to cycle to (at most one model)."""
-    thinking_level: str
-    """The session's thinking level after the switch (clamped to the model)."""
-    is_scoped: bool
-    """The cycle went over the scoped models (settings ``enabledModels`` / ``--models``)."""
 
 
 # -- notifications client -> daemon ----------------------------------------------------------------
@@ -737,198 +497,94 @@ class CancelParams:
     id: RequestId
 
 
-# -- notifications daemon -> client ----------------------------------------------------------------
+# -- elsewhere, re-exported on first use ------------------------------------------------------------
 
 
-@attrs.frozen
-class SessionEventParams:
-    session_id: str
-    generation: int
-    seq: int
-    """Starts at 1 per (sessionId, generation); a client drops anything older than what it has."""
-    event: SessionEvent
-    """The AgentSession event in Pi's shape; ``event.type`` names it."""
+_ELSEWHERE: dict[str, str] = {
+    name: module
+    for module, names in {
+        "rpcd.protocol.events": ("SessionEventParams", "SessionLifecycleParams"),
+        "rpcd.protocol.results": (
+            "ApprovalRule",
+            "AvailableThinkingLevelsResult",
+            "BashResult",
+            "CompactionEndEvent",
+            "CompactionResult",
+            "CompactionStartEvent",
+            "ContextUsage",
+            "CycleModelResult",
+            "CycleThinkingLevelResult",
+            "DeleteSessionResult",
+            "ExportResult",
+            "ForkMessage",
+            "ForkMessagesResult",
+            "ForkResult",
+            "GetAvailableModelsResult",
+            "GetCommandsResult",
+            "GetEntriesResult",
+            "GetMessagesResult",
+            "GetTreeResult",
+            "LastAssistantTextResult",
+            "ListApprovalRulesResult",
+            "ListSessionsResult",
+            "ListTrustResult",
+            "ModelCost",
+            "ModelDescription",
+            "NavigateTreeResult",
+            "PromptResult",
+            "RenameSessionResult",
+            "ReplacementResult",
+            "RevokeApprovalRuleResult",
+            "RevokeTrustResult",
+            "SESSION_EVENT_TYPES",
+            "SessionStatsResult",
+            "SessionSummary",
+            "TokenStats",
+            "TrustDecision",
+        ),
+        "rpcd.protocol.outgoing": (
+            "AuthorizeProjectParams",
+            "AuthorizeProjectResult",
+            "DiagnosticItem",
+            "HostStatusParams",
+            "ProgressBegin",
+            "ProgressEnd",
+            "ProgressParams",
+            "ProgressReport",
+            "ProgressValue",
+            "SessionDiagnosticsParams",
+            "ToolAuthorizeParams",
+            "ToolAuthorizeResult",
+            "ToolLocation",
+            "UiConfirmParams",
+            "UiConfirmResult",
+            "UiEditorParams",
+            "UiEditorResult",
+            "UiInputParams",
+            "UiInputResult",
+            "UiNotifyParams",
+            "UiSelectParams",
+            "UiSelectResult",
+            "UiSetEditorTextParams",
+            "UiSetStatusParams",
+            "UiSetTitleParams",
+            "UiSetWidgetParams",
+        ),
+    }.items()
+    for name in names
+}
 
 
-@attrs.frozen
-class SessionLifecycleParams:
-    session_id: str
-    generation: int
-    seq: int
-    event: LifecycleEvent
-
-
-@attrs.frozen
-class DiagnosticItem:
-    type: DiagnosticType
-    message: str
-
-
-@attrs.frozen
-class SessionDiagnosticsParams:
-    operation: str
-    generation: int
-    cwd: str
-    diagnostics: list[DiagnosticItem]
-    session_file: str | None = None
-
-
-@attrs.frozen
-class HostStatusParams:
-    status: HostStatus
-    generation: int
-
-
-@attrs.frozen
-class ProgressBegin:
-    kind: Literal["begin"]
-    title: str
-    message: str | None = None
-    percentage: int | None = None
-
-
-@attrs.frozen
-class ProgressReport:
-    kind: Literal["report"]
-    message: str | None = None
-    percentage: int | None = None
-
-
-@attrs.frozen
-class ProgressEnd:
-    kind: Literal["end"]
-    message: str | None = None
-
-
-ProgressValue: TypeAlias = ProgressBegin | ProgressReport | ProgressEnd
-
-
-@attrs.frozen
-class ProgressParams:
-    token: ProgressToken
-    value: ProgressValue
-
-
-@attrs.frozen
-class UiNotifyParams:
-    message: str
-    notify_type: DiagnosticType = "info"
-
-
-# -- requests daemon -> client ---------------------------------------------------------------------
-
-
-@attrs.frozen
-class AuthorizeProjectParams:
-    cwd: str
-    reasons: list[str]
-    """Why trust is asked (project-local extensions, settings, ...)."""
-
-
-@attrs.frozen
-class AuthorizeProjectResult:
-    decision: Literal["trust", "trustOnce", "deny"]
-    remember: bool | None = None
-
-
-@attrs.frozen
-class UiConfirmParams:
-    title: str
-    message: str
-
-
-@attrs.frozen
-class UiConfirmResult:
-    confirmed: bool
-
-
-@attrs.frozen
-class UiSelectParams:
-    title: str
-    options: list[str]
-
-
-@attrs.frozen
-class UiSelectResult:
-    value: str | None = None
-    """Absent: the user cancelled."""
-
-
-@attrs.frozen
-class UiInputParams:
-    title: str
-    placeholder: str | None = None
-
-
-@attrs.frozen
-class UiInputResult:
-    value: str | None = None
-    """Absent: the user cancelled."""
-
-
-@attrs.frozen
-class UiEditorParams:
-    title: str
-    prefill: str | None = None
-    """Text to start the multi-line editor with."""
-
-
-@attrs.frozen
-class UiEditorResult:
-    value: str | None = None
-    """The edited text; absent: the user cancelled."""
-
-
-@attrs.frozen
-class UiSetStatusParams:
-    key: str
-    text: str | None = None
-    """Absent: clear the status entry ``key``."""
-
-
-@attrs.frozen
-class UiSetWidgetParams:
-    key: str
-    lines: list[str] | None = None
-    """Absent: clear the widget ``key``."""
-    placement: Literal["aboveEditor", "belowEditor"] = "aboveEditor"
-
-
-@attrs.frozen
-class UiSetTitleParams:
-    title: str
-
-
-@attrs.frozen
-class UiSetEditorTextParams:
-    text: str
-
-
-@attrs.frozen
-class ToolLocation:
-    path: str
-    """Absolute."""
-    line: int | None = None
-
-
-@attrs.frozen
-class ToolAuthorizeParams:
-    session_id: str
-    generation: int
-    tool_call_id: str
-    tool_name: str
-    kind: ToolKind
-    """ACP's ToolKind word for the call."""
-    title: str
-    """One line for a person: ``bash: rm -rf build``, ``edit src/a.py``."""
-    arguments: dict[str, Any]
-    """The call's arguments; a string longer than 2000 characters is cut and ends ``… [N more characters]``."""
-    locations: list[ToolLocation]
-    """The paths the call touches (empty for ``bash``)."""
-
-
-@attrs.frozen
-class ToolAuthorizeResult:
-    decision: ApprovalDecision
-    reason: str | None = None
-    """For a rejection: told to the model with the refusal."""
+def __getattr__(name: str) -> Any:
+    """The shapes only later requests (or the daemon's own messages) use live in their own modules
+    and are imported on first use: ``rpcd.protocol.results`` (what later requests answer),
+    ``rpcd.protocol.outgoing`` (what the daemon sends), ``rpcd.protocol.events`` (the ~55 event
+    classes ``session/event`` and ``session/lifecycle`` carry). Building their ~115 attrs classes
+    took most of this module's import, on the daemon's way to its first answer, which needs none."""
+    module = _ELSEWHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    __import__(module)
+    value = getattr(sys.modules[module], name)
+    globals()[name] = value
+    return value

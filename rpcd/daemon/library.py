@@ -20,6 +20,7 @@ import builtins
 import os
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -28,9 +29,10 @@ from rpcd.daemon.journal import HostJournal
 from rpcd.protocol import types as t
 from rpcd.runtime.settings import load_settings
 from rpcd.runtime.trust import TrustStore
-from rpcd.store.library import check_session_file, delete_session_file, rename_session_file
-from rpcd.store.listing import SessionInfo, list_all_sessions, list_sessions, parse_query, session_matches
 from rpcd.store.paths import SESSION_DIR_ENV, expand_path
+
+if TYPE_CHECKING:
+    from rpcd.store.listing import SessionInfo
 
 __all__ = ["SessionLibrary", "SessionLocation", "resolve_session_dir"]
 
@@ -106,6 +108,10 @@ class SessionLibrary:
         return self.location.directory
 
     def list(self, cwd: str | None, query: str | None, sort: t.SessionSort) -> builtins.list[t.SessionSummary]:
+        # The store's listing and file operations are imported by the first call that needs them:
+        # the daemon's first answer does not (the same below).
+        from rpcd.store.listing import list_all_sessions, list_sessions, parse_query, session_matches
+
         if cwd is not None:
             infos = list_sessions(os.path.abspath(cwd), self.session_dir, agent_dir=self.agent_dir, sort=sort)
         else:
@@ -129,6 +135,8 @@ class SessionLibrary:
         """Trash ``session_file``: refused for the current session, for anything that is not a session
         in the store, and for a file another rpcd process holds; the host journal is repointed first
         (to its project, without a file) if it names the file, so it never names a deleted one."""
+        from rpcd.store.library import check_session_file, delete_session_file
+
         path = check_session_file(session_file)
         if self.is_current(path, current_file):
             raise SessionInUseError(f"Cannot delete the currently active session: {path}", session_path=path)
@@ -139,4 +147,6 @@ class SessionLibrary:
         return t.DeleteSessionResult(method=removed.method, trash_path=removed.trash_path)
 
     def rename(self, session_file: str, name: str) -> str | None:
+        from rpcd.store.library import rename_session_file
+
         return rename_session_file(session_file, name)

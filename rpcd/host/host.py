@@ -300,7 +300,13 @@ class SerializedHost:
 
     async def wait_started(self) -> None:
         """Until the startup settled (either way)."""
-        await self._started.wait()
+        if not self._started.is_set():  # settled: no checkpoint either
+            await self._started.wait()
+
+    @property
+    def started(self) -> bool:
+        """Whether the startup settled (either way): ``wait_started()`` would not wait."""
+        return self._started.is_set()
 
     @property
     def startup_failure(self) -> BaseException | None:
@@ -414,8 +420,14 @@ class SerializedHost:
         return self.check_available("sessionFile").session.session_file
 
     def state(self) -> SessionState:
-        with self._session_access("getState") as session:
+        # ``_session_access`` spelled out: the health probe is polled, a generator context manager per
+        # call is most of its own cost.
+        session = self.check_available("getState").session
+        try:
             return session.state()
+        except Exception as error:
+            self._describe_access(error, "getState")
+            raise
 
     def messages(self) -> list[dict[str, Any]]:
         with self._session_access("getMessages") as session:

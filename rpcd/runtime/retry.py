@@ -75,7 +75,13 @@ class SessionRetry:
 
     @property
     def enabled(self) -> bool:
-        return self._settings().enabled
+        """``_settings().enabled`` without building the settings (``getState`` asks it every call)."""
+        override = self._session.preferences.auto_retry
+        if override is not None:
+            return override
+        getter = getattr(self._session.settings(), "get", None)
+        retry = getter("retry") if callable(getter) else None
+        return retry.get("enabled", True) is not False if isinstance(retry, Mapping) else True
 
     @property
     def waiting(self) -> bool:

@@ -38,9 +38,7 @@ from rpcd.core import progress
 from rpcd.core.errors import InvalidArgumentError, MissingSessionCwdError, SessionNotSavedError
 from rpcd.core.values import Diagnostic, ForkPosition, QueueSnapshot, ReplaceResult
 from rpcd.runtime.session import AgentSession
-from rpcd.store import SessionManager, assert_session_cwd_exists, default_session_dir, import_session
-from rpcd.store.importing import check_import_source
-from rpcd.store.library import check_session_file
+from rpcd.store import SessionManager, assert_session_cwd_exists, default_session_dir
 
 T = TypeVar("T")
 
@@ -110,6 +108,8 @@ def check_new_session_cwd(cwd: str) -> str:
 def _resolve_import_source(input_path: str) -> str:
     """Pi's ``resolvePath`` + existence check: raised before any event is emitted (a FIFO or a
     device is refused here too, without being opened)."""
+    from rpcd.store.importing import check_import_source  # the store's import code: on first use
+
     return check_import_source(os.path.expanduser(input_path))
 
 
@@ -272,6 +272,8 @@ class AgentSessionRuntime:
         """
         target_cwd = self.cwd if cwd is None else check_new_session_cwd(cwd)
         if parent_session is not None:
+            from rpcd.store.library import check_session_file  # the store's file checks: on first use
+
             parent_session = check_session_file(parent_session, param="parentSession")
         if await self._emit_before({"type": "session_before_switch", "reason": "new"}):
             return ReplaceResult(cancelled=True)
@@ -371,6 +373,8 @@ class AgentSessionRuntime:
         # progress to whoever installed a reporter (the wire, for a request's workDoneToken).
         report = progress.current()
         on_progress = None if report is None else _from_worker(report)
+        from rpcd.store import import_session
+
         sm = await self._off_loop(
             lambda: import_session(resolved, session_dir, cwd_override, fallback_cwd=self.cwd, on_progress=on_progress)
         )

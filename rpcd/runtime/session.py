@@ -31,6 +31,7 @@ import binascii
 import logging
 import os
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -84,14 +85,6 @@ from rpcd.runtime.system_prompt import normalize_guidelines, normalize_snippet
 from rpcd.runtime.usage import context_usage, session_stats
 from rpcd.store import SessionManager
 from rpcd.store.entries import THINKING_LEVEL_CHANGE, js_trim, message_text
-from rpcd.store.export_html import HtmlExport, render_html
-from rpcd.store.library import (
-    check_output_path,
-    export_branch_jsonl,
-    session_name_or_refuse,
-    unused_path,
-    write_new_file,
-)
 from rpcd.store.records import Record
 from rpcd.tools import (
     BUILTIN_TOOL_NAMES,
@@ -115,8 +108,6 @@ from rpcd.tools import (
     extension_profile,
 )
 from rpcd.tools.bash import SESSION_ENV_KEYS, shell_env
-from rpcd.tools.images import detect_image_mime
-from rpcd.tools.user_bash import execute_user_bash
 
 _log = logging.getLogger("rpcd.runtime.session")
 
@@ -196,7 +187,11 @@ class AgentSession:
         self.session_manager = session_manager
         self.registry = registry
         self.model_inputs = model_inputs or ModelInputs()
-        self.retry = SessionRetry(self)
+        # The parts a session owns see it through a weak proxy: no reference cycle runs through a
+        # session, so a replaced one is freed as soon as the runtime lets go of it (not at the next
+        # full collection of the cyclic GC, which let the heap grow over thousands of replacements).
+        owner = weakref.proxy(self)
+        self.retry = SessionRetry(owner)
         self.last_context_overflow: ContextOverflowError | None = None
         """The overflow the last run ended with (after recovery: the one recovery could not fix)."""
         self.approval = approval
@@ -205,7 +200,7 @@ class AgentSession:
         """What the host bound into this session (its UI, its tool approver); set by ``bind_extensions``."""
         self.services = services
         self.agent = agent
-        self.compaction = SessionCompaction(self)
+        self.compaction = SessionCompaction(owner)
         self._last_reply: Mapping[str, Any] | None = None
         """The last assistant message a model call produced (it may have left the context since)."""
         agent.before_next_turn = self.compaction.before_next_turn
@@ -571,6 +566,8 @@ class AgentSession:
         """Pi's user content: the text block, then the images (checked: valid base64 of a PNG,
         JPEG, GIF or WebP whose bytes match the declared type, for a model that takes images)."""
         content: list[dict[str, Any]] = [{"type": "text", "text": text}]
+        if images:
+            from rpcd.tools.images import detect_image_mime
         for index, image in enumerate(images):
             where = f"images[{index}]"
             try:
@@ -708,6 +705,10 @@ class AgentSession:
         """Pi's ``executeBash``: run ``command`` in the session's cwd (``shellCommandPrefix``
         first), stream its output as ``bash_execution_update``, record the result as a
         ``bashExecution`` message (after the running turn, if one runs)."""
+        # Imported by the first command (as the store's export and file operations below): a
+        # session's construction, and so the daemon's first answer, does not need them.
+        from rpcd.tools.user_bash import execute_user_bash
+
         options = tool_options(self.services)
         resolved = f"{options.command_prefix}\n{command}" if options.command_prefix else command
         env = shell_env(options.agent_dir)
@@ -775,6 +776,8 @@ class AgentSession:
     def set_session_name(self, name: str) -> None:
         # Pi 0.85.0's rpc mode: ``name.trim()`` (JavaScript's trim: U+FEFF goes, \x1c stays), an
         # empty result is refused as a bad argument; the store then folds CR/LF runs into one space.
+        from rpcd.store.library import session_name_or_refuse
+
         trimmed = session_name_or_refuse(name, session_path=self.session_file)
         self.session_manager.append_session_info(trimmed)
         self._notify({"type": "session_info_changed", "name": self.session_manager.get_session_name()})
@@ -841,6 +844,9 @@ class AgentSession:
         cwd), with ``-1``, ``-2``, ... when taken; an explicit ``output_path`` must be absolute and
         new. Nothing is ever overwritten. The page is rendered in a worker thread.
         """
+        from rpcd.store.export_html import HtmlExport, render_html
+        from rpcd.store.library import check_output_path, unused_path, write_new_file
+
         sm = self.session_manager
         session_file = sm.get_session_file()
         if not sm.is_persisted() or session_file is None:
@@ -867,6 +873,8 @@ class AgentSession:
 
     def export_jsonl(self, output_path: str) -> str:
         """Pi's ``exportToJsonl``: the current branch as a new standalone session file at ``output_path``."""
+        from rpcd.store.library import export_branch_jsonl
+
         return export_branch_jsonl(self.session_manager, output_path)
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -1099,7 +1107,7 @@ def create_agent_session(
         session_manager=sm, services=services, agent=agent, session_start_event=session_start_event,
         registry=registry, model_inputs=inputs, approval=approval,
     )
-    agent.seam = ToolSeam(tools, _SessionHooks(session, tool_profiles(services, tools)).hooks())
+    agent.seam = ToolSeam(tools, _SessionHooks(weakref.proxy(session), tool_profiles(services, tools)).hooks())
     return session, selection
 
 

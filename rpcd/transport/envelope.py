@@ -8,7 +8,7 @@ stay plain dicts (pygls' ``object_hook`` would rebuild them, see pitfall P5).
 from __future__ import annotations
 
 import json
-from typing import Any, NoReturn
+from typing import Any, Final, NoReturn
 
 import attrs
 
@@ -54,9 +54,16 @@ def _reject_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not JSON")
 
 
+_DECODER: Final = json.JSONDecoder(parse_constant=_reject_constant)
+"""One decoder for every frame (``json.loads`` with an argument would build a new one per call)."""
+
+
 def parse_json(body: bytes) -> Any:
     """Strict JSON: UTF-8 only (``json.loads`` would also guess UTF-16/32), no NaN/Infinity."""
-    return json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
+    text = body.decode("utf-8")
+    if text.startswith("\ufeff"):  # as ``json.loads`` refuses it
+        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+    return _DECODER.decode(text)
 
 
 def _valid_id(value: object) -> bool:

@@ -1,12 +1,20 @@
-"""The stdio edge: the stdout guard, a reader thread, and a writer thread with an outbound queue.
+"""The stdio edge: the stdout guard, the reader of stdin and the writer of stdout with an outbound queue.
 
-Why threads: ``os.read``/``os.write`` on whatever the client gave us (pipe, file, tty) always
-work in a thread, while asyncio's pipe transports refuse regular files. The event loop never
-blocks on the client: the reader hands chunks over with ``call_soon_threadsafe`` (bounded, so a
-flooding client is back-pressured in the thread, not in memory), and the loop only *enqueues*
-outgoing bytes; one writer thread owns the file descriptor. A client that stops reading makes
-the queue grow, never the loop stall — ``pending()`` (messages, bytes) lets every producer
-bound it (``rpcd.transport.Transport.wait_writable``).
+The event loop never blocks on the client. Input: a pipe, socket or terminal (what every client
+spawning the daemon gives it) is watched by the loop itself (``add_reader``: a read after
+readiness returns what is there, no thread hop per request); what epoll refuses (a regular file,
+``/dev/null``) is read by a daemon thread that hands chunks over with ``call_soon_threadsafe``.
+Either way at most ``MAX_PENDING_CHUNKS`` chunks wait to be taken: a client flooding faster than
+the loop frames is back-pressured in its own pipe, not in our memory.
+
+Output: one writer thread owns the file descriptor and the loop only *enqueues* bytes, so a client
+that stops reading makes the queue grow, never the loop stall — ``pending()`` (messages, bytes)
+lets every producer bound it (``rpcd.transport.Transport.wait_writable``). One shortcut, taken only
+where it cannot block: when nothing is queued or being written and the pipe is empty (``FIONREAD``
+is 0: the client read everything, as between a request and its answer), a message of at most
+``PIPE_BUF`` bytes is written at once by the caller; into an empty pipe such a write is atomic and
+cannot block (free bytes alone would not do: a pipe is a ring of pages, and small writes can leave
+every page partly used). Everything else goes through the queue, in order, by the one writer.
 """
 
 from __future__ import annotations
@@ -14,9 +22,14 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import fcntl
 import logging
 import os
+import select
+import stat
+import struct
 import sys
+import termios
 import threading
 from collections.abc import Callable, Sequence
 from typing import Final
@@ -27,7 +40,8 @@ log = logging.getLogger("rpcd.transport")
 
 READ_CHUNK: Final = 64 * 1024
 MAX_PENDING_CHUNKS: Final = 64
-"""Chunks read but not yet framed (4 MiB); beyond that the reader thread waits."""
+"""Chunks read but not yet taken by the loop (4 MiB); beyond that nothing more is read."""
+_PIPE_BUF: Final = select.PIPE_BUF
 
 
 def guard_stdout() -> int:
@@ -45,43 +59,141 @@ def guard_stdout() -> int:
 
 
 class StdinReader:
-    """A daemon thread reading ``fd``; the loop takes chunks with ``await receive()`` (``b""``: end of input).
+    """The loop takes chunks of ``fd`` with ``await receive()`` (``b""``: end of input).
 
-    At most ``MAX_PENDING_CHUNKS`` chunks wait to be taken: a client flooding faster than the loop
-    frames is back-pressured in this thread (and so in its own pipe), not in our memory.
+    A pipe, socket or terminal is watched by the loop (``polled``); anything else is read by a daemon
+    thread. At most ``MAX_PENDING_CHUNKS`` chunks wait to be taken either way: beyond that nothing
+    more is read until the loop takes one. ``close()`` stops reading (what arrives later stays unread).
     """
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
         self._loop: asyncio.AbstractEventLoop | None = None
         self._chunks: collections.deque[bytes] = collections.deque()
-        self._arrived: asyncio.Event | None = None
+        self._waiter: asyncio.Future[None] | None = None
+        self._polled = False
+        self._watching = False
+        self._ended = False
+        self._closed = False
+        self._paused = False
+        self._offer: Callable[[bytes], bool] | None = None
         self._slots = threading.Semaphore(MAX_PENDING_CHUNKS)
         self._thread = threading.Thread(target=self._run, name="rpcd-stdin", daemon=True)
 
+    @property
+    def polled(self) -> bool:
+        """Whether the loop watches the fd itself (no reader thread)."""
+        return self._polled
+
+    @property
+    def buffered(self) -> int:
+        """Chunks read and not yet taken (at most ``MAX_PENDING_CHUNKS``)."""
+        return len(self._chunks)
+
     async def receive(self) -> bytes:
         if self._loop is None:
-            self._loop = asyncio.get_running_loop()
-            self._arrived = asyncio.Event()
-            self._thread.start()
-        assert self._arrived is not None
+            self._start(asyncio.get_running_loop())
         while not self._chunks:
-            self._arrived.clear()
-            await self._arrived.wait()
+            assert self._loop is not None
+            waiter = self._loop.create_future()
+            self._waiter = waiter
+            try:
+                await waiter
+            finally:
+                self._waiter = None
         chunk = self._chunks.popleft()
-        if chunk:
+        if self._polled:
+            self._rewatch()
+        elif chunk:
             self._slots.release()
         return chunk
 
+    def offer_to(self, take: Callable[[bytes], bool] | None) -> None:
+        """While ``receive()`` waits with nothing taken ahead, a chunk the loop reads from a watched fd is
+        first offered to ``take`` (in the loop, at once): ``True`` means taken (``receive()`` goes on
+        waiting), ``False`` that it waits for ``receive()`` as usual. An exception ``take`` raises is
+        raised by that ``receive()``. ``None``: no more offers."""
+        self._offer = take
+
+    def pause(self) -> None:
+        """Read nothing until ``resume()`` (a taker catching up on what it took)."""
+        self._paused = True
+        self._unwatch()
+
+    def resume(self) -> None:
+        self._paused = False
+        if self._polled:
+            self._rewatch()
+
+    def close(self) -> None:
+        """Read nothing more (the loop's watch ends now; a thread ends at its next chunk)."""
+        self._closed = True
+        self._offer = None
+        self._unwatch()
+
+    def _rewatch(self) -> None:
+        idle = not self._watching and not self._ended and not self._closed and not self._paused
+        if idle and len(self._chunks) < MAX_PENDING_CHUNKS:
+            self._watch()
+
+    def _unwatch(self) -> None:
+        if self._watching and self._loop is not None:
+            self._loop.remove_reader(self._fd)
+            self._watching = False
+
+    def _start(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        if _pollable(self._fd):
+            try:
+                self._watch()
+            except (OSError, ValueError, NotImplementedError):
+                pass
+            else:
+                self._polled = True
+                return
+        self._thread.start()
+
+    def _watch(self) -> None:
+        assert self._loop is not None
+        self._loop.add_reader(self._fd, self._on_readable)
+        self._watching = True
+
+    def _on_readable(self) -> None:
+        try:
+            data = os.read(self._fd, READ_CHUNK)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            log.warning("stdin read failed; treating as end of input", extra={"errno": exc.errno})
+            data = b""
+        waiter = self._waiter
+        if data and self._offer is not None and waiter is not None and not self._chunks:
+            try:
+                if self._offer(data):
+                    return
+            except Exception as error:  # the taker's failure is the receiver's, as if it had taken the chunk
+                self._unwatch()
+                self._closed = True
+                if not waiter.done():
+                    waiter.set_exception(error)
+                return
+        if not data or len(self._chunks) + 1 >= MAX_PENDING_CHUNKS:
+            self._ended = self._ended or not data
+            self._unwatch()
+        self._deliver(data)
+
     def _deliver(self, chunk: bytes) -> None:
         self._chunks.append(chunk)
-        assert self._arrived is not None
-        self._arrived.set()
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     def _run(self) -> None:
         assert self._loop is not None
         while True:
             self._slots.acquire()
+            if self._closed:
+                return
             try:
                 data = os.read(self._fd, READ_CHUNK)
             except OSError as exc:
@@ -95,8 +207,40 @@ class StdinReader:
                 return
 
 
+def _pollable(fd: int) -> bool:
+    """A pipe, socket or terminal (what epoll can watch); not a regular file or ``/dev/null``."""
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+        return True
+    return stat.S_ISCHR(mode) and os.isatty(fd)
+
+
+def _is_pipe(fd: int) -> bool:
+    """A pipe whose fill can be asked (``FIONREAD``)."""
+    try:
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return False
+        fcntl.ioctl(fd, termios.FIONREAD, _INT)
+    except OSError:
+        return False
+    return True
+
+
+def _pipe_unread(fd: int) -> int:
+    """Bytes written to the pipe ``fd`` and not yet read by the other side."""
+    unread: int = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, _INT))[0]
+    return unread
+
+
+_INT: Final = b"\0\0\0\0"
+
+
 class QueuedWriter:
-    """One thread owns the output fd; everyone else enqueues framed bytes without blocking.
+    """One thread owns the output fd; everyone else enqueues framed bytes without blocking (or, into an
+    empty pipe with nothing queued, writes a small message at once: see the module doc).
 
     ``pending()`` counts what was queued and not yet written (including the batch being written),
     so a client that stops reading shows up as a growing count that producers wait on.
@@ -113,6 +257,7 @@ class QueuedWriter:
         self._closed = False
         self._broken = False
         self._cond = threading.Condition()
+        self._direct = _is_pipe(fd)
         self._thread = threading.Thread(target=self._run, name="rpcd-stdout", daemon=True)
         self._thread.start()
 
@@ -123,14 +268,32 @@ class QueuedWriter:
     def pending(self) -> tuple[int, int]:
         return self._messages, self._bytes
 
+    @property
+    def direct(self) -> bool:
+        """Whether a small message may be written by the caller (the fd is a pipe whose fill can be asked)."""
+        return self._direct
+
     def put(self, data: bytes) -> None:
         with self._cond:
             if self._closed or self._broken:
                 return
-            self._queue.append(data)
-            self._messages += 1
-            self._bytes += len(data)
-            self._cond.notify()
+            if self._direct and not self._messages and len(data) <= _PIPE_BUF:
+                # Nothing queued or being written (the writer thread takes a batch only under this lock).
+                try:
+                    if _pipe_unread(self._fd) == 0:  # an empty pipe has every page free: this cannot block
+                        written = os.write(self._fd, data)
+                        if written == len(data):
+                            return
+                        data = data[written:]  # cannot happen (atomic): the rest queued, never lost
+                except OSError as exc:
+                    self._mark_broken(exc)
+            if not self._broken:
+                self._queue.append(data)
+                self._messages += 1
+                self._bytes += len(data)
+                self._cond.notify()
+                return
+        self._broke()
 
     def put_many(self, frames: Sequence[bytes]) -> None:
         """``put`` of each frame, in order, with one lock and one wake-up of the writer."""
@@ -207,19 +370,26 @@ class QueuedWriter:
             try:
                 _write_all(self._fd, data)
             except OSError as exc:
-                log.warning("stdout write failed; the client is gone", extra={"errno": exc.errno})
                 with self._cond:
-                    self._broken = True
-                    self._queue.clear()
-                    self._messages = self._bytes = 0
-                if self._on_broken is not None:
-                    self._on_broken()
-                self._wake()
+                    self._mark_broken(exc)
+                self._broke()
                 return
             with self._cond:
                 self._messages -= len(batch)
                 self._bytes -= len(data)
             self._wake()
+
+    def _mark_broken(self, exc: OSError) -> None:
+        """The client is gone: drop what is queued (``_cond`` held); then ``_broke()`` without the lock."""
+        log.warning("stdout write failed; the client is gone", extra={"errno": exc.errno})
+        self._broken = True
+        self._queue.clear()
+        self._messages = self._bytes = 0
+
+    def _broke(self) -> None:
+        if self._on_broken is not None:
+            self._on_broken()
+        self._wake()
 
 
 def _write_all(fd: int, data: bytes) -> None:

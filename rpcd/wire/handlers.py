@@ -50,7 +50,6 @@ from rpcd.core.values import (
     SessionTree,
 )
 from rpcd.host.host import Pending, ReplacementOutcome, SerializedHost
-from rpcd.protocol import events as ev
 from rpcd.protocol import types as t
 from rpcd.protocol.errors import ErrorCode, ErrorItem
 from rpcd.protocol.methods import client_requests
@@ -88,7 +87,7 @@ from rpcd.protocol.names import (
 from rpcd.wire.errors import WireError, WirePhase, protocol_error
 from rpcd.wire.notifications import EventPump
 from rpcd.wire.progress import Progress
-from rpcd.wire.server import Server, current_call
+from rpcd.wire.server import Ready, Server, current_call
 
 log = logging.getLogger(__name__)
 
@@ -169,6 +168,8 @@ class SessionMethods:
         self._pump = pump
         self._library = library
         self._snapshot: SessionState | None = None
+        self._state_answer: tuple[tuple[SessionState, str, int], t.GetStateResult] | None = None
+        """The last ``getState`` answer and what it was made from."""
 
     # -- replacements ---------------------------------------------------------------------
 
@@ -239,22 +240,40 @@ class SessionMethods:
 
     # -- reads ----------------------------------------------------------------------------
 
-    async def get_state(self, params: t.EmptyParams | None = None) -> t.GetStateResult:
-        host = self._host
-        await host.wait_started()
+    def get_state(self, params: t.EmptyParams | None = None) -> Awaitable[t.GetStateResult]:
+        pump = self._pump
+        if self._host.started and (pump.pending == 0 or pump.closed):
+            # Nothing to wait for (startup settled, every event handed to the transport): answer at arrival.
+            return Ready(self._state_result(self._current_state()), immutable=True)
+        return self._get_state()
+
+    async def _get_state(self) -> t.GetStateResult:
+        await self._host.wait_started()
+        state = self._current_state()
+        await self._pump.drain()
+        return self._state_result(state)
+
+    def _current_state(self) -> SessionState:
+        """The host's state, or the last one known when the host has no usable session."""
         try:
-            state = host.state()
+            state = self._host.state()
         except (HostUnavailableError, HostDisposedError):
             if self._snapshot is None:
                 raise
-            state = self._snapshot
-        else:
-            self._snapshot = state
-        await self._pump.drain()
-        model = t.ModelRef(state.model.provider, state.model.model_id) if state.model is not None else None
+            return self._snapshot
+        self._snapshot = state
+        return state
+
+    def _state_result(self, state: SessionState) -> t.GetStateResult:
+        """The answer for ``state`` (the same object again while nothing changed: its encoding is reused)."""
+        host = self._host
         status = host.status
         assert status != "starting"
-        return t.GetStateResult(
+        key = (state, status, host.generation)
+        if self._state_answer is not None and self._state_answer[0] == key:
+            return self._state_answer[1]
+        model = t.ModelRef(state.model.provider, state.model.model_id) if state.model is not None else None
+        result = t.GetStateResult(
             session_id=state.session_id,
             cwd=state.cwd,
             leaf_id=state.leaf_id,
@@ -274,6 +293,8 @@ class SessionMethods:
             model=model,
             approval_policy=state.approval_policy,
         )
+        self._state_answer = (key, result)
+        return result
 
     def get_messages(self, params: t.EmptyParams | None = None) -> Awaitable[t.GetMessagesResult]:
         return self._messages(_tracked(self._host.enqueue(GET_MESSAGES, self._host.messages)))
@@ -433,10 +454,10 @@ class SessionMethods:
         host = self._host
         return self._answered(_tracked(host.enqueue(SET_FOLLOW_UP_MODE, lambda: host.set_follow_up_mode(params.mode))))
 
-    def clear_queue(self, params: t.EmptyParams | None = None) -> Awaitable[ev.QueueContents]:
+    def clear_queue(self, params: t.EmptyParams | None = None) -> Awaitable[t.QueueContents]:
         return self._cleared(_tracked(self._host.enqueue(CLEAR_QUEUE, self._host.clear_queue)))
 
-    async def _cleared(self, pending: Pending[QueueSnapshot]) -> ev.QueueContents:
+    async def _cleared(self, pending: Pending[QueueSnapshot]) -> t.QueueContents:
         return queue_contents(await self._answered(pending))
 
     def set_thinking_level(self, params: t.SetThinkingLevelParams) -> Awaitable[None]:
@@ -605,13 +626,13 @@ def _replacement_fields(outcome: ReplacementOutcome) -> dict[str, Any]:
     }
 
 
-def command_result(info: CommandInfo) -> ev.CommandInfo:
+def command_result(info: CommandInfo) -> t.CommandInfo:
     source = info.source_info
     base_dir = source.get("baseDir")
-    return ev.CommandInfo(
+    return t.CommandInfo(
         name=info.name,
         source=info.source,
-        source_info=ev.CommandSourceInfo(
+        source_info=t.CommandSourceInfo(
             path=str(source.get("path", "")),
             source=str(source.get("source", "")),
             scope=str(source.get("scope", "")),
@@ -627,8 +648,8 @@ def _images(images: list[t.PromptImage] | None) -> tuple[ImageInput, ...]:
     return tuple(ImageInput(data=i.data, mime_type=i.mime_type) for i in images or ())
 
 
-def queue_contents(snapshot: QueueSnapshot) -> ev.QueueContents:
-    return ev.QueueContents(steering=list(snapshot.steering), follow_up=list(snapshot.follow_up))
+def queue_contents(snapshot: QueueSnapshot) -> t.QueueContents:
+    return t.QueueContents(steering=list(snapshot.steering), follow_up=list(snapshot.follow_up))
 
 
 # -- listSessions pagination ----------------------------------------------------------------

@@ -31,7 +31,7 @@ import itertools
 import logging
 import os
 import signal
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Generator, Iterable
 from typing import Any, Final, TypeVar
 
 import anyio
@@ -71,6 +71,7 @@ InitializeHook = Callable[[InitializeParams], None]
 """Called synchronously when ``initialize`` is accepted (at its arrival), with its params."""
 Handler = Callable[..., Awaitable[Any]]
 F = TypeVar("F", bound=Handler)
+T = TypeVar("T")
 
 FLUSH_TIMEOUT: Final = 5.0
 """Seconds the orderly end waits for a slow client to read what is queued."""
@@ -80,6 +81,7 @@ CLIENT_REQUEST_TIMEOUT: Final = 60.0
 _IGNORED_NOTIFICATIONS: Final = frozenset({"initialized", "notifications/initialized"})
 _UNENCODABLE: Final = (TypeError, ValueError, RecursionError, OverflowError)
 
+_NO_PARAMS: Final = EmptyParams()
 _current_call: contextvars.ContextVar[Call | None] = contextvars.ContextVar("rpcd_current_call", default=None)
 
 
@@ -89,12 +91,19 @@ class Call:
     def __init__(self, msg_id: int | str, method: str) -> None:
         self.id = msg_id
         self.method = method
-        self.scope = anyio.CancelScope()
+        self._scope: anyio.CancelScope | None = None
         self.on_cancel: Callable[[], bool] | None = None
         """What ``$/cancelRequest`` does: ``True`` -> cancel the scope (the request stops, -32800);
         ``False`` -> nothing more (it answers normally). ``None``: always cancel the scope."""
         self.on_answered: Callable[[], None] | None = None
         self.answered = False
+
+    @property
+    def scope(self) -> anyio.CancelScope:
+        """The request's cancel scope (made when first needed: a request answered at arrival has none)."""
+        if self._scope is None:
+            self._scope = anyio.CancelScope()
+        return self._scope
 
     def cancel(self) -> None:
         if self.on_cancel is None or self.on_cancel():
@@ -104,6 +113,25 @@ class Call:
 def current_call() -> Call | None:
     """The request whose handler is running (or arriving) in this context."""
     return _current_call.get()
+
+
+class Ready(Awaitable[T]):
+    """What a handler returns when its result is known at its request's arrival: the server answers it
+    right there (no task; in arrival order with everything decided at arrival). Awaiting it gives the value.
+
+    ``immutable``: the value can never change (a frozen attrs instance of immutable fields), so when a
+    handler returns the very same object again its encoding is reused.
+    """
+
+    __slots__ = ("immutable", "value")
+
+    def __init__(self, value: T, *, immutable: bool = False) -> None:
+        self.value = value
+        self.immutable = immutable
+
+    def __await__(self) -> Generator[Any, None, T]:
+        return self.value
+        yield  # pragma: no cover - makes this a generator that never suspends
 
 
 @attrs.frozen
@@ -190,6 +218,12 @@ class Server:
         self._methods: dict[str, _Method] = {}
         self._calls: dict[int | str, list[Call]] = {}
         self._calls_changed: anyio.Event | None = None
+        self._reader: StdinReader | None = None
+        """The stdin reader that offers chunks to ``_take_chunk`` (``None``: another source)."""
+        self._catching_up: anyio.CancelScope | None = None
+        """The task dispatching the rest of a chunk taken at once that reached the outbound bound."""
+        self._encoded: tuple[object, bytes] | None = None
+        """The last immutable result answered and its encoding (``Ready(..., immutable=True)``)."""
         self._peer = _PyglsPeer(self._send_envelope)
         self._ids = itertools.count(1)
         self._task_group: anyio.abc.TaskGroup | None = None
@@ -208,7 +242,8 @@ class Server:
         awaitable of the result (an attrs instance, ``None`` or plain JSON).
 
         The call itself happens at the request's arrival, in arrival order; a plain ``def`` can act
-        there (take its place in the host's FIFO) and return a coroutine for the rest.
+        there (take its place in the host's FIFO) and return a coroutine for the rest, or return
+        ``Ready(result)`` when the result is known right then (answered at once, no task).
         """
 
         def decorator(fn: F) -> F:
@@ -263,15 +298,51 @@ class Server:
     # -- input ---------------------------------------------------------------------------------------
 
     async def _read(self, source: ByteSource) -> None:
-        while True:
-            chunk = await source.receive()
-            if not chunk:
-                self.framer.receive_eof()
+        offer = source.offer_to if isinstance(source, StdinReader) else None
+        if offer is not None:
+            assert isinstance(source, StdinReader)
+            self._reader = source
+            offer(self._take_chunk)
+        try:
+            while True:
+                chunk = await source.receive()
+                if not chunk:
+                    self.framer.receive_eof()
+                    await self._drain_frames()
+                    self.request_stop("end of input")
+                    return
+                self.framer.receive_data(chunk)
                 await self._drain_frames()
-                self.request_stop("end of input")
-                return
-            self.framer.receive_data(chunk)
+        finally:
+            if offer is not None:
+                offer(None)  # the end has begun (or reading failed): nothing more is taken at once
+
+    def _take_chunk(self, chunk: bytes) -> bool:
+        """The reader's offer while ``_read`` waits with nothing read ahead: frame and dispatch the chunk at
+        once, in the loop's callback (no wake-up of the reader task per request). Over the outbound bound
+        it is refused (``_read`` takes it and waits); reaching the bound midway, the reader pauses while a
+        task dispatches the rest as ``_read`` would, then reads on."""
+        if self._over_high_water():
+            return False
+        framer = self.framer
+        framer.receive_data(chunk)
+        while (event := framer.next_event()) is not NEED_DATA:
+            self._dispatch(event)
+            if self._over_high_water():
+                reader, task_group = self._reader, self._task_group
+                assert reader is not None and task_group is not None
+                reader.pause()
+                self._catching_up = scope = anyio.CancelScope()
+                task_group.start_soon(self._catch_up, reader, scope, name="rpcd reader catching up")
+                break
+        return True
+
+    async def _catch_up(self, reader: StdinReader, scope: anyio.CancelScope) -> None:
+        if scope.cancel_called:
+            return  # the end began before this task ran
+        with scope:
             await self._drain_frames()
+            reader.resume()
 
     async def _drain_frames(self) -> None:
         """Dispatch every complete frame; while the client is not reading our output, stop reading its input."""
@@ -279,14 +350,17 @@ class Server:
             assert self.transport is not None
             if self.transport.over_high_water():
                 await self.transport.wait_writable()
-            if isinstance(event, Frame):
-                self._on_message(classify(event.body))
-            elif isinstance(event, Oversized):
-                detail = f"frame of {event.size} bytes exceeds the limit of {self.max_message_bytes}; it was dropped"
-                self._send_error(None, protocol_error(ErrorCode.MESSAGE_TOO_LARGE, detail, phase=WirePhase.FRAMING))
-            elif isinstance(event, Garbage):
-                detail = f"bytes between frames are not a frame ({event.reason}); skipped to the next header"
-                self._send_error(None, protocol_error(ErrorCode.PARSE_ERROR, detail, phase=WirePhase.FRAMING))
+            self._dispatch(event)
+
+    def _dispatch(self, event: Frame | Oversized | Garbage) -> None:
+        if isinstance(event, Frame):
+            self._on_message(classify(event.body))
+        elif isinstance(event, Oversized):
+            detail = f"frame of {event.size} bytes exceeds the limit of {self.max_message_bytes}; it was dropped"
+            self._send_error(None, protocol_error(ErrorCode.MESSAGE_TOO_LARGE, detail, phase=WirePhase.FRAMING))
+        elif isinstance(event, Garbage):
+            detail = f"bytes between frames are not a frame ({event.reason}); skipped to the next header"
+            self._send_error(None, protocol_error(ErrorCode.PARSE_ERROR, detail, phase=WirePhase.FRAMING))
 
     def _on_message(self, message: Invalid | Request | Notification | Response) -> None:
         if isinstance(message, Request):
@@ -327,6 +401,9 @@ class Server:
             return self._send_error(request.id, to_error(exc, operation=method.name))
         finally:
             _current_call.reset(token)
+        if type(work) is Ready and not self._over_high_water():
+            # Known at arrival: no task, nothing left to cancel.
+            return self._answer(call, work.value, immutable=work.immutable)
         self._calls.setdefault(request.id, []).append(call)
         assert self._task_group is not None
         self._task_group.start_soon(self._run_call, call, work, name=f"rpcd request {method.name}")
@@ -358,18 +435,34 @@ class Server:
                 except Exception as exc:
                     return self._answer_error(call, to_error(exc, operation=call.method))
                 await self._writable()
-                try:
-                    body = encode_json(unstructure(result))
-                except _UNENCODABLE as exc:
-                    return self._answer_error(call, to_error(exc, operation=call.method))
-                self._send_body(b'{"jsonrpc":"2.0","id":%s,"result":%s}' % (encode_json(call.id), body))
-                call.answered = True
-                if call.on_answered is not None:
-                    call.on_answered()
+                self._answer(call, result)
             if not call.answered:
                 self._answer_cancelled(call)
         finally:
             self._forget(call)
+
+    def _answer(self, call: Call, result: Any, *, immutable: bool = False) -> None:
+        """Encode and send the result (an attrs instance, ``None`` or plain JSON); an unencodable one is our bug."""
+        memo = self._encoded
+        if immutable and memo is not None and memo[0] is result:
+            body = memo[1]
+        else:
+            try:
+                body = encode_json(unstructure(result))
+            except _UNENCODABLE as exc:
+                return self._answer_error(call, to_error(exc, operation=call.method))
+            if immutable:
+                self._encoded = (result, body)
+        msg_id = call.id
+        encoded_id = b"%d" % msg_id if type(msg_id) is int else encode_json(msg_id)
+        self._send_body(b'{"jsonrpc":"2.0","id":%s,"result":%s}' % (encoded_id, body))
+        call.answered = True
+        if call.on_answered is not None:
+            call.on_answered()
+        return None
+
+    def _over_high_water(self) -> bool:
+        return self.transport is not None and self.transport.over_high_water()
 
     async def _writable(self) -> None:
         if self.transport is not None and self.transport.over_high_water():
@@ -385,6 +478,9 @@ class Server:
         self._answer_error(call, error)
 
     def _forget(self, call: Call) -> None:
+        # Its policies close over the host operation, whose context holds this call: let go of them,
+        # so a finished request is freed at once rather than by the cyclic GC.
+        call.on_cancel = call.on_answered = None
         calls = self._calls.get(call.id)
         if calls is not None and call in calls:
             calls.remove(call)
@@ -411,6 +507,8 @@ class Server:
     def _convert_params(self, name: str, params_type: type[Any] | None, raw: Any) -> Any:
         if raw is None or raw == []:
             raw = {}
+        if (params_type is None or params_type is EmptyParams) and raw == {}:
+            return _NO_PARAMS  # what ``structure({}, EmptyParams)`` gives, without the converter
         if isinstance(raw, list):
             problems = [ErrorItem("InvalidParams", "params must be an object (by-name), not an array", path="$")]
             raise WireError(protocol_error(ErrorCode.INVALID_PARAMS, "", operation=name, phase=WirePhase.VALIDATION,
@@ -460,7 +558,7 @@ class Server:
             self.client_capabilities = params.capabilities or ClientCapabilities()
             if self.initialize_hook is not None:
                 self.initialize_hook(params)
-            return _value(InitializeResult(self.protocol_version, self.server_info, self.capabilities()))
+            return Ready(InitializeResult(self.protocol_version, self.server_info, self.capabilities()))
 
         @self.method(SHUTDOWN)
         def shutdown() -> Awaitable[None]:
@@ -470,8 +568,8 @@ class Server:
             return self._shutdown()
 
         @self.method(PING)
-        async def ping() -> None:
-            return None
+        def ping() -> Awaitable[None]:
+            return Ready(None)
 
     def _answered_initialize(self) -> None:
         if self._initialize_answered is not None:
@@ -536,6 +634,8 @@ class Server:
             log.info("serving", extra={"pid": os.getpid(), "maxMessageBytes": self.max_message_bytes})
             await self._stop.wait()
             reading.cancel()  # what arrives from now on is not read: the end has begun
+            if self._catching_up is not None:
+                self._catching_up.cancel()
             code = await self._finish(sink)
             task_group.cancel_scope.cancel()
         return code
@@ -608,9 +708,11 @@ class Server:
             loop.call_soon_threadsafe(self.request_stop, "stdout closed")
 
         writer = QueuedWriter(out_fd, on_broken=on_broken)
+        reader = StdinReader(in_fd)
         try:
-            return await self.serve(StdinReader(in_fd), writer, handle_signals=True)
+            return await self.serve(reader, writer, handle_signals=True)
         finally:
+            reader.close()
             writer.close()
 
 
@@ -621,10 +723,6 @@ def report_encoding_failure(what: str, error: BaseException) -> None:
 
 def _never() -> bool:
     return False
-
-
-async def _value(value: Any) -> Any:
-    return value
 
 
 def _chain(exc: BaseException) -> Iterable[BaseException]:
@@ -654,4 +752,4 @@ def run_stdio(server: Server, *, stdin_fd: int = 0) -> int:
     return result
 
 
-__all__ = ["Call", "Server", "create_server", "current_call", "run_stdio"]
+__all__ = ["Call", "Ready", "Server", "create_server", "current_call", "run_stdio"]

@@ -19,7 +19,8 @@ Measures (rpcd | Pi):
   plus a bare Python NDJSON echo loop (the floor of Python + a pipe);
 * ``replacements``: N cycles of ``newSession`` -> ``resume`` -> ``fork`` | ``new_session`` ->
   ``switch_session`` -> ``fork`` of one small Pi-shaped session (3 replacements a cycle; ``--full``
-  N = 2,000, else 200): replacements/s, and VmRSS after 30 warm-up cycles vs after N.
+  N = 2,000, else 200; ``--cycles N`` sets it, e.g. the issue's 10,000): replacements/s, and VmRSS
+  after 30 warm-up cycles vs after N.
 
 The reader is the same for both (a thread ``os.read``-ing 1 MiB chunks and ``orjson``-parsing
 each line), so the client is never what limits a rate. Both run with a throw-away ``HOME`` and
@@ -241,6 +242,8 @@ class Context:
     sides: tuple[str, ...] = ("rpcd", "pi")
     python: Sequence[str] | None = None
     """How rpcd's interpreter is started (``--profile``: under cProfile)."""
+    cycles: int | None = None
+    """``replacements``: cycles measured after the warm-up (``None``: 2,000 with ``full``, else 200)."""
 
     def home(self, name: str) -> tuple[Path, Path]:
         home = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=self.tmp))
@@ -415,7 +418,7 @@ def measure_getstate(ctx: Context) -> dict[str, dict[str, list[float]]]:
 
 
 def measure_replacements(ctx: Context) -> dict[str, dict[str, list[float]]]:
-    cycles = 2_000 if ctx.full else 200
+    cycles = ctx.cycles or (2_000 if ctx.full else 200)
     warmup = 30
     source = ctx.tmp / "cycle-source.jsonl"
     if not source.exists():
@@ -528,12 +531,13 @@ MEASURE_FUNCTIONS: dict[str, Callable[[Context], dict[str, dict[str, list[float]
 }
 
 
-def run(full: bool, only: Sequence[str] | None = None, passes: int | None = None) -> list[Measurement]:
+def run(full: bool, only: Sequence[str] | None = None, passes: int | None = None,
+        cycles: int | None = None) -> list[Measurement]:
     oracle = _oracle()
     rows: list[Measurement] = []
     with tempfile.TemporaryDirectory(prefix="rpcd-bench-vs-pi-") as tmp:
         ctx = Context(full=full, tmp=Path(tmp), oracle=oracle, passes=passes or (5 if full else 3),
-                      chunks=50_000 if full else 5_000)
+                      chunks=50_000 if full else 5_000, cycles=cycles)
         for name in only or MEASURES:
             before = load()
             print(f"[bench] vs-pi {name} ({before}) ...", file=sys.stderr, flush=True)
@@ -542,7 +546,7 @@ def run(full: bool, only: Sequence[str] | None = None, passes: int | None = None
     return rows
 
 
-def profile(name: str, full: bool, out_dir: Path, top: int = 35) -> str:
+def profile(name: str, full: bool, out_dir: Path, top: int = 35, cycles: int | None = None) -> str:
     """Run measure ``name`` once, rpcd side only, with the daemon under cProfile; the top functions.
 
     The daemon writes its profile when it exits normally (its input ends), so every measure can be
@@ -555,7 +559,7 @@ def profile(name: str, full: bool, out_dir: Path, top: int = 35) -> str:
     out = out_dir / f"rpcd-{name}.prof"
     with tempfile.TemporaryDirectory(prefix="rpcd-bench-profile-") as tmp:
         ctx = Context(full=full, tmp=Path(tmp), oracle=oracle, passes=1, chunks=50_000 if full else 5_000,
-                      sides=("rpcd",), python=[sys.executable, "-m", "cProfile", "-o", str(out)])
+                      sides=("rpcd",), python=[sys.executable, "-m", "cProfile", "-o", str(out)], cycles=cycles)
         if name == "resume":
             ctx.session()  # generated before the profiled process starts
         MEASURE_FUNCTIONS[name](ctx)

@@ -86,6 +86,7 @@ def test_ctrl_c_twice_at_an_idle_prompt_exits_130_and_once_only_drops_the_line(
     tmux.type_line("whole")  # the half-typed line is gone: only "whole" is sent
     screen = tmux.wait_for(r"echo: whole")
     assert "echo: half typed" not in screen
+    tmux.wait_for(r"^> ", count=3)  # idle again: the reply is shown before its turn has ended
     tmux.send("C-c")
     tmux.wait_for(r"Ctrl-C again to quit", count=2)
     tmux.send("C-c")

@@ -11,11 +11,11 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.driver import Daemon, events_of
-from tests.e2e.projects import read_jsonl
 
 PIECE = "0123456789abcdef"
 REPEAT = int(os.environ.get("RPCD_BACKPRESSURE_REPEAT", "12000"))  # 192 KB of text, 48 000 deltas
@@ -29,10 +29,17 @@ def rss_kib(pid: int) -> int:
     raise RuntimeError("no VmRSS")
 
 
+def written_entries(path: str) -> list[dict[str, Any]]:
+    """The entries of a session file the daemon is still appending to: a last line without its newline
+    is an append in progress, not an entry yet (polling must not read half a line)."""
+    with open(path, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.endswith("\n") and line.strip()]
+
+
 def assistant_written(path: str) -> bool:
     if not os.path.exists(path):
         return False
-    return any(e.get("type") == "message" and e["message"]["role"] == "assistant" for e in read_jsonl(path))
+    return any(e.get("type") == "message" and e["message"]["role"] == "assistant" for e in written_entries(path))
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs /proc to read the daemon's RSS")
@@ -49,7 +56,7 @@ def test_stalled_reader_keeps_memory_bounded_and_loses_no_structural_event(tmp_p
         turn = d.start("prompt", {"text": "long"})
         peak = baseline
         deadline = time.monotonic() + 300
-        while sum(1 for e in read_jsonl(path) if e.get("type") == "message") < 4:  # 2 turns x (user, assistant)
+        while sum(1 for e in written_entries(path) if e.get("type") == "message") < 4:  # 2 turns x (user, assistant)
             assert time.monotonic() < deadline, "the turn did not finish while the client was stalled"
             peak = max(peak, rss_kib(d.proc.pid))
             time.sleep(0.05)

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from rpcd.store import SessionManager
+from rpcd.transport import DEFAULT_HIGH_WATER_MESSAGES
 from tests.driver import Daemon
 from tests.e2e.test_backpressure import rss_kib
 
@@ -75,3 +76,24 @@ def test_a_thousand_unread_tree_answers_keep_memory_bounded_and_arrive_whole_in_
         assert ids[:READ_BACK] == list(range(100_000, 100_000 + READ_BACK))  # whole, in arrival order, once
         if READ_BACK < REQUESTS:
             d.kill9()  # the rest would be 2 GB of JSON to read: the long run does that
+
+
+def test_answers_made_at_arrival_stop_at_the_bound_midway_through_a_chunk_and_all_arrive_in_order(
+    tmp_path: Path,
+) -> None:
+    """Pings are answered as their chunk is read, in the loop's own callback; a client that writes far
+    more of them at once than the outbound bound and reads late gets every answer, once, in order
+    (the daemon stops at the bound midway through the chunk and reads on once the client reads)."""
+    count = 3 * DEFAULT_HIGH_WATER_MESSAGES
+    with Daemon("--agent-dir", str(tmp_path / "agent"), "--in-memory", env={"RPCD_LOG_LEVEL": "warning"}) as d:
+        d.initialize()
+        d.pause_reading()
+        requests = b"".join(d.frame(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}' % (200_000 + n)) for n in range(count))
+        writer = threading.Thread(target=d.write_raw, args=(requests,), daemon=True)
+        writer.start()
+        time.sleep(0.5)  # room to run past the bound, if it could
+        d.resume_reading()
+        d.wait(200_000 + count - 1, timeout=120)
+        ids = [m["id"] for m in d.log if isinstance(m.get("id"), int) and m["id"] >= 200_000]
+        assert ids == list(range(200_000, 200_000 + count))
+        assert d.call("ping") is None, "and it serves on"

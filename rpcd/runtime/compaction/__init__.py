@@ -14,7 +14,17 @@ Everything reads the session through the store (``rpcd.store``) and calls the mo
 the session's provider (``rpcd.runtime.providers``).
 """
 
-from rpcd.runtime.compaction.controller import SessionCompaction
-from rpcd.runtime.compaction.tokens import CompactionSettings
+from typing import TYPE_CHECKING
+
+from rpcd.core.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from rpcd.runtime.compaction.controller import SessionCompaction
+    from rpcd.runtime.compaction.tokens import CompactionSettings
+
+__getattr__, __dir__ = lazy_exports(__name__, {
+    ".controller": ("SessionCompaction",),
+    ".tokens": ("CompactionSettings",),
+})
 
 __all__ = ["CompactionSettings", "SessionCompaction"]

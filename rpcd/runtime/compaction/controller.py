@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
@@ -39,9 +39,6 @@ from rpcd.core.errors import (
     SessionBusyError,
     SessionWriteError,
 )
-from rpcd.runtime.compaction.branch import collect_entries_for_branch_summary
-from rpcd.runtime.compaction.prepare import CompactionPreparation, prepare_compaction
-from rpcd.runtime.compaction.summarize import Summarizer, SummaryError, compact, generate_branch_summary
 from rpcd.runtime.compaction.tokens import (
     CompactionSettings,
     branch_summary_reserve_tokens,
@@ -59,6 +56,14 @@ from rpcd.store import entries as E
 from rpcd.store._ids import js_date_ms
 from rpcd.store.records import Record
 from rpcd.tools.base import AbortSignal
+
+if TYPE_CHECKING:
+    from rpcd.runtime.compaction.prepare import CompactionPreparation
+    from rpcd.runtime.compaction.summarize import Summarizer
+
+# What a compaction or a branch summary runs (``prepare``, ``summarize``, ``branch`` and what they
+# import: the serializer, the prompts, the LLM message transform) is imported by the first one: a
+# session's construction, and so the daemon's first answer, only needs the controller.
 
 _log = logging.getLogger("rpcd.runtime.compaction")
 
@@ -129,7 +134,10 @@ class SessionCompaction:
 
     @property
     def auto_enabled(self) -> bool:
-        return self.settings().enabled
+        """``settings().enabled`` without building the settings (``getState`` asks it every call)."""
+        if self.enabled_override is not None:
+            return self.enabled_override
+        return CompactionSettings.enabled_in(self._session.settings())
 
     def set_auto_enabled(self, enabled: bool) -> None:
         self.enabled_override = enabled
@@ -181,6 +189,8 @@ class SessionCompaction:
 
     def _summarizer(self, run: _Run, provider: Provider, model: ModelInfo, source: dict[str, Any],
                     thinking_level: str) -> Summarizer:
+        from rpcd.runtime.compaction.summarize import Summarizer
+
         summarizer = Summarizer(provider=provider, model=model, thinking_level=thinking_level,
                                 retry=RetrySettings.from_settings(self._session.settings()),
                                 on_event=self._notify, source=source)
@@ -190,6 +200,8 @@ class SessionCompaction:
         return summarizer
 
     def _prepare(self, settings: CompactionSettings) -> tuple[CompactionPreparation | None, str | None]:
+        from rpcd.runtime.compaction.prepare import prepare_compaction
+
         def read(path: list[Record]) -> tuple[CompactionPreparation | None, str | None]:
             return prepare_compaction(path, settings), (path[-1].type if path else None)
 
@@ -249,6 +261,8 @@ class SessionCompaction:
         provider, model = found
         summarizer = self._summarizer(run, provider, model, {"source": "compaction", "reason": reason},
                                       self._session.agent.thinking_level)
+        from rpcd.runtime.compaction.summarize import compact
+
         return await compact(preparation, summarizer, custom_instructions)
 
     # -- manual ---------------------------------------------------------------------------------
@@ -256,6 +270,8 @@ class SessionCompaction:
     async def compact(self, custom_instructions: str | None = None) -> dict[str, Any]:
         """Pi's ``compact``: the ``compact`` result (``summary, firstKeptEntryId, tokensBefore,
         estimatedTokensAfter, usage?, details?``)."""
+        from rpcd.runtime.compaction.summarize import SummaryError
+
         await self._session.abort()
         run = self._begin("_manual")
         self._notify({"type": "compaction_start", "reason": "manual"})
@@ -391,6 +407,8 @@ class SessionCompaction:
 
     async def run_auto(self, reason: str, will_retry: bool) -> bool:
         """Pi's ``_runAutoCompaction``; ``True``: continue the run (overflow retry)."""
+        from rpcd.runtime.compaction.summarize import SummaryError
+
         settings = self.settings()
         run: _Run | None = None
         from_extension = False
@@ -449,6 +467,9 @@ class SessionCompaction:
     async def navigate_tree(self, target_id: str, *, summarize: bool = False, custom_instructions: str | None = None,
                             replace_instructions: bool | None = None, label: str | None = None) -> dict[str, Any]:
         """Pi's ``navigateTree``: ``{cancelled, aborted?, editorText?, summaryEntry?}``."""
+        from rpcd.runtime.compaction.branch import collect_entries_for_branch_summary
+        from rpcd.runtime.compaction.summarize import generate_branch_summary
+
         session = self._session
         sm = session.session_manager
         if session.is_streaming:

@@ -38,12 +38,16 @@ class CompactionSettings:
         (``setAutoCompaction``)."""
         raw = _section(settings, "compaction")
         default = cls()
-        configured = raw.get("enabled", True) is not False if "enabled" in raw else True
         return cls(
-            enabled=configured if enabled is None else enabled,
+            enabled=cls.enabled_in(settings) if enabled is None else enabled,
             reserve_tokens=_number(raw.get("reserveTokens"), default.reserve_tokens),
             keep_recent_tokens=_number(raw.get("keepRecentTokens"), default.keep_recent_tokens),
         )
+
+    @staticmethod
+    def enabled_in(settings: Any) -> bool:
+        """``compaction.enabled`` of the effective settings (anything but ``false`` is on)."""
+        return _section(settings, "compaction").get("enabled", True) is not False
 
     def to_pi(self) -> dict[str, Any]:
         return {"enabled": self.enabled, "reserveTokens": self.reserve_tokens,

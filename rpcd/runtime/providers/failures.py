@@ -17,13 +17,16 @@ Pi's decision for the same failure:
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from typing import Any, Final
 
 from rpcd.core.errors import ContextOverflowError
 
-OVERFLOW_PATTERNS: Final = tuple(re.compile(p, re.IGNORECASE) for p in (
+# The patterns are compiled by the first failed turn that needs them (compiling the ~30 of them at
+# import was ~15 ms of every daemon's start, before its first answer).
+OVERFLOW_PATTERNS: Final = (
     r"prompt is too long",
     r"request_too_large",
     r"input is too long for requested model",
@@ -49,17 +52,17 @@ OVERFLOW_PATTERNS: Final = tuple(re.compile(p, re.IGNORECASE) for p in (
     r"too many tokens",
     r"token limit exceeded",
     r"^4(?:00|13)\s*(?:status code)?\s*\(no body\)",
-))
-NON_OVERFLOW_PATTERNS: Final = tuple(re.compile(p, re.IGNORECASE) for p in (
+)
+NON_OVERFLOW_PATTERNS: Final = (
     r"^(Throttling error|Service unavailable):",
     r"rate limit",
     r"too many requests",
-))
-_NON_RETRYABLE: Final = re.compile("|".join((
+)
+_NON_RETRYABLE: Final = "|".join((
     "GoUsageLimitError", "FreeUsageLimitError", "Monthly usage limit reached", "available balance",
     "insufficient_quota", "out of budget", "quota exceeded", "billing",
-)), re.IGNORECASE)
-_RETRYABLE: Final = re.compile("|".join((
+))
+_RETRYABLE: Final = "|".join((
     "overloaded", "rate.?limit", "too many requests", "429", "500", "502", "503", "504", "524",
     "service.?unavailable", "server.?error", "internal.?error", "provider.?returned.?error",
     "exceeded request buffer limit while retrying upstream", "network.?error", "connection.?error",
@@ -69,7 +72,12 @@ _RETRYABLE: Final = re.compile("|".join((
     "stream ended before message_stop", "stream ended before a terminal response event",
     "http2 request did not get a response", "retry delay", "you can retry your request",
     "try your request again", "please retry your request", "ResourceExhausted",
-)), re.IGNORECASE)
+))
+
+
+@functools.cache
+def _compiled(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
+    return tuple(re.compile(p, re.IGNORECASE) for p in patterns)
 
 
 def _usage(message: Mapping[str, Any], key: str) -> int:
@@ -83,8 +91,9 @@ def context_overflow(message: Mapping[str, Any], context_window: int = 0) -> Con
     stop = message.get("stopReason")
     error = message.get("errorMessage")
     provider, model = str(message.get("provider", "")), str(message.get("model", ""))
-    if (stop == "error" and isinstance(error, str) and error and not any(p.search(error) for p in NON_OVERFLOW_PATTERNS)
-            and any(p.search(error) for p in OVERFLOW_PATTERNS)):
+    if (stop == "error" and isinstance(error, str) and error
+            and not any(p.search(error) for p in _compiled(NON_OVERFLOW_PATTERNS))
+            and any(p.search(error) for p in _compiled(OVERFLOW_PATTERNS))):
             return ContextOverflowError(f"Context window exceeded for {provider}/{model}", provider=provider,
                                         model=model, reason="error", provider_message=error)
     inputs = _usage(message, "input") + _usage(message, "cacheRead")
@@ -116,6 +125,6 @@ def is_retryable_assistant_error(message: Mapping[str, Any]) -> bool:
     error = message.get("errorMessage")
     if message.get("stopReason") != "error" or not isinstance(error, str) or not error:
         return False
-    if _NON_RETRYABLE.search(error):
+    if _compiled((_NON_RETRYABLE,))[0].search(error):
         return False
-    return bool(_RETRYABLE.search(error))
+    return bool(_compiled((_RETRYABLE,))[0].search(error))

@@ -44,11 +44,9 @@ from rpcd.runtime.models_config import (
 )
 from rpcd.runtime.providers.attribution import attribution_headers, install_telemetry_enabled
 from rpcd.runtime.providers.base import AssistantMessageEvent, ModelInfo, ProviderRequest, new_assistant_message
-from rpcd.runtime.providers.call import CallContext
 from rpcd.runtime.providers.catalog import builtin_catalog
 from rpcd.runtime.providers.credentials import AuthCheck, CredentialError, Credentials, load_auth_file
 from rpcd.runtime.providers.http import MAX_ERROR_CHARS, ProviderRetry, StreamError, Timeouts, stream_call
-from rpcd.runtime.providers.transform import convert_to_llm
 
 if TYPE_CHECKING:
     import httpx
@@ -110,7 +108,7 @@ class RemoteProvider:
         self.credentials = credentials or Credentials()
         self.settings = settings or RequestSettings()
         self._transport = transport
-        self._models = {m.id: m for m in spec.models}
+        self._models = _models(spec)
         self._infos = _infos(spec)
         self._check: AuthCheck | bool | None = False  # False: not checked yet
 
@@ -170,6 +168,9 @@ class RemoteProvider:
         return None
 
     async def stream(self, request: ProviderRequest) -> AsyncIterator[AssistantMessageEvent]:
+        from rpcd.runtime.providers.call import CallContext  # a request's machinery: on the first request
+        from rpcd.runtime.providers.transform import convert_to_llm
+
         message = new_assistant_message(request.model)
         spec = self._models.get(request.model.id)
         module = api_module(spec.api) if spec is not None else None
@@ -223,6 +224,21 @@ class RemoteProvider:
 
 
 _INFOS: dict[int, tuple[ProviderSpec, list[ModelInfo]]] = {}
+
+
+_MODELS: dict[int, tuple[ProviderSpec, dict[str, ModelSpec]]] = {}
+
+
+def _models(spec: ProviderSpec) -> dict[str, ModelSpec]:
+    """The models by id, built once per (cached, immutable) catalog provider spec; every provider gets
+    its own copy (``add_custom_model`` adds to it). Every replacement composes the providers afresh."""
+    cached = _MODELS.get(id(spec))
+    if cached is not None and cached[0] is spec:
+        return dict(cached[1])
+    models = {m.id: m for m in spec.models}
+    if not spec.configured:
+        _MODELS[id(spec)] = (spec, models)
+    return dict(models)
 
 
 def _infos(spec: ProviderSpec) -> list[ModelInfo]:

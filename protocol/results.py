@@ -1,0 +1,364 @@
+"""The results of the requests a client makes after the first answer (replacements, listing,
+export, stats, models, approval rules, trust, ...) and the shapes inside them, as attrs classes.
+
+``rpcd.protocol.types`` re-exports every name here on first use, so ``t.ReplacementResult`` works
+as before while the daemon's way to its first answer (``initialize``, ``getState``) never builds
+these classes. The conventions are those of ``rpcd.protocol.types``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import attrs
+
+from rpcd.protocol._fields import nullable
+from rpcd.protocol.outgoing import DiagnosticItem
+from rpcd.protocol.types import CommandInfo, CompactionReason, QueueContents, StreamingBehavior, ThinkingLevel
+
+
+@attrs.frozen
+class ReplacementResult:
+    cancelled: bool
+    """True if an extension cancelled the replacement; the old session stays current."""
+    session_id: str
+    cwd: str
+    generation: int
+    """The host generation, bumped on each successful replacement."""
+    session_file: str | None = None
+    dropped_queue: QueueContents | None = None
+    """Steering / follow-up input the replaced session had queued and never delivered (absent when
+    there was none): give it back to the user."""
+
+
+@attrs.frozen
+class ForkResult:
+    cancelled: bool
+    session_id: str
+    cwd: str
+    generation: int
+    session_file: str | None = None
+    selected_text: str | None = None
+    """The text of the user message the fork was taken before (to put back in an editor)."""
+    dropped_queue: QueueContents | None = None
+    """As for the other replacements."""
+
+
+@attrs.frozen
+class GetMessagesResult:
+    messages: list[dict[str, Any]]
+    """The current context in Pi's AgentMessage shapes."""
+
+
+@attrs.frozen
+class GetTreeResult:
+    entries: list[dict[str, Any]]
+    """Raw entries in file order (no header)."""
+    labels: dict[str, str]
+    """entryId -> label."""
+    leaf_id: str | None = nullable()
+    tree: list[dict[str, Any]] | None = None
+    """With ``nested``: Pi's ``get_tree`` roots, each node ``{entry, children, label?, labelTimestamp?}``,
+    children oldest first (entries without a known parent are roots too)."""
+
+
+@attrs.frozen
+class CompactionResult:
+    """What a compaction produced (Pi's ``CompactionResult``): the ``compact`` result and
+    ``compaction_end.result``."""
+
+    summary: str
+    first_kept_entry_id: str
+    """The first entry kept verbatim after the summary."""
+    tokens_before: int
+    """The estimated context size before compaction."""
+    estimated_tokens_after: int | None = None
+    """A heuristic estimate over the rebuilt context (chars/4), not a provider count."""
+    usage: dict[str, Any] | None = None
+    """The model call(s) that wrote the summary (absent for an extension's summary without one)."""
+    details: Any = None
+    """``{readFiles, modifiedFiles}`` for Pi's own summaries; whatever an extension stored otherwise."""
+
+
+@attrs.frozen(kw_only=True)
+class NavigateTreeResult:
+    cancelled: bool
+    """An extension cancelled the navigation, or it was aborted (``aborted``); nothing changed."""
+    leaf_id: str | None = nullable()
+    """The leaf afterwards."""
+    aborted: bool | None = None
+    editor_text: str | None = None
+    summary_entry: dict[str, Any] | None = None
+    """The ``branch_summary`` entry written."""
+
+
+@attrs.frozen
+class CompactionStartEvent:
+    """Session event: a compaction begins."""
+
+    type: Literal["compaction_start"]
+    reason: CompactionReason
+
+
+@attrs.frozen(kw_only=True)
+class CompactionEndEvent:
+    """Session event: a compaction ended — ``result`` when it succeeded, ``aborted`` or
+    ``errorMessage`` otherwise (nothing was written then)."""
+
+    type: Literal["compaction_end"]
+    reason: CompactionReason
+    aborted: bool
+    will_retry: bool
+    """``overflow`` only: the overflowed turn is retried on the compacted context."""
+    result: CompactionResult | None = None
+    error_message: str | None = None
+
+
+SESSION_EVENT_TYPES: tuple[type[Any], ...] = (CompactionStartEvent, CompactionEndEvent)
+"""Session events with a published shape (``session/event``'s ``event``); the others are Pi's
+as documented in docs/rpc-surface.md."""
+
+
+@attrs.frozen
+class SessionSummary:
+    session_id: str
+    session_file: str
+    cwd: str
+    title: str
+    """The session name, else the first user message (shortened)."""
+    created_at: str
+    """ISO-8601 UTC."""
+    updated_at: str
+    message_count: int
+    parent_session: str | None = None
+
+
+@attrs.frozen
+class ListSessionsResult:
+    sessions: list[SessionSummary]
+    next_cursor: str | None = None
+
+
+@attrs.frozen
+class DeleteSessionResult:
+    method: Literal["trash", "unlink"]
+    """``trash``: moved to the user's trash (freedesktop.org Trash, macOS ``~/.Trash``); ``unlink``:
+    deleted (no usable trash)."""
+    trash_path: str | None = None
+    """Where the file is now (``trash``)."""
+
+
+@attrs.frozen
+class RenameSessionResult:
+    name: str
+    """The name as stored (trimmed as Pi trims it, CR/LF runs as one space)."""
+
+
+@attrs.frozen
+class ExportResult:
+    path: str
+    """The file written."""
+
+
+@attrs.frozen
+class PromptResult:
+    stop_reason: str | None = None
+    """Pi's stop reason of the last assistant message (``stop``, ``length``, ``aborted``, ``error``, ...);
+    absent when an extension command handled the prompt or when the prompt was queued."""
+    command: str | None = None
+    """Set when the text was ``/name args`` of an extension command: the command ran, no turn did."""
+    queued: StreamingBehavior | None = None
+    """Set when a turn was running and the prompt was queued (``streamingBehavior``); its events
+    come later, in that turn."""
+
+
+@attrs.frozen
+class GetCommandsResult:
+    commands: list[CommandInfo]
+    """Extension commands, then prompt templates, then skills (Pi's ``get_commands`` order)."""
+
+
+@attrs.frozen
+class CycleThinkingLevelResult:
+    level: ThinkingLevel | None = nullable()  # noqa: RUF009 - attrs field, not a dataclass default
+    """The new level; ``null`` when the model does not reason (nothing changed)."""
+
+
+@attrs.frozen
+class AvailableThinkingLevelsResult:
+    levels: list[ThinkingLevel]
+    """The current model's levels in order (``["off"]`` for a model that does not reason)."""
+
+
+@attrs.frozen
+class TokenStats:
+    input: int
+    output: int
+    cache_read: int
+    cache_write: int
+    total: int
+
+
+@attrs.frozen
+class ContextUsage:
+    """How full the model's context window is (an estimate between provider reports)."""
+
+    context_window: int
+    tokens: int | None = nullable()
+    percent: float | None = nullable()
+    """``tokens / contextWindow * 100``."""
+
+
+@attrs.frozen
+class SessionStatsResult:
+    """Pi's ``getSessionStats``: counts over the session file's entries, tokens and cost over every
+    assistant message (and tool-reported usage), the context estimate of the current branch."""
+
+    session_id: str
+    user_messages: int
+    assistant_messages: int
+    tool_calls: int
+    tool_results: int
+    total_messages: int
+    tokens: TokenStats
+    cost: float
+    session_file: str | None = None
+    context_usage: ContextUsage | None = None
+    """Absent when there is no model."""
+
+
+@attrs.frozen
+class BashResult:
+    output: str
+    """The (tail-truncated) output, stdout and stderr interleaved."""
+    cancelled: bool
+    """Stopped by ``abortBash``, a timeout, a replacement or the daemon's end."""
+    truncated: bool
+    exit_code: int | None = None
+    """Absent when cancelled or killed by a signal."""
+    full_output_path: str | None = None
+    """The temp file with the whole output (when it outgrew the limits)."""
+
+
+@attrs.frozen
+class LastAssistantTextResult:
+    text: str | None = nullable()
+    """The text of the last assistant message; ``null`` when there is none."""
+
+
+@attrs.frozen
+class ForkMessage:
+    entry_id: str
+    """A user-message entry ``fork`` accepts."""
+    text: str
+
+
+@attrs.frozen
+class ForkMessagesResult:
+    messages: list[ForkMessage]
+    """The user messages of the current branch, oldest first."""
+
+
+@attrs.frozen
+class GetEntriesResult:
+    entries: list[dict[str, Any]]
+    """Raw entries in append order (no header), every branch, pre-compaction history included."""
+    leaf_id: str | None = nullable()
+
+
+@attrs.frozen
+class ApprovalRule:
+    """A remembered ``allowAlways``/``rejectAlways``: one project, one tool, one matcher."""
+
+    id: str
+    project: str
+    """The project's directory (canonical: absolute, symbolic links resolved)."""
+    tool_name: str
+    decision: Literal["allow", "reject"]
+    created_at: str
+    """ISO-8601 UTC."""
+    command: str | None = None
+    """``bash``: ``first words *`` (that prefix and anything after it) or one whole command (exactly)."""
+    path: str | None = None
+    """File tools: a glob over the path relative to ``project`` (absolute outside it)."""
+
+
+@attrs.frozen
+class ListApprovalRulesResult:
+    rules: list[ApprovalRule]
+    diagnostics: list[DiagnosticItem]
+    """A warning when the rules file cannot be used (then no rule applies and none is listed)."""
+
+
+@attrs.frozen
+class RevokeApprovalRuleResult:
+    rule: ApprovalRule
+    """The rule that was removed."""
+
+
+@attrs.frozen
+class TrustDecision:
+    """A saved project-trust decision (``<agentDir>/trust.json``, shared with Pi)."""
+
+    directory: str
+    """The canonical directory; it and every directory below it (without a nearer decision) follow it."""
+    trusted: bool
+
+
+@attrs.frozen
+class ListTrustResult:
+    decisions: list[TrustDecision]
+    """Sorted by directory."""
+    diagnostics: list[DiagnosticItem]
+    """A warning when ``trust.json`` cannot be used (then nothing is listed)."""
+
+
+@attrs.frozen
+class RevokeTrustResult:
+    decision: TrustDecision
+    """The decision that was removed: the directory is asked about again (or the default applies)."""
+
+
+@attrs.frozen
+class ModelCost:
+    """Dollars per million tokens."""
+
+    input: float
+    output: float
+    cache_read: float
+    cache_write: float
+
+
+@attrs.frozen(kw_only=True)
+class ModelDescription:
+    """A model as Pi lists it (no URLs, headers or credentials)."""
+
+    provider: str
+    id: str
+    name: str
+    api: str
+    reasoning: bool
+    thinking_levels: list[str]
+    """The thinking levels this model supports, in order (``off`` … ``xhigh``/``max``)."""
+    input: list[str]
+    """``text``, and ``image`` for models that accept images."""
+    context_window: int
+    max_tokens: int
+    cost: ModelCost
+
+
+@attrs.frozen
+class GetAvailableModelsResult:
+    models: list[ModelDescription]
+    """The models usable now (credentials present, API implemented), in Pi's order; the offline
+    ``faux/faux-1`` only when nothing else is usable."""
+
+
+@attrs.frozen(kw_only=True)
+class CycleModelResult:
+    model: ModelDescription | None = nullable()  # noqa: RUF009 - attrs field factory, not a shared default
+    """The model switched to; ``null`` when there is nothing to cycle to (at most one model)."""
+    thinking_level: str
+    """The session's thinking level after the switch (clamped to the model)."""
+    is_scoped: bool
+    """The cycle went over the scoped models (settings ``enabledModels`` / ``--models``)."""
