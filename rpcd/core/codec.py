@@ -22,13 +22,17 @@ Reading (``loads``): what ``JSON.parse`` accepts, with the values it gives: ``Na
 ``Infinity``); lone-surrogate escapes are kept; invalid UTF-8 reads as U+FFFD (Node decodes
 files that way); nesting up to ``MAX_DEPTH`` is read without recursion.
 
-orjson does the work whenever it can (session files are tens of megabytes); the pure-Python
-paths here take over only for what orjson refuses, and are what the fast paths are tested against.
+orjson does the work whenever it can (session files are tens of megabytes; every notification
+on the wire): a value of exact plain types whose floats orjson already writes as JavaScript does
+goes to it as it is, after a copy-free check (``_plain``); other floats are pre-written
+(``_prepare``); the pure-Python paths here take over only for what orjson refuses, and are what
+the fast paths are tested against.
 """
 
 from __future__ import annotations
 
 import codecs
+import contextlib
 import dataclasses
 import datetime
 import decimal
@@ -71,10 +75,18 @@ class JsonDecodeError(ValueError):
 
 def dumps(value: Any, *, ascii: bool = False) -> bytes:
     """``JSON.stringify(value)`` as UTF-8 bytes (no trailing newline); see the module doc."""
-    try:
-        data = orjson.dumps(_prepare(value, 0))
-    except (_Slow, orjson.JSONEncodeError, RecursionError):
-        data = _dumps_iterative(value)
+    data: bytes | None = None
+    if _plain(value, 0):
+        # Only exact str/int/bool/None leaves in exact containers: orjson writes these as JavaScript
+        # does, so the value goes to it as it is. It still refuses what the reference writer must
+        # take (lone surrogates, integers beyond 64 bits, non-str keys): then the slow paths do.
+        with contextlib.suppress(orjson.JSONEncodeError):
+            data = orjson.dumps(value)
+    if data is None:
+        try:
+            data = orjson.dumps(_prepare(value, 0))
+        except (_Slow, orjson.JSONEncodeError, RecursionError):
+            data = _dumps_iterative(value)
     return _to_ascii(data) if ascii else data
 
 
@@ -106,6 +118,36 @@ def _prepare(value: Any, depth: int) -> Any:
     if kind is list or kind is tuple:
         return [item if type(item) in leaves else _prepare(item, deeper) for item in value]
     raise _Slow
+
+
+def _plain(value: Any, depth: int) -> bool:
+    """Whether orjson writes ``value`` exactly as ``JSON.stringify`` does: only exact ``_LEAVES`` and
+    floats in ``1e-4 <= |x| < 1e16`` that are not integral (there Python's shortest digits, which orjson
+    writes, need no exponent and no ``.0`` fix) in exact dicts/lists/tuples at most ``_FAST_DEPTH``
+    deep. Anything else (other floats, subclasses, other types): ``False``. A check only, no copy."""
+    kind = type(value)
+    if kind is dict:
+        items: Any = value.values()
+    elif kind is list or kind is tuple:
+        items = value
+    elif kind is float:
+        return 1e-4 <= abs(value) < 1e16 and not value.is_integer()
+    else:
+        return kind in _LEAVES
+    if depth >= _FAST_DEPTH:
+        return False
+    deeper = depth + 1
+    for item in items:
+        kind = type(item)
+        if kind is str or kind is int or item is None or kind is bool:
+            continue
+        if kind is float:
+            if 1e-4 <= abs(item) < 1e16 and not item.is_integer():
+                continue  # orjson writes it as JavaScript does (shortest digits, no exponent, no ".0")
+            return False
+        if not _plain(item, deeper):
+            return False
+    return True
 
 
 class _Raw:

@@ -39,8 +39,10 @@ __all__ = [
 
 log = logging.getLogger("rpcd.transport")
 
-DEFAULT_HIGH_WATER_MESSAGES: Final = 1024
-"""Queued outgoing messages above which producers wait for the writer."""
+DEFAULT_HIGH_WATER_MESSAGES: Final = 8192
+"""Queued outgoing messages above which producers wait for the writer. About 2 MiB of streamed
+``message_update`` notifications: a reader that keeps up on average but is descheduled for a few
+hundred milliseconds (a loaded machine) gets every delta unmerged; the byte bound still caps memory."""
 DEFAULT_HIGH_WATER_BYTES: Final = 4 * 1024 * 1024
 """Queued outgoing bytes above which producers wait (one message larger than this still goes out alone)."""
 
@@ -58,6 +60,9 @@ class Sink(Protocol):
     """Where framed outgoing bytes go; ``pending()`` is (messages, bytes) not yet written."""
 
     def put(self, data: bytes) -> None: ...
+
+    # Optional: ``put_many(frames: Sequence[bytes]) -> None``, the same as ``put`` of each in order
+    # with one hand-off (``send_notifications`` uses it when the sink has it).
 
     def pending(self) -> tuple[int, int]: ...
 
@@ -145,11 +150,20 @@ class Transport:
         A notification that cannot be encoded is reported (``on_encoding_failure``) and skipped;
         it never stops the ones after it.
         """
+        frames: list[bytes] = []
+        encode = self.framer.encode
+        body_of = self.notification_body
         for method, params in batch:
             try:
-                body = self.notification_body(method, params)
+                body = body_of(method, params)
             except (TypeError, ValueError, RecursionError, OverflowError) as error:
                 self._on_encoding_failure(method, error)
                 continue
-            self.send_body(body)
+            frames.append(encode(body))
+        put_many = getattr(self._sink, "put_many", None)
+        if put_many is not None:
+            put_many(frames)  # one hand-off to the writer for the batch (each frame still counts as a message)
+        else:
+            for frame in frames:
+                self._sink.put(frame)
         await self.wait_writable()

@@ -31,7 +31,7 @@ import struct
 import sys
 import termios
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Final
 
 import anyio
@@ -294,6 +294,18 @@ class QueuedWriter:
                 self._cond.notify()
                 return
         self._broke()
+
+    def put_many(self, frames: Sequence[bytes]) -> None:
+        """``put`` of each frame, in order, with one lock and one wake-up of the writer."""
+        if not frames:
+            return
+        with self._cond:
+            if self._closed or self._broken:
+                return
+            self._queue.extend(frames)
+            self._messages += len(frames)
+            self._bytes += sum(map(len, frames))
+            self._cond.notify()
 
     def idle(self) -> bool:
         return self._messages == 0

@@ -6,7 +6,11 @@ would block that loop (and, with it, every request). The pump decouples the two:
 
 * the listener only *enqueues* (never blocks, never raises into the session);
 * one sender task drains the queue in batches through an async ``send`` callable
-  (the composition root hands the actual pipe write to a worker thread);
+  (the composition root hands the actual pipe write to a worker thread). While a burst of
+  deltas goes on (a streamed reply: one delta per loop pass) the sender waits until a batch is
+  full or the burst pauses for one pass, so a reply costs one hand-off per batch, not one per
+  delta; any other notification, ``drain`` (a response about to be sent) and ``close`` wake
+  the sender at once (it runs in the next loop pass with what is queued);
 * when the queue is longer than ``coalesce_threshold`` (the reader is slow), a
   ``message_update`` delta (text/thinking/toolcall) for the *same content block* as the
   queue's tail is merged into that tail instead of growing the queue. Every other event
@@ -25,12 +29,11 @@ Events enqueued *before* the close (e.g. the final ``agent_end`` after an abort,
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
-
-import anyio
 
 from rpcd.protocol.names import HOST_STATUS, PROGRESS, SESSION_DIAGNOSTICS, SESSION_EVENT, SESSION_LIFECYCLE
 from rpcd.wire.errors import report_bug
@@ -54,6 +57,9 @@ DEFAULT_COALESCE_THRESHOLD: Final = 256
 DEFAULT_BATCH: Final = 128
 """Notifications handed to one ``send`` call: amortises the thread hop without starving coalescing."""
 
+_NO_TICK: Final = -1
+_FIRST_TICK: Final = -2
+
 _DELTA_TYPES: Final = frozenset({"text_delta", "thinking_delta", "toolcall_delta"})
 
 Notification = tuple[str, dict[str, Any]]
@@ -69,8 +75,13 @@ def wire_event(event: Mapping[str, Any]) -> dict[str, Any]:
     """
     if event.get("type") != "message_update":
         return dict(event)
-    out = {k: v for k, v in event.items() if k != "message"}
     ame = event.get("assistantMessageEvent")
+    if type(event) is dict and "message" not in event and "usage" in event and type(ame) is dict \
+            and "partial" not in ame:
+        # Already the wire shape (the agent loop's own updates): sent as it is, never changed here
+        # (a merge copies first, ``EventPump._merge``).
+        return event
+    out = {k: v for k, v in event.items() if k != "message"}
     if isinstance(ame, Mapping):
         out["assistantMessageEvent"] = {k: v for k, v in ame.items() if k != "partial"}
         partial = ame.get("partial")
@@ -94,18 +105,32 @@ def _delta_key(params: Mapping[str, Any]) -> tuple[str, int, str, Any] | None:
 
 
 class _Entry:
-    """One queued notification; ``key`` is set only for a mergeable delta."""
+    """One queued notification; ``key`` is set only for a mergeable delta.
 
-    __slots__ = ("key", "method", "params")
+    ``owned``: the event (and its ``assistantMessageEvent``) were copied for the pump, so a
+    merge may change them in place; the runtime's own dicts are never mutated."""
+
+    __slots__ = ("key", "method", "owned", "params")
 
     def __init__(self, method: str, params: dict[str, Any], key: tuple[str, int, str, Any] | None) -> None:
         self.method = method
         self.params = params
         self.key = key
+        self.owned = False
 
 
 class EventPump:
-    """Bounded, ordered, coalescing outbound notification queue with one sender task."""
+    """Bounded, ordered, coalescing outbound notification queue with one sender task.
+
+    Cost per notification is a deque append: the sender is woken through one future per wait.
+    For a streamed delta it is woken only once the producers of the current burst have paused
+    (``_tick``: the queue did not grow during one pass of the event loop) or a batch is full,
+    so a streamed reply leaves in batches (one hand-off to the writer per batch) instead of one
+    loop round trip per delta; that adds one loop pass of latency after the last delta of a
+    burst. Any other notification, ``drain`` and ``close`` wake it at once. Nothing is merged
+    or dropped by this: merging only happens above ``coalesce_threshold``, i.e. while the sender
+    waits for a slow reader.
+    """
 
     def __init__(
         self,
@@ -116,11 +141,16 @@ class EventPump:
     ) -> None:
         self._send = send
         self._threshold = coalesce_threshold
-        self._batch = batch
+        self._batch = max(1, batch)
         self._queue: collections.deque[_Entry] = collections.deque()
-        self._wakeup = anyio.Event()
-        self._idle = anyio.Event()
-        self._idle.set()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._waiter: asyncio.Future[None] | None = None
+        """Set while the sender waits for work."""
+        self._tick_len = _NO_TICK
+        """Queue length at the last ``_tick`` (or ``_NO_TICK``, ``_FIRST_TICK``)."""
+        self._drainers: list[asyncio.Future[None]] = []
+        self._go = False
+        """Send even a part of a batch (the burst paused, someone drains, or the pump closes)."""
         self._in_flight = 0
         self._closed = False
         self.coalesced = 0
@@ -138,57 +168,116 @@ class EventPump:
         """A per-session sender that numbers its events and goes silent once closed."""
         return SessionChannel(self, session_id, generation)
 
-    def _push(self, entry: _Entry) -> None:
+    def _push(self, entry: _Entry) -> bool:
+        """Queue ``entry``; ``True`` when it was merged into the queue's tail instead."""
         if self._closed:
-            return
+            return False
         queue = self._queue
-        if entry.key is not None and len(queue) >= self._threshold and queue:
+        if entry.key is not None and queue and len(queue) >= self._threshold:
             tail = queue[-1]
             if tail.key == entry.key:
-                tail_ame = tail.params["event"]["assistantMessageEvent"]
-                new_event = entry.params["event"]
-                tail_ame["delta"] += new_event["assistantMessageEvent"]["delta"]
-                if "usage" in new_event:
-                    tail.params["event"]["usage"] = new_event["usage"]
-                self.coalesced += 1
-                return
+                self._merge(tail, entry.params["event"])
+                return True
         queue.append(entry)
         if len(queue) > self.high_water:
             self.high_water = len(queue)
-        if self._idle.is_set():
-            self._idle = anyio.Event()
-        self._wakeup.set()
+        if entry.key is None:
+            self._wake()  # not a streamed delta: out in the next loop pass, as soon as it can go
+        elif self._waiter is not None:
+            self._arm()
+        return False
+
+    def _arm(self) -> None:
+        if self._tick_len == _NO_TICK and self._loop is not None:
+            self._tick_len = _FIRST_TICK
+            self._loop.call_soon(self._tick)
+
+    def _merge(self, tail: _Entry, new_event: Mapping[str, Any]) -> None:
+        if not tail.owned:  # copy on the first merge: the runtime's event dicts stay as they were
+            event = tail.params["event"] = dict(tail.params["event"])
+            event["assistantMessageEvent"] = dict(event["assistantMessageEvent"])
+            tail.owned = True
+        event = tail.params["event"]
+        event["assistantMessageEvent"]["delta"] += new_event["assistantMessageEvent"]["delta"]
+        if "usage" in new_event:
+            event["usage"] = new_event["usage"]
+        self.coalesced += 1
+
+    def _tick(self) -> None:
+        """Once per loop pass after work arrived: wake the sender once the burst pauses or a batch is full.
+
+        The first tick runs in the pass of the push that scheduled it, before that producer's next
+        step, so it only takes the measure; each later one compares with the pass before."""
+        length = len(self._queue)
+        if length < self._batch and not self._closed and self._loop is not None \
+                and (self._tick_len == _FIRST_TICK or length != self._tick_len):
+            self._tick_len = length  # producers are still adding: let them run one more pass
+            self._loop.call_soon(self._tick)
+            return
+        self._tick_len = _NO_TICK
+        self._wake()
+
+    def _wake(self) -> None:
+        self._go = True
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def _settle_drainers(self) -> None:
+        drainers, self._drainers = self._drainers, []
+        for future in drainers:
+            if not future.done():
+                future.set_result(None)
 
     # -- consumer -----------------------------------------------------------------------
 
     async def run(self) -> None:
         """The sender loop; run it in the daemon's task group. Returns after :meth:`close`."""
-        while True:
-            if not self._queue:
-                self._idle.set()  # also before returning: a drain() waiting across close() must wake
-                if self._closed:
+        self._loop = loop = asyncio.get_running_loop()
+        try:
+            queue = self._queue
+            while True:
+                if not queue:
+                    self._settle_drainers()  # also before returning: a drain() waiting across close() must wake
+                    if self._closed:
+                        return
+                    self._go = False
+                    await self._wait(loop)
+                    continue
+                if len(queue) < self._batch and not (self._go or self._closed or self._drainers):
+                    # a part of a batch and nobody waits for it: let the burst go on (``_tick`` wakes us)
+                    self._arm()
+                    await self._wait(loop)
+                    continue
+                self._go = False
+                take = min(len(queue), self._batch)
+                batch: list[Notification] = []
+                for _ in range(take):
+                    entry = queue.popleft()
+                    batch.append((entry.method, entry.params))
+                self._in_flight = take
+                try:
+                    await self._send(batch)
+                except OSError as exc:  # BrokenPipeError, ConnectionError, ...
+                    # The client is gone (or stdout closed): nothing later can be delivered either.
+                    log.warning("notification stream closed: %s", type(exc).__name__)
+                    self._abandon()
                     return
-                await self._wakeup.wait()
-                self._wakeup = anyio.Event()
-                continue
-            batch: list[Notification] = []
-            while self._queue and len(batch) < self._batch:
-                entry = self._queue.popleft()
-                batch.append((entry.method, entry.params))
-            self._in_flight = len(batch)
-            try:
-                await self._send(batch)
-            except OSError as exc:  # BrokenPipeError, ConnectionError, ...
-                # The client is gone (or stdout closed): nothing later can be delivered either.
-                log.warning("notification stream closed: %s", type(exc).__name__)
-                self._abandon()
-                return
-            except Exception as exc:
-                # Our own bug (e.g. a value that cannot be encoded): never "client gone" — this batch is
-                # lost, logged under a correlation id, and the pump goes on with the next one.
-                report_bug(exc, operation="notification")
-            finally:
-                self._in_flight = 0
+                except Exception as exc:
+                    # Our own bug (e.g. a value that cannot be encoded): never "client gone" — this batch is
+                    # lost, logged under a correlation id, and the pump goes on with the next one.
+                    report_bug(exc, operation="notification")
+                finally:
+                    self._in_flight = 0
+        finally:
+            self._settle_drainers()
+
+    async def _wait(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._waiter = loop.create_future()
+        try:
+            await self._waiter
+        finally:
+            self._waiter = None
 
     async def drain(self) -> None:
         """Wait until everything queued so far has been handed to the transport.
@@ -196,18 +285,26 @@ class EventPump:
         Handlers call this before answering, so a response never overtakes the events that
         led to it (e.g. ``agent_end`` before the ``prompt`` result, ``session_start`` before a
         replacement's result)."""
-        while not self._idle.is_set() and not self._closed:
-            await self._idle.wait()
+        while (self._queue or self._in_flight) and not self._closed:
+            loop = asyncio.get_running_loop()
+            future: asyncio.Future[None] = loop.create_future()
+            self._drainers.append(future)
+            self._wake()  # no waiting for the burst to pause: someone waits for it
+            try:
+                await future
+            finally:
+                if future in self._drainers:
+                    self._drainers.remove(future)
 
     def close(self) -> None:
         """Stop accepting; the sender flushes what is queued and then returns."""
         self._closed = True
-        self._wakeup.set()
+        self._wake()
 
     def _abandon(self) -> None:
         self._closed = True
         self._queue.clear()
-        self._idle.set()
+        self._settle_drainers()
 
     @property
     def pending(self) -> int:
@@ -251,7 +348,5 @@ class SessionChannel:
         self._seq += 1
         params = {"sessionId": self.session_id, "generation": self.generation, "seq": self._seq, "event": event}
         key = _delta_key(params) if method == SESSION_EVENT else None
-        before = self._pump.coalesced
-        self._pump._push(_Entry(method, params, key))
-        if self._pump.coalesced != before:
+        if self._pump._push(_Entry(method, params, key)):
             self._seq -= 1  # merged into the previous delta: that number stays the last one used

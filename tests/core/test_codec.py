@@ -136,6 +136,28 @@ def test_the_fast_writer_writes_what_the_reference_writer_writes(value: Any) -> 
     assert codec.dumps(value) == codec._dumps_iterative(value)
 
 
+@pytest.mark.parametrize(
+    "number",
+    [1e-4, 0.00012, 9.999999999999999e-05, 1e-5, 2.5e-6, 0.1, 0.3, 123.456, 1e15 + 0.5, 9999999999999998.0,
+     1e16, 1e21, 3.0, -3.0, -0.0, 0.0, 5e-324, -1.7976931348623157e308, -0.00015, math.nan, -math.inf],
+)
+def test_numbers_taken_by_orjson_as_they_are_are_written_as_javascript_writes_them(number: float) -> None:
+    """The copy-free fast path hands floats in 1e-4 <= |x| < 1e16 (not integral) to orjson as they are;
+    every other float takes the pre-written form. Both agree with the reference writer at the edges."""
+    value = {"usage": {"cost": number, "n": 1}, "list": [number, "s", None, True]}
+    assert codec.dumps(value) == codec._dumps_iterative(value)
+    assert codec.dumps(value, ascii=True) == codec._dumps_iterative(value)
+
+
+def test_the_fast_path_refuses_what_the_reference_refuses_and_writes_what_orjson_alone_refuses() -> None:
+    written = codec.dumps({"a": ["\ud800", 2**70, {"k": -(2**64)}]})
+    assert written == b'{"a":["\\ud800",1180591620717411303424,{"k":-18446744073709551616}]}'
+    with pytest.raises(codec.JsonValueError, match="UUID is not JSON"):
+        codec.dumps({"event": {"id": uuid.UUID(int=1)}})
+    with pytest.raises(codec.JsonValueError, match="object key of type int"):
+        codec.dumps({"event": {1: "x"}})
+
+
 # -- reading ---------------------------------------------------------------------------------
 
 

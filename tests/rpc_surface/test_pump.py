@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from rpcd.wire.notifications import EventPump, Notification, wire_event
@@ -226,3 +227,54 @@ async def test_a_sender_bug_is_not_a_gone_client_the_pump_goes_on() -> None:
         assert not pump.closed
         pump.close()
     assert sent == ["x/good"]
+
+
+def agent_delta(text: str) -> dict[str, Any]:
+    """A ``message_update`` as the agent loop makes it: already the wire shape (no partial)."""
+    return {"type": "message_update", "usage": {"output": 1},
+            "assistantMessageEvent": {"type": "text_delta", "contentIndex": 0, "delta": text}}
+
+
+@pytest.mark.anyio
+async def test_a_streamed_burst_leaves_in_batches_with_every_delta_separate() -> None:
+    """A producer that yields to the loop after every delta (the faux provider, a network stream)
+    does not cost one hand-off to the transport per delta: the sender waits until the burst pauses
+    or a batch is full. Nothing is merged while the reader keeps up."""
+    batches: list[int] = []
+    received: list[Notification] = []
+
+    async def send(batch: Sequence[Notification]) -> None:
+        batches.append(len(batch))
+        received.extend(batch)
+
+    pump = EventPump(send, batch=64)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(pump.run)
+        ch = pump.channel("s", 0)
+        for i in range(1000):
+            ch.event(agent_delta(str(i)))
+            await anyio.lowlevel.checkpoint()
+        await pump.drain()
+        pump.close()
+    assert [p["event"]["assistantMessageEvent"]["delta"] for _, p in received] == [str(i) for i in range(1000)]
+    assert [p["seq"] for _, p in received] == list(range(1, 1001))
+    assert pump.coalesced == 0
+    assert max(batches) <= 64 and len(batches) <= 1000 // 64 + 4, batches
+
+
+@pytest.mark.anyio
+async def test_a_merge_never_changes_the_event_the_runtime_emitted() -> None:
+    sink = GatedSink()
+    sink.pause()
+    pump = EventPump(sink.send, coalesce_threshold=0)
+    first, second = agent_delta("a"), agent_delta("b")
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(pump.run)
+        ch = pump.channel("s", 0)
+        ch.event(first)
+        ch.event(second)
+        sink.open.set()
+        await pump.drain()
+        pump.close()
+    assert [p["event"]["assistantMessageEvent"]["delta"] for _, p in sink.received] == ["ab"]
+    assert first == agent_delta("a") and second == agent_delta("b")
