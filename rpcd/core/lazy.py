@@ -5,7 +5,7 @@ A room's ``__init__`` re-exports what its modules define; importing all of them 
 for the built-in tools' implementations and the session listing while it needed neither). With
 ``lazy_exports`` a name is imported when it is first read (``from rpcd.tools import ApprovalGate``
 imports ``rpcd.tools.approval`` only), then cached in the package. The package keeps the same
-names under ``if TYPE_CHECKING:`` for type checkers and in ``__all__``; ``tests/test_lazy_exports.py``
+names under ``if TYPE_CHECKING:`` for type checkers and in ``__all__``; ``tests/core/test_lazy_exports.py``
 checks that the three lists agree and that every name resolves.
 """
 
