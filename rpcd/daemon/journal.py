@@ -105,6 +105,9 @@ class HostJournal:
         is rewritten, so a journal that cannot be written still fails closed."""
         current = self.read()
         if current is not None and current.session_file == session_file and current.cwd == cwd:
+            # what ``write`` would have cleaned up is cleaned up all the same: a daemon that comes back
+            # on the record a killed one was rewriting must not keep its orphaned temp file forever
+            self._remove_orphaned_temps(self.path.parent)
             return current
         return self.write(session_file, cwd)
 

@@ -82,6 +82,10 @@ def test_journal_ensure_rewrites_only_a_record_that_names_something_else(tmp_pat
     inode = os.stat(journal.path).st_ino
     assert journal.ensure("/sessions/a.jsonl", "/work/a") == first  # the same paths: left as it is
     assert os.stat(journal.path).st_ino == inode, "an identical record was rewritten"
+    orphan = journal.path.parent / f".{journal.path.name}.999999999.x.tmp"  # a writer killed mid-write
+    orphan.write_text("partial")
+    journal.ensure("/sessions/a.jsonl", "/work/a")
+    assert not orphan.exists(), "an identical record left a dead writer's temp file behind"
     journal.ensure("/sessions/b.jsonl", "/work/a")  # another session (or another daemon's record): replaced
     record = journal.read()
     assert record is not None and record.session_file == "/sessions/b.jsonl"
