@@ -27,11 +27,13 @@ DOORS: dict[str, frozenset[str]] = {
     "transport": frozenset({"core", "protocol"}),
     "store": frozenset({"core"}),
     "tools": frozenset({"core"}),
-    "runtime": frozenset({"core", "store", "tools"}),
+    "providers": frozenset({"core"}),  # Pi's pi-ai: nothing of the session above it
+    "runtime": frozenset({"core", "store", "tools", "providers"}),
     "host": frozenset({"core"}),
     "wire": frozenset({"core", "protocol", "transport", "host"}),
     # wire.errors only: the one exception -> error-object mapping both fronts answer with (no pygls there)
-    "acp": frozenset({"core", "protocol", "host", "runtime", "store", "tools", "transport", "wire.errors"}),
+    "acp": frozenset({"core", "protocol", "host", "runtime", "providers", "store", "tools", "transport",
+                      "wire.errors"}),
     "daemon": frozenset({"*"}),
     "__main__": frozenset({"daemon"}),
     "__init__": frozenset(),
