@@ -304,6 +304,11 @@ class AgentSession:
             return
         self._snapshot = tuple(self._subs)
 
+    def notify(self, event: SessionEvent) -> None:
+        """Report ``event`` to the subscribers: the door the turn machinery and compaction report
+        through (``RetryHost``, ``CompactionHost``)."""
+        self._notify(event)
+
     def _notify(self, event: SessionEvent) -> None:
         for sub in self._snapshot:
             if sub.owner is None:

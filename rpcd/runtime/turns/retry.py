@@ -21,16 +21,14 @@ Settings: ``retry.enabled`` (true), ``retry.maxRetries`` (3), ``retry.baseDelayM
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 import anyio
 import attrs
 
 from rpcd.core.errors import ContextOverflowError
 from rpcd.providers.failures import context_overflow, is_retryable_error
-
-if TYPE_CHECKING:
-    from rpcd.runtime.session import AgentSession
+from rpcd.runtime.turns.agent import Agent
 
 RETRY_CANCELLED: Final = "Retry cancelled"
 
@@ -59,10 +57,32 @@ class RetrySettings:
         )
 
 
+class _Preferences(Protocol):
+    @property
+    def auto_retry(self) -> bool | None: ...
+
+
+class _Compaction(Protocol):
+    async def check(self, message: Mapping[str, Any]) -> bool: ...
+
+
+class RetryHost(Protocol):
+    """What the retry uses of its session (``AgentSession``), without importing it."""
+
+    @property
+    def agent(self) -> Agent: ...
+    @property
+    def preferences(self) -> _Preferences: ...
+    @property
+    def compaction(self) -> _Compaction: ...
+    def settings(self) -> Any: ...
+    def notify(self, event: dict[str, Any]) -> None: ...
+
+
 class SessionRetry:
     """The retry state of one session (one turn's retries at a time)."""
 
-    def __init__(self, session: AgentSession) -> None:
+    def __init__(self, session: RetryHost) -> None:
         self._session = session
         self.attempt = 0
         self._scope: anyio.CancelScope | None = None
@@ -116,7 +136,7 @@ class SessionRetry:
         """An attempt produced a non-error reply: the retry sequence succeeded."""
         if message.get("stopReason") != "error" and self.attempt > 0:
             attempt, self.attempt = self.attempt, 0
-            self._session._notify({"type": "auto_retry_end", "success": True, "attempt": attempt})
+            self._session.notify({"type": "auto_retry_end", "success": True, "attempt": attempt})
 
     async def after_run(self) -> bool:
         """Decide after a run whether to continue it (``True``: the caller runs again): a retry
@@ -137,7 +157,7 @@ class SessionRetry:
 
     def _end(self, final_error: str) -> None:
         attempt, self.attempt = self.attempt, 0
-        self._session._notify({"type": "auto_retry_end", "success": False, "attempt": attempt,
+        self._session.notify({"type": "auto_retry_end", "success": False, "attempt": attempt,
                                "finalError": final_error})
 
     def _end_cancelled(self) -> bool:
@@ -155,7 +175,7 @@ class SessionRetry:
             self.attempt -= 1
             return False
         delay_ms = settings.base_delay_ms * 2 ** (self.attempt - 1)
-        self._session._notify({
+        self._session.notify({
             "type": "auto_retry_start",
             "attempt": self.attempt,
             "maxAttempts": settings.max_retries,
