@@ -74,7 +74,8 @@ STOP_REASONS: Final[Mapping[str, StopReason]] = {
     "toolUse": "max_turn_requests",
 }
 """Pi's last ``stopReason`` → ACP's. ``toolUse`` at the end of a turn means the loop stopped after
-tool results without asking the model again: the tool round limit (or an extension ending the run)."""
+tool results without asking the model again: every tool result of that round asked to end the run
+(``terminate``, an extension's tool). There is no round limit (as in Pi)."""
 MODES: Final[Mapping[ApprovalPolicy, tuple[str, str]]] = {
     "auto": ("Auto", "Every tool runs without asking (Pi's behaviour)"),
     "ask-writes": ("Ask before changes", "Reads run; edits, writes, commands and extension tools ask first"),

@@ -458,7 +458,7 @@ class AgentSession:
     async def _after_runs(self, stop_reason: str) -> str:
         """Pi's ``_handlePostAgentRun`` → ``agent.continue()`` loop: a transient failure is retried
         first (``rpcd.runtime.turns.retry``); a run that ended with input still queued (aborted, a model
-        error, the tool-round limit) goes on with it, steering first."""
+        error) goes on with it, steering first."""
         while not self._disposed:
             if await self.retry.after_run():
                 stop_reason = await self.agent.run([], self, will_retry=self.retry.will_retry)

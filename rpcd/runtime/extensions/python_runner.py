@@ -50,7 +50,7 @@ from rpcd.core.values import (
     WidgetPlacement,
 )
 
-_log = logging.getLogger("rpcd.runtime.extensions.python_runner")
+_log = logging.getLogger("rpcd.runtime.extensions")
 
 ExtensionHandler: TypeAlias = Callable[[dict[str, Any], "ExtensionContext"], Any]
 """``handler(event, ctx)`` returning a result, ``None``, or an awaitable of either."""

@@ -12,9 +12,11 @@ per turn ``message_start`` (assistant), ``message_update``\\*, ``message_end``; 
 assistant called tools (Pi's parallel mode): per call ``tool_execution_start`` (then its
 preparation), the prepared calls run concurrently (``tool_execution_update``\\* as they
 stream, ``tool_execution_end`` as each finishes), then the ``toolResult`` messages in call
-order; ``turn_end``; a turn that ran tools is followed by another; finally
-``agent_end{messages, willRetry}``. An assistant that ended in ``error``/``aborted`` runs no
-tools; one cut off by the token limit (``length``) gets every call failed, as in Pi.
+order; ``turn_end``; a turn that ran tools is followed by another, with no bound on how many
+(as in Pi, a run ends when the model stops calling tools, on an abort or an error, never on a
+count of rounds); finally ``agent_end{messages, willRetry}``. An assistant that ended in
+``error``/``aborted`` runs no tools; one cut off by the token limit (``length``) gets every call
+failed, as in Pi.
 
 Abort is cooperative and bounded: ``request_abort()`` fires the run's ``AbortSignal`` (the
 running tools stop and settle with their partial output: ``Command aborted``) and cancels the
@@ -53,12 +55,9 @@ from rpcd.runtime.turns.queue import InputQueues
 from rpcd.tools.base import AbortSignal, FunctionTool, ToolResult
 from rpcd.tools.seam import Prepared, ToolCall, ToolOutcome, ToolSeam
 
-_log = logging.getLogger("rpcd.runtime.turns.agent")
+_log = logging.getLogger("rpcd.runtime.agent")
 
 ABORTED_MESSAGE = "Request was aborted"
-MAX_TOOL_ROUNDS = 50
-"""Model calls per prompt that may follow tool results: a model that never stops calling tools
-must not keep a turn (and the host's queue) busy forever."""
 RETRY_CANCELLED_MESSAGE = "Retry cancelled"
 
 Event = dict[str, Any]
@@ -201,7 +200,6 @@ class Agent:
         tool_runner: ToolRunner | None = None,
         seam: ToolSeam | None = None,
         session_id: str = "",
-        max_tool_rounds: int = MAX_TOOL_ROUNDS,
     ) -> None:
         self.provider = provider
         self.model = model
@@ -211,7 +209,6 @@ class Agent:
         self.tools = list(tools)
         self.seam: ToolSeam = seam if seam is not None else _RunnerSeam(tool_runner)
         self.session_id = session_id
-        self.max_tool_rounds = max_tool_rounds
         self.queues: InputQueues | None = None
         """Steering / follow-up input (``rpcd.runtime.turns.queue``); the session sets it."""
         self.before_next_turn: Callable[[list[Mapping[str, Any]]], Awaitable[None]] | None = None
@@ -271,7 +268,6 @@ class Agent:
     async def _run_turns(self, produced: list[dict[str, Any]], sink: AgentSink, skip_initial_steering: bool) -> str:
         """pi-agent-core's ``runLoop``: a model call, its tool calls, again while tools ran or
         steering is queued; when it would stop, queued follow-ups start the next round."""
-        rounds = 0
         first = True
         stop_reason = "stop"
         pending = [] if skip_initial_steering else self._poll_steering()
@@ -307,12 +303,6 @@ class Agent:
                     produced.extend(tool_results)
                     more = not terminate
                 await sink.emit({"type": "turn_end", "message": assistant, "toolResults": tool_results})
-                if more:
-                    rounds += 1
-                    if rounds > self.max_tool_rounds:
-                        # the tool results are kept; the next prompt continues from them
-                        _log.warning("tool round limit (%d) reached; ending the run", self.max_tool_rounds)
-                        return stop_reason
                 pending = self._poll_steering()
             pending = self._poll_follow_up()
             if not pending:
