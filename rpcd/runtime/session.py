@@ -211,6 +211,8 @@ class AgentSession:
         self._subs: list[_Subscription] = []
         self._snapshot: tuple[_Subscription, ...] = ()
         self._running = False
+        self._aborted_before_run = False
+        """An abort that reached this prompt before its run began (during the compaction check)."""
         self._idle = anyio.Event()
         self._idle.set()
         self._disposed = False
@@ -388,6 +390,7 @@ class AgentSession:
             self._enqueue("follow_up" if streaming_behavior == "followUp" else "steering", text, content)
             return None
         self._running = True
+        self._aborted_before_run = False
         self._idle = anyio.Event()
         try:
             self._flush_pending_bash()
@@ -396,7 +399,10 @@ class AgentSession:
                 last = self._last_assistant()
                 if last is not None:
                     await self.compaction.check(last, skip_aborted_check=False)
-                stop_reason = await self.agent.run([user], self, will_retry=self.retry.will_retry)
+                # an abort that arrived while the compaction check ran is this prompt's: its run starts
+                # aborted (the prompt is recorded, the model is not asked)
+                stop_reason = await self.agent.run([user], self, will_retry=self.retry.will_retry,
+                                                   aborted=self._aborted_before_run)
                 stop_reason = await self._after_runs(stop_reason)
                 self.last_context_overflow = self.retry.overflow_of(self._last_reply)
                 self._flush_pending_bash()
@@ -480,6 +486,7 @@ class AgentSession:
         first to stop everything)."""
         self.compaction.abort()
         if self._running:
+            self._aborted_before_run = True
             self.agent.request_abort()
             self.retry.cancel()
             await self._idle.wait()
@@ -908,6 +915,7 @@ class AgentSession:
         self.abort_bash()
         self.compaction.abort()
         if self._running:
+            self._aborted_before_run = True
             self.agent.request_abort()
         self._subs.clear()
         self._snapshot = ()

@@ -239,15 +239,20 @@ class Agent:
         *,
         will_retry: Callable[[Sequence[Mapping[str, Any]]], bool] | None = None,
         skip_initial_steering: bool = False,
+        aborted: bool = False,
     ) -> str:
         """Run until the model stops calling tools and no queued input is left (or abort/error).
         Returns the last assistant's stopReason, or ``"aborted"`` when the run was aborted.
         ``prompts`` may be empty: the run continues from ``messages`` (Pi's ``agent.continue()``,
         after a retry); ``will_retry`` answers ``agent_end.willRetry``; ``skip_initial_steering``:
         ``prompts`` are steering messages already taken from the queue (Pi's ``continue()`` after an
-        aborted run), so the run does not poll again first."""
+        aborted run), so the run does not poll again first; ``aborted``: an abort already reached the
+        caller's prompt before the run began — the run records ``prompts`` and ends aborted, the model
+        is not asked (abort otherwise applies to the run in flight: the flag is reset here)."""
         self._abort_requested = False
         self._signal = AbortSignal()
+        if aborted:
+            self.request_abort()
         produced: list[dict[str, Any]] = []
         emit = sink.emit
         await emit({"type": "agent_start"})
