@@ -61,6 +61,7 @@ from rpcd.runtime.commands import command_to_wire
 from rpcd.runtime.factory import make_default_factory
 from rpcd.runtime.runtime import create_runtime
 from rpcd.runtime.services import ProcessInputs
+from rpcd.runtime.settings import HeldSettings
 from rpcd.runtime.trust import SessionTrustMemory
 from rpcd.store import SessionManager
 from rpcd.tools import ApprovalGate, ApprovalRules, ToolOperations
@@ -101,6 +102,8 @@ class Front:
     task_group: anyio.abc.TaskGroup
     rules: ApprovalRules
     trust_memory: SessionTrustMemory = attrs.field(factory=SessionTrustMemory)
+    held_settings: HeldSettings = attrs.field(factory=HeldSettings)
+    """The setters' choices (model, thinking level, ...) every later session of the process starts with."""
 
 
 class _Bindings:
@@ -192,7 +195,8 @@ class AcpSession:
                 ProcessInputs(
                     extension_paths=config.extensions, flags=config.extension_flags,
                     no_context_files=config.no_context_files, tool_selection=config.tool_selection,
-                    trust_memory=front.trust_memory, approval=self.gate, tool_operations=self._tool_operations(),
+                    trust_memory=front.trust_memory, held_settings=front.held_settings, approval=self.gate,
+                    tool_operations=self._tool_operations(),
                 ),
                 authorize_project=trust_asker(front.conn, self.id, config.trust_policy, config.trust_timeout),
                 model_inputs=config.model_inputs,
