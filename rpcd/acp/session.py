@@ -57,12 +57,12 @@ from rpcd.core.values import (
 from rpcd.host.host import Pending, SerializedHost
 from rpcd.host.port import Binding, HostSubscription, SessionPort
 from rpcd.protocol.errors import ErrorCode
-from rpcd.runtime.commands import command_to_wire
 from rpcd.runtime.factory import make_default_factory
+from rpcd.runtime.resources.commands import command_to_wire
+from rpcd.runtime.resources.settings import HeldSettings
+from rpcd.runtime.resources.trust import SessionTrustMemory
 from rpcd.runtime.runtime import create_runtime
 from rpcd.runtime.services import ProcessInputs
-from rpcd.runtime.settings import HeldSettings
-from rpcd.runtime.trust import SessionTrustMemory
 from rpcd.store import SessionManager
 from rpcd.tools import ApprovalGate, ApprovalRules, ToolOperations
 

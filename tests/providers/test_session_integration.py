@@ -14,12 +14,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rpcd.core.errors import ContextOverflowError
-from rpcd.runtime.agent import Agent
+from rpcd.providers import default_registry
+from rpcd.providers.base import ToolSpec
 from rpcd.runtime.factory import refresh_providers
-from rpcd.runtime.providers import default_registry
-from rpcd.runtime.providers.base import ToolSpec
 from rpcd.runtime.services import ProcessInputs, create_services
 from rpcd.runtime.session import create_agent_session
+from rpcd.runtime.turns.agent import Agent
 from rpcd.store import SessionManager
 from tests.providers.conftest import KEY_ENV, PLANTED_KEY, make_provider
 from tests.providers.sse_server import Reply, SseServer, chunk, load_recording

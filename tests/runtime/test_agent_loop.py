@@ -8,9 +8,9 @@ from typing import Any
 import anyio
 import pytest
 
-from rpcd.runtime.agent import ABORTED_MESSAGE, Agent
-from rpcd.runtime.providers.base import ProviderRequest
-from rpcd.runtime.providers.faux import FAUX_MODEL, FauxProvider, FauxScriptError, parse_step
+from rpcd.providers.base import ProviderRequest
+from rpcd.providers.faux import FAUX_MODEL, FauxProvider, FauxScriptError, parse_step
+from rpcd.runtime.turns.agent import ABORTED_MESSAGE, Agent
 
 pytestmark = pytest.mark.anyio
 
