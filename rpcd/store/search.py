@@ -52,6 +52,7 @@ __all__ = [
     "Snippet",
     "Token",
     "Unit",
+    "header_unit",
     "iter_file_lines",
     "match_session",
     "parse_query",
@@ -189,12 +190,22 @@ def _texts(content: Any) -> Iterator[tuple[UnitKind | None, str]]:
             yield "toolCall", f"{block.get('name', '')} {_arguments(block.get('arguments'))}"
 
 
-def _arguments(value: Any) -> str:
+def _arguments(value: Any, depth: int = 0) -> str:
+    """A tool call's arguments as text: ``key: value`` pairs with string values as they are (a
+    command's newlines stay whitespace, unlike in JSON), nested values likewise, 16 levels deep."""
+    if isinstance(value, str):
+        return value
+    if depth > 16:
+        return ""
+    if isinstance(value, Mapping):
+        return " ".join(f"{key}: {_arguments(item, depth + 1)}" for key, item in value.items())
+    if isinstance(value, list | tuple):
+        return " ".join(_arguments(item, depth + 1) for item in value)
     if value is None:
         return ""
     try:
-        return json.dumps(value, ensure_ascii=False, separators=(", ", ": "), default=str)
-    except (TypeError, ValueError, RecursionError):
+        return json.dumps(value)
+    except (TypeError, ValueError):
         return ""
 
 
@@ -279,6 +290,12 @@ def read_session_text(path: str) -> SessionText | None:
 def session_unit(info: SessionInfo) -> Unit:
     """The session's own searchable text: its id and cwd (Pi's picker searches both)."""
     return Unit(None, "session", _fold(f"{info.id} {info.cwd}"))
+
+
+def header_unit(header: Mapping[str, Any]) -> Unit:
+    """``session_unit`` from the header line itself."""
+    cwd = header.get("cwd")
+    return Unit(None, "session", _fold(f"{header.get('id')} {cwd if isinstance(cwd, str) else ''}"))
 
 
 # -- matching -------------------------------------------------------------------------------------

@@ -40,13 +40,13 @@ import os
 import sqlite3
 import stat
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any, Final
 
 import attrs
 
 from rpcd.core.files import open_regular
-from rpcd.store import entries as E
 from rpcd.store.listing import SessionInfo, SessionInfoBuilder, recency_key
 from rpcd.store.loader import parse_line
 from rpcd.store.paths import make_private_dirs
@@ -58,17 +58,21 @@ from rpcd.store.search import (
     SessionText,
     Unit,
     entry_units,
+    header_unit,
     match_session,
     search_files,
-    session_unit,
 )
 
 __all__ = ["INDEX_DIR", "IndexUnavailable", "SearchIndex", "forget_session", "index_for", "search_sessions"]
 
 INDEX_DIR: Final = os.path.join("rpcd", "search")
 INDEX_FILE: Final = "index.sqlite3"
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
+"""Bumped whenever what is stored changes: an index of another version is rebuilt."""
 BUSY_TIMEOUT_MS: Final = 10_000
+RACY_NS: Final = 2_000_000_000
+"""A file modified this close to when it was indexed may have changed again within the same mtime
+tick (git's "racy" files): its matching stat is not trusted, it is read again."""
 EDGE: Final = 64
 """Bytes kept from the start of the file and from just before the indexed end (the append check)."""
 _MIN_NEEDLE: Final = 3
@@ -79,6 +83,7 @@ CREATE TABLE IF NOT EXISTS file(
     path TEXT NOT NULL UNIQUE,
     dev INTEGER NOT NULL, ino INTEGER NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
     indexed INTEGER NOT NULL,     -- bytes read (up to the last complete line)
+    indexed_at INTEGER NOT NULL DEFAULT 0,  -- when (ns): an mtime that close to it proves nothing
     head BLOB NOT NULL, tail BLOB NOT NULL,
     state TEXT                    -- the SessionInfoBuilder state (NULL: not a session)
 );
@@ -304,14 +309,15 @@ class SearchIndex:
     def _session(self, db: sqlite3.Connection, file_id: int, info: SessionInfo) -> SessionText:
         units = [Unit(entry, kind, text) for entry, kind, text in
                  db.execute("SELECT entry, kind, text FROM unit WHERE file = ? ORDER BY id", (file_id,))]
-        return SessionText(info, (session_unit(info), *units))
+        return SessionText(info, tuple(units))
 
     # -- keeping it current ---------------------------------------------------------------------
 
     def _refresh(self, db: sqlite3.Connection, files: Sequence[str], directories: Sequence[str]) -> dict[str, int]:
         """Bring the rows of ``files`` up to date; ``{path: file id}`` of those that are sessions."""
+        columns = "id, dev, ino, size, mtime_ns, state, indexed_at"
         known = {row[0]: row[1:] for row in db.execute(
-            "SELECT path, id, dev, ino, size, mtime_ns, state FROM file")} if len(files) > 50 else {}
+            f"SELECT path, {columns} FROM file")} if len(files) > 50 else {}
         ids: dict[str, int] = {}
         present = set(files)
         for path in files:
@@ -319,8 +325,9 @@ class SearchIndex:
             if now is None:
                 continue
             row = known.get(path) if known else db.execute(
-                "SELECT id, dev, ino, size, mtime_ns, state FROM file WHERE path = ?", (path,)).fetchone()
-            if row is not None and (row[1], row[2], row[3], row[4]) == (now.dev, now.ino, now.size, now.mtime_ns):
+                f"SELECT {columns} FROM file WHERE path = ?", (path,)).fetchone()
+            if row is not None and (row[1], row[2], row[3], row[4]) == (now.dev, now.ino, now.size, now.mtime_ns) \
+                    and now.mtime_ns < row[6] - RACY_NS:
                 if row[5] is not None:
                     ids[path] = row[0]
                 continue
@@ -374,8 +381,9 @@ class SearchIndex:
                 os.close(fd)
             state = _builder_state(builder) if session else None
             db.execute("UPDATE file SET dev = ?, ino = ?, size = ?, mtime_ns = ?, indexed = ?, head = ?, tail = ?, "
-                       "state = ? WHERE id = ?",
-                       (now.dev, now.ino, now.size, now.mtime_ns, indexed, head, tail, state, file_id))
+                       "state = ?, indexed_at = ? WHERE id = ?",
+                       (now.dev, now.ino, now.size, now.mtime_ns, indexed, head, tail, state, time.time_ns(),
+                        file_id))
             if session:
                 db.executemany("INSERT INTO unit(file, entry, kind, text) VALUES (?, ?, ?, ?)",
                                [(file_id, u.entry_id, u.kind, u.text) for u in units])
@@ -386,7 +394,7 @@ class SearchIndex:
     @staticmethod
     def _only_grew(fd: int, row: Any, now: _Stat) -> bool:
         _, dev, ino, indexed, head, tail, _ = row
-        if (dev, ino) != (now.dev, now.ino) or now.size < indexed or indexed < len(head):
+        if (dev, ino) != (now.dev, now.ino) or now.size <= indexed or indexed < len(head):
             return False
         return bool(os.pread(fd, len(head), 0) == head and os.pread(fd, len(tail), indexed - len(tail)) == tail)
 
@@ -404,9 +412,12 @@ class SearchIndex:
                 break  # a torn append in progress: read again next time
             offset = end
             if entry is not None:
+                first = builder.header is None
                 if not builder.add(entry):
                     return end, [], False
-                if isinstance(entry, dict) and entry.get("type") != E.SESSION:
+                if first and builder.header is not None:
+                    units.append(header_unit(builder.header))  # stored: the index can filter on it
+                elif isinstance(entry, dict):
                     units.extend(entry_units(entry))
         return offset, units, builder.header is not None
 

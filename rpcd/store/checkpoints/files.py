@@ -30,7 +30,7 @@ from typing import Final
 from rpcd.core.durable import replace_file
 from rpcd.core.files import FileTooLargeError
 from rpcd.store.checkpoints.cas import BlobStore
-from rpcd.store.checkpoints.model import MODE_LINK, Entry, Kind, Limits, Snapshot, Tree, mode_of
+from rpcd.store.checkpoints.model import MODE_LINK, Entry, Kind, Limits, Snapshot, Tree, mode_of, stat_oid
 from rpcd.store.paths import make_private_dirs
 
 __all__ = ["SKIPPED_DIRS", "FilesBackend"]
@@ -79,6 +79,7 @@ class FilesBackend:
                     budget -= size
             if oid is None and mode != MODE_LINK:
                 uncopied += 1
+                oid = stat_oid(info)  # its changes are still seen
             if oid is not None:
                 fresh[rel] = [*key, oid]
             files[rel] = [mode, oid]
@@ -166,6 +167,8 @@ def read_current(path: str, blobs: BlobStore, limits: Limits) -> Entry | None:
         return Entry(0, None)
     try:
         oid, _ = blobs.put_file(path, limits.max_file_bytes)
-    except (OSError, FileTooLargeError):
+    except FileTooLargeError:
+        return Entry(mode_of(info.st_mode), stat_oid(info))
+    except OSError:
         return Entry(mode_of(info.st_mode), None)
     return Entry(mode_of(info.st_mode), oid)

@@ -3,6 +3,7 @@ id of its content, and the bounds every snapshot keeps to."""
 
 from __future__ import annotations
 
+import os
 import stat
 from collections.abc import Mapping
 from typing import Final, Literal, Protocol
@@ -17,11 +18,23 @@ Kind = Literal["git", "files"]
 
 @attrs.frozen
 class Entry:
-    """One path of a snapshot: its git-style mode and the id of its content (``None``: the path
-    existed but its content was not kept — too large, unreadable, over the copy budget)."""
+    """One path of a snapshot: its git-style mode and the id of its content. A content that was
+    not kept (too large, over the copy budget) has a ``stat:<size>:<mtime>`` id (``stat_oid``): its
+    changes are still seen, it cannot be restored; ``None``: it could not even be read."""
 
     mode: int
     oid: str | None
+
+    @property
+    def kept(self) -> bool:
+        return self.oid is not None and not self.oid.startswith(STAT_PREFIX)
+
+
+STAT_PREFIX: Final = "stat:"
+
+
+def stat_oid(info: os.stat_result) -> str:
+    return f"{STAT_PREFIX}{info.st_size}:{info.st_mtime_ns}"
 
 
 Tree = Mapping[str, Entry]

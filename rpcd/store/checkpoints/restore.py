@@ -35,10 +35,10 @@ from typing import Final, Literal
 
 import attrs
 
-from rpcd.core.files import read_regular
+from rpcd.core.files import FileTooLargeError, read_regular
 from rpcd.store.checkpoints.files import read_current
 from rpcd.store.checkpoints.git import GitBackend
-from rpcd.store.checkpoints.model import MODE_EXEC, MODE_LINK, Backend, Entry, Snapshot, Tree, mode_of
+from rpcd.store.checkpoints.model import MODE_EXEC, MODE_LINK, Backend, Entry, Snapshot, Tree, mode_of, stat_oid
 from rpcd.store.checkpoints.records import ExtraFile, Record
 from rpcd.store.checkpoints.store import CheckpointError, CheckpointStore
 
@@ -155,11 +155,11 @@ def _selected(path: str, wanted: set[str]) -> bool:
 
 def _change(path: str, old: Entry | None, now: Entry | None, conflict: str | None) -> FileChange:
     action: Action = "delete" if old is None else "recreate" if now is None else "restore"
-    restorable = old is None or old.oid is not None
+    restorable = old is None or old.kept
     if now is not None and now.mode == 0:
         conflict = conflict or "it is a directory or a special file now"
         restorable = False
-    if not restorable and conflict is None and old is not None and old.oid is None:
+    if not restorable and conflict is None and old is not None and not old.kept:
         conflict = "its old content was not kept (too large or past the snapshot's bounds)"
     return FileChange(path, action, conflict, restorable)
 
@@ -213,7 +213,7 @@ def with_diffs(store: CheckpointStore, plan: RestorePlan) -> RestorePlan:
 
 def _content(store: CheckpointStore, backend: Backend, plan: RestorePlan, entry: Entry | None, path: str, *,
              current: bool) -> bytes | None:
-    if entry is None or entry.oid is None:
+    if entry is None or not entry.kept or entry.oid is None:
         return None
     with contextlib.suppress(OSError, ValueError, KeyError):
         if path in plan._extra_paths:
@@ -273,7 +273,7 @@ def _contents(store: CheckpointStore, backend: Backend, plan: RestorePlan,
               todo: Sequence[FileChange]) -> dict[str, bytes]:
     wanted = {c.path: plan._targets[c.path] for c in todo if plan._targets.get(c.path) is not None}
     found: dict[str, bytes] = {}
-    project = {p: e for p, e in wanted.items() if p not in plan._extra_paths and e is not None and e.oid is not None}
+    project = {p: e for p, e in wanted.items() if p not in plan._extra_paths and e is not None and e.kept}
     try:
         if isinstance(backend, GitBackend):
             blobs = backend.read_many([e.oid for e in project.values() if e.oid is not None])
@@ -328,6 +328,8 @@ def _hash_now(path: str, git_ids: bool, limit: int) -> Entry | None:
             data = read_regular(path, limit)
         else:
             return Entry(0, None)
+    except FileTooLargeError:
+        return Entry(mode_of(info.st_mode), stat_oid(info))
     except OSError:
         return Entry(mode_of(info.st_mode), None)
     if git_ids:

@@ -181,7 +181,7 @@ class CheckpointStore:
         for record in kept:
             for extra in record.extras.values():
                 for entry in (extra.before, extra.after):
-                    if entry is not None and entry.oid is not None:
+                    if entry is not None and entry.kept and entry.oid is not None:
                         needed.add(entry.oid)
             snapshots = [s for s in (record.before, record.after) if s]
             if record.kind == "git":
@@ -191,7 +191,7 @@ class CheckpointStore:
                 needed.add(snapshot)
                 with contextlib.suppress(OSError, ValueError, KeyError):
                     for _, oid in json.loads(self.blobs.get(snapshot))["files"].values():
-                        if oid is not None:
+                        if isinstance(oid, str):
                             needed.add(oid)
         old = time.time() - BLOB_GRACE_S
         for oid, _, mtime in self.blobs.oids():
