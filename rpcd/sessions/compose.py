@@ -65,8 +65,8 @@ class Composer:
         spec = self.spec
         return ProcessInputs(
             extension_paths=spec.extensions, flags=spec.extension_flags, no_context_files=spec.no_context_files,
-            tool_selection=spec.tool_selection, trust_memory=self.services.trust_memory, approval=hooks.approval,
-            tool_operations=hooks.tool_operations,
+            tool_selection=spec.tool_selection, trust_memory=self.services.trust_memory,
+            held_settings=self.services.held_settings, approval=hooks.approval, tool_operations=hooks.tool_operations,
         )
 
     def factory(self, session: SessionSpec, hooks: FrontHooks) -> RuntimeFactory:

@@ -3,6 +3,7 @@
 * the session library and where sessions live (``library``, ``location``);
 * the remembered approval rules (``approval_rules``) and trust decisions: this process's
   ``trustOnce`` answers (``trust_memory``) and the saved ones (``saved_trust``);
+* what the setters chose for the process's later sessions (``held_settings``, as Pi's persisted settings);
 * the provider registry each host's sessions use (``provider_registry``);
 * the lazily started services (``registry``): the MCP client pool (issue 33) and the TypeScript
   extension host (issue 32) register there and are started on first use.
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import anyio
 import anyio.abc
 
+from rpcd.runtime.resources.settings import HeldSettings
 from rpcd.runtime.resources.trust import SessionTrustMemory
 from rpcd.sessions.library import Journal, SessionLibrary, SessionLocation, resolve_session_dir
 from rpcd.sessions.spec import ProcessSpec
@@ -56,6 +58,8 @@ class ProcessServices:
         self.approval_rules = ApprovalRules.in_agent_dir(spec.agent_dir)
         self.trust_memory = SessionTrustMemory()
         """Per-process trust decisions (``trustOnce``), shared by every session and replacement."""
+        self.held_settings = HeldSettings()
+        """The setters' choices (model, thinking level, ...) every later session of the process starts with."""
         self.registry = ServiceRegistry()
         self._provider_registry = provider_registry
 
