@@ -24,6 +24,7 @@
 
 import { join } from "node:path";
 import { createInterface } from "node:readline";
+import zlib from "node:zlib";
 import { pathToFileURL } from "node:url";
 
 const realStdoutWrite = process.stdout.write.bind(process.stdout);
@@ -56,9 +57,24 @@ async function stream({ api, model, context, options, attribution }) {
     const settingsManager = SettingsManager.inMemory(attribution);
     headers = mergeProviderAttributionHeaders(model, settingsManager, options?.sessionId, headers);
   }
-  const s = apis.get(api).streamSimple(model, ctx, { maxRetries: 0, ...options, headers });
+  const { plainBody, ...rest } = options ?? {};
+  const extra = plainBody ? { fetch: plainBodyFetch } : {};
+  const s = apis.get(api).streamSimple(model, ctx, { maxRetries: 0, ...rest, ...extra, headers });
   for await (const event of s) events.push(event.type);
   return { events, message: await s.result() };
+}
+
+// "plainBody": the request body as Pi built it, before its zstd compression (OpenAI Codex compresses
+// when this Node has zstd): the loopback server records JSON, and the header says it was compressed
+async function plainBodyFetch(url, init) {
+  const headers = new Headers(init?.headers);
+  let body = init?.body;
+  if (headers.get("content-encoding") === "zstd") {
+    body = zlib.zstdDecompressSync(Buffer.from(body));
+    headers.delete("content-encoding");
+    headers.set("x-pi-content-encoding", "zstd");
+  }
+  return globalThis.fetch(url, { ...init, headers, body });
 }
 
 async function runtimeStream(request) {

@@ -89,6 +89,8 @@ class RecordedRequest:
     path: str
     headers: dict[str, str]
     body: Any
+    raw: bytes = b""
+    """The body's bytes as sent."""
 
 
 class SseServer:
@@ -140,7 +142,7 @@ class SseServer:
                     body = json.loads(raw) if raw else None
                 except ValueError:
                     body = raw.decode("utf-8", "replace")
-                server.requests.append(RecordedRequest(self.path, dict(self.headers.items()), body))
+                server.requests.append(RecordedRequest(self.path, dict(self.headers.items()), body, raw))
                 reply = server.replies.popleft() if server.replies else Reply(status=500, body=b'{"error":"no reply"}')
                 if reply.drop:
                     self._abort_connection()

@@ -79,6 +79,8 @@ class ResolvedAuth:
     api_key: str | None = attrs.field(repr=False)
     headers: Mapping[str, str] = attrs.field(repr=False)
     source: str
+    env: Mapping[str, str] = attrs.field(factory=dict, repr=False)
+    """The stored credential's ``env`` (Pi passes it to the API as ``options.env``)."""
 
     @property
     def secrets(self) -> tuple[str, ...]:

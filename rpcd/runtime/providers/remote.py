@@ -58,6 +58,10 @@ API_MODULES: Final = {
     "anthropic-messages": "rpcd.runtime.providers.anthropic",
     "openai-responses": "rpcd.runtime.providers.openai_responses",
     "google-generative-ai": "rpcd.runtime.providers.google",
+    "mistral-conversations": "rpcd.runtime.providers.mistral",
+    "azure-openai-responses": "rpcd.runtime.providers.azure",
+    "openai-codex-responses": "rpcd.runtime.providers.codex",
+    "pi-messages": "rpcd.runtime.providers.pi_messages",
 }
 SUPPORTED_APIS: Final = frozenset(API_MODULES)
 
@@ -198,6 +202,8 @@ class RemoteProvider:
             attribution=attribution_headers(spec.provider, spec.base_url, request.session_id,
                                             telemetry=self.settings.install_telemetry),
             max_tokens=request.max_tokens,
+            env={**(os.environ if self.credentials.env is None else self.credentials.env),
+                 **{k: v for k, v in auth.env.items() if v}},
         )
         try:
             http_request = module.build_request(spec, ctx)

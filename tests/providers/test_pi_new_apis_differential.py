@@ -1,0 +1,213 @@
+"""Differential: the APIs added in round three against real Pi 0.85.0's pi-ai (``streamSimple`` in
+Node), pointed at the same loopback server: Mistral, Azure OpenAI Responses, OpenAI Codex
+Responses, pi-messages (Google Vertex and Amazon Bedrock: ``test_pi_cloud_differential.py``).
+
+* request bodies: the same bytes (not just the same JSON) for every context of the main
+  differential suite at several thinking levels, the same path and the same meaningful headers;
+* the assistant message each builds from the same recorded stream;
+* HTTP error texts.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from rpcd.runtime.providers.base import ProviderRequest
+from tests.providers.conftest import collect, final
+from tests.providers.sse_server import RecordedRequest, Reply, SseServer, load_recording
+from tests.providers.test_pi_differential import (
+    KEY,
+    SESSION,
+    TOOLS,
+    catalog_model,
+    comparable,
+    contexts,
+    pi_context,
+    rpcd_provider,
+    user,
+)
+
+pytestmark = pytest.mark.anyio
+
+LEVELS = ("off", "medium", "xhigh")
+HEADERS = ("authorization", "api-key", "x-affinity", "chatgpt-account-id", "originator", "openai-beta", "session-id",
+           "x-client-request-id", "accept", "content-type")
+
+
+def codex_token(account: str = "acct_8f2a61c0") -> str:
+    """A ChatGPT access token's shape: a JWT whose claims name the account."""
+    def part(value: Mapping[str, Any]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
+    claims = {"https://api.openai.com/auth": {"chatgpt_account_id": account}, "exp": 1999999999}
+    return f"{part({'alg': 'RS256', 'typ': 'JWT'})}.{part(claims)}.c2lnbmF0dXJl"
+
+
+API_SETUP: dict[str, dict[str, Any]] = {
+    "mistral": {"suffix": "", "reply": "mistral_text", "key": KEY},
+    "azure-openai-responses": {"suffix": "/openai/v1", "reply": "responses_text", "key": KEY, "family": "openai"},
+    "openai-codex": {"suffix": "/backend-api", "reply": "responses_text", "key": codex_token(), "family": "openai",
+                     "options": {"transport": "sse", "plainBody": True}},
+    "radius": {"suffix": "/v1", "reply": "pi_messages_text", "key": KEY},
+}
+
+
+def model_for(provider: str, model_id: str, server: SseServer) -> dict[str, Any]:
+    url = server.root_url + API_SETUP[provider]["suffix"]
+    if provider == "radius":  # Radius models come from the gateway's /v1/config (none in the catalog)
+        return {"id": model_id, "name": "Radius Sonnet", "api": "pi-messages", "provider": "radius", "baseUrl": url,
+                "reasoning": True, "input": ["text", "image"], "cost": {"input": 3, "output": 15, "cacheRead": 0.3,
+                                                                        "cacheWrite": 3.75},
+                "contextWindow": 200_000, "maxTokens": 64_000}
+    return catalog_model(provider, model_id, url)
+
+
+async def run_pair(server: SseServer, pi_ai: Any, model: dict[str, Any], messages: list[dict[str, Any]],
+                   level: str, replies: list[Reply], *, max_tokens: int | None = None,
+                   cache_retention: str | None = None) -> tuple[tuple[RecordedRequest, dict[str, Any]],
+                                                                tuple[RecordedRequest, dict[str, Any]]]:
+    setup = API_SETUP[model["provider"]]
+    server.enqueue(*copy.deepcopy(replies))
+    options: dict[str, Any] = {"apiKey": setup["key"], "sessionId": SESSION, **setup.get("options", {})}
+    if level != "off":
+        options["reasoning"] = level
+    if max_tokens is not None:
+        options["maxTokens"] = max_tokens
+    if cache_retention is not None:
+        options["cacheRetention"] = cache_retention
+    before = len(server.requests)
+    pi = pi_ai.stream(model["api"], model, pi_context(messages), options)
+    assert len(server.requests) == before + len(replies), f"Pi sent no request: {pi['message'].get('errorMessage')}"
+    pi_request = server.requests[-1]
+    server.enqueue(*copy.deepcopy(replies))
+    if model["provider"] == "radius":
+        from rpcd.runtime.models_config import ModelSpec, ProviderSpec
+        from rpcd.runtime.providers.credentials import Credentials
+        from rpcd.runtime.providers.http import ProviderRetry, Timeouts
+        from rpcd.runtime.providers.remote import RemoteProvider, RequestSettings
+
+        spec = ProviderSpec(name="radius", display_name="Radius", base_url=model["baseUrl"],
+                            models=(ModelSpec.from_pi(model, "radius"),))
+        provider = RemoteProvider(spec, credentials=Credentials(runtime_keys={"radius": setup["key"]}, env={}),
+                                  settings=RequestSettings(timeouts=Timeouts(connect=5, read=30),
+                                                           retry=ProviderRetry(max_retries=0)))
+    else:
+        provider = rpcd_provider(model, setup["key"])
+    info = provider.model_spec(model["id"])
+    assert info is not None
+    request = ProviderRequest(model=info.info(), system_prompt=pi_context([])["systemPrompt"], messages=messages,
+                              tools=TOOLS, thinking_level=level, session_id=SESSION, max_tokens=max_tokens,
+                              cache_retention=cache_retention)
+    events = await collect(provider, request)
+    return (pi_request, pi["message"]), (server.requests[-1], final(events))
+
+
+def relevant(request: RecordedRequest) -> dict[str, str]:
+    lowered = {k.lower(): v for k, v in request.headers.items()}
+    return {name: lowered[name] for name in HEADERS if name in lowered}
+
+
+BODY_CASES = [
+    ("mistral", "mistral-large-latest"),
+    ("mistral", "magistral-medium-latest"),
+    ("mistral", "mistral-small-latest"),
+    ("mistral", "pixtral-large-latest"),
+    ("mistral", "devstral-medium-latest"),
+    ("azure-openai-responses", "gpt-4.1"),
+    ("azure-openai-responses", "gpt-5"),
+    ("azure-openai-responses", "o3"),
+    ("openai-codex", "gpt-5.3-codex-spark"),
+    ("openai-codex", "gpt-5.5"),
+    ("radius", "claude-sonnet-4-5"),
+]
+
+
+@pytest.mark.parametrize(("provider", "model_id"), BODY_CASES, ids=[f"{p}/{m}" for p, m in BODY_CASES])
+async def test_request_bodies_are_the_bytes_pi_sends(server: SseServer, pi_ai: Any, provider: str,
+                                                     model_id: str) -> None:
+    model = model_for(provider, model_id, server)
+    reply = [Reply(events=load_recording(API_SETUP[provider]["reply"]))]
+    checked = 0
+    all_contexts = contexts(model, API_SETUP[provider].get("family"))
+    for name, messages in all_contexts.items():
+        runs = [({**model, "contextWindow": 100_000}, "off")] if name == "long_history" else \
+            [(model, level) for level in LEVELS]
+        for run_model, level in runs:
+            (pi_req, _), (our_req, _) = await run_pair(server, pi_ai, run_model, messages, level, reply)
+            where = f"{provider}/{model_id} context={name} thinking={level}"
+            assert our_req.path == pi_req.path, where
+            assert our_req.body == pi_req.body, where
+            assert our_req.raw == pi_req.raw, where
+            assert relevant(our_req) == relevant(pi_req), where
+            checked += 1
+    assert checked == 3 * (len(all_contexts) - 1) + 1
+
+
+@pytest.mark.parametrize("provider", ["mistral", "azure-openai-responses", "openai-codex", "radius"])
+@pytest.mark.parametrize("options", [{"max_tokens": 2000, "cache_retention": "none"}, {"cache_retention": "long"}])
+async def test_summary_options_are_sent_as_pi_sends_them(server: SseServer, pi_ai: Any, provider: str,
+                                                         options: dict[str, Any]) -> None:
+    model_id = {p: m for p, m in BODY_CASES}[provider]
+    model = model_for(provider, model_id, server)
+    reply = [Reply(events=load_recording(API_SETUP[provider]["reply"]))]
+    messages = contexts(model, API_SETUP[provider].get("family"))["tool_round"]
+    (pi_req, _), (our_req, _) = await run_pair(server, pi_ai, model, messages, "medium", reply, **options)
+    assert our_req.raw == pi_req.raw
+    assert relevant(our_req) == relevant(pi_req)
+
+
+STREAM_CASES = [
+    ("mistral", "mistral-large-latest", "mistral_text"),
+    ("mistral", "magistral-medium-latest", "mistral_thinking_tools"),
+    ("mistral", "mistral-large-latest", "mistral_length"),
+    ("azure-openai-responses", "gpt-4.1", "responses_text"),
+    ("azure-openai-responses", "gpt-5", "responses_reasoning_tools"),
+    ("azure-openai-responses", "gpt-4.1", "responses_failed"),
+    ("openai-codex", "gpt-5.5", "responses_text"),
+    ("openai-codex", "gpt-5.5", "responses_reasoning_tools"),
+    ("openai-codex", "gpt-5.5", "codex_done_priority"),
+    ("openai-codex", "gpt-5.5", "codex_error"),
+    ("radius", "claude-sonnet-4-5", "pi_messages_text"),
+    ("radius", "claude-sonnet-4-5", "pi_messages_thinking_tools"),
+    ("radius", "claude-sonnet-4-5", "pi_messages_error"),
+]
+
+
+@pytest.mark.parametrize(("provider", "model_id", "recording"), STREAM_CASES,
+                         ids=[f"{c[0]}:{c[2]}" for c in STREAM_CASES])
+async def test_the_same_stream_builds_the_same_assistant_message(server: SseServer, pi_ai: Any, provider: str,
+                                                                 model_id: str, recording: str) -> None:
+    model = model_for(provider, model_id, server)
+    (_, pi_message), (_, our_message) = await run_pair(server, pi_ai, model, [user("find cats and dogs")], "medium",
+                                                       [Reply(events=load_recording(recording))])
+    ours, theirs = comparable(our_message, provider), comparable(pi_message, provider)
+    for message in (ours, theirs):  # timestamps inside diagnostics
+        for diagnostic in message.get("diagnostics", ()):
+            diagnostic.pop("timestamp", None)
+    assert ours == theirs
+
+
+ERROR_REPLIES = [
+    Reply(status=429,
+          body=b'{"error":{"message":"Rate limit exceeded","type":"rate_limit_error","code":"rate_limited"}}'),
+    Reply(status=500, body=b"upstream exploded", content_type="text/plain"),
+    Reply(status=400, body=b'{"error":{"message":"prompt is too long","code":"context_length_exceeded"}}'),
+    Reply(status=503, body=b""),
+    Reply(status=429, body=b'{"error":{"code":"usage_limit_reached","plan_type":"PLUS","message":"limit"}}'),
+]
+
+
+@pytest.mark.parametrize("provider", ["mistral", "azure-openai-responses", "openai-codex", "radius"])
+@pytest.mark.parametrize("index", range(len(ERROR_REPLIES)))
+async def test_http_errors_are_worded_as_pi_words_them(server: SseServer, pi_ai: Any, provider: str,
+                                                       index: int) -> None:
+    model = model_for(provider, {p: m for p, m in BODY_CASES}[provider], server)
+    (_, pi_message), (_, our_message) = await run_pair(server, pi_ai, model, [user("hi")], "off",
+                                                       [ERROR_REPLIES[index]])
+    assert our_message["stopReason"] == pi_message["stopReason"] == "error"
+    assert our_message["errorMessage"] == pi_message["errorMessage"]
