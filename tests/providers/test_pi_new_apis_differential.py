@@ -36,8 +36,8 @@ from tests.providers.test_pi_differential import (
 pytestmark = pytest.mark.anyio
 
 LEVELS = ("off", "medium", "xhigh")
-HEADERS = ("authorization", "api-key", "x-affinity", "chatgpt-account-id", "originator", "openai-beta", "session-id",
-           "x-client-request-id", "accept", "content-type")
+HEADERS = ("authorization", "api-key", "x-goog-api-key", "x-affinity", "chatgpt-account-id", "originator",
+           "openai-beta", "session-id", "x-client-request-id", "accept", "content-type")
 
 
 def codex_token(account: str = "acct_8f2a61c0") -> str:
@@ -54,6 +54,8 @@ API_SETUP: dict[str, dict[str, Any]] = {
     "openai-codex": {"suffix": "/backend-api", "reply": "responses_text", "key": codex_token(), "family": "openai",
                      "options": {"transport": "sse", "plainBody": True}},
     "radius": {"suffix": "/v1", "reply": "pi_messages_text", "key": KEY},
+    "google-vertex": {"suffix": "", "reply": "gemini_text", "key": "AQ.Ab8RN6vertex-express-key-0123",
+                      "family": "google"},
 }
 
 
@@ -124,6 +126,11 @@ BODY_CASES = [
     ("openai-codex", "gpt-5.3-codex-spark"),
     ("openai-codex", "gpt-5.5"),
     ("radius", "claude-sonnet-4-5"),
+    ("google-vertex", "gemini-2.5-flash"),
+    ("google-vertex", "gemini-2.5-flash-lite"),
+    ("google-vertex", "gemini-2.5-pro"),
+    ("google-vertex", "gemini-3.1-pro-preview"),
+    ("google-vertex", "gemini-3-flash-preview"),
 ]
 
 
@@ -148,7 +155,7 @@ async def test_request_bodies_are_the_bytes_pi_sends(server: SseServer, pi_ai: A
     assert checked == 3 * (len(all_contexts) - 1) + 1
 
 
-@pytest.mark.parametrize("provider", ["mistral", "azure-openai-responses", "openai-codex", "radius"])
+@pytest.mark.parametrize("provider", ["mistral", "azure-openai-responses", "openai-codex", "radius", "google-vertex"])
 @pytest.mark.parametrize("options", [{"max_tokens": 2000, "cache_retention": "none"}, {"cache_retention": "long"}])
 async def test_summary_options_are_sent_as_pi_sends_them(server: SseServer, pi_ai: Any, provider: str,
                                                          options: dict[str, Any]) -> None:
@@ -175,6 +182,9 @@ STREAM_CASES = [
     ("radius", "claude-sonnet-4-5", "pi_messages_text"),
     ("radius", "claude-sonnet-4-5", "pi_messages_thinking_tools"),
     ("radius", "claude-sonnet-4-5", "pi_messages_error"),
+    ("google-vertex", "gemini-2.5-flash", "gemini_text"),
+    ("google-vertex", "gemini-2.5-flash", "gemini_thinking_tools"),
+    ("google-vertex", "gemini-2.5-flash", "gemini_safety"),
 ]
 
 
@@ -185,7 +195,8 @@ async def test_the_same_stream_builds_the_same_assistant_message(server: SseServ
     model = model_for(provider, model_id, server)
     (_, pi_message), (_, our_message) = await run_pair(server, pi_ai, model, [user("find cats and dogs")], "medium",
                                                        [Reply(events=load_recording(recording))])
-    ours, theirs = comparable(our_message, provider), comparable(pi_message, provider)
+    family = API_SETUP[provider].get("family") or provider
+    ours, theirs = comparable(our_message, family), comparable(pi_message, family)
     for message in (ours, theirs):  # timestamps inside diagnostics
         for diagnostic in message.get("diagnostics", ()):
             diagnostic.pop("timestamp", None)
@@ -202,7 +213,7 @@ ERROR_REPLIES = [
 ]
 
 
-@pytest.mark.parametrize("provider", ["mistral", "azure-openai-responses", "openai-codex", "radius"])
+@pytest.mark.parametrize("provider", ["mistral", "azure-openai-responses", "openai-codex", "radius", "google-vertex"])
 @pytest.mark.parametrize("index", range(len(ERROR_REPLIES)))
 async def test_http_errors_are_worded_as_pi_words_them(server: SseServer, pi_ai: Any, provider: str,
                                                        index: int) -> None:

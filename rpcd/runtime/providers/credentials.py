@@ -29,7 +29,7 @@ import json
 import os
 import time
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
@@ -44,6 +44,9 @@ from rpcd.runtime.models_config import (
     resolve_headers,
 )
 
+if TYPE_CHECKING:
+    from rpcd.runtime.providers.ambient import Ambient
+
 AUTH_FILE: Final = "auth.json"
 OAUTH_MIN_VALIDITY_MS: Final = 5 * 60 * 1000
 OAUTH_BEARER_PROVIDERS: Final = frozenset({"kimi-coding"})
@@ -52,6 +55,8 @@ OAUTH_UNSUPPORTED: Final = frozenset({"github-copilot", "openai-codex", "radius"
 """Providers whose OAuth token needs more than the stored access token (a derived base URL,
 a token exchange): Pi's job."""
 PI_LOGIN_HINT: Final = "run pi and use /login to refresh it"
+AMBIENT_PROVIDERS: Final = frozenset({"amazon-bedrock", "google-vertex"})
+"""Providers whose credentials Pi resolves from several variables and files (``ambient``)."""
 
 
 class CredentialError(Exception):
@@ -191,7 +196,7 @@ class Credentials:
                 if auth is not None and not auth.stored:
                     return None
                 return AuthCheck(source=self.source_kind(spec.name))
-            return self._env_check(spec)  # an entry without a key: Pi resolves from the environment
+            return self._env_check(spec, credential)  # an entry without a key: Pi resolves from the environment
         if auth is not None and not auth.api_key and spec.api_key is None:
             return None
         if spec.api_key is not None:
@@ -203,10 +208,25 @@ class Credentials:
             return None
         return self._env_check(spec)
 
-    def _env_check(self, spec: ProviderSpec) -> AuthCheck | None:
+    def _ambient(self, spec: ProviderSpec, credential: StoredCredential | None) -> Ambient | None:
+        """The AWS chain / Vertex ADC resolution (``ambient``) of a provider that has one."""
+        from rpcd.runtime.providers.ambient import RESOLVERS
+
+        resolver = RESOLVERS.get(spec.name)
+        if resolver is None:
+            return None
+        env = self._env()
+        stored_env = credential.env if credential is not None else None
+        return resolver(credential.key if credential is not None else None, stored_env,
+                        lambda name: env.get(name) or None)
+
+    def _env_check(self, spec: ProviderSpec, credential: StoredCredential | None = None) -> AuthCheck | None:
         auth = spec.builtin.auth if spec.builtin is not None else None
         if auth is None:
             return None
+        if auth.custom and spec.name in AMBIENT_PROVIDERS:
+            ambient = self._ambient(spec, credential)
+            return AuthCheck(source=ambient.source) if ambient is not None else None
         env = self._env()
         for name, _kind in auth.env:
             if env.get(name):
@@ -228,6 +248,10 @@ class Credentials:
             missing = [n for n in config_value_env_names(spec.api_key) if not self._env().get(n)]
             if missing:
                 return f'its models.json apiKey needs {", ".join(missing)}, which is not set'
+        if spec.name in AMBIENT_PROVIDERS and auth is not None and auth.custom:
+            from rpcd.runtime.providers.ambient import HINTS
+
+            return HINTS[spec.name]
         if auth is not None and auth.env:
             return f"no API key (set {' or '.join(auth.env_names)}, add it to {AUTH_FILE}, or pass --api-key)"
         return f"no API key (set apiKey in models.json, add it to {AUTH_FILE}, or pass --api-key)"
@@ -241,6 +265,7 @@ class Credentials:
         env = self._env()
         api_key: str | None = None
         headers: dict[str, str] = {}
+        scoped_env: Mapping[str, str] = {}
         source: str
         auth = spec.builtin.auth if spec.builtin is not None else None
         if credential is not None and credential.type == "oauth":
@@ -260,12 +285,18 @@ class Credentials:
             api_key = resolve_config_value(credential.key, env=merged_env,
                                            what=f'the {self.source_kind(spec.name)} key for "{spec.name}"')
             source = self.source_kind(spec.name)
+            scoped_env = credential.env
         elif credential is not None and credential.type not in ("api_key",):
             raise CredentialError(f'{AUTH_FILE} holds a "{credential.type}" credential for "{spec.name}", '
                                   "which rpcd cannot use")
         elif spec.api_key is not None:
             api_key = resolve_config_value(spec.api_key, env=env, what=f'apiKey of provider "{spec.name}"')
             source = "models.json apiKey"
+        elif auth is not None and auth.custom and spec.name in AMBIENT_PROVIDERS:
+            ambient = self._ambient(spec, credential)
+            if ambient is None:
+                raise CredentialError(f'No credentials for provider "{spec.name}"')
+            api_key, source, scoped_env = ambient.api_key, ambient.source, ambient.env
         else:
             found = None
             for name, kind in auth.env if auth is not None else ():
@@ -286,7 +317,7 @@ class Credentials:
             if not api_key:
                 raise CredentialError(f'Provider "{spec.name}": authHeader requires a resolved API key')
             headers["Authorization"] = f"Bearer {api_key}"
-        return ResolvedAuth(api_key=api_key, headers=headers, source=source)
+        return ResolvedAuth(api_key=api_key, headers=headers, source=source, env=scoped_env)
 
 
 def model_headers(raw: Mapping[str, str], provider: str, env: Mapping[str, str] | None = None) -> dict[str, str]:

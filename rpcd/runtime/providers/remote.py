@@ -62,6 +62,7 @@ API_MODULES: Final = {
     "azure-openai-responses": "rpcd.runtime.providers.azure",
     "openai-codex-responses": "rpcd.runtime.providers.codex",
     "pi-messages": "rpcd.runtime.providers.pi_messages",
+    "google-vertex": "rpcd.runtime.providers.vertex",
 }
 SUPPORTED_APIS: Final = frozenset(API_MODULES)
 
@@ -206,6 +207,9 @@ class RemoteProvider:
                  **{k: v for k, v in auth.env.items() if v}},
         )
         try:
+            authorize = getattr(module, "authorize", None)
+            if authorize is not None:  # credentials that need I/O (ADC tokens, the AWS chain): off the loop
+                ctx = await authorize(spec, ctx)
             http_request = module.build_request(spec, ctx)
             parser = module.Parser(message, spec, ctx)
         except StreamError as exc:
