@@ -171,10 +171,10 @@ def test_set_model_rejects_unknown_models_and_missing_keys_before_appending(tmp_
 
 
 def test_set_model_to_an_api_rpcd_does_not_speak_says_so(tmp_path: Path) -> None:
-    registry = _local_registry(tmp_path, api="mistral-conversations")
+    registry = _local_registry(tmp_path, api="cloudflare-ai-binding")
     manager = SessionManager.in_memory(str(tmp_path))
     agent = Agent(provider=FauxProvider(), model=FAUX_MODEL)
-    with pytest.raises(ProviderError, match='api "mistral-conversations" is not supported by rpcd'):
+    with pytest.raises(ProviderError, match='api "cloudflare-ai-binding" is not supported by rpcd'):
         apply_model_selection(agent=agent, session_manager=manager, registry=registry, provider="local",
                               model_id="plain")
     assert manager.get_entries() == []
@@ -185,10 +185,10 @@ def test_refresh_follows_edits_to_models_json(tmp_path: Path) -> None:
     assert registry.find("local", "plain") is not None
     assert registry.default_model()[1] == FAUX_MODEL  # the offline fallback stays registered
     (tmp_path / "models.json").write_text(json.dumps({"providers": {"other": {
-        "baseUrl": "http://x/v1", "api": "bedrock-converse-stream", "models": [{"id": "claude"}]}}}))
+        "baseUrl": "http://x/v1", "api": "cloudflare-ai-binding", "models": [{"id": "claude"}]}}}))
     diagnostics = refresh_providers(registry, str(tmp_path), env=ENV)
     assert registry.find("local", "plain") is None and registry.find("faux", "faux-1") is not None
-    assert [d.type for d in diagnostics] == ["warning"] and "bedrock-converse-stream" in diagnostics[0].message
+    assert [d.type for d in diagnostics] == ["warning"] and "cloudflare-ai-binding" in diagnostics[0].message
 
 
 def test_models_json_overlays_a_builtin_provider_as_pi_merges_it() -> None:

@@ -20,7 +20,7 @@ import pytest
 
 from rpcd.runtime.providers.base import ProviderRequest
 from tests.providers.conftest import collect, final
-from tests.providers.sse_server import RecordedRequest, Reply, SseServer, load_recording
+from tests.providers.sse_server import RecordedRequest, Reply, SseServer, aws_frames, load_recording
 from tests.providers.test_pi_differential import (
     KEY,
     SESSION,
@@ -56,7 +56,18 @@ API_SETUP: dict[str, dict[str, Any]] = {
     "radius": {"suffix": "/v1", "reply": "pi_messages_text", "key": KEY},
     "google-vertex": {"suffix": "", "reply": "gemini_text", "key": "AQ.Ab8RN6vertex-express-key-0123",
                       "family": "google"},
+    "amazon-bedrock": {"suffix": "", "reply": "bedrock_text", "key": "ABSKQmVkcm9ja0FQSUtleS1vcGVuLXNlc2FtZQ==",
+                       "family": "anthropic",  # the SDK speaks HTTP/2 unless told; the loopback server HTTP/1.1
+                       "options": {"env": {"AWS_BEDROCK_FORCE_HTTP1": "1"}},
+                       "attempts": 3},  # the AWS SDK's own retries (rpcd makes the same attempts)
 }
+
+
+def reply(provider: str, name: str) -> Reply:
+    """A recorded stream in the provider's framing (Bedrock: AWS event-stream messages)."""
+    if provider == "amazon-bedrock" and not name.startswith("http"):
+        return Reply(frames=aws_frames(name), stream_type="application/vnd.amazon.eventstream")
+    return Reply(events=load_recording(name))
 
 
 def model_for(provider: str, model_id: str, server: SseServer) -> dict[str, Any]:
@@ -74,6 +85,8 @@ async def run_pair(server: SseServer, pi_ai: Any, model: dict[str, Any], message
                    cache_retention: str | None = None) -> tuple[tuple[RecordedRequest, dict[str, Any]],
                                                                 tuple[RecordedRequest, dict[str, Any]]]:
     setup = API_SETUP[model["provider"]]
+    if setup.get("attempts") and replies[-1].status >= 400:
+        replies = replies * setup["attempts"]  # an error answer to every attempt
     server.enqueue(*copy.deepcopy(replies))
     options: dict[str, Any] = {"apiKey": setup["key"], "sessionId": SESSION, **setup.get("options", {})}
     if level != "off":
@@ -84,8 +97,11 @@ async def run_pair(server: SseServer, pi_ai: Any, model: dict[str, Any], message
         options["cacheRetention"] = cache_retention
     before = len(server.requests)
     pi = pi_ai.stream(model["api"], model, pi_context(messages), options)
-    assert len(server.requests) == before + len(replies), f"Pi sent no request: {pi['message'].get('errorMessage')}"
+    assert len(server.requests) > before, f"Pi sent no request: {pi['message'].get('errorMessage')}"
+    assert len(server.requests) == before + len(replies) - len(server.replies)
+    server.replies.clear()
     pi_request = server.requests[-1]
+    pi_attempts = len(server.requests) - before
     server.enqueue(*copy.deepcopy(replies))
     if model["provider"] == "radius":
         from rpcd.runtime.models_config import ModelSpec, ProviderSpec
@@ -105,12 +121,17 @@ async def run_pair(server: SseServer, pi_ai: Any, model: dict[str, Any], message
     request = ProviderRequest(model=info.info(), system_prompt=pi_context([])["systemPrompt"], messages=messages,
                               tools=TOOLS, thinking_level=level, session_id=SESSION, max_tokens=max_tokens,
                               cache_retention=cache_retention)
+    before = len(server.requests)
     events = await collect(provider, request)
+    assert len(server.requests) - before == pi_attempts, "rpcd made as many attempts as Pi"
+    server.replies.clear()
     return (pi_request, pi["message"]), (server.requests[-1], final(events))
 
 
 def relevant(request: RecordedRequest) -> dict[str, str]:
     lowered = {k.lower(): v for k, v in request.headers.items()}
+    if lowered.get("accept") == "*/*":  # httpx's default where the SDK sends no Accept (Bedrock)
+        del lowered["accept"]
     return {name: lowered[name] for name in HEADERS if name in lowered}
 
 
@@ -131,6 +152,12 @@ BODY_CASES = [
     ("google-vertex", "gemini-2.5-pro"),
     ("google-vertex", "gemini-3.1-pro-preview"),
     ("google-vertex", "gemini-3-flash-preview"),
+    ("amazon-bedrock", "anthropic.claude-sonnet-4-5-20250929-v1:0"),
+    ("amazon-bedrock", "us.anthropic.claude-opus-4-8"),
+    ("amazon-bedrock", "anthropic.claude-haiku-4-5-20251001-v1:0"),
+    ("amazon-bedrock", "amazon.nova-pro-v1:0"),
+    ("amazon-bedrock", "openai.gpt-oss-120b-1:0"),
+    ("amazon-bedrock", "deepseek.r1-v1:0"),
 ]
 
 
@@ -138,14 +165,14 @@ BODY_CASES = [
 async def test_request_bodies_are_the_bytes_pi_sends(server: SseServer, pi_ai: Any, provider: str,
                                                      model_id: str) -> None:
     model = model_for(provider, model_id, server)
-    reply = [Reply(events=load_recording(API_SETUP[provider]["reply"]))]
+    replies = [reply(provider, API_SETUP[provider]["reply"])]
     checked = 0
     all_contexts = contexts(model, API_SETUP[provider].get("family"))
     for name, messages in all_contexts.items():
         runs = [({**model, "contextWindow": 100_000}, "off")] if name == "long_history" else \
             [(model, level) for level in LEVELS]
         for run_model, level in runs:
-            (pi_req, _), (our_req, _) = await run_pair(server, pi_ai, run_model, messages, level, reply)
+            (pi_req, _), (our_req, _) = await run_pair(server, pi_ai, run_model, messages, level, replies)
             where = f"{provider}/{model_id} context={name} thinking={level}"
             assert our_req.path == pi_req.path, where
             assert our_req.body == pi_req.body, where
@@ -155,15 +182,16 @@ async def test_request_bodies_are_the_bytes_pi_sends(server: SseServer, pi_ai: A
     assert checked == 3 * (len(all_contexts) - 1) + 1
 
 
-@pytest.mark.parametrize("provider", ["mistral", "azure-openai-responses", "openai-codex", "radius", "google-vertex"])
+@pytest.mark.parametrize("provider", ["mistral", "azure-openai-responses", "openai-codex", "radius", "google-vertex",
+                                      "amazon-bedrock"])
 @pytest.mark.parametrize("options", [{"max_tokens": 2000, "cache_retention": "none"}, {"cache_retention": "long"}])
 async def test_summary_options_are_sent_as_pi_sends_them(server: SseServer, pi_ai: Any, provider: str,
                                                          options: dict[str, Any]) -> None:
     model_id = {p: m for p, m in BODY_CASES}[provider]
     model = model_for(provider, model_id, server)
-    reply = [Reply(events=load_recording(API_SETUP[provider]["reply"]))]
+    replies = [reply(provider, API_SETUP[provider]["reply"])]
     messages = contexts(model, API_SETUP[provider].get("family"))["tool_round"]
-    (pi_req, _), (our_req, _) = await run_pair(server, pi_ai, model, messages, "medium", reply, **options)
+    (pi_req, _), (our_req, _) = await run_pair(server, pi_ai, model, messages, "medium", replies, **options)
     assert our_req.raw == pi_req.raw
     assert relevant(our_req) == relevant(pi_req)
 
@@ -185,6 +213,10 @@ STREAM_CASES = [
     ("google-vertex", "gemini-2.5-flash", "gemini_text"),
     ("google-vertex", "gemini-2.5-flash", "gemini_thinking_tools"),
     ("google-vertex", "gemini-2.5-flash", "gemini_safety"),
+    ("amazon-bedrock", "anthropic.claude-sonnet-4-5-20250929-v1:0", "bedrock_text"),
+    ("amazon-bedrock", "anthropic.claude-sonnet-4-5-20250929-v1:0", "bedrock_thinking_tools"),
+    ("amazon-bedrock", "openai.gpt-oss-120b-1:0", "bedrock_redacted"),
+    ("amazon-bedrock", "anthropic.claude-sonnet-4-5-20250929-v1:0", "bedrock_throttled"),
 ]
 
 
@@ -194,7 +226,7 @@ async def test_the_same_stream_builds_the_same_assistant_message(server: SseServ
                                                                  model_id: str, recording: str) -> None:
     model = model_for(provider, model_id, server)
     (_, pi_message), (_, our_message) = await run_pair(server, pi_ai, model, [user("find cats and dogs")], "medium",
-                                                       [Reply(events=load_recording(recording))])
+                                                       [reply(provider, recording)])
     family = API_SETUP[provider].get("family") or provider
     ours, theirs = comparable(our_message, family), comparable(pi_message, family)
     for message in (ours, theirs):  # timestamps inside diagnostics
@@ -213,7 +245,8 @@ ERROR_REPLIES = [
 ]
 
 
-@pytest.mark.parametrize("provider", ["mistral", "azure-openai-responses", "openai-codex", "radius", "google-vertex"])
+@pytest.mark.parametrize("provider", ["mistral", "azure-openai-responses", "openai-codex", "radius", "google-vertex",
+                                      "amazon-bedrock"])
 @pytest.mark.parametrize("index", range(len(ERROR_REPLIES)))
 async def test_http_errors_are_worded_as_pi_words_them(server: SseServer, pi_ai: Any, provider: str,
                                                        index: int) -> None:

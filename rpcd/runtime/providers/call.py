@@ -36,6 +36,9 @@ class CallContext:
     """The environment the API reads its own settings from (pi-ai ``getProviderEnvValue``): the
     credential's ``env`` over the process's (Azure's base URL, AWS region/profile, Vertex project)."""
 
+    api_state: Any = attrs.field(default=None, repr=False)
+    """What an API module's ``authorize`` step found off the event loop (Bedrock's AWS credentials)."""
+
     def env_value(self, name: str) -> str | None:
         """pi-ai ``getProviderEnvValue``: a non-empty value, else ``None``."""
         return self.env.get(name) or None

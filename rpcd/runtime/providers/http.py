@@ -225,8 +225,10 @@ def js_json_parse_error(text: str) -> str:
     if not text.strip():
         return "Unexpected end of JSON input"
     stripped = text.lstrip()
+    if len(text) < 21:  # V8 quotes a source shorter than 2 x 10 + 1 characters whole
+        return f'Unexpected token \'{stripped[0]}\', "{text}" is not valid JSON'
     shown = stripped[:10]
-    return f'Unexpected token \'{stripped[0]}\', "{shown}"{"..." if len(stripped) > 10 else ""} is not valid JSON'
+    return f'Unexpected token \'{stripped[0]}\', "{shown}"... is not valid JSON'
 
 
 def transport_message(exc: BaseException) -> str:
@@ -250,6 +252,12 @@ class HttpRequest:
     body: Mapping[str, Any] = attrs.field(repr=False)
     secrets: tuple[str, ...] = attrs.field(default=(), repr=False)
     """Resolved values (keys, header values) this request must never echo."""
+    content: bytes | None = attrs.field(default=None, repr=False)
+    """The body already encoded (a signed request: SigV4 covers these bytes); ``None``: ``body`` as JSON."""
+    framing: str = "sse"
+    """How the response stream is framed: ``sse``, or ``aws-eventstream`` (Bedrock's binary messages)."""
+    sdk_attempts: int = 1
+    """Attempts the vendor SDK Pi uses makes on its own (the AWS SDK: 3) before any configured retry."""
 
 
 def encode_body(body: Mapping[str, Any]) -> bytes:
@@ -321,7 +329,7 @@ async def stream_call(
 
     message = parser.message
     redactor = request_redactor(env, request.secrets)
-    body = encode_body(request.body)
+    body = request.content if request.content is not None else encode_body(request.body)
     headers = {"Content-Type": "application/json", **request.headers}
     async with httpx.AsyncClient(timeout=timeouts.to_httpx(), transport=transport,
                                  verify=_ssl_context(os.environ.get("SSL_CERT_FILE"),
@@ -340,14 +348,15 @@ async def stream_call(
                                               retry_after=parse_retry_after(response.headers))
                     else:
                         yield {"type": "start", "partial": message}
-                        async for event in _consume(response, parser, provider, redactor):
+                        async for event in _consume(response, parser, provider, redactor, request.framing):
                             yield event
                         return
             except httpx.HTTPError as exc:  # before any content: connect errors, timeouts waiting for headers
                 problem = HttpFailure(transport_message(exc))
             assert problem is not None
             delay: float | None = None
-            if retry_index < retry.max_retries and problem.retryable and problem.status not in (401, 403):
+            if retry_index < max(retry.max_retries, request.sdk_attempts - 1) and problem.retryable \
+                    and problem.status not in (401, 403):
                 try:
                     delay = retry.delay(problem, retry_index)
                 except HttpFailure as capped:
@@ -393,15 +402,23 @@ class _open:
         await self._cm.__aexit__(*exc)
 
 
+def _events(response: httpx.Response, framing: str) -> AsyncIterator[SseEvent]:
+    if framing == "aws-eventstream":
+        from rpcd.runtime.providers.eventstream import iter_aws_events
+
+        return iter_aws_events(response.aiter_bytes())
+    return iter_sse(response.aiter_lines())
+
+
 async def _consume(
-    response: httpx.Response, parser: StreamParser, provider: str, redactor: Redactor
+    response: httpx.Response, parser: StreamParser, provider: str, redactor: Redactor, framing: str = "sse"
 ) -> AsyncIterator[AssistantMessageEvent]:
     import httpx
 
     message = parser.message
     failure: str | None = None
     try:
-        async for sse in iter_sse(response.aiter_lines()):
+        async for sse in _events(response, framing):
             for event in parser.feed(sse):
                 yield event
     except StreamError as exc:

@@ -63,6 +63,7 @@ API_MODULES: Final = {
     "openai-codex-responses": "rpcd.runtime.providers.codex",
     "pi-messages": "rpcd.runtime.providers.pi_messages",
     "google-vertex": "rpcd.runtime.providers.vertex",
+    "bedrock-converse-stream": "rpcd.runtime.providers.bedrock",
 }
 SUPPORTED_APIS: Final = frozenset(API_MODULES)
 
