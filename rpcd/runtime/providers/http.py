@@ -35,7 +35,7 @@ import os
 import random
 import ssl
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import anyio
@@ -323,19 +323,21 @@ async def stream_call(
     retry: ProviderRetry,
     env: Mapping[str, str] | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
+    reauthorize: Callable[[], Awaitable[HttpRequest | None]] | None = None,
 ) -> AsyncIterator[AssistantMessageEvent]:
-    """Run one model call; yields Pi's ``start`` … ``done``/``error`` (``base`` module doc)."""
+    """Run one model call; yields Pi's ``start`` … ``done``/``error`` (``base`` module doc).
+    ``reauthorize``: after a 401, once, the same request with fresh credentials (an OAuth login
+    refreshed), or ``None`` to report the 401."""
     import httpx
 
     message = parser.message
     redactor = request_redactor(env, request.secrets)
-    body = request.content if request.content is not None else encode_body(request.body)
-    headers = {"Content-Type": "application/json", **request.headers}
     async with httpx.AsyncClient(timeout=timeouts.to_httpx(), transport=transport,
-                                 verify=_ssl_context(os.environ.get("SSL_CERT_FILE"),
-                                                     os.environ.get("SSL_CERT_DIR"))) as client:
+                                 verify=tls_context()) as client:
         retry_index = 0
         while True:
+            body = request.content if request.content is not None else encode_body(request.body)
+            headers = {"Content-Type": "application/json", **request.headers}
             problem: HttpFailure | None = None
             try:
                 async with _open(client, request.url, body, headers, timeouts) as response:
@@ -354,6 +356,18 @@ async def stream_call(
             except httpx.HTTPError as exc:  # before any content: connect errors, timeouts waiting for headers
                 problem = HttpFailure(transport_message(exc))
             assert problem is not None
+            if problem.status == 401 and reauthorize is not None:
+                again, reauthorize = reauthorize, None
+                try:
+                    fresh = await again()
+                except Exception as exc:  # a failed refresh says why, in place of the bare 401
+                    yield _error(message, str(exc), redactor, provider)
+                    return
+                if fresh is not None:
+                    redactor = request_redactor(env, (*request.secrets, *fresh.secrets))
+                    request = fresh
+                    log.info("provider %s: 401 with the stored login; retrying once with it refreshed", provider)
+                    continue
             delay: float | None = None
             if retry_index < max(retry.max_retries, request.sdk_attempts - 1) and problem.retryable \
                     and problem.status not in (401, 403):
@@ -368,6 +382,11 @@ async def stream_call(
             log.info("provider %s: retry %d/%d in %.2fs: %s", provider, retry_index, retry.max_retries, delay,
                      redactor.redact_and_cut(problem.message, 300))
             await anyio.sleep(delay)
+
+
+def tls_context() -> ssl.SSLContext:
+    """The TLS context every outgoing connection of the providers uses (built once per CA setting)."""
+    return _ssl_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
 
 
 @functools.lru_cache(maxsize=4)
