@@ -207,7 +207,7 @@ class RemoteProvider:
 
         async def reauthorize() -> HttpRequest | None:
             """After a 401: refresh the OAuth login unless someone already did, and build the request again."""
-            if login is None or oauth is None or not oauth.api_key and not oauth.headers:
+            if login is None or oauth is None or (not oauth.api_key and not oauth.headers):
                 return None
             rejected = oauth.api_key or next(iter(oauth.headers.values()), "").removeprefix("Bearer ")
             entry = await login.fresh(self.name, rejected=rejected)
