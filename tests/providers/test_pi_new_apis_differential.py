@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from rpcd.runtime.providers.base import ProviderRequest
+from rpcd.providers.base import ProviderRequest
 from tests.providers.conftest import collect, final
 from tests.providers.sse_server import RecordedRequest, Reply, SseServer, aws_frames, load_recording
 from tests.providers.test_pi_differential import (
@@ -104,10 +104,10 @@ async def run_pair(server: SseServer, pi_ai: Any, model: dict[str, Any], message
     pi_attempts = len(server.requests) - before
     server.enqueue(*copy.deepcopy(replies))
     if model["provider"] == "radius":
-        from rpcd.runtime.models_config import ModelSpec, ProviderSpec
-        from rpcd.runtime.providers.credentials import Credentials
-        from rpcd.runtime.providers.http import ProviderRetry, Timeouts
-        from rpcd.runtime.providers.remote import RemoteProvider, RequestSettings
+        from rpcd.providers.credentials import Credentials
+        from rpcd.providers.http import ProviderRetry, Timeouts
+        from rpcd.providers.models_config import ModelSpec, ProviderSpec
+        from rpcd.providers.remote import RemoteProvider, RequestSettings
 
         spec = ProviderSpec(name="radius", display_name="Radius", base_url=model["baseUrl"],
                             models=(ModelSpec.from_pi(model, "radius"),))

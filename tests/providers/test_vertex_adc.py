@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
-from rpcd.runtime.models_config import ModelSpec, ProviderSpec
-from rpcd.runtime.providers import vertex
-from rpcd.runtime.providers.call import CallContext
-from rpcd.runtime.providers.catalog import builtin_catalog
-from rpcd.runtime.providers.credentials import Credentials, ResolvedAuth
-from rpcd.runtime.providers.http import ProviderRetry, StreamError, Timeouts
-from rpcd.runtime.providers.remote import RemoteProvider, RequestSettings
+from rpcd.providers import vertex
+from rpcd.providers.call import CallContext
+from rpcd.providers.catalog import builtin_catalog
+from rpcd.providers.credentials import Credentials, ResolvedAuth
+from rpcd.providers.http import ProviderRetry, StreamError, Timeouts
+from rpcd.providers.models_config import ModelSpec, ProviderSpec
+from rpcd.providers.remote import RemoteProvider, RequestSettings
 from tests.providers.conftest import collect, final, request_for
 from tests.providers.json_server import JsonServer, Seen, running_json_server
 from tests.providers.sse_server import Reply, SseServer, load_recording
