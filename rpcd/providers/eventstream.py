@@ -11,8 +11,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator
 
-from rpcd.providers.http import StreamError
 from rpcd.providers.sse import SseEvent
+
+
+class MalformedEventStream(ValueError):
+    """A message whose prelude or CRC does not check (the stream cannot be read further)."""
 
 
 async def iter_aws_events(chunks: AsyncIterable[bytes]) -> AsyncIterator[SseEvent]:
@@ -24,7 +27,7 @@ async def iter_aws_events(chunks: AsyncIterable[bytes]) -> AsyncIterator[SseEven
         try:
             messages = list(buffer)
         except ParserError as exc:
-            raise StreamError(f"Malformed AWS event stream: {type(exc).__name__}") from None
+            raise MalformedEventStream(f"Malformed AWS event stream: {type(exc).__name__}") from None
         for message in messages:
             headers = message.headers
             kind = headers.get(":message-type")

@@ -446,6 +446,8 @@ async def _consume(
         failure = transport_message(exc)
     except UnicodeDecodeError:
         failure = f'Provider "{provider}" sent a stream that is not UTF-8'
+    except ValueError as exc:  # eventstream.MalformedEventStream: a frame that does not check
+        failure = str(exc)
     try:
         for event in parser.close():
             yield event
