@@ -12,7 +12,7 @@
   (Pi: the stale threshold, 30 s) has passed, then ``LockHeldError``.
 
 ``hold`` is a synchronous context manager for a short critical section (a read or a write);
-``hold_async`` keeps the lock fresh from a task while an ``await`` (a token refresh over the
+``hold_async`` keeps the lock fresh from a thread while an ``await`` (a token refresh over the
 network) runs under it.
 """
 
@@ -104,13 +104,17 @@ class Held:
                 return
             try:
                 current = os.stat(self.target).st_mtime
-            except FileNotFoundError:
+            except OSError:
                 self.compromised = LockCompromisedError(errno.ENOENT, "the lock directory was removed", self.target)
                 return
             if current != self.mtime:
                 self.compromised = LockCompromisedError(errno.EBUSY, "the lock was taken as stale", self.target)
                 return
-            self.mtime = _stamp(self.target)
+            try:
+                self.mtime = _stamp(self.target)
+            except OSError as exc:
+                self.compromised = LockCompromisedError(exc.errno or errno.EIO, "the lock could not be refreshed",
+                                                        self.target)
 
     def check(self) -> None:
         """Raise if the lock is no longer ours (call right before writing under it)."""
@@ -167,17 +171,17 @@ async def hold_async(path: str, *, stale: float = DEFAULT_STALE, wait: float = D
         await anyio.sleep(min(_delay(attempt), remaining))
         attempt += 1
     held = Held(path, mtime)
-    try:
-        async with anyio.create_task_group() as group:
-            async def keep_fresh() -> None:
-                while held.compromised is None:
-                    await anyio.sleep(update)
-                    held.refresh()
+    stop = threading.Event()
 
-            group.start_soon(keep_fresh)
-            try:
-                yield held
-            finally:
-                group.cancel_scope.cancel()
+    def keep_fresh() -> None:  # a thread, not a task: the caller's exceptions stay its own
+        while not stop.wait(update) and held.compromised is None:
+            held.refresh()
+
+    keeper = threading.Thread(target=keep_fresh, name="rpcd-lock-refresh", daemon=True)
+    keeper.start()
+    try:
+        yield held
     finally:
+        stop.set()
+        keeper.join()
         held.release()

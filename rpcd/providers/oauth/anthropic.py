@@ -101,12 +101,12 @@ class AnthropicFlow:
         interaction.notify({"type": "progress", "message": "Exchanging authorization code for tokens..."})
         return await _post(token_url, {"grant_type": "authorization_code", "client_id": CLIENT_ID, "code": code,
                                        "state": state, "redirect_uri": redirect_uri,
-                                       "code_verifier": keys.verifier}, "Anthropic token exchange")
+                                       "code_verifier": keys.verifier}, "Anthropic code exchange")
 
     async def refresh(self, credential: Mapping[str, Any], env: Mapping[str, str]) -> Credential:
         return await _post(c.endpoint(PROVIDER, "token_url", TOKEN_URL, env),
                            {"grant_type": "refresh_token", "client_id": CLIENT_ID,
-                            "refresh_token": str(credential.get("refresh") or "")}, "Anthropic token refresh")
+                            "refresh_token": str(credential.get("refresh") or "")}, "Anthropic login refresh")
 
     def to_auth(self, credential: Mapping[str, Any], env: Mapping[str, str]) -> OAuthAuth:
         return OAuthAuth(api_key=str(credential.get("access") or ""))

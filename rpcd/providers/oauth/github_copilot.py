@@ -77,11 +77,11 @@ async def _json(method: str, url: str, what: str, **kwargs: Any) -> dict[str, An
 
 
 async def copilot_token(github_token: str, enterprise: str | None, env: Mapping[str, str]) -> Credential:
-    body = await _json("GET", _token_url(enterprise or "github.com", env), "Copilot token exchange",
+    body = await _json("GET", _token_url(enterprise or "github.com", env), "Copilot exchange",
                        headers={"Accept": "application/json", "Authorization": f"Bearer {github_token}", **HEADERS})
     token, expires_at = body.get("token"), body.get("expires_at")
     if not isinstance(token, str) or not isinstance(expires_at, int | float) or isinstance(expires_at, bool):
-        raise OAuthError("Invalid Copilot token response fields")
+        raise OAuthError("Invalid Copilot exchange response fields")
     credential: Credential = {"type": "oauth", "refresh": github_token, "access": token,
                               "expires": int(expires_at * 1000) - EXPIRY_SKEW_MS}
     if enterprise is not None:
@@ -161,7 +161,7 @@ class CopilotFlow:
                             "intervalSeconds": interval, "expiresInSeconds": expires})
 
         async def poll() -> c.Poll:
-            raw = await _json("POST", f"{github}/login/oauth/access_token", "Device token request",
+            raw = await _json("POST", f"{github}/login/oauth/access_token", "Device poll",
                               headers=form_headers, form=c.token_form(
                                   "urn:ietf:params:oauth:grant-type:device_code", client_id=CLIENT_ID,
                                   device_code=code))
@@ -176,7 +176,7 @@ class CopilotFlow:
                     return c.Poll("slow_down", interval=float(step) if isinstance(step, int | float) else None)
                 suffix = f": {raw['error_description']}" if raw.get("error_description") else ""
                 return c.Poll("failed", message=f"Device flow failed: {error}{suffix}")
-            return c.Poll("failed", message="Invalid device token response")
+            return c.Poll("failed", message="Invalid device poll response")
 
         github_token = await c.poll_device_code(poll, interval=interval, expires_in=expires, wait_first=True)
         if not isinstance(github_token, str):

@@ -33,7 +33,7 @@ def _tokens(body: Mapping[str, Any], operation: str) -> Credential:
     access, refresh, expires_in = body.get("access_token"), body.get("refresh_token"), body.get("expires_in")
     if not isinstance(access, str) or not access or not isinstance(refresh, str) or not refresh or \
             not isinstance(expires_in, int | float) or expires_in <= 0:
-        raise OAuthError(f"Kimi Code token {operation} response missing fields")
+        raise OAuthError(f"Kimi Code {operation} response missing fields")
     return {"type": "oauth", "access": access, "refresh": refresh, "expires": c.now_ms() + int(expires_in * 1000)}
 
 
@@ -62,11 +62,11 @@ class KimiFlow:
         device_code = body["device_code"]
 
         async def poll() -> c.Poll:
-            reply = await c.request("POST", f"{host}/api/oauth/token", headers=HEADERS, what="Kimi Code device token",
+            reply = await c.request("POST", f"{host}/api/oauth/token", headers=HEADERS, what="Kimi Code device poll",
                                     form=c.token_form("urn:ietf:params:oauth:grant-type:device_code",
                                                       client_id=CLIENT_ID, device_code=device_code))
             if reply.status >= 500:
-                return c.Poll("failed", message=f"Kimi Code device token request failed with status {reply.status}")
+                return c.Poll("failed", message=f"Kimi Code device poll failed with status {reply.status}")
             data = reply.object()
             if reply.ok and isinstance(data.get("access_token"), str):
                 return c.Poll("complete", _tokens(data, "poll"))
@@ -80,7 +80,7 @@ class KimiFlow:
                 return c.Poll("failed", message="Kimi Code device authorization expired. Please restart login.")
             if error == "access_denied":
                 return c.Poll("failed", message="Kimi Code login was denied.")
-            return c.Poll("failed", message=f"Kimi Code device token request failed (status {reply.status})")
+            return c.Poll("failed", message=f"Kimi Code device poll failed (status {reply.status})")
 
         credential: Credential = await c.poll_device_code(poll, interval=interval, expires_in=expires,
                                                           wait_first=True)
@@ -89,13 +89,13 @@ class KimiFlow:
     async def refresh(self, credential: Mapping[str, Any], env: Mapping[str, str]) -> Credential:
         host = _host(env)
         form = c.token_form("refresh_token", client_id=CLIENT_ID, refresh_token=str(credential.get("refresh") or ""))
-        last = "Kimi Code token refresh failed"
+        last = "Kimi Code login refresh failed"
         for attempt in range(REFRESH_RETRIES + 1):
             if attempt:
                 await anyio.sleep(2 ** (attempt - 1))
             try:
                 reply = await c.request("POST", f"{host}/api/oauth/token", form=form, headers=HEADERS,
-                                        what="Kimi Code token refresh")
+                                        what="Kimi Code login refresh")
             except OAuthError as exc:
                 last = str(exc)
                 continue
@@ -103,11 +103,11 @@ class KimiFlow:
             if reply.ok:
                 return _tokens(data, "refresh")
             if reply.status in (401, 403) or data.get("error") == "invalid_grant":
-                raise OAuthError(f"Kimi Code token refresh unauthorized (status {reply.status})")
+                raise OAuthError(f"Kimi Code login refresh unauthorized (status {reply.status})")
             if (reply.status == 429 or reply.status >= 500) and attempt < REFRESH_RETRIES:
-                last = f"Kimi Code token refresh failed with status {reply.status}"
+                last = f"Kimi Code login refresh failed with status {reply.status}"
                 continue
-            raise OAuthError(f"Kimi Code token refresh failed with status {reply.status}")
+            raise OAuthError(f"Kimi Code login refresh failed with status {reply.status}")
         raise OAuthError(last)
 
     def to_auth(self, credential: Mapping[str, Any], env: Mapping[str, str]) -> OAuthAuth:

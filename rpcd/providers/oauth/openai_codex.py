@@ -41,14 +41,15 @@ def account_id(access: str) -> str | None:
 
 
 async def _token(env: Mapping[str, str], form: Mapping[str, str], operation: str) -> Credential:
-    answer = await c.request("POST", f"{_base(env)}/oauth/token", form=form, what=f"OpenAI Codex token {operation}")
+    step = {"exchange": "OpenAI Codex code exchange", "refresh": "OpenAI Codex login refresh"}[operation]
+    answer = await c.request("POST", f"{_base(env)}/oauth/token", form=form, what=step)
     if not answer.ok:
-        raise OAuthError(f"OpenAI Codex token {operation} failed ({answer.status}): {_error(answer)}")
+        raise OAuthError(f"{step} failed ({answer.status}): {_error(answer)}")
     data = answer.object()
     access, refresh, expires_in = data.get("access_token"), data.get("refresh_token"), data.get("expires_in")
     if not isinstance(access, str) or not access or not isinstance(refresh, str) or not refresh or \
             not isinstance(expires_in, int | float) or isinstance(expires_in, bool):
-        raise OAuthError(f"OpenAI Codex token {operation} response missing fields")
+        raise OAuthError(f"{step} response missing fields")
     account = account_id(access)
     if account is None:
         raise OAuthError("Failed to extract accountId from token")
@@ -150,7 +151,7 @@ class CodexFlow:
                 body = reply.object()
                 if not isinstance(body.get("authorization_code"), str) or not isinstance(body.get("code_verifier"),
                                                                                          str):
-                    return c.Poll("failed", message="Invalid OpenAI Codex device auth token response")
+                    return c.Poll("failed", message="Invalid OpenAI Codex device auth response")
                 return c.Poll("complete", (body["authorization_code"], body["code_verifier"]))
             if reply.status in (403, 404):
                 return c.Poll("pending")

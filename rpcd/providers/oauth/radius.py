@@ -49,12 +49,12 @@ class ResponseError(OAuthError):
 
 async def _token(env: Mapping[str, str], form: Mapping[str, str]) -> Credential:
     answer = await c.request("POST", f"{gateway(env)}/v1/oauth/token", form=form,
-                             headers={"accept": "application/json"}, what="Radius OAuth token request")
+                             headers={"accept": "application/json"}, what="Radius OAuth request")
     if not answer.ok:
-        raise ResponseError(answer, "Radius OAuth token request failed")
+        raise ResponseError(answer, "Radius OAuth request failed")
     data = answer.object()
     if not isinstance(data.get("access_token"), str) or not isinstance(data.get("expires_in"), int | float):
-        raise OAuthError("Radius OAuth token response is missing required fields")
+        raise OAuthError("Radius OAuth response is missing required fields")
     credential: Credential = {"type": "oauth", "access": data["access_token"], "refresh": data.get("refresh_token"),
                               "expires": c.now_ms() + int(data["expires_in"] * 1000) - EXPIRY_SKEW_MS}
     if data.get("scope") is not None:

@@ -84,7 +84,7 @@ class XaiFlow:
         async def poll() -> c.Poll:
             reply = await _post(token_url, c.token_form("urn:ietf:params:oauth:grant-type:device_code",
                                                         client_id=CLIENT_ID, device_code=device_code),
-                                "xAI device token polling")
+                                "xAI device polling")
             if reply.ok:
                 return c.Poll("complete", _credential(reply.object()))
             error = reply.object().get("error")
@@ -97,7 +97,7 @@ class XaiFlow:
                 return c.Poll("failed", message="xAI device authorization was denied")
             if error == "expired_token":
                 return c.Poll("failed", message="xAI device code expired")
-            return c.Poll("failed", message=str(_failure("device token polling", reply)))
+            return c.Poll("failed", message=str(_failure("device polling", reply)))
 
         credential: Credential = await c.poll_device_code(poll, interval=interval, expires_in=expires,
                                                           wait_first=True)
@@ -107,9 +107,9 @@ class XaiFlow:
         refresh = str(credential.get("refresh") or "")
         answer = await _post(c.endpoint(PROVIDER, "token_url", TOKEN_URL, env),
                              c.token_form("refresh_token", client_id=CLIENT_ID, refresh_token=refresh),
-                             "xAI token refresh")
+                             "xAI login refresh")
         if not answer.ok:
-            raise _failure("token refresh", answer)
+            raise _failure("login refresh", answer)
         return _credential(answer.object(), refresh)
 
     def to_auth(self, credential: Mapping[str, Any], env: Mapping[str, str]) -> OAuthAuth:
