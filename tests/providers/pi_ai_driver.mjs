@@ -11,7 +11,8 @@
 //                                                   ["cycleModel", "forward"|"backward"]]}}
 //     -> pi-coding-agent's createAgentSession (in-memory session, the given settings) then the
 //        operations; answers {"id", "model", "thinkingLevel", "entries": [[kind, value]...]}
-//   {"id", "runtimeStream": {"agentDir", "env", "unset", "settings", "provider", "modelId", "context", "options"}}
+//   {"id", "runtimeStream": {"agentDir", "env", "unset", "settings", "provider", "modelId", "context", "options",
+//                            "redirect"?: {origin: loopback origin}}}
 //     -> the whole pi-coding-agent path of one model call: ModelRuntime for that agent dir (models.json
 //        composition, auth, configured headers), sdk.ts's streamFn header transform (provider
 //        attribution headers, gated by PI_TELEMETRY / settings.enableInstallTelemetry), then
@@ -77,13 +78,30 @@ async function plainBodyFetch(url, init) {
   return globalThis.fetch(url, { ...init, headers, body });
 }
 
+// "redirect": {"https://platform.claude.com": "http://127.0.0.1:PORT"} sends Pi's requests to those
+// origins (its OAuth endpoints are fixed in pi-ai) to a loopback server instead, for one call
+function installRedirect(redirect) {
+  const original = globalThis.fetch;
+  if (!redirect || Object.keys(redirect).length === 0) return () => {};
+  globalThis.fetch = (input, init) => {
+    const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
+    for (const [from, to] of Object.entries(redirect)) {
+      if (url.startsWith(from)) return original(to + url.slice(from.length), init);
+    }
+    return original(input, init);
+  };
+  return () => { globalThis.fetch = original; };
+}
+
 async function runtimeStream(request) {
   // the environment is restored afterwards: other requests share this process
   const touched = [...(request.unset ?? []), ...Object.keys(request.env ?? {})];
   const saved = Object.fromEntries(touched.map((name) => [name, process.env[name]]));
+  const restoreFetch = installRedirect(request.redirect);
   try {
     return await runtimeStreamIn(request);
   } finally {
+    restoreFetch();
     for (const [name, value] of Object.entries(saved)) {
       if (value === undefined) delete process.env[name];
       else process.env[name] = value;
