@@ -90,14 +90,14 @@ def generic_handler(host: SerializedHost, spec: MethodSpec,
     its result, answered once the pump has flushed what it produced (``answered``)."""
     member = spec.session
     assert member is not None, spec.name
-    result = spec.result
 
     def handle(params: Any = None) -> typing.Awaitable[Any]:
         kwargs = arguments(params)
         pending = tracked(session_call(host, spec.name, lambda session: getattr(session, member)(**kwargs)))
 
         async def answer() -> Any:
-            return as_result(await answered(pending), result)
+            value = await answered(pending)
+            return as_result(value, spec.result)  # its type is looked up now: the first answer needs none
 
         return answer()
 
