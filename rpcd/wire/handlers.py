@@ -548,7 +548,7 @@ class SessionMethods:
         host = self._host
         return self._entries(_tracked(host.enqueue(GET_ENTRIES, lambda: host.entries(params.since))))
 
-    async def _entries(self, pending: Pending[tuple[list[dict[str, Any]], str | None]]) -> t.GetEntriesResult:
+    async def _entries(self, pending: Pending[tuple[list[dict[str, Any]], str | float | None]]) -> t.GetEntriesResult:
         entries, leaf_id = await self._answered(pending)
         return t.GetEntriesResult(entries=entries, leaf_id=leaf_id)
 
