@@ -255,7 +255,7 @@ class RpcdAgent:
             host = source.require_host()
             state = host.state()
             path = state.session_file
-            leaf = state.leaf_id if isinstance(state.leaf_id, str) else None  # a hand-edited numeric id: not addressable
+            leaf = state.leaf_id if isinstance(state.leaf_id, str) else None  # a hand-edited numeric id: no target
             if path is None or not await anyio.to_thread.run_sync(os.path.isfile, path):
                 raise to_request_error(SessionNotSavedError(
                     "This session has not been saved yet (no reply so far): nothing to fork",
