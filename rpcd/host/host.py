@@ -642,6 +642,9 @@ class SerializedHost:
             target = entry_id if entry_id is not None else runtime.session.state().leaf_id
             if target is None:
                 raise InvalidEntryError("the current session has no entries to clone", cwd=runtime.cwd)
+            if not isinstance(target, str):  # a hand-edited file's numeric id (docs/pi-compat.md)
+                raise InvalidEntryError(f"the leaf's id is the number {target!r}, not a string: clone names an entry "
+                                        "by a string id", cwd=runtime.cwd)
             self._op.target = _entry_target(runtime, target)
             return await runtime.fork(target, "at")
 

@@ -486,7 +486,7 @@ class SessionMethods:
     def get_entries(self, params: t.GetEntriesParams) -> Awaitable[t.GetEntriesResult]:
         return self._entries(self._call(GET_ENTRIES, lambda session: session.entries(params.since)))
 
-    async def _entries(self, pending: Pending[tuple[list[dict[str, Any]], str | None]]) -> t.GetEntriesResult:
+    async def _entries(self, pending: Pending[tuple[list[dict[str, Any]], str | float | None]]) -> t.GetEntriesResult:
         entries, leaf_id = await self._answered(pending)
         return t.GetEntriesResult(entries=entries, leaf_id=leaf_id)
 
