@@ -14,7 +14,7 @@ import attrs
 
 from rpcd.protocol._fields import nullable
 from rpcd.protocol.outgoing import DiagnosticItem
-from rpcd.protocol.shapes import CommandInfo, CompactionReason, QueueContents, StreamingBehavior, ThinkingLevel
+from rpcd.protocol.shapes import CommandInfo, QueueContents, StreamingBehavior, ThinkingLevel
 
 
 @attrs.frozen
@@ -63,24 +63,6 @@ class GetTreeResult:
     children oldest first (entries without a known parent are roots too)."""
 
 
-@attrs.frozen
-class CompactionResult:
-    """What a compaction produced (Pi's ``CompactionResult``): the ``compact`` result and
-    ``compaction_end.result``."""
-
-    summary: str
-    first_kept_entry_id: str
-    """The first entry kept verbatim after the summary."""
-    tokens_before: int
-    """The estimated context size before compaction."""
-    estimated_tokens_after: int | None = None
-    """A heuristic estimate over the rebuilt context (chars/4), not a provider count."""
-    usage: dict[str, Any] | None = None
-    """The model call(s) that wrote the summary (absent for an extension's summary without one)."""
-    details: Any = None
-    """``{readFiles, modifiedFiles}`` for Pi's own summaries; whatever an extension stored otherwise."""
-
-
 @attrs.frozen(kw_only=True)
 class NavigateTreeResult:
     cancelled: bool
@@ -91,33 +73,6 @@ class NavigateTreeResult:
     editor_text: str | None = None
     summary_entry: dict[str, Any] | None = None
     """The ``branch_summary`` entry written."""
-
-
-@attrs.frozen
-class CompactionStartEvent:
-    """Session event: a compaction begins."""
-
-    type: Literal["compaction_start"]
-    reason: CompactionReason
-
-
-@attrs.frozen(kw_only=True)
-class CompactionEndEvent:
-    """Session event: a compaction ended — ``result`` when it succeeded, ``aborted`` or
-    ``errorMessage`` otherwise (nothing was written then)."""
-
-    type: Literal["compaction_end"]
-    reason: CompactionReason
-    aborted: bool
-    will_retry: bool
-    """``overflow`` only: the overflowed turn is retried on the compacted context."""
-    result: CompactionResult | None = None
-    error_message: str | None = None
-
-
-SESSION_EVENT_TYPES: tuple[type[Any], ...] = (CompactionStartEvent, CompactionEndEvent)
-"""Session events with a published shape (``session/event``'s ``event``); the others are Pi's
-as documented in docs/rpc-surface.md."""
 
 
 @attrs.frozen

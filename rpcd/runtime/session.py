@@ -48,7 +48,7 @@ from rpcd.core.errors import (
     SessionBusyError,
     SessionNotSavedError,
 )
-from rpcd.core.jstext import js_trim
+from rpcd.core.jstext import content_text, js_trim
 from rpcd.core.values import (
     ApprovalPolicy,
     BashOutcome,
@@ -77,6 +77,7 @@ from rpcd.providers.model_selection import ModelInputs, Selection, select_sessio
 from rpcd.providers.thinking import DEFAULT_THINKING_LEVEL, THINKING_LEVELS
 from rpcd.runtime.compaction import SessionCompaction
 from rpcd.runtime.extensions.python_runner import turn_scope
+from rpcd.runtime.extensions.runner import Runner
 from rpcd.runtime.resources import commands as command_input
 from rpcd.runtime.resources.system_prompt import build_system_prompt as pi_system_prompt
 from rpcd.runtime.resources.system_prompt import normalize_guidelines, normalize_snippet
@@ -85,7 +86,7 @@ from rpcd.runtime.turns.queue import InputQueues, Kind
 from rpcd.runtime.turns.retry import SessionRetry
 from rpcd.runtime.usage import context_usage, session_stats
 from rpcd.store import SessionManager
-from rpcd.store.entries import THINKING_LEVEL_CHANGE, message_text
+from rpcd.store.entries import THINKING_LEVEL_CHANGE
 from rpcd.store.records import Record
 from rpcd.tools import (
     BUILTIN_TOOL_NAMES,
@@ -116,24 +117,6 @@ __all__ = ["DEFAULT_THINKING_LEVEL", "THINKING_LEVELS", "AgentSession", "create_
 IMAGE_MIME_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 """What a prompt's images may be (the types every image-taking provider accepts inline)."""
 QUEUE_MODES: tuple[QueueMode, ...] = ("all", "one-at-a-time")
-
-
-class ExtensionRunnerLike(Protocol):
-    """The part of ``rpcd.runtime.extensions.python_runner.ExtensionRunner`` a session uses."""
-
-    def has_handlers(self, event_type: str) -> bool: ...
-    async def emit(self, event: Mapping[str, Any]) -> Any: ...
-    async def emit_session_shutdown(self, event: Mapping[str, Any]) -> None: ...
-    def bind(self, bindings: ExtensionBindings, session_actions: Any) -> None: ...
-    def invalidate(self) -> None: ...
-    async def execute_tool(self, name: str, tool_call_id: str, args: dict[str, Any]) -> dict[str, Any]: ...
-    async def emit_tool_call(self, event: dict[str, Any]) -> Any: ...
-    async def emit_tool_result(self, event: dict[str, Any]) -> dict[str, Any] | None: ...
-    def report_error(self, error: ExtensionError) -> None: ...
-    @property
-    def is_invalidated(self) -> bool: ...
-    @property
-    def tools(self) -> Mapping[str, Any]: ...
 
 
 class ServicesLike(Protocol):
@@ -196,7 +179,7 @@ class AgentSession:
         agent.before_next_turn = self.compaction.before_next_turn
         self.session_start_event: dict[str, Any] = dict(session_start_event or {"type": "session_start",
                                                                                   "reason": "startup"})
-        self._runner: ExtensionRunnerLike | None = getattr(services, "extensions", None)
+        self._runner: Runner | None = getattr(services, "extensions", None)
         self._subs: list[_Subscription] = []
         self._snapshot: tuple[_Subscription, ...] = ()
         self._running = False
@@ -440,7 +423,7 @@ class AgentSession:
         """``SessionActions`` for extension commands: until no turn runs."""
         await self._idle.wait()
 
-    def _live_runner(self) -> ExtensionRunnerLike | None:
+    def _live_runner(self) -> Runner | None:
         runner = self._runner
         return None if runner is None or runner.is_invalidated else runner
 
@@ -683,7 +666,7 @@ class AgentSession:
             message = entry.get("message")
             if entry.get("type") != "message" or not isinstance(message, Mapping) or message.get("role") != "user":
                 continue
-            text = message_text(message.get("content"), "")
+            text = content_text(message.get("content"), "")
             if text:
                 out.append(ForkMessage(entry_id=str(entry["id"]), text=text))
         return out
@@ -906,7 +889,7 @@ class AgentSession:
         await runner.emit(self.session_start_event)
 
     @property
-    def extension_runner(self) -> ExtensionRunnerLike | None:
+    def extension_runner(self) -> Runner | None:
         return self._runner
 
     def dispose(self) -> None:
@@ -1156,7 +1139,7 @@ class _SessionHooks:
             approver=bindings.tool_approver if bindings is not None and self.is_live() else None,
         )
 
-    def _runner(self) -> ExtensionRunnerLike | None:
+    def _runner(self) -> Runner | None:
         runner = self.session.extension_runner
         if runner is None or runner.is_invalidated:
             return None
