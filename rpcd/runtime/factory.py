@@ -37,19 +37,22 @@ FAUX_SCRIPT_SETTING = "fauxScript"
 
 
 def _apply_faux_script(services: Any, registry: ProviderRegistry) -> list[Diagnostic]:
-    """Honour the ``fauxScript`` setting (a path, relative to the cwd) for the faux provider."""
+    """Honour the ``fauxScript`` setting (a path, relative to the cwd) for the faux provider; a
+    ``$RPCD_FAUX_SCRIPT`` script that could not be used is reported here too."""
+    found = [Diagnostic("warning", provider.script_warning) for provider in registry.providers()
+             if isinstance(provider, FauxProvider) and provider.script_warning]
     path = services.settings.get(FAUX_SCRIPT_SETTING)
     if not isinstance(path, str) or not path:
-        return []
+        return found
     absolute = path if os.path.isabs(path) else os.path.join(services.cwd, path)
     for provider in registry.providers():
         if isinstance(provider, FauxProvider):
             try:
                 provider.use_script_file(absolute)
             except FauxScriptError as exc:
-                return [Diagnostic("warning", str(exc))]
-            return []
-    return [Diagnostic("warning", f'Setting "{FAUX_SCRIPT_SETTING}" ignored: no faux provider registered')]
+                return [*found, Diagnostic("warning", str(exc))]
+            return found
+    return [*found, Diagnostic("warning", f'Setting "{FAUX_SCRIPT_SETTING}" ignored: no faux provider registered')]
 
 
 def refresh_providers(
