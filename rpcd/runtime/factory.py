@@ -29,6 +29,8 @@ from rpcd.runtime.services import AuthorizeProject, ProcessInputs, create_servic
 from rpcd.runtime.session import create_agent_session
 from rpcd.store import SessionManager
 from rpcd.tools import POLICY_SETTING
+from rpcd.tools.environment import SETTING as ENVIRONMENT_SETTING
+from rpcd.tools.environment import environment_policy
 
 if TYPE_CHECKING:
     import httpx
@@ -126,6 +128,8 @@ def make_default_factory(
             *refresh_providers(registry, agent_dir, settings=services.settings, inputs=inputs, env=provider_env,
                                transport=transport),
             *_apply_faux_script(services, registry),
+            *(Diagnostic("warning", warning)
+              for warning in environment_policy(services.settings.get(ENVIRONMENT_SETTING))[1]),
         ]
         if process_inputs.approval is not None:
             diagnostics += process_inputs.approval.diagnostics(services.settings.get(POLICY_SETTING))

@@ -712,7 +712,7 @@ class AgentSession:
 
         options = tool_options(self.services)
         resolved = f"{options.command_prefix}\n{command}" if options.command_prefix else command
-        env = shell_env(options.agent_dir)
+        env = shell_env(options.agent_dir, policy=options.env_policy)
         for key in SESSION_ENV_KEYS:  # Pi's user bash runs without the session's PI_* variables
             env.pop(key, None)
         signal = AbortSignal()
@@ -965,7 +965,7 @@ def _extension_tool(runner: Any, definition: Any) -> Tool:
 
 def tool_options(services: Any) -> ToolOptions:
     """The settings Pi's built-ins read: ``shellPath`` (``~`` expanded), ``shellCommandPrefix``,
-    ``images.autoResize``."""
+    ``images.autoResize``; and rpcd's ``shellEnvironmentPolicy``."""
     shell_path = _settings_get(services, "shellPath")
     prefix = _settings_get(services, "shellCommandPrefix")
     images = _settings_get(services, "images")
@@ -974,11 +974,14 @@ def tool_options(services: Any) -> ToolOptions:
         from rpcd.tools.paths import expand_path
 
         shell_path = expand_path(shell_path)
+    from rpcd.tools.environment import SETTING, environment_policy
+
     return ToolOptions(
         agent_dir=getattr(services, "agent_dir", None),
         shell_path=shell_path if isinstance(shell_path, str) and shell_path else None,
         command_prefix=prefix if isinstance(prefix, str) and prefix else None,
         auto_resize_images=auto_resize if isinstance(auto_resize, bool) else True,
+        env_policy=environment_policy(_settings_get(services, SETTING))[0],
     )
 
 
