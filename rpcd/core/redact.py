@@ -8,7 +8,8 @@ which is how Pi's providers are configured. URLs are a third way (``?key=...`` f
 ``https://user:token@host`` for proxies): every query value and the userinfo of a URL are
 masked whatever their format.
 
-A known secret is also masked by its first or last eight characters and more (``PARTIAL_CHARS``):
+A known secret that looks like a key is also masked by its first or last eight characters and more
+(``PARTIAL_CHARS``):
 providers echo a key masked — ``first12…last8`` — and what they show of it is still the secret's.
 
 Cutting text short must come *after* redaction (``redact_and_cut``): a key cut in half no
@@ -31,6 +32,9 @@ PARTIAL_CHARS: Final = 8
 providers echo a key *masked* (``sk-proj-abcd…wxyz1234``: OpenAI shows its first 12 and last 8)."""
 MIN_PARTIAL_SECRET_LENGTH: Final = 16
 """Only secrets at least this long are matched by their ends (a short one's ends are common text)."""
+_KEY_LIKE: Final = re.compile(r"(?=[^\d]*\d)(?=[^A-Za-z]*[A-Za-z])[A-Za-z0-9_\-.+=:~]{16,}")
+"""What is matched by its ends: one token of key characters with letters and digits — not a path, a URL or a
+header value with spaces (``/root/.aws/credentials`` ends in a word)."""
 
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH|COOKIE|SESSION_ID", re.I)
 
@@ -108,12 +112,13 @@ class Redactor:
         values.update(s for s in extra_secrets if len(s) >= MIN_ENV_SECRET_LENGTH)
         # Longest first so a secret containing another is masked whole.
         self._literals = sorted(values, key=len, reverse=True)
+        self._key_like = frozenset(v for v in values if _KEY_LIKE.fullmatch(v))
 
     def redact(self, text: str) -> str:
         for literal in self._literals:
             if literal in text:
                 text = text.replace(literal, MASK)
-            if len(literal) >= MIN_PARTIAL_SECRET_LENGTH:
+            if literal in self._key_like:
                 text = _mask_ends(text, literal)
         if "://" in text:
             text = _URL.sub(_redact_url, text)
