@@ -320,6 +320,12 @@ class RevokeTrustResult:
 
 
 @attrs.frozen
+class SaveTrustResult:
+    decision: TrustDecision
+    """The decision as saved (the directory canonical); it applies to sessions started from now on."""
+
+
+@attrs.frozen
 class ModelCost:
     """Dollars per million tokens."""
 

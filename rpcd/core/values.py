@@ -342,6 +342,10 @@ class TrustControl(Protocol):
         """Remove the decision saved for ``directory``; ``None`` if there is none."""
         ...
 
+    def save(self, directory: str, trusted: bool) -> SavedTrust:
+        """Save a decision for ``directory`` (canonical), replacing the one saved there."""
+        ...
+
 
 @attrs.frozen
 class ExtensionBindings:

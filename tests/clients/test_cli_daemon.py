@@ -62,17 +62,23 @@ def test_prompt_streams_the_reply_to_stdout(ctl: Ctl) -> None:
     done = ctl("prompt", "hello daemon")
     assert done.returncode == 0, done.stderr
     assert done.stdout == "echo: hello daemon\n"
-    assert "(stop reason: stop)" in done.stderr
+    assert done.stderr == ""  # like `pi -p`: a turn that went well says nothing more
 
 
 def test_prompt_json_is_one_document_and_events_come_only_with_events(ctl: Ctl) -> None:
     plain = ctl("--json", "prompt", "hi")
     assert plain.returncode == 0, plain.stderr
-    assert [json.loads(line) for line in plain.stdout.splitlines()] == [{"stopReason": "stop"}]
+    [result] = [json.loads(line) for line in plain.stdout.splitlines()]
+    # what a script keeps (claude -p --output-format json's result / session_id / is_error)
+    assert result["stopReason"] == "stop" and result["text"] == "echo: hi" and result["isError"] is False
+    assert Path(result["sessionFile"]).name.endswith(f"_{result['sessionId']}.jsonl")
+    assert Path(result["sessionFile"]).is_file()
+    assert result["usage"]["totalTokens"] == result["usage"]["input"] + result["usage"]["output"] > 0
+    assert result["cost"] == 0 and "errorMessage" not in result
     done = ctl("--json", "--events", "prompt", "hi")
     assert done.returncode == 0, done.stderr
     docs = [json.loads(line) for line in done.stdout.splitlines()]
-    assert docs[-1] == {"stopReason": "stop"}
+    assert docs[-1]["stopReason"] == "stop" and docs[-1]["text"] == "echo: hi"
     events = [d["params"]["event"] for d in docs[:-1] if d.get("method") == "session/event"]
     deltas = "".join(e["assistantMessageEvent"]["delta"] for e in events
                      if e["type"] == "message_update" and e["assistantMessageEvent"]["type"] == "text_delta")

@@ -56,7 +56,8 @@ def test_a_failed_turn_exits_1_and_its_json_says_error(tmp_path: Path) -> None:
     # not a retryable error (a 500 would be retried, and the retry would succeed)
     ctl = Ctl(tmp_path, [{"text": "half", "stopReason": "error", "errorMessage": "invalid request: refused"}])
     result = ctl.one_document("prompt", "hi", code=TURN_FAILED)
-    assert result == {"stopReason": "error"}
+    assert (result["stopReason"], result["isError"], result["text"]) == ("error", True, "half")
+    assert result["errorMessage"] == "invalid request: refused"  # the reason reaches the script
     (tmp_path / "human").mkdir()
     refused = [{"stopReason": "error", "errorMessage": "invalid request: refused"}]
     human = Ctl(tmp_path / "human", refused)("prompt", "hi")
