@@ -369,7 +369,7 @@ async def _amain(args: argparse.Namespace, reader: LineReader | None, printer: P
             initialize=False,
         )
     except OSError as exc:  # the executable is missing or not runnable
-        shown = " ".join(command) if command else "rpcd"
+        shown = " ".join(command) if command else "python -P -m rpcd"
         raise ClientError(f"cannot start the daemon ({shown}): {exc.strerror or exc}") from exc
     pump = EventPump(client, printer)
     diagnostics: list[dict[str, Any]] = []

@@ -137,8 +137,8 @@ GLOBAL_OPTIONS: tuple[tuple[str, tuple[Option, ...]], ...] = (
                                "help": "the daemon's --trust-policy (when this client does not answer)"}),
     )),
     ("daemon", (
-        (("--daemon",), {"metavar": "CMD", "default": None, "help": "daemon command line (default: rpcd beside "
-                                                                    "this rpcctl, started safely)"}),
+        (("--daemon",), {"metavar": "CMD", "default": None, "help": "daemon command line (default: this python "
+                                                                    "-P -m rpcd)"}),
         (("--log-level",), {"choices": ("debug", "info", "warning", "error"), "default": None,
                             "help": "the daemon's stderr log level (shown with -v)"}),
     )),
@@ -157,7 +157,7 @@ def _add_globals(parser: argparse.ArgumentParser, *, hidden: bool) -> None:
                 spec["default"] = argparse.SUPPRESS
                 spec["help"] = argparse.SUPPRESS
             action = target.add_argument(*flags, **spec)
-            action.global_option = hidden  # type: ignore[attr-defined]  # completion still offers it
+            action.global_option = hidden  # type: ignore[attr-defined,unused-ignore]  # completion still offers it
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):
@@ -296,7 +296,7 @@ def build_parser(version: str = "") -> argparse.ArgumentParser:
     demo = commands.add_parser("demo", help=DEMO_HELP, description=DEMO_HELP, formatter_class=_Formatter,
                                epilog=_epilog(["rpcctl demo", "./scripts/demo -v"]))
     demo.add_argument("--daemon", metavar="CMD", default=argparse.SUPPRESS,
-                      help="daemon command line (default: rpcd beside this rpcctl)")
+                      help="daemon command line (default: this python -P -m rpcd)")
     demo.add_argument("--verbose", "-v", action="store_true", default=argparse.SUPPRESS,
                       help="echo the daemon's stderr")
     return parser
