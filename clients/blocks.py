@@ -87,6 +87,8 @@ class ToolBlock:
         """The output lines already printed (bash streams snapshots of its whole, tail-truncated output)."""
         self.previewed = False
         """An exact diff was shown when the call started (its result does not repeat it)."""
+        self.approximated = False
+        """Each replacement's own diff was shown (for an approval question)."""
 
     def update(self, partial: Any) -> list[Line]:
         """New output lines of a ``tool_execution_update`` snapshot (only complete lines; bash only)."""
@@ -190,6 +192,7 @@ def preview(block: ToolBlock, cwd: str | None, *, approximate: bool = False) -> 
     already ran when its start is drawn (no approval asked) shows the daemon's diff at its end."""
     lines, exact = _preview(block.name, block.args, cwd)
     block.previewed = block.previewed or exact
+    block.approximated = block.approximated or bool(approximate and lines)
     return lines if exact or approximate else []
 
 

@@ -22,6 +22,7 @@ from rpcd.clients.chat import approval_handler, chat
 from rpcd.clients.client import RpcdClient
 from rpcd.clients.errors import ClientError, DaemonDied, RpcError, RpcTimeout
 from rpcd.clients.fuzzy import fuzzy_filter
+from rpcd.clients.lookup import UsageError, absolute, find_session
 from rpcd.clients.options import (
     CHAT_COMMANDS,
     DEMO_IGNORES,
@@ -37,7 +38,6 @@ from rpcd.clients.options import (
     absolute_paths,
     check_arguments,
     daemon_args,
-    looks_like_path,
 )
 from rpcd.clients.options import build_parser as _build_parser
 from rpcd.clients.output import BrokenStdout, EventPump, Printer, run_prompt
@@ -61,10 +61,6 @@ def client_version() -> str:
         from rpcd.clients.client import CLIENT_VERSION
 
         return CLIENT_VERSION
-
-
-class UsageError(ClientError):
-    """A usage error found once the daemon could be asked (an unknown session id): exit 2."""
 
 
 # -- server->client requests (trust prompt, extension UI) --------------------------------
@@ -165,46 +161,15 @@ def _file_or_stdin(path: str) -> Iterator[str]:
         yield name
 
 
-def _absolute(path: str) -> str:
-    return os.path.abspath(os.path.expanduser(path))
-
-
 def _exists(path: str) -> bool:
     return os.path.lexists(path)
-
-
-async def find_session(client: RpcdClient, given: str, cwd: str | None) -> str:
-    """A session file for ``given``: a path as it is, else the session whose id is ``given`` or
-    starts with it — this project's first, then every project's (Pi's ``--session`` rule; several
-    sessions sharing the prefix is an error listing them, where Pi would take the first)."""
-    if looks_like_path(given):
-        return _absolute(given)
-    for scope in ([cwd] if cwd else []) + [None]:
-        sessions: list[dict[str, Any]] = []
-        cursor: str | None = None
-        while True:
-            page = await client.list_sessions(cwd=scope, cursor=cursor, limit=500)
-            sessions += [dict(s) for s in page.get("sessions") or []]
-            cursor = page.get("nextCursor")
-            if not cursor:
-                break
-        exact = [s for s in sessions if s.get("sessionId") == given]
-        found = exact or [s for s in sessions if str(s.get("sessionId", "")).startswith(given)]
-        if len({s.get("sessionId") for s in found}) == 1:  # one session (copies of it: the newest)
-            return str(found[0]["sessionFile"])
-        if len(found) > 1:
-            listing = "\n".join(f"  {s['sessionId']}  {render.short(s.get('title', ''), 40)}  {s.get('cwd')}"
-                                for s in found[:10])
-            raise UsageError(f"session id {given!r} is ambiguous ({len(found)} sessions start with it); "
-                             f"give more characters:\n{listing}")
-    raise UsageError(f"no session has an id starting with {given!r} (`rpcctl sessions --all` lists them)")
 
 
 async def _export(client: RpcdClient, args: argparse.Namespace) -> dict[str, Any]:
     """``export html|jsonl [PATH] [--force]``: the daemon never overwrites, so ``--force`` exports
     beside PATH under a fresh name and renames it over PATH (atomic: a failed export leaves PATH as
     it was)."""
-    target = _absolute(args.path) if args.path else None
+    target = absolute(args.path) if args.path else None
 
     async def export(path: str | None) -> dict[str, Any]:
         if args.export_format == "html":

@@ -14,6 +14,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from rpcd.clients.lookup import looks_like_path
 from rpcd.clients.types import APPROVAL_POLICIES
 
 EXIT_OK = 0
@@ -365,11 +366,6 @@ def absolute_paths(args: argparse.Namespace) -> None:
         if isinstance(value, str) and value != "-" and looks_like_path(value):
             setattr(args, name, os.path.abspath(os.path.expanduser(value)))
     args.extensions = [os.path.abspath(os.path.expanduser(e)) for e in getattr(args, "extensions", None) or ()]
-
-
-def looks_like_path(text: str) -> bool:
-    """Pi's rule for ``--session``: a path has a separator or ends ``.jsonl``; anything else is an id."""
-    return "/" in text or "\\" in text or text.endswith(".jsonl") or text.startswith("~") or os.path.exists(text)
 
 
 def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace,

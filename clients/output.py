@@ -176,6 +176,12 @@ class Printer:
             return []
         return blocks.preview(block, self.cwd, approximate=True)
 
+    def diff_shown(self, params: Any) -> bool:
+        """Whether the call a ``tool/authorize`` asks about has had its diff drawn."""
+        call = params.get("toolCallId") if isinstance(params, dict) else None
+        block = self._blocks.get(str(call))
+        return block is not None and block.name in ("edit", "write") and (block.previewed or block.approximated)
+
     def _diagnostics(self, params: Any) -> None:
         for line in render.diagnostic_lines(params, include_info=self.verbose):
             self.warn(line)

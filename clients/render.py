@@ -87,12 +87,13 @@ APPROVAL_PREVIEW_CHARS = 400
 """Characters of each argument shown in an approval question (the daemon already cut at 2000)."""
 
 
-def approval_question(params: Mapping[str, Any]) -> str:
+def approval_question(params: Mapping[str, Any], *, arguments: bool = True) -> str:
     """A ``tool/authorize`` request for a person: the title, the kind, each argument (long ones
-    shortened, multi-line ones indented) and the paths it touches."""
+    shortened, multi-line ones indented; left out when a diff already showed them) and the paths it
+    touches."""
     lines = [f"[approval] {params.get('title')}  ({params.get('kind', 'other')})"]
-    arguments = params.get("arguments")
-    for key, value in (arguments.items() if isinstance(arguments, Mapping) else ()):
+    shown = params.get("arguments") if arguments else None
+    for key, value in (shown.items() if isinstance(shown, Mapping) else ()):
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
         if len(text) > APPROVAL_PREVIEW_CHARS:
             text = f"{text[:APPROVAL_PREVIEW_CHARS]}… [{len(text) - APPROVAL_PREVIEW_CHARS} more characters]"
@@ -229,7 +230,9 @@ def turn_failure(outcome: Mapping[str, Any]) -> str:
     """A failed or aborted turn for a person: what went wrong, in the provider's words."""
     stop = outcome.get("stopReason")
     reason = str(outcome.get("errorMessage") or "no reason given")
-    return f"aborted: {reason}" if stop == "aborted" else f"error: the turn failed: {reason}"
+    if stop == "aborted":  # Pi: "Operation aborted" unless the abort said more than that
+        return "(turn aborted)" if reason in ("Request was aborted", "the turn was aborted") else f"aborted: {reason}"
+    return f"error: the turn failed: {reason}"
 
 
 def transcript_file_name(data: bytes) -> str:
@@ -443,3 +446,38 @@ class ProgressDisplay:
         elif kind in ("begin", "end"):
             self._stream.write(f"{text} ...{outcome}\n")
         self._stream.flush()
+
+
+def session_stats(result: Mapping[str, Any]) -> str:
+    """``/session``: Pi's session facts — file, id, messages, tokens, cost, context."""
+    tokens = result.get("tokens") or {}
+    usage = result.get("contextUsage") or {}
+    model = result.get("model")
+    rows = [
+        ("session", result.get("sessionId")),
+        ("name", result.get("name") or "-"),
+        ("file", result.get("sessionFile") or "(not saved yet)"),
+        ("cwd", result.get("cwd")),
+        ("model", f"{model.get('provider')}/{model.get('modelId')}" if isinstance(model, Mapping) else "-"),
+        ("messages", f"{result.get('userMessages')} yours, {result.get('assistantMessages')} replies, "
+                     f"{result.get('toolCalls')} tool calls ({result.get('totalMessages')} in all)"),
+        ("tokens", f"{tokens.get('input', 0)} in, {tokens.get('output', 0)} out, {tokens.get('cacheRead', 0)} cache "
+                   f"read, {tokens.get('cacheWrite', 0)} cache write ({tokens.get('total', 0)} in all)"),
+        ("cost", f"${float(result.get('cost') or 0):.4f}"),
+    ]
+    if usage:
+        percent = usage.get("percent")
+        rows.append(("context", f"{usage.get('tokens') or '?'} of {usage.get('contextWindow')} tokens"
+                                + (f" ({percent:.0f}%)" if isinstance(percent, int | float) else "")))
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
+
+
+def bash_result(result: Mapping[str, Any], *, shown_to_model: bool) -> str:
+    """A ``!command``'s output and how it ended."""
+    output = str(result.get("output") or "").rstrip("\n")
+    code = result.get("exitCode")
+    end = "cancelled" if result.get("cancelled") else (f"exit {code}" if code is not None else "killed")
+    tail = [f"(truncated; full output: {result['fullOutputPath']})"] if result.get("fullOutputPath") else []
+    seen = "the model sees it with your next prompt" if shown_to_model else "not shown to the model"
+    return "\n".join([*(f"  │ {line}" for line in output.split("\n") if output), *tail, f"  └ {end} ({seen})"])
