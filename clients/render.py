@@ -327,8 +327,17 @@ def diagnostic_lines(params: Any, *, include_info: bool = False) -> list[str]:
     if not isinstance(params, Mapping):
         return []
     operation = params.get("operation", "?")
-    return [f"[{operation}] {d.get('type')}: {d.get('message')}" for d in params.get("diagnostics") or ()
+    return [f"[{operation}] {d.get('type')}: {d.get('message')}{_how_to_fix(str(d.get('message')), params)}"
+            for d in params.get("diagnostics") or ()
             if isinstance(d, Mapping) and (include_info or d.get("type") != "info")]
+
+
+def _how_to_fix(message: str, params: Mapping[str, Any]) -> str:
+    """What rpcctl offers for a diagnostic the daemon words for every client."""
+    if "is not trusted; ignoring its project resources" in message:
+        return (f" (with rpcctl: `rpcctl trust add {params.get('cwd') or '.'}` once, `/trust` in chat, "
+                "or --trust trust-once for one run)")
+    return ""
 
 
 def _result_head(event: Mapping[str, Any], limit: int = 72) -> str:

@@ -83,6 +83,8 @@ class ModelDescription(TypedDict):
     contextWindow: int
     maxTokens: int
     cost: ModelCost
+    credentialSource: NotRequired[str]
+    """Where the provider's key comes from: ``ANTHROPIC_API_KEY``, ``auth.json``, ``--api-key`` …"""
 
 
 class AvailableModelsResult(TypedDict):

@@ -351,6 +351,10 @@ class ModelDescription:
     context_window: int
     max_tokens: int
     cost: ModelCost
+    credential_source: str | None = None
+    """Where its provider's credential comes from — ``--api-key``, ``auth.json``, ``OAuth``,
+    ``models.json apiKey``, or the environment variable's name (``ANTHROPIC_API_KEY``); never the
+    value. Absent for the offline model and outside ``getAvailableModels``."""
 
 
 @attrs.frozen

@@ -566,6 +566,8 @@ export interface ModelDescription {
   contextWindow: number;
   maxTokens: number;
   cost: ModelCost;
+  /** Where its provider's credential comes from — `--api-key`, `auth.json`, `OAuth`, `models.json apiKey`, or the environment variable's name (`ANTHROPIC_API_KEY`); never the value. Absent for the offline model and outside `getAvailableModels`. */
+  credentialSource?: string;
 }
 
 export interface ModelRef {

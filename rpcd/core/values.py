@@ -374,6 +374,8 @@ class ModelDescription:
     context_window: int
     max_tokens: int
     cost: Mapping[str, float]
+    credential_source: str | None = None
+    """Where the provider's credential comes from (a label, never the value)."""
 
 
 @attrs.frozen

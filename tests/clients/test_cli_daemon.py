@@ -200,13 +200,15 @@ def test_continue_and_in_memory_are_passed_to_the_daemon(saved: tuple[Ctl, str])
 
 
 def test_chat_streams_replies_and_runs_slash_commands(ctl: Ctl) -> None:
-    done = ctl("chat", stdin="hello chat\n/state\n/fork\n/model faux\n/bogus x\n/commands\n/quit\n")
+    done = ctl("chat", stdin="hello chat\n/state\n/fork\n\n/model faux\n/bogus x\n/commands\n/quit\n")
     assert done.returncode == 0, done.stderr
     assert "echo: hello chat" in done.stdout
     assert "status      ready" in done.stdout
-    assert "hello chat" in done.stdout.split("status")[-1]  # /fork lists the user message
-    assert "unknown or incomplete command: /model faux" in done.stderr
-    assert "echo: /bogus x" in done.stdout  # not a chat command: a prompt (templates, skills, extension commands)
+    # /fork's picker off a terminal: a numbered list and a line (empty: cancel)
+    assert "fork before which message?\n  1. hello chat" in done.stderr
+    assert "model: faux/faux-1" in done.stdout  # Pi's fuzzy match: one model matches, it is taken
+    # neither a chat command nor a template, skill or extension command: refused, never sent
+    assert "unknown command /bogus" in done.stderr and "echo: /bogus" not in done.stdout
     assert "no commands" in done.stdout
 
 
