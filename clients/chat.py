@@ -57,10 +57,10 @@ def approval_handler(reader: LineReader, printer: Printer) -> Any:
         printer.err.write(render.approval_question(question, arguments=not diffed) + "\n")
         printer.err.flush()
         try:
-            if reader.interactive:
+            if reader.interactive:  # the chat at a terminal: a picker
                 chosen = await reader.pick("allow this call?", [Choice(label) for label, _ in APPROVAL_CHOICES])
                 decision = APPROVAL_CHOICES[chosen][1] if chosen is not None else "rejectOnce"
-            else:
+            else:  # a one-shot's plain stdin reader, or a chat fed by a pipe: a letter
                 line = await reader.read("allow? [y]es once / [a]lways / [n]o / [r]eject always: ")
                 decision = APPROVAL_ANSWERS.get((line or "").strip()[:1].lower(), "rejectOnce")
         except asyncio.CancelledError:

@@ -220,7 +220,10 @@ async def one_shot(client: RpcdClient, args: argparse.Namespace, printer: Printe
             printer.warn(render.turn_failure(outcome))
         return EXIT_TURN_FAILED if outcome.get("isError") else EXIT_OK
     if name == "state":
-        printer.result(await client.get_state(), render.state)
+        state = await client.get_state()
+        if state.get("status") == "unusable" and not state.get("sessionId"):
+            await client.get_messages()  # a failed startup: this call says why (HOST_UNAVAILABLE, exit 3)
+        printer.result(state, render.state)
     elif name == "sessions" and args.sessions_action == "rm":
         trashed = await client.delete_session(await find_session(client, args.file, args.cwd))
         printer.result(trashed, render.deleted)

@@ -98,7 +98,8 @@ GLOBAL_OPTIONS: tuple[tuple[str, tuple[Option, ...]], ...] = (
         (("--continue", "-c"), {"action": "store_true", "dest": "start_continue", "default": False,
                                 "help": "continue the most recent session of --cwd"}),
         (("--resume-last",), {"action": "store_true", "dest": "start_resume_last", "default": False,
-                              "help": "start on the session the previous run served (the host journal)"}),
+                              "help": "start on the session the previous run served in this project (--cwd, "
+                                      "else here; the host journal)"}),
         (("--in-memory", "--no-session"), {"action": "store_true", "dest": "in_memory", "default": False,
                                            "help": "keep sessions in memory (no files)"}),
         (("--agent-dir",), {"metavar": "DIR", "default": None, "help": "Pi agent dir (default ~/.pi/agent)"}),
@@ -332,6 +333,8 @@ _SWITCHES = (("start_continue", "--continue"), ("start_resume_last", "--resume-l
 def daemon_args(args: argparse.Namespace) -> list[str]:
     """The daemon's command line for these options (what rpcctl does not handle itself)."""
     out: list[str] = []
+    if getattr(args, "start_resume_last", False) and not args.cwd:
+        out += ["--cwd", os.getcwd()]  # --resume-last is per project: this one's last session
     for attribute, flag in _VALUE_FLAGS:
         value = getattr(args, attribute, None)
         if value:

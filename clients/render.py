@@ -26,7 +26,13 @@ HINTS = {
 def rpc_error(exc: RpcError) -> str:
     """``exc.describe()`` plus what to do about it, where the daemon's (Pi's) message is terse."""
     hint = HINTS.get((exc.method or "", exc.name))
-    return exc.describe() + (f"\n  hint: {hint}" if hint else "")
+    text = exc.describe()
+    if exc.errors and exc.errors[0].get("type") == "SessionLocked":
+        # restarting rpcctl changes nothing: the other process must let go, or another session be used
+        text = text.replace("\n  the daemon's host is terminal: restart it to continue", "")
+        hint = ("another rpcd process (the pid above: a chat, an editor) is writing this session; "
+                "leave it there first, or work on another session (rpcctl sessions lists them)")
+    return text + (f"\n  hint: {hint}" if hint else "")
 
 
 def short(text: Any, width: int = 60) -> str:
@@ -381,7 +387,7 @@ def event_line(method: str, params: Any, *, ids: bool = True) -> str | None:
         if method == SESSION_EVENT and isinstance(params.get("event"), Mapping):
             return human_event(params["event"])
         if method == HOST_STATUS:
-            return f"the daemon's host is {params.get('status')}: restart rpcctl to continue"
+            return f"the daemon's session host is {params.get('status')}: later requests fail (the error says why)"
         if method == UI_NOTIFY:
             return str(params.get("message", ""))
     if method == SESSION_EVENT:

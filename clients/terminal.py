@@ -77,12 +77,17 @@ class LineReader:
         self._in_input = False
         self._on_key: Callable[[Key], None] | None = None
         self._wake: Callable[[], None] = lambda: None
+        self._served = False
+        """:meth:`serve` reads the terminal (keys and pickers possible); the plain thread reads lines only."""
         self.on_interrupt: Callable[[], bool] = lambda: True
         """Called on the loop for a Ctrl-C; True means quit."""
 
     @property
     def interactive(self) -> bool:
-        """A person at a terminal (keys and pickers); else lines are read plainly."""
+        """A person at a terminal, served by :meth:`serve` (keys and pickers); else lines are read plainly."""
+        return self._served and self._tty()
+
+    def _tty(self) -> bool:
         try:
             return self._stream.isatty()
         except (AttributeError, ValueError):
@@ -173,6 +178,7 @@ class LineReader:
 
     def serve(self, history_file: Path | None = None) -> None:
         """Serve the loop's requests on the main thread until :meth:`stop` (blocks)."""
+        self._served = True
         interactive = self.interactive
         readline = _load_readline(history_file) if interactive else None
         with wake_pipe() as (wake_read, wake):

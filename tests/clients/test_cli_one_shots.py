@@ -133,6 +133,34 @@ def test_pi_flags_reach_the_daemon(tmp_path: Path) -> None:
     assert state["sessionFile"].startswith(str(tmp_path / "s"))
 
 
+def test_json_chat_prints_each_turns_result_and_thinking_off_a_terminal_is_framed(tmp_path: Path) -> None:
+    ctl = Ctl(tmp_path, [{"thinking": "let me see", "text": "first answer"},
+                         {"thinking": "pondering", "text": "second answer"}])
+    chatted = ctl("--json", "chat", stdin=b"one\n")
+    assert chatted.returncode == 0, chatted.stderr
+    [turn] = [json.loads(line) for line in chatted.stdout.splitlines()]  # the reply is kept, one document
+    assert (turn["text"], turn["isError"], turn["stopReason"]) == ("first answer", False, "stop")
+    shown = ctl("--show-thinking", "prompt", "two")  # stdout is a pipe: thinking framed, the answer after
+    assert shown.stdout == "<thinking>\nlet me see\n</thinking>\nfirst answer\n", shown.stdout
+
+
+def test_a_session_held_by_another_process_says_so_without_restart_advice(tmp_path: Path) -> None:
+    ctl = Ctl(tmp_path)
+    file = ctl.json("prompt", "keep")["sessionFile"]
+    (tmp_path / "slow.json").write_text(json.dumps([{"text": "x" * 300, "chunkSize": 1, "chunkDelay": 0.2}]))
+    slow_env = ctl.env | {"RPCD_FAUX_SCRIPT": str(tmp_path / "slow.json")}
+    with subprocess.Popen(ctl.argv("--resume", file, "prompt", "hold it"), stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=slow_env) as holder:
+        try:
+            assert holder.stdout is not None
+            holder.stdout.read(1)  # its turn streams: it holds the session file
+            refused = ctl("--resume", file, "state")
+            assert refused.returncode == 3 and "SessionLocked" in refused.stderr, refused.stderr
+            assert "restart" not in refused.stderr and "another rpcd process" in refused.stderr
+        finally:
+            holder.kill()
+
+
 @pytest.mark.parametrize("command", ["prompt", "sessions", "export", "chat", "models"])
 def test_help_of_a_command_is_its_own_with_examples_and_every_exit_code(command: str, capsys: Any) -> None:
     with pytest.raises(SystemExit):

@@ -390,6 +390,30 @@ def test_resume_last_starts_with_the_session_of_the_previous_run(tmp_path: Path)
         assert os.path.exists(last)
 
 
+def test_resume_last_with_a_cwd_starts_with_that_projects_last_session(tmp_path: Path) -> None:
+    agent = tmp_path / "agent"
+    one, two = tmp_path / "one", tmp_path / "two"
+    last: dict[Path, str] = {}
+    for project in (one, two):
+        project.mkdir()
+        with Daemon("--agent-dir", str(agent), "--cwd", str(project)) as d:
+            d.initialize()
+            d.call("prompt", {"text": f"in {project.name}"})
+            last[project] = d.call("getState")["sessionFile"]
+    with Daemon("--agent-dir", str(agent), "--resume-last", "--cwd", str(one)) as d:  # not the global last
+        d.initialize()
+        assert d.call("getState")["sessionFile"] == last[one]
+    with Daemon("--agent-dir", str(agent), "--resume-last", cwd=tmp_path) as d:  # no --cwd: the run before
+        d.initialize()
+        assert d.call("getState")["sessionFile"] == last[one]
+    fresh = tmp_path / "three"
+    fresh.mkdir()
+    with Daemon("--agent-dir", str(agent), "--resume-last", "--cwd", str(fresh)) as d:  # nothing served there yet
+        d.initialize()
+        state = d.call("getState")
+        assert state["cwd"] == str(fresh) and state["messageCount"] == 0
+
+
 # -- extension UI -----------------------------------------------------------------------------
 
 UI_EXTENSION = textwrap.dedent(
