@@ -102,7 +102,7 @@ class SessionState(TypedDict):
     sessionFile: NotRequired[str]
     cwd: str
     name: NotRequired[str]
-    leafId: str | None
+    leafId: str | float | None
     model: NotRequired[ModelRef]
     thinkingLevel: str
     isStreaming: bool
@@ -124,7 +124,7 @@ class MessagesResult(TypedDict):
 
 class TreeResult(TypedDict):
     entries: list[dict[str, Any]]
-    leafId: str | None
+    leafId: str | float | None
     labels: dict[str, str]
     tree: NotRequired[list[dict[str, Any]]]
     """With ``nested=True``: Pi's nodes ``{entry, children, label?, labelTimestamp?}``."""
@@ -141,7 +141,7 @@ class CompactionResult(TypedDict):
 
 class NavigateTreeResult(TypedDict):
     cancelled: bool
-    leafId: str | None
+    leafId: str | float | None
     aborted: NotRequired[bool]
     editorText: NotRequired[str]
     summaryEntry: NotRequired[dict[str, Any]]
@@ -300,7 +300,7 @@ class ForkMessagesResult(TypedDict):
 
 class EntriesResult(TypedDict):
     entries: list[dict[str, Any]]
-    leafId: str | None
+    leafId: str | float | None
 
 
 class Notification(TypedDict):
@@ -336,6 +336,17 @@ class ToolAuthorizeParams(TypedDict):
     title: str
     arguments: dict[str, Any]
     locations: list[ToolLocation]
+    alwaysRule: NotRequired[ToolAuthorizeAlwaysRule]
+    notices: NotRequired[list[str]]
+
+
+class ToolAuthorizeAlwaysRule(TypedDict):
+    """What an ``allowAlways`` / ``rejectAlways`` answer stores."""
+
+    toolName: str
+    description: str
+    command: NotRequired[str]
+    path: NotRequired[str]
 
 
 class ToolAuthorizeResult(TypedDict):

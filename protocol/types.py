@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from rpcd.protocol.outgoing import ProgressReport as ProgressReport
     from rpcd.protocol.outgoing import ProgressValue as ProgressValue
     from rpcd.protocol.outgoing import SessionDiagnosticsParams as SessionDiagnosticsParams
+    from rpcd.protocol.outgoing import ToolAuthorizeAlwaysRule as ToolAuthorizeAlwaysRule
     from rpcd.protocol.outgoing import ToolAuthorizeParams as ToolAuthorizeParams
     from rpcd.protocol.outgoing import ToolAuthorizeResult as ToolAuthorizeResult
     from rpcd.protocol.outgoing import ToolLocation as ToolLocation
@@ -240,8 +241,9 @@ class ModelRef:
 class GetStateResult:
     session_id: str
     cwd: str
-    leaf_id: str | None = nullable()
-    """The current leaf entry, ``null`` for a session without entries."""
+    leaf_id: str | float | None = nullable()
+    """The current leaf entry, ``null`` for a session without entries (or whose last entry has no id);
+    a number when a hand-edited file's leaf has a numeric id, as Pi's ``getLeafId()``."""
     thinking_level: str
     is_streaming: bool
     message_count: int
@@ -525,6 +527,7 @@ _ELSEWHERE: dict[str, str] = {
             "ProgressReport",
             "ProgressValue",
             "SessionDiagnosticsParams",
+            "ToolAuthorizeAlwaysRule",
             "ToolAuthorizeParams",
             "ToolAuthorizeResult",
             "ToolLocation",

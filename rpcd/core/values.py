@@ -99,7 +99,8 @@ class SessionState:
     session_file: str | None
     cwd: str
     name: str | None
-    leaf_id: str | None
+    leaf_id: str | float | None
+    """A number when a hand-edited file's leaf has a numeric id (as Pi's ``getLeafId()``)."""
     model: ModelRef | None
     thinking_level: str
     is_streaming: bool
@@ -174,7 +175,7 @@ class SessionTree:
     ``nodes``: Pi's ``getTree()`` (``{entry, children, label?, labelTimestamp?}`` roots) when asked."""
 
     entries: Sequence[Mapping[str, Any]]
-    leaf_id: str | None
+    leaf_id: str | float | None
     labels: Mapping[str, str]
     nodes: Sequence[Mapping[str, Any]] | None = None
 
@@ -268,8 +269,27 @@ class ToolApprovalRequest:
     title: str
     """One line for a person: ``bash: rm -rf build``, ``edit src/a.py``."""
     arguments: Mapping[str, Any]
-    """The call's arguments, long strings cut to a preview that says how much was cut."""
+    """The call's arguments, long strings cut to a preview that says how much was cut (a bash
+    ``command`` never: it is carried whole)."""
     locations: Sequence[ToolLocation] = ()
+    """The paths the call acts on, symbolic links resolved."""
+    always_rule: AlwaysRule | None = None
+    """What an ``allowAlways`` / ``rejectAlways`` answer stores (``None``: nothing can be remembered)."""
+    notices: Sequence[str] = ()
+    """Sentences the person should read before answering: a long command whose title shows only its
+    start, a path that resolves through a symbolic link, arguments cut in this request."""
+
+
+@attrs.frozen
+class AlwaysRule:
+    """The matcher an ``…Always`` answer to a call would remember (an :class:`ApprovalRule` without
+    its decision): ``command`` for bash, ``path`` for file tools, neither for every call of the tool;
+    ``description`` says it in words for a person (``bash commands `ls *` (one simple command each)``)."""
+
+    tool_name: str
+    description: str
+    command: str | None = None
+    path: str | None = None
 
 
 @attrs.frozen
