@@ -400,7 +400,8 @@ export interface GetEntriesParams {
 export interface GetEntriesResult {
   /** Raw entries in append order (no header), every branch, pre-compaction history included. */
   entries: Record<string, unknown>[];
-  leafId: string | null;
+  /** As `getState`'s (a number for a hand-edited file's numeric id). */
+  leafId: string | number | null;
 }
 
 export interface GetMessagesResult {
@@ -411,8 +412,8 @@ export interface GetMessagesResult {
 export interface GetStateResult {
   sessionId: string;
   cwd: string;
-  /** The current leaf entry, `null` for a session without entries. */
-  leafId: string | null;
+  /** The current leaf entry, `null` for a session without entries (or whose last entry has no id); a number when a hand-edited file's leaf has a numeric id, as Pi's `getLeafId()`. */
+  leafId: string | number | null;
   thinkingLevel: string;
   isStreaming: boolean;
   messageCount: number;
@@ -445,7 +446,8 @@ export interface GetTreeResult {
   entries: Record<string, unknown>[];
   /** entryId -> label. */
   labels: Record<string, string>;
-  leafId: string | null;
+  /** As `getState`'s (a number for a hand-edited file's numeric id). */
+  leafId: string | number | null;
   /** With `nested`: Pi's `get_tree` roots, each node `{entry, children, label?, labelTimestamp?}`, children oldest first (entries without a known parent are roots too). */
   tree?: Record<string, unknown>[];
 }
@@ -591,7 +593,7 @@ export interface NavigateTreeResult {
   /** An extension cancelled the navigation, or it was aborted (`aborted`); nothing changed. */
   cancelled: boolean;
   /** The leaf afterwards. */
-  leafId: string | null;
+  leafId: string | number | null;
   aborted?: boolean;
   editorText?: string;
   /** The `branch_summary` entry written. */
@@ -962,6 +964,14 @@ export interface TokenStats {
   total: number;
 }
 
+/** An approval rule's matcher: `command` (bash: `words *` or a whole command), `path` (a file tool's glob), neither (every call of the tool); `description` says it in words. */
+export interface ToolAuthorizeAlwaysRule {
+  toolName: string;
+  description: string;
+  command?: string;
+  path?: string;
+}
+
 export interface ToolAuthorizeParams {
   sessionId: string;
   generation: number;
@@ -971,10 +981,14 @@ export interface ToolAuthorizeParams {
   kind: "read" | "edit" | "delete" | "move" | "search" | "execute" | "fetch" | "other";
   /** One line for a person: `bash: rm -rf build`, `edit src/a.py`. */
   title: string;
-  /** The call's arguments; a string longer than 2000 characters is cut and ends `… [N more characters]`. */
+  /** The call's arguments; a string longer than 2000 characters is cut and ends `… [N more characters]` — except a `bash` call's `command`, which is always whole. */
   arguments: Record<string, unknown>;
-  /** The paths the call touches (empty for `bash`). */
+  /** The paths the call acts on, symbolic links resolved (empty for `bash`). */
   locations: ToolLocation[];
+  /** The rule an `allowAlways` / `rejectAlways` answer stores, so the client can show it first. */
+  alwaysRule?: ToolAuthorizeAlwaysRule;
+  /** Sentences to show beside the question: a command longer than its title (and the operators the title leaves out), a path that resolves through a symbolic link, arguments cut here. */
+  notices?: string[];
 }
 
 export interface ToolAuthorizeResult {

@@ -8,33 +8,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.clients.conftest import REPO, daemon_python, needs_daemon
-from tests.clients.tmux import Tmux, TmuxUnavailable, ensure_tmux
+from tests.clients.tmux import Tmux
 
 pytestmark = needs_daemon
 PROMPT = r"^› "
-
-
-@pytest.fixture
-def tmux_ok() -> None:
-    try:
-        ensure_tmux()
-    except TmuxUnavailable as exc:
-        pytest.skip(str(exc))
-
-
-@pytest.fixture
-def closing() -> Iterator[list[Tmux]]:
-    opened: list[Tmux] = []
-    yield opened
-    for tmux in opened:
-        tmux.close()
 
 
 def _chat(tmp_path: Path, closing: list[Tmux], script: list[dict[str, Any]] | None, *extra: str,

@@ -6,24 +6,13 @@ diagnostics are shown."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.clients.conftest import REPO, daemon_python, needs_daemon
-from tests.clients.tmux import Tmux, TmuxUnavailable, ensure_tmux
+from tests.clients.tmux import Tmux
 
 pytestmark = needs_daemon
-
-
-@pytest.fixture
-def tmux_ok() -> None:
-    try:
-        ensure_tmux()
-    except TmuxUnavailable as exc:
-        pytest.skip(str(exc))
 
 
 def _chat(tmp_path: Path, script: dict[str, Any] | list[dict[str, Any]], *extra: str,
@@ -39,14 +28,6 @@ def _chat(tmp_path: Path, script: dict[str, Any] | list[dict[str, Any]], *extra:
     directory = tmp_path / name
     directory.mkdir()
     return Tmux(directory, command, env=env), project, agent
-
-
-@pytest.fixture
-def closing() -> Iterator[list[Tmux]]:
-    opened: list[Tmux] = []
-    yield opened
-    for tmux in opened:
-        tmux.close()
 
 
 def test_ctrl_c_mid_reply_aborts_the_turn_and_the_same_session_answers_the_next_prompt(
