@@ -203,11 +203,11 @@ def test_startup_failure_fails_closed(tmp_path: Path) -> None:
     (agent / "rpcd").write_text("not a directory")
     with Daemon("--agent-dir", str(agent), "--cwd", str(tmp_path)) as d:
         d.initialize()
-        for method in ("getState", "prompt"):
-            with pytest.raises(RpcError) as failure:
-                d.call(method, {"text": "x"} if method == "prompt" else None)
-            assert failure.value.code == -32020
-            assert failure.value.data["terminal"] is True
+        assert d.call("getState")["status"] == "unusable"  # the health probe answers in every status
+        with pytest.raises(RpcError) as failure:
+            d.call("prompt", {"text": "x"})
+        assert failure.value.code == -32020
+        assert failure.value.data["terminal"] is True
     assert d.proc.returncode == 1
     assert any("startup failed" in line for line in d.stderr_lines)
 
