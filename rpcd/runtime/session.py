@@ -837,11 +837,11 @@ class AgentSession:
         offline faux model only when nothing else is usable."""
         if self.registry is None:
             return []
-        models = self.registry.available_models()
-        if not models:
+        usable = self.registry.available()
+        if not usable:
             fallback = self.registry.find("faux", "faux-1") or self.registry.default_model()
-            models = [fallback[1]] if fallback is not None else []
-        return [describe_model(m) for m in models]
+            return [describe_model(fallback[1])] if fallback is not None else []
+        return [describe_model(model, credential_source=_credential_source(provider)) for provider, model in usable]
 
     def append_custom_entry(self, custom_type: str, data: Any = None) -> str:
         """``SessionActions`` for extensions: a ``custom`` entry at the leaf."""
@@ -1036,13 +1036,22 @@ def build_system_prompt(services: Any, tools: Mapping[str, Tool] | None = None) 
     )
 
 
-def describe_model(model: ModelInfo) -> ModelDescription:
+def describe_model(model: ModelInfo, *, credential_source: str | None = None) -> ModelDescription:
     return ModelDescription(
         provider=model.provider, id=model.id, name=model.name, api=model.api, reasoning=model.reasoning,
         thinking_levels=tuple(model.thinking_levels()), input=tuple(model.input),
         context_window=model.context_window, max_tokens=model.max_tokens,
         cost={k: float(model.cost.get(k, 0) or 0) for k in ("input", "output", "cacheRead", "cacheWrite")},
+        credential_source=credential_source,
     )
+
+
+def _credential_source(provider: object) -> str | None:
+    """The label of where a provider's credential comes from (``auth_check().source``), if it says."""
+    check = getattr(provider, "auth_check", None)
+    found = check() if callable(check) else None
+    source = getattr(found, "source", None)
+    return source if isinstance(source, str) else None
 
 
 def _branch_has_thinking_entry(sm: SessionManager) -> bool:
