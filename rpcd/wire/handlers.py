@@ -46,6 +46,7 @@ from rpcd.core.values import (
     ModelDescription,
     ModelRef,
     QueueSnapshot,
+    SandboxState,
     SessionState,
     SessionStats,
     SessionTree,
@@ -315,6 +316,7 @@ class SessionMethods:
             name=state.name,
             model=model,
             approval_policy=state.approval_policy,
+            sandbox=_sandbox_info(state.sandbox),
         )
         self._state_answer = (key, result)
         return result
@@ -769,3 +771,10 @@ def _model_description(model: ModelDescription) -> t.ModelDescription:
         cost=t.ModelCost(input=float(cost.get("input", 0)), output=float(cost.get("output", 0)),
                          cache_read=float(cost.get("cacheRead", 0)), cache_write=float(cost.get("cacheWrite", 0))),
     )
+
+
+def _sandbox_info(state: SandboxState | None) -> t.SandboxInfo | None:
+    if state is None:
+        return None
+    return t.SandboxInfo(mode=state.mode, network=state.network, writable=list(state.writable),
+                         mechanism=state.mechanism, problem=state.problem)
