@@ -126,6 +126,7 @@ def make_default_factory(
             cwd, agent_dir, process_inputs=process_inputs, authorize_project=authorize_project
         )
         diagnostics = [
+            *session_manager.load_diagnostics,  # what its file's reading skipped (unreadable or too long lines)
             *services.diagnostics,
             *refresh_providers(registry, agent_dir, settings=services.settings, inputs=inputs, env=provider_env,
                                transport=transport),
