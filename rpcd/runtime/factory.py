@@ -31,6 +31,8 @@ from rpcd.store import SessionManager
 from rpcd.tools import POLICY_SETTING
 from rpcd.tools.environment import SETTING as ENVIRONMENT_SETTING
 from rpcd.tools.environment import environment_policy
+from rpcd.tools.sandbox import SETTING as SANDBOX_SETTING
+from rpcd.tools.sandbox import sandbox_diagnostics
 
 if TYPE_CHECKING:
     import httpx
@@ -124,6 +126,7 @@ def make_default_factory(
             cwd, agent_dir, process_inputs=process_inputs, authorize_project=authorize_project
         )
         diagnostics = [
+            *session_manager.load_diagnostics,  # what its file's reading skipped (unreadable or too long lines)
             *services.diagnostics,
             *refresh_providers(registry, agent_dir, settings=services.settings, inputs=inputs, env=provider_env,
                                transport=transport),
@@ -133,6 +136,9 @@ def make_default_factory(
         ]
         if process_inputs.approval is not None:
             diagnostics += process_inputs.approval.diagnostics(services.settings.get(POLICY_SETTING))
+        if process_inputs.sandbox is not None:
+            diagnostics += sandbox_diagnostics(process_inputs.sandbox, services.settings.get(SANDBOX_SETTING),
+                                               services.cwd)
         session, selection = create_agent_session(
             services=services,
             session_manager=session_manager,
@@ -142,6 +148,7 @@ def make_default_factory(
             tool_selection=process_inputs.tool_selection,
             approval=process_inputs.approval,
             tool_operations=process_inputs.tool_operations,
+            sandbox=process_inputs.sandbox,
         )
         diagnostics.extend(selection.diagnostics)
         return CreateRuntimeResult(
