@@ -26,12 +26,11 @@ from rpcd.providers.faux import FauxProvider, FauxScriptError
 from rpcd.providers.model_selection import ModelInputs, resolve_cli_model, scoped_models, select_session_model
 from rpcd.runtime.runtime import CreateRuntimeResult, RuntimeFactory
 from rpcd.runtime.services import AuthorizeProject, ProcessInputs, create_services
-from rpcd.runtime.session import create_agent_session
+from rpcd.runtime.session import configured_sandbox, create_agent_session
 from rpcd.store import SessionManager
 from rpcd.tools import POLICY_SETTING
 from rpcd.tools.environment import SETTING as ENVIRONMENT_SETTING
 from rpcd.tools.environment import environment_policy
-from rpcd.tools.sandbox import SETTING as SANDBOX_SETTING
 from rpcd.tools.sandbox import sandbox_diagnostics
 
 if TYPE_CHECKING:
@@ -137,8 +136,7 @@ def make_default_factory(
         if process_inputs.approval is not None:
             diagnostics += process_inputs.approval.diagnostics(services.settings.get(POLICY_SETTING))
         if process_inputs.sandbox is not None:
-            diagnostics += sandbox_diagnostics(process_inputs.sandbox, services.settings.get(SANDBOX_SETTING),
-                                               services.cwd)
+            diagnostics += sandbox_diagnostics(process_inputs.sandbox, *configured_sandbox(services), services.cwd)
         session, selection = create_agent_session(
             services=services,
             session_manager=session_manager,

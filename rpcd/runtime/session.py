@@ -973,10 +973,20 @@ def _extension_tool(runner: Any, definition: Any) -> Tool:
 
 def sandbox_policy(services: Any, control: SandboxControl) -> SandboxPolicy:
     """The sandbox a command of the session in ``services`` runs in now: the control's override,
-    else the ``sandbox`` setting (read at each call: a settings change applies at once)."""
-    from rpcd.tools.sandbox import SETTING as SANDBOX_SETTING
+    else the settings (read at each call)."""
+    return control.effective(configured_sandbox(services)[0])
 
-    return control.effective(_settings_get(services, SANDBOX_SETTING))
+
+def configured_sandbox(services: Any) -> tuple[SandboxPolicy, list[str]]:
+    """What the settings ask for: the global ``sandbox`` setting, tightened (never loosened) by a
+    trusted project's (``rpcd.tools.sandbox.configured_policy``), and the warnings of both."""
+    from rpcd.tools.sandbox import SETTING as SANDBOX_SETTING
+    from rpcd.tools.sandbox import configured_policy
+
+    settings = getattr(services, "settings", None)
+    layers = [getattr(settings, name, None) for name in ("global_settings", "project_settings")]
+    return configured_policy(*(layer.get(SANDBOX_SETTING) if isinstance(layer, Mapping) else None
+                               for layer in layers))
 
 
 def tool_options(services: Any) -> ToolOptions:

@@ -105,11 +105,30 @@ def policy_from_setting(setting: Any) -> tuple[SandboxPolicy, list[str]]:
     return SandboxPolicy(mode, network, tuple(roots)), warnings
 
 
+_STRICTNESS: Final[Mapping[SandboxMode, int]] = {"off": 0, "workspace-write": 1, "read-only": 2}
+
+
+def configured_policy(global_setting: Any, project_setting: Any = None) -> tuple[SandboxPolicy, list[str]]:
+    """The sandbox the settings ask for: the global ``sandbox`` setting, which a (trusted) project's
+    may only *tighten* — a stricter mode, the network off — never loosen, and it adds no writable
+    roots: a command in the sandbox can write the project, and so its ``.pi/settings.json``. The
+    warnings of both."""
+    base, warnings = policy_from_setting(global_setting)
+    if project_setting is None:
+        return base, warnings
+    project, more = policy_from_setting(project_setting)
+    raw = {"mode": project_setting} if isinstance(project_setting, str) else project_setting
+    mode = project.mode if _STRICTNESS[project.mode] > _STRICTNESS[base.mode] else base.mode
+    said_network = isinstance(raw, Mapping) and isinstance(raw.get("network"), bool)
+    network = base.network and (project.network if said_network else True)
+    return SandboxPolicy(mode, network, base.writable_roots), [*warnings, *more]
+
+
 class SandboxControl:
     """The sandbox in force for the sessions that share this control (the JSON-RPC daemon: one per
     process; ``rpcd acp``: one per session, like its approval mode). What was set (``--sandbox`` /
-    ``--sandbox-network``, ``setSandbox``, ACP's options) beats the ``sandbox`` setting, part by
-    part; the setting's ``writableRoots`` always count."""
+    ``--sandbox-network``, ``setSandbox``, ACP's options) beats the settings (``configured_policy``),
+    part by part; the settings' ``writableRoots`` always count."""
 
     def __init__(self, mode: SandboxMode | None = None, network: bool | None = None) -> None:
         self.mode = mode
@@ -122,8 +141,8 @@ class SandboxControl:
         if network is not None:
             self.network = network
 
-    def effective(self, setting: Any = None) -> SandboxPolicy:
-        configured = policy_from_setting(setting)[0]
+    def effective(self, configured: SandboxPolicy = OFF) -> SandboxPolicy:
+        """The sandbox of the next command, given what the settings ask for."""
         return SandboxPolicy(self.mode if self.mode is not None else configured.mode,
                              self.network if self.network is not None else configured.network,
                              configured.writable_roots)
@@ -247,7 +266,21 @@ def _bwrap_argv(bwrap: str, argv: Sequence[str], cwd: str, policy: SandboxPolicy
             out += ["--ro-bind", inside, inside]
     for path in writable:
         out += ["--bind", path, path]
+    for path in protected_paths(policy, cwd):
+        out += ["--ro-bind", path, path]
     return [*out, "--chdir", os.path.realpath(cwd), "--", *argv]
+
+
+PROTECTED: Final = (".pi", os.path.join(".git", "hooks"), os.path.join(".git", "config"))
+"""What stays read-only inside a writable project (bubblewrap): rpcd's own project settings and
+extensions, and what git runs or reads outside the sandbox later."""
+
+
+def protected_paths(policy: SandboxPolicy, cwd: str) -> list[str]:
+    if policy.mode != "workspace-write":
+        return []
+    project = os.path.realpath(cwd)
+    return [path for path in (os.path.join(project, name) for name in PROTECTED) if os.path.lexists(path)]
 
 
 def _landlock_argv(argv: Sequence[str], policy: SandboxPolicy, writable: list[str], abi: int) -> list[str]:
@@ -313,11 +346,12 @@ def describe(policy: SandboxPolicy, cwd: str) -> SandboxState:
                         writable=tuple(writable_paths(policy, cwd)), problem=problem)
 
 
-def sandbox_diagnostics(control: SandboxControl, setting: Any, cwd: str) -> list[Diagnostic]:
-    """Warnings for a new session: a ``sandbox`` setting with ignored parts, and a sandbox that is on
-    but cannot be had here (its commands will be refused)."""
-    out = [Diagnostic("warning", warning) for warning in policy_from_setting(setting)[1]]
-    state = describe(control.effective(setting), cwd)
+def sandbox_diagnostics(control: SandboxControl, configured: SandboxPolicy, warnings: Sequence[str],
+                        cwd: str) -> list[Diagnostic]:
+    """Warnings for a new session: a ``sandbox`` setting with ignored parts (``warnings``), and a
+    sandbox that is on but cannot be had here (its commands will be refused)."""
+    out = [Diagnostic("warning", warning) for warning in warnings]
+    state = describe(control.effective(configured), cwd)
     if state.problem is not None:
         out.append(Diagnostic("warning", f"The sandbox ({state.mode}) is on, but {state.problem}: "
                                          "every command of the bash tool and the client's bash is refused"))

@@ -145,13 +145,38 @@ async def test_a_sandbox_no_mechanism_can_give_refuses_the_command_and_says_why(
     assert not (places["outside"] / "made").exists()
 
 
-def test_the_setting_and_the_control_decide_part_by_part() -> None:
-    setting = {"mode": "read-only", "network": True, "writableRoots": ["/srv/cache"]}
-    assert sb.SandboxControl().effective(setting) == sb.SandboxPolicy("read-only", True, ("/srv/cache",))
-    control = sb.SandboxControl("workspace-write")
-    assert control.effective(setting) == sb.SandboxPolicy("workspace-write", True, ("/srv/cache",))
+def test_the_settings_and_the_control_decide_part_by_part_and_a_project_only_tightens() -> None:
+    setting = {"mode": "workspace-write", "network": True, "writableRoots": ["/srv/cache"]}
+    configured = sb.configured_policy(setting)[0]
+    assert sb.SandboxControl().effective(configured) == sb.SandboxPolicy("workspace-write", True, ("/srv/cache",))
+    control = sb.SandboxControl("read-only")
+    assert control.effective(configured) == sb.SandboxPolicy("read-only", True, ("/srv/cache",))
     control.set(network=False)
-    assert control.effective("read-only") == sb.SandboxPolicy("workspace-write", False, ())
-    assert sb.SandboxControl().effective(None) == sb.OFF
+    assert control.effective(sb.configured_policy("workspace-write")[0]) == sb.SandboxPolicy("read-only", False, ())
+    assert sb.SandboxControl().effective() == sb.OFF
+    # a project (which a sandboxed command can write) never loosens what the global setting says
+    assert sb.configured_policy(setting, "off")[0] == configured
+    assert sb.configured_policy(setting, {"network": True, "writableRoots": ["/"]})[0] == configured
+    assert sb.configured_policy(setting, {"mode": "read-only", "network": False})[0] == sb.SandboxPolicy(
+        "read-only", False, ("/srv/cache",))
+    assert sb.configured_policy(None, "workspace-write")[0] == sb.SandboxPolicy("workspace-write")
     policy, warnings = sb.policy_from_setting({"mode": "strict", "network": "yes", "writableRoots": ["rel"]})
     assert policy == sb.OFF and len(warnings) == 3
+
+
+async def test_a_sandboxed_command_cannot_change_rpcds_project_settings_nor_gits_hooks(
+        places: dict[str, Path]) -> None:
+    if (why := _install_bubblewrap()) is not None:
+        pytest.skip(why)
+    sb.support.cache_clear()
+    project = places["project"]
+    for name in (".pi", ".git/hooks"):
+        (project / name).mkdir(parents=True)
+    (project / ".git" / "config").write_text("[core]\n")
+    command = (f"echo '{{\"sandbox\": \"off\"}}' > {project}/.pi/settings.json; "
+               f"echo x > {project}/.git/hooks/pre-commit; echo '[alias]' >> {project}/.git/config; "
+               f"echo ok > {project}/.git/HEAD; true")
+    _text, _ = await _bash(project, command, sb.SandboxPolicy("workspace-write"))
+    assert not (project / ".pi" / "settings.json").exists() and not (project / ".git" / "hooks" / "pre-commit").exists()
+    assert (project / ".git" / "config").read_text() == "[core]\n"
+    assert (project / ".git" / "HEAD").read_text() == "ok\n"  # the rest of .git stays writable (commits work)
