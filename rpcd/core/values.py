@@ -120,6 +120,9 @@ class SessionState:
     """The tool-approval policy in force for this session (``None``: the runtime has no gate)."""
     sandbox: SandboxState | None = None
     """The sandbox of its commands (``None``: the runtime has no sandbox control: never sandboxed)."""
+    pi_model: Mapping[str, Any] | None = attrs.field(default=None, eq=False)
+    """The current model as Pi's ``Model`` object (``ModelInfo.pi``: Pi's keys in Pi's order, never a
+    credential), for the front that speaks Pi's own wire; ``None`` without a model."""
 
 
 @attrs.frozen
@@ -426,6 +429,8 @@ class ModelDescription:
     cost: Mapping[str, float]
     credential_source: str | None = None
     """Where the provider's credential comes from (a label, never the value)."""
+    pi_model: Mapping[str, Any] | None = attrs.field(default=None, eq=False)
+    """The model as Pi's ``Model`` object (``ModelInfo.pi``)."""
 
 
 @attrs.frozen

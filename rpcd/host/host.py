@@ -619,12 +619,14 @@ class SerializedHost:
             lambda runtime: runtime.new_session(parent_session=parent_session, cwd=cwd),
         )
 
-    def resume(self, session_path: str, cwd_override: str | None = None) -> Pending[ReplacementOutcome]:
-        """Switch to ``session_path`` (its cwd, or ``cwd_override``)."""
+    def resume(self, session_path: str, cwd_override: str | None = None, *,
+               must_exist: bool = True) -> Pending[ReplacementOutcome]:
+        """Switch to ``session_path`` (its cwd, or ``cwd_override``); ``must_exist=False``: a missing
+        path is a new session written there, as Pi's ``switchSession`` makes it."""
         return self._replace(
             "resume",
             lambda _: _Target(cwd=cwd_override, session_path=session_path),
-            lambda runtime: runtime.switch_session(session_path, cwd_override),
+            lambda runtime: runtime.switch_session(session_path, cwd_override, must_exist=must_exist),
         )
 
     def fork(self, entry_id: str) -> Pending[ReplacementOutcome]:

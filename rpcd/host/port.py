@@ -73,12 +73,14 @@ class SessionPort(Protocol):
     # -- used by the host on behalf of requests (never handed out) --------------
 
     async def prompt(self, text: str, *, images: Sequence[ImageInput] = (),
-                     streaming_behavior: StreamingBehavior | None = None) -> str | CommandRan | None:
+                     streaming_behavior: StreamingBehavior | None = None,
+                     on_accepted: Callable[[], None] | None = None) -> str | CommandRan | None:
         """Run one agent turn; resolves at turn end with the last ``stopReason``. While a turn is
         running: queued per ``streaming_behavior`` (resolves ``None``), else
         ``rpcd.core.errors.SessionBusyError``. Bad images raise before anything is recorded.
         ``/name args`` of an extension command runs that command instead (also while a turn runs):
-        ``CommandRan``."""
+        ``CommandRan``. ``on_accepted`` is called when the turn's run is about to begin (Pi's
+        ``preflightResult``: a failure after it is the turn's, reported by its events)."""
         ...
 
     def commands(self) -> list[CommandInfo]:
@@ -217,7 +219,11 @@ class RuntimePort(Protocol):
         """A new session in the current cwd, or in ``cwd`` (validated before teardown)."""
         ...
 
-    async def switch_session(self, session_path: str, cwd_override: str | None = None) -> ReplaceResult: ...
+    async def switch_session(self, session_path: str, cwd_override: str | None = None, *,
+                             must_exist: bool = True) -> ReplaceResult:
+        """Switch to the session file ``session_path``; ``must_exist=False``: a path that does not exist
+        starts a new session that will be written there (Pi's ``switchSession``)."""
+        ...
 
     async def fork(self, entry_id: str, position: ForkPosition = "before") -> ReplaceResult: ...
 

@@ -65,6 +65,10 @@ class ModelInfo:
     """Per-million-token rates ``{input, output, cacheRead, cacheWrite, tiers?}``."""
     thinking_level_map: Mapping[str, Any] | None = attrs.field(default=None, eq=False)
     """Pi's ``thinkingLevelMap``: provider values per level; ``null`` marks a level unsupported."""
+    pi: Mapping[str, Any] | None = attrs.field(default=None, eq=False, repr=False)
+    """Pi's ``Model`` object as Pi composes it (its keys, in its order; a key whose value is ``None``
+    is one Pi leaves ``undefined``); ``None``: built from the fields (``pi_object``). Never a
+    credential: a models.json ``headers`` entry is not part of it, as in Pi."""
 
     @property
     def ref(self) -> tuple[str, str]:
@@ -77,6 +81,15 @@ class ModelInfo:
     def clamp_thinking(self, level: str) -> str:
         """``level`` clamped to this model as Pi clamps it (``clampThinkingLevel``)."""
         return clamp_thinking_level(self.reasoning, self.thinking_level_map, level)
+
+    def pi_object(self) -> dict[str, Any]:
+        """Pi's ``Model`` object, as ``JSON.stringify`` shows it (``undefined`` keys left out)."""
+        if self.pi is not None:
+            return {key: value for key, value in self.pi.items() if value is not None}
+        return {"id": self.id, "name": self.name, "api": self.api, "provider": self.provider,
+                "reasoning": self.reasoning, "input": list(self.input),
+                "cost": {k: self.cost.get(k, 0) for k in ("input", "output", "cacheRead", "cacheWrite")},
+                "contextWindow": self.context_window, "maxTokens": self.max_tokens}
 
     def to_pi(self) -> dict[str, Any]:
         """The camelCase shape clients see (``getState`` / ``getAvailableModels``)."""

@@ -57,7 +57,22 @@ from rpcd.providers.base import (
 
 FAUX_PROVIDER = "faux"
 FAUX_API = "faux"
-FAUX_MODEL = ModelInfo(provider=FAUX_PROVIDER, id="faux-1", name="Faux Model", api=FAUX_API, input=("text", "image"))
+FAUX_BASE_URL = "http://localhost:0"
+"""pi-ai's faux ``baseUrl`` (nothing is ever sent there)."""
+
+
+def _with_pi(model: ModelInfo) -> ModelInfo:
+    """``model`` with its Pi ``Model`` object, as pi-ai's faux provider builds it."""
+    return attrs.evolve(model, pi={
+        "id": model.id, "name": model.name, "api": model.api, "provider": model.provider, "baseUrl": FAUX_BASE_URL,
+        "reasoning": model.reasoning, "input": list(model.input),
+        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+        "contextWindow": model.context_window, "maxTokens": model.max_tokens,
+    })
+
+
+FAUX_MODEL = _with_pi(ModelInfo(provider=FAUX_PROVIDER, id="faux-1", name="Faux Model", api=FAUX_API,
+                                input=("text", "image")))
 """Takes text and images, like Pi's faux model (pi-ai ``providers/faux``)."""
 SCRIPT_ENV = "RPCD_FAUX_SCRIPT"
 DEFAULT_CHUNK_SIZE = 16
@@ -232,7 +247,7 @@ class FauxProvider:
         self.name = name
         self.offline = name == FAUX_PROVIDER
         """The built-in offline model: a fallback, never listed among the usable models."""
-        self._models = list(models) if models is not None else [attrs.evolve(FAUX_MODEL, provider=name)]
+        self._models = list(models) if models is not None else [_with_pi(attrs.evolve(FAUX_MODEL, provider=name))]
         self._queue: deque[FauxStep] = deque(parse_step(s) for s in steps)
         self.chunk_size = chunk_size
         self.chunk_delay = chunk_delay
@@ -280,8 +295,9 @@ class FauxProvider:
         if script.chunk_delay is not None:
             self.chunk_delay = script.chunk_delay
         if script.context_window is not None or script.max_tokens is not None:
-            self._models = [attrs.evolve(model, context_window=script.context_window or model.context_window,
-                                         max_tokens=script.max_tokens or model.max_tokens) for model in self._models]
+            self._models = [_with_pi(attrs.evolve(model, context_window=script.context_window or model.context_window,
+                                                  max_tokens=script.max_tokens or model.max_tokens))
+                            for model in self._models]
         self._script_path = resolved
         return True
 
@@ -309,7 +325,9 @@ class FauxProvider:
                 # that cost as much as the rest of a streamed delta
                 await asyncio.sleep(0)
 
-        yield {"type": "start", "partial": new_assistant_message(model)}
+        opening = new_assistant_message(model)
+        opening["stopReason"] = "pending"  # as pi-ai's faux provider's partial (and every network provider's)
+        yield {"type": "start", "partial": opening}
         content: list[dict[str, Any]] = []
         output_chars = 0
         for index, block in enumerate(step.blocks):

@@ -77,6 +77,10 @@ class ModelSpec:
     headers: Mapping[str, str] = attrs.field(factory=dict, repr=False)
     """models.json model-level headers (``modelOverrides[id].headers``, the definition's
     ``headers``), unresolved; merged over the provider's per request."""
+    pi: Mapping[str, Any] = attrs.field(factory=dict, eq=False, repr=False)
+    """Pi's ``Model`` object as Pi composes it (``provider-composer``: the catalog's object spread with
+    models.json's changes, or ``modelFromJson``'s); ``None`` values are Pi's ``undefined``. Pi sets a
+    models.json model's ``headers`` to ``undefined`` here, so no configured header is ever in it."""
 
     @property
     def ref(self) -> ModelRef:
@@ -94,6 +98,7 @@ class ModelSpec:
             input=self.input,
             cost=self.cost,
             thinking_level_map=self.thinking_level_map,
+            pi=self.pi or None,
         )
 
     def to_wire(self) -> dict[str, Any]:
@@ -119,6 +124,7 @@ class ModelSpec:
             compat=raw["compat"] if isinstance(raw.get("compat"), Mapping) else {},
             sampling_params=raw["samplingParams"] if isinstance(raw.get("samplingParams"), Mapping) else {},
             static_headers={str(k): str(v) for k, v in (raw.get("headers") or {}).items()},
+            pi=dict(raw),
         )
 
 
@@ -425,7 +431,27 @@ def _model_from_json(provider: str, definition: Mapping[str, Any], config: Provi
         sampling_params=definition.get("samplingParams") or {},
         headers={**(config.model_overrides.get(model_id, {}).get("headers") or {}),
                  **(definition.get("headers") or {})},
+        pi={"id": model_id, "name": _opt_str(definition.get("name")) or model_id, "api": api, "provider": provider,
+            "baseUrl": base_url, "reasoning": definition.get("reasoning") is True,
+            "thinkingLevelMap": definition.get("thinkingLevelMap"), "input": list(definition.get("input") or ("text",)),
+            "cost": definition.get("cost") if definition.get("cost") is not None else dict(ZERO_COST),
+            "contextWindow": _or(definition.get("contextWindow"), DEFAULT_CONTEXT_WINDOW),
+            "maxTokens": _or(definition.get("maxTokens"), DEFAULT_MAX_TOKENS),
+            "samplingParams": definition.get("samplingParams"), "headers": None,
+            "compat": _pi_compat(config.compat, definition.get("compat"))},
     )
+
+
+def _or(value: Any, default: Any) -> Any:
+    """JavaScript's ``value ?? default``."""
+    return default if value is None else value
+
+
+def _pi_compat(base: Any, override: Any) -> Any:
+    """Pi's ``mergeCompat`` result as its ``Model`` object holds it (``undefined`` when neither is set)."""
+    if not override:
+        return base if base else None
+    return merge_compat(base if isinstance(base, Mapping) else None, override)
 
 
 def _full_cost(cost: Any) -> Mapping[str, Any]:
@@ -453,7 +479,34 @@ def _apply_override(model: ModelSpec, override: Mapping[str, Any]) -> ModelSpec:
         else model.sampling_params,
         compat=merge_compat(model.compat, override.get("compat")),
         headers={**model.headers, **(override.get("headers") or {})},
+        pi=_pi_override(model.pi, override),
     )
+
+
+def _pi_cost(cost: Mapping[str, Any], base: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: _or(cost.get(k), base.get(k)) for k in ("input", "output", "cacheRead", "cacheWrite", "tiers")}
+
+
+def _pi_override(pi: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """Pi's ``applyModelOverride`` on its ``Model`` object (the keys it sets, in its order, after the rest)."""
+    def given(key: str) -> Any:
+        return _or(override.get(key), pi.get(key))
+
+    cost = override.get("cost")
+    base_cost: Mapping[str, Any] = pi["cost"] if isinstance(pi.get("cost"), Mapping) else {}
+    level_map = override.get("thinkingLevelMap")
+    sampling = override.get("samplingParams")
+    return {
+        **pi,
+        "name": given("name"), "reasoning": given("reasoning"),
+        "thinkingLevelMap": {**(pi.get("thinkingLevelMap") or {}), **level_map} if level_map
+        else pi.get("thinkingLevelMap"),
+        "input": given("input"),
+        "cost": _pi_cost(cost, base_cost) if isinstance(cost, Mapping) else pi.get("cost"),
+        "contextWindow": given("contextWindow"), "maxTokens": given("maxTokens"),
+        "samplingParams": {**(pi.get("samplingParams") or {}), **sampling} if sampling else pi.get("samplingParams"),
+        "compat": _pi_compat(pi.get("compat"), override.get("compat")),
+    }
 
 
 def compose_provider(provider_id: str, builtin: Any, config: ProviderConfig | None) -> ProviderSpec:
@@ -466,7 +519,9 @@ def compose_provider(provider_id: str, builtin: Any, config: ProviderConfig | No
     if config.is_empty:
         raise CompositionError(f'Provider {provider_id}: must specify "baseUrl", "headers", "compat", '
                                '"modelOverrides", or "models".')
-    models = [attrs.evolve(m, base_url=config.base_url or m.base_url, compat=merge_compat(m.compat, config.compat))
+    models = [attrs.evolve(m, base_url=config.base_url or m.base_url, compat=merge_compat(m.compat, config.compat),
+                           pi={**m.pi, "baseUrl": config.base_url or m.base_url,
+                               "compat": _pi_compat(m.pi.get("compat"), config.compat)})
               for m in base_models]
     for definition in config.models:
         defaults = _find_defaults(models, str(definition["id"]), _opt_str(definition.get("api")) or config.api)

@@ -290,18 +290,21 @@ class AgentSessionRuntime:
         await self._replace_with(sm, "new", sm.get_session_file(), target_cwd, previous)
         return self._replaced()
 
-    async def switch_session(self, session_path: str, cwd_override: str | None = None) -> ReplaceResult:
+    async def switch_session(self, session_path: str, cwd_override: str | None = None, *,
+                             must_exist: bool = True) -> ReplaceResult:
         if await self._emit_before(
             {"type": "session_before_switch", "reason": "resume", "targetSessionFile": session_path}
         ):
             return ReplaceResult(cancelled=True)
         previous = self._session.session_file
-        # Deviation from Pi 0.85.0, on purpose: Pi turns a path that does not exist into a new
-        # session written at that path; for a daemon a mistyped path must be a clear error
-        # (SessionFileNotFound, before teardown: the current session stays).
+        # Deviation from Pi 0.85.0, on purpose (unless ``must_exist=False``: Pi's own wire): Pi turns
+        # a path that does not exist into a new session written at that path; for a daemon a
+        # mistyped path must be a clear error (SessionFileNotFound, before teardown: the current
+        # session stays).
         # The writer lock is taken before the file is read: a file another rpcd process holds is
         # SessionLocked (naming its pid) here, before teardown, and the current session stays.
-        sm = await self._off_loop(lambda: SessionManager.open(session_path, None, cwd_override, must_exist=True))
+        sm = await self._off_loop(lambda: SessionManager.open(session_path, None, cwd_override,
+                                                                 must_exist=must_exist))
         try:
             assert_session_cwd_exists(sm, self.cwd)
         except BaseException:

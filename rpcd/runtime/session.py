@@ -249,6 +249,7 @@ class AgentSession:
             auto_compaction_enabled=self.compaction.auto_enabled,
             auto_retry_enabled=self.auto_retry_enabled,
             approval_policy=self.approval_policy,
+            pi_model=model.pi_object() if model is not None else None,
             sandbox=describe(sandbox_policy(self.services, self.sandbox), self.cwd) if self.sandbox else None,
         )
 
@@ -331,7 +332,8 @@ class AgentSession:
     # -- turns -------------------------------------------------------------------------------
 
     async def prompt(self, text: str, *, images: Sequence[ImageInput] = (),
-                     streaming_behavior: StreamingBehavior | None = None) -> str | CommandRan | None:
+                     streaming_behavior: StreamingBehavior | None = None,
+                     on_accepted: Callable[[], None] | None = None) -> str | CommandRan | None:
         """Run one agent turn to completion; returns the last assistant ``stopReason``.
 
         ``/name args`` of an extension command runs the command instead (even while a turn runs,
@@ -346,6 +348,10 @@ class AgentSession:
         (aborted, failed) continues it, as Pi's ``_handlePostAgentRun`` does. Compaction is checked
         where Pi checks it (``rpcd.runtime.compaction``): before the prompt, between tool rounds,
         after the run (a context overflow is compacted and the turn retried once).
+
+        ``on_accepted`` is called once the prompt is accepted and its run is about to begin (after the
+        compaction check, before ``agent_start``): Pi's ``preflightResult(true)``, when Pi's RPC mode
+        answers a ``prompt``. A queued prompt and a command are accepted when this returns.
         """
         ran = await command_input.run_extension_command(self._live_runner(), text)
         if ran is not None:
@@ -376,6 +382,8 @@ class AgentSession:
                 last = self._last_assistant()
                 if last is not None:
                     await self.compaction.check(last, skip_aborted_check=False)
+                if on_accepted is not None:
+                    on_accepted()
                 # an abort that arrived while the compaction check ran is this prompt's: its run starts
                 # aborted (the prompt is recorded, the model is not asked)
                 stop_reason = await self.agent.run([user], self, will_retry=self.retry.will_retry,
@@ -1054,7 +1062,7 @@ def describe_model(model: ModelInfo, *, credential_source: str | None = None) ->
         thinking_levels=tuple(model.thinking_levels()), input=tuple(model.input),
         context_window=model.context_window, max_tokens=model.max_tokens,
         cost={k: float(model.cost.get(k, 0) or 0) for k in ("input", "output", "cacheRead", "cacheWrite")},
-        credential_source=credential_source,
+        credential_source=credential_source, pi_model=model.pi_object(),
     )
 
 

@@ -71,6 +71,7 @@ class Composer:
         spec = self.spec
         return ProcessInputs(
             extension_paths=spec.extensions, flags=spec.extension_flags, no_context_files=spec.no_context_files,
+            trust_override=spec.trust_override,
             tool_selection=spec.tool_selection, trust_memory=self.services.trust_memory,
             held_settings=self.services.held_settings, approval=hooks.approval, tool_operations=hooks.tool_operations,
             sandbox=hooks.sandbox,
@@ -127,6 +128,27 @@ class Composer:
             manager.close()
             manager = SessionManager.open(path, self.session_dir, fallback_cwd, must_exist=True)
         return manager
+
+    def pi_open_manager(self, path: str, current_cwd: str) -> SessionManager:
+        """The session file ``path`` as Pi opens it at its start (``--session``): a path that does not
+        exist is a new session that will be written there; a session whose stored cwd is gone is
+        refused (``MissingSessionCwdError``, Pi's ``assertSessionCwdExists``)."""
+        from rpcd.store import SessionManager
+        from rpcd.store.manager import assert_session_cwd_exists
+
+        manager = SessionManager.open(path, self.session_dir)
+        try:
+            assert_session_cwd_exists(manager, current_cwd)
+        except BaseException:
+            manager.close()
+            raise
+        return manager
+
+    def recent_manager(self, cwd: str) -> SessionManager:
+        """``--continue``: the most recent session of ``cwd`` in the session dir, else a new one."""
+        from rpcd.store import SessionManager
+
+        return SessionManager.continue_recent(cwd, self.session_dir, agent_dir=self.spec.agent_dir)
 
     def fork_manager(self, source: str, entry_id: str | None, position: ForkPosition = "before",
                      *, leaf_id: str | None = None) -> tuple[SessionManager, str | None]:

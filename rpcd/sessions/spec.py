@@ -74,6 +74,9 @@ class ProcessSpec:
     exit_timeout: float = DEFAULT_EXIT_TIMEOUT
     in_memory: bool = False
     """``--in-memory``: new sessions are never written."""
+    trust_override: bool | None = None
+    """Pi's ``--approve`` (``True``: the project's code loads) / ``--no-approve`` (``False``); ``None``:
+    the trust policy decides."""
     sandbox: SandboxMode | None = None
     """``--sandbox``: the mode commands start in (else the ``sandbox`` setting, else ``off``)."""
     sandbox_network: bool | None = None

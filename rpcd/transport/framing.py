@@ -1,6 +1,7 @@
 """Sans-I/O framing: bytes in, frames out (h11's shape: ``receive_data`` / ``next_event``).
 
-Two framings, chosen by the first non-blank byte the client sends and fixed afterwards:
+Two framings, chosen by the first non-blank byte the client sends and fixed afterwards (and a
+third that a front sets itself):
 
 * **NDJSON** (ACP, MCP, Pi, Codex): one JSON text per line. Lines split on ``\\n`` only, so
   U+2028/U+2029 inside strings are content; a trailing ``\\r`` is dropped; blank lines are
@@ -20,6 +21,9 @@ Two framings, chosen by the first non-blank byte the client sends and fixed afte
     waiting for bytes that may never come;
   - a declared length that is too short: the truncated body fails to parse (the caller answers
     -32700) and the tail is garbage up to the next header.
+* **JSONL** (Pi's RPC mode, ``modes/rpc/jsonl.js``): NDJSON's lines, but strict: every line is a
+  record, a blank one too (Pi answers it), and so is whatever follows the last newline at the end
+  of input (a byte order mark is content, as in Node's decoder). Never detected: a front sets it.
 
 Oversized frames are never buffered whole: the framer reports ``Oversized`` as soon as the
 limit is passed and then drops bytes until the frame ends (NDJSON: the next newline;
@@ -56,6 +60,7 @@ _HEADER_LINE_MAX: Final = 256
 class Framing(enum.Enum):
     NDJSON = "ndjson"
     CONTENT_LENGTH = "content-length"
+    JSONL = "jsonl"
 
 
 @attrs.frozen
@@ -166,7 +171,10 @@ class Framer:
     def next_event(self) -> Event | _NeedData:
         if self.framing is None and not self._detect():
             return NEED_DATA
-        event = self._next_line() if self.framing is Framing.NDJSON else self._next_content_length()
+        if self.framing is Framing.CONTENT_LENGTH:
+            event = self._next_content_length()
+        else:
+            event = self._next_line(strict=self.framing is Framing.JSONL)
         self._compact()
         return event
 
@@ -199,7 +207,8 @@ class Framer:
             self._consume(start - self._pos)
         return True
 
-    def _next_line(self) -> Event | _NeedData:
+    def _next_line(self, *, strict: bool = False) -> Event | _NeedData:
+        """The next NDJSON line (``strict``: JSONL, where a blank line is a record too)."""
         buf = self._buf
         while True:
             end = buf.find(b"\n", self._scan)
@@ -218,10 +227,10 @@ class Framer:
                     self._pos = self._scan = len(buf)
                     self._dropping_line = True
                     return Oversized(pending)
-                if self._eof and buf[self._pos :].strip(_BLANK):
+                if self._eof and (buf[self._pos :] if strict else buf[self._pos :].strip(_BLANK)):
                     body = bytes(buf[self._pos :])  # a last line without its newline: still a message
                     self._pos = self._scan = len(buf)
-                    return Frame(body)
+                    return Frame(body[:-1] if strict and body.endswith(b"\r") else body)
                 self._scan = len(buf)
                 return NEED_DATA
             line = buf[self._pos : end]
@@ -230,7 +239,7 @@ class Framer:
                 line = line[:-1]
             if len(line) > self.max_message_bytes:
                 return Oversized(len(line))
-            if not line.strip(_BLANK):
+            if not strict and not line.strip(_BLANK):
                 continue
             return Frame(bytes(line))
 

@@ -35,6 +35,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
 
+from rpcd.core.json_event import to_json_event
 from rpcd.protocol.names import HOST_STATUS, PROGRESS, SESSION_DIAGNOSTICS, SESSION_EVENT, SESSION_LIFECYCLE
 from rpcd.wire.errors import report_bug
 
@@ -66,31 +67,9 @@ Notification = tuple[str, dict[str, Any]]
 BatchSender = Callable[[Sequence[Notification]], Awaitable[None]]
 
 
-def wire_event(event: Mapping[str, Any]) -> dict[str, Any]:
-    """Pi 0.85's RPC shape of a session event: ``message_update`` loses the partial message.
-
-    The partial assistant message is repeated in full on every delta; forwarding it would make a
-    streamed reply quadratic on the wire. Like Pi's RPC mode, we send ``assistantMessageEvent``
-    without ``partial`` plus the partial's cumulative ``usage``.
-    """
-    if event.get("type") != "message_update":
-        return dict(event)
-    ame = event.get("assistantMessageEvent")
-    if type(event) is dict and "message" not in event and "usage" in event and type(ame) is dict \
-            and "partial" not in ame:
-        # Already the wire shape (the agent loop's own updates): sent as it is, never changed here
-        # (a merge copies first, ``EventPump._merge``).
-        return event
-    out = {k: v for k, v in event.items() if k != "message"}
-    if isinstance(ame, Mapping):
-        out["assistantMessageEvent"] = {k: v for k, v in ame.items() if k != "partial"}
-        partial = ame.get("partial")
-        if isinstance(partial, Mapping) and "usage" in partial:
-            out.setdefault("usage", partial["usage"])
-    message = event.get("message")
-    if "usage" not in out and isinstance(message, Mapping) and "usage" in message:
-        out["usage"] = message["usage"]
-    return out
+wire_event = to_json_event
+"""Pi 0.85's RPC shape of a session event (``rpcd.core.json_event``: ``message_update`` loses the
+partial message and carries its cumulative ``usage``)."""
 
 
 def _delta_key(params: Mapping[str, Any]) -> tuple[str, int, str, Any] | None:

@@ -383,7 +383,8 @@ class FakeRuntime:
 
         return await self._replace("new", cwd or self.cwd, validate, None, {}, before={"reason": "new"})
 
-    async def switch_session(self, session_path: str, cwd_override: str | None = None) -> ReplaceResult:
+    async def switch_session(self, session_path: str, cwd_override: str | None = None, *,
+                             must_exist: bool = True) -> ReplaceResult:
         def validate() -> None:
             if session_path not in self.files:
                 raise SessionFileNotFoundError(f"File not found: {session_path}", session_path=session_path)

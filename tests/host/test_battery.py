@@ -94,7 +94,8 @@ class TracedRuntime:
     async def new_session(self, parent_session: str | None = None, cwd: str | None = None) -> ReplaceResult:
         return await self._inner.new_session(parent_session, cwd)
 
-    async def switch_session(self, session_path: str, cwd_override: str | None = None) -> ReplaceResult:
+    async def switch_session(self, session_path: str, cwd_override: str | None = None, *,
+                             must_exist: bool = True) -> ReplaceResult:
         return await self._inner.switch_session(session_path, cwd_override)
 
     async def fork(self, entry_id: str, position: ForkPosition = "before") -> ReplaceResult:
