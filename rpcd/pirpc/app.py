@@ -14,8 +14,10 @@ line longer than ``--max-message-bytes`` is never held whole: it is drained and 
 parse failure saying so (Pi has no limit).
 
 The end, as Pi's: the end of stdin disposes of the session (a running turn is aborted — and, unlike
-Pi, what it produced is persisted first) and exits 0; SIGTERM, SIGHUP and SIGINT do the same and then
-end the process by that signal, as Pi's process ends (its exit status is the signal's). A failed
+Pi, what it produced is persisted first) and exits 0; SIGTERM and SIGHUP do the same and exit 143
+and 129 (Pi's ``shutdown(128 + n)``); SIGINT, which Pi's RPC mode does not handle (Node's default
+kills it), ends the session the same orderly way and then the process by SIGINT, so its parent sees
+what Pi's sees. No event line is written once the end began (Pi unsubscribes first). A failed
 final disposal exits 1 (logged flat). Every wait of the end is bounded by ``--exit-timeout``; a
 second signal during the end exits at once (``rpcd.transport.signals``).
 """
@@ -60,6 +62,8 @@ __all__ = ["PiOptions", "StartupFailed", "run", "serve"]
 log = logging.getLogger("rpcd.pirpc")
 
 PARSE: Final = "parse"
+PI_EXIT_CODES: Final = {signal.SIGTERM: 143, signal.SIGHUP: 129}
+"""The exit codes of Pi's RPC mode's own signal handlers (``shutdown(143 | 129)``)."""
 
 
 @attrs.frozen
@@ -218,7 +222,7 @@ async def serve(options: PiOptions, in_fd: int, out_fd: int, *,
             print(f"Error: {problem}", file=sys.stderr, flush=True)
             code = EXIT_FAILED
         else:
-            commands = PiCommands(host, out, group)
+            commands = PiCommands(host, out, group, cwd=spec.cwd)
             front = _Front(commands, ui, out)
             ending = anyio.Event()
 
@@ -234,6 +238,7 @@ async def serve(options: PiOptions, in_fd: int, out_fd: int, *,
         if on_ending is not None:
             on_ending()
         with anyio.CancelScope(shield=True):
+            bindings.mute()  # as Pi: no event line after the end began (it unsubscribes, then disposes)
             ui.close()  # nobody can answer any more: open dialogs resolve to their defaults
             try:
                 await dispose_bounded(host, spec.exit_timeout)
@@ -245,14 +250,16 @@ async def serve(options: PiOptions, in_fd: int, out_fd: int, *,
             await out.flush(FLUSH_TIMEOUT)
         group.cancel_scope.cancel()
     writer.close()
+    if ended_by and ended_by[0] in PI_EXIT_CODES:
+        return PI_EXIT_CODES[ended_by[0]]
     if ended_by:
-        return -ended_by[0]
+        return -ended_by[0]  # killed by it, as Node's default kills Pi
     return code
 
 
 def run(options: PiOptions, in_fd: int, out_fd: int, *, on_ending: Callable[[], None] | None = None) -> int:
-    """Serve, then return the exit code; an end by a signal ends the process by that signal (Pi's
-    process is killed by it: its parent sees the signal, or 128 + its number in a shell)."""
+    """Serve, then return the exit code; an end by SIGINT ends the process by that signal (Pi's process
+    is killed by it: its parent sees the signal, a shell 130)."""
 
     async def main() -> int:
         return await serve(options, in_fd, out_fd, on_ending=on_ending)

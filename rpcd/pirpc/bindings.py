@@ -49,6 +49,7 @@ class PiBindings:
         self.command_actions = command_actions
         self._live = False
         """Whether a session is subscribed: extension errors are written while one is."""
+        self._muted = False
         self.startup_diagnostics: list[Diagnostic] = []
 
     def extension_bindings(self, session: SessionPort) -> ExtensionBindings:
@@ -60,7 +61,7 @@ class PiBindings:
         open_ = True
 
         def listener(event: Mapping[str, Any]) -> None:
-            if open_ and event.get("type") in PI_EVENT_TYPES:
+            if open_ and not self._muted and event.get("type") in PI_EVENT_TYPES:
                 out.put(to_json_event(event))
 
         release = binding.session.subscribe(listener)
@@ -75,6 +76,10 @@ class PiBindings:
 
         return unsubscribe
 
+    def mute(self) -> None:
+        """The orderly end has begun: no event line any more (Pi unsubscribes before it disposes)."""
+        self._muted = True
+
     def report_diagnostics(self, binding: Binding, diagnostics: Sequence[Diagnostic]) -> None:
         if binding.operation == "startup":
             self.startup_diagnostics = list(diagnostics)
@@ -87,6 +92,6 @@ class PiBindings:
 
     def _on_extension_error(self, error: ExtensionError) -> None:
         log.warning("extension %s failed in %s", error.extension_path, error.event)
-        if self._live:
+        if self._live and not self._muted:
             self._out.put({"type": "extension_error", "extensionPath": error.extension_path, "event": error.event,
                            "error": redact(error.error)})

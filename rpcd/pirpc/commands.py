@@ -16,13 +16,14 @@ after that is the turn's and comes as its events, never as a second answer.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any, Final, TypeAlias
 
 import anyio
 import anyio.abc
 
-from rpcd.core.errors import RpcdError, SessionBusyError
+from rpcd.core.errors import CompactionError, RpcdError, SessionBusyError
 from rpcd.core.jstext import js_trim, js_truthy
 from rpcd.core.values import (
     BashOutcome,
@@ -59,6 +60,8 @@ Data: TypeAlias = Any
 BUSY: Final = ("Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the "
                "message.")
 """Pi's words for a ``prompt`` without ``streamingBehavior`` while a turn runs."""
+COMPACTION_FAILED: Final = "Compaction failed: "
+"""The prefix of ``compaction_end``'s ``errorMessage``, which Pi's ``compact`` answer does not have."""
 NO_LEAF: Final = "Cannot clone session: no current entry selected"
 EMPTY_NAME: Final = "Session name cannot be empty"
 
@@ -127,6 +130,8 @@ def message_of(error: BaseException) -> str:
         return message_of(error.exceptions[0])
     if isinstance(error, SessionBusyError) and "streamingBehavior" in str(error):
         return BUSY
+    if isinstance(error, CompactionError) and error.message.startswith(COMPACTION_FAILED):
+        return error.message[len(COMPACTION_FAILED):]  # Pi's compact() throws the reason itself
     if isinstance(error, RpcdError):
         return error.message
     return str(error) or type(error).__name__
@@ -251,8 +256,11 @@ def _command(name: str) -> Callable[[Handler], Handler]:
 class PiCommands:
     """The commands of one process: each takes its host place at arrival and answers on ``out``."""
 
-    def __init__(self, host: SerializedHost, out: LineOut, task_group: anyio.abc.TaskGroup) -> None:
+    def __init__(self, host: SerializedHost, out: LineOut, task_group: anyio.abc.TaskGroup, *,
+                 cwd: str | None = None) -> None:
         self.host = host
+        self.cwd = cwd if cwd is not None else os.getcwd()
+        """The process's working directory, which Pi resolves a relative path against."""
         self.out = out
         self._task_group = task_group
         self._state: SessionState | None = None
@@ -558,8 +566,10 @@ def _get_session_stats(front: PiCommands, command_id: Any, command: Command) -> 
 @_command("export_html")
 def _export_html(front: PiCommands, command_id: Any, command: Command) -> Awaitable[Data]:
     output = _field(command, "outputPath")
-    path = output if isinstance(output, str) else None
-    return front._settled(front.call(names.EXPORT_HTML, lambda s: s.export_html(path)), lambda p: {"path": p})
+    path = os.path.join(front.cwd, output) if isinstance(output, str) and output else None
+    # Pi answers with the path as it was given (a relative one is its process's cwd's).
+    return front._settled(front.call(names.EXPORT_HTML, lambda s: s.export_html(path)),
+                          lambda written: {"path": output if path is not None else written})
 
 
 @_command("get_fork_messages")

@@ -42,13 +42,20 @@ function toMessage(step) {
   return ai.fauxAssistantMessage(content, options);
 }
 
+// One scripted provider per process: Pi loads extensions again for every session a replacement
+// makes (new_session, switch_session, fork, clone), and the script goes on where it was, as rpcd's
+// faux provider's queue does across replacements.
+let faux;
+
 export default function (pi) {
-  const faux = ai.fauxProvider({ provider: "faux", api: "faux", tokensPerSecond: 2000, models: [model] });
-  const echo = (context) => {
-    const last = [...context.messages].reverse().find((m) => m.role === "user");
-    const text = last ? userText(last) : "";
-    return ai.fauxAssistantMessage(text ? `echo: ${text}` : "echo:");
-  };
-  faux.setResponses([...steps.map(toMessage), ...Array.from({ length: 50 }, () => echo)]);
+  if (faux === undefined) {
+    faux = ai.fauxProvider({ provider: "faux", api: "faux", tokensPerSecond: 2000, models: [model] });
+    const echo = (context) => {
+      const last = [...context.messages].reverse().find((m) => m.role === "user");
+      const text = last ? userText(last) : "";
+      return ai.fauxAssistantMessage(text ? `echo: ${text}` : "echo:");
+    };
+    faux.setResponses([...steps.map(toMessage), ...Array.from({ length: 50 }, () => echo)]);
+  }
   pi.registerProvider(faux.provider);
 }
