@@ -36,6 +36,8 @@ DOORS: dict[str, frozenset[str]] = {
     # wire.errors only: the one exception -> error-object mapping both fronts answer with (no pygls there)
     "acp": frozenset({"core", "protocol", "host", "runtime", "providers", "store", "tools", "transport",
                       "sessions", "wire.errors"}),
+    # Pi's own RPC wire: the method table's doors and names, never another front, the runtime or the store
+    "pirpc": frozenset({"core", "protocol.methods", "protocol.names", "transport", "host", "sessions"}),
     "daemon": frozenset({"*"}),
     "__main__": frozenset({"daemon"}),
     "__init__": frozenset({"safe_start"}),

@@ -62,7 +62,7 @@ __all__ = ["PiOptions", "StartupFailed", "run", "serve"]
 log = logging.getLogger("rpcd.pirpc")
 
 PARSE: Final = "parse"
-PI_EXIT_CODES: Final = {signal.SIGTERM: 143, signal.SIGHUP: 129}
+PI_EXIT_CODES: Final[dict[int, int]] = {signal.SIGTERM: 143, signal.SIGHUP: 129}
 """The exit codes of Pi's RPC mode's own signal handlers (``shutdown(143 | 129)``)."""
 
 
@@ -150,8 +150,8 @@ class _Front:
             return
         self.commands.handle(parsed)
 
-    def oversized(self, size: int, limit: int) -> None:
-        self.out.put(failure(MISSING, PARSE, f"Failed to parse command: a line of {size} bytes is over the limit of "
+    def oversized(self, limit: int) -> None:
+        self.out.put(failure(MISSING, PARSE, f"Failed to parse command: the line is longer than the limit of "
                                              f"{limit} bytes (--max-message-bytes)"))
 
 
@@ -182,7 +182,7 @@ def _deliver(front: _Front, event: object, limit: int) -> None:
     if isinstance(event, Frame):
         front.line(event.body)
     elif isinstance(event, Oversized):
-        front.oversized(event.size, limit)
+        front.oversized(limit)
 
 
 async def serve(options: PiOptions, in_fd: int, out_fd: int, *,
@@ -200,6 +200,7 @@ async def serve(options: PiOptions, in_fd: int, out_fd: int, *,
     composer = Composer(spec, services)
     ended_by: list[int] = []
     code = EXIT_OK
+    commands: PiCommands | None = None
     async with anyio.create_task_group() as group, services.registry.serving():
         group.start_soon(out.run, name="pirpc lines")
         await group.start(host.run, name="pirpc host")
@@ -246,6 +247,9 @@ async def serve(options: PiOptions, in_fd: int, out_fd: int, *,
                 if code == EXIT_OK and host.startup_failure is None:
                     log_failure("final disposal failed", error, log)
                     code = EXIT_FAILED
+            if commands is not None:
+                with anyio.move_on_after(spec.exit_timeout):
+                    await commands.settled()  # the answers of what settled in the disposal's wake
             out.close()
             await out.flush(FLUSH_TIMEOUT)
         group.cancel_scope.cancel()

@@ -22,6 +22,7 @@ from typing import Any, Final, TypeAlias
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 
 from rpcd.core.errors import CompactionError, RpcdError, SessionBusyError
 from rpcd.core.jstext import js_trim, js_truthy
@@ -37,8 +38,37 @@ from rpcd.core.values import (
 from rpcd.host.host import Pending, ReplacementOutcome, SerializedHost
 from rpcd.host.port import SessionPort
 from rpcd.pirpc.output import LineOut
-from rpcd.protocol import names
 from rpcd.protocol.methods import session_door
+from rpcd.protocol.names import (
+    ABORT,
+    ABORT_BASH,
+    ABORT_RETRY,
+    BASH,
+    CLEAR_QUEUE,
+    COMPACT,
+    CYCLE_MODEL,
+    CYCLE_THINKING_LEVEL,
+    EXPORT_HTML,
+    FOLLOW_UP,
+    GET_AVAILABLE_MODELS,
+    GET_AVAILABLE_THINKING_LEVELS,
+    GET_COMMANDS,
+    GET_ENTRIES,
+    GET_FORK_MESSAGES,
+    GET_LAST_ASSISTANT_TEXT,
+    GET_MESSAGES,
+    GET_SESSION_STATS,
+    GET_TREE,
+    PROMPT,
+    SET_AUTO_COMPACTION,
+    SET_AUTO_RETRY,
+    SET_FOLLOW_UP_MODE,
+    SET_MODEL,
+    SET_SESSION_NAME,
+    SET_STEERING_MODE,
+    SET_THINKING_LEVEL,
+    STEER,
+)
 
 __all__ = ["COMMANDS", "MISSING", "PiCommands", "failure", "js_string", "success"]
 
@@ -263,6 +293,9 @@ class PiCommands:
         """The process's working directory, which Pi resolves a relative path against."""
         self.out = out
         self._task_group = task_group
+        self._answering = 0
+        self._quiet = anyio.Event()
+        self._quiet.set()
         self._state: SessionState | None = None
         """The last state read: ``get_state`` answers it while a replacement runs (Pi answers at once)."""
 
@@ -288,13 +321,25 @@ class PiCommands:
             self.out.put(success(command_id, kind, answer))
 
     async def _answer(self, command_id: Any, kind: Any, answer: Awaitable[Data]) -> None:
+        self._answering += 1
+        if self._quiet.is_set():
+            self._quiet = anyio.Event()
         try:
             data = await answer
         except Exception as error:
             self.out.put(failure(command_id, kind, message_of(error)))
-            return
-        if data is not _ANSWERED:
-            self.out.put(success(command_id, kind, data))
+        else:
+            if data is not _ANSWERED:
+                self.out.put(success(command_id, kind, data))
+        finally:
+            self._answering -= 1
+            if not self._answering:
+                self._quiet.set()
+
+    async def settled(self) -> None:
+        """Until every command handled so far was answered."""
+        await anyio.lowlevel.checkpoint()  # an answer task started just now takes its place first
+        await self._quiet.wait()
 
     def call(self, name: str, act: Callable[[SessionPort], Any], *,
              stop: Callable[[SessionPort], Coroutine[Any, Any, None]] | None = None) -> Pending[Any]:
@@ -342,7 +387,7 @@ def _prompt(front: PiCommands, command_id: Any, command: Command) -> Awaitable[D
         return session.prompt(_text(text, "startsWith", "text"), images=images, streaming_behavior=streaming,
                               on_accepted=on_accepted)
 
-    pending = front.call(names.PROMPT, start)
+    pending = front.call(PROMPT, start)
 
     async def answer() -> Data:
         try:
@@ -362,24 +407,24 @@ def _prompt(front: PiCommands, command_id: Any, command: Command) -> Awaitable[D
 @_command("steer")
 def _steer(front: PiCommands, command_id: Any, command: Command) -> Awaitable[Data]:
     text, images = _field(command, "message"), _images(_field(command, "images"))
-    return front._settled(front.call(names.STEER, lambda s: s.steer(_text(text, "startsWith", "text"), images)))
+    return front._settled(front.call(STEER, lambda s: s.steer(_text(text, "startsWith", "text"), images)))
 
 
 @_command("follow_up")
 def _follow_up(front: PiCommands, command_id: Any, command: Command) -> Awaitable[Data]:
     text, images = _field(command, "message"), _images(_field(command, "images"))
-    return front._settled(front.call(names.FOLLOW_UP,
+    return front._settled(front.call(FOLLOW_UP,
                                      lambda s: s.follow_up(_text(text, "startsWith", "text"), images)))
 
 
 @_command("abort")
 def _abort(front: PiCommands, command_id: Any, command: Command) -> Awaitable[Data]:
-    return front._settled(front.call(names.ABORT, lambda s: s.abort()))
+    return front._settled(front.call(ABORT, lambda s: s.abort()))
 
 
 @_command("clear_queue")
 def _clear_queue(front: PiCommands, command_id: Any, command: Command) -> Awaitable[Data]:
-    return front._settled(front.call(names.CLEAR_QUEUE, lambda s: s.clear_queue()),
+    return front._settled(front.call(CLEAR_QUEUE, lambda s: s.clear_queue()),
                           lambda q: {"steering": list(q.steering), "followUp": list(q.follow_up)})
 
 
@@ -433,7 +478,7 @@ def _get_state(front: PiCommands, command_id: Any, command: Command) -> Data:
 
 @_command("get_messages")
 def _get_messages(front: PiCommands, command_id: Any, command: Command) -> Awaitable[Data]:
-    return front._settled(front.call(names.GET_MESSAGES, lambda s: s.messages()),
+    return front._settled(front.call(GET_MESSAGES, lambda s: s.messages()),
                           lambda messages: {"messages": [dict(m) for m in messages]})
 
 
@@ -453,17 +498,17 @@ def _set_model(front: PiCommands, command_id: Any, command: Command) -> Awaitabl
         session.set_model(provider, model_id)
         return session.state().pi_model
 
-    return front._settled(front.call(names.SET_MODEL, act), lambda model: model)
+    return front._settled(front.call(SET_MODEL, act), lambda model: model)
 
 
 @_command("cycle_model")
 def _cycle_model(front: PiCommands, command_id: Any, command: Command) -> Awaitable[Data]:
-    return front._settled(front.call(names.CYCLE_MODEL, lambda s: s.cycle_model("forward")), _cycled)
+    return front._settled(front.call(CYCLE_MODEL, lambda s: s.cycle_model("forward")), _cycled)
 
 
 @_command("get_available_models")
 def _get_available_models(front: PiCommands, command_id: Any, command: Command) -> Awaitable[Data]:
-    return front._settled(front.call(names.GET_AVAILABLE_MODELS, lambda s: s.available_models()),
+    return front._settled(front.call(GET_AVAILABLE_MODELS, lambda s: s.available_models()),
                           lambda models: {"models": [_model(m) for m in models]})
 
 
@@ -473,18 +518,18 @@ def _get_available_models(front: PiCommands, command_id: Any, command: Command) 
 @_command("set_thinking_level")
 def _set_thinking_level(front: PiCommands, command_id: Any, command: Command) -> Awaitable[Data]:
     level = _field(command, "level")
-    return front._settled(front.call(names.SET_THINKING_LEVEL, lambda s: s.set_thinking_level(js_string(level))))
+    return front._settled(front.call(SET_THINKING_LEVEL, lambda s: s.set_thinking_level(js_string(level))))
 
 
 @_command("cycle_thinking_level")
 def _cycle_thinking_level(front: PiCommands, command_id: Any, command: Command) -> Awaitable[Data]:
-    return front._settled(front.call(names.CYCLE_THINKING_LEVEL, lambda s: s.cycle_thinking_level()),
+    return front._settled(front.call(CYCLE_THINKING_LEVEL, lambda s: s.cycle_thinking_level()),
                           lambda level: None if level is None else {"level": level})
 
 
 @_command("get_available_thinking_levels")
 def _get_available_thinking_levels(front: PiCommands, command_id: Any, command: Command) -> Awaitable[Data]:
-    return front._settled(front.call(names.GET_AVAILABLE_THINKING_LEVELS, lambda s: s.available_thinking_levels()),
+    return front._settled(front.call(GET_AVAILABLE_THINKING_LEVELS, lambda s: s.available_thinking_levels()),
                           lambda levels: {"levels": list(levels)})
 
 
@@ -494,13 +539,13 @@ def _get_available_thinking_levels(front: PiCommands, command_id: Any, command: 
 @_command("set_steering_mode")
 def _set_steering_mode(front: PiCommands, command_id: Any, command: Command) -> Awaitable[Data]:
     mode = _field(command, "mode")
-    return front._settled(front.call(names.SET_STEERING_MODE, lambda s: s.set_steering_mode(mode)))
+    return front._settled(front.call(SET_STEERING_MODE, lambda s: s.set_steering_mode(mode)))
 
 
 @_command("set_follow_up_mode")
 def _set_follow_up_mode(front: PiCommands, command_id: Any, command: Command) -> Awaitable[Data]:
     mode = _field(command, "mode")
-    return front._settled(front.call(names.SET_FOLLOW_UP_MODE, lambda s: s.set_follow_up_mode(mode)))
+    return front._settled(front.call(SET_FOLLOW_UP_MODE, lambda s: s.set_follow_up_mode(mode)))
 
 
 # compaction and retry ---------------------------------------------------------------------------
@@ -510,24 +555,24 @@ def _set_follow_up_mode(front: PiCommands, command_id: Any, command: Command) ->
 def _compact(front: PiCommands, command_id: Any, command: Command) -> Awaitable[Data]:
     custom = _field(command, "customInstructions")
     instructions = custom if isinstance(custom, str) else None
-    return front._settled(front.call(names.COMPACT, lambda s: s.compact(instructions)), dict)
+    return front._settled(front.call(COMPACT, lambda s: s.compact(instructions)), dict)
 
 
 @_command("set_auto_compaction")
 def _set_auto_compaction(front: PiCommands, command_id: Any, command: Command) -> Awaitable[Data]:
     enabled = js_truthy(_field(command, "enabled"))
-    return front._settled(front.call(names.SET_AUTO_COMPACTION, lambda s: s.set_auto_compaction(enabled)))
+    return front._settled(front.call(SET_AUTO_COMPACTION, lambda s: s.set_auto_compaction(enabled)))
 
 
 @_command("set_auto_retry")
 def _set_auto_retry(front: PiCommands, command_id: Any, command: Command) -> Awaitable[Data]:
     enabled = js_truthy(_field(command, "enabled"))
-    return front._settled(front.call(names.SET_AUTO_RETRY, lambda s: s.set_auto_retry(enabled)))
+    return front._settled(front.call(SET_AUTO_RETRY, lambda s: s.set_auto_retry(enabled)))
 
 
 @_command("abort_retry")
 def _abort_retry(front: PiCommands, command_id: Any, command: Command) -> Awaitable[Data]:
-    return front._settled(front.call(names.ABORT_RETRY, lambda s: s.abort_retry()))
+    return front._settled(front.call(ABORT_RETRY, lambda s: s.abort_retry()))
 
 
 # bash --------------------------------------------------------------------------------------------
@@ -544,7 +589,7 @@ def _bash(front: PiCommands, command_id: Any, command: Command) -> Awaitable[Dat
     async def stop(session: SessionPort) -> None:
         session.abort_bash()
 
-    pending = front.call(names.BASH, lambda s: s.bash(text, exclude_from_context=js_truthy(exclude)
+    pending = front.call(BASH, lambda s: s.bash(text, exclude_from_context=js_truthy(exclude)
                                                       if exclude is not MISSING else None, request_id=request_id),
                          stop=stop)
     return front._settled(pending, bash_data)
@@ -552,7 +597,7 @@ def _bash(front: PiCommands, command_id: Any, command: Command) -> Awaitable[Dat
 
 @_command("abort_bash")
 def _abort_bash(front: PiCommands, command_id: Any, command: Command) -> Awaitable[Data]:
-    return front._settled(front.call(names.ABORT_BASH, lambda s: s.abort_bash()))
+    return front._settled(front.call(ABORT_BASH, lambda s: s.abort_bash()))
 
 
 # session -----------------------------------------------------------------------------------------
@@ -560,7 +605,7 @@ def _abort_bash(front: PiCommands, command_id: Any, command: Command) -> Awaitab
 
 @_command("get_session_stats")
 def _get_session_stats(front: PiCommands, command_id: Any, command: Command) -> Awaitable[Data]:
-    return front._settled(front.call(names.GET_SESSION_STATS, lambda s: s.stats()), stats_data)
+    return front._settled(front.call(GET_SESSION_STATS, lambda s: s.stats()), stats_data)
 
 
 @_command("export_html")
@@ -568,13 +613,13 @@ def _export_html(front: PiCommands, command_id: Any, command: Command) -> Awaita
     output = _field(command, "outputPath")
     path = os.path.join(front.cwd, output) if isinstance(output, str) and output else None
     # Pi answers with the path as it was given (a relative one is its process's cwd's).
-    return front._settled(front.call(names.EXPORT_HTML, lambda s: s.export_html(path)),
+    return front._settled(front.call(EXPORT_HTML, lambda s: s.export_html(path)),
                           lambda written: {"path": output if path is not None else written})
 
 
 @_command("get_fork_messages")
 def _get_fork_messages(front: PiCommands, command_id: Any, command: Command) -> Awaitable[Data]:
-    return front._settled(front.call(names.GET_FORK_MESSAGES, lambda s: s.fork_messages()),
+    return front._settled(front.call(GET_FORK_MESSAGES, lambda s: s.fork_messages()),
                           lambda ms: {"messages": [{"entryId": m.entry_id, "text": m.text} for m in ms]})
 
 
@@ -587,18 +632,18 @@ def _get_entries(front: PiCommands, command_id: Any, command: Command) -> Awaita
         entries, leaf_id = value
         return {"entries": [dict(e) for e in entries], "leafId": leaf_id}
 
-    return front._settled(front.call(names.GET_ENTRIES, lambda s: s.entries(cursor)), shape)
+    return front._settled(front.call(GET_ENTRIES, lambda s: s.entries(cursor)), shape)
 
 
 @_command("get_tree")
 def _get_tree(front: PiCommands, command_id: Any, command: Command) -> Awaitable[Data]:
-    return front._settled(front.call(names.GET_TREE, lambda s: s.tree(True)),
+    return front._settled(front.call(GET_TREE, lambda s: s.tree(True)),
                           lambda tree: {"tree": [dict(n) for n in tree.nodes or ()], "leafId": tree.leaf_id})
 
 
 @_command("get_last_assistant_text")
 def _get_last_assistant_text(front: PiCommands, command_id: Any, command: Command) -> Awaitable[Data]:
-    return front._settled(front.call(names.GET_LAST_ASSISTANT_TEXT, lambda s: s.last_assistant_text()),
+    return front._settled(front.call(GET_LAST_ASSISTANT_TEXT, lambda s: s.last_assistant_text()),
                           lambda text: {"text": text})
 
 
@@ -607,12 +652,12 @@ def _set_session_name(front: PiCommands, command_id: Any, command: Command) -> A
     name = js_trim(_text(_field(command, "name"), "trim", "command.name"))
     if not name:
         raise PiError(EMPTY_NAME)
-    return front._settled(front.call(names.SET_SESSION_NAME, lambda s: s.set_session_name(name)))
+    return front._settled(front.call(SET_SESSION_NAME, lambda s: s.set_session_name(name)))
 
 
 @_command("get_commands")
 def _get_commands(front: PiCommands, command_id: Any, command: Command) -> Awaitable[Data]:
-    return front._settled(front.call(names.GET_COMMANDS, lambda s: s.commands()),
+    return front._settled(front.call(GET_COMMANDS, lambda s: s.commands()),
                           lambda commands: {"commands": [command_data(c) for c in commands]})
 
 

@@ -83,13 +83,15 @@ TOUR: list[Any] = [
     *_ask(15, "get_messages"), *_ask(16, "get_entries"), *_ask(17, "get_entries", since="nope"),
     *_ask(18, "get_tree"), *_ask(19, "get_fork_messages"), *_ask(20, "get_last_assistant_text"),
     *_ask(21, "get_session_stats"), *_ask(22, "set_session_name", name="  the tour  "),
-    *_ask(23, "set_session_name", name="   "), *_ask(24, "get_commands"), *_ask(25, "export_html", outputPath="out.html"),
+    *_ask(23, "set_session_name", name="   "), *_ask(24, "get_commands"),
+    *_ask(25, "export_html", outputPath="out.html"),
     *_ask(26, "compact", customInstructions="keep it short"), *_ask(27, "get_entries"),
     *_ask(28, "steer", message="for later"), *_ask(29, "follow_up", message="and after"), *_ask(30, "clear_queue"),
     *_ask(31, "abort"), *_ask(32, "set_auto_compaction", enabled=False), *_ask(33, "get_state"),
     {"id": "p3", "type": "prompt", "message": "after compaction"}, ("answer", "p3"), ("event", "agent_settled", 3),
     ("idle",), _fork_before_last_user, ("answer", "fork"), *_ask(34, "get_state"),
-    {"id": "p4", "type": "prompt", "message": "in the fork"}, ("answer", "p4"), ("event", "agent_settled", 4), ("idle",),
+    {"id": "p4", "type": "prompt", "message": "in the fork"}, ("answer", "p4"), ("event", "agent_settled", 4),
+    ("idle",),
     *_ask(35, "clone"), *_ask(36, "get_state"),
     {"id": "p5", "type": "prompt", "message": "in the clone"}, ("answer", "p5"), ("event", "agent_settled", 5),
     ("idle",), _new_session_with_parent, ("answer", "new-child"), *_ask(37, "get_state"), *_ask(38, "clone"),
@@ -181,8 +183,8 @@ def test_the_end_of_input_mid_turn_matches_pi(pi_oracle: PiOracle, tmp_path: Pat
 
 @pytest.mark.parametrize("name", ["SIGTERM", *(("SIGHUP", "SIGINT") if LONG else ())])
 def test_the_end_by_a_signal_matches_pi(pi_oracle: PiOracle, tmp_path: Path, name: str) -> None:
-    steps: list[Any] = [{"id": "s1", "type": "prompt", "message": "hi"}, ("answer", "s1"), ("event", "agent_settled", 1),
-                        ("idle",)]
+    steps: list[Any] = [{"id": "s1", "type": "prompt", "message": "hi"}, ("answer", "s1"),
+                        ("event", "agent_settled", 1), ("idle",)]
     pi, ours = both(pi_oracle, tmp_path, [{"text": "hello"}], steps, end=end_by(SIGNALS[name]))
     assert ours["code"] == pi["code"] == {"SIGTERM": 143, "SIGHUP": 129, "SIGINT": -2}[name]
     assert_same(pi, ours)
