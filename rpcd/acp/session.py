@@ -15,7 +15,7 @@ built-in tools when the client offers them, the event translator and the ordered
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
 
 import anyio
@@ -52,6 +52,8 @@ from rpcd.core.values import (
     EventListener,
     ExtensionBindings,
     ExtensionError,
+    InputHandled,
+    PromptOutcome,
     SessionEvent,
 )
 from rpcd.host.host import Pending, SerializedHost
@@ -112,8 +114,21 @@ class _Bindings:
         self.diagnostics: list[Diagnostic] = []
 
     def extension_bindings(self, session: SessionPort) -> ExtensionBindings:
+        from rpcd.host.actions import HostCommandActions
+
+        # the host is looked up when used: the first session is bound while the host is being made
         return ExtensionBindings(mode="rpc", ui=None, on_error=self._on_extension_error,
-                                 tool_approver=self._session.approver if self._session.approver else None)
+                                 tool_approver=self._session.approver if self._session.approver else None,
+                                 command_actions=HostCommandActions(self._host), spawn=self._spawn)
+
+    def _host(self) -> SerializedHost:
+        host = self._session.host
+        if host is None:
+            raise RuntimeError("the ACP session has no host yet")
+        return host
+
+    def _spawn(self, work: Callable[[], Awaitable[None]]) -> None:
+        self._host().spawn(work)
 
     def subscribe(self, binding: Binding) -> HostSubscription:
         listener: EventListener = self._session.on_event
@@ -147,7 +162,7 @@ class _Turn:
 
     def __init__(self) -> None:
         self.cancelled = False
-        self.pending: Pending[str | CommandRan | None] | None = None
+        self.pending: Pending[PromptOutcome] | None = None
         """Its place in the host's FIFO (taken at arrival), then its running turn."""
         self.scope = anyio.CancelScope()
         """Cancelled when the prompt is withdrawn from the FIFO: its wait ends at once."""
@@ -376,8 +391,8 @@ class AcpSession:
             await self.stream.drain()
             if turn.cancelled:
                 return PromptResponse(stop_reason="cancelled")
-            if isinstance(outcome, CommandRan):
-                return PromptResponse(stop_reason="end_turn")  # an extension command ran instead of a turn
+            if isinstance(outcome, CommandRan | InputHandled):
+                return PromptResponse(stop_reason="end_turn")  # an extension took the input instead of a turn
             reason = outcome
             if reason is None:  # queued into a running turn: only with streamingBehavior, which ACP never sends
                 return PromptResponse(stop_reason="end_turn")

@@ -41,6 +41,7 @@ from rpcd.daemon.journal import HostJournal
 from rpcd.daemon.library import SessionLibrary, SessionLocation, resolve_session_dir
 from rpcd.daemon.logs import configure_logging
 from rpcd.daemon.options import Options, parse_options
+from rpcd.host.actions import HostCommandActions
 from rpcd.host.failures import FailureContext, Phase, attach_context, context_of
 from rpcd.host.host import Pending, SerializedHost
 from rpcd.host.port import RuntimePort
@@ -51,7 +52,6 @@ from rpcd.tools import ApprovalGate, ApprovalRules
 from rpcd.transport.stdio import guard_stdout
 from rpcd.wire.approvals import ApprovalMethods
 from rpcd.wire.client_requests import ClientRequests, UiBridge
-from rpcd.wire.commands import HostCommandActions
 from rpcd.wire.handlers import SessionMethods, register
 from rpcd.wire.notifications import HOST_STATUS, EventPump, Notification
 from rpcd.wire.server import FLUSH_TIMEOUT, Server, create_server
@@ -128,6 +128,8 @@ class Daemon:
                                    authorize_tool=self.requests.authorize_tool)
         self.host = SerializedHost(bindings, on_status=self._post_status)
         bindings.command_actions = HostCommandActions(self.host)  # an extension command's actions are host calls
+        bindings.spawn = self.host.spawn
+        bindings.shutdown = self._extension_shutdown
         self.server = create_server(
             dispose_hook=self.final_disposal,
             initialize_hook=self._on_initialize,
@@ -257,6 +259,23 @@ class Daemon:
         await self.journal.ensure_async(session_file, cwd)
 
     # -- the orderly end -----------------------------------------------------------------------------
+
+    def _extension_shutdown(self) -> None:
+        """Pi's ``ctx.shutdown()`` in RPC mode: the orderly end, once everything requested before it is
+        done and the session is idle (a turn running now finishes first)."""
+        host = self.host
+
+        async def when_idle() -> None:
+            async def idle() -> None:
+                await host.wait_idle()
+
+            try:
+                await host.enqueue_async("shutdown", idle)
+            except Exception as exc:  # the host went away meanwhile: end anyway
+                log_failure("extension shutdown: waiting for idle failed", exc)
+            self.server.request_stop("an extension asked to shut down")
+
+        host.spawn(when_idle)
 
     async def final_disposal(self) -> None:
         """The one orderly end (the server's dispose hook): dispose the host behind any in-flight

@@ -35,7 +35,7 @@ import os
 import random
 import ssl
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import anyio
@@ -315,8 +315,11 @@ async def stream_call(
     retry: ProviderRetry,
     env: Mapping[str, str] | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
+    on_response: Callable[[int, Mapping[str, str]], Awaitable[None]] | None = None,
 ) -> AsyncIterator[AssistantMessageEvent]:
-    """Run one model call; yields Pi's ``start`` … ``done``/``error`` (``base`` module doc)."""
+    """Run one model call; yields Pi's ``start`` … ``done``/``error`` (``base`` module doc).
+    ``on_response(status, headers)`` runs once the response to stream is there, before its body is
+    read (a failed attempt that is retried does not count)."""
     import httpx
 
     message = parser.message
@@ -339,6 +342,9 @@ async def stream_call(
                         problem = HttpFailure(text, status=status, headers=response.headers,
                                               retry_after=parse_retry_after(response.headers))
                     else:
+                        if on_response is not None:
+                            await on_response(response.status_code,
+                                              {k.lower(): v for k, v in response.headers.items()})
                         yield {"type": "start", "partial": message}
                         async for event in _consume(response, parser, provider, redactor):
                             yield event

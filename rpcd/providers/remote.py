@@ -115,6 +115,11 @@ class RemoteProvider:
     def __repr__(self) -> str:
         return f"RemoteProvider(name={self.name!r}, models={len(self._models)})"
 
+    def with_spec(self, spec: ProviderSpec) -> RemoteProvider:
+        """The same credentials, request settings and transport for another composition of this
+        provider (an extension's ``registerProvider`` over it)."""
+        return RemoteProvider(spec, credentials=self.credentials, settings=self.settings, transport=self._transport)
+
     def use_credentials(self, credentials: Credentials) -> None:
         """Switch credential snapshots (``--api-key`` lands here once its provider is known)."""
         self.credentials = credentials
@@ -199,12 +204,30 @@ class RemoteProvider:
                                             telemetry=self.settings.install_telemetry),
             max_tokens=request.max_tokens,
         )
+        hooks = request.hooks
+        removed: list[str] = []
+        if hooks is not None:
+            # Pi's ``transformHeaders`` (before_provider_headers): the option headers, changed in place
+            changed = await hooks.headers(dict(ctx.options_headers))
+            removed = [name for name, value in changed.items() if value is None]
+            ctx = attrs.evolve(ctx, attribution={}, auth=attrs.evolve(ctx.auth, headers={}),
+                               headers={name: value for name, value in changed.items() if value is not None})
         try:
             http_request = module.build_request(spec, ctx)
             parser = module.Parser(message, spec, ctx)
         except StreamError as exc:
             yield _fail(message, str(exc), secrets=auth.secrets)
             return
+        if hooks is not None:
+            gone = {name.lower() for name in removed}
+            headers = {name: value for name, value in http_request.headers.items() if name.lower() not in gone}
+            # Pi's ``onPayload`` (before_provider_request): the body each handler returns is sent
+            body = await hooks.payload(dict(http_request.body))
+            if not isinstance(body, Mapping):
+                yield _fail(message, "a before_provider_request handler replaced the payload with something that "
+                                     "is not a JSON object", secrets=auth.secrets)
+                return
+            http_request = attrs.evolve(http_request, headers=headers, body=body)
         async for event in stream_call(
             provider=self.name,
             request=http_request,
@@ -213,6 +236,7 @@ class RemoteProvider:
             retry=self.settings.retry,
             env=self.credentials.env,
             transport=self._transport,
+            on_response=hooks.response if hooks is not None else None,
         ):
             yield event
 

@@ -22,6 +22,7 @@ Every failure is a result (``isError``), never an exception out of the seam: the
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
@@ -128,7 +129,8 @@ class ToolSeam:
             return ToolOutcome.error(f"Tool {name} not found")
         try:
             args = dict(raw_args) if isinstance(raw_args, Mapping) else {}
-            args = tool.prepare_arguments(args)
+            prepared = tool.prepare_arguments(args)
+            args = await prepared if inspect.isawaitable(prepared) else prepared
             validated = validate_arguments(name, tool.parameters, args)
             call = ToolCall(call_id, name, validated if isinstance(validated, dict) else {}, raw_args)
             for hook in (self.hooks.tool_call, self.hooks.authorize):

@@ -42,8 +42,10 @@ from rpcd.core.values import (
     CycleModelResult,
     ForkMessage,
     ImageInput,
+    InputHandled,
     ModelDescription,
     ModelRef,
+    PromptOutcome,
     QueueSnapshot,
     SessionState,
     SessionStats,
@@ -376,12 +378,14 @@ class SessionMethods:
         return self._prompted(_tracked(pending), params.streaming_behavior)
 
     async def _prompted(
-        self, pending: Pending[str | CommandRan | None], streaming_behavior: t.StreamingBehavior | None
+        self, pending: Pending[PromptOutcome], streaming_behavior: t.StreamingBehavior | None
     ) -> t.PromptResult:
         outcome = await pending
         await self._pump.drain()
         if isinstance(outcome, CommandRan):
             return t.PromptResult(command=outcome.name)
+        if isinstance(outcome, InputHandled):
+            return t.PromptResult(handled=True)
         if outcome is None:
             return t.PromptResult(queued=streaming_behavior)
         return t.PromptResult(stop_reason=outcome)

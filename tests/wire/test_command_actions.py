@@ -21,6 +21,7 @@ import attrs
 import pytest
 
 from rpcd.core.values import CommandRan, Diagnostic, ExtensionBindings, ExtensionError
+from rpcd.host.actions import HostCommandActions
 from rpcd.host.host import SerializedHost
 from rpcd.host.port import Binding, HostSubscription, RuntimePort, SessionPort
 from rpcd.providers.base import ProviderRegistry
@@ -29,7 +30,6 @@ from rpcd.runtime.factory import make_default_factory
 from rpcd.runtime.runtime import create_runtime
 from rpcd.runtime.services import ProcessInputs, ProjectTrustContext, TrustDecision
 from rpcd.store import SessionManager
-from rpcd.wire.commands import HostCommandActions
 from tests.wire import _command_sink as sink
 
 pytestmark = pytest.mark.anyio
