@@ -192,6 +192,10 @@ class SessionMethods:
     def clone(self, params: t.CloneParams) -> Awaitable[t.ReplacementResult]:
         return self._replaced(_tracked(self._host.clone(params.entry_id)))
 
+    def reload(self, params: t.EmptyParams | None = None) -> Awaitable[t.ReplacementResult]:
+        """Pi's ``/reload``: a replacement of the current session file (reason ``reload``)."""
+        return self._replaced(_tracked(self._host.reload()))
+
     def import_jsonl(self, params: t.ImportJsonlParams) -> Awaitable[t.ReplacementResult]:
         progress = self._progress(params.work_done_token, "Importing transcript", params.path)
         # The store reports the bytes it copied to the reporter of the operation's context (taken now).
