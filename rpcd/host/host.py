@@ -513,7 +513,7 @@ class SerializedHost:
         ``stopReason``. Cancelling it while queued withdraws it; cancelling it once the turn has begun
         aborts the turn, and it resolves with the aborted turn's reason. An extension command
         (``/name args``) runs the same way, outside the queue like a turn, so the session actions it
-        takes (``rpcd.host.actions``) queue on the host like any request; it resolves ``CommandRan``.
+        takes (``rpcd.sessions.actions``) queue on the host like any request; it resolves ``CommandRan``.
         With ``streaming_behavior``, a prompt that finds a turn running at its place is queued into
         that turn (steer / follow-up) and resolves with ``None`` at once."""
         return self._outside(

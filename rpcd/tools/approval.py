@@ -37,10 +37,11 @@ from rpcd.core.values import (
     ApprovalRule,
     Diagnostic,
     ToolApprovalAnswer,
+    ToolApprovalRequest,
     ToolApprover,
 )
 from rpcd.tools.approval_facts import CallFacts, ToolProfile, describe_call
-from rpcd.tools.approval_rules import ApprovalRules, ApprovalRulesError, canonical_project, new_rule
+from rpcd.tools.approval_rules import ApprovalRules, ApprovalRulesError, always_rule, canonical_project, new_rule
 from rpcd.tools.base import AbortSignal
 from rpcd.tools.blocking import unless_aborted
 from rpcd.tools.seam import Block, ToolCall
@@ -50,6 +51,8 @@ _log = logging.getLogger("rpcd.tools.approval")
 POLICY_SETTING: Final = "approvalPolicy"
 REJECTED_BY_USER: Final = "Tool call rejected by the user"
 REJECTED: Final = "Tool call rejected"
+OFF_LOOP_COMMAND_CHARS: Final = 4096
+"""A bash command longer than this is matched against the rules in a worker thread."""
 
 
 def parse_policy(value: Any) -> ApprovalPolicy | None:
@@ -135,15 +138,21 @@ class ApprovalGate:
         if policy == "deny-writes":
             return Block(f"{REJECTED}: the approval policy deny-writes refuses calls that may change something")
         project = canonical_project(cwd)
-        # a stat per call, a (small) read only when the file changed: cheap enough for the event loop
-        rule = self.rules.decide(facts, project) if self.rules is not None else None
+        # a stat per call, a (small) read only when the file changed: cheap enough for the event loop,
+        # but reading a long command for the commands inside it is not
+        if self.rules is None:
+            rule = None
+        elif len(facts.command or "") > OFF_LOOP_COMMAND_CHARS:
+            rule = await anyio.to_thread.run_sync(self.rules.decide, facts, project)
+        else:
+            rule = self.rules.decide(facts, project)
         if rule is not None:
             if rule.decision == "reject":
                 return Block(f"{REJECTED}: refused by a remembered approval rule ({_describe(rule)})")
             return None
         if approver is None:
             return Block(f"{REJECTED}: the approval policy {policy} needs a client that answers approval requests")
-        answer = await _ask(approver, facts, call.tool_call_id, signal)
+        answer = await _ask(approver, facts.request(call.tool_call_id, always_rule(facts, project)), signal)
         if answer is None:  # aborted while waiting: the seam reports the abort
             return None
         if answer.decision in ("allowAlways", "rejectAlways"):
@@ -167,12 +176,11 @@ class ApprovalGate:
                          else type(exc).__name__)
 
 
-async def _ask(approver: ToolApprover, facts: CallFacts, tool_call_id: str,
-               signal: AbortSignal) -> ToolApprovalAnswer | None:
+async def _ask(approver: ToolApprover, request: ToolApprovalRequest, signal: AbortSignal) -> ToolApprovalAnswer | None:
     """The approver's answer, or ``None`` if the signal fired first (the ask is then cancelled,
     which withdraws the question from the client)."""
     try:
-        answer = await unless_aborted(lambda: approver(facts.request(tool_call_id)), signal)
+        answer = await unless_aborted(lambda: approver(request), signal)
     except Exception as exc:
         if signal.aborted:  # unless_aborted's ToolError: the question was withdrawn
             return None

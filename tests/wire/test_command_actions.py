@@ -21,7 +21,6 @@ import attrs
 import pytest
 
 from rpcd.core.values import CommandRan, Diagnostic, ExtensionBindings, ExtensionError
-from rpcd.host.actions import HostCommandActions
 from rpcd.host.host import SerializedHost
 from rpcd.host.port import Binding, HostSubscription, RuntimePort, SessionPort
 from rpcd.providers.base import ProviderRegistry
@@ -29,6 +28,7 @@ from rpcd.providers.faux import FauxProvider
 from rpcd.runtime.factory import make_default_factory
 from rpcd.runtime.runtime import create_runtime
 from rpcd.runtime.services import ProcessInputs, ProjectTrustContext, TrustDecision
+from rpcd.sessions.actions import HostCommandActions
 from rpcd.store import SessionManager
 from tests.wire import _command_sink as sink
 

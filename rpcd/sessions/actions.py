@@ -1,4 +1,5 @@
-"""Session control for extension commands (Pi's ``commandContextActions``), through the host.
+"""Session control for extension commands (Pi's ``commandContextActions``), through the host — for
+the sessions of every front.
 
 A command's ``ctx.new_session()`` / ``ctx.fork()`` / ``ctx.switch_session()`` is one host call,
 made the way a wire request makes it: queued behind everything requested before it (the host's
@@ -18,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from rpcd.core.errors import HostUnavailableError
 from rpcd.core.values import ForkPosition, ReplaceResult
 from rpcd.host.host import ReplacementOutcome, SerializedHost
 
@@ -29,41 +31,43 @@ def _result(outcome: ReplacementOutcome) -> ReplaceResult:
 
 
 class HostCommandActions:
-    """``rpcd.core.values.CommandActions`` over a serialized host (given, or looked up at each call:
-    a front that binds its first session while its host is being made)."""
+    """``rpcd.core.values.CommandActions`` over one serialized host (given now, or once it is bound:
+    ``attach``; a command cannot run before its session is bound)."""
 
-    def __init__(self, host: SerializedHost | Callable[[], SerializedHost]) -> None:
-        self._get = host if callable(host) and not isinstance(host, SerializedHost) else None
-        self._fixed = host if isinstance(host, SerializedHost) else None
+    def __init__(self, host: SerializedHost | None = None) -> None:
+        self._host = host
 
-    @property
-    def _host(self) -> SerializedHost:
-        host = self._fixed if self._fixed is not None else (self._get() if self._get is not None else None)
-        if host is None:
-            raise RuntimeError("no host")
-        return host
+    def attach(self, host: SerializedHost) -> None:
+        self._host = host
+
+    def _require(self) -> SerializedHost:
+        if self._host is None:
+            raise HostUnavailableError("the session is not bound yet")
+        return self._host
 
     async def new_session(self, *, parent_session: str | None = None,
                           setup: Callable[[Any], Any] | None = None) -> ReplaceResult:
-        return _result(await self._host.new_session(parent_session=parent_session, setup=setup))
+        return _result(await self._require().new_session(parent_session=parent_session, setup=setup))
 
     async def fork(self, entry_id: str, position: ForkPosition = "before") -> ReplaceResult:
-        pending = self._host.clone(entry_id) if position == "at" else self._host.fork(entry_id)
+        host = self._require()
+        pending = host.clone(entry_id) if position == "at" else host.fork(entry_id)
         return _result(await pending)
 
     async def switch_session(self, session_path: str) -> ReplaceResult:
-        return _result(await self._host.resume(session_path))
+        return _result(await self._require().resume(session_path))
 
     async def navigate_tree(self, target_id: str, *, summarize: bool = False, custom_instructions: str | None = None,
                             replace_instructions: bool | None = None, label: str | None = None) -> Mapping[str, Any]:
-        return await self._host.navigate_tree(target_id, summarize=summarize, custom_instructions=custom_instructions,
-                                              replace_instructions=replace_instructions, label=label)
+        return await self._require().navigate_tree(
+            target_id, summarize=summarize, custom_instructions=custom_instructions,
+            replace_instructions=replace_instructions, label=label)
 
     async def reload(self) -> None:
-        await self._host.reload()
+        await self._require().reload()
 
     async def compact(self, custom_instructions: str | None = None) -> Mapping[str, Any]:
-        return await self._host.compact(custom_instructions)
+        return await self._require().compact(custom_instructions)
 
     async def run_turn(self, operation: str, work: Callable[[], Awaitable[Any]]) -> Any:
-        return await self._host.run_for_session(operation, work)
+        return await self._require().run_for_session(operation, work)
