@@ -43,7 +43,7 @@ from rpcd.acp.errors import invalid_params, provider_failure, request_error, to_
 from rpcd.acp.permissions import tool_approver, trust_asker
 from rpcd.acp.prompt import PROMPT_METHOD, at_blocks, build_prompt
 from rpcd.acp.stream import UpdateStream
-from rpcd.acp.updates import EventTranslator, commands_update, replay
+from rpcd.acp.updates import RELOAD_COMMAND, EventTranslator, commands_update, replay
 from rpcd.core.files import read_regular
 from rpcd.core.values import (
     APPROVAL_POLICIES,
@@ -156,8 +156,8 @@ class _Turn:
 
     def __init__(self) -> None:
         self.cancelled = False
-        self.pending: Pending[PromptOutcome] | None = None
-        """Its place in the host's FIFO (taken at arrival), then its running turn."""
+        self.pending: Pending[Any] | None = None
+        """Its place in the host's FIFO (taken at arrival), then its running turn (or ``/reload``)."""
         self.scope = anyio.CancelScope()
         """Cancelled when the prompt is withdrawn from the FIFO: its wait ends at once."""
 
@@ -378,8 +378,13 @@ class AcpSession:
 
             try:
                 with turn.scope:
-                    turn.pending = host.prompt(prompt.text, images=prompt.images)
-                    outcome = await turn.pending
+                    if prompt.text.strip() == RELOAD_COMMAND and not prompt.images:
+                        turn.pending = host.reload()  # Pi's /reload; the editor hears commands_changed
+                        await turn.pending
+                        await self.stream.drain()
+                        return PromptResponse(stop_reason="end_turn")
+                    turn.pending = pending = host.prompt(prompt.text, images=prompt.images)
+                    outcome: PromptOutcome = await pending
             except Exception as exc:
                 await self.stream.drain()
                 if turn.cancelled:
@@ -452,8 +457,7 @@ class AcpSession:
         except Exception as exc:
             log.info("commands unavailable: %s", type(exc).__name__, extra={"sessionId": self.id})
             return
-        if commands:
-            self.stream.push(commands_update([command_to_wire(c) for c in commands]))
+        self.stream.push(commands_update([command_to_wire(c) for c in commands]))
 
     # -- replay -------------------------------------------------------------------------------------
 

@@ -564,14 +564,14 @@ class AgentSession(SessionExtensionActions):
             on_error=self._report_extension_error,
         )
 
-    def commands(self) -> list[CommandInfo]:
+    def commands(self, *, offered: bool = True) -> list[CommandInfo]:
         """Every command a prompt can invoke now, in Pi's order: extension commands, prompt
-        templates, skills (``skill:name``)."""
-        return command_input.list_commands(
-            self._runner,
-            templates=self.prompt_templates,
-            skills=self.skills if self._setting("enableSkillCommands") is not False else (),
-        )
+        templates, skills (``skill:name``). ``offered``: what clients are offered (``getCommands``,
+        ``commands_changed``, ACP's available commands): the setting ``enableSkillCommands: false``
+        leaves the skills out, as Pi's editor stops offering them (``/skill:name`` still expands)."""
+        hidden = offered and self._setting("enableSkillCommands") is False
+        return command_input.list_commands(self._runner, templates=self.prompt_templates,
+                                           skills=() if hidden else self.skills)
 
     def notify_commands_changed(self, previous: Sequence[CommandInfo]) -> None:
         """``commands_changed`` to the subscribers when this session's commands differ from ``previous``."""
@@ -1489,12 +1489,12 @@ class _SessionHooks:
             return outcome
         content = patch.get("content")
         is_error = patch.get("isError")
-        return ToolOutcome(
+        return attrs.evolve(
+            outcome,
             content=list(content) if isinstance(content, list) else outcome.content,
             details=patch.get("details") if patch.get("details") is not None else outcome.details,
             is_error=is_error if isinstance(is_error, bool) else outcome.is_error,
             usage=patch.get("usage") if patch.get("usage") is not None else outcome.usage,
-            terminate=outcome.terminate,
         )
 
 

@@ -91,7 +91,7 @@ class SessionExtensionActions:
     def _apply_tools(self) -> None:
         raise NotImplementedError
 
-    def commands(self) -> list[Any]:
+    def commands(self, *, offered: bool = True) -> list[Any]:
         raise NotImplementedError
 
     def settings(self) -> Any:
@@ -237,7 +237,7 @@ class SessionExtensionActions:
     def commands_info(self) -> list[dict[str, Any]]:
         """Pi's ``getCommands`` entries (``name``, ``description``?, ``source``, ``sourceInfo``)."""
         out: list[dict[str, Any]] = []
-        for info in self.commands():
+        for info in self.commands(offered=False):
             entry: dict[str, Any] = {"name": info.name}
             if info.description is not None:
                 entry["description"] = info.description

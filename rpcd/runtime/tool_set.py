@@ -46,9 +46,16 @@ class ExtensionTool:
 
     accepts_signal = True
 
-    def __init__(self, runner: ExtensionRunner, definition: RegisteredTool) -> None:
+    def __init__(self, runner: ExtensionRunner, definition: RegisteredTool,
+                 active: Callable[[], Sequence[str]] = tuple) -> None:
         self._runner = runner
         self.definition = definition
+        self._active = active
+
+    @property
+    def execution_mode(self) -> str | None:
+        """``"sequential"``: a turn calling this tool runs all its calls one after another."""
+        return self.definition.execution_mode
 
     @property
     def name(self) -> str:
@@ -86,6 +93,18 @@ class ExtensionTool:
         return prepared
 
     async def execute(self, tool_call_id: str, args: dict[str, Any], ctx: ToolCallContext) -> dict[str, Any]:
+        before = list(self._active())
+        result = await self._execute(tool_call_id, args, ctx)
+        after = list(self._active())
+        # Pi's wrapRegisteredTool: tools the call activated (none removed) are recorded on its result
+        added = [name for name in after if name not in set(before)]
+        if result.get("isError") or not added or not all(name in after for name in before):
+            return result
+        earlier = result.get("addedToolNames")
+        return {**result, "addedToolNames": list(dict.fromkeys(
+            [*(earlier if isinstance(earlier, list) else []), *added]))}
+
+    async def _execute(self, tool_call_id: str, args: dict[str, Any], ctx: ToolCallContext) -> dict[str, Any]:
         signal = ctx.signal
         update = ctx.on_update
 
@@ -145,7 +164,7 @@ class ToolSet:
         runner = self._runner
         for name, definition in self._extension_tools().items():
             if self._allowed(name) and runner is not None:
-                registry[name] = ExtensionTool(runner, definition)
+                registry[name] = ExtensionTool(runner, definition, lambda: self.active)
         self.registry = registry
 
     def refresh(self) -> bool:

@@ -68,6 +68,9 @@ class ToolOutcome:
     is_error: bool = False
     usage: Any = None
     terminate: bool = False
+    added_tool_names: list[str] | None = None
+    """Pi's ``addedToolNames``: tools the call activated (an extension tool that called
+    ``set_active_tools``), recorded on its ``toolResult`` message."""
 
     @classmethod
     def error(cls, message: str, *, terminate: bool = False) -> ToolOutcome:
@@ -203,4 +206,11 @@ def _outcome_of(result: Any) -> ToolOutcome:
         is_error=bool(result.get("isError", False)),
         usage=result.get("usage"),
         terminate=bool(result.get("terminate", False)),
+        added_tool_names=_names(result.get("addedToolNames")),
     )
+
+
+def _names(value: Any) -> list[str] | None:
+    if not isinstance(value, list) or not value:
+        return None
+    return [name for name in value if isinstance(name, str)] or None

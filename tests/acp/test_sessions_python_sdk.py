@@ -225,6 +225,7 @@ async def test_templates_and_skills_are_offered_as_commands_and_run_from_a_promp
         await editor.wait_for(lambda: editor.of(session, "available_commands_update"))
         (update,) = editor.of(session, "available_commands_update")
         greet = next(c for c in update["availableCommands"] if c["name"] == "greet")
+        assert update["availableCommands"][0]["name"] == "reload"  # the reload method, as Pi's /reload
         assert greet == {"name": "greet", "description": "Greet someone", "input": {"hint": "<name>"}}
         answer = await conn.prompt(session_id=session, prompt=[text_block("/greet Ada")])
         assert answer.stop_reason == "end_turn"

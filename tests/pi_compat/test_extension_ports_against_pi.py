@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.pi_compat.extension_programs import ExtProgram, run_both
+from tests.pi_compat.extension_programs import PORTS, ExtProgram, run_both
 from tests.pi_compat.oracle import PiOracle
 from tests.providers.sse_server import chunk
 
@@ -46,6 +46,12 @@ def tool_reply(name: str, args: dict[str, Any], call_id: str = "call_1") -> list
 def call(name: str, args: dict[str, Any], call_id: str = "call_1") -> dict[str, Any]:
     """A faux step calling ``name``."""
     return {"toolCall": {"name": name, "arguments": args, "id": call_id}}
+
+
+def steps(tool: str, *waits: int) -> dict[str, Any]:
+    """One faux step calling ``tool`` once per wait (ms), numbered from 1, in one assistant message."""
+    return {"toolCalls": [{"name": tool, "arguments": {"n": i, "wait": wait}, "id": f"{tool}_{i}"}
+                          for i, wait in enumerate(waits, 1)]}
 
 
 def set_model(model_id: str) -> tuple[Any, ...]:
@@ -134,6 +140,35 @@ PROGRAMS: dict[str, ExtProgram] = {
         flags={"plan": True}, ui={"select": {"value": "Execute the plan (track progress)"}},
         http=[reply("Let me look.\n\nPlan:\n1. Read the config file carefully\n2. Update the parser module\n"),
               reply("noted"), reply("[DONE:1] read it\n[DONE:2] updated the parser")]),
+    "kimi-deferred-tools": ExtProgram(
+        "kimi-deferred-tools.ts", "kimi_deferred_tools.py",
+        [("prompt", "Use the available tools to calculate 100 + 500."), ("settled",)],
+        http=[tool_reply("tool_search", {"query": "calculator"}), tool_reply("Calculator", {"expr": "100 + 500"},
+                                                                              "call_2"), reply("It is 42.")]),
+    "sequential-tools": ExtProgram(  # Pi's tic-tac-toe.ts shows executionMode behind a terminal game
+        str(PORTS / "sequential_probe.ts"), "sequential_probe.py",
+        [("prompt", "sequential"), ("settled",), ("prompt", "parallel"), ("settled",), ("prompt", "mixed"),
+         ("settled",)],
+        script=[steps("step", 300, 0), {"text": "one by one"}, steps("pstep", 300, 0), {"text": "side by side"},
+                {"toolCalls": [{"name": "pstep", "arguments": {"n": 1, "wait": 300}, "id": "m1"},
+                               {"name": "step", "arguments": {"n": 2, "wait": 0}, "id": "m2"}]},
+                {"text": "all one by one"}]),
+    "api-probe": ExtProgram(  # rpcd's probe of the members no example exercises in RPC mode
+        str(PORTS / "api_probe.ts"), "api_probe.py",
+        [("prompt", "/probe-ctx"), ("prompt", "/probe-exec"), ("prompt", "/probe-tools"), ("prompt", "hello"),
+         ("settled",), ("prompt", "/probe-label"), ("prompt", "/probe-commands"), ("prompt", "/probe-next"),
+         ("prompt", "next turn"), ("settled",), ("prompt", "/probe-trigger"), ("waitEvent", "agent_end", 3),
+         ("settled",), ("call", "bash", {"command": "fake thing"}, "bash", {"command": "fake thing"}),
+         ("call", "set_thinking_level", {"level": "high"}, "setThinkingLevel", {"level": "high"}),
+         ("prompt", "/probe-confirm"), ("prompt", "/probe-tree"), ("prompt", "/probe-ctx")],
+        script=[call("probe_tool", {"text": "old"}), {"text": "please REPLACE me"}, {"text": "noted"},
+                {"text": "triggered reply"}],
+        ui={"confirm": {"confirmed": True}}, extra=["lifecycle_probe"]),
+    "api-probe-new-session": ExtProgram(
+        str(PORTS / "api_probe.ts"), "api_probe.py",
+        [("prompt", "hi"), ("settled",), ("prompt", "/probe-new"), ("waitEvent", "agent_end", 2), ("settled",)],
+        # Pi's faux extension starts its script again in the new session: one reply for every call
+        script=[{"text": "hi there"}, {"text": "hi there"}], extra=["lifecycle_probe"]),
 }
 
 
@@ -155,6 +190,12 @@ def test_the_python_port_behaves_as_pi_s_example(pi_oracle: PiOracle, tmp_path: 
         for side in (pi, ours):
             side["ui"] = [("notify", "<time>", kind) if LOCALE_TIME.match(str(text)) else (m, text, kind)
                           for m, text, kind in side["ui"]]
+    if name == "api-probe":  # documented differences (docs/pi-compat.md): Pi registers powershell on every
+        for entry in pi["entries"]:  # platform (rpcd has none), and has its bundled /llama command
+            if entry[:2] == ("custom", "probe") and entry[2].get("kind") == "tools":
+                entry[2]["all"].remove(["powershell", "builtin"])
+            if entry[:2] == ("custom", "probe") and entry[2].get("kind") == "commands":
+                entry[2]["commands"].remove(["llama", "extension"])
     if name == "system-prompt-header":  # Pi's prompt has its documentation block (docs/pi-compat.md)
         assert ours["ui"] == [("setStatus", "system-prompt", f"System: {_utf16(_system_prompt(ours))} chars")]
         assert pi["ui"] == [("setStatus", "system-prompt", f"System: {_utf16(_raw_system_prompt(pi))} chars")]

@@ -325,7 +325,7 @@ class ExtensionRunner:
         """Notification-only events Pi does not wait for. ``now`` (Pi's ``void runner.emit(event)``:
         ``thinking_level_select``, ``session_info_changed``, ``model_select`` from a client's setter):
         handlers that answer at once run at once, in order; from the first that has to wait on, the
-        rest continue in the background. ``now=False`` (Pi's ``queueMicrotask``: ``ui_prompt_*``):
+        rest continue in the background. ``now=False`` (Pi's ``queueMicrotask``: ``ui_prompt_start``):
         all of them in the background."""
         event_type = str(event.get("type"))
         if self.is_invalidated or not self.has_handlers(event_type):
@@ -670,8 +670,9 @@ class ExtensionRunner:
 
     async def execute_tool(self, name: str, tool_call_id: str, args: dict[str, Any], signal: Any = None,
                            on_update: Callable[[Mapping[str, Any]], None] | None = None) -> dict[str, Any]:
-        """Run a registered tool. Raising is Pi's way to fail a tool (an ``isError`` result with the
-        redacted message); a result with no JSON form fails it too, and is reported."""
+        """Run a registered tool. Raising is Pi's only way to fail a tool (an ``isError`` result with
+        the redacted message; a returned ``isError`` is dropped, as Pi ignores it); a result with no
+        JSON form fails it too, and is reported."""
         self.check_live()
         tool = self.tools.get(name)
         if tool is None:
@@ -690,6 +691,7 @@ class ExtensionRunner:
             return error_result(f"Tool {tool.name} returned a result that cannot be stored: {exc.reason} at {exc.path}")
         if not isinstance(out.get("content"), list):
             out["content"] = []
+        out.pop("isError", None)  # Pi's executePreparedToolCall: a tool that returns succeeded
         return out
 
     async def run_command(self, command: ResolvedCommand, args: str,

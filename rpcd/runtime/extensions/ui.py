@@ -62,7 +62,8 @@ def _timeout(value: Any, *, milliseconds: bool = False) -> float | None:
 
 class UiPromptTracker:
     """Pi's ``withUIPrompt``: ``ui_prompt_start``/``ui_prompt_end`` around blocking dialogs, nested or
-    overlapping ones coalesced into one outer span; the events are not waited for."""
+    overlapping ones coalesced into one outer span; the events are not waited for (the start's
+    handlers run once the dialog is out, the end's answer-at-once part before its caller goes on)."""
 
     def __init__(self, emit_later: Callable[..., None]) -> None:
         self._emit_later = emit_later
@@ -83,7 +84,8 @@ class UiPromptTracker:
             if self._depth <= 0:
                 self._depth = 0
                 active, self._active = self._active or (kind, title), None
-                self._emit_later(_prompt_event("ui_prompt_end", *active), now=False)
+                # Pi queues it as a microtask that runs before the dialog's caller resumes
+                self._emit_later(_prompt_event("ui_prompt_end", *active))
 
 
 def _prompt_event(kind: str, prompt_kind: str, title: str | None) -> dict[str, Any]:

@@ -474,9 +474,13 @@ class Agent:
     async def _execute_tool_calls(self, calls: list[Mapping[str, Any]],
                                   sink: AgentSink) -> tuple[list[dict[str, Any]], bool]:
         """Pi's parallel mode: prepare in order, run the prepared ones concurrently, then the
-        ``toolResult`` messages in call order. Calls after an abort are not started (no result)."""
-        signal = self._signal
+        ``toolResult`` messages in call order. Calls after an abort are not started (no result).
+        A batch with a call of a ``sequential`` tool (``execution_mode``) runs Pi's sequential mode."""
         seam = self.seam
+        if any(getattr(seam.tools.get(_call_parts(call)[1]), "execution_mode", None) == "sequential"
+               for call in calls):
+            return await self._execute_sequentially(calls, sink)
+        signal = self._signal
         finished: list[tuple[str, str, ToolOutcome] | None] = []
         runnable: list[tuple[int, str, str, Any, Prepared]] = []
         for call in calls:
@@ -510,6 +514,26 @@ class Agent:
             messages.append(await self._emit_result_message(sink, call_id, name, outcome))
         terminate = bool(outcomes) and all(o.terminate for o in outcomes)
         return messages, terminate
+
+    async def _execute_sequentially(self, calls: list[Mapping[str, Any]],
+                                    sink: AgentSink) -> tuple[list[dict[str, Any]], bool]:
+        """Pi's ``executeToolCallsSequential``: each call prepared, run, ended and its ``toolResult``
+        message written before the next starts; none after an abort."""
+        signal = self._signal
+        messages: list[dict[str, Any]] = []
+        outcomes: list[ToolOutcome] = []
+        for call in calls:
+            call_id, name, args = _call_parts(call)
+            await sink.emit({"type": "tool_execution_start", "toolCallId": call_id, "toolName": name, "args": args})
+            prepared = await self.seam.prepare(call_id, name, call.get("arguments"), signal)
+            outcome = prepared if isinstance(prepared, ToolOutcome) else \
+                await self._run_prepared(sink, call_id, name, args, prepared)
+            await self._emit_end(sink, call_id, name, outcome)
+            outcomes.append(outcome)
+            messages.append(await self._emit_result_message(sink, call_id, name, outcome))
+            if signal.aborted:
+                break
+        return messages, bool(outcomes) and all(o.terminate for o in outcomes)
 
     async def _run_prepared(self, sink: AgentSink, call_id: str, name: str, args: Any,
                             prepared: Prepared) -> ToolOutcome:
@@ -550,6 +574,8 @@ class Agent:
             message["details"] = outcome.details
         if outcome.usage is not None:
             message["usage"] = outcome.usage
+        if outcome.added_tool_names:
+            message["addedToolNames"] = list(outcome.added_tool_names)
         message["isError"] = outcome.is_error
         message["timestamp"] = _now_ms()
         await sink.emit({"type": "message_start", "message": message})
