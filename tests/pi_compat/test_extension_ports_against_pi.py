@@ -15,6 +15,7 @@ permission dialogs, blocked paths, state kept in tool results, and plan mode (fl
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -179,10 +180,21 @@ def _comparable(side: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+DEFAULT = ("input-transform", "send-user-message", "provider-payload", "dynamic-tools", "reload-runtime",
+           "permission-gate", "plan-mode", "kimi-deferred-tools", "sequential-tools", "api-probe")
+"""One program per family in the default run (one Pi process each); every program with ``RPCD_LONG=1``."""
+LONG = os.environ.get("RPCD_LONG") == "1"
+
+
+def _programs() -> list[Any]:
+    long_only = [pytest.mark.slow, pytest.mark.skipif(not LONG, reason="long variant: RPCD_LONG=1")]
+    return [name if name in DEFAULT else pytest.param(name, marks=long_only) for name in PROGRAMS]
+
+
 LOCALE_TIME = re.compile(r"^\d{1,2}/\d{1,2}/\d{4}, \d{1,2}:\d\d:\d\d [AP]M$")
 
 
-@pytest.mark.parametrize("name", list(PROGRAMS))
+@pytest.mark.parametrize("name", _programs())
 def test_the_python_port_behaves_as_pi_s_example(pi_oracle: PiOracle, tmp_path: Path, name: str) -> None:
     program = PROGRAMS[name]
     pi, ours = run_both(pi_oracle, tmp_path, program)

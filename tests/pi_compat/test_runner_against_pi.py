@@ -2,8 +2,8 @@
 ``ExtensionRunner`` (``runner_combination.mjs`` runs it in Node): the same scripted handlers (results,
 raises, in-place changes) in the same load order give the same combined result, the same events seen
 by each handler in the same order (``ctx.get_system_prompt()`` too, in ``before_agent_start``) and the
-same errors, for every event whose results Pi combines. Hypothesis writes the scripts; one Node process
-answers them all.
+same errors, for every event whose results Pi combines. Hypothesis writes the scripts (150 per run, 3,000
+with ``RPCD_LONG=1``); one Node process answers them all.
 
 The runner under test is rpcd's (``rpcd.runtime.extensions.runner``) over plain ``Extension`` records:
 the same records a Node host fills for TypeScript extensions, so what is proved here holds across runners.
@@ -218,7 +218,10 @@ def _comparable(answer: dict[str, Any]) -> dict[str, Any]:
     return {**answer, "errors": [[path, event] for path, event, _ in answer["errors"]]}
 
 
-@settings(max_examples=int(os.environ.get("RPCD_RUNNER_EXAMPLES", "150")), deadline=None,
+EXAMPLES = int(os.environ.get("RPCD_RUNNER_EXAMPLES", "3000" if os.environ.get("RPCD_LONG") == "1" else "150"))
+
+
+@settings(max_examples=EXAMPLES, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(scenarios())
 def test_results_combine_as_in_pi(pi_runner: NodeRunner, scenario: dict[str, Any]) -> None:
