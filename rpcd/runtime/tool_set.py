@@ -11,6 +11,7 @@ extension registered after load is added, as Pi's ``_refreshToolRegistry`` adds 
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -162,9 +163,10 @@ class ToolSet:
     def _rebuild_registry(self) -> None:
         registry: dict[str, Tool] = {n: t for n, t in self._builtin.items() if self._allowed(n)}
         runner = self._runner
+        owner = weakref.proxy(self)  # its tools see the active set without a reference cycle
         for name, definition in self._extension_tools().items():
             if self._allowed(name) and runner is not None:
-                registry[name] = ExtensionTool(runner, definition, lambda: self.active)
+                registry[name] = ExtensionTool(runner, definition, lambda: owner.active)
         self.registry = registry
 
     def refresh(self) -> bool:

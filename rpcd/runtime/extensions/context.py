@@ -15,14 +15,36 @@ import contextvars
 import inspect
 import weakref
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from rpcd.core.codec import to_json
-from rpcd.core.errors import RuntimeFailure
+from rpcd.core.errors import RuntimeFailure, SessionDisposedError
 from rpcd.core.values import CommandActions, ExtensionBindings, ForkPosition, ReplaceResult
 
 from .session_view import ModelRegistryView, SessionReader, SessionView
 from .ui import CheckedUi, UiPromptTracker
+
+STALE_MESSAGE = (
+    "This extension ctx is stale after session replacement or reload. Do not use a captured pi or command ctx "
+    "after ctx.new_session(), ctx.fork(), ctx.switch_session(), or ctx.reload(). For new_session, fork, and "
+    "switch_session, move post-replacement work into with_session and use the ctx passed to with_session. For "
+    "reload, do not use the old ctx after await ctx.reload()."
+)
+
+
+T = TypeVar("T")
+R = TypeVar("R", bound="RunnerState")
+
+
+def weak(obj: T) -> T:
+    """``obj`` seen through a weak proxy (itself when it cannot be weakly referenced, or is a proxy):
+    a ``pi`` or ``ctx`` an extension keeps in a closure of its own handlers makes no reference cycle
+    through the runner."""
+    try:
+        return weakref.proxy(obj)  # type: ignore[no-any-return]
+    except TypeError:
+        return obj
+
 
 WithSession = Callable[["ReplacedSessionContext"], Any]
 """Post-replacement work, given the *replacement* session's context."""
@@ -143,12 +165,11 @@ class ExtensionContext:
     """
 
     def __init__(self, runner: RunnerState, *, system_prompt: Callable[[], str] | None = None) -> None:
-        self._runner = runner
+        self._runner = weak(runner)
         self._system_prompt = system_prompt
 
     def _live(self) -> RunnerState:
-        self._runner.check_live()
-        return self._runner
+        return live(self._runner)
 
     def _session(self) -> SessionActions:
         runner = self._live()
@@ -325,6 +346,15 @@ class ExtensionContext:
             "systemPrompt": self.get_system_prompt(),
             "flags": dict(runner.flag_values()),
         }
+
+
+def live(runner: R) -> R:
+    """``runner`` if its session is live; Pi's stale-ctx error once it is disposed (or freed)."""
+    try:
+        runner.check_live()
+    except ReferenceError:
+        raise SessionDisposedError(STALE_MESSAGE) from None
+    return runner
 
 
 def _append_entry(actions: SessionActions, custom_type: Any, data: Any) -> str:

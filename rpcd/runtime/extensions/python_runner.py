@@ -36,8 +36,10 @@ from .context import (
     ExtensionRuntimeNotReadyError,
     SessionActions,
     append_entry,
+    live,
     send_message,
     send_user_message,
+    weak,
 )
 from .process import exec_command
 from .registry import (
@@ -111,20 +113,23 @@ class ExtensionAPI:
     """What ``register(pi)`` receives: registration now and later, session actions once bound."""
 
     def __init__(self, runner: ExtensionRunner, extension: Extension) -> None:
-        self._runner = runner
+        self._runner = weak(runner)  # handlers close over ``pi``: no cycle through the runner
         self._extension = extension
         self._loading = True
         self._failed = False
         self._pending: list[Callable[[], None]] = []
-        self.events = EventsFacade(self)
+
+    @property
+    def events(self) -> EventsFacade:
+        """Pi's ``pi.events``: the bus the session's extensions share."""
+        return EventsFacade(self)
 
     # -- state -----------------------------------------------------------------------------
 
     def _active(self) -> ExtensionRunner:
         if self._failed:
             raise RuntimeError(f'Extension "{self._extension.path}" failed to load and its API is no longer active.')
-        self._runner.check_live()
-        return self._runner
+        return live(self._runner)
 
     def _session(self) -> SessionActions:
         runner = self._active()

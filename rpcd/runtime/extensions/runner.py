@@ -47,7 +47,15 @@ from rpcd.core.redact import redact
 from rpcd.core.values import Diagnostic, ExtensionBindings, ExtensionError
 
 from .bus import EventBus
-from .context import LATEST_RUNNER, ExtensionCommandContext, ExtensionContext, SessionActions, UiPromptTracker
+from .context import (
+    LATEST_RUNNER,
+    STALE_MESSAGE,
+    ExtensionCommandContext,
+    ExtensionContext,
+    SessionActions,
+    UiPromptTracker,
+    weak,
+)
 from .registry import Extension, FlagDefinition, Handler, RegisteredCommand, RegisteredTool, ShortcutDefinition
 
 _log = logging.getLogger(__name__)
@@ -58,12 +66,6 @@ SESSION_BEFORE_EVENTS = frozenset({"session_before_switch", "session_before_fork
 EXTENSION_FAILURES = (Exception, SystemExit)
 """What extension code may raise without taking the daemon down: ``sys.exit()`` in a handler is a bug
 in that extension, not a request to stop rpcd. Cancellation and ``KeyboardInterrupt`` propagate."""
-STALE_MESSAGE = (
-    "This extension ctx is stale after session replacement or reload. Do not use a captured pi or command ctx "
-    "after ctx.new_session(), ctx.fork(), ctx.switch_session(), or ctx.reload(). For new_session, fork, and "
-    "switch_session, move post-replacement work into with_session and use the ctx passed to with_session. For "
-    "reload, do not use the old ctx after await ctx.reload()."
-)
 
 
 def describe(exc: BaseException) -> str:
@@ -106,9 +108,12 @@ class ExtensionRunner:
         self.extensions: list[Extension] = []
         self.bindings: ExtensionBindings | None = None
         self.session_actions: SessionActions | None = None
-        self.events = EventBus(self.spawn)
+        # its parts see it through a weak proxy: no reference cycle runs through a runner, so a
+        # replaced session's runner is freed by reference counting alone
+        owner = weak(self)
+        self.events = EventBus(lambda work, **where: owner.spawn(work, **where))
         """Pi's ``pi.events``: shared by every extension of this runner."""
-        self.ui_prompts = UiPromptTracker(self.emit_later)
+        self.ui_prompts = UiPromptTracker(lambda event, **how: owner.emit_later(event, **how))
         self.pending_providers: list[tuple[str, Callable[[], None]]] = []
         """``register_provider`` calls made while loading, applied once the session is bound (Pi's queue)."""
         self._process_flags: dict[str, bool | str] = dict(flags or {})
