@@ -135,7 +135,8 @@ async def test_load_replays_the_conversation_before_answering_and_reuses_a_live_
     second = Editor()
     async with spawn(second, agent_dir) as (conn, _):
         loaded = await conn.load_session(cwd=str(cwd), session_id=session, mcp_servers=[])
-        replayed = [u for _, u in second.updates]
+        # the session's commands (at least rpcd's /reload) are announced beside the replay
+        replayed = [u for _, u in second.updates if u["sessionUpdate"] != "available_commands_update"]
         kinds = [u["sessionUpdate"] for u in replayed]
         assert kinds == ["user_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update",
                          "agent_message_chunk"]
@@ -144,7 +145,7 @@ async def test_load_replays_the_conversation_before_answering_and_reuses_a_live_
         assert replayed[3]["status"] == "completed" and replayed[3]["content"][0]["content"]["text"] == "hello\n"
         assert replayed[4]["content"]["text"] == "The notes say hello."
         assert loaded.modes is not None and loaded.modes.current_mode_id == "ask-writes"
-        assert [u for _, u in replayed_live] == replayed
+        assert [u for _, u in replayed_live if u["sessionUpdate"] != "available_commands_update"] == replayed
 
         again = await conn.prompt(session_id=session, prompt=[text_block("And now?")])
         assert again.stop_reason == "end_turn"  # this process's model runs its script from the start
