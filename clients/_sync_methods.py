@@ -40,6 +40,8 @@ from rpcd.clients.types import (
     ReplacementResult,
     RevokeApprovalRuleResult,
     RevokeTrustResult,
+    SandboxMode,
+    SaveTrustResult,
     SessionSort,
     SessionState,
     SessionStats,
@@ -213,6 +215,10 @@ class SyncMethods:
         'Blocking :meth:`RpcdClient.set_approval_policy`: The tool-approval policy for every later tool call of this daemon.'
         return self._run(self.client.set_approval_policy(policy, timeout=timeout))
 
+    def set_sandbox(self, mode: SandboxMode | None=None, *, network: bool | None=None, timeout: float | None=_UNSET) -> None:
+        'Blocking :meth:`RpcdClient.set_sandbox`: The sandbox (mode and/or network) of every later command of this daemon.'
+        return self._run(self.client.set_sandbox(mode, network=network, timeout=timeout))
+
     def list_approval_rules(self, *, cwd: str | os.PathLike[str] | None=None, timeout: float | None=_UNSET) -> ListApprovalRulesResult:
         'Blocking :meth:`RpcdClient.list_approval_rules`.'
         return self._run(self.client.list_approval_rules(cwd=cwd, timeout=timeout))
@@ -228,6 +234,10 @@ class SyncMethods:
     def revoke_trust(self, directory: str | os.PathLike[str], *, timeout: float | None=_UNSET) -> RevokeTrustResult:
         'Blocking :meth:`RpcdClient.revoke_trust`: Forget the decision saved for ``directory``: it is asked about again.'
         return self._run(self.client.revoke_trust(directory, timeout=timeout))
+
+    def save_trust(self, directory: str | os.PathLike[str], trusted: bool=True, *, timeout: float | None=_UNSET) -> SaveTrustResult:
+        "Blocking :meth:`RpcdClient.save_trust`: Save a trust decision for ``directory`` (Pi's ``/trust``): its settings, extensions and skills load in sessions started from now on (``trusted=False`` saves a refusal)."
+        return self._run(self.client.save_trust(directory, trusted, timeout=timeout))
 
     def get_available_models(self, *, timeout: float | None=_UNSET) -> AvailableModelsResult:
         "Blocking :meth:`RpcdClient.get_available_models`: The models usable now (``getAvailableModels``), in Pi's order."

@@ -61,6 +61,7 @@ Status = Literal["ready", "replacing", "unusable", "disposed"]
 QueueMode = Literal["all", "one-at-a-time"]
 StreamingBehavior = Literal["steer", "followUp"]
 ApprovalPolicy = Literal["auto", "ask-writes", "ask-all", "deny-writes"]
+SandboxMode = Literal["off", "read-only", "workspace-write"]
 ApprovalDecision = Literal["allowOnce", "allowAlways", "rejectOnce", "rejectAlways"]
 APPROVAL_POLICIES: tuple[ApprovalPolicy, ...] = ("auto", "ask-writes", "ask-all", "deny-writes")
 
@@ -83,6 +84,8 @@ class ModelDescription(TypedDict):
     contextWindow: int
     maxTokens: int
     cost: ModelCost
+    credentialSource: NotRequired[str]
+    """Where the provider's key comes from: ``ANTHROPIC_API_KEY``, ``auth.json``, ``--api-key`` …"""
 
 
 class AvailableModelsResult(TypedDict):
@@ -100,7 +103,7 @@ class SessionState(TypedDict):
     sessionFile: NotRequired[str]
     cwd: str
     name: NotRequired[str]
-    leafId: str | None
+    leafId: str | float | None
     model: NotRequired[ModelRef]
     thinkingLevel: str
     isStreaming: bool
@@ -114,6 +117,17 @@ class SessionState(TypedDict):
     autoRetryEnabled: bool
     pendingMessageCount: int
     approvalPolicy: NotRequired[ApprovalPolicy]
+    sandbox: NotRequired[SandboxInfo]
+
+
+class SandboxInfo(TypedDict):
+    """The sandbox the session's commands run in (``getState.sandbox``)."""
+
+    mode: SandboxMode
+    network: bool
+    writable: list[str]
+    mechanism: NotRequired[Literal["bwrap", "landlock"]]
+    problem: NotRequired[str]
 
 
 class MessagesResult(TypedDict):
@@ -122,7 +136,7 @@ class MessagesResult(TypedDict):
 
 class TreeResult(TypedDict):
     entries: list[dict[str, Any]]
-    leafId: str | None
+    leafId: str | float | None
     labels: dict[str, str]
     tree: NotRequired[list[dict[str, Any]]]
     """With ``nested=True``: Pi's nodes ``{entry, children, label?, labelTimestamp?}``."""
@@ -139,7 +153,7 @@ class CompactionResult(TypedDict):
 
 class NavigateTreeResult(TypedDict):
     cancelled: bool
-    leafId: str | None
+    leafId: str | float | None
     aborted: NotRequired[bool]
     editorText: NotRequired[str]
     summaryEntry: NotRequired[dict[str, Any]]
@@ -177,12 +191,37 @@ class ExportResult(TypedDict):
 SessionSort = Literal["updated", "created"]
 
 
+class TurnUsage(TypedDict):
+    """Tokens of every model call of one turn (tool rounds and retried attempts included)."""
+
+    input: int
+    output: int
+    cacheRead: int
+    cacheWrite: int
+    totalTokens: int
+
+
 class PromptResult(TypedDict):
     stopReason: NotRequired[str]
     """Absent when an extension command handled the prompt (then ``command`` names it) or when the prompt was
     queued into a running turn (then ``queued`` says how)."""
     command: NotRequired[str]
     queued: NotRequired[StreamingBehavior]
+    # What the client library adds for a turn that ran, from the turn's own events (the daemon
+    # answers ``{stopReason}``; ``session/event`` carries the rest before that answer):
+    text: NotRequired[str]
+    """The text of the turn's last assistant message (what ``getLastAssistantText`` would say)."""
+    sessionId: NotRequired[str]
+    """The session the turn ran in."""
+    sessionFile: NotRequired[str]
+    """Its file, once it has one (Pi writes it at the first assistant message)."""
+    usage: NotRequired[TurnUsage]
+    cost: NotRequired[float]
+    """US dollars of the turn's model calls, as the provider's prices say (0 for the offline model)."""
+    isError: NotRequired[bool]
+    """True when the turn failed or was aborted (``stopReason`` ``error`` / ``aborted``)."""
+    errorMessage: NotRequired[str]
+    """Why, when ``isError``: the provider's or the runtime's reason (a 401, a 500 after the retries, ...)."""
 
 
 class CommandSourceInfo(TypedDict):
@@ -273,7 +312,7 @@ class ForkMessagesResult(TypedDict):
 
 class EntriesResult(TypedDict):
     entries: list[dict[str, Any]]
-    leafId: str | None
+    leafId: str | float | None
 
 
 class Notification(TypedDict):
@@ -362,5 +401,9 @@ class ListTrustResult(TypedDict):
 
 
 class RevokeTrustResult(TypedDict):
+    decision: TrustDecision
+
+
+class SaveTrustResult(TypedDict):
     decision: TrustDecision
 

@@ -96,6 +96,7 @@ if TYPE_CHECKING:
     from rpcd.protocol.results import ReplacementResult as ReplacementResult
     from rpcd.protocol.results import RevokeApprovalRuleResult as RevokeApprovalRuleResult
     from rpcd.protocol.results import RevokeTrustResult as RevokeTrustResult
+    from rpcd.protocol.results import SaveTrustResult as SaveTrustResult
     from rpcd.protocol.results import SessionStatsResult as SessionStatsResult
     from rpcd.protocol.results import SessionSummary as SessionSummary
     from rpcd.protocol.results import TokenStats as TokenStats
@@ -109,6 +110,7 @@ Capability: TypeAlias = dict[str, Any]
 QueueMode: TypeAlias = Literal["all", "one-at-a-time"]
 """How queued input is delivered: all of it at once, or one message per opportunity."""
 ApprovalPolicy: TypeAlias = Literal["auto", "ask-writes", "ask-all", "deny-writes"]
+SandboxMode: TypeAlias = Literal["off", "read-only", "workspace-write"]
 
 
 # -- handshake -------------------------------------------------------------------------------------
@@ -236,12 +238,29 @@ class ModelRef:
     model_id: str
 
 
+@attrs.frozen
+class SandboxInfo:
+    """The sandbox the session's commands (the bash tool, the client's ``bash``) run in."""
+
+    mode: SandboxMode
+    """``off`` (as Pi), ``read-only`` (no writes), ``workspace-write`` (the project and the temp dir)."""
+    network: bool
+    """Whether they may reach the network."""
+    writable: list[str]
+    """What they may write besides ``/dev`` (symbolic links resolved)."""
+    mechanism: Literal["bwrap", "landlock"] | None = None
+    """What enforces it (``null`` when off, or when nothing here can: see ``problem``)."""
+    problem: str | None = None
+    """Why no mechanism can enforce it here: every sandboxed command is then refused, nothing runs."""
+
+
 @attrs.frozen(kw_only=True)
 class GetStateResult:
     session_id: str
     cwd: str
-    leaf_id: str | None = nullable()
-    """The current leaf entry, ``null`` for a session without entries."""
+    leaf_id: str | float | None = nullable()
+    """The current leaf entry, ``null`` for a session without entries (or whose last entry has no id);
+    a number when a hand-edited file's leaf has a numeric id, as Pi's ``getLeafId()``."""
     thinking_level: str
     is_streaming: bool
     message_count: int
@@ -262,6 +281,8 @@ class GetStateResult:
     model: ModelRef | None = None
     approval_policy: ApprovalPolicy | None = None
     """The tool-approval policy in force for the session's tool calls."""
+    sandbox: SandboxInfo | None = None
+    """The sandbox the session's commands run in (``--sandbox``, ``setSandbox``, the ``sandbox`` setting)."""
 
 
 @attrs.frozen
@@ -429,6 +450,14 @@ class SetApprovalPolicyParams:
 
 
 @attrs.frozen
+class SetSandboxParams:
+    mode: SandboxMode | None = None
+    """For every later command of every session of this process (beats ``--sandbox`` and settings)."""
+    network: bool | None = None
+    """Whether sandboxed commands may reach the network (beats ``--sandbox-network`` and settings)."""
+
+
+@attrs.frozen
 class ListApprovalRulesParams:
     cwd: str | None = None
     """Only the rules of this project (default: every project)."""
@@ -443,6 +472,14 @@ class RevokeApprovalRuleParams:
 class RevokeTrustParams:
     directory: str
     """A directory with a saved decision (made canonical as the decision was: absolute, symlinks resolved)."""
+
+
+@attrs.frozen
+class SaveTrustParams:
+    directory: str
+    """An existing directory (absolute); saved canonical (symlinks resolved), as Pi saves it."""
+    trusted: bool = True
+    """``false`` saves a refusal: the project's code never loads and nothing asks about it."""
 
 
 @attrs.frozen
@@ -499,6 +536,7 @@ _ELSEWHERE: dict[str, str] = {
             "ReplacementResult",
             "RevokeApprovalRuleResult",
             "RevokeTrustResult",
+            "SaveTrustResult",
             "SESSION_EVENT_TYPES",
             "SessionStatsResult",
             "SessionSummary",

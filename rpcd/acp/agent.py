@@ -257,7 +257,8 @@ class RpcdAgent:
         if source is not None:
             host = source.require_host()
             state = host.state()
-            path, leaf = state.session_file, state.leaf_id
+            path = state.session_file
+            leaf = state.leaf_id if isinstance(state.leaf_id, str) else None  # a hand-edited numeric id: no target
             if path is None or not await anyio.to_thread.run_sync(os.path.isfile, path):
                 raise to_request_error(SessionNotSavedError(NOT_SAVED_MESSAGE, session_path=path), method) from None
         else:

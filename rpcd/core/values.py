@@ -25,6 +25,10 @@ ApprovalPolicy: TypeAlias = Literal["auto", "ask-writes", "ask-all", "deny-write
 """``auto``: every tool runs (Pi's behaviour); ``ask-writes``: the client decides every call that may
 change something; ``ask-all``: every call; ``deny-writes``: calls that may change something are refused."""
 APPROVAL_POLICIES: tuple[ApprovalPolicy, ...] = ("auto", "ask-writes", "ask-all", "deny-writes")
+SandboxMode: TypeAlias = Literal["off", "read-only", "workspace-write"]
+"""Where a sandboxed command may write (``rpcd.tools.sandbox``): anywhere, nowhere, the project and temp dir."""
+SANDBOX_MODES: tuple[SandboxMode, ...] = ("off", "read-only", "workspace-write")
+SandboxMechanism: TypeAlias = Literal["bwrap", "landlock"]
 ApprovalDecision: TypeAlias = Literal["allowOnce", "allowAlways", "rejectOnce", "rejectAlways"]
 """The client's answer (ACP's ``allow_once`` / ``allow_always`` / ``reject_once`` / ``reject_always``)."""
 APPROVAL_DECISIONS: tuple[ApprovalDecision, ...] = ("allowOnce", "allowAlways", "rejectOnce", "rejectAlways")
@@ -99,7 +103,8 @@ class SessionState:
     session_file: str | None
     cwd: str
     name: str | None
-    leaf_id: str | None
+    leaf_id: str | float | None
+    """A number when a hand-edited file's leaf has a numeric id (as Pi's ``getLeafId()``)."""
     model: ModelRef | None
     thinking_level: str
     is_streaming: bool
@@ -112,6 +117,23 @@ class SessionState:
     auto_retry_enabled: bool = True
     approval_policy: ApprovalPolicy | None = None
     """The tool-approval policy in force for this session (``None``: the runtime has no gate)."""
+    sandbox: SandboxState | None = None
+    """The sandbox of its commands (``None``: the runtime has no sandbox control: never sandboxed)."""
+
+
+@attrs.frozen
+class SandboxState:
+    """The sandbox commands run in (``rpcd.tools.sandbox``), for ``getState``: ``mode`` (``off``,
+    ``read-only``, ``workspace-write``), whether they may reach the network, the ``mechanism`` that
+    enforces it (``bwrap``, ``landlock``; ``None`` when off or unavailable), what they may write
+    (besides ``/dev``) and, when no mechanism can enforce it here, the ``problem`` (every sandboxed
+    command is then refused)."""
+
+    mode: SandboxMode = "off"
+    network: bool = True
+    mechanism: SandboxMechanism | None = None
+    writable: tuple[str, ...] = ()
+    problem: str | None = None
 
 
 @attrs.frozen
@@ -174,7 +196,7 @@ class SessionTree:
     ``nodes``: Pi's ``getTree()`` (``{entry, children, label?, labelTimestamp?}`` roots) when asked."""
 
     entries: Sequence[Mapping[str, Any]]
-    leaf_id: str | None
+    leaf_id: str | float | None
     labels: Mapping[str, str]
     nodes: Sequence[Mapping[str, Any]] | None = None
 
@@ -357,6 +379,14 @@ class ApprovalRule:
     path: str | None = None
 
 
+class SandboxSetter(Protocol):
+    """What a front may change of a sandbox control (``rpcd.tools.sandbox.SandboxControl``)."""
+
+    def set(self, mode: SandboxMode | None = None, network: bool | None = None) -> None:
+        """Set the mode and/or whether the network is reachable (``None``: that part as it is)."""
+        ...
+
+
 class ApprovalControl(Protocol):
     """What a front may change or read of the process's approval gate (``rpcd.tools.approval``)."""
 
@@ -388,6 +418,10 @@ class TrustControl(Protocol):
 
     def revoke(self, directory: str) -> SavedTrust | None:
         """Remove the decision saved for ``directory``; ``None`` if there is none."""
+        ...
+
+    def save(self, directory: str, trusted: bool) -> SavedTrust:
+        """Save a decision for ``directory`` (canonical), replacing the one saved there."""
         ...
 
 
@@ -423,6 +457,8 @@ class ModelDescription:
     context_window: int
     max_tokens: int
     cost: Mapping[str, float]
+    credential_source: str | None = None
+    """Where the provider's credential comes from (a label, never the value)."""
 
 
 @attrs.frozen

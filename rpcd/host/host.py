@@ -654,7 +654,7 @@ class SerializedHost:
         with self._session_access("getForkMessages") as session:
             return session.fork_messages()
 
-    def entries(self, since: str | None = None) -> tuple[list[dict[str, Any]], str | None]:
+    def entries(self, since: str | None = None) -> tuple[list[dict[str, Any]], str | float | None]:
         with self._session_access("getEntries") as session:
             return session.entries(since)
 
@@ -796,6 +796,9 @@ class SerializedHost:
             target = entry_id if entry_id is not None else runtime.session.state().leaf_id
             if target is None:
                 raise InvalidEntryError("the current session has no entries to clone", cwd=runtime.cwd)
+            if not isinstance(target, str):  # a hand-edited file's numeric id (docs/pi-compat.md)
+                raise InvalidEntryError(f"the leaf's id is the number {target!r}, not a string: clone names an entry "
+                                        "by a string id", cwd=runtime.cwd)
             self._op.target = _entry_target(runtime, target)
             return await runtime.fork(target, "at")
 

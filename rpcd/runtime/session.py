@@ -117,6 +117,8 @@ from rpcd.tools import (
     extension_profile,
 )
 from rpcd.tools.bash import SESSION_ENV_KEYS, shell_env
+from rpcd.tools.sandbox import OFF as SANDBOX_OFF
+from rpcd.tools.sandbox import SandboxControl, SandboxPolicy, describe
 
 _log = logging.getLogger("rpcd.runtime.session")
 
@@ -176,6 +178,7 @@ class AgentSession(SessionExtensionActions):
         registry: ProviderRegistry | None = None,
         model_inputs: ModelInputs | None = None,
         approval: ApprovalGate | None = None,
+        sandbox: SandboxControl | None = None,
     ) -> None:
         self.session_manager = session_manager
         self.registry = registry
@@ -189,6 +192,8 @@ class AgentSession(SessionExtensionActions):
         """The overflow the last run ended with (after recovery: the one recovery could not fix)."""
         self.approval = approval
         """The process's approval gate (``None``: every tool runs, as in Pi)."""
+        self.sandbox = sandbox
+        """Which sandbox its commands run in (``None``: never one, as in Pi)."""
         self.bindings: ExtensionBindings | None = None
         """What the host bound into this session (its UI, its tool approver); set by ``bind_extensions``."""
         self.services = services
@@ -274,7 +279,7 @@ class AgentSession(SessionExtensionActions):
             session_file=self.session_file,
             cwd=self.cwd,
             name=self.session_manager.get_session_name(),
-            leaf_id=self.session_manager.get_leaf_id(),
+            leaf_id=self.session_manager.get_leaf_ref(),
             model=ModelRef(model.provider, model.id) if model is not None else None,
             thinking_level=self.agent.thinking_level,
             is_streaming=self._running,
@@ -286,6 +291,7 @@ class AgentSession(SessionExtensionActions):
             auto_compaction_enabled=self.compaction.auto_enabled,
             auto_retry_enabled=self.auto_retry_enabled,
             approval_policy=self.approval_policy,
+            sandbox=describe(sandbox_policy(self.services, self.sandbox), self.cwd) if self.sandbox else None,
         )
 
     @property
@@ -300,7 +306,7 @@ class AgentSession(SessionExtensionActions):
 
     def tree(self, nested: bool = False) -> SessionTree:
         sm = self.session_manager
-        return SessionTree(entries=sm.get_entries(), leaf_id=sm.get_leaf_id(), labels=dict(sm.get_labels()),
+        return SessionTree(entries=sm.get_entries(), leaf_id=sm.get_leaf_ref(), labels=dict(sm.get_labels()),
                            nodes=sm.get_tree() if nested else None)
 
     # -- subscribers -------------------------------------------------------------------
@@ -842,7 +848,7 @@ class AgentSession(SessionExtensionActions):
                 out.append(ForkMessage(entry_id=str(entry["id"]), text=text))
         return out
 
-    def entries(self, since: str | None = None) -> tuple[list[dict[str, Any]], str | None]:
+    def entries(self, since: str | None = None) -> tuple[list[dict[str, Any]], str | float | None]:
         """Pi's ``get_entries``: every entry in append order, or those after ``since``; and the leaf."""
         sm = self.session_manager
         entries = sm.get_entries()
@@ -851,7 +857,7 @@ class AgentSession(SessionExtensionActions):
             if index is None:
                 raise InvalidEntryError(f"Entry not found: {since}", entry_id=since, session_path=self.session_file)
             entries = entries[index + 1:]
-        return [dict(e) for e in entries], sm.get_leaf_id()
+        return [dict(e) for e in entries], sm.get_leaf_ref()
 
     # -- client-run shell --------------------------------------------------------------------
 
@@ -866,7 +872,7 @@ class AgentSession(SessionExtensionActions):
 
         options = tool_options(self.services)
         resolved = f"{options.command_prefix}\n{command}" if options.command_prefix else command
-        env = shell_env(options.agent_dir)
+        env = shell_env(options.agent_dir, policy=options.env_policy)
         for key in SESSION_ENV_KEYS:  # Pi's user bash runs without the session's PI_* variables
             env.pop(key, None)
         run = None
@@ -890,9 +896,10 @@ class AgentSession(SessionExtensionActions):
             self._notify(event)
 
         try:
-            result = await execute_user_bash(resolved, self.cwd, signal=signal, env=env,
-                                             shell_path=options.shell_path, timeout=timeout, on_chunk=on_chunk,
-                                             run=run)
+            result = await execute_user_bash(
+                resolved, self.cwd, signal=signal, env=env, shell_path=options.shell_path, timeout=timeout,
+                on_chunk=on_chunk, run=run,
+                sandbox=sandbox_policy(self.services, self.sandbox) if self.sandbox is not None else SANDBOX_OFF)
         finally:
             self._bash_signals.discard(signal)
         outcome = BashOutcome(output=result.output, exit_code=result.exit_code, cancelled=result.cancelled,
@@ -1027,11 +1034,11 @@ class AgentSession(SessionExtensionActions):
         offline faux model only when nothing else is usable."""
         if self.registry is None:
             return []
-        models = self.registry.available_models()
-        if not models:
+        usable = self.registry.available()
+        if not usable:
             fallback = self.registry.find("faux", "faux-1") or self.registry.default_model()
-            models = [fallback[1]] if fallback is not None else []
-        return [describe_model(m) for m in models]
+            return [describe_model(fallback[1])] if fallback is not None else []
+        return [describe_model(model, credential_source=_credential_source(provider)) for provider, model in usable]
 
     def append_custom_entry(self, custom_type: str, data: Any = None) -> str:
         """``SessionActions`` for extensions: a ``custom`` entry at the leaf."""
@@ -1219,9 +1226,27 @@ def _settings_get(services: Any, key: str) -> Any:
     return getter(key) if callable(getter) else None
 
 
+def sandbox_policy(services: Any, control: SandboxControl) -> SandboxPolicy:
+    """The sandbox a command of the session in ``services`` runs in now: the control's override,
+    else the settings (read at each call)."""
+    return control.effective(configured_sandbox(services)[0])
+
+
+def configured_sandbox(services: Any) -> tuple[SandboxPolicy, list[str]]:
+    """What the settings ask for: the global ``sandbox`` setting, tightened (never loosened) by a
+    trusted project's (``rpcd.tools.sandbox.configured_policy``), and the warnings of both."""
+    from rpcd.tools.sandbox import SETTING as SANDBOX_SETTING
+    from rpcd.tools.sandbox import configured_policy
+
+    settings = getattr(services, "settings", None)
+    layers = [getattr(settings, name, None) for name in ("global_settings", "project_settings")]
+    return configured_policy(*(layer.get(SANDBOX_SETTING) if isinstance(layer, Mapping) else None
+                               for layer in layers))
+
+
 def tool_options(services: Any) -> ToolOptions:
     """The settings Pi's built-ins read: ``shellPath`` (``~`` expanded), ``shellCommandPrefix``,
-    ``images.autoResize``."""
+    ``images.autoResize``; and rpcd's ``shellEnvironmentPolicy``."""
     shell_path = _settings_get(services, "shellPath")
     prefix = _settings_get(services, "shellCommandPrefix")
     images = _settings_get(services, "images")
@@ -1230,21 +1255,27 @@ def tool_options(services: Any) -> ToolOptions:
         from rpcd.tools.paths import expand_path
 
         shell_path = expand_path(shell_path)
+    from rpcd.tools.environment import SETTING, environment_policy
+
     return ToolOptions(
         agent_dir=getattr(services, "agent_dir", None),
         shell_path=shell_path if isinstance(shell_path, str) and shell_path else None,
         command_prefix=prefix if isinstance(prefix, str) and prefix else None,
         auto_resize_images=auto_resize if isinstance(auto_resize, bool) else True,
+        env_policy=environment_policy(_settings_get(services, SETTING))[0],
     )
 
 
-def session_tool_set(services: Any, selection: ToolSelection, operations: ToolOperations | None = None) -> ToolSet:
+def session_tool_set(services: Any, selection: ToolSelection, operations: ToolOperations | None = None,
+                     sandbox: SandboxControl | None = None) -> ToolSet:
     """The tools of a session in ``services.cwd`` (``rpcd.runtime.tool_set``): built-ins bound to the
     cwd (rebuilt for every replacement; their I/O through ``operations`` when given) and the
     extensions' tools, selected as Pi selects them."""
     options = tool_options(services)
     if operations is not None:
         options = attrs.evolve(options, operations=operations)
+    if sandbox is not None:
+        options = attrs.evolve(options, sandbox=lambda: sandbox_policy(services, sandbox))
     settings: Any = getattr(services, "settings", None)
     default_tools = settings.default_tools() if callable(getattr(settings, "default_tools", None)) else None
     runner = getattr(services, "extensions", None)
@@ -1253,10 +1284,11 @@ def session_tool_set(services: Any, selection: ToolSelection, operations: ToolOp
                    selection=selection, default_tools=default_tools)
 
 
-def session_tools(services: Any, selection: ToolSelection, operations: ToolOperations | None = None) -> dict[str, Tool]:
+def session_tools(services: Any, selection: ToolSelection, operations: ToolOperations | None = None,
+                  sandbox: SandboxControl | None = None) -> dict[str, Tool]:
     """The tools a session in ``services.cwd`` starts with, in Pi's order; an extension tool with a
     built-in's name takes its place."""
-    return session_tool_set(services, selection, operations).active_tools()
+    return session_tool_set(services, selection, operations, sandbox).active_tools()
 
 
 def _prompt_parts(tools: Mapping[str, Tool]) -> tuple[dict[str, str], list[str]]:
@@ -1309,13 +1341,22 @@ def system_prompt_options(services: Any, tools: Mapping[str, Tool], skills: Sequ
     return options
 
 
-def describe_model(model: ModelInfo) -> ModelDescription:
+def describe_model(model: ModelInfo, *, credential_source: str | None = None) -> ModelDescription:
     return ModelDescription(
         provider=model.provider, id=model.id, name=model.name, api=model.api, reasoning=model.reasoning,
         thinking_levels=tuple(model.thinking_levels()), input=tuple(model.input),
         context_window=model.context_window, max_tokens=model.max_tokens,
         cost={k: float(model.cost.get(k, 0) or 0) for k in ("input", "output", "cacheRead", "cacheWrite")},
+        credential_source=credential_source,
     )
+
+
+def _credential_source(provider: object) -> str | None:
+    """The label of where a provider's credential comes from (``auth_check().source``), if it says."""
+    check = getattr(provider, "auth_check", None)
+    found = check() if callable(check) else None
+    source = getattr(found, "source", None)
+    return source if isinstance(source, str) else None
 
 
 def _branch_has_thinking_entry(sm: SessionManager) -> bool:
@@ -1349,6 +1390,7 @@ def create_agent_session(
     selection: Selection | None = None,
     approval: ApprovalGate | None = None,
     tool_operations: ToolOperations | None = None,
+    sandbox: SandboxControl | None = None,
 ) -> tuple[AgentSession, Selection]:
     """Build a session over ``session_manager`` with ``services``; returns it and the model
     ``Selection`` (its ``fallback_message`` is Pi's ``Could not restore model p/m. Using p2/m2``,
@@ -1398,10 +1440,10 @@ def create_agent_session(
     )
     session = AgentSession(
         session_manager=sm, services=services, agent=agent, session_start_event=session_start_event,
-        registry=registry, model_inputs=inputs, approval=approval,
+        registry=registry, model_inputs=inputs, approval=approval, sandbox=sandbox,
     )
     owner = weakref.proxy(session)
-    session.tool_set = session_tool_set(services, tool_selection or ToolSelection(), tool_operations)
+    session.tool_set = session_tool_set(services, tool_selection or ToolSelection(), tool_operations, sandbox)
     session.extra_tools = list(extra_tools)
     agent.seam = ToolSeam({}, _SessionHooks(owner).hooks())
     session._apply_tools()

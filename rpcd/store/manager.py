@@ -316,6 +316,14 @@ class SessionManager:
         leaf = self._leaf_id
         return leaf if isinstance(leaf, str) else None
 
+    def get_leaf_ref(self) -> str | float | None:
+        """The leaf's id as clients see it (Pi's ``getLeafId()``): a string, or the number a
+        hand-edited file has; ``None`` for none (or an id of another JSON type)."""
+        leaf = self._leaf_id
+        if isinstance(leaf, str) or (isinstance(leaf, int | float) and not isinstance(leaf, bool)):
+            return leaf
+        return None
+
     def get_leaf_json_id(self) -> Any:
         """The leaf's id as the file has it (a number in a hand-edited file; ``None`` for none)."""
         return _json_id(self._leaf_id)

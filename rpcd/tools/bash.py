@@ -4,7 +4,8 @@ The command runs as ``/bin/bash -c <command>`` (Pi's shell resolution; the ``she
 setting wins) in a new session, so it and everything it starts share one process group.
 stdout and stderr go, as they arrive, to one ``OutputAccumulator``; partial results reach
 ``ctx.on_update`` at most every 100 ms (the first one, empty, at once). The environment is
-the daemon's with ``<agentDir>/bin`` first on ``PATH`` and the session's ``PI_*`` variables.
+the daemon's less its secrets (``rpcd.tools.environment``), with ``<agentDir>/bin`` first on ``PATH``
+and the session's ``PI_*`` variables.
 
 Ending: after the shell exits, output is read until the pipes close or stay quiet for 100 ms
 (a background child keeping them open cannot hold the call). Abort and ``timeout`` stop the
@@ -21,7 +22,7 @@ import os
 import signal as signals
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final, Protocol
 
 import anyio
@@ -29,9 +30,12 @@ import anyio.abc
 
 from rpcd.tools.base import AbortSignal, FunctionTool, ToolCallContext, ToolResult, schema
 from rpcd.tools.binaries import shell_config
+from rpcd.tools.environment import DEFAULT_POLICY, EnvironmentPolicy
 from rpcd.tools.errors import ToolError
 from rpcd.tools.operations import ShellExit, ShellOperations
 from rpcd.tools.output import OutputAccumulator
+from rpcd.tools.sandbox import OFF as SANDBOX_OFF
+from rpcd.tools.sandbox import SandboxPolicy, SandboxUnavailableError, sandboxed
 from rpcd.tools.truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size
 from rpcd.tools.validation import js_number_text
 
@@ -59,9 +63,12 @@ SESSION_ENV_KEYS: Final = ("PI_SESSION_ID", "PI_SESSION_FILE", "PI_PROVIDER", "P
 TEMP_FILE_PREFIX: Final = "pi-bash"
 
 
-def shell_env(agent_dir: str | None, base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Pi's ``getShellEnv``: the process environment with ``<agentDir>/bin`` first on ``PATH``."""
-    env = dict(os.environ if base is None else base)
+def shell_env(agent_dir: str | None, base: Mapping[str, str] | None = None,
+              policy: EnvironmentPolicy = DEFAULT_POLICY) -> dict[str, str]:
+    """Pi's ``getShellEnv``: the process environment with ``<agentDir>/bin`` first on ``PATH`` —
+    as ``policy`` lets a command see it (``rpcd.tools.environment``: by default without its secrets;
+    Pi passes them all)."""
+    env = policy.apply(os.environ if base is None else base)
     if agent_dir is None:
         return env
     bin_dir = os.path.join(agent_dir, "bin")
@@ -204,11 +211,12 @@ async def _pump(stream: anyio.abc.ByteReceiveStream | None, run: ShellSink) -> N
 
 async def run_shell(command: str, cwd: str, run: ShellSink, *, signal: AbortSignal, timeout: float | None,
                     env: Mapping[str, str], shell_path: str | None, shell_ops: ShellOperations | None = None,
-                    tool_call_id: str = "") -> tuple[int | None, str | None]:
+                    tool_call_id: str = "", sandbox: SandboxPolicy = SANDBOX_OFF) -> tuple[int | None, str | None]:
     """Run ``command`` with the session's shell in ``cwd``, in its own process group (the one
     runner of the bash tool and the client ``bash``) — or through ``shell_ops`` (an editor's
-    terminal); ``(exit code or None if killed by a signal, "aborted" | "timeout" | None)``.
-    Raises ``ToolError`` when it cannot start."""
+    terminal) — inside ``sandbox`` (``rpcd.tools.sandbox``); ``(exit code or None if killed by a
+    signal, "aborted" | "timeout" | None)``. Raises ``ToolError`` when it cannot start (a sandbox
+    this machine cannot give included: then nothing runs)."""
     if signal.aborted:
         return None, "aborted"
     try:
@@ -217,7 +225,10 @@ async def run_shell(command: str, cwd: str, run: ShellSink, *, signal: AbortSign
         raise ToolError(str(exc)) from None
     if not os.access(cwd, os.F_OK):
         raise ToolError(f"Working directory does not exist: {cwd}\nCannot execute bash commands.")
-    argv = [shell, *shell_args, command]
+    try:
+        argv = sandboxed([shell, *shell_args, command], cwd, sandbox)
+    except SandboxUnavailableError as exc:
+        raise ToolError(str(exc)) from None
     if shell_ops is not None:
         return await _exec_elsewhere(shell_ops, argv, cwd, run, signal, timeout, env, tool_call_id)
     try:
@@ -315,15 +326,18 @@ async def _exec_elsewhere(shell_ops: ShellOperations, argv: list[str], cwd: str,
 
 def create_bash_tool(cwd: str, *, agent_dir: str | None = None, shell_path: str | None = None,
                      command_prefix: str | None = None, base_env: Mapping[str, str] | None = None,
-                     shell_ops: ShellOperations | None = None) -> FunctionTool:
+                     shell_ops: ShellOperations | None = None,
+                     env_policy: EnvironmentPolicy = DEFAULT_POLICY,
+                     sandbox: Callable[[], SandboxPolicy] | None = None) -> FunctionTool:
     """Pi's ``createBashTool(cwd, {shellPath, commandPrefix, operations})``; ``base_env`` replaces
-    ``os.environ``; ``shell_ops`` runs the command elsewhere (``rpcd.tools.operations``)."""
+    ``os.environ`` (filtered by ``env_policy``); ``shell_ops`` runs the command elsewhere
+    (``rpcd.tools.operations``); ``sandbox`` says, for each call, the sandbox it runs in."""
 
     async def execute(tool_call_id: str, args: dict[str, Any], ctx: ToolCallContext) -> ToolResult:
         command = args["command"]
         if command_prefix:
             command = f"{command_prefix}\n{command}"
-        env = shell_env(agent_dir, base_env)
+        env = shell_env(agent_dir, base_env, env_policy)
         for key in SESSION_ENV_KEYS:
             env.pop(key, None)
         env.update(ctx.session_env)
@@ -333,7 +347,8 @@ def create_bash_tool(cwd: str, *, agent_dir: str | None = None, shell_path: str 
         try:
             timeout = _timeout_seconds(args.get("timeout"))
             code, stopped = await run_shell(command, cwd, run, signal=ctx.signal, timeout=timeout, env=env,
-                                            shell_path=shell_path, shell_ops=shell_ops, tool_call_id=tool_call_id)
+                                            shell_path=shell_path, shell_ops=shell_ops, tool_call_id=tool_call_id,
+                                            sandbox=sandbox() if sandbox is not None else SANDBOX_OFF)
         except ToolError:
             run.finish()
             raise

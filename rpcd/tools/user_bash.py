@@ -13,6 +13,7 @@ goes to ``$TMPDIR/pi-bash-<hex>.log``, named by ``fullOutputPath`` when the resu
 from __future__ import annotations
 
 import codecs
+import os
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import IO, Final
@@ -22,7 +23,9 @@ import attrs
 
 from rpcd.tools.base import AbortSignal
 from rpcd.tools.bash import TEMP_FILE_PREFIX, run_shell
-from rpcd.tools.output import temp_output_path
+from rpcd.tools.output import create_temp_output
+from rpcd.tools.sandbox import OFF as SANDBOX_OFF
+from rpcd.tools.sandbox import SandboxPolicy
 from rpcd.tools.truncate import DEFAULT_MAX_BYTES, truncate_tail, utf16_len
 
 _ST: Final = "(?:\u0007|\u001b\\\\|\u009c)"
@@ -82,8 +85,8 @@ class _Output:
     def ensure_temp_file(self) -> None:
         if self.temp_path is not None:
             return
-        self.temp_path = temp_output_path(TEMP_FILE_PREFIX)
-        self._temp = open(self.temp_path, "w", encoding="utf-8", errors="surrogatepass")  # noqa: SIM115
+        self.temp_path, fd = create_temp_output(TEMP_FILE_PREFIX)
+        self._temp = os.fdopen(fd, "w", encoding="utf-8", errors="surrogatepass")
         for chunk in self._chunks:
             self._temp.write(chunk)
 
@@ -118,11 +121,13 @@ async def execute_user_bash(
     timeout: float | None = None,
     on_chunk: Callable[[str], None] | None = None,
     run: RunCommand | None = None,
+    sandbox: SandboxPolicy = SANDBOX_OFF,
 ) -> UserBashResult:
-    """Run a client's command; abort (``signal``) or ``timeout`` stops it: ``cancelled``, no exit code.
-    ``run`` replaces the local shell (Pi's ``BashOperations.exec``, an extension's ``user_bash``
-    ``operations``): ``await run(command, cwd, on_data, signal, timeout, env)`` feeds the output to
-    ``on_data`` and answers the exit code (``None``: none); the result is built the same way."""
+    """Run a client's command (inside ``sandbox``); abort (``signal``) or ``timeout`` stops it:
+    ``cancelled``, no exit code. ``run`` replaces the local shell (Pi's ``BashOperations.exec``, an
+    extension's ``user_bash`` ``operations``): ``await run(command, cwd, on_data, signal, timeout,
+    env)`` feeds the output to ``on_data`` and answers the exit code (``None``: none); the result is
+    built the same way (the extension's operations run where it says, outside rpcd's sandbox)."""
     output = _Output(on_chunk)
     try:
         if run is not None:
@@ -130,7 +135,7 @@ async def execute_user_bash(
             stopped = None
         else:
             code, stopped = await run_shell(command, cwd, output, signal=signal, timeout=timeout, env=env,
-                                            shell_path=shell_path)
+                                            shell_path=shell_path, sandbox=sandbox)
     except BaseException:
         output.finish(None, True)
         raise

@@ -48,10 +48,12 @@ from rpcd.core.values import (
     ModelRef,
     PromptOutcome,
     QueueSnapshot,
+    SandboxState,
     SessionState,
     SessionStats,
     SessionTree,
 )
+from rpcd.host.failures import SessionBindingFailure, context_of
 from rpcd.host.host import Pending, ReplacementOutcome, SerializedHost
 from rpcd.protocol import types as t
 from rpcd.protocol.errors import ErrorCode, ErrorItem
@@ -283,13 +285,19 @@ class SessionMethods:
         return self._state_result(state)
 
     def _current_state(self) -> SessionState:
-        """The host's state, or the last one known when the host has no usable session."""
+        """The host's state, or the last one known when the host has no usable session — and when it
+        never had one (a failed startup), a state saying so (``sessionId`` empty, with the startup's
+        target), so the health probe answers in every status, as documented; every other call says
+        why (``HOST_UNAVAILABLE`` with the startup's failure)."""
         try:
             state = self._host.state()
-        except (HostUnavailableError, HostDisposedError):
-            if self._snapshot is None:
-                raise
-            return self._snapshot
+        except (HostUnavailableError, HostDisposedError, SessionBindingFailure) as error:
+            if self._snapshot is not None:
+                return self._snapshot
+            context = context_of(error)
+            return SessionState(session_id="", session_file=context.session_path if context else None,
+                                cwd=(context.cwd if context else None) or "", name=None, leaf_id=None,
+                                model=None, thinking_level="off", is_streaming=False, message_count=0)
         self._snapshot = state
         return state
 
@@ -321,6 +329,7 @@ class SessionMethods:
             name=state.name,
             model=model,
             approval_policy=state.approval_policy,
+            sandbox=_sandbox_info(state.sandbox),
         )
         self._state_answer = (key, result)
         return result
@@ -362,28 +371,32 @@ class SessionMethods:
         return paginate([summary(info) for info in infos], after, limit, sort)
 
     def delete_session(self, params: t.DeleteSessionParams) -> Awaitable[t.DeleteSessionResult]:
-        """Trash a session file; never the session current at this request's arrival."""
+        """Trash a session file; never the session current at this request's arrival. The file work
+        runs in a worker thread (in the host's queue: still behind what came before)."""
         host, library = self._host, self._library
 
-        def delete() -> t.DeleteSessionResult:
-            removed = library.delete(params.session_file, host.session_file)
+        async def delete() -> t.DeleteSessionResult:
+            current = host.session_file
+            removed = await anyio.to_thread.run_sync(library.delete, params.session_file, current)
             return t.DeleteSessionResult(method=removed.method, trash_path=removed.trash_path)
 
-        return self._answered(_tracked(host.enqueue(DELETE_SESSION, delete)))
+        return self._answered(_tracked(host.enqueue_async(DELETE_SESSION, delete)))
 
     def rename_session(self, params: t.RenameSessionParams) -> Awaitable[t.RenameSessionResult]:
-        """Name any session file; the current session's through the session itself (``setSessionName``)."""
+        """Name any session file; the current session's through the session itself (``setSessionName``).
+        Another file is opened and appended to in a worker thread."""
         host, library = self._host, self._library
 
-        def rename() -> t.RenameSessionResult:
-            if library.is_current(params.session_file, host.session_file):
+        async def rename() -> t.RenameSessionResult:
+            current = host.session_file
+            if await anyio.to_thread.run_sync(library.is_current, params.session_file, current):
                 host.set_session_name(params.name)
                 name = host.state().name
             else:
-                name = library.rename(params.session_file, params.name)
+                name = await anyio.to_thread.run_sync(library.rename, params.session_file, params.name)
             return t.RenameSessionResult(name=name or "")
 
-        return self._answered(_tracked(host.enqueue(RENAME_SESSION, rename)))
+        return self._answered(_tracked(host.enqueue_async(RENAME_SESSION, rename)))
 
     def export_html(self, params: t.ExportHtmlParams) -> Awaitable[t.ExportResult]:
         host = self._host
@@ -583,7 +596,7 @@ class SessionMethods:
         host = self._host
         return self._entries(_tracked(host.enqueue(GET_ENTRIES, lambda: host.entries(params.since))))
 
-    async def _entries(self, pending: Pending[tuple[list[dict[str, Any]], str | None]]) -> t.GetEntriesResult:
+    async def _entries(self, pending: Pending[tuple[list[dict[str, Any]], str | float | None]]) -> t.GetEntriesResult:
         entries, leaf_id = await self._answered(pending)
         return t.GetEntriesResult(entries=entries, leaf_id=leaf_id)
 
@@ -776,4 +789,12 @@ def _model_description(model: ModelDescription) -> t.ModelDescription:
         max_tokens=model.max_tokens,
         cost=t.ModelCost(input=float(cost.get("input", 0)), output=float(cost.get("output", 0)),
                          cache_read=float(cost.get("cacheRead", 0)), cache_write=float(cost.get("cacheWrite", 0))),
+        credential_source=model.credential_source,
     )
+
+
+def _sandbox_info(state: SandboxState | None) -> t.SandboxInfo | None:
+    if state is None:
+        return None
+    return t.SandboxInfo(mode=state.mode, network=state.network, writable=list(state.writable),
+                         mechanism=state.mechanism, problem=state.problem)
