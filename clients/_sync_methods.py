@@ -40,6 +40,7 @@ from rpcd.clients.types import (
     ReplacementResult,
     RevokeApprovalRuleResult,
     RevokeTrustResult,
+    SandboxMode,
     SaveTrustResult,
     SessionSort,
     SessionState,
@@ -209,6 +210,10 @@ class SyncMethods:
     def set_approval_policy(self, policy: ApprovalPolicy, *, timeout: float | None=_UNSET) -> None:
         'Blocking :meth:`RpcdClient.set_approval_policy`: The tool-approval policy for every later tool call of this daemon.'
         return self._run(self.client.set_approval_policy(policy, timeout=timeout))
+
+    def set_sandbox(self, mode: SandboxMode | None=None, *, network: bool | None=None, timeout: float | None=_UNSET) -> None:
+        'Blocking :meth:`RpcdClient.set_sandbox`: The sandbox (mode and/or network) of every later command of this daemon.'
+        return self._run(self.client.set_sandbox(mode, network=network, timeout=timeout))
 
     def list_approval_rules(self, *, cwd: str | os.PathLike[str] | None=None, timeout: float | None=_UNSET) -> ListApprovalRulesResult:
         'Blocking :meth:`RpcdClient.list_approval_rules`.'

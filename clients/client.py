@@ -64,6 +64,7 @@ from rpcd.clients.types import (
     ReplacementResult,
     RevokeApprovalRuleResult,
     RevokeTrustResult,
+    SandboxMode,
     SaveTrustResult,
     SessionSort,
     SessionState,
@@ -123,6 +124,7 @@ from rpcd.protocol.names import (
     SET_FOLLOW_UP_MODE,
     SET_LABEL,
     SET_MODEL,
+    SET_SANDBOX,
     SET_SESSION_NAME,
     SET_STEERING_MODE,
     SET_THINKING_LEVEL,
@@ -761,6 +763,16 @@ class RpcdClient:
     async def set_approval_policy(self, policy: ApprovalPolicy, *, timeout: float | None = _UNSET) -> None:
         """The tool-approval policy for every later tool call of this daemon."""
         await self.call(SET_APPROVAL_POLICY, {"policy": policy}, timeout=timeout)
+
+    async def set_sandbox(self, mode: SandboxMode | None = None, *, network: bool | None = None,
+                          timeout: float | None = _UNSET) -> None:
+        """The sandbox (mode and/or network) of every later command of this daemon."""
+        params: dict[str, Any] = {}
+        if mode is not None:
+            params["mode"] = mode
+        if network is not None:
+            params["network"] = network
+        await self.call(SET_SANDBOX, params, timeout=timeout)
 
     async def list_approval_rules(
         self, *, cwd: str | os.PathLike[str] | None = None, timeout: float | None = _UNSET

@@ -434,6 +434,8 @@ export interface GetStateResult {
   model?: ModelRef;
   /** The tool-approval policy in force for the session's tool calls. */
   approvalPolicy?: "auto" | "ask-writes" | "ask-all" | "deny-writes";
+  /** The sandbox the session's commands run in (`--sandbox`, `setSandbox`, the `sandbox` setting). */
+  sandbox?: SandboxInfo;
 }
 
 export interface GetTreeParams {
@@ -729,6 +731,20 @@ export interface RevokeTrustResult {
   decision: TrustDecision;
 }
 
+/** The sandbox the session's commands (the bash tool, the client's `bash`) run in. */
+export interface SandboxInfo {
+  /** `off` (as Pi), `read-only` (no writes), `workspace-write` (the project and the temp dir). */
+  mode: "off" | "read-only" | "workspace-write";
+  /** Whether they may reach the network. */
+  network: boolean;
+  /** What they may write besides `/dev` (symbolic links resolved). */
+  writable: string[];
+  /** What enforces it (`null` when off, or when nothing here can: see `problem`). */
+  mechanism?: "bwrap" | "landlock";
+  /** Why no mechanism can enforce it here: every sandboxed command is then refused, nothing runs. */
+  problem?: string;
+}
+
 export interface SaveTrustParams {
   /** An existing directory (absolute); saved canonical (symlinks resolved), as Pi saves it. */
   directory: string;
@@ -869,6 +885,13 @@ export interface SetModelParams {
 
 export interface SetQueueModeParams {
   mode: "all" | "one-at-a-time";
+}
+
+export interface SetSandboxParams {
+  /** For every later command of every session of this process (beats `--sandbox` and settings). */
+  mode?: "off" | "read-only" | "workspace-write";
+  /** Whether sandboxed commands may reach the network (beats `--sandbox-network` and settings). */
+  network?: boolean;
 }
 
 export interface SetSessionNameParams {
@@ -1240,6 +1263,8 @@ export interface RpcdMethods {
   "setSessionName": { params: SetSessionNameParams; result: null };
   /** Set the tool-approval policy for every later tool call of this process. */
   "setApprovalPolicy": { params: SetApprovalPolicyParams; result: null };
+  /** Set the sandbox (mode and/or network) of every later command of this process. */
+  "setSandbox": { params: SetSandboxParams; result: null };
   /** The remembered approval rules (of one project, or all). */
   "listApprovalRules": { params: ListApprovalRulesParams; result: ListApprovalRulesResult };
   /** Forget one remembered approval rule. */

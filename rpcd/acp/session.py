@@ -47,12 +47,15 @@ from rpcd.acp.updates import EventTranslator, commands_update, replay
 from rpcd.core.files import read_regular
 from rpcd.core.values import (
     APPROVAL_POLICIES,
+    SANDBOX_MODES,
     ApprovalPolicy,
     CommandRan,
     Diagnostic,
     EventListener,
     ExtensionBindings,
     ExtensionError,
+    SandboxMode,
+    SandboxState,
     SessionEvent,
 )
 from rpcd.host.host import Pending, SerializedHost
@@ -88,6 +91,12 @@ THINKING_NAMES: Final[Mapping[str, str]] = {
     "max": "Max",
 }
 """How the ``thought_level`` option shows Pi's thinking levels (a level not named here shows as itself)."""
+SANDBOX_NAMES: Final[Mapping[SandboxMode, tuple[str, str]]] = {
+    "off": ("Off", "Commands run with rpcd's own rights (Pi's behaviour)"),
+    "read-only": ("Read-only", "Commands may write nowhere"),
+    "workspace-write": ("Workspace", "Commands may write the project and the temp dir only"),
+}
+"""The ``sandbox`` option's choices (``rpcd.tools.sandbox``)."""
 TITLE_CHARS: Final = 100
 OLD_TEXT_LIMIT: Final = 4 * 1024 * 1024
 """A file larger than this shows as new text only in a ``write`` diff."""
@@ -166,6 +175,8 @@ class AcpSession:
         conn = front.conn
         self.stream = UpdateStream(self.id, conn.session_update)
         self.gate = front.composer.approval_gate(client_can_answer=True)
+        self.sandbox = front.composer.sandbox_control()
+        """This session's sandbox (its ``sandbox`` / ``sandbox_network`` options), like its mode."""
         self.approver = tool_approver(conn, self.id, self.stream, front.composer.spec.approval_timeout)
         self.actions = HostCommandActions()
         """An extension command's ``ctx.new_session()`` / ``fork`` / ``switch_session`` on this host."""
@@ -198,7 +209,7 @@ class AcpSession:
         try:
             hooks = FrontHooks(
                 authorize_project=trust_asker(front.conn, self.id, spec.trust_policy, spec.trust_timeout),
-                approval=self.gate, tool_operations=self._tool_operations(),
+                approval=self.gate, tool_operations=self._tool_operations(), sandbox=self.sandbox,
             )
             self.host = await front.composer.open_host(manager, self.spec, hooks, self.bindings,
                                                        task_group=front.task_group)
@@ -299,6 +310,20 @@ class AcpSession:
                 current_value=level,
                 options=[SessionConfigSelectOption(value=v, name=THINKING_NAMES.get(v, v)) for v in named],
             ))
+        sandbox = state.sandbox if state.sandbox is not None else SandboxState()
+        said = f" — unavailable here: {sandbox.problem}" if sandbox.problem else ""
+        options.append(SessionConfigOptionSelect(
+            type="select", id="sandbox", name="Sandbox",
+            description=f"Where the agent's commands may write{said}", current_value=sandbox.mode,
+            options=[SessionConfigSelectOption(value=mode, name=name, description=description)
+                     for mode, (name, description) in SANDBOX_NAMES.items()],
+        ))
+        options.append(SessionConfigOptionSelect(
+            type="select", id="sandbox_network", name="Network in the sandbox",
+            description="Whether sandboxed commands may reach the network (with the sandbox off, every command may)",
+            current_value="on" if (sandbox.network if sandbox.mode != "off" else self.sandbox.network) else "off",
+            options=[SessionConfigSelectOption(value=value, name=value.capitalize()) for value in ("off", "on")],
+        ))
         self._offered = [option.model_dump(mode="json", by_alias=True, exclude_none=True) for option in options]
         return options
 
@@ -355,6 +380,16 @@ class AcpSession:
                 raise
             except Exception as exc:
                 raise to_request_error(exc, method) from None
+        elif config_id == "sandbox":
+            mode = next((m for m in SANDBOX_MODES if m == value), None)
+            if mode is None:
+                raise invalid_params(method, [{"path": "$.value", "message": f"unknown sandbox {value!r}; one of "
+                                                                             f"{', '.join(SANDBOX_MODES)}"}])
+            self.sandbox.set(mode)
+        elif config_id == "sandbox_network":
+            if value not in ("on", "off"):
+                raise invalid_params(method, [{"path": "$.value", "message": "expected on or off"}])
+            self.sandbox.set(network=value == "on")
         else:
             raise invalid_params(method, [{"path": "$.configId", "message": f"unknown config option {config_id!r}"}])
         self.refresh_config()  # a model switch changes the levels (and may clamp the level)

@@ -25,6 +25,10 @@ ApprovalPolicy: TypeAlias = Literal["auto", "ask-writes", "ask-all", "deny-write
 """``auto``: every tool runs (Pi's behaviour); ``ask-writes``: the client decides every call that may
 change something; ``ask-all``: every call; ``deny-writes``: calls that may change something are refused."""
 APPROVAL_POLICIES: tuple[ApprovalPolicy, ...] = ("auto", "ask-writes", "ask-all", "deny-writes")
+SandboxMode: TypeAlias = Literal["off", "read-only", "workspace-write"]
+"""Where a sandboxed command may write (``rpcd.tools.sandbox``): anywhere, nowhere, the project and temp dir."""
+SANDBOX_MODES: tuple[SandboxMode, ...] = ("off", "read-only", "workspace-write")
+SandboxMechanism: TypeAlias = Literal["bwrap", "landlock"]
 ApprovalDecision: TypeAlias = Literal["allowOnce", "allowAlways", "rejectOnce", "rejectAlways"]
 """The client's answer (ACP's ``allow_once`` / ``allow_always`` / ``reject_once`` / ``reject_always``)."""
 APPROVAL_DECISIONS: tuple[ApprovalDecision, ...] = ("allowOnce", "allowAlways", "rejectOnce", "rejectAlways")
@@ -113,6 +117,23 @@ class SessionState:
     auto_retry_enabled: bool = True
     approval_policy: ApprovalPolicy | None = None
     """The tool-approval policy in force for this session (``None``: the runtime has no gate)."""
+    sandbox: SandboxState | None = None
+    """The sandbox of its commands (``None``: the runtime has no sandbox control: never sandboxed)."""
+
+
+@attrs.frozen
+class SandboxState:
+    """The sandbox commands run in (``rpcd.tools.sandbox``), for ``getState``: ``mode`` (``off``,
+    ``read-only``, ``workspace-write``), whether they may reach the network, the ``mechanism`` that
+    enforces it (``bwrap``, ``landlock``; ``None`` when off or unavailable), what they may write
+    (besides ``/dev``) and, when no mechanism can enforce it here, the ``problem`` (every sandboxed
+    command is then refused)."""
+
+    mode: SandboxMode = "off"
+    network: bool = True
+    mechanism: SandboxMechanism | None = None
+    writable: tuple[str, ...] = ()
+    problem: str | None = None
 
 
 @attrs.frozen
@@ -327,6 +348,14 @@ class ApprovalRule:
     created_at: str
     command: str | None = None
     path: str | None = None
+
+
+class SandboxSetter(Protocol):
+    """What a front may change of a sandbox control (``rpcd.tools.sandbox.SandboxControl``)."""
+
+    def set(self, mode: SandboxMode | None = None, network: bool | None = None) -> None:
+        """Set the mode and/or whether the network is reachable (``None``: that part as it is)."""
+        ...
 
 
 class ApprovalControl(Protocol):

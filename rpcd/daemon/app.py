@@ -130,6 +130,8 @@ class Daemon:
         self.requests.approval_timeout = options.approval_timeout
         self.approval = self.composer.approval_gate()
         """The process's tool-approval gate; the client's ``toolApproval`` capability is set at ``initialize``."""
+        self.sandbox = self.composer.sandbox_control()
+        """The sandbox of every session's commands (``--sandbox``, ``setSandbox``, else the setting)."""
         bindings = RpcHostBindings(self.pump, UiBridge(self.requests), persist=self._persist,
                                    authorize_tool=self.requests.authorize_tool)
         self.host = SerializedHost(bindings, on_status=self._post_status)
@@ -145,7 +147,7 @@ class Daemon:
         register(
             self.server,
             SessionMethods(self.host, self.pump, self.library),
-            ApprovalMethods(self.host, self.approval),
+            ApprovalMethods(self.host, self.approval, self.sandbox),
             TrustMethods(self.host, self.services.saved_trust),
         )
         self.disposal_failure: BaseException | None = None
@@ -194,7 +196,7 @@ class Daemon:
         await self.server.initialize_answered()
         # The composition imports the runtime only now: its imports take a while and must not delay that answer.
         manager = open_start_session(self.options, self.composer.session_dir)
-        hooks = FrontHooks(authorize_project=self._authorize, approval=self.approval)
+        hooks = FrontHooks(authorize_project=self._authorize, approval=self.approval, sandbox=self.sandbox)
         return await self.composer.open_runtime(manager, SessionSpec(manager.get_cwd()), hooks)
 
     async def _authorize(self, cwd: str, context: ProjectTrustContext) -> TrustDecision:

@@ -15,7 +15,7 @@ from typing import Final, Literal
 import attrs
 
 from rpcd.core.model_inputs import ModelInputs
-from rpcd.core.values import APPROVAL_POLICIES, ApprovalPolicy
+from rpcd.core.values import APPROVAL_POLICIES, SANDBOX_MODES, ApprovalPolicy, SandboxMode
 from rpcd.sessions.spec import (
     DEFAULT_APPROVAL_TIMEOUT,
     DEFAULT_EXIT_TIMEOUT,
@@ -64,6 +64,8 @@ class Options:
     approval_timeout: float = DEFAULT_APPROVAL_TIMEOUT
     cwd_given: bool = False
     """``--cwd`` was given: ``--resume-last`` then starts on that project's last session."""
+    sandbox: SandboxMode | None = None
+    sandbox_network: bool | None = None
 
     @property
     def journal_path(self) -> str:
@@ -80,7 +82,7 @@ class Options:
                                          no_builtin_tools=self.no_builtin_tools, no_tools=self.no_tools),
             trust_policy=self.trust_policy, trust_timeout=self.trust_timeout, ui_timeout=self.ui_timeout,
             approval=self.approval, approval_timeout=self.approval_timeout, exit_timeout=self.exit_timeout,
-            in_memory=self.target == "in-memory",
+            in_memory=self.target == "in-memory", sandbox=self.sandbox, sandbox_network=self.sandbox_network,
         )
 
 
@@ -183,6 +185,16 @@ def build_parser(prog: str = "rpcd") -> argparse.ArgumentParser:
              f"(default {DEFAULT_APPROVAL_TIMEOUT:g})",
     )
     parser.add_argument(
+        "--sandbox", choices=SANDBOX_MODES, metavar="MODE",
+        help="where the bash tool's and the client's commands may write: off (anywhere, as Pi), read-only "
+             "(nowhere), workspace-write (the project and the temp dir); Linux, with bubblewrap or Landlock. "
+             "Default: the sandbox setting, else off",
+    )
+    parser.add_argument(
+        "--sandbox-network", choices=("on", "off"), metavar="on|off",
+        help="whether sandboxed commands may reach the network (default: the sandbox setting's network, else off)",
+    )
+    parser.add_argument(
         "--max-message-bytes", type=_positive_int, default=DEFAULT_MAX_MESSAGE_BYTES, metavar="N",
         help=f"frames larger than this are drained and answered with -32012 (default {DEFAULT_MAX_MESSAGE_BYTES})",
     )
@@ -269,4 +281,6 @@ def parse_options(argv: Sequence[str], prog: str = "rpcd") -> Options:
         session_dir=ns.session_dir,
         approval=ns.approval,
         approval_timeout=ns.approval_timeout,
+        sandbox=ns.sandbox,
+        sandbox_network=None if ns.sandbox_network is None else ns.sandbox_network == "on",
     )

@@ -273,7 +273,8 @@ class AgentSessionRuntime:
         if parent_session is not None:
             from rpcd.store.library import check_session_file  # the store's file checks: on first use
 
-            parent_session = check_session_file(parent_session, param="parentSession")
+            parent = parent_session  # (read off the loop: a client names the file)
+            parent_session = await self._off_loop(lambda: check_session_file(parent, param="parentSession"))
         if await self._emit_before({"type": "session_before_switch", "reason": "new"}):
             return ReplaceResult(cancelled=True)
         previous = self._session.session_file

@@ -54,6 +54,7 @@ from rpcd.runtime.resources.trust import (
     resolve_project_trust,
 )
 from rpcd.tools import ApprovalGate, ToolOperations, ToolSelection
+from rpcd.tools.sandbox import SandboxControl
 
 __all__ = [
     "AuthorizeProject",
@@ -89,6 +90,8 @@ class ProcessInputs:
     approval: ApprovalGate | None = attrs.field(default=None, eq=False)
     """The process's tool-approval gate (policy + remembered rules), shared by every session;
     ``None``: every tool runs, as in Pi."""
+    sandbox: SandboxControl | None = attrs.field(default=None, eq=False)
+    """Which sandbox the sessions' commands run in (``rpcd.tools.sandbox``; ``None``: never one, as in Pi)."""
     tool_operations: ToolOperations | None = attrs.field(default=None, eq=False)
     """Where the built-in file and shell tools do their I/O (the ACP front: the editor's buffers and
     terminals, ``rpcd.tools.operations``); ``None``: the local disk and processes."""

@@ -109,6 +109,8 @@ from rpcd.tools import (
     extension_profile,
 )
 from rpcd.tools.bash import SESSION_ENV_KEYS, shell_env
+from rpcd.tools.sandbox import OFF as SANDBOX_OFF
+from rpcd.tools.sandbox import SandboxControl, SandboxPolicy, describe
 
 _log = logging.getLogger("rpcd.runtime.session")
 
@@ -173,6 +175,7 @@ class AgentSession:
         registry: ProviderRegistry | None = None,
         model_inputs: ModelInputs | None = None,
         approval: ApprovalGate | None = None,
+        sandbox: SandboxControl | None = None,
     ) -> None:
         self.session_manager = session_manager
         self.registry = registry
@@ -186,6 +189,8 @@ class AgentSession:
         """The overflow the last run ended with (after recovery: the one recovery could not fix)."""
         self.approval = approval
         """The process's approval gate (``None``: every tool runs, as in Pi)."""
+        self.sandbox = sandbox
+        """Which sandbox its commands run in (``None``: never one, as in Pi)."""
         self.bindings: ExtensionBindings | None = None
         """What the host bound into this session (its UI, its tool approver); set by ``bind_extensions``."""
         self.services = services
@@ -261,6 +266,7 @@ class AgentSession:
             auto_compaction_enabled=self.compaction.auto_enabled,
             auto_retry_enabled=self.auto_retry_enabled,
             approval_policy=self.approval_policy,
+            sandbox=describe(sandbox_policy(self.services, self.sandbox), self.cwd) if self.sandbox else None,
         )
 
     @property
@@ -726,8 +732,10 @@ class AgentSession:
             self._notify(event)
 
         try:
-            result = await execute_user_bash(resolved, self.cwd, signal=signal, env=env,
-                                             shell_path=options.shell_path, timeout=timeout, on_chunk=on_chunk)
+            result = await execute_user_bash(
+                resolved, self.cwd, signal=signal, env=env, shell_path=options.shell_path, timeout=timeout,
+                on_chunk=on_chunk,
+                sandbox=sandbox_policy(self.services, self.sandbox) if self.sandbox is not None else SANDBOX_OFF)
         finally:
             self._bash_signals.discard(signal)
         outcome = BashOutcome(output=result.output, exit_code=result.exit_code, cancelled=result.cancelled,
@@ -963,6 +971,24 @@ def _extension_tool(runner: Any, definition: Any) -> Tool:
                         parameters=dict(definition.parameters), run=run, accepts_signal=False)
 
 
+def sandbox_policy(services: Any, control: SandboxControl) -> SandboxPolicy:
+    """The sandbox a command of the session in ``services`` runs in now: the control's override,
+    else the settings (read at each call)."""
+    return control.effective(configured_sandbox(services)[0])
+
+
+def configured_sandbox(services: Any) -> tuple[SandboxPolicy, list[str]]:
+    """What the settings ask for: the global ``sandbox`` setting, tightened (never loosened) by a
+    trusted project's (``rpcd.tools.sandbox.configured_policy``), and the warnings of both."""
+    from rpcd.tools.sandbox import SETTING as SANDBOX_SETTING
+    from rpcd.tools.sandbox import configured_policy
+
+    settings = getattr(services, "settings", None)
+    layers = [getattr(settings, name, None) for name in ("global_settings", "project_settings")]
+    return configured_policy(*(layer.get(SANDBOX_SETTING) if isinstance(layer, Mapping) else None
+                               for layer in layers))
+
+
 def tool_options(services: Any) -> ToolOptions:
     """The settings Pi's built-ins read: ``shellPath`` (``~`` expanded), ``shellCommandPrefix``,
     ``images.autoResize``; and rpcd's ``shellEnvironmentPolicy``."""
@@ -985,7 +1011,8 @@ def tool_options(services: Any) -> ToolOptions:
     )
 
 
-def session_tools(services: Any, selection: ToolSelection, operations: ToolOperations | None = None) -> dict[str, Tool]:
+def session_tools(services: Any, selection: ToolSelection, operations: ToolOperations | None = None,
+                  sandbox: SandboxControl | None = None) -> dict[str, Tool]:
     """The active tools of a session in ``services.cwd``, in Pi's order: built-ins bound to the
     cwd (rebuilt for every replacement; their I/O through ``operations`` when given) and the
     extensions' tools, selected as Pi selects them; an extension tool with a built-in's name takes
@@ -995,6 +1022,8 @@ def session_tools(services: Any, selection: ToolSelection, operations: ToolOpera
     options = tool_options(services)
     if operations is not None:
         options = attrs.evolve(options, operations=operations)
+    if sandbox is not None:
+        options = attrs.evolve(options, sandbox=lambda: sandbox_policy(services, sandbox))
     builtin = create_builtin_tools(services.cwd, options)
     settings: Any = getattr(services, "settings", None)
     default_tools = settings.default_tools() if callable(getattr(settings, "default_tools", None)) else None
@@ -1085,6 +1114,7 @@ def create_agent_session(
     selection: Selection | None = None,
     approval: ApprovalGate | None = None,
     tool_operations: ToolOperations | None = None,
+    sandbox: SandboxControl | None = None,
 ) -> tuple[AgentSession, Selection]:
     """Build a session over ``session_manager`` with ``services``; returns it and the model
     ``Selection`` (its ``fallback_message`` is Pi's ``Could not restore model p/m. Using p2/m2``,
@@ -1122,7 +1152,7 @@ def create_agent_session(
     elif not has_thinking_entry:
         sm.append_thinking_level_change(thinking)
 
-    tools = session_tools(services, tool_selection or ToolSelection(), tool_operations)
+    tools = session_tools(services, tool_selection or ToolSelection(), tool_operations, sandbox)
     specs = [ToolSpec(name=t.name, description=t.description, parameters=dict(t.parameters)) for t in tools.values()]
     agent = Agent(
         provider=provider,
@@ -1135,7 +1165,7 @@ def create_agent_session(
     )
     session = AgentSession(
         session_manager=sm, services=services, agent=agent, session_start_event=session_start_event,
-        registry=registry, model_inputs=inputs, approval=approval,
+        registry=registry, model_inputs=inputs, approval=approval, sandbox=sandbox,
     )
     agent.seam = ToolSeam(tools, _SessionHooks(weakref.proxy(session), tool_profiles(services, tools)).hooks())
     return session, selection

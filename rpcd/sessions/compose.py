@@ -22,6 +22,7 @@ from rpcd.host.port import HostBindings, RuntimePort
 from rpcd.sessions.services import ProcessServices
 from rpcd.sessions.spec import ProcessSpec, SessionSpec
 from rpcd.tools import ApprovalGate, ToolOperations
+from rpcd.tools.sandbox import SandboxControl
 
 if TYPE_CHECKING:
     from rpcd.runtime.resources.trust import AuthorizeProject
@@ -39,6 +40,7 @@ class FrontHooks:
     authorize_project: AuthorizeProject | None = None
     approval: ApprovalGate | None = None
     tool_operations: ToolOperations | None = None
+    sandbox: SandboxControl | None = None
 
 
 class Composer:
@@ -57,6 +59,10 @@ class Composer:
         return ApprovalGate(self.services.approval_rules, policy=self.spec.approval,
                             client_can_answer=client_can_answer)
 
+    def sandbox_control(self) -> SandboxControl:
+        """A sandbox control starting at ``--sandbox`` / ``--sandbox-network``."""
+        return SandboxControl(self.spec.sandbox, self.spec.sandbox_network)
+
     def process_inputs(self, session: SessionSpec, hooks: FrontHooks) -> ProcessInputs:
         """The process-global inputs of ``session``'s factory (the one place a session's inputs are
         assembled: an MCP server's tools, a TypeScript extension host join here)."""
@@ -67,6 +73,7 @@ class Composer:
             extension_paths=spec.extensions, flags=spec.extension_flags, no_context_files=spec.no_context_files,
             tool_selection=spec.tool_selection, trust_memory=self.services.trust_memory,
             held_settings=self.services.held_settings, approval=hooks.approval, tool_operations=hooks.tool_operations,
+            sandbox=hooks.sandbox,
         )
 
     def factory(self, session: SessionSpec, hooks: FrontHooks) -> RuntimeFactory:

@@ -14,7 +14,7 @@ from typing import Final, Literal
 import attrs
 
 from rpcd.core.model_inputs import ModelInputs
-from rpcd.core.values import ApprovalPolicy
+from rpcd.core.values import ApprovalPolicy, SandboxMode
 from rpcd.tools import ToolSelection
 
 __all__ = [
@@ -74,6 +74,10 @@ class ProcessSpec:
     exit_timeout: float = DEFAULT_EXIT_TIMEOUT
     in_memory: bool = False
     """``--in-memory``: new sessions are never written."""
+    sandbox: SandboxMode | None = None
+    """``--sandbox``: the mode commands start in (else the ``sandbox`` setting, else ``off``)."""
+    sandbox_network: bool | None = None
+    """``--sandbox-network on|off`` (else the setting's ``network``, else off)."""
 
 
 @attrs.frozen

@@ -24,6 +24,8 @@ import attrs
 from rpcd.tools.base import AbortSignal
 from rpcd.tools.bash import TEMP_FILE_PREFIX, run_shell
 from rpcd.tools.output import create_temp_output
+from rpcd.tools.sandbox import OFF as SANDBOX_OFF
+from rpcd.tools.sandbox import SandboxPolicy
 from rpcd.tools.truncate import DEFAULT_MAX_BYTES, truncate_tail, utf16_len
 
 _ST: Final = "(?:\u0007|\u001b\\\\|\u009c)"
@@ -118,12 +120,14 @@ async def execute_user_bash(
     shell_path: str | None = None,
     timeout: float | None = None,
     on_chunk: Callable[[str], None] | None = None,
+    sandbox: SandboxPolicy = SANDBOX_OFF,
 ) -> UserBashResult:
-    """Run a client's command; abort (``signal``) or ``timeout`` stops it: ``cancelled``, no exit code."""
+    """Run a client's command (inside ``sandbox``); abort (``signal``) or ``timeout`` stops it:
+    ``cancelled``, no exit code."""
     output = _Output(on_chunk)
     try:
         code, stopped = await run_shell(command, cwd, output, signal=signal, timeout=timeout, env=env,
-                                        shell_path=shell_path)
+                                        shell_path=shell_path, sandbox=sandbox)
     except BaseException:
         output.finish(None, True)
         raise

@@ -46,6 +46,7 @@ from rpcd.core.values import (
     ModelDescription,
     ModelRef,
     QueueSnapshot,
+    SandboxState,
     SessionState,
     SessionStats,
     SessionTree,
@@ -322,6 +323,7 @@ class SessionMethods:
             name=state.name,
             model=model,
             approval_policy=state.approval_policy,
+            sandbox=_sandbox_info(state.sandbox),
         )
         self._state_answer = (key, result)
         return result
@@ -363,28 +365,32 @@ class SessionMethods:
         return paginate([summary(info) for info in infos], after, limit, sort)
 
     def delete_session(self, params: t.DeleteSessionParams) -> Awaitable[t.DeleteSessionResult]:
-        """Trash a session file; never the session current at this request's arrival."""
+        """Trash a session file; never the session current at this request's arrival. The file work
+        runs in a worker thread (in the host's queue: still behind what came before)."""
         host, library = self._host, self._library
 
-        def delete() -> t.DeleteSessionResult:
-            removed = library.delete(params.session_file, host.session_file)
+        async def delete() -> t.DeleteSessionResult:
+            current = host.session_file
+            removed = await anyio.to_thread.run_sync(library.delete, params.session_file, current)
             return t.DeleteSessionResult(method=removed.method, trash_path=removed.trash_path)
 
-        return self._answered(_tracked(host.enqueue(DELETE_SESSION, delete)))
+        return self._answered(_tracked(host.enqueue_async(DELETE_SESSION, delete)))
 
     def rename_session(self, params: t.RenameSessionParams) -> Awaitable[t.RenameSessionResult]:
-        """Name any session file; the current session's through the session itself (``setSessionName``)."""
+        """Name any session file; the current session's through the session itself (``setSessionName``).
+        Another file is opened and appended to in a worker thread."""
         host, library = self._host, self._library
 
-        def rename() -> t.RenameSessionResult:
-            if library.is_current(params.session_file, host.session_file):
+        async def rename() -> t.RenameSessionResult:
+            current = host.session_file
+            if await anyio.to_thread.run_sync(library.is_current, params.session_file, current):
                 host.set_session_name(params.name)
                 name = host.state().name
             else:
-                name = library.rename(params.session_file, params.name)
+                name = await anyio.to_thread.run_sync(library.rename, params.session_file, params.name)
             return t.RenameSessionResult(name=name or "")
 
-        return self._answered(_tracked(host.enqueue(RENAME_SESSION, rename)))
+        return self._answered(_tracked(host.enqueue_async(RENAME_SESSION, rename)))
 
     def export_html(self, params: t.ExportHtmlParams) -> Awaitable[t.ExportResult]:
         host = self._host
@@ -777,3 +783,10 @@ def _model_description(model: ModelDescription) -> t.ModelDescription:
                          cache_read=float(cost.get("cacheRead", 0)), cache_write=float(cost.get("cacheWrite", 0))),
         credential_source=model.credential_source,
     )
+
+
+def _sandbox_info(state: SandboxState | None) -> t.SandboxInfo | None:
+    if state is None:
+        return None
+    return t.SandboxInfo(mode=state.mode, network=state.network, writable=list(state.writable),
+                         mechanism=state.mechanism, problem=state.problem)
