@@ -76,7 +76,7 @@ class Editor:
         self.reads: list[str] = []
         self.writes: list[tuple[str, str]] = []
         self.seen: list[tuple[str, Any]] = []
-        """What reached the editor, in arrival order: ``("update", update)``, ``("read", path)``, ``("write", path)``."""
+        """What reached the editor, in arrival order: ``("update", u)``, ``("read", path)``, ``("write", path)``."""
         self.read_delay = 0.0
         """Seconds an ``fs/read_text_file`` answer takes (a busy editor)."""
         self.terminals: dict[str, _Terminal] = {}
