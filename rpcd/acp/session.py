@@ -225,19 +225,24 @@ class AcpSession:
             self.closed = True
             raise
 
-    def _tool_operations(self) -> ToolOperations | None:
+    def _tool_operations(self) -> ToolOperations:
         conn, config = self.front.conn, self.front.config
         files = self.editor_files if config.delegate_files else None
         shell = (EditorShell(conn, self.id, on_terminal=self.translator.attach_terminal,
                              before_release=self.stream.drain)
                  if config.delegate_terminal and conn.has_terminal else None)
-        if files is None and shell is None:
-            return None
         return ToolOperations(
             read_text=files.read_text if files is not None else None,
             write_text=files.write_text if files is not None and conn.can_write_files else None,
             shell=shell,
+            before_change=self._announced,
         )
+
+    def _announced(self, path: str) -> None:
+        """A file change waits until every update pushed before it was sent: the call's ``tool_call`` (for
+        a ``write``, only once its diff's old text was read) reaches the client before the file changes
+        (``fs/write_text_file`` or the local disk), also when nothing was asked (mode ``auto``, a rule)."""
+        anyio.from_thread.run(self.stream.drain)
 
     def moved_to(self, session_file: str | None) -> None:
         if session_file != self.file:

@@ -116,6 +116,26 @@ async def test_cancel_stops_a_streaming_turn_and_a_running_command(agent_dir: Pa
         assert after.stop_reason == "end_turn"
 
 
+async def test_usage_after_a_cancel_keeps_the_context_size(agent_dir: Path, project: Project) -> None:
+    """Issue 30.8: the aborted reply's usage (zeros) made ``usage_update.used`` drop to 0; rpcd's usage
+    rule (``rpcd.runtime.usage.valid_usage``) skips aborted and failed replies."""
+    cwd = project("p", [{"text": "a first answer"}, {"text": "word " * 2000, "chunkSize": 5, "chunkDelay": 0.01},
+                        {"text": "after the cancel"}])
+    editor = Editor()
+    async with spawn(editor, agent_dir) as (conn, _):
+        session = (await conn.new_session(cwd=str(cwd), mcp_servers=[])).session_id
+        assert (await conn.prompt(session_id=session, prompt=[text_block("hi")])).stop_reason == "end_turn"
+        (first,) = editor.of(session, "usage_update")
+        assert first["used"] > 0
+        turn = asyncio.ensure_future(conn.prompt(session_id=session, prompt=[text_block("talk")]))
+        await editor.wait_for(lambda: len(editor.of(session, "agent_message_chunk")) > 1)
+        await conn.cancel(session_id=session)
+        assert (await turn).stop_reason == "cancelled"
+        assert editor.of(session, "usage_update") == [first]  # the aborted reply says nothing of the context
+        assert (await conn.prompt(session_id=session, prompt=[text_block("again")])).stop_reason == "end_turn"
+        assert editor.of(session, "usage_update")[-1]["used"] > first["used"]
+
+
 async def test_load_replays_the_conversation_before_answering_and_reuses_a_live_host(agent_dir: Path,
                                                                                    project: Project) -> None:
     cwd = project("p", [
