@@ -270,12 +270,18 @@ class EventTranslator:
                                cost=Cost(amount=self.cost, currency="USD")))
 
 
+RELOAD_COMMAND: Final = "/reload"
+"""The prompt that is the ``reload`` method in ACP (Pi's ``/reload``): it runs instead of a turn."""
+
+
 def commands_update(commands: Sequence[Mapping[str, Any]]) -> AvailableCommandsUpdate:
-    """The session's commands (``getCommands``' wire form) as ACP's: what follows ``/`` in a prompt."""
-    available = []
+    """The session's commands (``getCommands``' wire form) as ACP's: what follows ``/`` in a prompt,
+    after ``reload`` (rpcd's ``reload`` method; it wins over an extension command of that name)."""
+    available = [AvailableCommand(name=RELOAD_COMMAND[1:], description="Reload settings, extensions, skills, "
+                                  "prompt templates and context files")]
     for command in commands:
         name = command.get("name")
-        if not isinstance(name, str) or not name:
+        if not isinstance(name, str) or not name or name == RELOAD_COMMAND[1:]:
             continue
         description = command.get("description")
         hint = command.get("argumentHint")

@@ -136,6 +136,8 @@ class Daemon:
                                    authorize_tool=self.requests.authorize_tool)
         self.host = SerializedHost(bindings, on_status=self._post_status)
         bindings.command_actions = HostCommandActions(self.host)  # an extension command's actions are host calls
+        bindings.spawn = self.host.spawn
+        bindings.shutdown = self._extension_shutdown
         self.hub: SessionHub[SerializedHost] = SessionHub()
         self.hub.put(CURRENT, self.host, current=True)
         """The live hosts: the daemon's one, the current session's (a replacement swaps the session inside it)."""
@@ -242,6 +244,23 @@ class Daemon:
         await self.journal.ensure_async(session_file, cwd)
 
     # -- the orderly end -----------------------------------------------------------------------------
+
+    def _extension_shutdown(self) -> None:
+        """Pi's ``ctx.shutdown()`` in RPC mode: the orderly end, once everything requested before it is
+        done and the session is idle (a turn running now finishes first)."""
+        host = self.host
+
+        async def when_idle() -> None:
+            async def idle() -> None:
+                await host.wait_idle()
+
+            try:
+                await host.enqueue_async("shutdown", idle)
+            except Exception as exc:  # the host went away meanwhile: end anyway
+                log_failure("extension shutdown: waiting for idle failed", exc)
+            self.server.request_stop("an extension asked to shut down")
+
+        host.spawn(when_idle)
 
     async def final_disposal(self) -> None:
         """The one orderly end (the server's dispose hook): dispose the host behind any in-flight

@@ -71,6 +71,8 @@ class Composer:
         spec = self.spec
         return ProcessInputs(
             extension_paths=spec.extensions, flags=spec.extension_flags, no_context_files=spec.no_context_files,
+            no_extensions=spec.no_extensions, skill_paths=spec.skill_paths, no_skills=spec.no_skills,
+            prompt_template_paths=spec.prompt_template_paths, no_prompt_templates=spec.no_prompt_templates,
             tool_selection=spec.tool_selection, trust_memory=self.services.trust_memory,
             held_settings=self.services.held_settings, approval=hooks.approval, tool_operations=hooks.tool_operations,
             sandbox=hooks.sandbox,
