@@ -377,6 +377,12 @@ class AcpSession:
         self.stream.push(ConfigOptionUpdate(session_update="config_option_update",
                                             config_options=list(await self.config_options())))
 
+    def restore_mode(self, mode: str) -> None:
+        """The mode this session had in an earlier process (``rpcd.sessions.records``); an unknown one is ignored."""
+        policy = next((p for p in APPROVAL_POLICIES if p == mode), None)
+        if policy is not None:
+            self.gate.set_policy(policy)
+
     async def set_config_option(self, config_id: str, value: str | bool) -> list[SessionConfigOptionSelect]:
         method = "session/set_config_option"
         if not isinstance(value, str):

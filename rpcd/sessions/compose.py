@@ -109,13 +109,14 @@ class Composer:
 
     # -- the session managers of new sessions, opened files and forks ----------------------------------
 
-    def new_manager(self, cwd: str) -> SessionManager:
-        """A new session of ``cwd``: in the session dir, or never written (``--in-memory``)."""
+    def new_manager(self, cwd: str, session_id: str | None = None) -> SessionManager:
+        """A new session of ``cwd`` (with ``session_id``: one recreated under its old id): in the session
+        dir, or never written (``--in-memory``)."""
         from rpcd.store import SessionManager
 
         if self.spec.in_memory:
             return SessionManager.in_memory(cwd)
-        return SessionManager.create(cwd, self.session_dir, agent_dir=self.spec.agent_dir)
+        return SessionManager.create(cwd, self.session_dir, agent_dir=self.spec.agent_dir, session_id=session_id)
 
     def open_manager(self, path: str, fallback_cwd: str | None = None) -> SessionManager:
         """The session file ``path`` (its writer lock taken first); when its recorded cwd is gone and
