@@ -75,6 +75,10 @@ class SyncMethods:
         'Blocking :meth:`RpcdClient.resume`.'
         return self._run(self.client.resume(session_path, cwd_override=cwd_override, progress=progress, timeout=timeout))
 
+    def reload(self, *, timeout: float | None=_UNSET) -> ReplacementResult:
+        "Blocking :meth:`RpcdClient.reload`: Pi's ``/reload``: the same session file with settings, extensions, skills, prompt templates and context files read again (refused with ``SessionBusy`` while a turn runs)."
+        return self._run(self.client.reload(timeout=timeout))
+
     def fork(self, entry_id: str, *, timeout: float | None=_UNSET) -> ForkResult:
         'Blocking :meth:`RpcdClient.fork`.'
         return self._run(self.client.fork(entry_id, timeout=timeout))

@@ -113,6 +113,7 @@ from rpcd.protocol.names import (
     PING,
     PROGRESS,
     PROMPT,
+    RELOAD,
     RENAME_SESSION,
     RESUME,
     REVOKE_APPROVAL_RULE,
@@ -551,6 +552,11 @@ class RpcdClient:
         timeout: float | None = _UNSET,
     ) -> ReplacementResult:
         return await self._from_file(RESUME, {"sessionPath": os.fspath(session_path)}, cwd_override, progress, timeout)
+
+    async def reload(self, *, timeout: float | None = _UNSET) -> ReplacementResult:
+        """Pi's ``/reload``: the same session file with settings, extensions, skills, prompt
+        templates and context files read again (refused with ``SessionBusy`` while a turn runs)."""
+        return cast(ReplacementResult, await self._replacement(RELOAD, {}, None, timeout))
 
     async def fork(self, entry_id: str, *, timeout: float | None = _UNSET) -> ForkResult:
         return cast(ForkResult, await self._replacement(FORK, {"entryId": entry_id}, None, timeout))

@@ -54,6 +54,7 @@ from rpcd.protocol.names import (
     PING,
     PROGRESS,
     PROMPT,
+    RELOAD,
     RENAME_SESSION,
     RESUME,
     REVOKE_APPROVAL_RULE,
@@ -184,6 +185,9 @@ _BEFORE_EVENTS: Final[tuple[MethodSpec, ...]] = (
          *_REPLACE_ERRORS, ErrorCode.INVALID_ENTRY, ErrorCode.SESSION_NOT_SAVED, door="replace"),
     _req(IMPORT_JSONL, t.ImportJsonlParams, "ReplacementResult", "Import a JSONL transcript as a new session.",
          *_REPLACE_ERRORS, door="replace"),
+    _req(RELOAD, t.EmptyParams, "ReplacementResult",
+         "Reopen the current session file with freshly read settings, extensions, skills, prompt templates and "
+         "context files (Pi's /reload).", *_REPLACE_ERRORS, ErrorCode.SESSION_BUSY, door="replace"),
     _req(DISPOSE, t.EmptyParams, None, "Final disposal of the host; later session calls fail.",
          ErrorCode.DISPOSAL_FAILED, door="server"),
     _req(GET_STATE, t.EmptyParams, t.GetStateResult, "Snapshot of the current session.", *_HOST_ERRORS, door="probe"),

@@ -658,6 +658,8 @@ export interface PromptResult {
   command?: string;
   /** Set when a turn was running and the prompt was queued (`streamingBehavior`); its events come later, in that turn. */
   queued?: "steer" | "followUp";
+  /** `true` when an extension's `input` handler took the text: no turn ran. */
+  handled?: boolean;
 }
 
 /** Queued input, in delivery order. */
@@ -1237,6 +1239,8 @@ export interface RpcdMethods {
   "clone": { params: CloneParams; result: ReplacementResult };
   /** Import a JSONL transcript as a new session. */
   "importJsonl": { params: ImportJsonlParams; result: ReplacementResult };
+  /** Reopen the current session file with freshly read settings, extensions, skills, prompt templates and context files (Pi's /reload). */
+  "reload": { params: Record<string, never> | undefined; result: ReplacementResult };
   /** Final disposal of the host; later session calls fail. */
   "dispose": { params: Record<string, never> | undefined; result: null };
   /** Snapshot of the current session. */

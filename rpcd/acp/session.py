@@ -16,7 +16,7 @@ built-in tools when the client offers them, the event translator and the ordered
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
 import anyio
@@ -43,7 +43,7 @@ from rpcd.acp.errors import invalid_params, provider_failure, request_error, to_
 from rpcd.acp.permissions import tool_approver, trust_asker
 from rpcd.acp.prompt import PROMPT_METHOD, at_blocks, build_prompt
 from rpcd.acp.stream import UpdateStream
-from rpcd.acp.updates import EventTranslator, commands_update, replay
+from rpcd.acp.updates import RELOAD_COMMAND, EventTranslator, commands_update, replay
 from rpcd.core.files import read_regular
 from rpcd.core.values import (
     APPROVAL_POLICIES,
@@ -54,6 +54,8 @@ from rpcd.core.values import (
     EventListener,
     ExtensionBindings,
     ExtensionError,
+    InputHandled,
+    PromptOutcome,
     SandboxMode,
     SandboxState,
     SessionEvent,
@@ -135,7 +137,11 @@ class _Bindings:
     def extension_bindings(self, session: SessionPort) -> ExtensionBindings:
         return ExtensionBindings(mode="rpc", ui=None, on_error=self._on_extension_error,
                                  tool_approver=self._session.approver if self._session.approver else None,
-                                 command_actions=self._session.actions)
+                                 command_actions=self._session.actions, spawn=self._spawn)
+
+    def _spawn(self, work: Callable[[], Awaitable[None]]) -> None:
+        # the host is looked up when used: the first session is bound while the host is being made
+        self._session.require_host().spawn(work)
 
     def subscribe(self, binding: Binding) -> HostSubscription:
         listener: EventListener = self._session.on_event
@@ -170,8 +176,8 @@ class _Turn:
 
     def __init__(self) -> None:
         self.cancelled = False
-        self.pending: Pending[str | CommandRan | None] | None = None
-        """Its place in the host's FIFO (taken at arrival), then its running turn."""
+        self.pending: Pending[Any] | None = None
+        """Its place in the host's FIFO (taken at arrival), then its running turn (or ``/reload``)."""
         self.scope = anyio.CancelScope()
         """Cancelled when the prompt is withdrawn from the FIFO: its wait ends at once."""
 
@@ -231,19 +237,24 @@ class AcpSession:
             self.closed = True
             raise
 
-    def _tool_operations(self) -> ToolOperations | None:
+    def _tool_operations(self) -> ToolOperations:
         conn, config = self.front.conn, self.front.config
         files = self.editor_files if config.delegate_files else None
         shell = (EditorShell(conn, self.id, on_terminal=self.translator.attach_terminal,
                              before_release=self.stream.drain)
                  if config.delegate_terminal and conn.has_terminal else None)
-        if files is None and shell is None:
-            return None
         return ToolOperations(
             read_text=files.read_text if files is not None else None,
             write_text=files.write_text if files is not None and conn.can_write_files else None,
             shell=shell,
+            before_change=self._announced,
         )
+
+    def _announced(self, path: str) -> None:
+        """A file change waits until every update pushed before it was sent: the call's ``tool_call`` (for
+        a ``write``, only once its diff's old text was read) reaches the client before the file changes
+        (``fs/write_text_file`` or the local disk), also when nothing was asked (mode ``auto``, a rule)."""
+        anyio.from_thread.run(self.stream.drain)
 
     def moved_to(self, session_file: str | None) -> None:
         if session_file != self.file:
@@ -366,6 +377,12 @@ class AcpSession:
         self.stream.push(ConfigOptionUpdate(session_update="config_option_update",
                                             config_options=list(await self.config_options())))
 
+    def restore_mode(self, mode: str) -> None:
+        """The mode this session had in an earlier process (``rpcd.sessions.records``); an unknown one is ignored."""
+        policy = next((p for p in APPROVAL_POLICIES if p == mode), None)
+        if policy is not None:
+            self.gate.set_policy(policy)
+
     async def set_config_option(self, config_id: str, value: str | bool) -> list[SessionConfigOptionSelect]:
         method = "session/set_config_option"
         if not isinstance(value, str):
@@ -427,8 +444,13 @@ class AcpSession:
 
             try:
                 with turn.scope:
-                    turn.pending = host.prompt(prompt.text, images=prompt.images)
-                    outcome = await turn.pending
+                    if prompt.text.strip() == RELOAD_COMMAND and not prompt.images:
+                        turn.pending = host.reload()  # Pi's /reload; the editor hears commands_changed
+                        await turn.pending
+                        await self.stream.drain()
+                        return PromptResponse(stop_reason="end_turn")
+                    turn.pending = pending = host.prompt(prompt.text, images=prompt.images)
+                    outcome: PromptOutcome = await pending
             except Exception as exc:
                 await self.stream.drain()
                 if turn.cancelled:
@@ -440,8 +462,8 @@ class AcpSession:
             await self.stream.drain()
             if turn.cancelled:
                 return PromptResponse(stop_reason="cancelled")
-            if isinstance(outcome, CommandRan):
-                return PromptResponse(stop_reason="end_turn")  # an extension command ran instead of a turn
+            if isinstance(outcome, CommandRan | InputHandled):
+                return PromptResponse(stop_reason="end_turn")  # an extension took the input instead of a turn
             reason = outcome
             if reason is None:  # queued into a running turn: only with streamingBehavior, which ACP never sends
                 return PromptResponse(stop_reason="end_turn")
@@ -501,8 +523,7 @@ class AcpSession:
         except Exception as exc:
             log.info("commands unavailable: %s", type(exc).__name__, extra={"sessionId": self.id})
             return
-        if commands:
-            self.stream.push(commands_update([command_to_wire(c) for c in commands]))
+        self.stream.push(commands_update([command_to_wire(c) for c in commands]))
 
     # -- replay -------------------------------------------------------------------------------------
 

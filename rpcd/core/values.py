@@ -255,22 +255,51 @@ class CommandInfo:
 
 
 @attrs.frozen
+class InputHandled:
+    """``prompt`` whose text an extension's ``input`` handler took (``{"action": "handled"}``): no turn ran."""
+
+
+@attrs.frozen
 class CommandRan:
     """``prompt`` of an extension command: the command ran instead of a turn (Pi runs it at once)."""
 
     name: str
 
 
-class CommandActions(Protocol):
-    """Pi's ``commandContextActions``: what an extension command may ask of the host. Every action
-    goes through the serialized host like a request would (queued behind the operations requested
-    before it); none is available from inside a host operation or inside a turn."""
+PromptOutcome: TypeAlias = "str | CommandRan | InputHandled | None"
+"""What ``prompt`` resolves with: the turn's ``stopReason``, a command that ran instead, input an
+extension handled, or ``None`` for text queued into a running turn."""
 
-    async def new_session(self) -> ReplaceResult: ...
+
+class CommandActions(Protocol):
+    """What extension code may ask of the host (Pi's ``commandContextActions`` and the turns and
+    compactions its ``pi``/``ctx`` start). Every action goes through the serialized host like a
+    request would (queued behind the operations requested before it). The replacements, tree moves
+    and reloads are for commands only: refused from inside a host operation or inside a turn."""
+
+    async def new_session(self, *, parent_session: str | None = None,
+                          setup: Callable[[Any], Any] | None = None) -> ReplaceResult:
+        """``setup(session_writer)`` runs on the new session before it is bound (Pi's ``setup``)."""
+        ...
 
     async def fork(self, entry_id: str, position: ForkPosition = "before") -> ReplaceResult: ...
 
     async def switch_session(self, session_path: str) -> ReplaceResult: ...
+
+    async def navigate_tree(self, target_id: str, *, summarize: bool = False, custom_instructions: str | None = None,
+                            replace_instructions: bool | None = None, label: str | None = None) -> Mapping[str, Any]:
+        ...
+
+    async def reload(self) -> None:
+        """Reopen the current session file with freshly read resources (``reload``)."""
+        ...
+
+    async def compact(self, custom_instructions: str | None = None) -> Mapping[str, Any]: ...
+
+    async def run_turn(self, operation: str, work: Callable[[], Awaitable[Any]]) -> Any:
+        """Run ``work`` (a turn the session starts for an extension) where a client's ``prompt``
+        would run: queued behind what was requested before, then outside the queue."""
+        ...
 
 
 # -- tool approval ----------------------------------------------------------------------------
@@ -411,6 +440,11 @@ class ExtensionBindings:
     """Session control for extension commands (``ctx.new_session()`` ...); ``None``: not available."""
     tool_approver: ToolApprover | None = None
     """Asks the client before a tool runs (rpcd's ``tool/authorize``); ``None``: nobody can be asked."""
+    spawn: Callable[[Callable[[], Awaitable[None]]], None] | None = None
+    """Runs work in the host's task group without waiting for it (what Pi does not await: extension
+    notifications such as ``thinking_level_select``, ``ctx.compact()``, extension-started turns)."""
+    shutdown: Callable[[], None] | None = None
+    """Pi's ``ctx.shutdown()``: the front ends in order once the session is idle."""
 
 
 @attrs.frozen

@@ -42,7 +42,7 @@ from rpcd.host.host import Pending, SerializedHost
 from rpcd.host.port import RuntimePort
 from rpcd.protocol import types as t
 from rpcd.protocol.names import UI_FEATURES
-from rpcd.sessions.actions import HostCommandActions
+from rpcd.sessions.actions import HostCommandActions, shutdown_when_idle
 from rpcd.sessions.compose import Composer, FrontHooks
 from rpcd.sessions.hub import SessionHub, dispose_bounded, log_failure
 from rpcd.sessions.library import SessionLocation
@@ -136,6 +136,9 @@ class Daemon:
                                    authorize_tool=self.requests.authorize_tool)
         self.host = SerializedHost(bindings, on_status=self._post_status)
         bindings.command_actions = HostCommandActions(self.host)  # an extension command's actions are host calls
+        bindings.spawn = self.host.spawn
+        bindings.shutdown = shutdown_when_idle(  # Pi's ctx.shutdown(): the orderly end once the session is idle
+            self.host, lambda: self.server.request_stop("an extension asked to shut down"))
         self.hub: SessionHub[SerializedHost] = SessionHub()
         self.hub.put(CURRENT, self.host, current=True)
         """The live hosts: the daemon's one, the current session's (a replacement swaps the session inside it)."""

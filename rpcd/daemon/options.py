@@ -51,6 +51,11 @@ class Options:
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     extension_flags: Mapping[str, bool | str] = attrs.field(factory=dict)
     no_context_files: bool = False
+    no_extensions: bool = False
+    skill_paths: tuple[str, ...] = ()
+    no_skills: bool = False
+    prompt_template_paths: tuple[str, ...] = ()
+    no_prompt_templates: bool = False
     exit_timeout: float = DEFAULT_EXIT_TIMEOUT
     model_inputs: ModelInputs = attrs.field(factory=ModelInputs)
     """``--provider`` / ``--model`` / ``--thinking`` / ``--api-key`` / ``--models`` (Pi's flags)."""
@@ -77,6 +82,8 @@ class Options:
         return ProcessSpec(
             agent_dir=self.agent_dir, cwd=self.cwd, session_dir=self.session_dir, extensions=self.extensions,
             extension_flags=self.extension_flags, no_context_files=self.no_context_files,
+            no_extensions=self.no_extensions, skill_paths=self.skill_paths, no_skills=self.no_skills,
+            prompt_template_paths=self.prompt_template_paths, no_prompt_templates=self.no_prompt_templates,
             model_inputs=self.model_inputs,
             tool_selection=ToolSelection(allow=self.tools, exclude=self.exclude_tools,
                                          no_builtin_tools=self.no_builtin_tools, no_tools=self.no_tools),
@@ -142,6 +149,25 @@ def build_parser(prog: str = "rpcd") -> argparse.ArgumentParser:
     parser.add_argument(
         "--flag", action="append", default=[], metavar="NAME[=VALUE]", type=_extension_flag,
         help="an extension flag for every session (Pi's --NAME / --NAME VALUE); an unknown name is a diagnostic",
+    )
+    parser.add_argument(
+        "-ne", "--no-extensions", action="store_true",
+        help="load no discovered or settings-listed extensions (-e paths still load)",
+    )
+    parser.add_argument(
+        "--skill", action="append", default=[], metavar="PATH",
+        help="load this skill file or folder of skills too (also with --no-skills)",
+    )
+    parser.add_argument(
+        "-ns", "--no-skills", action="store_true", help="load no discovered or settings-listed skills",
+    )
+    parser.add_argument(
+        "--prompt-template", action="append", default=[], metavar="PATH",
+        help="load this prompt template file or folder too (also with --no-prompt-templates)",
+    )
+    parser.add_argument(
+        "-np", "--no-prompt-templates", action="store_true",
+        help="load no discovered or settings-listed prompt templates",
     )
     parser.add_argument(
         "--no-context-files", action="store_true", help="load no AGENTS.md / CLAUDE.md context files",
@@ -266,6 +292,11 @@ def parse_options(argv: Sequence[str], prog: str = "rpcd") -> Options:
         max_message_bytes=ns.max_message_bytes,
         extension_flags=dict(ns.flag),
         no_context_files=ns.no_context_files,
+        no_extensions=ns.no_extensions,
+        skill_paths=tuple(os.path.abspath(os.path.expanduser(p)) for p in ns.skill),
+        no_skills=ns.no_skills,
+        prompt_template_paths=tuple(os.path.abspath(os.path.expanduser(p)) for p in ns.prompt_template),
+        no_prompt_templates=ns.no_prompt_templates,
         exit_timeout=ns.exit_timeout,
         model_inputs=ModelInputs(
             provider=ns.provider,

@@ -5,9 +5,11 @@ Pi's flags that rpcd has mean what they mean in Pi: ``--provider``, ``--model``,
 ``--api-key``, ``--models``, ``--no-session``, ``--session <path|id prefix>``, ``--session-dir``,
 ``--continue``/``-c``, ``--name``/``-n``, ``-e``/``--extension``, ``--tools``/``-t``,
 ``--exclude-tools``/``-xt``, ``--no-tools``/``-nt``, ``--no-builtin-tools``/``-nbt``,
-``--no-context-files``/``-nc``, ``--approve``/``-a`` and ``--no-approve``/``-na``. Any other
-``--name [value]`` is an extension flag, as in Pi. Pi's flags rpcd does not have (``--system-prompt``,
-``--skill``, ``--session-id``, ``--fork``, …) are said on stderr and ignored, never silently; the
+``--no-context-files``/``-nc``, ``--no-extensions``/``-ne``, ``--skill``, ``--no-skills``/``-ns``,
+``--prompt-template``, ``--no-prompt-templates``/``-np``, ``--approve``/``-a`` and
+``--no-approve``/``-na``. Any other ``--name [value]`` is an extension flag, as in Pi. Pi's flags rpcd
+does not have (``--system-prompt``, ``--session-id``, ``--fork``, …) are said on stderr and ignored,
+never silently; the
 ones that make no sense without a terminal (``--resume``, ``--print``, ``--export``, ``--list-models``)
 are refused. rpcd's own additions: ``--cwd``, ``--agent-dir``, ``--log-level``, ``--ui-timeout``,
 ``--exit-timeout``, ``--max-message-bytes`` and ``--approval``. As in Pi, an unknown short option and
@@ -40,7 +42,7 @@ _VALUE_FLAGS: Final = {
     "--provider": "provider", "--model": "model", "--api-key": "api_key", "--models": "models",
     "--session": "session", "--session-dir": "session_dir", "--thinking": "thinking",
     "--tools": "tools", "-t": "tools", "--exclude-tools": "exclude_tools", "-xt": "exclude_tools",
-    "--extension": "extension", "-e": "extension",
+    "--extension": "extension", "-e": "extension", "--skill": "skill", "--prompt-template": "prompt_template",
     # rpcd's own
     "--cwd": "cwd", "--agent-dir": "agent_dir", "--log-level": "log_level", "--ui-timeout": "ui_timeout",
     "--exit-timeout": "exit_timeout", "--max-message-bytes": "max_message_bytes", "--approval": "approval",
@@ -50,11 +52,12 @@ _SWITCHES: Final = {
     "--no-tools": "no_tools", "-nt": "no_tools", "--no-builtin-tools": "no_builtin_tools", "-nbt": "no_builtin_tools",
     "--no-context-files": "no_context_files", "-nc": "no_context_files",
     "--approve": "approve", "-a": "approve", "--no-approve": "no_approve", "-na": "no_approve",
+    "--no-extensions": "no_extensions", "-ne": "no_extensions", "--no-skills": "no_skills", "-ns": "no_skills",
+    "--no-prompt-templates": "no_prompt_templates", "-np": "no_prompt_templates",
 }
-_IGNORED_WITH_VALUE: Final = ("--system-prompt", "--append-system-prompt", "--session-id", "--fork", "--skill",
-                              "--prompt-template", "--theme", "--use-theme", "--tui-mode")
-_IGNORED: Final = ("--no-extensions", "-ne", "--no-skills", "-ns", "--no-prompt-templates", "-np", "--no-themes",
-                   "--verbose", "--offline")
+_IGNORED_WITH_VALUE: Final = ("--system-prompt", "--append-system-prompt", "--session-id", "--fork", "--theme",
+                              "--use-theme", "--tui-mode")
+_IGNORED: Final = ("--no-themes", "--verbose", "--offline")
 _REFUSED: Final = ("--resume", "-r", "--print", "-p", "--export", "--list-models")
 
 
@@ -66,6 +69,8 @@ class UsageError(Exception):
 class _Parsed:
     values: dict[str, str] = attrs.field(factory=dict)
     extensions: list[str] = attrs.field(factory=list)
+    skills: list[str] = attrs.field(factory=list)
+    templates: list[str] = attrs.field(factory=list)
     switches: set[str] = attrs.field(factory=set)
     flags: dict[str, bool | str] = attrs.field(factory=dict)
     warnings: list[str] = attrs.field(factory=list)
@@ -94,6 +99,10 @@ def _parse(args: Sequence[str]) -> _Parsed:
             key = _VALUE_FLAGS[arg]
             if key == "extension":
                 parsed.extensions.append(args[i])
+            elif key == "skill":
+                parsed.skills.append(args[i])
+            elif key == "prompt_template":
+                parsed.templates.append(args[i])
             elif key == "thinking" and args[i] not in THINKING_LEVELS:
                 parsed.warnings.append(f'Invalid thinking level "{args[i]}". '
                                        f'Valid values: {", ".join(THINKING_LEVELS)}')
@@ -128,6 +137,11 @@ def _parse(args: Sequence[str]) -> _Parsed:
             raise UsageError(f"Unknown option: {arg}")
         i += 1
     return parsed
+
+
+def _paths(cwd: str, given: Sequence[str]) -> tuple[str, ...]:
+    """Pi's ``resolveCliPaths``: against the process's cwd, ``~`` expanded."""
+    return tuple(os.path.abspath(os.path.join(cwd, os.path.expanduser(p))) for p in given)
 
 
 def _names(text: str) -> tuple[str, ...]:
@@ -168,7 +182,9 @@ def pi_options(args: Sequence[str]) -> tuple[object, list[str], str | None, bool
     spec = ProcessSpec(
         agent_dir=agent_dir, cwd=cwd,
         session_dir=values.get("session_dir"),
-        extensions=tuple(os.path.abspath(os.path.join(cwd, os.path.expanduser(p))) for p in parsed.extensions),
+        extensions=_paths(cwd, parsed.extensions), no_extensions="no_extensions" in switches,
+        skill_paths=_paths(cwd, parsed.skills), no_skills="no_skills" in switches,
+        prompt_template_paths=_paths(cwd, parsed.templates), no_prompt_templates="no_prompt_templates" in switches,
         extension_flags=parsed.flags,
         no_context_files="no_context_files" in switches,
         model_inputs=ModelInputs(provider=values.get("provider"), model=values.get("model"),
@@ -205,7 +221,8 @@ Pi's RPC mode (JSON lines on stdin/stdout, as `pi --mode rpc`) over rpcd's sessi
 Pi's options: --provider NAME, --model PATTERN, --thinking LEVEL, --api-key KEY, --models PATTERNS,
   --no-session, --session PATH|ID, --session-dir DIR, --continue/-c, --name/-n NAME,
   --extension/-e PATH, --tools/-t A,B, --exclude-tools/-xt A,B, --no-tools/-nt, --no-builtin-tools/-nbt,
-  --no-context-files/-nc, --approve/-a, --no-approve/-na, --NAME [VALUE] (extension flags)
+  --no-context-files/-nc, --no-extensions/-ne, --skill PATH, --no-skills/-ns, --prompt-template PATH,
+  --no-prompt-templates/-np, --approve/-a, --no-approve/-na, --NAME [VALUE] (extension flags)
 rpcd's own: --cwd DIR, --agent-dir DIR, --log-level LEVEL, --ui-timeout SECONDS, --exit-timeout SECONDS,
   --max-message-bytes N, --approval POLICY
 """

@@ -48,7 +48,7 @@ from rpcd.pirpc.commands import MISSING, PiCommands, failure, message_of
 from rpcd.pirpc.json_errors import parse_error_message
 from rpcd.pirpc.output import LineOut
 from rpcd.pirpc.ui import PiUi
-from rpcd.sessions.actions import HostCommandActions
+from rpcd.sessions.actions import HostCommandActions, shutdown_when_idle
 from rpcd.sessions.compose import Composer, FrontHooks
 from rpcd.sessions.hub import dispose_bounded, log_failure
 from rpcd.sessions.services import ProcessServices
@@ -196,6 +196,15 @@ async def serve(options: PiOptions, in_fd: int, out_fd: int, *,
     bindings = PiBindings(out, ui)
     host = SerializedHost(bindings)
     bindings.command_actions = HostCommandActions(host)
+    bindings.spawn = host.spawn
+    reading = anyio.CancelScope()
+    ending = anyio.Event()
+
+    def end_for_extension() -> None:  # Pi's ctx.shutdown(): shutdownRequested, then the end once idle
+        ending.set()
+        reading.cancel()
+
+    bindings.shutdown = shutdown_when_idle(host, end_for_extension)
     services = ProcessServices(spec)
     composer = Composer(spec, services)
     ended_by: list[int] = []
@@ -225,14 +234,13 @@ async def serve(options: PiOptions, in_fd: int, out_fd: int, *,
         else:
             commands = PiCommands(host, out, group, cwd=spec.cwd)
             front = _Front(commands, ui, out)
-            ending = anyio.Event()
 
             def begin_end(signum: int) -> None:
                 ended_by.append(signum)
                 ending.set()
                 reading.cancel()
 
-            with anyio.CancelScope() as reading:
+            with reading:
                 await group.start(watch_end_signals, begin_end, ending.is_set, log)
                 await _read_lines(front, in_fd, options.max_message_bytes)
             ending.set()

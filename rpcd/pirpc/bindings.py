@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
 
 from rpcd.core.json_event import to_json_event
@@ -47,6 +47,10 @@ class PiBindings:
         self._out = out
         self._ui = ui
         self.command_actions = command_actions
+        self.spawn: Callable[[Callable[[], Awaitable[None]]], None] | None = None
+        """The host's task group, for what extensions start without waiting (``SerializedHost.spawn``)."""
+        self.shutdown: Callable[[], None] | None = None
+        """An extension's ``ctx.shutdown()``: the front's orderly end once the session is idle."""
         self._live = False
         """Whether a session is subscribed: extension errors are written while one is."""
         self._muted = False
@@ -54,7 +58,7 @@ class PiBindings:
 
     def extension_bindings(self, session: SessionPort) -> ExtensionBindings:
         return ExtensionBindings(mode="rpc", ui=self._ui, on_error=self._on_extension_error,
-                                 command_actions=self.command_actions)
+                                 command_actions=self.command_actions, spawn=self.spawn, shutdown=self.shutdown)
 
     def subscribe(self, binding: Binding) -> HostSubscription:
         out = self._out

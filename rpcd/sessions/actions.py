@@ -16,9 +16,13 @@ themselves.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
 from rpcd.core.errors import HostUnavailableError
 from rpcd.core.values import ForkPosition, ReplaceResult
 from rpcd.host.host import ReplacementOutcome, SerializedHost
+from rpcd.sessions.hub import log_failure
 
 __all__ = ["HostCommandActions"]
 
@@ -42,8 +46,9 @@ class HostCommandActions:
             raise HostUnavailableError("the session is not bound yet")
         return self._host
 
-    async def new_session(self) -> ReplaceResult:
-        return _result(await self._require().new_session())
+    async def new_session(self, *, parent_session: str | None = None,
+                          setup: Callable[[Any], Any] | None = None) -> ReplaceResult:
+        return _result(await self._require().new_session(parent_session=parent_session, setup=setup))
 
     async def fork(self, entry_id: str, position: ForkPosition = "before") -> ReplaceResult:
         host = self._require()
@@ -52,3 +57,42 @@ class HostCommandActions:
 
     async def switch_session(self, session_path: str) -> ReplaceResult:
         return _result(await self._require().resume(session_path))
+
+    async def navigate_tree(self, target_id: str, *, summarize: bool = False, custom_instructions: str | None = None,
+                            replace_instructions: bool | None = None, label: str | None = None) -> Mapping[str, Any]:
+        result: Mapping[str, Any] = await self._require().call("navigateTree", lambda session: session.navigate_tree(
+            target_id, summarize=summarize, custom_instructions=custom_instructions,
+            replace_instructions=replace_instructions, label=label), "outside")  # the table's door of navigateTree
+        return result
+
+    async def reload(self) -> None:
+        await self._require().reload()
+
+    async def compact(self, custom_instructions: str | None = None) -> Mapping[str, Any]:
+        result: Mapping[str, Any] = await self._require().call(
+            "compact", lambda session: session.compact(custom_instructions), "outside")  # the table's door of compact
+        return result
+
+    async def run_turn(self, operation: str, work: Callable[[], Awaitable[Any]]) -> Any:
+        return await self._require().run_for_session(operation, work)
+
+
+def shutdown_when_idle(host: SerializedHost, end: Callable[[], None]) -> Callable[[], None]:
+    """An extension's ``ctx.shutdown()`` for a front whose ``end()`` begins its orderly end (Pi's RPC
+    mode: ``shutdownRequested``, then the end once the session is idle): ``end`` is called once
+    everything requested before it is done and no turn runs (a turn running now finishes first)."""
+
+    def shutdown() -> None:
+        async def when_idle() -> None:
+            async def idle() -> None:
+                await host.wait_idle()
+
+            try:
+                await host.call("shutdown", lambda _: idle())  # behind everything requested before it
+            except Exception as exc:  # the host went away meanwhile: end anyway
+                log_failure("extension shutdown: waiting for idle failed", exc)
+            end()
+
+        host.spawn(when_idle)
+
+    return shutdown

@@ -72,6 +72,8 @@ class Composer:
         return ProcessInputs(
             extension_paths=spec.extensions, flags=spec.extension_flags, no_context_files=spec.no_context_files,
             trust_override=spec.trust_override,
+            no_extensions=spec.no_extensions, skill_paths=spec.skill_paths, no_skills=spec.no_skills,
+            prompt_template_paths=spec.prompt_template_paths, no_prompt_templates=spec.no_prompt_templates,
             tool_selection=spec.tool_selection, trust_memory=self.services.trust_memory,
             held_settings=self.services.held_settings, approval=hooks.approval, tool_operations=hooks.tool_operations,
             sandbox=hooks.sandbox,
@@ -108,13 +110,14 @@ class Composer:
 
     # -- the session managers of new sessions, opened files and forks ----------------------------------
 
-    def new_manager(self, cwd: str) -> SessionManager:
-        """A new session of ``cwd``: in the session dir, or never written (``--in-memory``)."""
+    def new_manager(self, cwd: str, session_id: str | None = None) -> SessionManager:
+        """A new session of ``cwd`` (with ``session_id``: one recreated under its old id): in the session
+        dir, or never written (``--in-memory``)."""
         from rpcd.store import SessionManager
 
         if self.spec.in_memory:
             return SessionManager.in_memory(cwd)
-        return SessionManager.create(cwd, self.session_dir, agent_dir=self.spec.agent_dir)
+        return SessionManager.create(cwd, self.session_dir, agent_dir=self.spec.agent_dir, session_id=session_id)
 
     def open_manager(self, path: str, fallback_cwd: str | None = None) -> SessionManager:
         """The session file ``path`` (its writer lock taken first); when its recorded cwd is gone and

@@ -188,7 +188,7 @@ def parse_chunks(chunks: list[bytes], path: str, *, lazy: bool = True,
     return LoadedFile(
         header=header,
         records=records,
-        diagnostics=_diagnostics(blank, [n for n in bad if n not in set(too_long)] if too_long else bad, too_long),
+        diagnostics=_diagnostics(blank, bad, too_long),
         missing_final_newline=not _ends_with_newline(chunks),
         migrated=migrated,
         rewrite=rewrite,
@@ -294,7 +294,7 @@ def _read_session(fd: int, path: str) -> tuple[list[bytes], list[int], FileState
             f"(set {MAX_IMPORT_BYTES_ENV} to change it): {path}", session_path=path)
     longest = max_line_bytes()
     if info.st_size <= longest:  # no line of it can be longer: the fast read
-        chunks = _read_fd_chunks(fd, info.st_size, path)
+        chunks = _read_fd_chunks(fd, info.st_size)
         return chunks, [], FileState.of(info, sum(len(c) for c in chunks), _first_bytes(chunks),
                                         _last_bytes(chunks))
     chunks, too_long, total = _bounded_chunks(fd, read_cap(info.st_size), longest)
@@ -314,7 +314,7 @@ def _read_capped(fd: int, cap: int) -> bytes:
     return b"".join(pieces)
 
 
-def _read_fd_chunks(fd: int, size: int, path: str) -> list[bytes]:
+def _read_fd_chunks(fd: int, size: int) -> list[bytes]:
     if size < _PARALLEL_READ_BYTES or not hasattr(os, "pread"):
         return [_read_capped(fd, read_cap(size))]
     half = size // 2
@@ -451,7 +451,9 @@ def _lines(numbers: list[int]) -> str:
 
 def _diagnostics(blank: list[int], bad: list[int], too_long: Sequence[int] = ()) -> list[Diagnostic]:
     found: list[Diagnostic] = []
-    if too_long:
+    if too_long:  # (their stand-ins were unreadable lines too: said once, as too long)
+        skipped = frozenset(too_long)
+        bad = [number for number in bad if number not in skipped]
         message = (f"Skipped {len(too_long)} line(s) longer than {max_line_bytes()} bytes in session file (set "
                    f"{MAX_LINE_BYTES_ENV} to read them): line {_lines(list(too_long))}")
         found.append(Diagnostic("warning", message))

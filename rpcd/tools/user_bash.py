@@ -15,7 +15,7 @@ from __future__ import annotations
 import codecs
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import IO, Final
 
 import anyio
@@ -120,15 +120,27 @@ async def execute_user_bash(
     shell_path: str | None = None,
     timeout: float | None = None,
     on_chunk: Callable[[str], None] | None = None,
+    run: RunCommand | None = None,
     sandbox: SandboxPolicy = SANDBOX_OFF,
 ) -> UserBashResult:
     """Run a client's command (inside ``sandbox``); abort (``signal``) or ``timeout`` stops it:
-    ``cancelled``, no exit code."""
+    ``cancelled``, no exit code. ``run`` replaces the local shell (Pi's ``BashOperations.exec``, an
+    extension's ``user_bash`` ``operations``): ``await run(command, cwd, on_data, signal, timeout,
+    env)`` feeds the output to ``on_data`` and answers the exit code (``None``: none); the result is
+    built the same way (the extension's operations run where it says, outside rpcd's sandbox)."""
     output = _Output(on_chunk)
     try:
-        code, stopped = await run_shell(command, cwd, output, signal=signal, timeout=timeout, env=env,
-                                        shell_path=shell_path, sandbox=sandbox)
+        if run is not None:
+            code: int | None = await run(command, cwd, output.on_data, signal, timeout, env)
+            stopped = None
+        else:
+            code, stopped = await run_shell(command, cwd, output, signal=signal, timeout=timeout, env=env,
+                                            shell_path=shell_path, sandbox=sandbox)
     except BaseException:
         output.finish(None, True)
         raise
     return output.finish(code, stopped is not None or signal.aborted)
+
+
+RunCommand = Callable[[str, str, Callable[[bytes], None], AbortSignal, "float | None", Mapping[str, str]],
+                      Awaitable["int | None"]]

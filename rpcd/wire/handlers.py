@@ -43,8 +43,10 @@ from rpcd.core.values import (
     CommandRan,
     CycleModelResult,
     ImageInput,
+    InputHandled,
     ModelDescription,
     ModelRef,
+    PromptOutcome,
     QueueSnapshot,
     SandboxState,
     SessionState,
@@ -202,6 +204,10 @@ class SessionMethods:
 
     def clone(self, params: t.CloneParams) -> Awaitable[t.ReplacementResult]:
         return self._replaced(_tracked(self._host.clone(params.entry_id)))
+
+    def reload(self, params: t.EmptyParams | None = None) -> Awaitable[t.ReplacementResult]:
+        """Pi's ``/reload``: a replacement of the current session file (reason ``reload``)."""
+        return self._replaced(_tracked(self._host.reload()))
 
     def import_jsonl(self, params: t.ImportJsonlParams) -> Awaitable[t.ReplacementResult]:
         progress = self._progress(params.work_done_token, "Importing transcript", params.path)
@@ -409,12 +415,14 @@ class SessionMethods:
         return self._prompted(pending, params.streaming_behavior)
 
     async def _prompted(
-        self, pending: Pending[str | CommandRan | None], streaming_behavior: t.StreamingBehavior | None
+        self, pending: Pending[PromptOutcome], streaming_behavior: t.StreamingBehavior | None
     ) -> t.PromptResult:
         outcome = await pending
         await self._pump.drain()
         if isinstance(outcome, CommandRan):
             return t.PromptResult(command=outcome.name)
+        if isinstance(outcome, InputHandled):
+            return t.PromptResult(handled=True)
         if outcome is None:
             return t.PromptResult(queued=streaming_behavior)
         return t.PromptResult(stop_reason=outcome)

@@ -271,7 +271,8 @@ def play(wire: Wire, steps: Sequence[Step]) -> None:
             wire.answer(step[1])
         elif step[0] == "answers":
             answers = step[1]
-            wire.wait_for(lambda lines, n=answers: sum(1 for x in lines if x.get("type") == "response") >= n)
+            wire.wait_for(lambda lines, n=answers: sum(1 for x in lines if x.get("type") == "response"
+                                                       and not _ping(x)) >= n)
         elif step[0] == "event":
             kind, nth = step[1], step[2]
             wire.wait_for(lambda lines, kind=kind, nth=nth: sum(1 for x in lines if x.get("type") == kind) >= nth)
@@ -295,10 +296,11 @@ def run_program(make: Callable[[], Wire], steps: Sequence[Step], *,
         play(wire, steps)
         code = end(wire) if end is not None else wire.close()
         norm = Normaliser(wire.root)
-        lines = join_deltas([norm.value(x) for x in wire.lines])
+        lines = join_deltas([norm.value(x) for x in wire.lines if not _ping(x)])  # a late ping's answer too
         files = [[norm.value(json.loads(x)) for x in path.read_text().splitlines() if x.strip()]
                  for path in session_files(wire)]
-        return {"lines": lines, "files": files, "code": code, "raw": list(wire.raw), "stderr": wire.stderr()}
+        raw = [r for r, x in zip(wire.raw, wire.lines, strict=True) if not _ping(x)]
+        return {"lines": lines, "files": files, "code": code, "raw": raw, "stderr": wire.stderr()}
 
 
 # -- normalising ---------------------------------------------------------------------------------------
