@@ -1,6 +1,7 @@
-"""Both fronts are thin over one session service, so they behave the same (issue 28): each test runs
-the real daemon over pipes, once as ``rpcd`` (JSON-RPC) and once as ``rpcd acp`` (ACP), and asserts
-the same facts about the same files:
+"""The fronts are thin over one session service, so they behave the same (issues 28, 34): each test
+runs the real daemon over pipes, as ``rpcd`` (JSON-RPC), as ``rpcd acp`` (ACP) and — where Pi's
+protocol has the call — as ``rpcd --mode rpc`` (Pi's own wire), and asserts the same facts about the
+same files:
 
 * a delete moves the session file to the user's trash, and is refused while another process holds
   the file's writer lock;
@@ -25,7 +26,9 @@ import pytest
 
 from tests.driver import REPO, Daemon, RpcFailure
 
-FRONTS = ("jsonrpc", "acp")
+FRONTS = ("jsonrpc", "acp", "pirpc")
+WITH_LIBRARY = ("jsonrpc", "acp")
+"""The fronts with session-library calls (Pi's RPC protocol has no delete, list or reload)."""
 SESSION_IN_USE = -32036  # SessionLocked: another rpcd process holds the writer lock
 
 COMMANDS = textwrap.dedent(
@@ -64,8 +67,12 @@ class Front:
         (self.project / "replies.json").write_text(json.dumps([{"text": f"reply {i}"} for i in range(20)]))
         self.trash = tmp_path / "xdg" / "Trash" / "files"
         self.opened = False
-        args = ["--agent-dir", str(self.agent), "--cwd", str(self.project), "--trust-policy", "trust", *flags]
+        trust = ["--approve"] if kind == "pirpc" else ["--trust-policy", "trust"]
+        args = ["--agent-dir", str(self.agent), "--cwd", str(self.project), *trust, *flags]
         env = {"XDG_DATA_HOME": str(tmp_path / "xdg")}
+        if kind == "pirpc":
+            self.d: Any = PiDaemon(tmp_path, args, env)
+            return
         self.d = Daemon("acp", *args, env=env) if kind == "acp" else Daemon(*args, env=env)
         if kind == "acp":
             self.d.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
@@ -74,6 +81,11 @@ class Front:
 
     def open(self) -> str:
         """A new session of the project (the JSON-RPC daemon's current one: first its startup session)."""
+        if self.kind == "pirpc":
+            if self.opened:
+                self.d.command("new_session")
+            self.opened = True
+            return str(self.d.command("get_state")["data"]["sessionId"])
         if self.kind == "acp":
             result = self.d.call("session/new", {"cwd": str(self.project), "mcpServers": []})
             return str(result["sessionId"])
@@ -83,6 +95,9 @@ class Front:
         return str(self.d.call("newSession", {})["sessionId"])
 
     def prompt(self, session: str, text: str) -> None:
+        if self.kind == "pirpc":
+            self.d.prompt(text)
+            return
         if self.kind == "acp":
             self.d.call("session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": text}]})
         else:
@@ -95,7 +110,10 @@ class Front:
             self.d.call("reload")
 
     def leave(self, session: str) -> None:
-        """Stop using ``session`` (ACP: close it; JSON-RPC: another session becomes current)."""
+        """Stop using ``session`` (ACP: close it; JSON-RPC, Pi's wire: another session becomes current)."""
+        if self.kind == "pirpc":
+            self.d.command("new_session")
+            return
         if self.kind == "acp":
             self.d.call("session/close", {"sessionId": session})
         else:
@@ -108,6 +126,9 @@ class Front:
 
     def fork(self, session: str, entry_id: str) -> str:
         """Fork before the user entry ``entry_id``: the new session's id."""
+        if self.kind == "pirpc":
+            self.d.command("fork", entryId=entry_id)
+            return str(self.d.command("get_state")["data"]["sessionId"])
         if self.kind == "acp":
             params = {"sessionId": session, "cwd": str(self.project), "mcpServers": [],
                       "_meta": {"rpcd/entryId": entry_id}}
@@ -120,8 +141,59 @@ class Front:
         return {s["sessionId"] for s in self.d.call("listSessions", {})["sessions"]}
 
 
+class PiDaemon:
+    """``rpcd --mode rpc`` with the calls ``Front`` needs (``tests/pirpc/wire.py`` underneath)."""
+
+    def __init__(self, tmp_path: Path, args: list[str], env: dict[str, str]) -> None:
+        from tests.driver import DAEMON, daemon_env
+        from tests.pirpc.wire import Wire
+
+        self.wire = Wire([*DAEMON, "--mode", "rpc", *args], env=daemon_env(env), cwd=tmp_path, root=tmp_path)
+        self.wire.ready()
+        self._stderr: str | None = None  # kept when the process is gone (the wire closes its file)
+
+    def command(self, kind: str, **fields: Any) -> dict[str, Any]:
+        answer = self.wire.command(kind, **fields)
+        if not answer["success"]:
+            raise RpcFailure({"code": None, "message": answer["error"]})
+        return answer
+
+    def prompt(self, text: str) -> None:
+        """A prompt to its end: Pi's wire answers at acceptance, the run ends with ``agent_settled``
+        (a command answers once it ran)."""
+        settled = sum(1 for x in self.wire.lines if x.get("type") == "agent_settled")
+        self.command("prompt", message=text)
+        if not text.startswith("/"):
+            self.wire.wait_for(lambda lines: sum(1 for x in lines if x.get("type") == "agent_settled") > settled)
+        self.wire.idle()
+
+    def close_stdin(self) -> None:
+        self.wire.close_stdin()
+
+    def wait_exit(self, timeout: float) -> int:
+        return self.wire.wait_exit(timeout)
+
+    @property
+    def stderr_lines(self) -> list[str]:
+        return (self.wire.stderr() if self._stderr is None else self._stderr).splitlines()
+
+    def __enter__(self) -> PiDaemon:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.wire.proc.poll() is None:
+            self.wire.close()
+        self._stderr = self.wire.stderr()
+        self.wire.__exit__(*exc)
+
+
 @pytest.fixture(params=FRONTS)
 def kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture(params=WITH_LIBRARY)
+def library_kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
@@ -146,7 +218,13 @@ def front(kind: str, tmp_path: Path) -> Iterator[Front]:
         yield f
 
 
-def test_a_delete_trashes_the_file_and_waits_for_the_writer_lock(front: Front) -> None:
+def test_a_delete_trashes_the_file_and_waits_for_the_writer_lock(library_kind: str, tmp_path: Path) -> None:
+    front = Front(library_kind, tmp_path)
+    with front.d:
+        _a_delete_trashes_the_file(front)
+
+
+def _a_delete_trashes_the_file(front: Front) -> None:
     session = front.open()
     front.prompt(session, "keep me for a while")
     path = files(front.agent / "sessions")[session]
@@ -178,7 +256,8 @@ def test_new_sessions_are_written_to_the_session_dir_and_listed_from_it(kind: st
         session = f.open()
         f.prompt(session, "where do I live?")
         assert session in files(chosen)
-        assert session in f.listed()
+        if kind in WITH_LIBRARY:
+            assert session in f.listed()
     assert not (f.agent / "sessions").exists() or not files(f.agent / "sessions")
 
 
@@ -234,7 +313,13 @@ RELOADED = textwrap.dedent(
 )
 
 
-def test_a_reload_reopens_the_same_file_with_the_extensions_on_disk_now(front: Front) -> None:
+def test_a_reload_reopens_the_same_file_with_the_extensions_on_disk_now(library_kind: str, tmp_path: Path) -> None:
+    front = Front(library_kind, tmp_path)
+    with front.d:
+        _a_reload_reopens_the_same_file(front)
+
+
+def _a_reload_reopens_the_same_file(front: Front) -> None:
     session = front.open()
     front.prompt(session, "hello")
     (front.agent / "extensions" / "later.py").write_text(RELOADED)  # not loaded until the reload
