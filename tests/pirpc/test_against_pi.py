@@ -67,13 +67,15 @@ TOUR_SCRIPT = [{"text": "hello back"}, TOOL, {"text": "the tool said so"},
                {"text": "in the clone"}]
 
 
-def _ask(n: int, kind: str, **fields: Any) -> list[Any]:
+def _ask(n: int | str, kind: str, **fields: Any) -> list[Any]:
     return [{"id": f"c{n}", "type": kind, **fields}, ("answer", f"c{n}")]
 
 
 TOUR: list[Any] = [
     *_ask(1, "get_state"), *_ask(2, "get_available_models"), *_ask(3, "get_available_thinking_levels"),
     *_ask(4, "set_thinking_level", level="high"), *_ask(5, "cycle_thinking_level"),
+    *_ask("5a", "set_thinking_level", level="bogus"), *_ask("5b", "get_state"),
+    *_ask("5c", "set_thinking_level", level="medium"),
     *_ask(6, "set_steering_mode", mode="all"), *_ask(7, "set_follow_up_mode", mode="one-at-a-time"),
     *_ask(8, "set_auto_retry", enabled=False), *_ask(9, "set_model", provider="faux", modelId="faux-1"),
     *_ask(10, "set_model", provider="nope", modelId="none"), *_ask(11, "cycle_model"),
