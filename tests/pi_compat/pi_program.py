@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tests.driver import Daemon
+from tests.driver import DAEMON, Daemon, daemon_env
 from tests.pi_compat.oracle import PiOracle
 
 EXTENSION = Path(__file__).resolve().with_name("faux_extension.mjs")
@@ -101,25 +101,29 @@ def _settings_file(agent_dir: Path) -> Any:
 class PiRpc:
     """One ``pi --mode rpc`` process with the faux extension; JSON lines in, JSON lines out."""
 
-    def __init__(self, oracle: PiOracle, *, agent_dir: Path, cwd: Path, env: Mapping[str, str],
+    def __init__(self, oracle: PiOracle | None, *, agent_dir: Path, cwd: Path, env: Mapping[str, str],
                  args: Sequence[str] = ("--provider", "faux", "--model", "faux-1"),
                  on_line: Callable[[dict[str, Any]], None] | None = None) -> None:
-        cli = oracle.root / "node_modules" / "@earendil-works" / "pi-coding-agent" / "dist" / "cli.js"
+        """``oracle=None``: ``rpcd --mode rpc`` instead (Pi's wire, issue 34), spoken to the same way."""
         full_env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": str(agent_dir),
-            "RPCD_PI_ORACLE_DIR": str(oracle.root),
             "PI_CODING_AGENT_DIR": str(agent_dir),
             "PI_OFFLINE": "1",
             "PI_TELEMETRY": "0",
             "NO_COLOR": "1",
             **env,
         }
+        if oracle is None:
+            full_env = daemon_env(full_env)
+            argv = [*DAEMON, "--mode", "rpc", *args]
+        else:
+            cli = oracle.root / "node_modules" / "@earendil-works" / "pi-coding-agent" / "dist" / "cli.js"
+            full_env["RPCD_PI_ORACLE_DIR"] = str(oracle.root)
+            argv = [str(oracle.node), str(cli), "--mode", "rpc", *args, "-e", str(EXTENSION)]
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed in close()
-        self.proc = subprocess.Popen(
-            [str(oracle.node), str(cli), "--mode", "rpc", *args, "-e", str(EXTENSION)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=full_env, cwd=str(cwd),
-        )
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
+                                     env=full_env, cwd=str(cwd))
         self.lines: list[dict[str, Any]] = []
         self.on_line = on_line
         """Called (in the reader thread) with every line before it is recorded: answers Pi's
@@ -254,15 +258,17 @@ def _prompt_params(step: Step) -> dict[str, Any]:
     return params
 
 
-def run_pi(oracle: PiOracle, root: Path, script: list[dict[str, Any]], program: Sequence[Step], *,
+def run_pi(oracle: PiOracle | None, root: Path, script: list[dict[str, Any]], program: Sequence[Step], *,
            agent_files: Mapping[str, Any] | None = None, model_args: Sequence[str] | None = None) -> dict[str, Any]:
     """``agent_files``: JSON files for the agent dir (``settings.json``, ``models.json``);
-    ``model_args``: Pi's model flags (default ``--provider faux --model faux-1``)."""
-    agent_dir, cwd = root / "pi-agent", root / "pi-project"
+    ``model_args``: Pi's model flags (default ``--provider faux --model faux-1``); ``oracle=None``:
+    the same program through ``rpcd --mode rpc`` (``run_pirpc``)."""
+    side = "pi" if oracle is not None else "pirpc"
+    agent_dir, cwd = root / f"{side}-agent", root / f"{side}-project"
     agent_dir.mkdir(parents=True)
     cwd.mkdir(parents=True, exist_ok=True)  # a test may have put files there
     _agent_files(agent_dir, agent_files)
-    script_file = root / "pi-script.json"
+    script_file = root / f"{side}-script.json"
     script_file.write_text(json.dumps(script))
     env = {"RPCD_FAUX_SCRIPT": str(script_file)}
     args = ("--provider", "faux", "--model", "faux-1") if model_args is None else tuple(model_args)
@@ -306,6 +312,13 @@ def run_pi(oracle: PiOracle, root: Path, script: list[dict[str, Any]], program: 
     return {"answers": answers, "entries": normalise(entries), "file": normalise(file_entries),
             "queue": [(e["steering"], e["followUp"]) for e in events if e.get("type") == "queue_update"],
             "state": state["data"], "events": events, "settings": _settings_file(agent_dir)}
+
+
+def run_pirpc(root: Path, script: list[dict[str, Any]], program: Sequence[Step], *,
+              agent_files: Mapping[str, Any] | None = None, model_args: Sequence[str] | None = None) -> dict[str, Any]:
+    """``run_pi``'s program through ``rpcd --mode rpc``: the same driver, the same lines, rpcd's faux
+    provider playing ``script``."""
+    return run_pi(None, root, script, program, agent_files=agent_files, model_args=model_args)
 
 
 def run_rpcd(root: Path, script: list[dict[str, Any]], program: Sequence[Step], *,
