@@ -112,6 +112,27 @@ class SessionState:
     auto_retry_enabled: bool = True
     approval_policy: ApprovalPolicy | None = None
     """The tool-approval policy in force for this session (``None``: the runtime has no gate)."""
+    limits: LimitsState | None = None
+    """The spending caps in force and what was spent (``rpcd.runtime.limits``)."""
+
+
+@attrs.frozen
+class LimitsState:
+    """The caps in force (``limits.*`` settings, ``setLimits``) beside what the session (and, when a
+    per-day cap is set, the day) has spent."""
+
+    caps: tuple[tuple[str, float], ...]
+    """``(name, cap)``: ``maxCost``, ``maxTokens``, ``maxCostPerDay``, ``maxTokensPerDay`` — those set."""
+    cost: float
+    tokens: int
+    cost_today: float | None = None
+    """Only when a per-day cap is set (the day's ledger is read only then)."""
+    tokens_today: int | None = None
+    reached: str | None = None
+    """The first cap at or over its limit: the next model call will not happen."""
+
+    def cap(self, name: str) -> float | None:
+        return dict(self.caps).get(name)
 
 
 @attrs.frozen

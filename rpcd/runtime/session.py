@@ -40,6 +40,7 @@ import anyio.to_thread
 import attrs
 
 from rpcd.core.errors import (
+    CompactionError,
     ContextOverflowError,
     InputNotSupportedError,
     InvalidArgumentError,
@@ -52,6 +53,7 @@ from rpcd.core.jstext import js_trim
 from rpcd.core.values import (
     ApprovalPolicy,
     BashOutcome,
+    LimitsState,
     CommandInfo,
     CommandRan,
     CycleModelResult,
@@ -80,11 +82,22 @@ from rpcd.runtime.extensions.python_runner import turn_scope
 from rpcd.runtime.resources import commands as command_input
 from rpcd.runtime.resources.system_prompt import build_system_prompt as pi_system_prompt
 from rpcd.runtime.resources.system_prompt import normalize_guidelines, normalize_snippet
-from rpcd.runtime.turns.agent import Agent, Event
+from rpcd.runtime.checkpointing import SessionCheckpoints
+from rpcd.runtime.limits import (
+    BILLED_ROLES,
+    BILLED_TYPES,
+    LimitOverrides,
+    UsageMeter,
+    configured_limits,
+    limit_reached,
+    usage_totals,
+)
+from rpcd.runtime.turns.agent import LIMIT_STOP_REASON, Agent, Event
 from rpcd.runtime.turns.queue import InputQueues, Kind
 from rpcd.runtime.turns.retry import SessionRetry
 from rpcd.runtime.usage import context_usage, session_stats
 from rpcd.store import SessionManager
+from rpcd.store.usage_ledger import UsageLedger
 from rpcd.store.entries import THINKING_LEVEL_CHANGE, message_text
 from rpcd.store.records import Record
 from rpcd.tools import (
@@ -127,6 +140,7 @@ class SessionPreferences:
     follow_up_mode: QueueMode | None = None
     auto_retry: bool | None = None
     auto_compaction: bool | None = None
+    limits: LimitOverrides | None = None
 
 
 class ExtensionRunnerLike(Protocol):
@@ -223,6 +237,14 @@ class AgentSession:
         """What ``drop_queue`` took away when this session was replaced or disposed."""
         self._bash_signals: set[AbortSignal] = set()
         self._pending_bash: list[dict[str, Any]] = []
+        self.limit_overrides = LimitOverrides()
+        """What ``set_limits`` chose (beats the ``limits.*`` settings)."""
+        self._meter = UsageMeter()
+        self._ledger: UsageLedger | None = None
+        agent.check_limits = self._limit_event
+        self.checkpoints = SessionCheckpoints(owner, getattr(services, "agent_dir", None), self._setting)
+        """The file checkpoints of this session's runs (``rpcd.runtime.checkpointing``)."""
+        agent.before_tools = self.checkpoints.before_tools
 
     # -- identity / state ------------------------------------------------------------
 
@@ -273,6 +295,7 @@ class AgentSession:
             auto_compaction_enabled=self.compaction.auto_enabled,
             auto_retry_enabled=self.auto_retry_enabled,
             approval_policy=self.approval_policy,
+            limits=self.limits_state(),
         )
 
     @property
@@ -342,6 +365,9 @@ class AgentSession:
                 if message.get("stopReason") not in ("error", "length"):
                     self.compaction.overflow_recovery_attempted = False
                 self.retry.on_assistant_end(message)
+                self._record_usage(message)
+        elif kind == "agent_end":
+            await self.checkpoints.end_run()
 
     def fast_update(self) -> Callable[[Event], None] | None:
         if self._disposed:
@@ -396,6 +422,10 @@ class AgentSession:
             self._flush_pending_bash()
             user = {"role": "user", "content": content, "timestamp": _now_ms()}
             with turn_scope(self):
+                limit = self._limit_event()
+                if limit is not None:  # a cap is reached: no model call, nothing recorded
+                    self._notify(limit)
+                    return LIMIT_STOP_REASON
                 last = self._last_assistant()
                 if last is not None:
                     await self.compaction.check(last, skip_aborted_check=False)
@@ -466,6 +496,16 @@ class AgentSession:
         first (``rpcd.runtime.turns.retry``); a run that ended with input still queued (aborted, a model
         error) goes on with it, steering first."""
         while not self._disposed:
+            if stop_reason == LIMIT_STOP_REASON:
+                break  # queued input stays queued: the next prompt (a cap raised) takes it
+            limit = self._limit_event()
+            if limit is not None:
+                # the reply is complete, but what would follow (a retry, compaction, queued input)
+                # calls the model again: none of it happens
+                if self.queues.has_items() or self.retry.waiting:
+                    self._notify(limit)
+                    stop_reason = LIMIT_STOP_REASON
+                break
             if await self.retry.after_run():
                 stop_reason = await self.agent.run([], self, will_retry=self.retry.will_retry)
                 continue
@@ -496,7 +536,9 @@ class AgentSession:
 
     async def compact(self, custom_instructions: str | None = None) -> dict[str, Any]:
         """Pi's manual ``compact``: aborts a running turn first; returns Pi's compaction result.
-        Raises ``CompactionError`` / ``CompactionCancelledError`` when nothing was written."""
+        Raises ``CompactionError`` / ``CompactionCancelledError`` when nothing was written (also when
+        a spending cap is reached: the summary is a model call)."""
+        self._refuse_over_limit("compact")
         return await self.compaction.compact(custom_instructions)
 
     def set_auto_compaction(self, enabled: bool) -> None:
@@ -505,11 +547,25 @@ class AgentSession:
         self.preferences = attrs.evolve(self.preferences, auto_compaction=enabled)
 
     async def navigate_tree(self, target_id: str, *, summarize: bool = False, custom_instructions: str | None = None,
-                            replace_instructions: bool | None = None, label: str | None = None) -> dict[str, Any]:
-        """Pi's ``navigateTree``: move the leaf within this file (see ``rpcd.runtime.compaction``)."""
-        return await self.compaction.navigate_tree(target_id, summarize=summarize,
-                                                   custom_instructions=custom_instructions,
-                                                   replace_instructions=replace_instructions, label=label)
+                            replace_instructions: bool | None = None, label: str | None = None,
+                            restore_files: bool = False) -> dict[str, Any]:
+        """Pi's ``navigateTree``: move the leaf within this file (see ``rpcd.runtime.compaction``).
+
+        ``restore_files``: once the leaf moved, the files the agent changed after ``target_id`` go back
+        to how they were then (the first checkpoint recorded after it; ``restore_checkpoint``'s
+        rules: a file changed by someone else since is listed in ``restore``, not written)."""
+        if summarize:
+            self._refuse_over_limit("the branch summary")
+        if restore_files and self._running:
+            raise SessionBusyError("Cannot restore files while a turn is running; abort it first",
+                                   cwd=self.cwd, session_path=self.session_file)
+        checkpoint = self.checkpoints.first_after(target_id) if restore_files else None
+        result = await self.compaction.navigate_tree(target_id, summarize=summarize,
+                                                     custom_instructions=custom_instructions,
+                                                     replace_instructions=replace_instructions, label=label)
+        if restore_files and not result.get("cancelled") and not result.get("aborted"):
+            result["restore"] = None if checkpoint is None else await self.checkpoints.restore(checkpoint)
+        return result
 
     def set_label(self, entry_id: str, label: str | None = None) -> str:
         """Pi's ``setLabel``: a ``label`` entry for ``entry_id`` (``None`` clears its label)."""
@@ -565,6 +621,8 @@ class AgentSession:
             self.set_auto_retry(preferences.auto_retry)
         if preferences.auto_compaction is not None:
             self.set_auto_compaction(preferences.auto_compaction)
+        if preferences.limits is not None:
+            self.limit_overrides = preferences.limits
 
     def _enqueue(self, kind: Kind, text: str, content: list[dict[str, Any]]) -> None:
         self.queues.add(kind, text, {"role": "user", "content": content, "timestamp": _now_ms()})
@@ -662,6 +720,63 @@ class AgentSession:
         cancelled``); the run then ends with the failure it would have retried."""
         if self.retry.waiting:
             self.retry.cancel()
+
+    # -- spending caps -------------------------------------------------------------------------
+
+    def set_limits(self, overrides: LimitOverrides) -> LimitsState | None:
+        """``setLimits``: these caps beat the settings from now on, for this session and the ones
+        that replace it; returns the caps in force and the spend."""
+        self.limit_overrides = overrides
+        self.preferences = attrs.evolve(self.preferences, limits=overrides)
+        return self.limits_state()
+
+    def limits_state(self) -> LimitsState | None:
+        """The caps in force (``rpcd.runtime.limits``) and what was spent against them; ``None``
+        when no cap is set (then nothing is counted: a resumed session's bodies stay unparsed)."""
+        settings: Any = self.settings()
+        caps = configured_limits(getattr(settings, "global_settings", {}) or {},
+                                 getattr(settings, "project_settings", {}) or {}, self.limit_overrides)
+        if not caps:
+            return None
+        sm = self.session_manager
+        count = sm.get_entry_count()
+        meter = self._meter
+        if count != meter.seen:
+            meter.update(sm.entries_since(meter.seen, BILLED_TYPES, BILLED_ROLES) if count > meter.seen else (), count)
+            if meter.seen != count:  # the manager changed under it (fewer entries): count again
+                meter.update(sm.entries_since(0, BILLED_TYPES, BILLED_ROLES), count)
+        cost_today = tokens_today = None
+        if "maxCostPerDay" in caps or "maxTokensPerDay" in caps:
+            ledger = self._usage_ledger()
+            tokens_today, cost_today = ledger.today() if ledger is not None else (0, 0.0)
+        state = LimitsState(caps=tuple(caps.items()), cost=meter.cost, tokens=meter.tokens,
+                            cost_today=cost_today, tokens_today=tokens_today)
+        event = limit_reached(state)
+        return attrs.evolve(state, reached=event["limit"]) if event is not None else state
+
+    def _limit_event(self) -> dict[str, Any] | None:
+        """The ``limit_reached`` event when a cap is reached (asked before every model call)."""
+        state = self.limits_state()
+        return limit_reached(state) if state is not None else None
+
+    def _refuse_over_limit(self, what: str) -> None:
+        event = self._limit_event()
+        if event is not None:
+            raise CompactionError(f"Spending cap {event['limit']} reached ({event['used']} of {event['max']}): "
+                                  f"{what} would call the model; raise the cap with setLimits first")
+
+    def _usage_ledger(self) -> UsageLedger | None:
+        agent_dir = getattr(self.services, "agent_dir", None)
+        if self._ledger is None and agent_dir and self.session_manager.is_persisted():
+            self._ledger = UsageLedger(agent_dir)
+        return self._ledger
+
+    def _record_usage(self, message: Mapping[str, Any]) -> None:
+        usage = message.get("usage")
+        ledger = self._usage_ledger() if isinstance(usage, Mapping) else None
+        if ledger is not None and isinstance(usage, Mapping):
+            tokens, cost = usage_totals(usage)
+            ledger.record(self.session_id, tokens, cost)
 
     # -- reads ---------------------------------------------------------------------------------
 
@@ -1121,7 +1236,9 @@ def create_agent_session(
         session_manager=sm, services=services, agent=agent, session_start_event=session_start_event,
         registry=registry, model_inputs=inputs, approval=approval,
     )
-    agent.seam = ToolSeam(tools, _SessionHooks(weakref.proxy(session), tool_profiles(services, tools)).hooks())
+    profiles = tool_profiles(services, tools)
+    agent.seam = ToolSeam(tools, _SessionHooks(weakref.proxy(session), profiles).hooks())
+    session.checkpoints.profiles = profiles
     return session, selection
 
 
