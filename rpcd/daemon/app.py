@@ -41,6 +41,7 @@ from rpcd.daemon.journal import HostJournal
 from rpcd.daemon.library import SessionLibrary, SessionLocation, resolve_session_dir
 from rpcd.daemon.logs import configure_logging
 from rpcd.daemon.options import Options, parse_options
+from rpcd.daemon.search import SessionSearch
 from rpcd.host.failures import FailureContext, Phase, attach_context, context_of
 from rpcd.host.host import Pending, SerializedHost
 from rpcd.host.port import RuntimePort
@@ -50,10 +51,13 @@ from rpcd.store import writer_lock
 from rpcd.tools import ApprovalGate, ApprovalRules
 from rpcd.transport.stdio import guard_stdout
 from rpcd.wire.approvals import ApprovalMethods
+from rpcd.wire.checkpoints import CheckpointMethods
 from rpcd.wire.client_requests import ClientRequests, UiBridge
 from rpcd.wire.commands import HostCommandActions
 from rpcd.wire.handlers import SessionMethods, register
+from rpcd.wire.limits import LimitMethods
 from rpcd.wire.notifications import HOST_STATUS, EventPump, Notification
+from rpcd.wire.search import SearchMethods
 from rpcd.wire.server import FLUSH_TIMEOUT, Server, create_server
 from rpcd.wire.trust import TrustMethods
 
@@ -110,7 +114,9 @@ class Daemon:
             options.session_dir, cwd=options.cwd, agent_dir=options.agent_dir
         )
         """Where session files live (``--session-dir``, the variable, the setting, else per project)."""
-        self.library = SessionLibrary(options.agent_dir, self.location, self.journal)
+        self.search = SessionSearch(options.agent_dir, self.location.directory)
+        """Full-text search, reading and id lookup of stored sessions."""
+        self.library = SessionLibrary(options.agent_dir, self.location, self.journal, self.search)
         self.pump = EventPump(self._send_notifications)
         self.requests = ClientRequests(
             self._ask_client,
@@ -138,6 +144,9 @@ class Daemon:
             SessionMethods(self.host, self.pump, self.library),
             ApprovalMethods(self.host, self.approval),
             TrustMethods(self.host, lambda: _saved_trust(options.agent_dir)),
+            CheckpointMethods(self.host, self.pump),
+            LimitMethods(self.host, self.pump),
+            SearchMethods(self.host, self.search),
         )
         self.disposal_failure: BaseException | None = None
         self._on_ending = on_ending

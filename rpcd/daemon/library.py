@@ -26,6 +26,7 @@ import attrs
 
 from rpcd.core.errors import SessionInUseError
 from rpcd.daemon.journal import HostJournal
+from rpcd.daemon.search import SessionSearch
 from rpcd.protocol import types as t
 from rpcd.runtime.resources.settings import load_settings
 from rpcd.runtime.resources.trust import TrustStore
@@ -98,10 +99,12 @@ def _same_file(a: str, b: str) -> bool:
 class SessionLibrary:
     """``rpcd.wire.handlers.SessionLibrary`` for the daemon: listing, rename and delete of session files."""
 
-    def __init__(self, agent_dir: str, location: SessionLocation, journal: HostJournal) -> None:
+    def __init__(self, agent_dir: str, location: SessionLocation, journal: HostJournal,
+                 search: SessionSearch | None = None) -> None:
         self.agent_dir = agent_dir
         self.location = location
         self.journal = journal
+        self.search = search if search is not None else SessionSearch(agent_dir, location.directory)
 
     @property
     def session_dir(self) -> str | None:
@@ -144,7 +147,17 @@ class SessionLibrary:
         if record is not None and record.session_file is not None and _same_file(record.session_file, path):
             self.journal.write(None, record.cwd)
         removed = delete_session_file(path, self.store_dirs(path))
+        self.search.forget(path)  # its text must not outlive it in the search index
         return t.DeleteSessionResult(method=removed.method, trash_path=removed.trash_path)
+
+    def session_path(self, ref: str, cwd: str) -> str:
+        """``ref`` as a session file: a path as given, else the session with that id or unique id
+        prefix (this project first, then every project)."""
+        from rpcd.store.listing import looks_like_path
+
+        if os.path.isabs(ref) or looks_like_path(ref):
+            return ref
+        return self.search.resolve(ref, cwd).path
 
     def rename(self, session_file: str, name: str) -> str | None:
         from rpcd.store.library import rename_session_file

@@ -25,15 +25,15 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 import anyio.to_thread
-import attrs
 
 from rpcd.core.errors import InvalidArgumentError, InvalidEntryError
+from rpcd.core.values import CheckpointInfo, CheckpointListing, RestoredFile, RestoreOutcome
 from rpcd.store import SessionManager
 from rpcd.store import entries as E
 from rpcd.tools.approval_facts import ToolProfile, describe_call, extension_profile
 from rpcd.tools.seam import Prepared
 
-__all__ = ["CheckpointInfo", "RestoreOutcome", "SessionCheckpoints"]
+__all__ = ["SessionCheckpoints"]
 
 _log = logging.getLogger("rpcd.runtime.checkpointing")
 SETTING = "checkpoints"
@@ -54,41 +54,6 @@ class CheckpointHost(Protocol):
 
     def append_custom_entry(self, custom_type: str, data: Any = None) -> str: ...
     def notify(self, event: dict[str, Any]) -> None: ...
-
-
-@attrs.frozen
-class CheckpointInfo:
-    entry_id: str
-    checkpoint_id: str
-    kind: str
-    root: str
-    created_at: str
-    reason: str
-    available: bool
-    """The store still holds it (``False``: pruned, or another agent dir's)."""
-    finished: bool
-    """Its run ended and was snapshotted (``False``: running, or the daemon died first)."""
-    restored_to: str | None = None
-    partial: str | None = None
-    prompt_entry_id: str | None = None
-    """The user message whose run it belongs to."""
-    prompt: str | None = None
-    """That message's text, shortened."""
-    changed: tuple[str, ...] | None = None
-    """With ``files``: the paths its run changed (absolute)."""
-
-
-@attrs.frozen
-class RestoreOutcome:
-    entry_id: str
-    checkpoint_id: str
-    dry_run: bool
-    changes: tuple[Any, ...]
-    """``rpcd.store.checkpoints.FileChange`` items."""
-    unchanged: tuple[str, ...]
-    notes: tuple[str, ...]
-    restore_entry_id: str | None = None
-    """The entry of the restore's own checkpoint (undo the restore by restoring it)."""
 
 
 class SessionCheckpoints:
@@ -173,8 +138,11 @@ class SessionCheckpoints:
                 if e.get("type") == E.CUSTOM and e.get("customType") == E.CHECKPOINT_CUSTOM_TYPE
                 and isinstance(e.get("data"), Mapping) and isinstance(e["data"].get("id"), str)]
 
-    def listing(self, *, files: bool = False) -> list[CheckpointInfo]:
-        """Every checkpoint of the session, oldest first (file order)."""
+    def listing(self, *, files: bool = False) -> CheckpointListing:
+        """Every checkpoint of the session, oldest first (file order), and what ``undo`` restores."""
+        return CheckpointListing(tuple(self._infos(files)), self.latest_to_undo())
+
+    def _infos(self, files: bool) -> builtins.list[CheckpointInfo]:
         entries = self._entries()
         if not entries:
             return []
@@ -205,7 +173,8 @@ class SessionCheckpoints:
         entries = sm.get_entries()
         index = next((i for i, e in enumerate(entries) if e.get("id") == entry_id), None)
         if index is None:
-            raise InvalidEntryError(f"Entry not found: {entry_id}", entry_id=entry_id, session_path=sm.get_session_file())
+            raise InvalidEntryError(f"Entry not found: {entry_id}", entry_id=entry_id,
+                                    session_path=sm.get_session_file())
         ids = {id(e) for e in self._entries()}
         chain = [e for e in entries[index:] if id(e) in ids]
         if not chain:
@@ -274,8 +243,10 @@ class SessionCheckpoints:
                          "kind": result.record.kind, "root": result.record.root})
         target = chain[0]
         entry = next((e for e in self._entries() if e["data"]["id"] == target.id), None)
+        changes = tuple(RestoredFile(path=c.path, action=c.action, applied=c.applied, restorable=c.restorable,
+                                     conflict=c.conflict, diff=c.diff, binary=c.binary) for c in result.changes)
         return RestoreOutcome(entry_id=str(entry["id"]) if entry is not None else entry_id, checkpoint_id=target.id,
-                              dry_run=dry_run, changes=result.changes, unchanged=result.plan.unchanged,
+                              dry_run=dry_run, files=changes, unchanged=result.plan.unchanged,
                               notes=result.plan.notes, restore_entry_id=restore_entry)
 
 

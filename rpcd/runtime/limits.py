@@ -21,11 +21,9 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any, Final, Literal
 
-import attrs
+from rpcd.core.values import LimitOverrides, LimitsState
 
-from rpcd.core.values import LimitsState
-
-__all__ = ["BILLED_ROLES", "BILLED_TYPES", "LIMIT_NAMES", "LimitOverrides", "UsageMeter", "configured_limits", "limit_reached"]
+__all__ = ["BILLED_ROLES", "BILLED_TYPES", "LIMIT_NAMES", "UsageMeter", "configured_limits", "limit_reached"]
 
 LimitName = Literal["maxCost", "maxTokens", "maxCostPerDay", "maxTokensPerDay"]
 LIMIT_NAMES: Final[tuple[LimitName, ...]] = ("maxCost", "maxTokens", "maxCostPerDay", "maxTokensPerDay")
@@ -33,25 +31,6 @@ SETTING: Final = "limits"
 BILLED_TYPES: Final = frozenset({"message", "compaction", "branch_summary"})
 BILLED_ROLES: Final = frozenset({"assistant", "toolResult"})
 """The entry types (and message roles) that can bill usage (``billed_usage``); only those are read."""
-
-
-@attrs.frozen
-class LimitOverrides:
-    """What ``setLimits`` chose (``None``: the setting applies)."""
-
-    max_cost: float | None = None
-    max_tokens: int | None = None
-    max_cost_per_day: float | None = None
-    max_tokens_per_day: int | None = None
-
-    def get(self, name: LimitName) -> float | None:
-        value: float | None = getattr(self, _attr(name))
-        return value
-
-
-def _attr(name: LimitName) -> str:
-    return {"maxCost": "max_cost", "maxTokens": "max_tokens", "maxCostPerDay": "max_cost_per_day",
-            "maxTokensPerDay": "max_tokens_per_day"}[name]
 
 
 def _cap(value: Any) -> float | None:

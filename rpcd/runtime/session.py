@@ -53,7 +53,7 @@ from rpcd.core.jstext import js_trim
 from rpcd.core.values import (
     ApprovalPolicy,
     BashOutcome,
-    LimitsState,
+    CheckpointListing,
     CommandInfo,
     CommandRan,
     CycleModelResult,
@@ -62,10 +62,13 @@ from rpcd.core.values import (
     ExtensionError,
     ForkMessage,
     ImageInput,
+    LimitOverrides,
+    LimitsState,
     ModelDescription,
     ModelRef,
     QueueMode,
     QueueSnapshot,
+    RestoreOutcome,
     SessionEvent,
     SessionState,
     SessionStats,
@@ -77,29 +80,28 @@ from rpcd.providers import thinking
 from rpcd.providers.base import ModelInfo, ProviderRegistry, ToolSpec
 from rpcd.providers.model_selection import ModelInputs, Selection, select_session_model
 from rpcd.providers.thinking import DEFAULT_THINKING_LEVEL, THINKING_LEVELS
+from rpcd.runtime.checkpointing import SessionCheckpoints
 from rpcd.runtime.compaction import SessionCompaction
 from rpcd.runtime.extensions.python_runner import turn_scope
-from rpcd.runtime.resources import commands as command_input
-from rpcd.runtime.resources.system_prompt import build_system_prompt as pi_system_prompt
-from rpcd.runtime.resources.system_prompt import normalize_guidelines, normalize_snippet
-from rpcd.runtime.checkpointing import SessionCheckpoints
 from rpcd.runtime.limits import (
     BILLED_ROLES,
     BILLED_TYPES,
-    LimitOverrides,
     UsageMeter,
     configured_limits,
     limit_reached,
     usage_totals,
 )
+from rpcd.runtime.resources import commands as command_input
+from rpcd.runtime.resources.system_prompt import build_system_prompt as pi_system_prompt
+from rpcd.runtime.resources.system_prompt import normalize_guidelines, normalize_snippet
 from rpcd.runtime.turns.agent import LIMIT_STOP_REASON, Agent, Event
 from rpcd.runtime.turns.queue import InputQueues, Kind
 from rpcd.runtime.turns.retry import SessionRetry
 from rpcd.runtime.usage import context_usage, session_stats
 from rpcd.store import SessionManager
-from rpcd.store.usage_ledger import UsageLedger
 from rpcd.store.entries import THINKING_LEVEL_CHANGE, message_text
 from rpcd.store.records import Record
+from rpcd.store.usage_ledger import UsageLedger
 from rpcd.tools import (
     BUILTIN_TOOL_NAMES,
     POLICY_SETTING,
@@ -998,6 +1000,47 @@ class AgentSession:
         )
         page = await anyio.to_thread.run_sync(lambda: render_html(export).encode("utf-8"))
         return write_new_file(path, page)
+
+    async def export_markdown(self, output_path: str | None = None,
+                              inline: bool = False) -> tuple[str | None, str | None]:
+        """The current branch as Markdown (``rpcd.store.export_markdown``): written to ``output_path``
+        (absolute and new; default ``pi-session-<file name>.md`` in the cwd, ``-1``, ... when taken) —
+        ``(path, None)`` — or, ``inline``, answered as ``(None, text)``. Rendered in a worker thread."""
+        from rpcd.store.export_markdown import MarkdownExport, render_markdown
+        from rpcd.store.library import check_output_path, unused_path, write_new_file
+
+        sm = self.session_manager
+        session_file = sm.get_session_file()
+        export = MarkdownExport(header=dict(sm.get_header()), branch=sm.get_branch(), name=sm.get_session_name(),
+                                session_file=session_file, labels=sm.get_labels())
+        if inline:
+            return None, await anyio.to_thread.run_sync(lambda: render_markdown(export))
+        if output_path is not None:
+            path = check_output_path(output_path)
+        else:
+            if not sm.is_persisted() or session_file is None:
+                raise SessionNotSavedError("An in-memory session has no file name: give outputPath (or inline)",
+                                           cwd=self.cwd)
+            stem = os.path.basename(session_file).removesuffix(".jsonl")
+            path = unused_path(self.cwd, f"pi-session-{stem}", ".md")
+        text = await anyio.to_thread.run_sync(lambda: render_markdown(export).encode("utf-8"))
+        return write_new_file(path, text), None
+
+    # -- file checkpoints ----------------------------------------------------------------------
+
+    def checkpoint_listing(self, files: bool = False) -> CheckpointListing:
+        """The session's file checkpoints, oldest first (``rpcd.runtime.checkpointing``)."""
+        return self.checkpoints.listing(files=files)
+
+    async def restore_checkpoint(self, entry_id: str | None, *, files: Sequence[str] | None = None,
+                                 force: bool = False, dry_run: bool = False) -> RestoreOutcome:
+        """Put the files the agent changed since a checkpoint back (``rpcd.store.checkpoints.restore``);
+        ``entry_id`` ``None``: the newest run not undone yet. Refused while a turn runs (its tools may be
+        writing the same files)."""
+        if self._running and not dry_run:
+            raise SessionBusyError("Cannot restore files while a turn is running; abort it first",
+                                   cwd=self.cwd, session_path=self.session_file)
+        return await self.checkpoints.restore(entry_id, files=files, force=force, dry_run=dry_run)
 
     def export_jsonl(self, output_path: str) -> str:
         """Pi's ``exportToJsonl``: the current branch as a new standalone session file at ``output_path``."""
