@@ -31,9 +31,10 @@ DOORS: dict[str, frozenset[str]] = {
     "runtime": frozenset({"core", "store", "tools", "providers"}),
     "host": frozenset({"core"}),
     "wire": frozenset({"core", "protocol", "transport", "host"}),
-    # wire.errors only: the one exception -> error-object mapping both fronts answer with (no pygls there)
+    # wire.errors and wire.convert only: the one exception -> error-object mapping and the one core value ->
+    # wire shape conversion both fronts answer with (no pygls there)
     "acp": frozenset({"core", "protocol", "host", "runtime", "providers", "store", "tools", "transport",
-                      "wire.errors"}),
+                      "wire.errors", "wire.convert"}),
     "daemon": frozenset({"*"}),
     "__main__": frozenset({"daemon"}),
     "__init__": frozenset({"safe_start"}),
