@@ -131,18 +131,8 @@ __all__ = ["DEFAULT_THINKING_LEVEL", "THINKING_LEVELS", "AgentSession", "create_
 IMAGE_MIME_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 """What a prompt's images may be (the types every image-taking provider accepts inline)."""
 QUEUE_MODES: tuple[QueueMode, ...] = ("all", "one-at-a-time")
-
-
-@attrs.frozen
-class SessionPreferences:
-    """What the setters change beyond the session file (Pi writes these to the global settings;
-    rpcd keeps them for the daemon's lifetime and hands them to every replacement session)."""
-
-    steering_mode: QueueMode | None = None
-    follow_up_mode: QueueMode | None = None
-    auto_retry: bool | None = None
-    auto_compaction: bool | None = None
-    limits: LimitOverrides | None = None
+HELD_LIMITS = "rpcdLimitOverrides"
+"""Where ``setLimits``' caps are held for the process's later sessions (in memory, never written)."""
 
 
 class ExtensionRunnerLike(Protocol):
@@ -232,15 +222,16 @@ class AgentSession:
         self._idle = anyio.Event()
         self._idle.set()
         self._disposed = False
-        self.preferences = SessionPreferences()
         self.queues = InputQueues(self._queue_setting("steeringMode"), self._queue_setting("followUpMode"))
         agent.queues = self.queues
         self.dropped_queue: QueueSnapshot | None = None
         """What ``drop_queue`` took away when this session was replaced or disposed."""
         self._bash_signals: set[AbortSignal] = set()
         self._pending_bash: list[dict[str, Any]] = []
-        self.limit_overrides = LimitOverrides()
-        """What ``set_limits`` chose (beats the ``limits.*`` settings)."""
+        held = getattr(services, "held_settings", None)
+        chosen = held.get(HELD_LIMITS) if held is not None else None
+        self.limit_overrides = LimitOverrides(**chosen) if isinstance(chosen, dict) else LimitOverrides()
+        """What ``set_limits`` chose (beats the ``limits.*`` settings), here or in an earlier session."""
         self._meter = UsageMeter()
         self._ledger: UsageLedger | None = None
         agent.check_limits = self._limit_event
@@ -544,9 +535,9 @@ class AgentSession:
         return await self.compaction.compact(custom_instructions)
 
     def set_auto_compaction(self, enabled: bool) -> None:
-        """Pi's ``setAutoCompactionEnabled`` (kept for the daemon's life, not written to settings.json)."""
+        """Pi's ``setAutoCompactionEnabled``: this session, and held for the later ones (``_hold``)."""
         self.compaction.set_auto_enabled(enabled)
-        self.preferences = attrs.evolve(self.preferences, auto_compaction=enabled)
+        self._hold(enabled, "compaction", "enabled")
 
     async def navigate_tree(self, target_id: str, *, summarize: bool = False, custom_instructions: str | None = None,
                             replace_instructions: bool | None = None, label: str | None = None,
@@ -607,24 +598,11 @@ class AgentSession:
 
     def set_steering_mode(self, mode: QueueMode) -> None:
         self.queues.steering.mode = mode
-        self.preferences = attrs.evolve(self.preferences, steering_mode=mode)
+        self._hold(mode, "steeringMode")
 
     def set_follow_up_mode(self, mode: QueueMode) -> None:
         self.queues.follow_up.mode = mode
-        self.preferences = attrs.evolve(self.preferences, follow_up_mode=mode)
-
-    def apply_preferences(self, preferences: SessionPreferences) -> None:
-        """What an earlier session's setters chose (a replacement keeps them)."""
-        if preferences.steering_mode is not None:
-            self.set_steering_mode(preferences.steering_mode)
-        if preferences.follow_up_mode is not None:
-            self.set_follow_up_mode(preferences.follow_up_mode)
-        if preferences.auto_retry is not None:
-            self.set_auto_retry(preferences.auto_retry)
-        if preferences.auto_compaction is not None:
-            self.set_auto_compaction(preferences.auto_compaction)
-        if preferences.limits is not None:
-            self.limit_overrides = preferences.limits
+        self._hold(mode, "followUpMode")
 
     def _enqueue(self, kind: Kind, text: str, content: list[dict[str, Any]]) -> None:
         self.queues.add(kind, text, {"role": "user", "content": content, "timestamp": _now_ms()})
@@ -676,6 +654,13 @@ class AgentSession:
         value = self._setting(key)
         return value if value in QUEUE_MODES else "one-at-a-time"
 
+    def _hold(self, value: Any, *path: str) -> None:
+        """A setter's choice, for the process's later sessions: where Pi's setter writes the global
+        ``settings.json``, rpcd holds the same key in memory (``HeldSettings``); the file is untouched."""
+        held = getattr(self.services, "held_settings", None)
+        if held is not None:
+            held.hold(value, *path)
+
     # -- thinking ------------------------------------------------------------------------------
 
     def available_thinking_levels(self) -> list[str]:
@@ -685,7 +670,10 @@ class AgentSession:
 
     def set_thinking_level(self, level: str) -> str:
         """Pi's ``setThinkingLevel``: clamp to the model, switch, and append
-        ``thinking_level_change`` (notifying ``thinking_level_changed``) only if it changed."""
+        ``thinking_level_change`` (notifying ``thinking_level_changed``) only if it changed. The
+        requested level is held as the later sessions' ``defaultThinkingLevel`` (Pi's persisted
+        default: not clamped)."""
+        self._hold(level, "defaultThinkingLevel")
         model = self.agent.model
         available = self.available_thinking_levels()
         effective = level if level in available else (model.clamp_thinking(level) if model is not None else "off")
@@ -715,7 +703,8 @@ class AgentSession:
         return self.retry.enabled
 
     def set_auto_retry(self, enabled: bool) -> None:
-        self.preferences = attrs.evolve(self.preferences, auto_retry=enabled)
+        self.retry.enabled_override = enabled
+        self._hold(enabled, "retry", "enabled")
 
     def abort_retry(self) -> None:
         """Pi's ``abortRetry``: cancel a retry that is waiting (``auto_retry_end`` with ``Retry
@@ -729,7 +718,7 @@ class AgentSession:
         """``setLimits``: these caps beat the settings from now on, for this session and the ones
         that replace it; returns the caps in force and the spend."""
         self.limit_overrides = overrides
-        self.preferences = attrs.evolve(self.preferences, limits=overrides)
+        self._hold(attrs.asdict(overrides), HELD_LIMITS)
         return self.limits_state()
 
     def limits_state(self) -> LimitsState | None:
@@ -928,7 +917,22 @@ class AgentSession:
             agent=self.agent, session_manager=self.session_manager, registry=self.registry,
             provider=provider, model_id=model_id, settings=self.settings(), notify=self._notify,
         )
+        self._hold_model(info)
         return ModelRef(info.provider, info.id)
+
+    def _hold_model(self, model: ModelInfo) -> None:
+        """The chosen model as the later sessions' default (Pi's ``setDefaultModelAndProvider``), and
+        in their scope when one is configured (``_addPersistedDefaultToNonEmptyScope``)."""
+        held = getattr(self.services, "held_settings", None)
+        if held is None:
+            return
+        held.hold(model.provider, "defaultProvider")
+        held.hold(model.id, "defaultModel")
+        enabled = held.get("enabledModels") or self._setting("enabledModels")
+        reference = f"{model.provider}/{model.id}"
+        if isinstance(enabled, list) and enabled and not any(
+                isinstance(p, str) and p.lower() == reference.lower() for p in enabled):
+            held.hold([*enabled, reference], "enabledModels")
 
     def cycle_model(self, direction: str = "forward") -> CycleModelResult | None:
         """Pi's ``cycleModel``: the next usable model in the scope (settings ``enabledModels`` /
@@ -942,6 +946,7 @@ class AgentSession:
                              notify=self._notify)
         if result is None:
             return None
+        self._hold_model(result.model)
         return CycleModelResult(model=describe_model(result.model), thinking_level=result.thinking_level,
                                 is_scoped=result.is_scoped)
 
