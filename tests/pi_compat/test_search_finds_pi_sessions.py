@@ -49,7 +49,8 @@ def test_planted_phrases_are_found_in_sessions_pi_wrote(pi_reader: PiReader, tmp
         for hit in hits:
             if hit.info.path not in pi_files.values():
                 continue
-            by_id = {e["id"]: e for e in (json.loads(line) for line in Path(hit.info.path).read_text().splitlines()[1:])}
+            lines = Path(hit.info.path).read_text().splitlines()[1:]
+            by_id = {e["id"]: e for e in map(json.loads, lines)}
             for snippet in hit.snippets:
                 assert snippet.entry_id in by_id, phrase
                 text = " ".join(json.dumps(by_id[snippet.entry_id], ensure_ascii=False).lower().replace("\\n", " ")
