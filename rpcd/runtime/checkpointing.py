@@ -6,8 +6,9 @@ them runs. If one may change something (``bash``, ``edit``, ``write``, and every
 be read-only: an extension's or an MCP server's tool unless it declares itself read-only), and the
 run has no checkpoint yet, the project is snapshotted and a ``custom`` entry
 (``customType: "rpcd.checkpoint"``, which Pi keeps and leaves out of the context) records it at
-the leaf, with a ``checkpoint_created`` event; an ``edit``/``write`` of a path the project snapshot
-may not reach also gets its file copied first. When the run ends, the checkpoint takes its
+the leaf, with a ``checkpoint_created`` event — before the batch's ``tool_execution_start``, so it
+never delays a tool that has started; once the calls are approved, an ``edit``/``write`` of a path the
+project snapshot may not reach also gets its file copied first. When the run ends, the checkpoint takes its
 ``after`` snapshot. A checkpoint that cannot be taken (disk full, git failing) is a
 ``checkpoint_failed`` event and a log line; the tools still run (the user asked for the work; the
 undo is what is missing, and the event says so).
@@ -89,34 +90,55 @@ class SessionCheckpoints:
             self._store = CheckpointStore(self._agent_dir, Limits(**bounds))
         return self._store
 
-    async def before_tools(self, prepared: Sequence[Prepared]) -> None:
-        """The agent loop's hook: checkpoint before the first change of the run (see the module doc)."""
-        host = self._host
-        changing = []
-        for item in prepared:
-            profile = self.profiles.get(item.call.tool_name) or extension_profile()
-            if not profile.read_only:
-                changing.append(describe_call(item.call.tool_name, item.call.args, cwd=host.cwd, profile=profile))
-        if not changing or not self.enabled:
+    def _may_change(self, name: str) -> bool:
+        return not (self.profiles.get(name) or extension_profile()).read_only
+
+    async def before_tool_calls(self, names: Sequence[str]) -> None:
+        """The agent loop's hook before a batch of calls is prepared: the project is snapshotted
+        when one of them may change something and the run has no checkpoint yet (before their
+        ``tool_execution_start``: nothing of the batch has started, and an abort sent on seeing a
+        tool start finds the tool running, as in Pi)."""
+        if self._run is not None or not any(self._may_change(n) for n in names) or not self.enabled:
             return
-        paths = [facts.path for facts in changing if facts.path is not None and facts.tool_name in ("edit", "write")]
-        store = self.store()
+        host, store = self._host, self.store()
         try:
-            if self._run is None:
-                record = await anyio.to_thread.run_sync(
-                    lambda: store.begin(host.cwd, session_id=host.session_id, session_file=host.session_file))
-                self._run = record
-                entry_id = host.append_custom_entry(E.CHECKPOINT_CUSTOM_TYPE, record.entry_data())
-                event: dict[str, Any] = {"type": "checkpoint_created", "entryId": entry_id, "checkpointId": record.id,
-                                         "kind": record.kind, "root": record.root}
-                if record.partial:
-                    event["partial"] = record.partial
-                host.notify(event)
-            if paths:
-                run = self._run
-                await anyio.to_thread.run_sync(lambda: store.cover(run, paths))
+            record = await anyio.to_thread.run_sync(
+                lambda: store.begin(host.cwd, session_id=host.session_id, session_file=host.session_file))
         except OSError as exc:
             _log.warning("checkpoint failed: %s", exc)
+            host.notify({"type": "checkpoint_failed", "message": str(exc)})
+            return
+        self._run = record
+        entry_id = host.append_custom_entry(E.CHECKPOINT_CUSTOM_TYPE, record.entry_data())
+        event: dict[str, Any] = {"type": "checkpoint_created", "entryId": entry_id, "checkpointId": record.id,
+                                 "kind": record.kind, "root": record.root}
+        if record.partial:
+            event["partial"] = record.partial
+        host.notify(event)
+
+    async def before_tools(self, prepared: Sequence[Prepared]) -> None:
+        """The agent loop's hook once the calls are prepared (approved, their arguments final): the
+        files an ``edit``/``write`` names are copied before their first change in the run, for where
+        the project snapshot may not reach (outside the project, ignored by git)."""
+        run = self._run
+        if run is None:
+            return
+        host = self._host
+        paths = []
+        for item in prepared:
+            name = item.call.tool_name
+            if name in ("edit", "write") and self._may_change(name):
+                profile = self.profiles.get(name) or extension_profile()
+                facts = describe_call(name, item.call.args, cwd=host.cwd, profile=profile)
+                if facts.path is not None:
+                    paths.append(facts.path)
+        if not paths:
+            return
+        store = self.store()
+        try:
+            await anyio.to_thread.run_sync(lambda: store.cover(run, paths))
+        except OSError as exc:
+            _log.warning("checkpoint copy failed: %s", exc)
             host.notify({"type": "checkpoint_failed", "message": str(exc)})
 
     async def end_run(self) -> None:

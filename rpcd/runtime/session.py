@@ -234,9 +234,11 @@ class AgentSession:
         """What ``set_limits`` chose (beats the ``limits.*`` settings), here or in an earlier session."""
         self._meter = UsageMeter()
         self._ledger: UsageLedger | None = None
-        agent.check_limits = self._limit_event
-        self.checkpoints = SessionCheckpoints(owner, getattr(services, "agent_dir", None), self._setting)
+        agent.check_limits = lambda: owner._limit_event()  # through the weak proxy: no cycle via the agent
+        self.checkpoints = SessionCheckpoints(owner, getattr(services, "agent_dir", None),
+                                              lambda key: owner._setting(key))
         """The file checkpoints of this session's runs (``rpcd.runtime.checkpointing``)."""
+        agent.before_tool_calls = self.checkpoints.before_tool_calls
         agent.before_tools = self.checkpoints.before_tools
 
     # -- identity / state ------------------------------------------------------------

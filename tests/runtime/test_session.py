@@ -128,8 +128,8 @@ async def test_tool_call_round_trip_with_an_extension_tool(tmp_path: Path) -> No
     assert kinds == [
         "agent_start", "turn_start", "message_start", "message_end", "message_start", "message_end",
         # an extension's tool may change files (it did not declare itself read-only): the project is
-        # snapshotted before it runs (rpcd's file checkpoint: a custom entry, then its event)
-        "tool_execution_start", "entry_appended", "checkpoint_created",
+        # snapshotted before the call starts (rpcd's file checkpoint: a custom entry, then its event)
+        "entry_appended", "checkpoint_created", "tool_execution_start",
         "tool_execution_end", "message_start", "message_end", "turn_end",
         "turn_start", "message_start", "message_end", "turn_end", "agent_end", "agent_settled",
     ]

@@ -218,9 +218,12 @@ class Agent:
         self.check_limits: Callable[[], Mapping[str, Any] | None] | None = None
         """Asked before every model call (the session's spending caps): a ``limit_reached`` event
         stops the run there, with stop reason ``limit``; queued input stays queued."""
+        self.before_tool_calls: Callable[[Sequence[str]], Awaitable[None]] | None = None
+        """Awaited with the tool names of an assistant's calls before any of them is prepared (the
+        session snapshots the project there when one may change files)."""
         self.before_tools: Callable[[Sequence[Prepared]], Awaitable[None]] | None = None
         """Awaited once a batch of tool calls is prepared (approved), before any of them runs (the
-        session's file checkpoint)."""
+        session copies the files an ``edit``/``write`` names there)."""
         self._abort_requested = False
         self._signal = AbortSignal()
         self._scope: anyio.CancelScope | None = None
@@ -476,6 +479,8 @@ class Agent:
         seam = self.seam
         finished: list[tuple[str, str, ToolOutcome] | None] = []
         runnable: list[tuple[int, str, str, Any, Prepared]] = []
+        if self.before_tool_calls is not None and not signal.aborted:
+            await self.before_tool_calls([_call_parts(call)[1] for call in calls])
         for call in calls:
             call_id, name, args = _call_parts(call)
             await sink.emit({"type": "tool_execution_start", "toolCallId": call_id, "toolName": name, "args": args})

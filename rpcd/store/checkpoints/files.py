@@ -45,8 +45,11 @@ SKIPPED_DIRS: Final = frozenset({
 class FilesBackend:
     kind: Kind = "files"
 
-    def __init__(self, store_dir: str, root: str, blobs: BlobStore, limits: Limits) -> None:
+    def __init__(self, store_dir: str, root: str, blobs: BlobStore, limits: Limits,
+                 exclude: tuple[str, ...] = ()) -> None:
         self.root = root
+        self.exclude = frozenset(os.path.realpath(p) for p in exclude)
+        """Directories never entered (the agent dir: the store itself, the transcripts)."""
         self.blobs = blobs
         self.limits = limits
         key = hashlib.sha256(root.encode("utf-8", "surrogateescape")).hexdigest()[:20]
@@ -113,7 +116,8 @@ class FilesBackend:
                 except OSError:
                     continue
                 if stat.S_ISDIR(info.st_mode):
-                    if child.name not in SKIPPED_DIRS:
+                    if child.name not in SKIPPED_DIRS and not (
+                            self.exclude and os.path.realpath(child.path) in self.exclude):
                         subdirs.append(rel)
                 elif stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode):
                     yield rel, info
