@@ -27,7 +27,6 @@ import stat
 from collections.abc import Iterator
 from typing import Final
 
-from rpcd.core.durable import replace_file
 from rpcd.core.files import FileTooLargeError
 from rpcd.store.checkpoints.cas import BlobStore
 from rpcd.store.checkpoints.model import MODE_LINK, Entry, Kind, Limits, Snapshot, Tree, mode_of, stat_oid
@@ -71,8 +70,8 @@ class FilesBackend:
             key: list[int | str] = [info.st_size, info.st_mtime_ns, info.st_ino, mode]
             cached = cache.get(rel)
             oid: str | None = None
-            if cached is not None and cached[:4] == key and self.blobs.has(str(cached[4])):
-                oid = str(cached[4])
+            if cached is not None and cached[:4] == key:
+                oid = str(cached[4])  # the store drops every stat cache when it prunes a blob
             elif mode == MODE_LINK:
                 with contextlib.suppress(OSError):
                     oid = self.blobs.put(os.fsencode(os.readlink(os.path.join(self.root, rel))))
@@ -148,9 +147,14 @@ class FilesBackend:
         return files if isinstance(files, dict) else {}
 
     def _save_cache(self, files: dict[str, list[int | str]]) -> None:
+        """Replaced by a rename, not fsynced: a cache lost in a crash only costs a re-read."""
         make_private_dirs(os.path.dirname(self.cache_path))
+        tmp = f"{self.cache_path}.{os.getpid()}.tmp"
         with contextlib.suppress(OSError):
-            replace_file(self.cache_path, json.dumps({"root": self.root, "files": files}).encode())
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "wb") as out:
+                out.write(json.dumps({"root": self.root, "files": files}).encode())
+            os.replace(tmp, self.cache_path)
 
 
 def read_current(path: str, blobs: BlobStore, limits: Limits) -> Entry | None:

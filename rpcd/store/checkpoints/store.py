@@ -196,9 +196,13 @@ class CheckpointStore:
                         if isinstance(oid, str):
                             needed.add(oid)
         old = time.time() - BLOB_GRACE_S
+        removed = False
         for oid, _, mtime in self.blobs.oids():
             if oid not in needed and mtime < old:
                 self.blobs.remove(oid)
+                removed = True
+        if removed:  # a stat cache may name a blob just dropped: the next snapshot reads its files again
+            shutil.rmtree(os.path.join(self.directory, "scans"), ignore_errors=True)
         git_root = os.path.join(self.directory, "git")
         with contextlib.suppress(OSError):
             for name in os.listdir(git_root):
