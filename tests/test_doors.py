@@ -30,11 +30,13 @@ DOORS: dict[str, frozenset[str]] = {
     "providers": frozenset({"core"}),  # Pi's pi-ai: nothing of the session above it
     "runtime": frozenset({"core", "store", "tools", "providers"}),
     "host": frozenset({"core"}),
-    "wire": frozenset({"core", "protocol", "transport", "host"}),
+    # the session service: below every front, it knows no wire
+    "sessions": frozenset({"core", "host", "runtime", "providers", "store", "tools"}),
+    "wire": frozenset({"core", "protocol", "transport", "host", "sessions"}),
     # wire.errors and wire.convert only: the one exception -> error-object mapping and the one core value ->
     # wire shape conversion both fronts answer with (no pygls there)
     "acp": frozenset({"core", "protocol", "host", "runtime", "providers", "store", "tools", "transport",
-                      "wire.errors", "wire.convert"}),
+                      "sessions", "wire.errors", "wire.convert"}),
     "daemon": frozenset({"*"}),
     "__main__": frozenset({"daemon"}),
     "__init__": frozenset({"safe_start"}),

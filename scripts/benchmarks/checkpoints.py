@@ -34,7 +34,10 @@ from rpcd.store.checkpoints import CheckpointStore, restore  # noqa: E402
 
 FILES, FULL_FILES = 2_000, 10_000
 RUNS = 5
-WORDS = "alpha beta gamma delta epsilon zeta theta lambda sigma omega parser token buffer index".split()
+WORDS = (
+    'alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta', 'theta', 'lambda',
+    'sigma', 'omega', 'parser', 'token', 'buffer', 'index',
+)
 
 
 def _ms(fn: Callable[[], object], runs: int = RUNS) -> list[float]:
