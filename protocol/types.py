@@ -103,6 +103,7 @@ if TYPE_CHECKING:
     from rpcd.protocol.results import RestoredFile as RestoredFile
     from rpcd.protocol.results import RevokeApprovalRuleResult as RevokeApprovalRuleResult
     from rpcd.protocol.results import RevokeTrustResult as RevokeTrustResult
+    from rpcd.protocol.results import SaveTrustResult as SaveTrustResult
     from rpcd.protocol.results import SearchHit as SearchHit
     from rpcd.protocol.results import SearchSessionsResult as SearchSessionsResult
     from rpcd.protocol.results import SearchSnippet as SearchSnippet
@@ -533,6 +534,14 @@ class RevokeTrustParams:
 
 
 @attrs.frozen
+class SaveTrustParams:
+    directory: str
+    """An existing directory (absolute); saved canonical (symlinks resolved), as Pi saves it."""
+    trusted: bool = True
+    """``false`` saves a refusal: the project's code never loads and nothing asks about it."""
+
+
+@attrs.frozen
 class CycleModelParams:
     direction: Literal["forward", "backward"] = "forward"
 
@@ -596,6 +605,7 @@ _ELSEWHERE: dict[str, str] = {
             "ReplacementResult",
             "RevokeApprovalRuleResult",
             "RevokeTrustResult",
+            "SaveTrustResult",
             "SESSION_EVENT_TYPES",
             "SessionStatsResult",
             "SessionSummary",
