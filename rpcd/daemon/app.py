@@ -70,7 +70,7 @@ CURRENT: Final = "current"
 """The daemon's one host in the hub (its session id changes with every replacement)."""
 @attrs.frozen
 class StartTarget:
-    kind: Literal["new", "open", "continue", "in-memory"]
+    kind: Literal["new", "open", "session", "continue", "in-memory"]
     cwd: str
     path: str | None = None
 
@@ -79,6 +79,8 @@ def resolve_target(options: Options) -> StartTarget:
     """Which session to start with. ``--resume-last`` without a usable record means a new session."""
     if options.target == "resume" and options.resume_path is not None:
         return StartTarget("open", options.cwd, options.resume_path)
+    if options.target == "session" and options.resume_path is not None:
+        return StartTarget("session", options.cwd, options.resume_path)
     if options.target == "continue":
         return StartTarget("continue", options.cwd)
     if options.target == "in-memory":
@@ -281,6 +283,12 @@ def open_start_session(options: Options, session_dir: str | None = None) -> Sess
     target = resolve_target(options)
     agent_dir = options.agent_dir
     try:
+        if target.kind == "session":  # --session: a path, or a session id / unique id prefix
+            assert target.path is not None
+            from rpcd.sessions.search import SessionSearch
+
+            path = SessionSearch(agent_dir, session_dir).resolve(target.path, target.cwd).path
+            return SessionManager.open(path, session_dir, must_exist=True)
         if target.kind == "open":
             assert target.path is not None
             # Like the ``resume`` method (and unlike Pi): a mistyped --resume path is an

@@ -105,3 +105,20 @@ def test_a_stored_session_is_read_resumed_and_deleted_by_id_prefix(tmp_path: Pat
         assert written.endswith(".md") and Path(written).read_text() == markdown.replace(
             markdown.split("\n- **Exported:** ")[1].split("\n")[0], Path(written).read_text().split(
                 "\n- **Exported:** ")[1].split("\n")[0])
+
+
+def test_the_daemon_starts_on_a_session_named_by_id_prefix(tmp_path: Path) -> None:
+    agent = tmp_path / "agent"
+    project = tmp_path / "project"
+    project.mkdir()
+    corpus = corpus_in(agent, 2, 8, str(project))
+    header = json.loads(Path(corpus.files[1]).read_text().splitlines()[0])
+    with Daemon("--agent-dir", str(agent), "--cwd", str(project), "--session", header["id"][:23]) as d:
+        d.initialize()
+        assert d.call("getState")["sessionFile"] == corpus.files[1]
+    with Daemon("--agent-dir", str(agent), "--cwd", str(project), "--session", "fffff-no-such") as d:
+        d.initialize()
+        with pytest.raises(RpcFailure) as failed:
+            d.call("getMessages")
+        assert failed.value.code == -32020
+        assert failed.value.data["errors"][0]["type"] == "SessionFileNotFound"
