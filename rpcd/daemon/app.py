@@ -135,10 +135,14 @@ class Daemon:
         self.requests.approval_timeout = options.approval_timeout
         self.approval = self.composer.approval_gate()
         """The process's tool-approval gate; the client's ``toolApproval`` capability is set at ``initialize``."""
+        self.sandbox = self.composer.sandbox_control()
+        """The sandbox of every session's commands (``--sandbox``, ``setSandbox``, else the setting)."""
         bindings = RpcHostBindings(self.pump, UiBridge(self.requests), persist=self._persist,
                                    authorize_tool=self.requests.authorize_tool)
         self.host = SerializedHost(bindings, on_status=self._post_status)
         bindings.command_actions = HostCommandActions(self.host)  # an extension command's actions are host calls
+        bindings.spawn = self.host.spawn
+        bindings.shutdown = self._extension_shutdown
         self.hub: SessionHub[SerializedHost] = SessionHub()
         self.hub.put(CURRENT, self.host, current=True)
         """The live hosts: the daemon's one, the current session's (a replacement swaps the session inside it)."""
@@ -150,7 +154,7 @@ class Daemon:
         register(
             self.server,
             SessionMethods(self.host, self.pump, self.library),
-            ApprovalMethods(self.host, self.approval),
+            ApprovalMethods(self.host, self.approval, self.sandbox),
             TrustMethods(self.host, self.services.saved_trust),
             CheckpointMethods(self.host, self.pump),
             LimitMethods(self.host, self.pump),
@@ -202,7 +206,7 @@ class Daemon:
         await self.server.initialize_answered()
         # The composition imports the runtime only now: its imports take a while and must not delay that answer.
         manager = open_start_session(self.options, self.composer.session_dir)
-        hooks = FrontHooks(authorize_project=self._authorize, approval=self.approval)
+        hooks = FrontHooks(authorize_project=self._authorize, approval=self.approval, sandbox=self.sandbox)
         return await self.composer.open_runtime(manager, SessionSpec(manager.get_cwd()), hooks)
 
     async def _authorize(self, cwd: str, context: ProjectTrustContext) -> TrustDecision:
@@ -248,6 +252,23 @@ class Daemon:
         await self.journal.ensure_async(session_file, cwd)
 
     # -- the orderly end -----------------------------------------------------------------------------
+
+    def _extension_shutdown(self) -> None:
+        """Pi's ``ctx.shutdown()`` in RPC mode: the orderly end, once everything requested before it is
+        done and the session is idle (a turn running now finishes first)."""
+        host = self.host
+
+        async def when_idle() -> None:
+            async def idle() -> None:
+                await host.wait_idle()
+
+            try:
+                await host.enqueue_async("shutdown", idle)
+            except Exception as exc:  # the host went away meanwhile: end anyway
+                log_failure("extension shutdown: waiting for idle failed", exc)
+            self.server.request_stop("an extension asked to shut down")
+
+        host.spawn(when_idle)
 
     async def final_disposal(self) -> None:
         """The one orderly end (the server's dispose hook): dispose the host behind any in-flight

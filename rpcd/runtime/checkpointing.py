@@ -59,11 +59,12 @@ class CheckpointHost(Protocol):
 
 class SessionCheckpoints:
     def __init__(self, host: CheckpointHost, agent_dir: str | None, settings: Callable[[str], Any],
-                 profiles: Mapping[str, ToolProfile] | None = None) -> None:
+                 profiles: Callable[[], Mapping[str, ToolProfile]] = dict) -> None:
         self._host = host
         self._agent_dir = agent_dir
         self._settings = settings
-        self.profiles = dict(profiles or {})
+        self._profiles = profiles
+        """How each active tool is classified (the session's tool set: read-only or not)."""
         self._store: Any = None
         self._run: Any = None
         """The checkpoint of the run in progress (``rpcd.store.checkpoints.Record``)."""
@@ -90,8 +91,11 @@ class SessionCheckpoints:
             self._store = CheckpointStore(self._agent_dir, Limits(**bounds))
         return self._store
 
+    def _profile(self, name: str) -> ToolProfile:
+        return self._profiles().get(name) or extension_profile()
+
     def _may_change(self, name: str) -> bool:
-        return not (self.profiles.get(name) or extension_profile()).read_only
+        return not self._profile(name).read_only
 
     async def before_tool_calls(self, names: Sequence[str]) -> None:
         """The agent loop's hook before a batch of calls is prepared: the project is snapshotted
@@ -128,8 +132,7 @@ class SessionCheckpoints:
         for item in prepared:
             name = item.call.tool_name
             if name in ("edit", "write") and self._may_change(name):
-                profile = self.profiles.get(name) or extension_profile()
-                facts = describe_call(name, item.call.args, cwd=host.cwd, profile=profile)
+                facts = describe_call(name, item.call.args, cwd=host.cwd, profile=self._profile(name))
                 if facts.path is not None:
                     paths.append(facts.path)
         if not paths:

@@ -44,9 +44,12 @@ from rpcd.core.values import (
     CycleModelResult,
     ForkMessage,
     ImageInput,
+    InputHandled,
     ModelDescription,
     ModelRef,
+    PromptOutcome,
     QueueSnapshot,
+    SandboxState,
     SessionState,
     SessionStats,
     SessionTree,
@@ -230,18 +233,27 @@ class SessionMethods:
 
     def _session_path(self, ref: str) -> str:
         """A session file as given, or the file of the session id / unique id prefix ``ref`` (looked
-        up now, at the request's arrival, in the current project first)."""
+        up now, at the request's arrival — a replacement takes its place then —, in the current
+        project first: the first line of each session file, off nothing but the loop for an id)."""
+        return self._library.session_path(ref, self._cwd())
+
+    def _cwd(self) -> str:
+        """The cwd of the session current now (the last known one when the host has none)."""
         state = self._snapshot
         if state is None:
             with contextlib.suppress(HostError):
                 state = self._host.state()
-        return self._library.session_path(ref, state.cwd if state is not None else os.getcwd())
+        return state.cwd if state is not None else os.getcwd()
 
     def fork(self, params: t.ForkParams) -> Awaitable[t.ForkResult]:
         return self._forked(_tracked(self._host.fork(params.entry_id)))
 
     def clone(self, params: t.CloneParams) -> Awaitable[t.ReplacementResult]:
         return self._replaced(_tracked(self._host.clone(params.entry_id)))
+
+    def reload(self, params: t.EmptyParams | None = None) -> Awaitable[t.ReplacementResult]:
+        """Pi's ``/reload``: a replacement of the current session file (reason ``reload``)."""
+        return self._replaced(_tracked(self._host.reload()))
 
     def import_jsonl(self, params: t.ImportJsonlParams) -> Awaitable[t.ReplacementResult]:
         progress = self._progress(params.work_done_token, "Importing transcript", params.path)
@@ -352,6 +364,7 @@ class SessionMethods:
             model=model,
             approval_policy=state.approval_policy,
             limits=limits_info(state.limits) if state.limits is not None else None,
+            sandbox=_sandbox_info(state.sandbox),
         )
         self._state_answer = (key, result)
         return result
@@ -393,30 +406,36 @@ class SessionMethods:
         return paginate([summary(info) for info in infos], after, limit, sort)
 
     def delete_session(self, params: t.DeleteSessionParams) -> Awaitable[t.DeleteSessionResult]:
-        """Trash a session file; never the session current at this request's arrival."""
+        """Trash a session file; never the session current at this request's arrival. The file work
+        runs in a worker thread (in the host's queue: still behind what came before)."""
         host, library = self._host, self._library
-        path = self._session_path(params.session_file)
+        cwd = self._cwd()
 
-        def delete() -> t.DeleteSessionResult:
-            removed = library.delete(path, host.session_file)
+        async def delete() -> t.DeleteSessionResult:
+            current = host.session_file
+            path = await anyio.to_thread.run_sync(library.session_path, params.session_file, cwd)
+            removed = await anyio.to_thread.run_sync(library.delete, path, current)
             return t.DeleteSessionResult(method=removed.method, trash_path=removed.trash_path)
 
-        return self._answered(_tracked(host.enqueue(DELETE_SESSION, delete)))
+        return self._answered(_tracked(host.enqueue_async(DELETE_SESSION, delete)))
 
     def rename_session(self, params: t.RenameSessionParams) -> Awaitable[t.RenameSessionResult]:
-        """Name any session file; the current session's through the session itself (``setSessionName``)."""
+        """Name any session file; the current session's through the session itself (``setSessionName``).
+        Another file is opened and appended to in a worker thread."""
         host, library = self._host, self._library
-        path = self._session_path(params.session_file)
+        cwd = self._cwd()
 
-        def rename() -> t.RenameSessionResult:
-            if library.is_current(path, host.session_file):
+        async def rename() -> t.RenameSessionResult:
+            current = host.session_file
+            path = await anyio.to_thread.run_sync(library.session_path, params.session_file, cwd)
+            if await anyio.to_thread.run_sync(library.is_current, path, current):
                 host.set_session_name(params.name)
                 name = host.state().name
             else:
-                name = library.rename(path, params.name)
+                name = await anyio.to_thread.run_sync(library.rename, path, params.name)
             return t.RenameSessionResult(name=name or "")
 
-        return self._answered(_tracked(host.enqueue(RENAME_SESSION, rename)))
+        return self._answered(_tracked(host.enqueue_async(RENAME_SESSION, rename)))
 
     def export_html(self, params: t.ExportHtmlParams) -> Awaitable[t.ExportResult]:
         host = self._host
@@ -452,12 +471,14 @@ class SessionMethods:
         return self._prompted(_tracked(pending), params.streaming_behavior)
 
     async def _prompted(
-        self, pending: Pending[str | CommandRan | None], streaming_behavior: t.StreamingBehavior | None
+        self, pending: Pending[PromptOutcome], streaming_behavior: t.StreamingBehavior | None
     ) -> t.PromptResult:
         outcome = await pending
         await self._pump.drain()
         if isinstance(outcome, CommandRan):
             return t.PromptResult(command=outcome.name)
+        if isinstance(outcome, InputHandled):
+            return t.PromptResult(handled=True)
         if outcome is None:
             return t.PromptResult(queued=streaming_behavior)
         return t.PromptResult(stop_reason=outcome)
@@ -822,3 +843,10 @@ def _model_description(model: ModelDescription) -> t.ModelDescription:
                          cache_read=float(cost.get("cacheRead", 0)), cache_write=float(cost.get("cacheWrite", 0))),
         credential_source=model.credential_source,
     )
+
+
+def _sandbox_info(state: SandboxState | None) -> t.SandboxInfo | None:
+    if state is None:
+        return None
+    return t.SandboxInfo(mode=state.mode, network=state.network, writable=list(state.writable),
+                         mechanism=state.mechanism, problem=state.problem)
