@@ -532,29 +532,3 @@ def forget_modules(module_name: str) -> None:
 
 
 _forget_modules = forget_modules
-
-
-def discover_extensions(directory: str) -> list[str]:
-    """Modules directly in ``directory``: ``*.py`` files and packages, sorted by name.
-
-    Names starting with ``_`` or ``.`` are helpers, not extensions. A directory that cannot be
-    listed (permissions, a symlink loop) contributes nothing: it must not make ``create_services``
-    raise, which would turn a replacement into a terminal failure.
-    """
-    try:
-        names = sorted(os.listdir(directory))
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-    except OSError as exc:
-        _log.warning("cannot list extension directory %s: %s", directory, exc.strerror or type(exc).__name__)
-        return []
-    found: list[str] = []
-    for name in names:
-        if name.startswith(("_", ".")):
-            continue
-        full = os.path.join(directory, name)
-        is_module = name.endswith(".py") and os.path.isfile(full)
-        if is_module or os.path.isfile(os.path.join(full, "__init__.py")):
-            found.append(full)
-    return found
-
