@@ -205,19 +205,6 @@ class RpcError(Exception):
         self.message = message
         self.data = data
 
-    @classmethod
-    def from_error(cls, error: Any) -> RpcError:
-        """Build from a wire ``error`` object (a dict); tolerant of missing members."""
-        if not isinstance(error, dict):
-            return cls(int(ErrorCode.INTERNAL_ERROR), "malformed error object", error)
-        code = error.get("code")
-        message = error.get("message")
-        return cls(
-            code if isinstance(code, int) and not isinstance(code, bool) else int(ErrorCode.INTERNAL_ERROR),
-            message if isinstance(message, str) else "",
-            error.get("data"),
-        )
-
     @property
     def name(self) -> str:
         return error_name(self.code, "UNKNOWN")

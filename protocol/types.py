@@ -36,6 +36,9 @@ from rpcd.protocol.shapes import ThinkingLevel as ThinkingLevel
 from rpcd.protocol.shapes import ToolKind as ToolKind
 
 if TYPE_CHECKING:
+    from rpcd.protocol.events import CompactionEndEvent as CompactionEndEvent
+    from rpcd.protocol.events import CompactionResult as CompactionResult
+    from rpcd.protocol.events import CompactionStartEvent as CompactionStartEvent
     from rpcd.protocol.events import SessionEventParams as SessionEventParams
     from rpcd.protocol.events import SessionLifecycleParams as SessionLifecycleParams
     from rpcd.protocol.outgoing import AuthorizeProjectParams as AuthorizeProjectParams
@@ -65,14 +68,10 @@ if TYPE_CHECKING:
     from rpcd.protocol.outgoing import UiSetStatusParams as UiSetStatusParams
     from rpcd.protocol.outgoing import UiSetTitleParams as UiSetTitleParams
     from rpcd.protocol.outgoing import UiSetWidgetParams as UiSetWidgetParams
-    from rpcd.protocol.results import SESSION_EVENT_TYPES as SESSION_EVENT_TYPES
     from rpcd.protocol.results import ApprovalRule as ApprovalRule
     from rpcd.protocol.results import AvailableThinkingLevelsResult as AvailableThinkingLevelsResult
     from rpcd.protocol.results import BashResult as BashResult
     from rpcd.protocol.results import CheckpointSummary as CheckpointSummary
-    from rpcd.protocol.results import CompactionEndEvent as CompactionEndEvent
-    from rpcd.protocol.results import CompactionResult as CompactionResult
-    from rpcd.protocol.results import CompactionStartEvent as CompactionStartEvent
     from rpcd.protocol.results import ContextUsage as ContextUsage
     from rpcd.protocol.results import CycleModelResult as CycleModelResult
     from rpcd.protocol.results import CycleThinkingLevelResult as CycleThinkingLevelResult
@@ -589,14 +588,14 @@ class CancelParams:
 _ELSEWHERE: dict[str, str] = {
     name: module
     for module, names in {
-        "rpcd.protocol.events": ("SessionEventParams", "SessionLifecycleParams"),
+        "rpcd.protocol.events": (
+            "CompactionEndEvent", "CompactionResult", "CompactionStartEvent", "SessionEventParams",
+            "SessionLifecycleParams",
+        ),
         "rpcd.protocol.results": (
             "ApprovalRule",
             "AvailableThinkingLevelsResult",
             "BashResult",
-            "CompactionEndEvent",
-            "CompactionResult",
-            "CompactionStartEvent",
             "ContextUsage",
             "CycleModelResult",
             "CycleThinkingLevelResult",
@@ -633,7 +632,6 @@ _ELSEWHERE: dict[str, str] = {
             "RevokeApprovalRuleResult",
             "RevokeTrustResult",
             "SaveTrustResult",
-            "SESSION_EVENT_TYPES",
             "SessionStatsResult",
             "SessionSummary",
             "TokenStats",

@@ -176,7 +176,7 @@ class RpcdAgent:
         await self._remember(session, mode=None)  # no file until its first reply: its id must survive the process
         extra = _mcp_diagnostics(mcp_servers)
         return NewSessionResponse(session_id=session.id, modes=session.modes(),
-                                  config_options=list(session.config_options()),
+                                  config_options=list(await session.config_options()),
                                   field_meta=_diagnostics_meta([*session.diagnostics, *extra]))
 
     async def load_session(self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None,
@@ -185,7 +185,7 @@ class RpcdAgent:
         await self._ready(method)
         session = await self._live_or_open(method, session_id, cwd, mcp_servers)
         await session.replay_history()
-        return LoadSessionResponse(modes=session.modes(), config_options=list(session.config_options()),
+        return LoadSessionResponse(modes=session.modes(), config_options=list(await session.config_options()),
                                    field_meta=_diagnostics_meta([*session.diagnostics,
                                                                  *_mcp_diagnostics(mcp_servers)]))
 
@@ -194,7 +194,7 @@ class RpcdAgent:
         method = "session/resume"
         await self._ready(method)
         session = await self._live_or_open(method, session_id, cwd, mcp_servers)
-        return ResumeSessionResponse(modes=session.modes(), config_options=list(session.config_options()),
+        return ResumeSessionResponse(modes=session.modes(), config_options=list(await session.config_options()),
                                      field_meta=_diagnostics_meta([*session.diagnostics,
                                                                    *_mcp_diagnostics(mcp_servers)]))
 
@@ -285,7 +285,7 @@ class RpcdAgent:
         if selected is not None:
             meta_out["rpcd/selectedText"] = selected
         return ForkSessionResponse(session_id=forked.id, modes=forked.modes(),
-                                   config_options=list(forked.config_options()), field_meta=meta_out)
+                                   config_options=list(await forked.config_options()), field_meta=meta_out)
 
     # -- a session's own calls ------------------------------------------------------------------------------
 
@@ -319,7 +319,7 @@ class RpcdAgent:
     async def set_session_mode(self, session_id: str, mode_id: str, **_: Any) -> SetSessionModeResponse:
         await self._ready("session/set_mode")
         session = self._session("session/set_mode", session_id)
-        session.set_mode(mode_id)
+        await session.set_mode(mode_id)
         await self._remember(session, mode=session.mode())
         await session.stream.drain()  # its current_mode_update before its answer
         return SetSessionModeResponse()
@@ -328,7 +328,7 @@ class RpcdAgent:
                                 **_: Any) -> SetSessionConfigOptionResponse:
         await self._ready("session/set_config_option")
         session = self._session("session/set_config_option", session_id)
-        options: list[Any] = list(session.set_config_option(config_id, value))
+        options: list[Any] = list(await session.set_config_option(config_id, value))
         if config_id == "mode":
             await self._remember(session, mode=session.mode())
         await session.stream.drain()
@@ -405,7 +405,8 @@ class RpcdAgent:
             raise request_error(ErrorCode.SESSION_BUSY, method, "SessionInUse", str(held),
                                 session_path=session.file) from None
         session.on_moved = lambda file: self.hub.refile(session.id, file)
-        session.announce_commands()  # queued now, sent after this request's answer (it is written first)
+        # its place in the host's FIFO taken now; sent after this request's answer (it is written first)
+        self._task_group.start_soon(session.announce_commands)
         return session
 
     async def _live_or_open(self, method: str, session_id: str, cwd: str,

@@ -263,7 +263,7 @@ class Daemon:
                 await host.wait_idle()
 
             try:
-                await host.enqueue_async("shutdown", idle)
+                await host.call("shutdown", lambda _: idle())  # behind everything requested before it
             except Exception as exc:  # the host went away meanwhile: end anyway
                 log_failure("extension shutdown: waiting for idle failed", exc)
             self.server.request_stop("an extension asked to shut down")

@@ -49,7 +49,7 @@ from rpcd.core.errors import (
     SessionBusyError,
     SessionNotSavedError,
 )
-from rpcd.core.jstext import js_trim
+from rpcd.core.jstext import content_text, js_trim
 from rpcd.core.values import (
     ApprovalPolicy,
     BashOutcome,
@@ -112,7 +112,7 @@ from rpcd.runtime.turns.queue import InputQueues, Kind
 from rpcd.runtime.turns.retry import SessionRetry
 from rpcd.runtime.usage import context_usage, session_stats
 from rpcd.store import SessionManager
-from rpcd.store.entries import THINKING_LEVEL_CHANGE, message_text
+from rpcd.store.entries import THINKING_LEVEL_CHANGE
 from rpcd.store.records import Record
 from rpcd.store.usage_ledger import UsageLedger
 from rpcd.tools import (
@@ -963,7 +963,7 @@ class AgentSession(SessionExtensionActions):
             message = entry.get("message")
             if entry.get("type") != "message" or not isinstance(message, Mapping) or message.get("role") != "user":
                 continue
-            text = message_text(message.get("content"), "")
+            text = content_text(message.get("content"), "")
             if text:
                 out.append(ForkMessage(entry_id=str(entry["id"]), text=text))
         return out

@@ -143,16 +143,3 @@ def label(entry_id: str, parent_id: str | None, timestamp: str, target_id: str, 
 
 def session_info(entry_id: str, parent_id: str | None, timestamp: str, name: str) -> dict[str, Any]:
     return {**base(SESSION_INFO, entry_id, parent_id, timestamp), "name": name}
-
-
-def message_text(content: Any, separator: str = " ") -> str:
-    """Text blocks of a message ``content`` (a string is its own text)."""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return ""
-    return separator.join(
-        block["text"]
-        for block in content
-        if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
-    )

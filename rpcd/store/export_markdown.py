@@ -24,6 +24,7 @@ from typing import Any, Final
 
 import attrs
 
+from rpcd.core.jstext import content_text
 from rpcd.core.redact import redact
 from rpcd.store import entries as E
 
@@ -70,7 +71,7 @@ def _title(export: MarkdownExport) -> str:
     for entry in export.branch:
         message = entry.get("message")
         if entry.get("type") == E.MESSAGE and isinstance(message, Mapping) and message.get("role") == "user":
-            text = _one_line(E.message_text(message.get("content")), 80)
+            text = _one_line(content_text(message.get("content"), " "), 80)
             if text:
                 return text
     return f"Session {export.header.get('id', '')}"
