@@ -135,6 +135,7 @@ class ErrorCode(enum.IntEnum):
     PROVIDER_ERROR = -32042
     INPUT_NOT_SUPPORTED = -32043
     COMPACTION_FAILED = -32044
+    MCP_SERVER_FAILED = -32045
 
 
 def error_name(code: int, unknown: str = "ERROR") -> str:
