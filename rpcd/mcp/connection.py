@@ -186,6 +186,7 @@ class McpConnection:
         config = self.config
         async with AsyncExitStack() as stack:
             read, write = await self._open_transport(stack)
+            stack.callback(read.close)  # streamable HTTP leaves the receiving end to its user
             tapped = await self._tap(stack, read)
             session = await stack.enter_async_context(ClientSession(
                 tapped, write,

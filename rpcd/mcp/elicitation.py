@@ -76,8 +76,12 @@ _SKIP = _Marker()
 
 
 async def _ask_field(ui: UiContext, prompt: str, spec: Mapping[str, Any], *, required: bool) -> Any:
-    choices = _choices(spec)
     kind = spec.get("type")
+    items = spec.get("items")
+    if kind == "array" and isinstance(items, Mapping) and (picks := _choices(items)) is not None:
+        picked = await ui.select(prompt, [label for label, _ in picks])  # Pi's dialog picks one
+        return _CANCEL if picked is None else [dict(picks).get(picked, picked)]
+    choices = _choices(spec)
     if choices is not None:
         shown = [label for label, _ in choices]
         picked = await ui.select(prompt, shown)
@@ -111,8 +115,7 @@ async def _ask_field(ui: UiContext, prompt: str, spec: Mapping[str, Any], *, req
 
 
 def _choices(spec: Mapping[str, Any]) -> list[tuple[str, Any]] | None:
-    """An enum's (label, value) pairs: ``enum`` (+ ``enumNames``), ``oneOf``/``anyOf`` of ``const``,
-    or an array's ``items.enum`` (one value picked)."""
+    """An enum's (label, value) pairs: ``enum`` (+ ``enumNames``) or ``oneOf``/``anyOf`` of ``const``."""
     enum = spec.get("enum")
     if isinstance(enum, list) and enum:
         names = spec.get("enumNames")

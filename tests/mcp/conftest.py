@@ -1,0 +1,22 @@
+"""Fixtures of the MCP tests: the npm reference servers (skipped, saying why, only when npm or its
+registry cannot be had; ``RPCD_REQUIRE_PI_ORACLE=1`` makes that a failure, as for the Pi oracle)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.mcp.npm_servers import NpmServers, ensure_servers
+from tests.pi_compat.oracle import OracleUnavailable
+
+
+@pytest.fixture(scope="session")
+def npm_servers() -> NpmServers:
+    try:
+        return ensure_servers()
+    except OracleUnavailable as exc:
+        message = f"the npm MCP reference servers are unavailable: {exc}"
+        if os.environ.get("RPCD_REQUIRE_PI_ORACLE") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
