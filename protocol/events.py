@@ -16,10 +16,10 @@ from typing import Any, Literal, TypeAlias
 import attrs
 
 from rpcd.protocol._fields import nullable, open_object
-from rpcd.protocol.types import CommandInfo as CommandInfo
-from rpcd.protocol.types import CommandSourceInfo as CommandSourceInfo
-from rpcd.protocol.types import QueueContents as QueueContents
-from rpcd.protocol.types import ThinkingLevel as ThinkingLevel
+from rpcd.protocol.shapes import CommandInfo as CommandInfo
+from rpcd.protocol.shapes import CommandSourceInfo as CommandSourceInfo
+from rpcd.protocol.shapes import QueueContents as QueueContents
+from rpcd.protocol.shapes import ThinkingLevel as ThinkingLevel
 
 RequestId: TypeAlias = int | str
 CompactionReason: TypeAlias = Literal["manual", "threshold", "overflow"]

@@ -12,7 +12,7 @@ from typing import Any, Literal, TypeAlias
 
 import attrs
 
-from rpcd.protocol.types import ApprovalDecision, DiagnosticType, HostStatus, ProgressToken, ToolKind
+from rpcd.protocol.shapes import ApprovalDecision, DiagnosticType, HostStatus, ProgressToken, ToolKind
 
 
 @attrs.frozen

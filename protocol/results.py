@@ -14,7 +14,7 @@ import attrs
 
 from rpcd.protocol._fields import nullable
 from rpcd.protocol.outgoing import DiagnosticItem
-from rpcd.protocol.types import CommandInfo, CompactionReason, QueueContents, StreamingBehavior, ThinkingLevel
+from rpcd.protocol.shapes import CommandInfo, CompactionReason, QueueContents, StreamingBehavior, ThinkingLevel
 
 
 @attrs.frozen

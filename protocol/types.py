@@ -22,6 +22,17 @@ import attrs
 
 from rpcd.protocol._fields import nullable, open_object
 from rpcd.protocol.names import PROTOCOL_VERSION as PROTOCOL_VERSION  # re-exported
+from rpcd.protocol.shapes import ApprovalDecision as ApprovalDecision
+from rpcd.protocol.shapes import CommandInfo as CommandInfo
+from rpcd.protocol.shapes import CommandSourceInfo as CommandSourceInfo
+from rpcd.protocol.shapes import CompactionReason as CompactionReason
+from rpcd.protocol.shapes import DiagnosticType as DiagnosticType
+from rpcd.protocol.shapes import HostStatus as HostStatus
+from rpcd.protocol.shapes import ProgressToken as ProgressToken
+from rpcd.protocol.shapes import QueueContents as QueueContents
+from rpcd.protocol.shapes import StreamingBehavior as StreamingBehavior
+from rpcd.protocol.shapes import ThinkingLevel as ThinkingLevel
+from rpcd.protocol.shapes import ToolKind as ToolKind
 
 if TYPE_CHECKING:
     from rpcd.protocol.events import SessionEventParams as SessionEventParams
@@ -92,57 +103,11 @@ if TYPE_CHECKING:
 SUPPORTED_PROTOCOL_VERSIONS: frozenset[int] = frozenset({1})
 
 RequestId: TypeAlias = int | str
-ProgressToken: TypeAlias = int | str
 Capability: TypeAlias = dict[str, Any]
 """A capability marker: an object present means "supported"; its keys are future sub-options."""
-HostStatus: TypeAlias = Literal["ready", "replacing", "unusable", "disposed"]
-DiagnosticType: TypeAlias = Literal["info", "warning", "error"]
-StreamingBehavior: TypeAlias = Literal["steer", "followUp"]
-"""How input sent while a turn runs is queued: ``steer`` (after the current tool round) or
-``followUp`` (when the agent would otherwise stop)."""
 QueueMode: TypeAlias = Literal["all", "one-at-a-time"]
 """How queued input is delivered: all of it at once, or one message per opportunity."""
 ApprovalPolicy: TypeAlias = Literal["auto", "ask-writes", "ask-all", "deny-writes"]
-ApprovalDecision: TypeAlias = Literal["allowOnce", "allowAlways", "rejectOnce", "rejectAlways"]
-ToolKind: TypeAlias = Literal["read", "edit", "delete", "move", "search", "execute", "fetch", "other"]
-
-# -- shapes the events share (``rpcd.protocol.events`` re-exports them) ------------------------------
-
-ThinkingLevel: TypeAlias = Literal["off", "minimal", "low", "medium", "high", "xhigh", "max"]
-"""Pi's thinking levels, in order; a model supports a subset (``getAvailableThinkingLevels``)."""
-
-
-@attrs.frozen
-class CommandSourceInfo:
-    """Where a command comes from (Pi's ``sourceInfo``)."""
-
-    path: str
-    """The extension, template or SKILL.md file."""
-    source: str
-    """``auto`` (discovered), ``local`` (a settings entry), ``cli`` (``-e``)."""
-    scope: str
-    """``user``, ``project`` or ``temporary``."""
-    origin: str
-    base_dir: str | None = None
-
-
-@attrs.frozen
-class CommandInfo:
-    name: str
-    """Invoke it with ``prompt {"text": "/<name> args"}`` (skills are ``skill:<name>``)."""
-    source: Literal["extension", "prompt", "skill"]
-    source_info: CommandSourceInfo
-    description: str | None = None
-    argument_hint: str | None = None
-    """E.g. ``<file> [focus]`` (prompt templates' ``argument-hint``)."""
-
-
-@attrs.frozen
-class QueueContents:
-    """Queued input, in delivery order."""
-
-    steering: list[str]
-    follow_up: list[str]
 
 
 # -- handshake -------------------------------------------------------------------------------------
@@ -305,9 +270,6 @@ class GetTreeParams:
 
 
 # -- compaction and the tree -----------------------------------------------------------------------
-
-CompactionReason: TypeAlias = Literal["manual", "threshold", "overflow"]
-
 
 @attrs.frozen
 class CompactParams:

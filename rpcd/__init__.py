@@ -4,12 +4,15 @@ The package is one import root with one room per responsibility. Each room's ``_
 says what it owns and which rooms it may import; ``tests/test_doors.py`` fails when a door is
 broken. From the bottom up:
 
-``core``       shared vocabulary: typed failures, value types, redaction, durable writes
+``core``       shared vocabulary: typed failures, value types, redaction, durable writes, JS string rules
 ``protocol``   the wire contract, no I/O (directory ``protocol/``, installed as ``rpcd.protocol``)
 ``transport``  stdio framing and the stdout guard; knows nothing of sessions
 ``store``      Pi session JSONL; imports nothing of the host or the runtime
 ``tools``      the built-in coding tools
-``runtime``    Pi's AgentSessionRuntime in Python (sessions, agent loop, services, providers)
+``providers``  Pi's pi-ai in Python: provider APIs, catalog, credentials, models.json, model selection
+``runtime``    Pi's AgentSessionRuntime in Python: the session core, with sub-rooms ``turns`` (agent
+               loop, queue, retry), ``resources`` (settings, context files, trust, skills, templates,
+               commands, system prompt), ``extensions`` (the extension host) and ``compaction``
 ``host``       THE serialized host and the narrow port it knows the runtime through
 ``wire``       the JSON-RPC endpoint (pygls confined here), handlers, event pump, client requests
 ``acp``        the Agent Client Protocol front

@@ -5,7 +5,7 @@ Pi's ``pi-ai`` ships its providers and models as code (``providers/all.js``, one
 ``*.models.js`` per provider) and its credential rules as closures
 (``auth.apiKey.resolve``). This script runs Node from the Pi oracle install
 (``tests/pi_compat/oracle.py``), asks those objects directly and writes the answer as
-data: ``rpcd/runtime/providers/catalog.json``.
+data: ``rpcd/providers/catalog.json``.
 
 * models: every built-in provider's ``getModels()``, exactly as Pi holds them (ids, names,
   APIs, base URLs, context windows, max tokens, reasoning + ``thinkingLevelMap``, input

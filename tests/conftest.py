@@ -30,7 +30,7 @@ def anyio_backend() -> str:
 def provider_env_names() -> list[str]:
     """Every variable Pi reads credentials from (the catalog's table) plus the ones that
     change provider behaviour."""
-    from rpcd.runtime.providers.catalog import builtin_catalog
+    from rpcd.providers.catalog import builtin_catalog
 
     names = {name for p in builtin_catalog().providers.values() for name in p.auth.env_names}
     names.update({"PI_CACHE_RETENTION", "AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",

@@ -27,15 +27,25 @@ DOORS: dict[str, frozenset[str]] = {
     "transport": frozenset({"core", "protocol"}),
     "store": frozenset({"core"}),
     "tools": frozenset({"core"}),
-    "mcp": frozenset({"core", "tools"}),
-    "runtime": frozenset({"core", "store", "tools", "mcp"}),
+    "mcp": frozenset({"core", "tools"}),  # MCP servers as session tools: no session, no front
+    "providers": frozenset({"core"}),  # Pi's pi-ai: nothing of the session above it
+    "runtime": frozenset({"core", "store", "tools", "providers", "mcp"}),
     "host": frozenset({"core"}),
     "wire": frozenset({"core", "protocol", "transport", "host"}),
     # wire.errors only: the one exception -> error-object mapping both fronts answer with (no pygls there)
-    "acp": frozenset({"core", "protocol", "host", "runtime", "store", "tools", "mcp", "transport", "wire.errors"}),
+    "acp": frozenset({"core", "protocol", "host", "runtime", "providers", "store", "tools", "mcp", "transport",
+                      "wire.errors"}),
     "daemon": frozenset({"*"}),
     "__main__": frozenset({"daemon"}),
     "__init__": frozenset(),
+}
+# sub-room -> the rooms it may import besides itself: the session core of the runtime
+# (``rpcd.runtime.*`` outside the sub-rooms) composes them, so none of them imports it back
+SUB_DOORS: dict[str, frozenset[str]] = {
+    "runtime.turns": frozenset({"core", "tools", "providers"}),
+    "runtime.resources": frozenset({"core", "tools"}),
+    "runtime.extensions": frozenset({"core"}),
+    "runtime.compaction": frozenset({"core", "store", "tools", "providers", "runtime.turns"}),
 }
 PYGLS_ONLY_IN = {"rpcd/wire/server.py"}
 THIRD_PARTY_FREE = {"clients"}  # stdlib only: a fast start, no pygls/attrs/cattrs/anyio
@@ -79,6 +89,17 @@ def _allowed(room: str, target: str) -> bool:
     return any(target == door or target.startswith(door + ".") for door in doors)
 
 
+def _sub_room(rel: str) -> str | None:
+    dotted = ".".join(Path(rel).with_suffix("").parts[1:])
+    return next((sub for sub in SUB_DOORS if dotted == sub or dotted.startswith(sub + ".")), None)
+
+
+def _sub_allowed(sub: str, target: str) -> bool:
+    if target == sub or target.startswith(sub + "."):
+        return True
+    return any(target == door or target.startswith(door + ".") for door in SUB_DOORS[sub])
+
+
 FILES = list(_room_files())
 
 
@@ -106,6 +127,8 @@ def test_imports_go_through_open_doors_only(room: str, file: Path, rel: str) -> 
             target = ".".join(parts[1:])
             if not _allowed(room, target):
                 broken.append(f"{rel}:{line} ({room}) imports rpcd.{target}; {room} may import {sorted(DOORS[room])}")
+            elif (sub := _sub_room(rel)) is not None and not _sub_allowed(sub, target):
+                broken.append(f"{rel}:{line} ({sub}) imports rpcd.{target}; {sub} may import {sorted(SUB_DOORS[sub])}")
         elif top in ("pygls", "lsprotocol") and rel not in PYGLS_ONLY_IN:
             broken.append(f"{rel}:{line} imports {top}; pygls is confined to {sorted(PYGLS_ONLY_IN)}")
         elif room in THIRD_PARTY_FREE and top not in sys.stdlib_module_names and top != "__future__":
@@ -122,3 +145,95 @@ def test_tests_and_scripts_import_what_users_import() -> None:
                 if module.split(".")[0] in ("protocol", "clients"):
                     broken.append(f"{file.relative_to(ROOT)}:{line} imports {module!r}")
     assert not broken, "\n".join(broken)
+
+
+def _module_name(rel: str) -> tuple[str, bool]:
+    """(dotted module name, is a package) of a shipped file's path relative to the repo."""
+    parts = list(Path(rel).with_suffix("").parts)
+    package = parts[-1] == "__init__"
+    return ".".join(parts[:-1] if package else parts), package
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """module -> the rpcd modules it imports, counting every import: module-level, function-level
+    and ``TYPE_CHECKING`` ones, relative ones resolved (a ``from pkg import name`` edge goes to
+    ``pkg.name`` when that is a module, else to ``pkg``)."""
+    modules = {_module_name(rel): file for _, file, rel in FILES}
+    names = {name for name, _ in modules}
+    graph: dict[str, set[str]] = {}
+    for (name, package), file in modules.items():
+        edges: set[str] = set()
+        for node in ast.walk(ast.parse(file.read_text(), filename=str(file))):
+            if isinstance(node, ast.Import):
+                edges.update(alias.name for alias in node.names if alias.name in names)
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base_parts = name.split(".") if package else name.split(".")[:-1]
+                    base_parts = base_parts[: len(base_parts) - (node.level - 1)]
+                    base = ".".join(base_parts + ([node.module] if node.module else []))
+                elif node.module is not None:
+                    base = node.module
+                else:
+                    continue
+                for alias in node.names:
+                    if f"{base}.{alias.name}" in names:
+                        edges.add(f"{base}.{alias.name}")
+                    elif base in names:
+                        edges.add(base)
+        edges.discard(name)
+        graph[name] = edges
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_the_circle_finder_finds_a_circle() -> None:
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_circle_anywhere() -> None:
+    """No two modules import each other, even through others, even in a function body or under
+    ``TYPE_CHECKING``: each room and sub-room can be read (and loaded) from the bottom up."""
+    circles = _circles(_import_graph())
+    assert not circles, "import circles:\n" + "\n".join(" <-> ".join(circle) for circle in circles)

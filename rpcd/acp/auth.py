@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import attrs
 
-from rpcd.runtime.providers.catalog import builtin_catalog
-from rpcd.runtime.providers.credentials import AUTH_FILE, env_names
-from rpcd.runtime.providers.faux import FAUX_MODEL
-from rpcd.runtime.providers.remote import SUPPORTED_APIS, RemoteProvider, build_providers
+from rpcd.providers.catalog import builtin_catalog
+from rpcd.providers.credentials import AUTH_FILE, env_names
+from rpcd.providers.faux import FAUX_MODEL
+from rpcd.providers.remote import SUPPORTED_APIS, RemoteProvider, build_providers
 
 
 @attrs.frozen

@@ -7,8 +7,8 @@ from typing import Literal
 
 import attrs
 
+from rpcd.core.model_inputs import ModelInputs
 from rpcd.core.values import ApprovalPolicy
-from rpcd.runtime.model_inputs import ModelInputs
 from rpcd.tools import ToolSelection
 from rpcd.transport import DEFAULT_MAX_MESSAGE_BYTES
 

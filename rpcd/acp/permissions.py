@@ -39,7 +39,7 @@ from rpcd.acp.config import TrustPolicy
 from rpcd.acp.connection import AcpConnection
 from rpcd.acp.stream import UpdateStream
 from rpcd.core.values import ApprovalDecision, ToolApprovalAnswer, ToolApprovalRequest, ToolApprover
-from rpcd.runtime.trust import AuthorizeProject, ProjectTrustContext, TrustDecision
+from rpcd.runtime.resources.trust import AuthorizeProject, ProjectTrustContext, TrustDecision
 
 log = logging.getLogger("rpcd.acp.permissions")
 

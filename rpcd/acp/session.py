@@ -57,11 +57,11 @@ from rpcd.core.values import (
 from rpcd.host.host import Pending, SerializedHost
 from rpcd.host.port import Binding, HostSubscription, SessionPort
 from rpcd.protocol.errors import ErrorCode
-from rpcd.runtime.commands import command_to_wire
 from rpcd.runtime.factory import make_default_factory
+from rpcd.runtime.resources.commands import command_to_wire
+from rpcd.runtime.resources.trust import SessionTrustMemory
 from rpcd.runtime.runtime import create_runtime
 from rpcd.runtime.services import ProcessInputs
-from rpcd.runtime.trust import SessionTrustMemory
 from rpcd.store import SessionManager
 from rpcd.tools import ApprovalGate, ApprovalRules, ToolOperations
 
@@ -74,7 +74,8 @@ STOP_REASONS: Final[Mapping[str, StopReason]] = {
     "toolUse": "max_turn_requests",
 }
 """Pi's last ``stopReason`` → ACP's. ``toolUse`` at the end of a turn means the loop stopped after
-tool results without asking the model again: the tool round limit (or an extension ending the run)."""
+tool results without asking the model again: every tool result of that round asked to end the run
+(``terminate``, an extension's tool). There is no round limit (as in Pi)."""
 MODES: Final[Mapping[ApprovalPolicy, tuple[str, str]]] = {
     "auto": ("Auto", "Every tool runs without asking (Pi's behaviour)"),
     "ask-writes": ("Ask before changes", "Reads run; edits, writes, commands and extension tools ask first"),

@@ -177,7 +177,7 @@ class ProviderError(RuntimeFailure):
 
 class ContextOverflowError(ProviderError):
     """The request did not fit the model's context window — the one type for this condition,
-    whatever the API (``rpcd.runtime.providers.failures.context_overflow`` recognises it).
+    whatever the API (``rpcd.providers.failures.context_overflow`` recognises it).
 
     ``reason``: ``error`` (the provider refused the request), ``silent`` (it answered, but
     reported more input tokens than the window), ``length`` (it filled the window and could

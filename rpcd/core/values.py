@@ -332,7 +332,7 @@ class SavedTrust:
 
 
 class TrustControl(Protocol):
-    """What a front may read or undo of the saved project-trust decisions (``rpcd.runtime.trust``)."""
+    """What a front may read or undo of the saved project-trust decisions (``rpcd.runtime.resources.trust``)."""
 
     def list_decisions(self) -> tuple[list[SavedTrust], list[Diagnostic]]:
         """Every saved decision, sorted by directory, and a warning if the file cannot be used."""

@@ -58,7 +58,7 @@ from rpcd.wire.server import FLUSH_TIMEOUT, Server, create_server
 from rpcd.wire.trust import TrustMethods
 
 if TYPE_CHECKING:
-    from rpcd.runtime.trust import ProjectTrustContext, TrustDecision
+    from rpcd.runtime.resources.trust import ProjectTrustContext, TrustDecision
     from rpcd.store import SessionManager
 
 log = logging.getLogger("rpcd.app")
@@ -215,7 +215,7 @@ class Daemon:
         return runtime
 
     async def _authorize(self, cwd: str, context: ProjectTrustContext) -> TrustDecision:
-        from rpcd.runtime.trust import TrustDecision
+        from rpcd.runtime.resources.trust import TrustDecision
 
         answer = await self.requests.authorize_project(cwd, list(context.reasons))
         return TrustDecision(answer.decision, remember=answer.remember)
@@ -398,6 +398,6 @@ def _end_process(code: int, timeout: float) -> int:
 
 
 def _saved_trust(agent_dir: str) -> TrustControl:
-    from rpcd.runtime.trust import SavedDecisions, TrustStore
+    from rpcd.runtime.resources.trust import SavedDecisions, TrustStore
 
     return SavedDecisions(TrustStore(agent_dir))

@@ -27,8 +27,8 @@ import attrs
 from rpcd.core.errors import SessionInUseError
 from rpcd.daemon.journal import HostJournal
 from rpcd.protocol import types as t
-from rpcd.runtime.settings import load_settings
-from rpcd.runtime.trust import TrustStore
+from rpcd.runtime.resources.settings import load_settings
+from rpcd.runtime.resources.trust import TrustStore
 from rpcd.store.paths import SESSION_DIR_ENV, expand_path
 
 if TYPE_CHECKING:

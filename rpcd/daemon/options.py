@@ -14,8 +14,8 @@ from typing import Final, Literal
 
 import attrs
 
+from rpcd.core.model_inputs import ModelInputs
 from rpcd.core.values import APPROVAL_POLICIES, ApprovalPolicy
-from rpcd.runtime.model_inputs import ModelInputs
 from rpcd.store.paths import get_agent_dir
 from rpcd.transport import DEFAULT_MAX_MESSAGE_BYTES
 from rpcd.wire.client_requests import DEFAULT_APPROVAL_TIMEOUT

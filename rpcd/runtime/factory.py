@@ -5,7 +5,7 @@ This is the seed's ``createRuntime`` (§3): ``authorize_project`` and the proces
 inputs (absolute extension paths, flags, trust override, the model flags) are fixed when
 the daemon starts; each call builds fresh services for *its* cwd (settings, context files,
 extensions, trust), re-reads the providers (catalog, ``models.json``, ``auth.json``, the
-environment), picks the session's model as Pi does (``rpcd.runtime.model_selection``), then
+environment), picks the session's model as Pi does (``rpcd.providers.model_selection``), then
 builds a session over the given SessionManager and returns it with the diagnostics as one
 coherent result. Nothing is cached per cwd, so a switch back to a project re-reads its
 settings and re-imports its extensions.
@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from rpcd.core.values import Diagnostic
-from rpcd.runtime.model_selection import ModelInputs, resolve_cli_model, scoped_models, select_session_model
-from rpcd.runtime.providers import default_registry
-from rpcd.runtime.providers.base import ProviderRegistry
-from rpcd.runtime.providers.faux import FauxProvider, FauxScriptError
+from rpcd.providers import default_registry
+from rpcd.providers.base import ProviderRegistry
+from rpcd.providers.faux import FauxProvider, FauxScriptError
+from rpcd.providers.model_selection import ModelInputs, resolve_cli_model, scoped_models, select_session_model
 from rpcd.runtime.runtime import CreateRuntimeResult, RuntimeFactory
 from rpcd.runtime.services import AuthorizeProject, ProcessInputs, create_services
 from rpcd.runtime.session import create_agent_session
@@ -66,7 +66,7 @@ def refresh_providers(
 
     A broken file is a diagnostic, never a failure; the faux provider (and any provider
     registered by other code) stays. Imports the provider modules on first use only."""
-    from rpcd.runtime.providers.remote import RemoteProvider, build_providers
+    from rpcd.providers.remote import RemoteProvider, build_providers
 
     effective = getattr(settings, "effective", settings) if settings is not None else {}
     providers, diagnostics = build_providers(agent_dir, settings=effective or {}, env=env, transport=transport)

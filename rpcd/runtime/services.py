@@ -13,7 +13,7 @@ Order of construction, and why:
 3. project trust, only if the project has trust-requiring resources;
 4. project settings and project extensions, only when trusted (untrusted: not read,
    not imported);
-5. skills and prompt templates (``rpcd.runtime.resources``): the user's always, the project's
+5. skills and prompt templates (``rpcd.runtime.resources.discovery``): the user's always, the project's
    only when trusted;
 6. context files (loaded regardless of trust), system prompt files;
 7. extension flag validation.
@@ -31,15 +31,13 @@ import attrs
 
 from rpcd.core.files import read_regular
 from rpcd.core.values import Diagnostic
-from rpcd.tools import ApprovalGate, ToolOperations, ToolSelection
-
-from .context_files import ContextFile, load_context_files
-from .extensions import ExtensionRunner, discover_extensions
-from .prompt_templates import PromptTemplate, load_prompt_templates
-from .resources import Resource, resolve_resources
-from .settings import CONFIG_DIR_NAME, Settings, load_global_settings, load_settings
-from .skills import Skill, load_skills
-from .trust import (
+from rpcd.runtime.extensions.python_runner import ExtensionRunner, discover_extensions
+from rpcd.runtime.resources.context_files import ContextFile, load_context_files
+from rpcd.runtime.resources.discovery import Resource, resolve_resources
+from rpcd.runtime.resources.prompt_templates import PromptTemplate, load_prompt_templates
+from rpcd.runtime.resources.settings import CONFIG_DIR_NAME, Settings, load_global_settings, load_settings
+from rpcd.runtime.resources.skills import Skill, load_skills
+from rpcd.runtime.resources.trust import (
     AuthorizeProject,
     ProjectTrustContext,
     SessionTrustMemory,
@@ -49,6 +47,7 @@ from .trust import (
     TrustStoreError,
     resolve_project_trust,
 )
+from rpcd.tools import ApprovalGate, ToolOperations, ToolSelection
 
 __all__ = [
     "AuthorizeProject",

@@ -9,13 +9,13 @@ is what keeps long streamed turns cheap.
 After ``dispose()`` the object is inert but not broken, like Pi's: a ``prompt`` still
 runs the model in memory, but nothing reaches extensions, subscribers or the file.
 
-Input goes through Pi's command handling (``rpcd.runtime.commands``): ``/name args`` of an
+Input goes through Pi's command handling (``rpcd.runtime.resources.commands``): ``/name args`` of an
 extension command runs the command at once — also while a turn streams — instead of a turn;
 every other input is expanded (``/skill:name``, then prompt templates) by ``expand_input``
 before it reaches the model, and the expanded text is what is persisted.
 
 Turn control (Pi's ``AgentSession``): input sent while a turn runs is queued
-(``steer`` / ``follow_up``, or ``prompt`` with a ``streaming_behavior``; ``rpcd.runtime.queue``)
+(``steer`` / ``follow_up``, or ``prompt`` with a ``streaming_behavior``; ``rpcd.runtime.turns.queue``)
 and delivered by the agent loop; ``queue_update`` tells subscribers whenever the queue changes.
 When a run ends with input still queued (it was aborted, or the model failed), the session
 continues with that input as Pi does; a replacement or the final disposal drops it instead and
@@ -48,6 +48,7 @@ from rpcd.core.errors import (
     SessionBusyError,
     SessionNotSavedError,
 )
+from rpcd.core.jstext import js_trim
 from rpcd.core.values import (
     ApprovalPolicy,
     BashOutcome,
@@ -70,21 +71,21 @@ from rpcd.core.values import (
     StreamingBehavior,
     Unsubscribe,
 )
-from rpcd.runtime import commands as command_input
-from rpcd.runtime.agent import Agent, Event
+from rpcd.providers import thinking
+from rpcd.providers.base import ModelInfo, ProviderRegistry, ToolSpec
+from rpcd.providers.model_selection import ModelInputs, Selection, select_session_model
+from rpcd.providers.thinking import DEFAULT_THINKING_LEVEL, THINKING_LEVELS
 from rpcd.runtime.compaction import SessionCompaction
-from rpcd.runtime.extensions import turn_scope
-from rpcd.runtime.model_selection import ModelInputs, Selection, select_session_model
-from rpcd.runtime.providers import thinking
-from rpcd.runtime.providers.base import ModelInfo, ProviderRegistry, ToolSpec
-from rpcd.runtime.providers.thinking import DEFAULT_THINKING_LEVEL, THINKING_LEVELS
-from rpcd.runtime.queue import InputQueues, Kind
-from rpcd.runtime.retry import SessionRetry
-from rpcd.runtime.system_prompt import build_system_prompt as pi_system_prompt
-from rpcd.runtime.system_prompt import normalize_guidelines, normalize_snippet
+from rpcd.runtime.extensions.python_runner import turn_scope
+from rpcd.runtime.resources import commands as command_input
+from rpcd.runtime.resources.system_prompt import build_system_prompt as pi_system_prompt
+from rpcd.runtime.resources.system_prompt import normalize_guidelines, normalize_snippet
+from rpcd.runtime.turns.agent import Agent, Event
+from rpcd.runtime.turns.queue import InputQueues, Kind
+from rpcd.runtime.turns.retry import SessionRetry
 from rpcd.runtime.usage import context_usage, session_stats
 from rpcd.store import SessionManager
-from rpcd.store.entries import THINKING_LEVEL_CHANGE, js_trim, message_text
+from rpcd.store.entries import THINKING_LEVEL_CHANGE, message_text
 from rpcd.store.records import Record
 from rpcd.tools import (
     BUILTIN_TOOL_NAMES,
@@ -129,7 +130,7 @@ class SessionPreferences:
 
 
 class ExtensionRunnerLike(Protocol):
-    """The part of ``rpcd.runtime.extensions.ExtensionRunner`` a session uses."""
+    """The part of ``rpcd.runtime.extensions.python_runner.ExtensionRunner`` a session uses."""
 
     def has_handlers(self, event_type: str) -> bool: ...
     async def emit(self, event: Mapping[str, Any]) -> Any: ...
@@ -210,6 +211,8 @@ class AgentSession:
         self._subs: list[_Subscription] = []
         self._snapshot: tuple[_Subscription, ...] = ()
         self._running = False
+        self._aborted_before_run = False
+        """An abort that reached this prompt before its run began (during the compaction check)."""
         self._idle = anyio.Event()
         self._idle.set()
         self._disposed = False
@@ -303,6 +306,11 @@ class AgentSession:
             return
         self._snapshot = tuple(self._subs)
 
+    def notify(self, event: SessionEvent) -> None:
+        """Report ``event`` to the subscribers: the door the turn machinery and compaction report
+        through (``RetryHost``, ``CompactionHost``)."""
+        self._notify(event)
+
     def _notify(self, event: SessionEvent) -> None:
         for sub in self._snapshot:
             if sub.owner is None:
@@ -355,7 +363,7 @@ class AgentSession:
         is queued instead when ``streaming_behavior`` says how (``None`` is returned), else
         ``SessionBusyError``. Images are checked before anything happens
         (``InvalidArgumentError`` / ``InputNotSupportedError``: nothing recorded).
-        A transient provider failure is retried as Pi retries it (``rpcd.runtime.retry``): the
+        A transient provider failure is retried as Pi retries it (``rpcd.runtime.turns.retry``): the
         failed attempt stays in the file, leaves the model's context, and the turn continues
         after ``auto_retry_start`` … ``auto_retry_end``; input still queued when a run ends
         (aborted, failed) continues it, as Pi's ``_handlePostAgentRun`` does. Compaction is checked
@@ -382,6 +390,7 @@ class AgentSession:
             self._enqueue("follow_up" if streaming_behavior == "followUp" else "steering", text, content)
             return None
         self._running = True
+        self._aborted_before_run = False
         self._idle = anyio.Event()
         try:
             self._flush_pending_bash()
@@ -390,7 +399,10 @@ class AgentSession:
                 last = self._last_assistant()
                 if last is not None:
                     await self.compaction.check(last, skip_aborted_check=False)
-                stop_reason = await self.agent.run([user], self, will_retry=self.retry.will_retry)
+                # an abort that arrived while the compaction check ran is this prompt's: its run starts
+                # aborted (the prompt is recorded, the model is not asked)
+                stop_reason = await self.agent.run([user], self, will_retry=self.retry.will_retry,
+                                                   aborted=self._aborted_before_run)
                 stop_reason = await self._after_runs(stop_reason)
                 self.last_context_overflow = self.retry.overflow_of(self._last_reply)
                 self._flush_pending_bash()
@@ -451,8 +463,8 @@ class AgentSession:
 
     async def _after_runs(self, stop_reason: str) -> str:
         """Pi's ``_handlePostAgentRun`` → ``agent.continue()`` loop: a transient failure is retried
-        first (``rpcd.runtime.retry``); a run that ended with input still queued (aborted, a model
-        error, the tool-round limit) goes on with it, steering first."""
+        first (``rpcd.runtime.turns.retry``); a run that ended with input still queued (aborted, a model
+        error) goes on with it, steering first."""
         while not self._disposed:
             if await self.retry.after_run():
                 stop_reason = await self.agent.run([], self, will_retry=self.retry.will_retry)
@@ -474,6 +486,7 @@ class AgentSession:
         first to stop everything)."""
         self.compaction.abort()
         if self._running:
+            self._aborted_before_run = True
             self.agent.request_abort()
             self.retry.cancel()
             await self._idle.wait()
@@ -790,7 +803,7 @@ class AgentSession:
         thinking level becomes the settings default for the new model (``modelThinkingLevels``,
         ``defaultThinkingLevel``, else the current one), clamped, recorded only if it changed.
         """
-        from rpcd.runtime.model_selection import apply_model_selection
+        from rpcd.providers.model_selection import apply_model_selection
 
         if self.registry is None:
             raise ModelNotFoundError(f"Model not found: {provider}/{model_id}")
@@ -803,7 +816,7 @@ class AgentSession:
     def cycle_model(self, direction: str = "forward") -> CycleModelResult | None:
         """Pi's ``cycleModel``: the next usable model in the scope (settings ``enabledModels`` /
         ``--models``) or among all usable models; ``None`` when there is nothing to cycle to."""
-        from rpcd.runtime.model_selection import cycle_model
+        from rpcd.providers.model_selection import cycle_model
 
         if self.registry is None:
             return None
@@ -902,6 +915,7 @@ class AgentSession:
         self.abort_bash()
         self.compaction.abort()
         if self._running:
+            self._aborted_before_run = True
             self.agent.request_abort()
         self._subs.clear()
         self._snapshot = ()
@@ -1203,6 +1217,6 @@ def _default_order(registry: ProviderRegistry) -> tuple[tuple[str, str], ...]:
     """Pi's ``defaultModelPerProvider`` — only worth loading when network providers exist."""
     if all(getattr(p, "offline", False) or type(p).__name__ == "FauxProvider" for p in registry.providers()):
         return ()
-    from rpcd.runtime.providers.catalog import builtin_catalog
+    from rpcd.providers.catalog import builtin_catalog
 
     return builtin_catalog().default_model_per_provider

@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from rpcd.core.jstext import JS_WHITESPACE as JS_WHITESPACE
+from rpcd.core.jstext import js_trim as js_trim
+from rpcd.core.jstext import js_truthy as js_truthy
+
 SESSION: Final = "session"
 MESSAGE: Final = "message"
 MODEL_CHANGE: Final = "model_change"
@@ -39,27 +43,6 @@ verbatim and ignored by context building, as Pi 0.85.0 ignores it."""
 
 MESSAGE_ROLES: Final = frozenset({"user", "assistant", "toolResult", "bashExecution", "custom"})
 CURRENT_SESSION_VERSION: Final = 3
-
-JS_WHITESPACE: Final = (
-    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
-    "\u2028\u2029\u202f\u205f\u3000\ufeff"
-)
-"""What JavaScript's ``String.prototype.trim`` removes (Python's ``str.strip()`` differs: it
-keeps U+FEFF and strips \x1c-\x1f and \x85), so names read the same as in Pi."""
-
-
-def js_trim(text: str) -> str:
-    return text.strip(JS_WHITESPACE)
-
-
-def js_truthy(value: Any) -> bool:
-    """JavaScript truthiness of a parsed JSON value (``[]`` and ``{}`` are truthy there)."""
-    if value is None or value is False or value == "":
-        return False
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return value == value and value != 0
-    return True
-
 
 def compact(entry: dict[str, Any]) -> dict[str, Any]:
     """Drop keys whose value is ``None`` where Pi would have ``undefined``."""

@@ -29,6 +29,7 @@ from rpcd.core.errors import (
     SessionWriteError,
 )
 from rpcd.core.files import NotARegularFileError, check_regular, open_regular
+from rpcd.core.jstext import js_truthy
 from rpcd.store import _fs, codec
 from rpcd.store import entries as E
 from rpcd.store.loader import not_a_session
@@ -221,7 +222,7 @@ def _first_parsed_line(fd: int, limit: int) -> Any:
                 except codec.LineError:
                     pass
                 else:
-                    if E.js_truthy(value):  # Pi skips a line parsing to null, false, 0 or ""
+                    if js_truthy(value):  # Pi skips a line parsing to null, false, 0 or ""
                         return value
             if not chunk:
                 return _NOT_FOUND

@@ -24,9 +24,9 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from rpcd.runtime.prompt_templates import expand_prompt_template, load_prompt_templates  # noqa: E402
-from rpcd.runtime.resources import resolve_resources  # noqa: E402
-from rpcd.runtime.skills import load_skills  # noqa: E402
+from rpcd.runtime.resources.discovery import resolve_resources  # noqa: E402
+from rpcd.runtime.resources.prompt_templates import expand_prompt_template, load_prompt_templates  # noqa: E402
+from rpcd.runtime.resources.skills import load_skills  # noqa: E402
 
 RUNS = 7
 EXPANSIONS = 10_000

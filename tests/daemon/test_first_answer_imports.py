@@ -22,11 +22,11 @@ LATER_ONLY = (
     "rpcd.store.export_html",  # exportHtml
     "rpcd.tools.user_bash",  # the bash method
     "httpx",  # a model request
-    "rpcd.runtime.providers.openai_compat",
-    "rpcd.runtime.providers.anthropic",
-    "rpcd.runtime.providers.openai_responses",
-    "rpcd.runtime.providers.google",
-    "rpcd.runtime.providers.transform",  # a model request (and a compaction)
+    "rpcd.providers.openai_compat",
+    "rpcd.providers.anthropic",
+    "rpcd.providers.openai_responses",
+    "rpcd.providers.google",
+    "rpcd.providers.transform",  # a model request (and a compaction)
     "rpcd.runtime.compaction.summarize",  # a compaction or a branch summary
     "rpcd.runtime.compaction.prepare",
 )

@@ -26,10 +26,10 @@ import pytest
 from rpcd.daemon.app import Daemon
 from rpcd.daemon.options import parse_options
 from rpcd.host.queue import Pending
-from rpcd.runtime.agent import Agent
-from rpcd.runtime.extensions import ExtensionRunner
+from rpcd.runtime.extensions.python_runner import ExtensionRunner
 from rpcd.runtime.services import Services
 from rpcd.runtime.session import AgentSession
+from rpcd.runtime.turns.agent import Agent
 from rpcd.store import SessionManager
 from rpcd.wire.server import Call
 

@@ -94,6 +94,37 @@ def test_an_abort_pipelined_right_behind_a_prompt_aborts_that_prompt(daemon: Dae
         assert prompt["result"] == {"stopReason": "aborted"}
 
 
+def test_an_abort_pipelined_behind_a_prompt_that_compacts_first_aborts_that_prompt(tmp_path: Path) -> None:
+    """The probe's long prompt: after an aborted turn over the compaction threshold, the next prompt
+    compacts before its turn starts, and the abort behind it lands during that compaction. It must
+    abort the prompt (recorded, the model not asked), not only the compaction."""
+    slow = {"text": "s", "repeat": 2_000, "chunkSize": 1, "chunkDelay": 0.005}
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"contextWindow": 6_000, "steps": [{"text": "hi"}, slow, slow,
+                                                                        {"text": "the whole reply"}]}))
+    (tmp_path / "agent").mkdir()
+    (tmp_path / "agent" / "settings.json").write_text(json.dumps({"compaction": {"reserveTokens": 1_000,
+                                                                                       "keepRecentTokens": 800}}))
+    with Daemon("--agent-dir", str(tmp_path / "agent"), "--cwd", str(tmp_path),
+                env={"RPCD_FAUX_SCRIPT": str(script)}) as d:
+        d.initialize()
+        d.call("prompt", {"text": "warm up"})
+        first = d.start("prompt", {"text": "long " + "x" * 30_000})  # ~7,500 tokens: over 6,000 - 1,000
+        d.wait_for(lambda log: any(m.get("method") == "session/event" and m["params"]["event"]["type"]
+                                   == "message_update" and m["params"]["event"]["assistantMessageEvent"]
+                                   .get("delta") == "s" for m in log))
+        d.call("abort")  # mid-reply: a run that ended aborted is not compacted after it
+        assert d.wait(first)["result"] == {"stopReason": "aborted"}
+        prompt, abort = pipelined(d, [("prompt", {"text": "second"}), ("abort", None)])
+        state = d.call("getState")
+        events = [m["params"]["event"] for m in d.log if m.get("method") == "session/event"]
+    assert abort.get("result", "error") is None, abort
+    assert [e["aborted"] for e in events if e["type"] == "compaction_end"] == [True]
+    assert prompt["result"] == {"stopReason": "aborted"}
+    assert user_texts(state["sessionFile"])[-1] == "second"
+    assert "the whole reply" not in Path(state["sessionFile"]).read_text()
+
+
 # -- the property -----------------------------------------------------------------------------------
 
 OPS = ("newSession", "clone", "prompt", "abort", "setSessionName", "setModel", "getTree")

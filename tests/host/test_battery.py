@@ -26,9 +26,9 @@ import pytest
 from rpcd.core.values import Diagnostic, ForkPosition, ReplaceResult
 from rpcd.host.host import SerializedHost
 from rpcd.host.port import BeforeInvalidate, RuntimePort, SessionPort
+from rpcd.providers.base import ProviderRegistry
+from rpcd.providers.faux import FauxProvider
 from rpcd.runtime.factory import make_default_factory
-from rpcd.runtime.providers.base import ProviderRegistry
-from rpcd.runtime.providers.faux import FauxProvider
 from rpcd.runtime.runtime import create_runtime
 from rpcd.runtime.services import ProcessInputs
 from rpcd.store import SessionManager

@@ -32,9 +32,9 @@ from rpcd.host.failures import (
 )
 from rpcd.host.host import SerializedHost
 from rpcd.host.port import Binding, HostSubscription, SessionPort
+from rpcd.providers.base import ProviderRegistry
+from rpcd.providers.faux import FauxProvider
 from rpcd.runtime.factory import make_default_factory
-from rpcd.runtime.providers.base import ProviderRegistry
-from rpcd.runtime.providers.faux import FauxProvider
 from rpcd.runtime.runtime import AgentSessionRuntime, CreateRuntimeResult, RuntimeFactory, create_runtime
 from rpcd.runtime.services import ProcessInputs, ProjectTrustContext, TrustDecision
 from rpcd.store import SessionManager

@@ -24,11 +24,11 @@ from typing import Any
 import anyio
 
 from rpcd.core import codec
+from rpcd.providers.base import ModelInfo, ProviderRequest, new_assistant_message
 from rpcd.runtime.compaction import cut_point, prepare, serialize, summarize, tokens
 from rpcd.runtime.compaction.branch import collect_entries_for_branch_summary, prepare_branch_entries
 from rpcd.runtime.compaction.tokens import CompactionSettings
-from rpcd.runtime.providers.base import ModelInfo, ProviderRequest, new_assistant_message
-from rpcd.runtime.retry import RetrySettings
+from rpcd.runtime.turns.retry import RetrySettings
 from rpcd.store import SessionManager
 from rpcd.store.context import build_session_context
 from tests.pi_compat.oracle import OracleError, PiOracle

@@ -203,7 +203,7 @@ def run_pi(oracle: PiOracle, root: Path, script: list[dict[str, Any]], program: 
     ``model_args``: Pi's model flags (default ``--provider faux --model faux-1``)."""
     agent_dir, cwd = root / "pi-agent", root / "pi-project"
     agent_dir.mkdir(parents=True)
-    cwd.mkdir(parents=True)
+    cwd.mkdir(parents=True, exist_ok=True)  # a test may have put files there
     _agent_files(agent_dir, agent_files)
     script_file = root / "pi-script.json"
     script_file.write_text(json.dumps(script))
@@ -257,7 +257,7 @@ def run_rpcd(root: Path, script: list[dict[str, Any]], program: Sequence[Step], 
     """The same program through the real daemon; the faux script streams with ``chunk_delay``."""
     agent_dir, cwd = root / "rpcd-agent", root / "rpcd-project"
     agent_dir.mkdir(parents=True)
-    cwd.mkdir(parents=True)
+    cwd.mkdir(parents=True, exist_ok=True)
     _agent_files(agent_dir, agent_files)
     script_file = root / "rpcd-script.json"
     script_file.write_text(json.dumps({"steps": script, "chunkDelay": chunk_delay}))

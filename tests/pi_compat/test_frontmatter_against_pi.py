@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from rpcd.runtime.frontmatter import FrontmatterError, parse_frontmatter
+from rpcd.runtime.resources.frontmatter import FrontmatterError, parse_frontmatter
 from tests.pi_compat.frontmatter_corpus import CASES, DOCUMENT_EDGES, random_documents, wrap
 from tests.pi_compat.oracle import PiOracle
 from tests.pi_compat.pi_text import js_like, pi_frontmatter

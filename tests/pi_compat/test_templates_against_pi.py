@@ -10,8 +10,13 @@ from __future__ import annotations
 import os
 import random
 
-from rpcd.runtime.prompt_templates import PromptTemplate, expand_prompt_template, parse_command_args, split_command
-from rpcd.runtime.resources import SourceInfo
+from rpcd.runtime.resources.discovery import SourceInfo
+from rpcd.runtime.resources.prompt_templates import (
+    PromptTemplate,
+    expand_prompt_template,
+    parse_command_args,
+    split_command,
+)
 from tests.pi_compat.oracle import PiOracle
 from tests.pi_compat.pi_text import pi_expand
 

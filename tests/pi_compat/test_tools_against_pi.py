@@ -255,7 +255,7 @@ PI_DOCS_BLOCK = re.compile(r"\n\nPi documentation \(read only when.*?follow link
 def test_system_prompt_is_pis_build_system_prompt(pi_oracle: PiOracle) -> None:
     """Our prompt for several tool sets, context files and SYSTEM/APPEND files is Pi's
     ``buildSystemPrompt`` text for the same options, minus Pi's documentation block."""
-    from rpcd.runtime.system_prompt import build_system_prompt, normalize_guidelines, normalize_snippet
+    from rpcd.runtime.resources.system_prompt import build_system_prompt, normalize_guidelines, normalize_snippet
     from rpcd.tools import create_builtin_tools
 
     tools = create_builtin_tools("/")

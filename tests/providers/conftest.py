@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from rpcd.runtime.models_config import ProviderSpec, compose_provider, parse_models_config
-from rpcd.runtime.providers.base import ProviderRequest
-from rpcd.runtime.providers.catalog import builtin_catalog
-from rpcd.runtime.providers.credentials import Credentials
-from rpcd.runtime.providers.http import ProviderRetry, Timeouts
-from rpcd.runtime.providers.remote import RemoteProvider, RequestSettings
+from rpcd.providers.base import ProviderRequest
+from rpcd.providers.catalog import builtin_catalog
+from rpcd.providers.credentials import Credentials
+from rpcd.providers.http import ProviderRetry, Timeouts
+from rpcd.providers.models_config import ProviderSpec, compose_provider, parse_models_config
+from rpcd.providers.remote import RemoteProvider, RequestSettings
 from tests.providers.sse_server import SseServer, running_server
 
 PLANTED_KEY = "sk-planted-5ecr3t-0123456789abcdef"

@@ -16,7 +16,7 @@ SCRIPT = textwrap.dedent(
     import asyncio, json, sys
     before = set(sys.modules)
     import rpcd.daemon.app  # the composition root, as `python -m rpcd` imports it
-    at_startup = sorted(m for m in set(sys.modules) - before if m.startswith(("httpx", "rpcd.runtime.providers.")))
+    at_startup = sorted(m for m in set(sys.modules) - before if m.startswith(("httpx", "rpcd.providers.")))
 
     from rpcd.runtime.factory import make_default_factory
     from rpcd.runtime.services import ProcessInputs
@@ -29,8 +29,8 @@ SCRIPT = textwrap.dedent(
                                session_start_event=None)
         stop = await result.session.prompt("hello")
         loaded = sorted(m for m in sys.modules if m.startswith("httpx") or m in (
-            "rpcd.runtime.providers.anthropic", "rpcd.runtime.providers.openai_responses",
-            "rpcd.runtime.providers.google", "rpcd.runtime.providers.openai_compat"))
+            "rpcd.providers.anthropic", "rpcd.providers.openai_responses",
+            "rpcd.providers.google", "rpcd.providers.openai_compat"))
         print(json.dumps({"startup": at_startup, "model": result.session.model.id, "stop": stop,
                           "after_prompt": loaded}))
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
+from rpcd.providers import default_registry
 from rpcd.runtime.factory import refresh_providers
-from rpcd.runtime.providers import default_registry
 from rpcd.runtime.services import ProcessInputs, create_services
 from rpcd.runtime.session import create_agent_session
 from rpcd.store import SessionManager
@@ -165,7 +165,7 @@ async def test_available_models_equal_pis(pi_ai: Any, tmp_path: Path, name: str)
     session, _ = create_agent_session(services=services, session_manager=SessionManager.in_memory(str(cwd)),
                                       registry=registry)
     ours = session.available_models()
-    from rpcd.runtime.providers.remote import SUPPORTED_APIS
+    from rpcd.providers.remote import SUPPORTED_APIS
 
     expected = [m for m in pi_models if m["api"] in SUPPORTED_APIS]  # rpcd lists what it can serve
     assert expected, "the scenario should make some models available"

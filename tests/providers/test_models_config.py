@@ -9,10 +9,11 @@ from typing import Any
 import pytest
 
 from rpcd.core.errors import ModelNotFoundError, ProviderError
-from rpcd.runtime.agent import Agent
-from rpcd.runtime.factory import refresh_providers
-from rpcd.runtime.model_selection import apply_model_selection
-from rpcd.runtime.models_config import (
+from rpcd.providers import default_registry
+from rpcd.providers.catalog import builtin_catalog
+from rpcd.providers.faux import FAUX_MODEL, FauxProvider
+from rpcd.providers.model_selection import apply_model_selection
+from rpcd.providers.models_config import (
     ModelsConfig,
     UnresolvedValueError,
     compose_providers,
@@ -20,10 +21,9 @@ from rpcd.runtime.models_config import (
     parse_models_config,
     resolve_config_value,
 )
-from rpcd.runtime.providers import default_registry
-from rpcd.runtime.providers.catalog import builtin_catalog
-from rpcd.runtime.providers.faux import FAUX_MODEL, FauxProvider
-from rpcd.runtime.providers.remote import RemoteProvider
+from rpcd.providers.remote import RemoteProvider
+from rpcd.runtime.factory import refresh_providers
+from rpcd.runtime.turns.agent import Agent
 from rpcd.store import SessionManager
 from tests.providers.conftest import PLANTED_KEY
 
@@ -242,7 +242,7 @@ def test_auth_json_oauth_entries_say_that_refreshing_is_pis_job(tmp_path: Path) 
 
 
 def test_read_and_connect_timeouts_come_from_settings() -> None:
-    from rpcd.runtime.providers.remote import RequestSettings
+    from rpcd.providers.remote import RequestSettings
 
     settings = RequestSettings.from_settings({"httpIdleTimeoutMs": 1500, "httpConnectTimeoutMs": 250,
                                               "retry": {"provider": {"timeoutMs": 4000, "maxRetries": 2,

@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import pytest
 
-from rpcd.runtime.providers.base import ToolSpec
+from rpcd.providers.base import ToolSpec
 from tests.providers.conftest import PLANTED_KEY, collect, final, make_provider, provider_spec, request_for, types
 from tests.providers.sse_server import Reply, SseServer, chunk, load_recording
 

@@ -34,12 +34,12 @@ from typing import Any
 
 import pytest
 
-from rpcd.runtime.models_config import ModelSpec, ProviderSpec
-from rpcd.runtime.providers.base import ProviderRequest, ToolSpec
-from rpcd.runtime.providers.catalog import builtin_catalog
-from rpcd.runtime.providers.credentials import Credentials
-from rpcd.runtime.providers.http import ProviderRetry, Timeouts
-from rpcd.runtime.providers.remote import RemoteProvider, RequestSettings, build_providers
+from rpcd.providers.base import ProviderRequest, ToolSpec
+from rpcd.providers.catalog import builtin_catalog
+from rpcd.providers.credentials import Credentials
+from rpcd.providers.http import ProviderRetry, Timeouts
+from rpcd.providers.models_config import ModelSpec, ProviderSpec
+from rpcd.providers.remote import RemoteProvider, RequestSettings, build_providers
 from tests.providers.conftest import collect, final, types
 from tests.providers.sse_server import RecordedRequest, Reply, SseServer, load_recording
 from tests.providers.test_pi_differential import IMAGE, KEY, SESSION, TOOLS, assistant, pi_context, tool_result, user

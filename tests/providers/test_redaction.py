@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rpcd.core.redact import MASK, Redactor
-from rpcd.runtime.providers.http import MAX_ERROR_CHARS
+from rpcd.providers.http import MAX_ERROR_CHARS
 from tests.providers.conftest import collect, final, make_provider, provider_spec, request_for
 from tests.providers.sse_server import Reply, SseServer, chunk
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from rpcd.runtime.models_config import compose_provider, parse_models_config
-from rpcd.runtime.providers.call import CallContext
-from rpcd.runtime.providers.completions_compat import get_compat
-from rpcd.runtime.providers.openai_compat import build_body, map_stop_reason, normalize_tool_call_id, parse_chunk_usage
+from rpcd.providers.call import CallContext
+from rpcd.providers.completions_compat import get_compat
+from rpcd.providers.models_config import compose_provider, parse_models_config
+from rpcd.providers.openai_compat import build_body, map_stop_reason, normalize_tool_call_id, parse_chunk_usage
 
 
 def spec(*, base_url: str = "http://127.0.0.1:1/v1", provider: str = "local", **model: Any) -> Any:

@@ -14,12 +14,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rpcd.core.errors import ContextOverflowError
-from rpcd.runtime.agent import Agent
+from rpcd.providers import default_registry
+from rpcd.providers.base import ToolSpec
 from rpcd.runtime.factory import refresh_providers
-from rpcd.runtime.providers import default_registry
-from rpcd.runtime.providers.base import ToolSpec
 from rpcd.runtime.services import ProcessInputs, create_services
 from rpcd.runtime.session import create_agent_session
+from rpcd.runtime.turns.agent import Agent
 from rpcd.store import SessionManager
 from tests.providers.conftest import KEY_ENV, PLANTED_KEY, make_provider
 from tests.providers.sse_server import Reply, SseServer, chunk, load_recording
@@ -295,23 +295,28 @@ async def test_abort_while_waiting_to_retry_ends_the_retry_and_sends_no_second_r
     assert len(server.requests) == 1
 
 
-async def test_a_model_that_keeps_calling_tools_is_stopped_after_the_round_limit(server: SseServer) -> None:
-    server.enqueue(*[Reply(events=load_recording("tool_call")) for _ in range(5)])
+async def test_a_model_that_keeps_calling_tools_runs_until_it_is_aborted(server: SseServer) -> None:
+    """No round limit (as Pi): 60 rounds, and the run ends only because the 60th tool aborted it."""
+    server.enqueue(*[Reply(events=load_recording("tool_call")) for _ in range(61)])
     provider = make_provider(server.base_url)
+    calls = 0
 
     async def run_tool(name: str, tool_call_id: str, args: dict[str, Any]) -> dict[str, Any]:
+        nonlocal calls
+        calls += 1
+        if calls == 120:  # two calls per round
+            agent.request_abort()
         return {"content": [{"type": "text", "text": "again"}]}
 
     tool = ToolSpec(name="lookup", description="Look up", parameters={"type": "object", "properties": {}})
-    agent = Agent(provider=provider, model=provider.models()[0], tools=[tool], tool_runner=run_tool,
-                  max_tool_rounds=2)
+    agent = Agent(provider=provider, model=provider.models()[0], tools=[tool], tool_runner=run_tool)
     sink = RecordingSink()
 
-    assert await agent.run([user("loop")], sink) == "toolUse"
+    assert await agent.run([user("loop")], sink) == "aborted"
 
-    assert len(server.requests) == 3  # the first call plus two rounds after tool results
-    assert sink.kinds().count("turn_end") == 3 and sink.kinds()[-1] == "agent_end"
-    assert agent.messages[-1]["role"] == "toolResult"  # results kept: the next prompt continues from them
+    assert len(server.requests) == 60  # the call after the abort never reaches the model
+    assert sink.kinds().count("turn_end") == 61 and sink.kinds()[-1] == "agent_end"
+    assert agent.messages[-1]["stopReason"] == "aborted"
 
 
 REPLY_KINDS = {

@@ -3,7 +3,7 @@ a provider error for that turn — never a crash, and never a ``NaN`` / ``Infini
 
 Python's ``json`` accepts ``NaN``, ``Infinity`` and turns ``1e999`` into ``inf``; one such value in
 a tool call's arguments used to reach the event pump and kill every later notification. Each
-API's parser now decodes chunks strictly (``rpcd.runtime.providers.jsonstream``).
+API's parser now decodes chunks strictly (``rpcd.providers.jsonstream``).
 """
 
 from __future__ import annotations

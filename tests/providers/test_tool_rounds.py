@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from rpcd.providers import default_registry
 from rpcd.runtime.factory import refresh_providers
-from rpcd.runtime.providers import default_registry
 from rpcd.runtime.services import ProcessInputs, create_services
 from rpcd.runtime.session import create_agent_session
 from rpcd.store import SessionManager

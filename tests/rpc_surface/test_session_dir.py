@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rpcd.daemon.library import SessionLocation, resolve_session_dir
-from rpcd.runtime.trust import TrustStore
+from rpcd.runtime.resources.trust import TrustStore
 
 
 @pytest.fixture

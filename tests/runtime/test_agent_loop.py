@@ -8,9 +8,9 @@ from typing import Any
 import anyio
 import pytest
 
-from rpcd.runtime.agent import ABORTED_MESSAGE, Agent
-from rpcd.runtime.providers.base import ProviderRequest
-from rpcd.runtime.providers.faux import FAUX_MODEL, FauxProvider, FauxScriptError, parse_step
+from rpcd.providers.base import ProviderRequest
+from rpcd.providers.faux import FAUX_MODEL, FauxProvider, FauxScriptError, parse_step
+from rpcd.runtime.turns.agent import ABORTED_MESSAGE, Agent
 
 pytestmark = pytest.mark.anyio
 
@@ -171,11 +171,22 @@ async def test_abort_before_the_stream_starts_gives_an_empty_aborted_message() -
             if event["type"] == "message_end" and event["message"]["role"] == "user":
                 agent.request_abort()
 
-    # run() resets the flag at its start, so abort is requested from inside the run.
+    # run() resets the flag at its start (an abort before it is `run(aborted=True)`), so it is requested inside.
     stop = await agent.run([user("q")], AbortOnUserEnd())
     assert stop == "aborted"
     assert agent.messages[-1]["content"] == []
     assert "message_start:assistant" in [k for k in sink.kinds()]
+
+
+async def test_a_run_started_aborted_records_the_prompt_and_does_not_ask_the_model() -> None:
+    provider = FauxProvider([{"text": "never"}])
+    agent = make_agent(provider)
+    sink = RecordingSink()
+    assert await agent.run([user("q")], sink, aborted=True) == "aborted"
+    assert [m["role"] for m in agent.messages] == ["user", "assistant"]
+    assert agent.messages[-1]["content"] == [] and agent.messages[-1]["stopReason"] == "aborted"
+    assert await agent.run([user("again")], sink) == "stop"  # the next run is not aborted
+    assert agent.messages[-1]["content"] == [{"type": "text", "text": "never"}]
 
 
 async def test_scripted_error_step_ends_the_turn_with_error_stop_reason() -> None:

@@ -14,9 +14,9 @@ import pytest
 
 from rpcd.core.errors import InvalidArgumentError
 from rpcd.core.values import CommandRan, ExtensionBindings, ExtensionError
+from rpcd.providers.base import ProviderRegistry, ProviderRequest
+from rpcd.providers.faux import FauxProvider
 from rpcd.runtime.factory import make_default_factory
-from rpcd.runtime.providers.base import ProviderRegistry, ProviderRequest
-from rpcd.runtime.providers.faux import FauxProvider
 from rpcd.runtime.runtime import AgentSessionRuntime, create_runtime
 from rpcd.runtime.services import ProcessInputs, ProjectTrustContext, TrustDecision
 from rpcd.store import SessionManager

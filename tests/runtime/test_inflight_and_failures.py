@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from rpcd.core.errors import NotASessionError, SessionBusyError, SessionFileNotFoundError
-from rpcd.runtime.agent import ABORTED_MESSAGE
+from rpcd.runtime.turns.agent import ABORTED_MESSAGE
 
 from . import _trace_sink as sink
 from ._support import InjectedFactoryError, make_agent_dir, normalize, pi_segment, start_runtime

@@ -1,4 +1,4 @@
-"""The steering / follow-up queues (``rpcd.runtime.queue``): Pi's delivery modes, what is shown
+"""The steering / follow-up queues (``rpcd.runtime.turns.queue``): Pi's delivery modes, what is shown
 while a drained message is on its way, and — for any interleaving — nothing lost or duplicated."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rpcd.runtime.queue import InputQueues, Kind
+from rpcd.runtime.turns.queue import InputQueues, Kind
 
 
 def _message(text: str) -> dict[str, Any]:

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from rpcd.core.errors import InvalidArgumentError, ModelNotFoundError
-from rpcd.runtime.providers import default_registry
-from rpcd.runtime.providers.faux import SCRIPT_ENV
+from rpcd.providers import default_registry
+from rpcd.providers.faux import SCRIPT_ENV
 from rpcd.store import SessionManager
 
 from . import _trace_sink as sink

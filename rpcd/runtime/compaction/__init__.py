@@ -11,7 +11,7 @@
   ``navigateTree``, with their events.
 
 Everything reads the session through the store (``rpcd.store``) and calls the model through
-the session's provider (``rpcd.runtime.providers``).
+the session's provider (``rpcd.providers``).
 """
 
 from typing import TYPE_CHECKING

@@ -39,6 +39,9 @@ from rpcd.core.errors import (
     SessionBusyError,
     SessionWriteError,
 )
+from rpcd.core.jstext import content_text
+from rpcd.providers.base import ModelInfo, Provider
+from rpcd.providers.failures import context_overflow, is_recoverable_length
 from rpcd.runtime.compaction.tokens import (
     CompactionSettings,
     branch_summary_reserve_tokens,
@@ -47,10 +50,7 @@ from rpcd.runtime.compaction.tokens import (
     estimate_messages_tokens,
     should_compact,
 )
-from rpcd.runtime.jstext import content_text
-from rpcd.runtime.providers.base import ModelInfo, Provider
-from rpcd.runtime.providers.failures import context_overflow, is_recoverable_length
-from rpcd.runtime.retry import RetrySettings
+from rpcd.runtime.turns.retry import RetrySettings
 from rpcd.store import SessionManager
 from rpcd.store import entries as E
 from rpcd.store._ids import js_date_ms
@@ -83,7 +83,7 @@ class CompactionHost(Protocol):
     @property
     def is_streaming(self) -> bool: ...
     def settings(self) -> Any: ...
-    def _notify(self, event: Mapping[str, Any]) -> None: ...
+    def notify(self, event: dict[str, Any]) -> None: ...
     @property
     def extension_runner(self) -> Any: ...
     async def abort(self) -> None: ...
@@ -167,7 +167,7 @@ class SessionCompaction:
     # -- helpers ---------------------------------------------------------------------------------
 
     def _notify(self, event: dict[str, Any]) -> None:
-        self._session._notify(event)
+        self._session.notify(event)
 
     def _runner(self) -> Any:
         runner = self._session.extension_runner

@@ -23,9 +23,8 @@ from typing import Any, Final
 
 import attrs
 
-from rpcd.runtime.jstext import content_text, js_entries, js_length, js_slice, json_text, utf16_key
-from rpcd.runtime.providers.transform import convert_to_llm
-from rpcd.store.entries import js_truthy
+from rpcd.core.jstext import content_text, js_entries, js_length, js_slice, js_truthy, json_text, utf16_key
+from rpcd.providers.transform import convert_to_llm
 from rpcd.tools import edit as edit_tool
 from rpcd.tools import read as read_tool
 from rpcd.tools import write as write_tool

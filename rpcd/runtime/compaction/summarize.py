@@ -2,7 +2,7 @@
 ``generateTurnPrefixSummary``, ``generateBranchSummary`` and ``completeSummarization``.
 
 A summary is one call to the session's model through the session's provider (the same
-module every turn uses, ``rpcd.runtime.providers``), with Pi's request rules:
+module every turn uses, ``rpcd.providers``), with Pi's request rules:
 
 * system prompt ``SUMMARIZATION_SYSTEM_PROMPT``, one user message holding the serialized
   conversation in ``<conversation>`` tags, the previous summary in ``<previous-summary>``
@@ -32,7 +32,10 @@ from typing import Any
 
 import anyio
 
+from rpcd.core.jstext import content_text, js_truthy
 from rpcd.core.redact import redact
+from rpcd.providers.base import ModelInfo, Provider, ProviderRequest, new_assistant_message
+from rpcd.providers.failures import is_retryable_assistant_error
 from rpcd.runtime.compaction.branch import prepare_branch_entries
 from rpcd.runtime.compaction.prepare import CompactionPreparation
 from rpcd.runtime.compaction.prompts import (
@@ -49,12 +52,8 @@ from rpcd.runtime.compaction.serialize import (
     llm_messages,
     serialize_conversation,
 )
-from rpcd.runtime.jstext import content_text
-from rpcd.runtime.providers.base import ModelInfo, Provider, ProviderRequest, new_assistant_message
-from rpcd.runtime.providers.failures import is_retryable_assistant_error
-from rpcd.runtime.retry import RetrySettings
+from rpcd.runtime.turns.retry import RetrySettings
 from rpcd.store._ids import uuid7
-from rpcd.store.entries import js_truthy
 from rpcd.tools.base import AbortSignal
 
 _log = logging.getLogger("rpcd.runtime.compaction")

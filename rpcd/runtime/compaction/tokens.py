@@ -2,7 +2,7 @@
 
 ``estimate_tokens`` is the coding agent's own chars/4 estimate of one ``AgentMessage`` (it
 knows ``bashExecution``, ``custom`` and the summary roles, unlike pi-ai's provider-side
-estimate in ``rpcd.runtime.providers.transform``); ``estimate_context_tokens`` takes the last
+estimate in ``rpcd.providers.transform``); ``estimate_context_tokens`` takes the last
 valid provider usage and adds estimates for what came after it; ``should_compact`` is the
 threshold ``contextTokens > contextWindow - reserveTokens``.
 
@@ -17,7 +17,7 @@ from typing import Any, Final
 
 import attrs
 
-from rpcd.runtime.jstext import js_length, json_length
+from rpcd.core.jstext import js_length, json_length
 
 ESTIMATED_IMAGE_CHARS: Final = 4800
 DEFAULT_RESERVE_TOKENS: Final = 16384

@@ -13,8 +13,8 @@ from typing import Any
 import anyio
 import attrs
 
-from rpcd.runtime.providers.base import ModelInfo
-from rpcd.runtime.providers.faux import FauxProvider
+from rpcd.providers.base import ModelInfo
+from rpcd.providers.faux import FauxProvider
 from rpcd.runtime.runtime import AgentSessionRuntime
 from rpcd.runtime.session import AgentSession
 from tests.runtime._support import make_agent_dir, start_runtime, write

@@ -105,7 +105,7 @@ def replies_after_the_compaction(monkeypatch: pytest.MonkeyPatch) -> None:
     was written; Pi's rule (``timestamp <= compaction``) then reads the reply as older than the
     compaction and skips it, in Pi as here. A real provider never answers within a millisecond:
     stamp faux replies 2 ms later so the test sees the order it means."""
-    from rpcd.runtime.providers import base, faux
+    from rpcd.providers import base, faux
 
     def later(*args: Any, **kwargs: Any) -> dict[str, Any]:
         message = base.new_assistant_message(*args, **kwargs)

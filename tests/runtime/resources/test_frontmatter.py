@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from rpcd.runtime.frontmatter import FrontmatterError, parse_frontmatter, parse_yaml
+from rpcd.runtime.resources.frontmatter import FrontmatterError, parse_frontmatter, parse_yaml
 
 
 def fm(yaml: str) -> dict[str, object]:

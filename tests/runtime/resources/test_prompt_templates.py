@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from rpcd.runtime.prompt_templates import (
+from rpcd.runtime.resources.discovery import Resource, SourceInfo
+from rpcd.runtime.resources.prompt_templates import (
     PromptTemplate,
     expand_prompt_template,
     load_prompt_templates,
     parse_command_args,
     substitute_args,
 )
-from rpcd.runtime.resources import Resource, SourceInfo
 
 from ..services._projects import write
 

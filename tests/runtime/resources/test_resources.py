@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from rpcd.runtime.resources import resolve_resources
+from rpcd.runtime.resources.discovery import resolve_resources
 
 from ..services._projects import write
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from rpcd.runtime.resources import Resource, SourceInfo
-from rpcd.runtime.skills import expand_skill_command, format_skills_for_prompt, load_skills
+from rpcd.runtime.resources.discovery import Resource, SourceInfo
+from rpcd.runtime.resources.skills import expand_skill_command, format_skills_for_prompt, load_skills
 
 from ..services._projects import write
 

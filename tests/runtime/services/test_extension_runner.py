@@ -10,7 +10,7 @@ import pytest
 
 from rpcd.core.errors import SessionDisposedError
 from rpcd.core.values import ExtensionBindings, ExtensionError
-from rpcd.runtime.extensions import ExtensionRunner, ExtensionRuntimeNotReadyError
+from rpcd.runtime.extensions.python_runner import ExtensionRunner, ExtensionRuntimeNotReadyError
 
 from ._projects import write
 

@@ -13,7 +13,7 @@ from typing import Any, Literal
 import pytest
 
 from rpcd.core.values import ExtensionBindings, ExtensionError
-from rpcd.runtime.extensions import ExtensionRunner
+from rpcd.runtime.extensions.python_runner import ExtensionRunner
 
 from ._projects import write
 from .test_extension_runner import Actions

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from rpcd.runtime.resources.trust import canonical
 from rpcd.runtime.services import ProcessInputs, ProjectTrustContext, TrustDecision, create_services
-from rpcd.runtime.trust import canonical
 
 from ._projects import make_project, recording_extension, write, write_json
 

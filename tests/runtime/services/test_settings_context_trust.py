@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rpcd.runtime.context_files import load_context_files
-from rpcd.runtime.settings import deep_merge, load_settings, merge_settings
-from rpcd.runtime.trust import TrustStore, trust_requiring_resources
+from rpcd.runtime.resources.context_files import load_context_files
+from rpcd.runtime.resources.settings import deep_merge, load_settings, merge_settings
+from rpcd.runtime.resources.trust import TrustStore, trust_requiring_resources
 
 from ._projects import write, write_json
 

@@ -1,0 +1,71 @@
+"""What one model call needs besides the model: Pi's ``Context`` plus the request options
+pi-coding-agent passes to ``streamSimple`` (thinking level, session id, credentials,
+cache retention, thinking budgets)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from rpcd.providers.base import ToolSpec
+from rpcd.providers.credentials import ResolvedAuth
+
+
+@attrs.frozen
+class CallContext:
+    system_prompt: str
+    messages: Sequence[Mapping[str, Any]] = attrs.field(repr=False)
+    """Pi ``Message`` dicts after ``convert_to_llm`` (user / assistant / toolResult)."""
+    tools: Sequence[ToolSpec] = ()
+    thinking_level: str = "off"
+    """The session's level; ``off`` means Pi's ``reasoning: undefined``."""
+    session_id: str = ""
+    auth: ResolvedAuth = attrs.field(factory=lambda: ResolvedAuth(None, {}, "none"), repr=False)
+    headers: Mapping[str, str] = attrs.field(factory=dict, repr=False)
+    """Resolved configured headers (provider entry, then model entry), merged over the model's own."""
+    attribution: Mapping[str, str] = attrs.field(factory=dict, repr=False)
+    """pi-coding-agent's provider attribution headers (``attribution``): under the others."""
+    cache_retention: str = "short"
+    """``short`` (default), ``long`` (``PI_CACHE_RETENTION=long``) or ``none``."""
+    thinking_budgets: Mapping[str, Any] = attrs.field(factory=dict)
+    max_tokens: int | None = None
+    """``options.maxTokens`` (summaries set it); ``None``: the model's ``maxTokens``."""
+
+    def output_limit(self, model_max_tokens: int) -> int:
+        """pi-ai's ``options.maxTokens ?? model.maxTokens`` (before the context clamp)."""
+        return model_max_tokens if self.max_tokens is None else self.max_tokens
+
+    @property
+    def reasoning(self) -> str | None:
+        return None if self.thinking_level == "off" else self.thinking_level
+
+    @property
+    def options_headers(self) -> dict[str, str]:
+        """The headers pi-coding-agent passes to the provider (``options.headers``): attribution,
+        then the credential's, then the configured ones."""
+        return merge_headers(self.attribution, self.auth.headers, self.headers)
+
+    def tool_dicts(self) -> list[dict[str, Any]]:
+        return [{"name": t.name, "description": t.description, "parameters": dict(t.parameters)} for t in self.tools]
+
+
+def header_value(headers: Mapping[str, str], name: str) -> str | None:
+    """Case-insensitive lookup; the last spelling wins (JS object order)."""
+    found = None
+    for key, value in headers.items():
+        if key.lower() == name.lower():
+            found = value
+    return found
+
+
+def merge_headers(*sources: Mapping[str, str] | None) -> dict[str, str]:
+    """Later sources win, case-insensitively (pi-ai ``mergeHeaders``)."""
+    merged: dict[str, str] = {}
+    for source in sources:
+        for name, value in (source or {}).items():
+            for existing in [k for k in merged if k.lower() == name.lower()]:
+                del merged[existing]
+            merged[name] = value
+    return merged

@@ -1,0 +1,300 @@
+"""Credentials as Pi resolves them (pi-ai ``auth/resolve``, pi-coding-agent ``provider-composer``,
+``auth-storage``, ``runtime-credentials``).
+
+For one provider, the first of these that exists decides — later sources are *not* tried
+when an earlier one is present but unusable (Pi: "no silent env fallback"):
+
+1. ``--api-key`` (the selected model's provider only; kept in memory, never written);
+2. ``<agentDir>/auth.json`` — an ``{"type": "api_key", "key": …}`` entry (the key may be
+   ``$VAR`` / ``!command`` / a literal, resolved with the entry's own ``env`` first), or an
+   ``{"type": "oauth", "access", "refresh", "expires"}`` entry, used while its access token
+   is valid for at least five more minutes (refreshing it, or logging in, is Pi's job:
+   run ``pi`` and ``/login``);
+3. models.json ``apiKey`` (``$VAR``, ``${VAR}``, ``!command``, a literal);
+4. the provider's environment variables, in Pi's order (``catalog.json`` ``auth.env``:
+   ``ANTHROPIC_AUTH_TOKEN`` is sent as ``Authorization: Bearer``, ``ANTHROPIC_OAUTH_TOKEN``
+   and ``ANTHROPIC_API_KEY`` as the key, ``OPENAI_API_KEY``, ``GEMINI_API_KEY``, …).
+
+``check`` answers "is this provider usable now?" without running commands (Pi's
+``checkAuth``: a ``!command`` key counts as configured, a ``$VAR`` key only when the
+variable is set); ``resolve`` produces the key and headers for one request.
+
+No value ever appears in a message, a ``repr`` or an exception: only provider ids, file
+names, variable names and kinds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping
+from typing import Any, Final
+
+import attrs
+
+from rpcd.core.files import read_regular
+from rpcd.core.values import Diagnostic
+from rpcd.providers.models_config import (
+    ProviderSpec,
+    UnresolvedValueError,
+    config_value_env_names,
+    is_command_value,
+    resolve_config_value,
+    resolve_headers,
+)
+
+AUTH_FILE: Final = "auth.json"
+OAUTH_MIN_VALIDITY_MS: Final = 5 * 60 * 1000
+OAUTH_BEARER_PROVIDERS: Final = frozenset({"kimi-coding"})
+"""Providers whose OAuth access token is sent as ``Authorization: Bearer`` (Pi's ``toAuth``)."""
+OAUTH_UNSUPPORTED: Final = frozenset({"github-copilot", "openai-codex", "radius"})
+"""Providers whose OAuth token needs more than the stored access token (a derived base URL,
+a token exchange): Pi's job."""
+PI_LOGIN_HINT: Final = "run pi and use /login to refresh it"
+
+
+class CredentialError(Exception):
+    """Credentials for a provider exist but cannot be used (message names no value)."""
+
+
+@attrs.frozen
+class StoredCredential:
+    type: str
+    key: str | None = attrs.field(default=None, repr=False)
+    env: Mapping[str, str] = attrs.field(factory=dict, repr=False)
+    access: str | None = attrs.field(default=None, repr=False)
+    expires: float | None = None
+
+
+@attrs.frozen
+class AuthCheck:
+    source: str
+    """Where the credential comes from (a label: ``ANTHROPIC_API_KEY``, ``auth.json``, …)."""
+    type: str = "api_key"
+
+
+@attrs.frozen
+class ResolvedAuth:
+    api_key: str | None = attrs.field(repr=False)
+    headers: Mapping[str, str] = attrs.field(repr=False)
+    source: str
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        return tuple(v for v in (self.api_key, *self.headers.values()) if v)
+
+
+AUTH_FILE_LIMIT = 4 << 20
+"""auth.json larger than this is refused with a diagnostic (Pi writes a few entries)."""
+
+
+def load_auth_file(agent_dir: str) -> tuple[dict[str, StoredCredential], list[Diagnostic]]:
+    """``<agentDir>/auth.json`` in Pi's format; a broken file or entry is a diagnostic."""
+    path = os.path.join(agent_dir, AUTH_FILE)
+    try:
+        text = read_regular(path, AUTH_FILE_LIMIT).decode("utf-8-sig")
+    except FileNotFoundError:
+        return {}, []
+    except (OSError, UnicodeDecodeError):
+        return {}, [Diagnostic("warning", f"Could not read {path}; its credentials are ignored")]
+    try:
+        raw = json.loads(text)
+    except ValueError as exc:
+        line = getattr(exc, "lineno", "?")
+        return {}, [Diagnostic("warning", f"Invalid JSON in {path} (line {line}); its credentials are ignored")]
+    if not isinstance(raw, dict):
+        return {}, [Diagnostic("warning", f"Invalid {path}: expected an object; its credentials are ignored")]
+    credentials: dict[str, StoredCredential] = {}
+    diagnostics: list[Diagnostic] = []
+    for provider, entry in raw.items():
+        credential = _parse_entry(entry)
+        if credential is None:
+            diagnostics.append(Diagnostic("warning", f'Invalid {path} credential for provider "{provider}"; ignored'))
+            continue
+        credentials[str(provider)] = credential
+    return credentials, diagnostics
+
+
+def _parse_entry(entry: Any) -> StoredCredential | None:
+    if not isinstance(entry, dict):
+        return None
+    kind = entry.get("type")
+    if kind == "api_key":
+        key = entry.get("key")
+        env = entry.get("env", {})
+        if (key is not None and not isinstance(key, str)) or not isinstance(env, dict) or not all(
+            isinstance(v, str) for v in env.values()
+        ):
+            return None
+        return StoredCredential(type="api_key", key=key, env={str(k): v for k, v in env.items()})
+    if kind == "oauth":
+        access, refresh, expires = entry.get("access"), entry.get("refresh"), entry.get("expires")
+        if not isinstance(access, str) or not isinstance(refresh, str):
+            return None
+        if not isinstance(expires, int | float) or isinstance(expires, bool) or expires != expires:
+            return None
+        return StoredCredential(type="oauth", access=access, expires=float(expires))
+    return StoredCredential(type=str(kind))
+
+
+@attrs.frozen
+class Credentials:
+    """One snapshot of every credential source (built per session creation)."""
+
+    stored: Mapping[str, StoredCredential] = attrs.field(factory=dict, repr=False)
+    runtime_keys: Mapping[str, str] = attrs.field(factory=dict, repr=False)
+    """``--api-key`` values by provider id."""
+    env: Mapping[str, str] | None = attrs.field(default=None, repr=False)
+    """``None``: the process environment, read at use."""
+    now: Any = attrs.field(default=None, repr=False, eq=False)
+    """Clock in ms (tests); ``None``: ``time.time()``."""
+
+    def _env(self) -> Mapping[str, str]:
+        return os.environ if self.env is None else self.env
+
+    def _now_ms(self) -> float:
+        return float(self.now()) if self.now is not None else time.time() * 1000
+
+    def credential(self, provider: str) -> StoredCredential | None:
+        key = self.runtime_keys.get(provider)
+        if key:
+            return StoredCredential(type="api_key", key=key)
+        return self.stored.get(provider)
+
+    def source_kind(self, provider: str) -> str:
+        if provider in self.runtime_keys:
+            return "--api-key"
+        return AUTH_FILE
+
+    # -- availability --------------------------------------------------------------------
+
+    def check(self, spec: ProviderSpec) -> AuthCheck | None:
+        """Pi's ``checkAuth``: usable now? (no command runs, no value leaves)."""
+        builtin = spec.builtin
+        auth = builtin.auth if builtin is not None else None
+        credential = self.credential(spec.name)
+        if credential is not None:
+            if credential.type == "oauth":
+                if auth is None or not auth.oauth or spec.name in OAUTH_UNSUPPORTED:
+                    return None
+                if self._oauth_expiring(credential):
+                    return None
+                return AuthCheck(source="OAuth", type="oauth")
+            if credential.type != "api_key":
+                return None
+            if auth is not None and not auth.api_key:
+                return None
+            if credential.key:
+                if auth is not None and not auth.stored:
+                    return None
+                return AuthCheck(source=self.source_kind(spec.name))
+            return self._env_check(spec)  # an entry without a key: Pi resolves from the environment
+        if auth is not None and not auth.api_key and spec.api_key is None:
+            return None
+        if spec.api_key is not None:
+            if is_command_value(spec.api_key):
+                return AuthCheck(source="models.json apiKey (command)")
+            env = self._env()
+            if all(env.get(name) for name in config_value_env_names(spec.api_key)):
+                return AuthCheck(source="models.json apiKey")
+            return None
+        return self._env_check(spec)
+
+    def _env_check(self, spec: ProviderSpec) -> AuthCheck | None:
+        auth = spec.builtin.auth if spec.builtin is not None else None
+        if auth is None:
+            return None
+        env = self._env()
+        for name, _kind in auth.env:
+            if env.get(name):
+                return AuthCheck(source=name)
+        return None
+
+    def _oauth_expiring(self, credential: StoredCredential) -> bool:
+        return credential.expires is None or self._now_ms() + OAUTH_MIN_VALIDITY_MS >= credential.expires
+
+    def why_unusable(self, spec: ProviderSpec) -> str:
+        """A one-line reason ``check`` said no (names sources, never values)."""
+        credential = self.credential(spec.name)
+        auth = spec.builtin.auth if spec.builtin is not None else None
+        if credential is not None and credential.type == "oauth":
+            if spec.name in OAUTH_UNSUPPORTED or auth is None or not auth.oauth:
+                return f'the OAuth login stored in {AUTH_FILE} for "{spec.name}" is not supported by rpcd'
+            return f'the OAuth access token in {AUTH_FILE} for "{spec.name}" has expired ({PI_LOGIN_HINT})'
+        if spec.api_key is not None:
+            missing = [n for n in config_value_env_names(spec.api_key) if not self._env().get(n)]
+            if missing:
+                return f'its models.json apiKey needs {", ".join(missing)}, which is not set'
+        if auth is not None and auth.env:
+            return f"no API key (set {' or '.join(auth.env_names)}, add it to {AUTH_FILE}, or pass --api-key)"
+        return f"no API key (set apiKey in models.json, add it to {AUTH_FILE}, or pass --api-key)"
+
+    # -- per request -------------------------------------------------------------------------
+
+    def resolve(self, spec: ProviderSpec) -> ResolvedAuth:
+        """The key and headers of one request; ``CredentialError`` / ``UnresolvedValueError``
+        when a configured source cannot be used (runs ``!command`` values: not on the loop)."""
+        credential = self.credential(spec.name)
+        env = self._env()
+        api_key: str | None = None
+        headers: dict[str, str] = {}
+        source: str
+        auth = spec.builtin.auth if spec.builtin is not None else None
+        if credential is not None and credential.type == "oauth":
+            if auth is None or not auth.oauth or spec.name in OAUTH_UNSUPPORTED:
+                raise CredentialError(f'The OAuth login stored in {AUTH_FILE} for "{spec.name}" is not supported '
+                                      "by rpcd; use an API key")
+            if self._oauth_expiring(credential):
+                raise CredentialError(f'The OAuth access token in {AUTH_FILE} for "{spec.name}" has expired or '
+                                      f"expires within five minutes; {PI_LOGIN_HINT}")
+            if spec.name in OAUTH_BEARER_PROVIDERS:
+                headers["Authorization"] = f"Bearer {credential.access}"
+            else:
+                api_key = credential.access
+            source = "OAuth"
+        elif credential is not None and credential.type == "api_key" and credential.key:
+            merged_env = {**env, **credential.env}
+            api_key = resolve_config_value(credential.key, env=merged_env,
+                                           what=f'the {self.source_kind(spec.name)} key for "{spec.name}"')
+            source = self.source_kind(spec.name)
+        elif credential is not None and credential.type not in ("api_key",):
+            raise CredentialError(f'{AUTH_FILE} holds a "{credential.type}" credential for "{spec.name}", '
+                                  "which rpcd cannot use")
+        elif spec.api_key is not None:
+            api_key = resolve_config_value(spec.api_key, env=env, what=f'apiKey of provider "{spec.name}"')
+            source = "models.json apiKey"
+        else:
+            found = None
+            for name, kind in auth.env if auth is not None else ():
+                value = env.get(name)
+                if value:
+                    found = (name, kind, value)
+                    break
+            if found is None:
+                raise CredentialError(f'No API key for provider "{spec.name}"')
+            name, kind, value = found
+            if kind == "bearer":
+                headers["Authorization"] = f"Bearer {value}"
+            else:
+                api_key = value
+            source = name
+        headers.update(resolve_headers(spec.headers, env=env, what=f'header of provider "{spec.name}":'))
+        if spec.auth_header:
+            if not api_key:
+                raise CredentialError(f'Provider "{spec.name}": authHeader requires a resolved API key')
+            headers["Authorization"] = f"Bearer {api_key}"
+        return ResolvedAuth(api_key=api_key, headers=headers, source=source)
+
+
+def model_headers(raw: Mapping[str, str], provider: str, env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """models.json model-level headers, resolved."""
+    try:
+        return resolve_headers(raw, env=env, what=f'model header of provider "{provider}":')
+    except UnresolvedValueError:
+        raise
+
+
+def env_names(spec: ProviderSpec) -> tuple[str, ...]:
+    builtin = spec.builtin
+    return builtin.auth.env_names if builtin is not None else ()

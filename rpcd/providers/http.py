@@ -1,0 +1,434 @@
+"""The HTTP side every streaming API shares: timeouts, Pi's provider-level retry, SSE,
+strict chunk decoding, error texts, redaction, and the event protocol of one call.
+
+An API module (``openai_compat``, ``anthropic``, ``openai_responses``, ``google``) only
+says *what* to send (``HttpRequest``) and *how to read* the events it gets back (a
+``StreamParser``); ``stream_call`` does the rest the same way for all of them:
+
+* **Timeouts** (``Timeouts.from_settings``): connect, and read = the silence allowed
+  between two chunks (Pi's ``httpIdleTimeoutMs``, 300 s; ``0`` disables it), plus an
+  optional bound on the wait for the response headers (``retry.provider.timeoutMs``).
+* **Provider-level retry** (``ProviderRetry``): pi-ai's ``retryProviderRequest`` — only
+  while no response has started; ``retry.provider.maxRetries`` attempts (Pi's default
+  0) on a connection error, a timeout, 408/409/429/5xx (or ``x-should-retry: true``),
+  waiting ``retry-after-ms`` / ``retry-after`` when the server says, else
+  min(0.5 s × 2^n, 8 s); a server asking for more than ``retry.provider.maxRetryDelayMs``
+  (60 s) fails at once. The *visible* retries (``auto_retry_*`` events, Pi's
+  ``retry.maxRetries``) happen one level up, in the session (``rpcd.runtime.turns.retry``).
+* **Failures** never escape as exceptions: an HTTP error status, a transport failure, a
+  malformed or non-finite chunk, a stream that stops early — each ends the call with an
+  ``error`` event whose assistant message keeps every block received so far
+  (``stopReason: "error"``, ``errorMessage`` redacted *before* it is cut).
+* **Cancellation** (abort): the response lives in ``async with`` blocks, so the
+  connection is closed before the cancellation leaves the generator.
+* **Secrets**: the resolved key lives only in the request headers; every text that
+  leaves (``errorMessage``, log lines) goes through ``Redactor`` extended with this
+  request's key and header values, *then* is cut.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import os
+import random
+import ssl
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final, Protocol
+
+import anyio
+import attrs
+
+from rpcd.core import codec
+from rpcd.core.redact import Redactor
+from rpcd.providers.base import AssistantMessageEvent
+from rpcd.providers.jsonstream import NonFiniteNumberError, loads_strict
+from rpcd.providers.sse import SseEvent, iter_sse
+
+if TYPE_CHECKING:
+    import httpx
+
+log = logging.getLogger("rpcd.providers.http")
+
+MAX_ERROR_CHARS: Final = 4000
+"""pi-ai's ``MAX_PROVIDER_ERROR_BODY_CHARS``: the longest provider text kept in an ``errorMessage``."""
+DEFAULT_IDLE_TIMEOUT_S: Final = 300.0
+DEFAULT_CONNECT_TIMEOUT_S: Final = 10.0
+DEFAULT_MAX_RETRY_DELAY_S: Final = 60.0
+
+
+def _ms_setting(value: Any) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+        return float(value) / 1000
+    return None
+
+
+def _section(settings: Mapping[str, Any], *path: str) -> Mapping[str, Any]:
+    node: Any = settings
+    for key in path:
+        node = node.get(key) if isinstance(node, Mapping) else None
+    return node if isinstance(node, Mapping) else {}
+
+
+@attrs.frozen
+class Timeouts:
+    """httpx timeouts in seconds; ``read`` bounds the silence between two chunks, not the turn."""
+
+    connect: float = DEFAULT_CONNECT_TIMEOUT_S
+    read: float | None = DEFAULT_IDLE_TIMEOUT_S
+    write: float = 30.0
+    pool: float = 10.0
+    headers: float | None = None
+    """Bound on the wait for the response headers (``retry.provider.timeoutMs``); ``None``: read."""
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any]) -> Timeouts:
+        """``httpIdleTimeoutMs`` (Pi; ``0`` = no limit), ``httpConnectTimeoutMs`` (rpcd),
+        ``retry.provider.timeoutMs`` (Pi)."""
+        idle = _ms_setting(settings.get("httpIdleTimeoutMs"))
+        connect = _ms_setting(settings.get("httpConnectTimeoutMs"))
+        headers = _ms_setting(_section(settings, "retry", "provider").get("timeoutMs"))
+        return cls(
+            connect=connect if connect else DEFAULT_CONNECT_TIMEOUT_S,
+            read=DEFAULT_IDLE_TIMEOUT_S if idle is None else (idle or None),
+            headers=headers or None,
+        )
+
+    def to_httpx(self) -> httpx.Timeout:
+        import httpx
+
+        return httpx.Timeout(connect=self.connect, read=self.read, write=self.write, pool=self.pool)
+
+
+@attrs.frozen
+class ProviderRetry:
+    """pi-ai's ``retryProviderRequest`` policy (``retry.provider`` settings)."""
+
+    max_retries: int = 0
+    max_delay: float = DEFAULT_MAX_RETRY_DELAY_S
+    """A server asking for a longer wait fails at once; ``0`` disables the cap."""
+    jitter: bool = True
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any]) -> ProviderRetry:
+        section = _section(settings, "retry", "provider")
+        retries = section.get("maxRetries")
+        cap = _ms_setting(section.get("maxRetryDelayMs"))
+        return cls(
+            max_retries=int(retries) if isinstance(retries, int | float) and not isinstance(retries, bool)
+            and retries > 0 else 0,
+            max_delay=DEFAULT_MAX_RETRY_DELAY_S if cap is None else cap,
+        )
+
+    def delay(self, failure: HttpFailure, retry_index: int) -> float:
+        """Seconds before retry ``retry_index`` (0-based); raises ``HttpFailure`` when the server
+        asks for more than the cap (Pi: ``Server requested Ns retry delay (max: Ms). …``)."""
+        requested = failure.retry_after
+        if requested is not None:
+            if self.max_delay > 0 and requested > self.max_delay:
+                raise HttpFailure(
+                    f"Server requested {_ceil(requested)}s retry delay (max: {_ceil(self.max_delay)}s). "
+                    f"{failure.message}",
+                    status=failure.status,
+                )
+            return requested
+        base = min(0.5 * 2.0**retry_index, 8.0)
+        return float(base * (1 - random.random() * 0.25)) if self.jitter else float(base)
+
+
+def _ceil(seconds: float) -> int:
+    whole = int(seconds)
+    return whole if whole == seconds else whole + 1
+
+
+class HttpFailure(Exception):
+    """A request that got no usable response: an HTTP error status or a transport failure
+    before any content. ``status`` is ``None`` for a connection error or timeout."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        headers: Mapping[str, str] | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.headers = dict(headers or {})
+        self.retry_after = retry_after
+
+    @property
+    def retryable(self) -> bool:
+        """pi-ai's ``isRetryableProviderError`` (the SDKs' own rule)."""
+        should = self.headers.get("x-should-retry")
+        if should == "true":
+            return True
+        if should == "false":
+            return False
+        if self.status is None:
+            return True
+        return self.status in (408, 409, 429) or self.status >= 500
+
+
+def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
+    """Seconds a server asks us to wait: ``retry-after-ms``, else ``retry-after`` (seconds or
+    an HTTP date). ``None`` when it says nothing usable."""
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(float(ms) / 1000, 0.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    import email.utils  # an HTTP-date Retry-After only (not at startup)
+
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(when.timestamp() - (time.time() if now is None else now), 0.0)
+
+
+def json_or_none(body: bytes) -> Any:
+    try:
+        return loads_strict(body.decode("utf-8", "replace"))
+    except ValueError:
+        return None
+
+
+def sdk_status_message(status: int, error: Any, text: str) -> str:
+    """The Anthropic/OpenAI SDKs' ``APIError.makeMessage``: ``<status> <error.message>``, else
+    ``<status> <JSON of error>``, else ``<status> <body text>``, else ``<status> status code (no body)``."""
+    if isinstance(error, Mapping) and error.get("message"):
+        message = error["message"]
+        msg = message if isinstance(message, str) else json.dumps(message, separators=(",", ":"))
+    elif error:
+        msg = json.dumps(error, separators=(",", ":"), ensure_ascii=False)
+    else:
+        msg = text
+    return f"{status} {msg}" if msg else f"{status} status code (no body)"
+
+
+def js_json_parse_error(text: str) -> str:
+    """V8's ``JSON.parse`` message for a body that is not JSON (what an SDK that calls
+    ``response.json()`` on it surfaces)."""
+    if not text.strip():
+        return "Unexpected end of JSON input"
+    stripped = text.lstrip()
+    shown = stripped[:10]
+    return f'Unexpected token \'{stripped[0]}\', "{shown}"{"..." if len(stripped) > 10 else ""} is not valid JSON'
+
+
+def transport_message(exc: BaseException) -> str:
+    """A transport failure as Pi's SDKs word it (the words Pi's retry rules look for), never an
+    httpx message (which quotes the URL)."""
+    import httpx
+
+    if isinstance(exc, httpx.TimeoutException):
+        return "Request timed out."
+    if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
+        return "Connection error: the connection was closed before the response completed (terminated)."
+    return "Connection error."
+
+
+@attrs.frozen
+class HttpRequest:
+    """One streaming POST: where, with which headers (credentials included) and body."""
+
+    url: str
+    headers: Mapping[str, str] = attrs.field(repr=False)
+    body: Mapping[str, Any] = attrs.field(repr=False)
+    secrets: tuple[str, ...] = attrs.field(default=(), repr=False)
+    """Resolved values (keys, header values) this request must never echo."""
+
+
+def encode_body(body: Mapping[str, Any]) -> bytes:
+    """The JSON body exactly as ``JSON.stringify`` writes it (``rpcd.core.codec``: numbers, lone
+    surrogates escaped, deep values without recursion)."""
+    return codec.dumps(body)
+
+
+class StreamParser(Protocol):
+    """Reads one API's events into the assistant message; every API module implements it."""
+
+    message: dict[str, Any]
+
+    def feed(self, event: SseEvent) -> list[AssistantMessageEvent]:
+        """Events for one SSE event; raise ``StreamError`` for a provider-reported failure."""
+        ...
+
+    def close(self) -> list[AssistantMessageEvent]:
+        """End the blocks still open (after the last event, or a cut: partial content is kept)."""
+        ...
+
+    def finish(self) -> None:
+        """Settle ``stopReason``; raise ``StreamError`` if the stream ended without a result."""
+        ...
+
+    def error_message(self, status: int, body: bytes, headers: Mapping[str, str], reason: str = "") -> str:
+        """The ``errorMessage`` of an HTTP error status, worded as Pi's SDK for this API words it."""
+        ...
+
+
+class StreamError(Exception):
+    """The stream itself reported a failure (an ``error`` event, a refusal, a bad chunk)."""
+
+
+def decode_chunk(event: SseEvent, provider: str) -> Any:
+    """One ``data:`` payload as JSON; a non-JSON or non-finite value is a ``StreamError``."""
+    try:
+        return loads_strict(event.data)
+    except NonFiniteNumberError:
+        raise StreamError(f'Provider "{provider}" sent a non-finite number in a stream chunk') from None
+    except ValueError:
+        raise StreamError(f'Provider "{provider}" sent a malformed stream chunk (not JSON)') from None
+
+
+def request_redactor(env: Mapping[str, str] | None, secrets: Sequence[str]) -> Redactor:
+    return Redactor(env=os.environ if env is None else env, extra_secrets=tuple(s for s in secrets if s))
+
+
+def unauthorized_message(provider: str, status: int) -> str:
+    """rpcd's 401/403 text: no excerpt of the body (servers echo keys in it)."""
+    return (
+        f'{status} Provider "{provider}" rejected the request as unauthorized; check the credentials '
+        f'for "{provider}" (--api-key, the environment, auth.json or models.json)'
+    )
+
+
+async def stream_call(
+    *,
+    provider: str,
+    request: HttpRequest,
+    parser: StreamParser,
+    timeouts: Timeouts,
+    retry: ProviderRetry,
+    env: Mapping[str, str] | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> AsyncIterator[AssistantMessageEvent]:
+    """Run one model call; yields Pi's ``start`` … ``done``/``error`` (``base`` module doc)."""
+    import httpx
+
+    message = parser.message
+    redactor = request_redactor(env, request.secrets)
+    body = encode_body(request.body)
+    headers = {"Content-Type": "application/json", **request.headers}
+    async with httpx.AsyncClient(timeout=timeouts.to_httpx(), transport=transport,
+                                 verify=_ssl_context(os.environ.get("SSL_CERT_FILE"),
+                                                     os.environ.get("SSL_CERT_DIR"))) as client:
+        retry_index = 0
+        while True:
+            problem: HttpFailure | None = None
+            try:
+                async with _open(client, request.url, body, headers, timeouts) as response:
+                    if response.status_code >= 400:
+                        raw = await response.aread()
+                        status = response.status_code
+                        text = (unauthorized_message(provider, status) if status in (401, 403)
+                                else parser.error_message(status, raw, response.headers, response.reason_phrase))
+                        problem = HttpFailure(text, status=status, headers=response.headers,
+                                              retry_after=parse_retry_after(response.headers))
+                    else:
+                        yield {"type": "start", "partial": message}
+                        async for event in _consume(response, parser, provider, redactor):
+                            yield event
+                        return
+            except httpx.HTTPError as exc:  # before any content: connect errors, timeouts waiting for headers
+                problem = HttpFailure(transport_message(exc))
+            assert problem is not None
+            delay: float | None = None
+            if retry_index < retry.max_retries and problem.retryable and problem.status not in (401, 403):
+                try:
+                    delay = retry.delay(problem, retry_index)
+                except HttpFailure as capped:
+                    problem = capped
+            if delay is None:
+                yield _error(message, problem.message, redactor, provider)
+                return
+            retry_index += 1
+            log.info("provider %s: retry %d/%d in %.2fs: %s", provider, retry_index, retry.max_retries, delay,
+                     redactor.redact_and_cut(problem.message, 300))
+            await anyio.sleep(delay)
+
+
+@functools.lru_cache(maxsize=4)
+def _ssl_context(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
+    """httpx's default TLS context, built once: loading the CA bundle costs ~50 ms, which every
+    model call used to pay (``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` honoured as httpx honours them)."""
+    import httpx
+
+    return httpx.create_ssl_context()
+
+
+class _open:
+    """``client.stream(...)`` with an optional bound on the wait for the headers."""
+
+    def __init__(self, client: httpx.AsyncClient, url: str, body: bytes, headers: Mapping[str, str],
+                 timeouts: Timeouts) -> None:
+        self._cm = client.stream("POST", url, content=body, headers=dict(headers))
+        self._bound = timeouts.headers
+
+    async def __aenter__(self) -> httpx.Response:
+        import httpx
+
+        if self._bound is None:
+            return await self._cm.__aenter__()
+        try:
+            with anyio.fail_after(self._bound):
+                return await self._cm.__aenter__()
+        except TimeoutError:
+            raise httpx.ReadTimeout("response headers timed out") from None
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self._cm.__aexit__(*exc)
+
+
+async def _consume(
+    response: httpx.Response, parser: StreamParser, provider: str, redactor: Redactor
+) -> AsyncIterator[AssistantMessageEvent]:
+    import httpx
+
+    message = parser.message
+    failure: str | None = None
+    try:
+        async for sse in iter_sse(response.aiter_lines()):
+            for event in parser.feed(sse):
+                yield event
+    except StreamError as exc:
+        failure = str(exc)
+    except httpx.HTTPError as exc:
+        failure = transport_message(exc)
+    except UnicodeDecodeError:
+        failure = f'Provider "{provider}" sent a stream that is not UTF-8'
+    try:
+        for event in parser.close():
+            yield event
+    except StreamError as exc:
+        failure = failure or str(exc)
+    if failure is None:
+        try:
+            parser.finish()
+        except StreamError as exc:
+            failure = str(exc)
+    if failure is None and message.get("stopReason") not in ("error", "aborted"):
+        yield {"type": "done", "reason": message["stopReason"], "message": message}
+        return
+    text = failure or str(message.get("errorMessage") or "An unknown error occurred")
+    yield _error(message, text, redactor, provider)
+
+
+def _error(message: dict[str, Any], text: str, redactor: Redactor, provider: str) -> AssistantMessageEvent:
+    message["stopReason"] = "error"
+    message["errorMessage"] = redactor.redact_and_cut(text, MAX_ERROR_CHARS)
+    log.warning("provider %s: %s", provider, redactor.redact_and_cut(message["errorMessage"], 300))
+    return {"type": "error", "reason": "error", "error": message}

@@ -1,0 +1,302 @@
+"""Network providers: one ``RemoteProvider`` per composed provider (catalog + models.json),
+streaming each model through the module of its API.
+
+APIs implemented (one module each, the HTTP machinery shared in ``http``):
+
+=========================  =========================================
+``openai-completions``     ``rpcd.providers.openai_compat``
+``anthropic-messages``     ``rpcd.providers.anthropic``
+``openai-responses``       ``rpcd.providers.openai_responses``
+``google-generative-ai``   ``rpcd.providers.google``
+=========================  =========================================
+
+A model of another API (Bedrock, Vertex, Mistral, Codex, Azure) is listed but not usable:
+selecting it is a warning diagnostic / a ``setModel`` error naming the API.
+
+``build_providers`` is what the factory calls for every session it creates: it re-reads
+``models.json`` and ``auth.json`` (Pi reloads both), so an edit takes effect at the next
+replacement. Nothing here is imported before a session needs a model, and ``httpx`` only
+when a request is made.
+"""
+
+from __future__ import annotations
+
+import datetime
+import importlib
+import logging
+import os
+from collections.abc import AsyncIterator, Mapping
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Final
+
+import anyio
+import attrs
+
+from rpcd.core.redact import Redactor
+from rpcd.core.values import Diagnostic
+from rpcd.providers.attribution import attribution_headers, install_telemetry_enabled
+from rpcd.providers.base import AssistantMessageEvent, ModelInfo, ProviderRequest, new_assistant_message
+from rpcd.providers.catalog import builtin_catalog
+from rpcd.providers.credentials import AuthCheck, CredentialError, Credentials, load_auth_file
+from rpcd.providers.http import MAX_ERROR_CHARS, ProviderRetry, StreamError, Timeouts, stream_call
+from rpcd.providers.models_config import (
+    ModelSpec,
+    ProviderSpec,
+    UnresolvedValueError,
+    compose_providers,
+    load_models_config,
+    resolve_headers,
+)
+
+if TYPE_CHECKING:
+    import httpx
+
+log = logging.getLogger("rpcd.providers")
+
+API_MODULES: Final = {
+    "openai-completions": "rpcd.providers.openai_compat",
+    "anthropic-messages": "rpcd.providers.anthropic",
+    "openai-responses": "rpcd.providers.openai_responses",
+    "google-generative-ai": "rpcd.providers.google",
+}
+SUPPORTED_APIS: Final = frozenset(API_MODULES)
+
+
+def api_module(api: str) -> ModuleType | None:
+    name = API_MODULES.get(api)
+    return importlib.import_module(name) if name else None
+
+
+@attrs.frozen
+class RequestSettings:
+    """Settings-derived request options (re-read per session creation)."""
+
+    timeouts: Timeouts = attrs.field(factory=Timeouts)
+    retry: ProviderRetry = attrs.field(factory=ProviderRetry)
+    cache_retention: str = "short"
+    thinking_budgets: Mapping[str, Any] = attrs.field(factory=dict)
+    install_telemetry: bool = False
+    """Send pi-coding-agent's provider attribution headers (``attribution``); on by default in
+    ``from_settings``, as in Pi."""
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any], env: Mapping[str, str] | None = None) -> RequestSettings:
+        environ = os.environ if env is None else env
+        budgets = settings.get("thinkingBudgets")
+        return cls(
+            timeouts=Timeouts.from_settings(settings),
+            retry=ProviderRetry.from_settings(settings),
+            cache_retention="long" if environ.get("PI_CACHE_RETENTION") == "long" else "short",
+            thinking_budgets=budgets if isinstance(budgets, Mapping) else {},
+            install_telemetry=install_telemetry_enabled(settings, environ),
+        )
+
+
+class RemoteProvider:
+    """One composed provider; ``stream`` dispatches on the model's ``api``."""
+
+    def __init__(
+        self,
+        spec: ProviderSpec,
+        *,
+        credentials: Credentials | None = None,
+        settings: RequestSettings | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.name = spec.name
+        self.spec = spec
+        self.credentials = credentials or Credentials()
+        self.settings = settings or RequestSettings()
+        self._transport = transport
+        self._models = _models(spec)
+        self._infos = _infos(spec)
+        self._check: AuthCheck | bool | None = False  # False: not checked yet
+
+    def __repr__(self) -> str:
+        return f"RemoteProvider(name={self.name!r}, models={len(self._models)})"
+
+    def use_credentials(self, credentials: Credentials) -> None:
+        """Switch credential snapshots (``--api-key`` lands here once its provider is known)."""
+        self.credentials = credentials
+        self._check = False
+
+    def add_custom_model(self, model_id: str, reasoning: bool) -> ModelInfo | None:
+        """Pi's ``buildFallbackModel`` for ``--model <provider>/<unknown id>``: the provider's
+        default model under the requested id (reasoning forced on when thinking was asked)."""
+        if model_id in self._models:
+            return self._models[model_id].info()
+        if not self._models:
+            return None
+        default_id = builtin_catalog().default_model_id(self.name)
+        base = self._models.get(default_id or "") or next(iter(self._models.values()))
+        spec = attrs.evolve(base, id=model_id, name=model_id, reasoning=True if reasoning else base.reasoning)
+        self._models[model_id] = spec
+        info = spec.info()
+        self._infos.append(info)
+        return info
+
+    def models(self) -> list[ModelInfo]:
+        return list(self._infos)
+
+    def usable_models(self) -> list[ModelInfo]:
+        """The models usable now: none without credentials, else those of an implemented API."""
+        if self.auth_check() is None:
+            return []
+        return [info for info in self._infos if self._models[info.id].api in SUPPORTED_APIS]
+
+    def model_spec(self, model_id: str) -> ModelSpec | None:
+        return self._models.get(model_id)
+
+    def auth_check(self) -> AuthCheck | None:
+        if self._check is False:
+            self._check = self.credentials.check(self.spec)
+        return self._check if isinstance(self._check, AuthCheck) else None
+
+    @property
+    def has_configured_auth(self) -> bool:
+        return self.auth_check() is not None
+
+    def unusable_reason(self, model_id: str) -> str | None:
+        """Why ``model_id`` cannot be used now (``None``: it can)."""
+        spec = self._models.get(model_id)
+        if spec is None:
+            return "unknown model"
+        if spec.api not in SUPPORTED_APIS:
+            return f'its api "{spec.api}" is not supported by rpcd'
+        if self.auth_check() is None:
+            return self.credentials.why_unusable(self.spec)
+        return None
+
+    async def stream(self, request: ProviderRequest) -> AsyncIterator[AssistantMessageEvent]:
+        from rpcd.providers.call import CallContext  # a request's machinery: on the first request
+        from rpcd.providers.transform import convert_to_llm
+
+        message = new_assistant_message(request.model)
+        spec = self._models.get(request.model.id)
+        module = api_module(spec.api) if spec is not None else None
+        if spec is None or module is None:
+            reason = "unknown model" if spec is None else f'api "{spec.api}" is not supported by rpcd'
+            yield _fail(message, f"Cannot use {self.name}/{request.model.id}: {reason}")
+            return
+        message["api"] = spec.api
+        try:
+            # a ``!command`` key runs a subprocess: keep it off the event loop
+            auth, headers = await anyio.to_thread.run_sync(self._resolve, spec)
+        except (CredentialError, UnresolvedValueError) as exc:
+            yield _fail(message, str(exc))
+            return
+        ctx = CallContext(
+            system_prompt=request.system_prompt,
+            messages=convert_to_llm(request.messages),
+            tools=request.tools,
+            thinking_level=request.thinking_level,
+            session_id=request.session_id,
+            auth=auth,
+            headers=headers,
+            cache_retention=request.cache_retention or self.settings.cache_retention,
+            thinking_budgets=self.settings.thinking_budgets,
+            attribution=attribution_headers(spec.provider, spec.base_url, request.session_id,
+                                            telemetry=self.settings.install_telemetry),
+            max_tokens=request.max_tokens,
+        )
+        try:
+            http_request = module.build_request(spec, ctx)
+            parser = module.Parser(message, spec, ctx)
+        except StreamError as exc:
+            yield _fail(message, str(exc), secrets=auth.secrets)
+            return
+        async for event in stream_call(
+            provider=self.name,
+            request=http_request,
+            parser=parser,
+            timeouts=self.settings.timeouts,
+            retry=self.settings.retry,
+            env=self.credentials.env,
+            transport=self._transport,
+        ):
+            yield event
+
+    def _resolve(self, spec: ModelSpec) -> tuple[Any, dict[str, str]]:
+        auth = self.credentials.resolve(self.spec)
+        env = os.environ if self.credentials.env is None else self.credentials.env
+        headers = resolve_headers(spec.headers, env=env, what=f'model header of "{spec.provider}/{spec.id}":')
+        return auth, headers
+
+
+_INFOS: dict[int, tuple[ProviderSpec, list[ModelInfo]]] = {}
+
+
+_MODELS: dict[int, tuple[ProviderSpec, dict[str, ModelSpec]]] = {}
+
+
+def _models(spec: ProviderSpec) -> dict[str, ModelSpec]:
+    """The models by id, built once per (cached, immutable) catalog provider spec; every provider gets
+    its own copy (``add_custom_model`` adds to it). Every replacement composes the providers afresh."""
+    cached = _MODELS.get(id(spec))
+    if cached is not None and cached[0] is spec:
+        return dict(cached[1])
+    models = {m.id: m for m in spec.models}
+    if not spec.configured:
+        _MODELS[id(spec)] = (spec, models)
+    return dict(models)
+
+
+def _infos(spec: ProviderSpec) -> list[ModelInfo]:
+    """``ModelInfo`` per model, computed once per (cached, immutable) catalog provider spec."""
+    cached = _INFOS.get(id(spec))
+    if cached is not None and cached[0] is spec:
+        return list(cached[1])
+    infos = [m.info() for m in spec.models]
+    if not spec.configured:
+        _INFOS[id(spec)] = (spec, infos)
+    return list(infos)
+
+
+def _fail(message: dict[str, Any], text: str, *, secrets: tuple[str, ...] = ()) -> AssistantMessageEvent:
+    message["stopReason"] = "error"
+    message["errorMessage"] = Redactor(extra_secrets=secrets).redact_and_cut(text, MAX_ERROR_CHARS)
+    log.warning("provider %s: %s", message.get("provider"), message["errorMessage"])
+    return {"type": "error", "reason": "error", "error": message}
+
+
+def build_providers(
+    agent_dir: str,
+    *,
+    settings: Mapping[str, Any] | None = None,
+    runtime_keys: Mapping[str, str] | None = None,
+    env: Mapping[str, str] | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> tuple[list[RemoteProvider], list[Diagnostic]]:
+    """Every provider Pi would know for ``agent_dir`` (catalog, models.json, auth.json)."""
+    config = load_models_config(agent_dir)
+    specs, compose_diagnostics = compose_providers(builtin_catalog(), config)
+    stored, auth_diagnostics = load_auth_file(agent_dir)
+    credentials = Credentials(stored=stored, runtime_keys=dict(runtime_keys or {}), env=env)
+    request_settings = RequestSettings.from_settings(settings or {}, env)
+    providers = [
+        RemoteProvider(spec, credentials=credentials, settings=request_settings, transport=transport)
+        for spec in specs.values()
+    ]
+    diagnostics = [*config.diagnostics, *compose_diagnostics, *auth_diagnostics]
+    for spec in specs.values():
+        if not spec.configured:
+            continue
+        unsupported = sorted({m.api for m in spec.models if m.api not in SUPPORTED_APIS})
+        if unsupported and spec.builtin is None:
+            diagnostics.append(Diagnostic(
+                "warning",
+                f'Provider "{spec.name}": api {", ".join(unsupported)} is not supported by rpcd '
+                f"(supported: {', '.join(sorted(SUPPORTED_APIS))}); those models are unavailable",
+            ))
+    for provider, credential in stored.items():
+        if credential.type != "oauth" or provider not in specs:
+            continue
+        if credentials.check(specs[provider]) is None:
+            diagnostics.append(Diagnostic("warning", f"auth.json: {credentials.why_unusable(specs[provider])}"))
+        elif credential.expires is not None:
+            until = datetime.datetime.fromtimestamp(credential.expires / 1000, datetime.UTC).isoformat(
+                timespec="minutes")
+            diagnostics.append(Diagnostic(
+                "info", f'auth.json: using the stored OAuth login for "{provider}" (access token valid until '
+                        f"{until}); rpcd does not refresh it: when it expires, run pi and use /login"))
+    return providers, diagnostics
