@@ -114,6 +114,8 @@ class SessionState(TypedDict):
     autoRetryEnabled: bool
     pendingMessageCount: int
     approvalPolicy: NotRequired[ApprovalPolicy]
+    mcpServers: NotRequired[list[McpServerInfo]]
+    """The MCP servers the session named (absent: none)."""
 
 
 class MessagesResult(TypedDict):
@@ -203,6 +205,27 @@ class CommandInfo(TypedDict):
 
 class CommandsResult(TypedDict):
     commands: list[CommandInfo]
+
+
+class McpServerInfo(TypedDict):
+    """One MCP server the session named (``listMcpServers``, ``getState.mcpServers``, ``mcp/status``)."""
+
+    name: str
+    transport: Literal["stdio", "http", "sse"]
+    target: str
+    status: Literal["starting", "ready", "failed", "stopped"]
+    tools: list[str]
+    prompts: list[str]
+    resources: int
+    sessions: int
+    source: str
+    lastError: NotRequired[str]
+    serverName: NotRequired[str]
+    serverVersion: NotRequired[str]
+
+
+class McpServersResult(TypedDict):
+    servers: list[McpServerInfo]
 
 
 UI_NOTIFICATIONS = UI_NOTIFICATION_FEATURES

@@ -14,7 +14,14 @@ import attrs
 
 from rpcd.protocol._fields import nullable
 from rpcd.protocol.outgoing import DiagnosticItem
-from rpcd.protocol.shapes import CommandInfo, CompactionReason, QueueContents, StreamingBehavior, ThinkingLevel
+from rpcd.protocol.shapes import (
+    CommandInfo,
+    CompactionReason,
+    McpServerInfo,
+    QueueContents,
+    StreamingBehavior,
+    ThinkingLevel,
+)
 
 
 @attrs.frozen
@@ -176,6 +183,12 @@ class PromptResult:
 class GetCommandsResult:
     commands: list[CommandInfo]
     """Extension commands, then prompt templates, then skills (Pi's ``get_commands`` order)."""
+
+
+@attrs.frozen
+class ListMcpServersResult:
+    servers: list[McpServerInfo]
+    """The MCP servers the current session named, in the order they were named."""
 
 
 @attrs.frozen

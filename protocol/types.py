@@ -28,6 +28,9 @@ from rpcd.protocol.shapes import CommandSourceInfo as CommandSourceInfo
 from rpcd.protocol.shapes import CompactionReason as CompactionReason
 from rpcd.protocol.shapes import DiagnosticType as DiagnosticType
 from rpcd.protocol.shapes import HostStatus as HostStatus
+from rpcd.protocol.shapes import McpServerInfo as McpServerInfo
+from rpcd.protocol.shapes import McpServerStatus as McpServerStatus
+from rpcd.protocol.shapes import McpTransport as McpTransport
 from rpcd.protocol.shapes import ProgressToken as ProgressToken
 from rpcd.protocol.shapes import QueueContents as QueueContents
 from rpcd.protocol.shapes import StreamingBehavior as StreamingBehavior
@@ -41,6 +44,7 @@ if TYPE_CHECKING:
     from rpcd.protocol.outgoing import AuthorizeProjectResult as AuthorizeProjectResult
     from rpcd.protocol.outgoing import DiagnosticItem as DiagnosticItem
     from rpcd.protocol.outgoing import HostStatusParams as HostStatusParams
+    from rpcd.protocol.outgoing import McpStatusParams as McpStatusParams
     from rpcd.protocol.outgoing import ProgressBegin as ProgressBegin
     from rpcd.protocol.outgoing import ProgressEnd as ProgressEnd
     from rpcd.protocol.outgoing import ProgressParams as ProgressParams
@@ -261,6 +265,8 @@ class GetStateResult:
     model: ModelRef | None = None
     approval_policy: ApprovalPolicy | None = None
     """The tool-approval policy in force for the session's tool calls."""
+    mcp_servers: list[McpServerInfo] | None = None
+    """The MCP servers the session named and their status (absent: it names none)."""
 
 
 @attrs.frozen
@@ -483,6 +489,7 @@ _ELSEWHERE: dict[str, str] = {
             "ForkResult",
             "GetAvailableModelsResult",
             "GetCommandsResult",
+            "ListMcpServersResult",
             "GetEntriesResult",
             "GetMessagesResult",
             "GetTreeResult",
@@ -509,6 +516,7 @@ _ELSEWHERE: dict[str, str] = {
             "AuthorizeProjectResult",
             "DiagnosticItem",
             "HostStatusParams",
+            "McpStatusParams",
             "ProgressBegin",
             "ProgressEnd",
             "ProgressParams",

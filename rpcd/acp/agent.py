@@ -62,9 +62,12 @@ from rpcd.acp.errors import (
     to_request_error,
 )
 from rpcd.acp.library import delete_session_file, find_session_file, list_page
+from rpcd.acp.mcp import server_configs
 from rpcd.acp.session import AcpSession, Front
 from rpcd.core.errors import SessionNotSavedError
 from rpcd.core.values import Diagnostic
+from rpcd.mcp.config import ServerConfig
+from rpcd.mcp.pool import McpPool
 from rpcd.protocol.errors import ErrorCode
 from rpcd.store import SessionManager
 from rpcd.tools import ApprovalRules
@@ -82,15 +85,6 @@ def _diagnostics_meta(diagnostics: Sequence[Diagnostic]) -> dict[str, Any]:
     return {DIAGNOSTICS_META: [{"type": d.type, "message": d.message} for d in diagnostics]}
 
 
-def _mcp_diagnostics(mcp_servers: Sequence[Any] | None) -> list[Diagnostic]:
-    """MCP servers are not run by rpcd: said, never silently ignored."""
-    if not mcp_servers:
-        return []
-    names = ", ".join(str(getattr(server, "name", "?")) for server in mcp_servers)
-    return [Diagnostic("warning", f"MCP servers are not supported by rpcd (mcpCapabilities: false); not started: "
-                                  f"{names}")]
-
-
 class RpcdAgent:
     """The ACP ``Agent`` (the SDK's router calls these with the request's fields as keywords)."""
 
@@ -106,11 +100,15 @@ class RpcdAgent:
         self._cancels: dict[int | str, Callable[[], None]] = {}
         self.providers: ProviderSummary | None = None
         self._initialize_received = False
+        self.mcp_pool: McpPool | None = None
         self._initialized = anyio.Event()
 
     def attach(self, conn: AcpConnection) -> None:
         self.conn = conn
-        self._front = Front(self.config, conn, self._task_group, ApprovalRules.in_agent_dir(self.config.agent_dir))
+        self.mcp_pool = McpPool()
+        self.mcp_pool.start_in(self._task_group)
+        self._front = Front(self.config, conn, self._task_group, ApprovalRules.in_agent_dir(self.config.agent_dir),
+                            mcp_pool=self.mcp_pool)
 
     @property
     def sessions(self) -> Mapping[str, AcpSession]:
@@ -135,7 +133,7 @@ class RpcdAgent:
                 load_session=True,
                 # images: some model usable now takes them (each prompt is checked against its session's model)
                 prompt_capabilities=PromptCapabilities(image=providers.images, audio=False, embedded_context=True),
-                mcp_capabilities=McpCapabilities(http=False, sse=False),
+                mcp_capabilities=McpCapabilities(http=True, sse=True),  # and stdio, which every agent takes
                 session_capabilities=SessionCapabilities(
                     list=SessionListCapabilities(), resume=SessionResumeCapabilities(),
                     close=SessionCloseCapabilities(), delete=SessionDeleteCapabilities(),
@@ -168,30 +166,27 @@ class RpcdAgent:
         config = self.config
         manager = (SessionManager.in_memory(cwd) if config.in_memory
                    else SessionManager.create(_normal(cwd), agent_dir=config.agent_dir))
-        session = await self._open(method, manager)
-        extra = _mcp_diagnostics(mcp_servers)
+        session = await self._open(method, manager, server_configs(mcp_servers, _normal(cwd)))
         return NewSessionResponse(session_id=session.id, modes=session.modes(),
                                   config_options=list(session.config_options()),
-                                  field_meta=_diagnostics_meta([*session.diagnostics, *extra]))
+                                  field_meta=_diagnostics_meta(session.diagnostics))
 
     async def load_session(self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None,
                            additional_directories: list[str] | None = None, **_: Any) -> LoadSessionResponse:
         method = "session/load"
         await self._ready(method)
-        session = await self._live_or_open(method, session_id, cwd)
+        session = await self._live_or_open(method, session_id, cwd, mcp_servers)
         await session.replay_history()
         return LoadSessionResponse(modes=session.modes(), config_options=list(session.config_options()),
-                                   field_meta=_diagnostics_meta([*session.diagnostics,
-                                                                 *_mcp_diagnostics(mcp_servers)]))
+                                   field_meta=_diagnostics_meta(session.diagnostics))
 
     async def resume_session(self, session_id: str, cwd: str, additional_directories: list[str] | None = None,
                              mcp_servers: list[Any] | None = None, **_: Any) -> ResumeSessionResponse:
         method = "session/resume"
         await self._ready(method)
-        session = await self._live_or_open(method, session_id, cwd)
+        session = await self._live_or_open(method, session_id, cwd, mcp_servers)
         return ResumeSessionResponse(modes=session.modes(), config_options=list(session.config_options()),
-                                     field_meta=_diagnostics_meta([*session.diagnostics,
-                                                                   *_mcp_diagnostics(mcp_servers)]))
+                                     field_meta=_diagnostics_meta(session.diagnostics))
 
     async def list_sessions(self, cwd: str | None = None, cursor: str | None = None,
                             **_: Any) -> ListSessionsResponse:
@@ -280,8 +275,8 @@ class RpcdAgent:
             manager, selected = await anyio.to_thread.run_sync(branch)
         except Exception as exc:
             raise to_request_error(exc, method) from None
-        forked = await self._open(method, manager)
-        meta_out: dict[str, Any] = _diagnostics_meta([*forked.diagnostics, *_mcp_diagnostics(mcp_servers)])
+        forked = await self._open(method, manager, server_configs(mcp_servers, manager.get_cwd()))
+        meta_out: dict[str, Any] = _diagnostics_meta(forked.diagnostics)
         if selected is not None:
             meta_out["rpcd/selectedText"] = selected
         return ForkSessionResponse(session_id=forked.id, modes=forked.modes(),
@@ -334,13 +329,16 @@ class RpcdAgent:
             await session.cancel()
 
     async def close_all(self) -> list[BaseException]:
-        """The orderly end: every session closed (turns aborted and persisted, hosts disposed)."""
+        """The orderly end: every session closed (turns aborted and persisted, hosts disposed),
+        then every MCP server stopped."""
         failures: list[BaseException] = []
         for session in list(self._sessions.values()):
             try:
                 await self._close("shutdown", session)
             except Exception as exc:
                 failures.append(exc)
+        if self.mcp_pool is not None:
+            await self.mcp_pool.close()
         return failures
 
     # -- internals -------------------------------------------------------------------------------------------
@@ -377,10 +375,11 @@ class RpcdAgent:
         if must_exist and not os.path.isdir(cwd):
             raise invalid_params(method, [{"path": "$.cwd", "message": f"not a directory: {cwd}"}])
 
-    async def _open(self, method: str, manager: SessionManager) -> AcpSession:
+    async def _open(self, method: str, manager: SessionManager,
+                    mcp_servers: tuple[ServerConfig, ...] = ()) -> AcpSession:
         """A new host for ``manager``'s session, registered; its file held by no other host."""
         front = self._require_front(method)
-        session = AcpSession(front, manager)
+        session = AcpSession(front, manager, mcp_servers)
         key = _file_key(session.file)
         if key is not None and key in self._files:
             raise request_error(ErrorCode.SESSION_BUSY, method, "SessionInUse",
@@ -398,7 +397,9 @@ class RpcdAgent:
         session.announce_commands()  # queued now, sent after this request's answer (it is written first)
         return session
 
-    async def _live_or_open(self, method: str, session_id: str, cwd: str) -> AcpSession:
+    async def _live_or_open(self, method: str, session_id: str, cwd: str,
+                            mcp_servers: Sequence[Any] | None = None) -> AcpSession:
+        """The live session ``session_id`` (its MCP servers as they are), or a new host for its file."""
         self._check_cwd(method, cwd, must_exist=False)
         while (pending := self._opening.get(session_id)) is not None:
             await pending.wait()
@@ -422,7 +423,7 @@ class RpcdAgent:
                 manager = await anyio.to_thread.run_sync(open_file)
             except Exception as exc:
                 raise to_request_error(exc, method) from None
-            return await self._open(method, manager)
+            return await self._open(method, manager, server_configs(mcp_servers, manager.get_cwd()))
         finally:
             del self._opening[session_id]
             done.set()

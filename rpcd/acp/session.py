@@ -56,6 +56,8 @@ from rpcd.core.values import (
 )
 from rpcd.host.host import Pending, SerializedHost
 from rpcd.host.port import Binding, HostSubscription, SessionPort
+from rpcd.mcp.config import ServerConfig
+from rpcd.mcp.pool import McpPool
 from rpcd.protocol.errors import ErrorCode
 from rpcd.runtime.factory import make_default_factory
 from rpcd.runtime.resources.commands import command_to_wire
@@ -101,6 +103,8 @@ class Front:
     task_group: anyio.abc.TaskGroup
     rules: ApprovalRules
     trust_memory: SessionTrustMemory = attrs.field(factory=SessionTrustMemory)
+    mcp_pool: McpPool | None = None
+    """The connection's MCP servers: one per distinct config, shared by the sessions naming it."""
 
 
 class _Bindings:
@@ -154,8 +158,10 @@ class _Turn:
 
 
 class AcpSession:
-    def __init__(self, front: Front, manager: SessionManager) -> None:
+    def __init__(self, front: Front, manager: SessionManager, mcp_servers: tuple[ServerConfig, ...] = ()) -> None:
         self.front = front
+        self.mcp_servers = mcp_servers
+        """The client's ``mcpServers`` for this session (``rpcd.acp.mcp``)."""
         self.id = manager.get_session_id()
         self.cwd = manager.get_cwd()
         self.file = manager.get_session_file()
@@ -193,6 +199,7 @@ class AcpSession:
                     extension_paths=config.extensions, flags=config.extension_flags,
                     no_context_files=config.no_context_files, tool_selection=config.tool_selection,
                     trust_memory=front.trust_memory, approval=self.gate, tool_operations=self._tool_operations(),
+                    mcp_pool=front.mcp_pool, mcp_servers=self.mcp_servers,
                 ),
                 authorize_project=trust_asker(front.conn, self.id, config.trust_policy, config.trust_timeout),
                 model_inputs=config.model_inputs,

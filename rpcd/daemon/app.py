@@ -45,7 +45,7 @@ from rpcd.host.failures import FailureContext, Phase, attach_context, context_of
 from rpcd.host.host import Pending, SerializedHost
 from rpcd.host.port import RuntimePort
 from rpcd.protocol import types as t
-from rpcd.protocol.names import UI_FEATURES
+from rpcd.protocol.names import MCP_STATUS, UI_FEATURES
 from rpcd.store import writer_lock
 from rpcd.tools import ApprovalGate, ApprovalRules
 from rpcd.transport.stdio import guard_stdout
@@ -58,6 +58,7 @@ from rpcd.wire.server import FLUSH_TIMEOUT, Server, create_server
 from rpcd.wire.trust import TrustMethods
 
 if TYPE_CHECKING:
+    from rpcd.mcp.pool import McpPool
     from rpcd.runtime.resources.trust import ProjectTrustContext, TrustDecision
     from rpcd.store import SessionManager
 
@@ -140,6 +141,8 @@ class Daemon:
             TrustMethods(self.host, lambda: _saved_trust(options.agent_dir)),
         )
         self.disposal_failure: BaseException | None = None
+        self.mcp_pool: McpPool | None = None
+        """The process's MCP servers (``rpcd.mcp.pool``), made with the first session."""
         self._on_ending = on_ending
         self._task_group: anyio.abc.TaskGroup | None = None
 
@@ -190,6 +193,7 @@ class Daemon:
 
         session_dir = self.location.directory
         manager = open_start_session(self.options, session_dir)
+        pool = await self._start_mcp_pool()
         factory = make_default_factory(
             ProcessInputs(
                 extension_paths=self.options.extensions,
@@ -200,6 +204,7 @@ class Daemon:
                     no_builtin_tools=self.options.no_builtin_tools, no_tools=self.options.no_tools,
                 ),
                 approval=self.approval,
+                mcp_pool=pool,
             ),
             authorize_project=self._authorize,
             model_inputs=self.options.model_inputs,
@@ -213,6 +218,20 @@ class Daemon:
             manager.close()  # never served: let another daemon have the file
             raise
         return runtime
+
+    async def _start_mcp_pool(self) -> McpPool:
+        """The MCP pool, its servers' tasks in the daemon's task group; its status changes become
+        ``mcp/status`` notifications."""
+        from rpcd.mcp.pool import McpPool
+        from rpcd.protocol.converter import unstructure
+        from rpcd.wire.handlers import mcp_server_result
+
+        pool = self.mcp_pool = McpPool()
+        assert self._task_group is not None
+        pool.start_in(self._task_group)  # not a child of this request's context
+        await pool.wait_running()
+        pool.subscribe(lambda state: self.pump.post(MCP_STATUS, {"server": unstructure(mcp_server_result(state))}))
+        return pool
 
     async def _authorize(self, cwd: str, context: ProjectTrustContext) -> TrustDecision:
         from rpcd.runtime.resources.trust import TrustDecision
@@ -278,6 +297,9 @@ class Daemon:
         except Exception as exc:
             self.disposal_failure = exc
             log_failure("final disposal failed", exc)
+        if self.mcp_pool is not None:  # every MCP server stopped (stdin closed, then SIGTERM, SIGKILL)
+            with anyio.move_on_after(self.options.exit_timeout):
+                await self.mcp_pool.close()
         with anyio.move_on_after(self.options.exit_timeout):
             await self.pump.drain()
         if self.disposal_failure is not None:

@@ -47,6 +47,7 @@ from rpcd.core.values import (
     Diagnostic,
     ForkMessage,
     ImageInput,
+    McpServerState,
     ModelDescription,
     ModelRef,
     QueueMode,
@@ -466,6 +467,10 @@ class SerializedHost:
     def commands(self) -> list[CommandInfo]:
         with self._session_access("getCommands") as session:
             return session.commands()
+
+    def mcp_servers(self) -> list[McpServerState]:
+        with self._session_access("listMcpServers") as session:
+            return session.mcp_servers()
 
     def set_model(self, provider: str, model_id: str) -> ModelRef:
         """Switch the current session's model (it appends one entry and never replaces the session).

@@ -25,6 +25,7 @@ from rpcd.core.values import (
     ForkMessage,
     ForkPosition,
     ImageInput,
+    McpServerState,
     ModelDescription,
     ModelRef,
     QueueMode,
@@ -83,6 +84,10 @@ class SessionPort(Protocol):
 
     def commands(self) -> list[CommandInfo]:
         """Every command a prompt can invoke now (extension commands, templates, skills)."""
+        ...
+
+    def mcp_servers(self) -> list[McpServerState]:
+        """The MCP servers the session named: status, tools, last error."""
         ...
 
     # -- turn control (Pi's AgentSession) ---------------------------------------------------

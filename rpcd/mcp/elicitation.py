@@ -55,7 +55,7 @@ async def ask_form(ui: UiContext, server: str, message: str, schema: Mapping[str
     for name, raw in fields.items():
         spec = raw if isinstance(raw, Mapping) else {}
         label = str(spec.get("title") or name)
-        prompt = f"{message}\n\n{label}" if first else label
+        prompt = f"{title}\n{message}\n\n{label}" if first else label
         if spec.get("description"):
             prompt += f" — {spec['description']}"
         first = False

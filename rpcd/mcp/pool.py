@@ -13,58 +13,43 @@ Status changes reach the listeners (``subscribe``): the fronts' ``mcp/status`` n
 
 from __future__ import annotations
 
+import contextvars
+import functools
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, Final
 
 import anyio
 import anyio.abc
 import attrs
 
+from rpcd.core.values import McpServerState
 from rpcd.mcp.config import ServerConfig
-from rpcd.mcp.connection import McpConnection, Status
+from rpcd.mcp.connection import McpConnection
 
 _log = logging.getLogger("rpcd.mcp.pool")
 
 DEFAULT_LINGER: Final = 2.0
-StatusListener = Callable[["ServerStatus"], None]
+StatusListener = Callable[[McpServerState], None]
 
 
-@attrs.frozen
-class ServerStatus:
-    """One server as ``listMcpServers`` / ``mcp/status`` show it (no env values, no headers)."""
+def _start_detached(group: anyio.abc.TaskGroup, run: Callable[[], Coroutine[Any, Any, Any]], name: str) -> None:
+    """``group.start_soon(run)`` from an empty ``contextvars`` context: a task started while a
+    request is served (a session's servers start inside its request) must not inherit — and keep
+    alive for the server's whole life — that request's context variables."""
+    def start() -> None:
+        group.start_soon(run, name=name)
 
-    name: str
-    transport: str
-    target: str
-    status: Status
-    tools: tuple[str, ...]
-    prompts: tuple[str, ...]
-    resources: int
-    sessions: int
-    last_error: str | None = None
-    server_name: str | None = None
-    server_version: str | None = None
-    source: str = ""
-
-    def to_wire(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "name": self.name, "transport": self.transport, "target": self.target, "status": self.status,
-            "tools": list(self.tools), "prompts": list(self.prompts), "resources": self.resources,
-            "sessions": self.sessions, "source": self.source,
-        }
-        if self.last_error is not None:
-            out["lastError"] = self.last_error
-        if self.server_name is not None:
-            out["serverName"] = self.server_name
-        if self.server_version is not None:
-            out["serverVersion"] = self.server_version
-        return out
+    contextvars.Context().run(start)
 
 
-def status_of(connection: McpConnection) -> ServerStatus:
+ServerStatus = McpServerState
+"""One server as the fronts show it (``rpcd.core.values.McpServerState``)."""
+
+
+def status_of(connection: McpConnection) -> McpServerState:
     config = connection.config
-    return ServerStatus(
+    return McpServerState(
         name=config.name, transport=config.transport, target=config.target(), status=connection.status,
         tools=tuple(t.name for t in connection.tools), prompts=tuple(p.name for p in connection.prompts),
         resources=len(connection.resources), sessions=connection.sessions, last_error=connection.last_error,
@@ -95,6 +80,14 @@ class McpPool:
         self._running: set[McpConnection] = set()
         """Every connection whose task runs (also one let go of and still shutting down)."""
         self._closed = False
+        self._running_event = anyio.Event()
+
+    def start_in(self, group: anyio.abc.TaskGroup) -> None:
+        """Run the pool in ``group`` as a task of its own context (see ``_start_detached``)."""
+        _start_detached(group, self.run, "rpcd mcp pool")
+
+    async def wait_running(self) -> None:
+        await self._running_event.wait()
 
     # -- life ----------------------------------------------------------------------------------------
 
@@ -103,6 +96,7 @@ class McpPool:
         try:
             async with anyio.create_task_group() as group:
                 self._group = group
+                self._running_event.set()
                 task_status.started()
                 await anyio.sleep_forever()
         finally:
@@ -132,6 +126,7 @@ class McpPool:
         """Hold the servers ``configs`` name, starting those not running; returns once each has
         settled (``ready`` or ``failed``)."""
         held: list[tuple[ServerConfig, McpConnection]] = []
+        await self._running_event.wait()
         group = self._live()
         for config in configs:
             key = config.key()
@@ -165,12 +160,12 @@ class McpPool:
 
         def spawn() -> None:
             if self._group is not None and not self._closed:
-                self._group.start_soon(run, name=f"mcp server {connection.config.name}")
+                _start_detached(self._group, run, f"mcp server {connection.config.name}")
 
         connection.bind_spawner(spawn)
         connection.begin_start()
         self._running.add(connection)
-        group.start_soon(run, name=f"mcp server {connection.config.name}")
+        _start_detached(group, run, f"mcp server {connection.config.name}")
 
     def _release(self, lease: McpLease) -> None:
         for _, connection in lease.connections:
@@ -178,7 +173,8 @@ class McpPool:
             if connection.sessions <= 0:
                 connection.sessions = 0
                 if self._group is not None and not self._closed:
-                    self._group.start_soon(self._stop_unless_taken, connection)
+                    _start_detached(self._group, functools.partial(self._stop_unless_taken, connection),
+                                    "mcp linger")
                 else:
                     connection.stop()
             self._changed(connection)

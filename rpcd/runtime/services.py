@@ -25,7 +25,7 @@ import fnmatch
 import glob
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
@@ -48,6 +48,10 @@ from rpcd.runtime.resources.trust import (
     resolve_project_trust,
 )
 from rpcd.tools import ApprovalGate, ToolOperations, ToolSelection
+
+if TYPE_CHECKING:
+    from rpcd.mcp.config import ServerConfig
+    from rpcd.mcp.pool import McpPool
 
 __all__ = [
     "AuthorizeProject",
@@ -83,6 +87,12 @@ class ProcessInputs:
     tool_operations: ToolOperations | None = attrs.field(default=None, eq=False)
     """Where the built-in file and shell tools do their I/O (the ACP front: the editor's buffers and
     terminals, ``rpcd.tools.operations``); ``None``: the local disk and processes."""
+    mcp_pool: McpPool | None = attrs.field(default=None, eq=False)
+    """The process's MCP pool (``rpcd.mcp.pool``): a session's servers are started, or shared with
+    the sessions already naming them, before its ``session_start``; ``None``: no MCP servers."""
+    mcp_servers: tuple[ServerConfig, ...] = ()
+    """Servers the front names for every session it makes (ACP's ``mcpServers``), after those of
+    the ``mcp.json`` files (a name given twice: the front's wins)."""
 
 
 @attrs.frozen

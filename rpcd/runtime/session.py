@@ -33,7 +33,7 @@ import os
 import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import anyio.to_thread
@@ -60,6 +60,7 @@ from rpcd.core.values import (
     ExtensionError,
     ForkMessage,
     ImageInput,
+    McpServerState,
     ModelDescription,
     ModelRef,
     QueueMode,
@@ -109,6 +110,9 @@ from rpcd.tools import (
     extension_profile,
 )
 from rpcd.tools.bash import SESSION_ENV_KEYS, shell_env
+
+if TYPE_CHECKING:
+    from rpcd.mcp.session import SessionMcp
 
 _log = logging.getLogger("rpcd.runtime.session")
 
@@ -184,6 +188,7 @@ class AgentSession:
         registry: ProviderRegistry | None = None,
         model_inputs: ModelInputs | None = None,
         approval: ApprovalGate | None = None,
+        mcp: SessionMcp | None = None,
     ) -> None:
         self.session_manager = session_manager
         self.registry = registry
@@ -196,6 +201,8 @@ class AgentSession:
         self.last_context_overflow: ContextOverflowError | None = None
         """The overflow the last run ended with (after recovery: the one recovery could not fix)."""
         self.approval = approval
+        self.mcp = mcp
+        """The MCP servers this session holds (its tools, prompt commands); let go of on ``dispose``."""
         """The process's approval gate (``None``: every tool runs, as in Pi)."""
         self.bindings: ExtensionBindings | None = None
         """What the host bound into this session (its UI, its tool approver); set by ``bind_extensions``."""
@@ -273,6 +280,7 @@ class AgentSession:
             auto_compaction_enabled=self.compaction.auto_enabled,
             auto_retry_enabled=self.auto_retry_enabled,
             approval_policy=self.approval_policy,
+            mcp_servers=tuple(self.mcp.statuses()) if self.mcp is not None else (),
         )
 
     @property
@@ -373,6 +381,9 @@ class AgentSession:
         ran = await command_input.run_extension_command(self._live_runner(), text)
         if ran is not None:
             return ran
+        if self.mcp is not None and not self._disposed:
+            expanded = await self.mcp.expand(text)  # /mcp__<server>__<prompt> args: the server's prompt
+            text = expanded if expanded is not None else text
         if self.compaction.manual_running:
             raise SessionBusyError(
                 "Cannot submit a prompt while compaction is in progress. Wait for compaction to finish and retry.",
@@ -435,12 +446,17 @@ class AgentSession:
 
     def commands(self) -> list[CommandInfo]:
         """Every command a prompt can invoke now, in Pi's order: extension commands, prompt
-        templates, skills (``skill:name``)."""
-        return command_input.list_commands(
+        templates, skills (``skill:name``); then the MCP servers' prompts (``mcp__<server>__<prompt>``)."""
+        listed = command_input.list_commands(
             self._runner,
             templates=getattr(self.services, "prompt_templates", None) or (),
             skills=getattr(self.services, "skills", None) or (),
         )
+        return [*listed, *self.mcp.commands()] if self.mcp is not None else listed
+
+    def mcp_servers(self) -> list[McpServerState]:
+        """The MCP servers this session named: status, tools, last error."""
+        return self.mcp.statuses() if self.mcp is not None else []
 
     def notify_commands_changed(self, previous: Sequence[CommandInfo]) -> None:
         """``commands_changed`` to the subscribers when this session's commands differ from ``previous``."""
@@ -895,6 +911,8 @@ class AgentSession:
     async def bind_extensions(self, bindings: ExtensionBindings) -> None:
         """Apply the host's bindings to the runner, then emit this session's ``session_start``."""
         self.bindings = bindings
+        if self.mcp is not None:
+            self.mcp.bind_ui(bindings.ui)  # an MCP server's questions (elicitation) go to this UI
         runner = self._runner
         if runner is None:
             return
@@ -925,6 +943,8 @@ class AgentSession:
                 runner.invalidate()
             except Exception:
                 _log.exception("extension runner invalidation failed")
+        if self.mcp is not None:
+            self.mcp.release()  # its servers go back to the pool (stopped when no session holds them)
         # Let go of the file: another rpcd process may take it now (an in-memory fork keeps using
         # this manager for the next session; it holds no lock).
         self.session_manager.close()
@@ -978,13 +998,16 @@ def tool_options(services: Any) -> ToolOptions:
     )
 
 
-def session_tools(services: Any, selection: ToolSelection, operations: ToolOperations | None = None) -> dict[str, Tool]:
+def session_tools(services: Any, selection: ToolSelection, operations: ToolOperations | None = None,
+                  mcp: SessionMcp | None = None) -> dict[str, Tool]:
     """The active tools of a session in ``services.cwd``, in Pi's order: built-ins bound to the
     cwd (rebuilt for every replacement; their I/O through ``operations`` when given) and the
     extensions' tools, selected as Pi selects them; an extension tool with a built-in's name takes
-    its place."""
+    its place. The MCP servers' tools come after the extensions' and are selected as theirs are
+    (``--tools`` names them to keep them; ``--no-tools`` drops them)."""
     runner: Any = getattr(services, "extensions", None)
     extension_defs: Mapping[str, Any] = getattr(runner, "tools", None) or {}
+    mcp_tools = mcp.tools() if mcp is not None else {}
     options = tool_options(services)
     if operations is not None:
         options = attrs.evolve(options, operations=operations)
@@ -992,18 +1015,22 @@ def session_tools(services: Any, selection: ToolSelection, operations: ToolOpera
     settings: Any = getattr(services, "settings", None)
     default_tools = settings.default_tools() if callable(getattr(settings, "default_tools", None)) else None
     names = active_tool_names(selection, default_tools=default_tools, builtin=BUILTIN_TOOL_NAMES,
-                              extension_tools=list(extension_defs))
-    return {name: (_extension_tool(runner, extension_defs[name]) if name in extension_defs else builtin[name])
+                              extension_tools=[*extension_defs, *(n for n in mcp_tools if n not in extension_defs)])
+    return {name: (_extension_tool(runner, extension_defs[name]) if name in extension_defs
+                   else mcp_tools[name] if name in mcp_tools else builtin[name])
             for name in names}
 
 
-def tool_profiles(services: Any, tools: Mapping[str, Tool]) -> dict[str, ToolProfile]:
+def tool_profiles(services: Any, tools: Mapping[str, Tool], mcp: SessionMcp | None = None) -> dict[str, ToolProfile]:
     """How the approval gate classifies each active tool: a built-in by its name; an extension's
-    tool (also one that took a built-in's name) by its own ``read_only`` declaration."""
+    tool (also one that took a built-in's name) by its own ``read_only`` declaration; an MCP tool
+    by its server's ``readOnlyHint``."""
     runner: Any = getattr(services, "extensions", None)
     extension_defs: Mapping[str, Any] = getattr(runner, "tools", None) or {}
+    mcp_profiles = mcp.profiles() if mcp is not None else {}
     return {name: (extension_profile(getattr(extension_defs[name], "read_only", False) is True)
-                   if name in extension_defs else builtin_profile(name))
+                   if name in extension_defs else mcp_profiles[name] if name in mcp_profiles
+                   else builtin_profile(name))
             for name in tools}
 
 
@@ -1069,6 +1096,7 @@ def create_agent_session(
     selection: Selection | None = None,
     approval: ApprovalGate | None = None,
     tool_operations: ToolOperations | None = None,
+    mcp: SessionMcp | None = None,
 ) -> tuple[AgentSession, Selection]:
     """Build a session over ``session_manager`` with ``services``; returns it and the model
     ``Selection`` (its ``fallback_message`` is Pi's ``Could not restore model p/m. Using p2/m2``,
@@ -1106,7 +1134,7 @@ def create_agent_session(
     elif not has_thinking_entry:
         sm.append_thinking_level_change(thinking)
 
-    tools = session_tools(services, tool_selection or ToolSelection(), tool_operations)
+    tools = session_tools(services, tool_selection or ToolSelection(), tool_operations, mcp)
     specs = [ToolSpec(name=t.name, description=t.description, parameters=dict(t.parameters)) for t in tools.values()]
     agent = Agent(
         provider=provider,
@@ -1119,9 +1147,9 @@ def create_agent_session(
     )
     session = AgentSession(
         session_manager=sm, services=services, agent=agent, session_start_event=session_start_event,
-        registry=registry, model_inputs=inputs, approval=approval,
+        registry=registry, model_inputs=inputs, approval=approval, mcp=mcp,
     )
-    agent.seam = ToolSeam(tools, _SessionHooks(weakref.proxy(session), tool_profiles(services, tools)).hooks())
+    agent.seam = ToolSeam(tools, _SessionHooks(weakref.proxy(session), tool_profiles(services, tools, mcp)).hooks())
     return session, selection
 
 

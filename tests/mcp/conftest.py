@@ -20,3 +20,6 @@ def npm_servers() -> NpmServers:
         if os.environ.get("RPCD_REQUIRE_PI_ORACLE") == "1":
             pytest.fail(message)
         pytest.skip(message)
+
+
+from tests.acp.conftest import agent_dir, project  # noqa: E402,F401 - the ACP front's projects and agent dir
