@@ -139,3 +139,19 @@ def test_a_prompt_command_and_an_elicitation_answered_through_ui_requests(tmp_pa
     assert _text(_ends(log)["ask1"]) == "hello Ada, 36, happy=True"
     assert dialogs[0][1]["title"].startswith("MCP server faults asks\nWho are you?")
     assert [kind for kind, _ in dialogs] == ["input", "input", "select"]
+
+
+def test_rpcctl_doctor_reports_each_mcp_server_and_a_failed_one_as_a_problem(tmp_path: Path) -> None:
+    from tests.clients.test_cli_exit_codes import OK, Ctl
+
+    ctl = Ctl(tmp_path)
+    (ctl.agent / "mcp.json").write_text(json.dumps({"mcpServers": {"faults": fault_entry(),
+                                                                   "broken": fault_entry("exit-at-start")}}))
+    result = ctl.one_document("doctor")
+    servers = {s["name"]: s for s in result["mcpServers"]}
+    assert servers["faults"]["status"] == "ready" and "echo" in servers["faults"]["tools"]
+    assert servers["broken"]["status"] == "failed"
+    assert any("MCP server broken is failed" in p["message"] for p in result["problems"])
+    human = ctl("doctor")
+    assert human.returncode == OK, human.stderr
+    assert any(line.startswith("mcp faults") and "ready" in line for line in human.stdout.splitlines())
