@@ -64,7 +64,7 @@ def _add_common(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
     group.add_argument("--timeout", type=float, metavar="SECONDS", default=default(60.0),
                        help="per-request timeout, also for start-up (default 60; 0 = none)")
     group.add_argument("--daemon", metavar="CMD", default=default(None),
-                       help="daemon command line (default: this python -m rpcd)")
+                       help="daemon command line (default: this python -P -m rpcd)")
     group.add_argument("--resume", metavar="PATH", dest="start_resume", default=default(None),
                        help="daemon starts on this session file")
     group.add_argument("--continue", action="store_true", dest="start_continue", default=default(False),
@@ -178,7 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(chat, suppress=True)
     demo = commands.add_parser("demo", help=DEMO_HELP, description=DEMO_HELP)
     demo.add_argument("--daemon", metavar="CMD", default=argparse.SUPPRESS,
-                      help="daemon command line (default: this python -m rpcd)")
+                      help="daemon command line (default: this python -P -m rpcd)")
     demo.add_argument("--verbose", "-v", action="store_true", default=argparse.SUPPRESS,
                       help="echo the daemon's stderr")
     return parser
@@ -484,7 +484,7 @@ async def amain(args: argparse.Namespace, reader: LineReader | None = None) -> i
             initialize=False,
         )
     except OSError as exc:  # the executable is missing or not runnable
-        raise ClientError(f"cannot start the daemon ({' '.join(command or ['python -m rpcd'])}): {exc}") from exc
+        raise ClientError(f"cannot start the daemon ({' '.join(command or ['python -P -m rpcd'])}): {exc}") from exc
     pump = EventPump(client, printer)
     diagnostics: list[dict[str, Any]] = []
     client.on_notification(lambda method, params: diagnostics.extend(params.get("diagnostics") or [])

@@ -306,7 +306,7 @@ class RpcdClient:
         echo_stderr: TextIO | None = None,
         initialize: bool = True,
     ) -> RpcdClient:
-        """Start ``command`` (default ``python -m rpcd``) + ``args`` and run ``initialize``.
+        """Start ``command`` (default ``python -P -m rpcd``) + ``args`` and run ``initialize``.
 
         On any failure the child is stopped before the exception propagates.
         """

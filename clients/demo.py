@@ -269,7 +269,7 @@ def main(daemon: str | None = None, verbose: bool = False) -> int:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
     except OSError as exc:  # the daemon command is missing or not executable
-        return _failed(show, f"error: cannot start the daemon ({daemon or 'python -m rpcd'}): {exc}", 4)
+        return _failed(show, f"error: cannot start the daemon ({daemon or 'python -P -m rpcd'}): {exc}", 4)
     except RpcError as exc:
         return _failed(show, exc.describe(), 3)
     except DaemonDied as exc:

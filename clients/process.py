@@ -15,10 +15,13 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import TextIO
 
+from rpcd.safe_start import python_module_command, without_relative_pythonpath
+
 
 def default_command(args: Sequence[str] = ()) -> list[str]:
-    """``<this python> -m rpcd <args>``: the daemon installed beside this client."""
-    return [sys.executable, "-m", "rpcd", *args]
+    """``<this python> -P -m rpcd <args>``: the daemon installed beside this client, started so that
+    the project it runs in is not on its ``sys.path`` (``rpcd.safe_start``)."""
+    return python_module_command(sys.executable, "rpcd", args)
 
 
 class StderrRing:
@@ -75,7 +78,8 @@ class DaemonProcess:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             cwd=cwd,
-            env=dict(env) if env is not None else None,
+            # an empty or relative PYTHONPATH entry would put the project (the cwd) on sys.path
+            env=without_relative_pythonpath(os.environ if env is None else env),
             # its own process group: a Ctrl-C at the client's terminal interrupts the client,
             # which aborts the turn or shuts the daemon down in order; the daemon never sees it
             process_group=0,

@@ -19,7 +19,19 @@ broken. From the bottom up:
 ``daemon``     the composition root: flags, startup, bindings, journal, logs
 ``clients``    the Python client library and ``rpcctl`` (directory ``clients/``; stdlib only)
 
-Importing ``rpcd`` itself imports nothing else, so ``rpcd.clients`` starts without pygls.
+``safe_start``  how Python is started with no project on ``sys.path`` (stdlib ``os``/``sys`` only)
+
+Importing ``rpcd`` itself imports nothing else, so ``rpcd.clients`` starts without pygls — except
+under a ``python -m rpcd…`` that left the current directory on ``sys.path``: that one is started
+again with ``-P`` right here, before a project's shadow of any module could be imported
+(``rpcd.safe_start``).
 """
+
+import sys
+
+if sys.argv[:1] == ["-m"]:  # being located by ``python -m``: the only start that can be unsafe
+    from rpcd.safe_start import restart_if_unsafe
+
+    restart_if_unsafe()
 
 __version__ = "0.1.0"

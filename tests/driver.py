@@ -34,8 +34,8 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 TIMEOUT = 60.0
-DAEMON = [sys.executable, "-m", "rpcd"]
-FIXTURE = [sys.executable, "-m", "tests.wire.fixture_server"]
+DAEMON = [sys.executable, "-P", "-m", "rpcd"]
+FIXTURE = [sys.executable, "-P", "-m", "tests.wire.fixture_server"]
 STARTED: list[Daemon] = []
 """Every real daemon started (not a fixture's ``argv``); ``tests/conftest.py`` checks their session events
 against the published schema (``tests/event_schema.py``) after each test."""

@@ -83,7 +83,7 @@ def test_sample_runs_as_written(sample: Sample, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("sample", [s for s in SAMPLES if s.kind == "synopsis"], ids=str)
 def test_synopsis_names_only_real_flags(sample: Sample) -> None:
-    help_text = subprocess.run([daemon_python(), "-m", "rpcd", "--help"], capture_output=True, text=True,
+    help_text = subprocess.run([daemon_python(), "-P", "-m", "rpcd", "--help"], capture_output=True, text=True,
                                env=os.environ | {"PYTHONPATH": str(REPO)}, check=True, timeout=60).stdout
     flags = set(re.findall(r"(?<![\w-])(--?[a-z][\w-]*)", sample.code))
     missing = sorted(f for f in flags if f not in help_text)
@@ -100,8 +100,8 @@ def test_extension_sample_loads_without_an_error(sample: Sample, tmp_path: Path)
     project = tmp_path / "project"
     project.mkdir()
     env = _environment(tmp_path)
-    with SyncClient.spawn(["--agent-dir", str(agent), "--cwd", str(project)], command=[daemon_python(), "-m", "rpcd"],
-                          env=env) as client:
+    command = [daemon_python(), "-P", "-m", "rpcd"]
+    with SyncClient.spawn(["--agent-dir", str(agent), "--cwd", str(project)], command=command, env=env) as client:
         state = client.get_state()
         problems = [n for n in client.iter_notifications(timeout=0.5) if n["method"] == "session/diagnostics"
                     and any(d["type"] == "error" for d in n["params"]["diagnostics"])]

@@ -23,7 +23,7 @@ PACKAGE = ROOT / "rpcd"
 DOORS: dict[str, frozenset[str]] = {
     "core": frozenset(),
     "protocol": frozenset(),
-    "clients": frozenset({"protocol.names"}),
+    "clients": frozenset({"protocol.names", "safe_start"}),
     "transport": frozenset({"core", "protocol"}),
     "store": frozenset({"core"}),
     "tools": frozenset({"core"}),
@@ -37,7 +37,8 @@ DOORS: dict[str, frozenset[str]] = {
                       "wire.errors"}),
     "daemon": frozenset({"*"}),
     "__main__": frozenset({"daemon"}),
-    "__init__": frozenset(),
+    "__init__": frozenset({"safe_start"}),
+    "safe_start": frozenset(),
 }
 # sub-room -> the rooms it may import besides itself: the session core of the runtime
 # (``rpcd.runtime.*`` outside the sub-rooms) composes them, so none of them imports it back
@@ -107,7 +108,8 @@ def test_every_room_has_a_door_rule_and_a_docstring_naming_its_doors() -> None:
     rooms = {room for room, _, _ in FILES}
     assert rooms <= set(DOORS), f"rooms without a door rule: {sorted(rooms - set(DOORS))}"
     for room in rooms - {"__main__", "__init__"}:
-        init = (ROOM_DIRS.get(room) or PACKAGE / room) / "__init__.py"
+        module = PACKAGE / f"{room}.py"  # a room of one module (safe_start)
+        init = module if module.is_file() else (ROOM_DIRS.get(room) or PACKAGE / room) / "__init__.py"
         doc = ast.get_docstring(ast.parse(init.read_text())) or ""
         if room not in ROOM_DIRS:
             assert "Doors:" in doc, f"{init.relative_to(ROOT)} does not say which rooms it may import"

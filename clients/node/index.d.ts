@@ -52,7 +52,8 @@ export declare class RpcdClient {
 }
 
 export interface SpawnOptions {
-  /** The daemon's argv (default ['python3', '-m', 'rpcd']). */
+  /** The daemon's argv (default DEFAULT_COMMAND, ['python3', '-P', '-m', 'rpcd']: keep `-P`, or use the
+   *  `rpcd` console script, so the project the daemon starts in is not on Python's sys.path). */
   command?: string[];
   args?: string[];
   cwd?: string;
@@ -62,6 +63,12 @@ export interface SpawnOptions {
 
 /** Spawn the daemon and initialize it. */
 export declare function spawnDaemon(options?: SpawnOptions): Promise<RpcdClient>;
+
+/** The default daemon argv: ['python3', '-P', '-m', 'rpcd']. */
+export declare const DEFAULT_COMMAND: readonly string[];
+
+/** `env` without empty or relative PYTHONPATH entries (Python would resolve them against the project). */
+export declare function withoutRelativePythonPath(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv;
 
 /** The daemon command from RPCD_DAEMON_CMD (a JSON array or a space-separated string). */
 export declare function daemonCommandFromEnv(fallback?: string[]): string[];

@@ -5,12 +5,13 @@
  * frames; the daemon auto-detects that framing from the first bytes and answers in kind.
  *
  *   const { spawnDaemon } = require('rpcd-client');   // or require('./rpcdClient') in this folder
- *   const client = await spawnDaemon({ command: ['python', '-m', 'rpcd'], args: ['--in-memory'] });
+ *   const client = await spawnDaemon({ command: ['python3', '-P', '-m', 'rpcd'], args: ['--in-memory'] });
  *   client.onSessionEvent((params) => ...);   // stale generations already dropped
  *   await client.request('newSession', {});
  *   await client.close();
  */
 const { spawn } = require('node:child_process');
+const path = require('node:path');
 const rpc = require('vscode-jsonrpc/node');
 
 const PROTOCOL_VERSION = 1;
@@ -129,12 +130,31 @@ class RpcdClient {
 }
 
 /**
- * Spawn the daemon (default: `python3 -m rpcd`) and initialize it.
+ * The daemon's default argv: `python3 -P -m rpcd`. `-P` keeps the project directory (the cwd the
+ * daemon starts in) off Python's sys.path, so a repository's `json/`, `typing.py`, `rpcd/` ... never
+ * run inside the daemon (the `rpcd` console script is safe as well).
+ */
+const DEFAULT_COMMAND = Object.freeze(['python3', '-P', '-m', 'rpcd']);
+
+/** `env` without empty or relative PYTHONPATH entries: Python resolves them against the cwd (the project). */
+function withoutRelativePythonPath(env) {
+  const out = { ...env };
+  if (out.PYTHONPATH === undefined) return out;
+  const kept = String(out.PYTHONPATH).split(path.delimiter).filter((entry) => path.isAbsolute(entry));
+  if (kept.length) out.PYTHONPATH = kept.join(path.delimiter);
+  else delete out.PYTHONPATH;
+  return out;
+}
+
+/**
+ * Spawn the daemon (default: `python3 -P -m rpcd`) and initialize it.
  * Options: command (argv array), args, cwd, env, handlers ({'host/authorizeProject': fn, 'ui/confirm': fn, ...}).
  */
-async function spawnDaemon({ command = ['python3', '-m', 'rpcd'], args = [], cwd, env, handlers = {} } = {}) {
+async function spawnDaemon({ command = DEFAULT_COMMAND, args = [], cwd, env, handlers = {} } = {}) {
   const [file, ...rest] = command;
-  const child = spawn(file, [...rest, ...args], { cwd, env: env ?? process.env, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(file, [...rest, ...args], {
+    cwd, env: withoutRelativePythonPath(env ?? process.env), stdio: ['pipe', 'pipe', 'pipe'],
+  });
   await new Promise((resolve, reject) => {
     child.once('spawn', resolve);
     child.once('error', reject);
@@ -156,10 +176,12 @@ async function spawnDaemon({ command = ['python3', '-m', 'rpcd'], args = [], cwd
 }
 
 /** The daemon command from RPCD_DAEMON_CMD (a JSON array or a space-separated string). */
-function daemonCommandFromEnv(fallback = ['python3', '-m', 'rpcd']) {
+function daemonCommandFromEnv(fallback = DEFAULT_COMMAND) {
   const raw = process.env.RPCD_DAEMON_CMD;
   if (!raw) return fallback;
   return raw.trim().startsWith('[') ? JSON.parse(raw) : raw.trim().split(/\s+/);
 }
 
-module.exports = { RpcdClient, spawnDaemon, daemonCommandFromEnv, PROTOCOL_VERSION };
+module.exports = {
+  RpcdClient, spawnDaemon, daemonCommandFromEnv, withoutRelativePythonPath, DEFAULT_COMMAND, PROTOCOL_VERSION,
+};

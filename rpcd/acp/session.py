@@ -61,6 +61,7 @@ from rpcd.mcp.pool import McpPool
 from rpcd.protocol.errors import ErrorCode
 from rpcd.runtime.factory import make_default_factory
 from rpcd.runtime.resources.commands import command_to_wire
+from rpcd.runtime.resources.settings import HeldSettings
 from rpcd.runtime.resources.trust import SessionTrustMemory
 from rpcd.runtime.runtime import create_runtime
 from rpcd.runtime.services import ProcessInputs
@@ -103,6 +104,8 @@ class Front:
     task_group: anyio.abc.TaskGroup
     rules: ApprovalRules
     trust_memory: SessionTrustMemory = attrs.field(factory=SessionTrustMemory)
+    held_settings: HeldSettings = attrs.field(factory=HeldSettings)
+    """The setters' choices (model, thinking level, ...) every later session of the process starts with."""
     mcp_pool: McpPool | None = None
     """The connection's MCP servers: one per distinct config, shared by the sessions naming it."""
 
@@ -198,8 +201,8 @@ class AcpSession:
                 ProcessInputs(
                     extension_paths=config.extensions, flags=config.extension_flags,
                     no_context_files=config.no_context_files, tool_selection=config.tool_selection,
-                    trust_memory=front.trust_memory, approval=self.gate, tool_operations=self._tool_operations(),
-                    mcp_pool=front.mcp_pool, mcp_servers=self.mcp_servers,
+                    trust_memory=front.trust_memory, held_settings=front.held_settings, approval=self.gate,
+                    tool_operations=self._tool_operations(), mcp_pool=front.mcp_pool, mcp_servers=self.mcp_servers,
                 ),
                 authorize_project=trust_asker(front.conn, self.id, config.trust_policy, config.trust_timeout),
                 model_inputs=config.model_inputs,

@@ -237,14 +237,12 @@ class AgentSessionRuntime:
         if previous_session_file is not None:
             start["previousSessionFile"] = previous_session_file
         previous_commands = self._session.commands()  # plain data, still answered by a disposed session
-        preferences = self._session.preferences
         result = await self._factory(
             cwd=cwd,
             agent_dir=self._agent_dir,
             session_manager=sm,
             session_start_event=start,
         )
-        result.session.apply_preferences(preferences)
         self._session = result.session
         self._services = result.services
         self._diagnostics = tuple(result.diagnostics)

@@ -35,7 +35,13 @@ from rpcd.runtime.extensions.python_runner import ExtensionRunner, discover_exte
 from rpcd.runtime.resources.context_files import ContextFile, load_context_files
 from rpcd.runtime.resources.discovery import Resource, resolve_resources
 from rpcd.runtime.resources.prompt_templates import PromptTemplate, load_prompt_templates
-from rpcd.runtime.resources.settings import CONFIG_DIR_NAME, Settings, load_global_settings, load_settings
+from rpcd.runtime.resources.settings import (
+    CONFIG_DIR_NAME,
+    HeldSettings,
+    Settings,
+    load_global_settings,
+    load_settings,
+)
 from rpcd.runtime.resources.skills import Skill, load_skills
 from rpcd.runtime.resources.trust import (
     AuthorizeProject,
@@ -81,6 +87,9 @@ class ProcessInputs:
     """``--tools`` / ``--exclude-tools`` / ``--no-builtin-tools`` / ``--no-tools`` (Pi's tool flags)."""
     trust_memory: SessionTrustMemory = attrs.field(factory=SessionTrustMemory, eq=False)
     """Per-process trust decisions (``trustOnce``), shared by every replacement."""
+    held_settings: HeldSettings = attrs.field(factory=HeldSettings, eq=False)
+    """What the setters chose (model, thinking level, queue modes, auto-compaction, auto-retry),
+    read by every later session as its global settings (``rpcd.runtime.settings.HeldSettings``)."""
     approval: ApprovalGate | None = attrs.field(default=None, eq=False)
     """The process's tool-approval gate (policy + remembered rules), shared by every session;
     ``None``: every tool runs, as in Pi."""
@@ -111,6 +120,8 @@ class Services:
     append_system_prompt: str | None = None
     skills: list[Skill] = attrs.field(factory=list)
     prompt_templates: list[PromptTemplate] = attrs.field(factory=list)
+    held_settings: HeldSettings | None = None
+    """The process's held setter choices (the session's setters add to them)."""
 
 
 async def create_services(
@@ -125,8 +136,9 @@ async def create_services(
     cwd = _resolve(cwd)
     agent_dir = _resolve(agent_dir)
     diagnostics: list[Diagnostic] = []
-    global_settings = load_global_settings(agent_dir)
-    global_data = global_settings[0]
+    global_data, global_error = load_global_settings(agent_dir)
+    global_data = process_inputs.held_settings.over(global_data)
+    global_settings = (global_data, global_error)
 
     runner = ExtensionRunner(cwd, agent_dir, process_inputs.flags)
     sources: dict[str, dict[str, Any]] = {}
@@ -220,6 +232,7 @@ async def create_services(
         append_system_prompt=append_system_prompt,
         skills=skills,
         prompt_templates=prompt_templates,
+        held_settings=process_inputs.held_settings,
     )
 
 

@@ -122,17 +122,6 @@ IMAGE_MIME_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 QUEUE_MODES: tuple[QueueMode, ...] = ("all", "one-at-a-time")
 
 
-@attrs.frozen
-class SessionPreferences:
-    """What the setters change beyond the session file (Pi writes these to the global settings;
-    rpcd keeps them for the daemon's lifetime and hands them to every replacement session)."""
-
-    steering_mode: QueueMode | None = None
-    follow_up_mode: QueueMode | None = None
-    auto_retry: bool | None = None
-    auto_compaction: bool | None = None
-
-
 class ExtensionRunnerLike(Protocol):
     """The part of ``rpcd.runtime.extensions.python_runner.ExtensionRunner`` a session uses."""
 
@@ -223,7 +212,6 @@ class AgentSession:
         self._idle = anyio.Event()
         self._idle.set()
         self._disposed = False
-        self.preferences = SessionPreferences()
         self.queues = InputQueues(self._queue_setting("steeringMode"), self._queue_setting("followUpMode"))
         agent.queues = self.queues
         self.dropped_queue: QueueSnapshot | None = None
@@ -516,9 +504,9 @@ class AgentSession:
         return await self.compaction.compact(custom_instructions)
 
     def set_auto_compaction(self, enabled: bool) -> None:
-        """Pi's ``setAutoCompactionEnabled`` (kept for the daemon's life, not written to settings.json)."""
+        """Pi's ``setAutoCompactionEnabled``: this session, and held for the later ones (``_hold``)."""
         self.compaction.set_auto_enabled(enabled)
-        self.preferences = attrs.evolve(self.preferences, auto_compaction=enabled)
+        self._hold(enabled, "compaction", "enabled")
 
     async def navigate_tree(self, target_id: str, *, summarize: bool = False, custom_instructions: str | None = None,
                             replace_instructions: bool | None = None, label: str | None = None) -> dict[str, Any]:
@@ -565,22 +553,11 @@ class AgentSession:
 
     def set_steering_mode(self, mode: QueueMode) -> None:
         self.queues.steering.mode = mode
-        self.preferences = attrs.evolve(self.preferences, steering_mode=mode)
+        self._hold(mode, "steeringMode")
 
     def set_follow_up_mode(self, mode: QueueMode) -> None:
         self.queues.follow_up.mode = mode
-        self.preferences = attrs.evolve(self.preferences, follow_up_mode=mode)
-
-    def apply_preferences(self, preferences: SessionPreferences) -> None:
-        """What an earlier session's setters chose (a replacement keeps them)."""
-        if preferences.steering_mode is not None:
-            self.set_steering_mode(preferences.steering_mode)
-        if preferences.follow_up_mode is not None:
-            self.set_follow_up_mode(preferences.follow_up_mode)
-        if preferences.auto_retry is not None:
-            self.set_auto_retry(preferences.auto_retry)
-        if preferences.auto_compaction is not None:
-            self.set_auto_compaction(preferences.auto_compaction)
+        self._hold(mode, "followUpMode")
 
     def _enqueue(self, kind: Kind, text: str, content: list[dict[str, Any]]) -> None:
         self.queues.add(kind, text, {"role": "user", "content": content, "timestamp": _now_ms()})
@@ -632,6 +609,13 @@ class AgentSession:
         value = self._setting(key)
         return value if value in QUEUE_MODES else "one-at-a-time"
 
+    def _hold(self, value: Any, *path: str) -> None:
+        """A setter's choice, for the process's later sessions: where Pi's setter writes the global
+        ``settings.json``, rpcd holds the same key in memory (``HeldSettings``); the file is untouched."""
+        held = getattr(self.services, "held_settings", None)
+        if held is not None:
+            held.hold(value, *path)
+
     # -- thinking ------------------------------------------------------------------------------
 
     def available_thinking_levels(self) -> list[str]:
@@ -641,7 +625,10 @@ class AgentSession:
 
     def set_thinking_level(self, level: str) -> str:
         """Pi's ``setThinkingLevel``: clamp to the model, switch, and append
-        ``thinking_level_change`` (notifying ``thinking_level_changed``) only if it changed."""
+        ``thinking_level_change`` (notifying ``thinking_level_changed``) only if it changed. The
+        requested level is held as the later sessions' ``defaultThinkingLevel`` (Pi's persisted
+        default: not clamped)."""
+        self._hold(level, "defaultThinkingLevel")
         model = self.agent.model
         available = self.available_thinking_levels()
         effective = level if level in available else (model.clamp_thinking(level) if model is not None else "off")
@@ -671,7 +658,8 @@ class AgentSession:
         return self.retry.enabled
 
     def set_auto_retry(self, enabled: bool) -> None:
-        self.preferences = attrs.evolve(self.preferences, auto_retry=enabled)
+        self.retry.enabled_override = enabled
+        self._hold(enabled, "retry", "enabled")
 
     def abort_retry(self) -> None:
         """Pi's ``abortRetry``: cancel a retry that is waiting (``auto_retry_end`` with ``Retry
@@ -827,7 +815,22 @@ class AgentSession:
             agent=self.agent, session_manager=self.session_manager, registry=self.registry,
             provider=provider, model_id=model_id, settings=self.settings(), notify=self._notify,
         )
+        self._hold_model(info)
         return ModelRef(info.provider, info.id)
+
+    def _hold_model(self, model: ModelInfo) -> None:
+        """The chosen model as the later sessions' default (Pi's ``setDefaultModelAndProvider``), and
+        in their scope when one is configured (``_addPersistedDefaultToNonEmptyScope``)."""
+        held = getattr(self.services, "held_settings", None)
+        if held is None:
+            return
+        held.hold(model.provider, "defaultProvider")
+        held.hold(model.id, "defaultModel")
+        enabled = held.get("enabledModels") or self._setting("enabledModels")
+        reference = f"{model.provider}/{model.id}"
+        if isinstance(enabled, list) and enabled and not any(
+                isinstance(p, str) and p.lower() == reference.lower() for p in enabled):
+            held.hold([*enabled, reference], "enabledModels")
 
     def cycle_model(self, direction: str = "forward") -> CycleModelResult | None:
         """Pi's ``cycleModel``: the next usable model in the scope (settings ``enabledModels`` /
@@ -841,6 +844,7 @@ class AgentSession:
                              notify=self._notify)
         if result is None:
             return None
+        self._hold_model(result.model)
         return CycleModelResult(model=describe_model(result.model), thinking_level=result.thinking_level,
                                 is_scoped=result.is_scoped)
 

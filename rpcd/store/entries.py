@@ -24,6 +24,9 @@ CUSTOM: Final = "custom"
 CUSTOM_MESSAGE: Final = "custom_message"
 LABEL: Final = "label"
 SESSION_INFO: Final = "session_info"
+CHECKPOINT_CUSTOM_TYPE: Final = "rpcd.checkpoint"
+"""The ``customType`` of rpcd's file checkpoints (``rpcd.store.checkpoints``): a ``custom`` entry,
+which Pi keeps and leaves out of the context."""
 
 KNOWN_ENTRY_TYPES: Final = frozenset(
     {

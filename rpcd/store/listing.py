@@ -24,10 +24,11 @@ from typing import Any, Literal
 
 import attrs
 
+from rpcd.core.errors import InvalidArgumentError, SessionFileNotFoundError
 from rpcd.core.files import read_regular
 from rpcd.store import entries as E
 from rpcd.store._ids import parse_iso
-from rpcd.store.loader import parsed_lines
+from rpcd.store.loader import parsed_lines, read_header
 from rpcd.store.paths import encode_cwd, get_agent_dir
 
 
@@ -77,72 +78,93 @@ def build_session_info(path: str) -> SessionInfo | None:
     try:
         # A FIFO or device named *.jsonl is no session: never opened for a blocking read.
         data = read_regular(path)
-        mtime = _from_ms(os.stat(path).st_mtime * 1000)
+        mtime = os.stat(path).st_mtime
     except OSError:
         return None
-    header: dict[str, Any] | None = None
-    message_count = 0
-    first_message = ""
-    texts: list[str] = []
-    name: str | None = None
-    last_activity: float | None = None
+    builder = SessionInfoBuilder()
     for entry in parsed_lines(data):
-        if header is None:
+        if not builder.add(entry):
+            return None
+    return builder.finish(path, mtime)
+
+
+class SessionInfoBuilder:
+    """Pi's ``buildSessionInfo`` over a file's parsed lines, one at a time (so a reader that also
+    wants something else of every entry, like the full-text search, reads the file once)."""
+
+    __slots__ = ("first_message", "header", "last_activity", "message_count", "name", "texts")
+
+    def __init__(self) -> None:
+        self.header: dict[str, Any] | None = None
+        self.message_count = 0
+        self.first_message = ""
+        self.texts: list[str] = []
+        self.name: str | None = None
+        self.last_activity: float | None = None
+
+    def add(self, entry: Any) -> bool:
+        """Take the next parsed line; ``False`` when the first one is not a session header."""
+        if self.header is None:
             if not isinstance(entry, dict) or entry.get("type") != E.SESSION:
-                return None
-            header = entry
-            continue
+                return False
+            self.header = entry
+            return True
         if not isinstance(entry, dict):
-            continue
+            return True
         kind = entry.get("type")
         if kind == E.SESSION_INFO:
             value = entry.get("name")
-            name = (E.js_trim(value) or None) if isinstance(value, str) else None
+            self.name = (E.js_trim(value) or None) if isinstance(value, str) else None
         if kind != E.MESSAGE:
-            continue
-        message_count += 1
+            return True
+        self.message_count += 1
         message = entry.get("message")
         if not isinstance(message, dict) or "content" not in message:
-            continue
+            return True
         role = message.get("role")
         if role not in ("user", "assistant"):
-            continue
+            return True
         stamp = message.get("timestamp")
         if isinstance(stamp, int | float) and not isinstance(stamp, bool):
-            last_activity = max(last_activity or 0, stamp)
+            self.last_activity = max(self.last_activity or 0, stamp)
         else:
             moment = parse_iso(entry.get("timestamp"))
             if moment is not None:
-                last_activity = max(last_activity or 0, moment.timestamp() * 1000)
+                self.last_activity = max(self.last_activity or 0, moment.timestamp() * 1000)
         text = E.message_text(message.get("content"))
-        if not text:
-            continue
-        texts.append(text)
-        if not first_message and role == "user":
-            first_message = text
-    if header is None:
-        return None
-    parsed = parse_iso(header.get("timestamp"))
-    created = _to_ms(parsed) if parsed is not None else None
-    modified = created or mtime
-    if last_activity is not None and last_activity > 0:
-        # A hand-edited timestamp can lie outside what datetime holds (JS: Invalid Date): keep the fallback.
-        with contextlib.suppress(OverflowError, ValueError, OSError):
-            modified = _from_ms(last_activity)
-    cwd = header.get("cwd")
-    parent = header.get("parentSession")
-    return SessionInfo(
-        path=path,
-        id=str(header.get("id")),
-        cwd=cwd if isinstance(cwd, str) else "",
-        name=name,
-        parent_session_path=parent if isinstance(parent, str) else None,
-        created=created or mtime,
-        modified=modified,
-        message_count=message_count,
-        first_message=first_message or "(no messages)",
-        all_messages_text=" ".join(texts),
-    )
+        if text:
+            self.texts.append(text)
+            if not self.first_message and role == "user":
+                self.first_message = text
+        return True
+
+    def finish(self, path: str, mtime_s: float) -> SessionInfo | None:
+        """The session's facts (``mtime_s``: the file's mtime, the fallback of its times)."""
+        header = self.header
+        if header is None:
+            return None
+        mtime = _from_ms(mtime_s * 1000)
+        parsed = parse_iso(header.get("timestamp"))
+        created = _to_ms(parsed) if parsed is not None else None
+        modified = created or mtime
+        if self.last_activity is not None and self.last_activity > 0:
+            # A hand-edited timestamp can lie outside what datetime holds (JS: Invalid Date): keep the fallback.
+            with contextlib.suppress(OverflowError, ValueError, OSError):
+                modified = _from_ms(self.last_activity)
+        cwd = header.get("cwd")
+        parent = header.get("parentSession")
+        return SessionInfo(
+            path=path,
+            id=str(header.get("id")),
+            cwd=cwd if isinstance(cwd, str) else "",
+            name=self.name,
+            parent_session_path=parent if isinstance(parent, str) else None,
+            created=created or mtime,
+            modified=modified,
+            message_count=self.message_count,
+            first_message=self.first_message or "(no messages)",
+            all_messages_text=" ".join(self.texts),
+        )
 
 
 def _jsonl_files(directory: str) -> list[str]:
@@ -227,3 +249,90 @@ def session_matches(info: SessionInfo, terms: Sequence[str]) -> bool:
         return True
     haystack = _SPACE.sub(" ", f"{info.name or ''}\n{info.first_message}\n{info.cwd}").lower()
     return all(term in haystack for term in terms)
+
+
+# -- a session named by id ---------------------------------------------------------------------
+
+
+@attrs.frozen
+class SessionRef:
+    """What a session argument (``--session``, ``rpcctl resume``) names: ``path`` — a path as given;
+    ``local`` — a session of the cwd's project; ``global`` — one of another project (``cwd``)."""
+
+    path: str
+    scope: Literal["path", "local", "global"]
+    cwd: str | None = None
+
+
+MAX_LISTED_MATCHES = 5
+HEADER_PEEK = 1 << 16
+"""Bytes read from each file to find its header when looking a session up by id."""
+
+
+def looks_like_path(ref: str) -> bool:
+    """Pi's rule: a ``/`` or ``\\``, or a ``.jsonl`` ending, makes a session argument a path."""
+    return "/" in ref or "\\" in ref or ref.endswith(".jsonl")
+
+
+def resolve_session_ref(
+    ref: str, cwd: str, session_dir: str | None = None, *, agent_dir: str | None = None
+) -> SessionRef:
+    """Pi's ``resolveSessionPath``: a path-like ``ref`` is a path (absolute against ``cwd``); else a
+    session id or id prefix, looked up in the cwd's project, then in every project: the exact id
+    first, else the one session whose id starts with ``ref``. Unlike Pi (which takes the newest of
+    several matches), a prefix several sessions share is refused, naming them
+    (``InvalidArgumentError``); nothing found is ``SessionFileNotFoundError``. Only the first line
+    of each file is read."""
+    if looks_like_path(ref):
+        return SessionRef(os.path.normpath(os.path.join(cwd, os.path.expanduser(ref))), "path")
+    if not ref.strip():
+        raise InvalidArgumentError("A session id cannot be empty", param="session")
+    local_dir = session_dir if session_dir is not None else _default_dir_path(cwd, agent_dir)
+    filter_cwd = _filters_by_cwd(local_dir, cwd, session_dir is not None, agent_dir)
+    local = [(path, header) for path, header in _headers(_jsonl_files(local_dir))
+             if not filter_cwd or header.get("cwd") == cwd]
+    found = _match_id(ref, local)
+    if found is not None:
+        return SessionRef(found[0], "local", _header_cwd(found[1]))
+    if session_dir is not None:
+        everywhere = _headers(_jsonl_files(session_dir))
+    else:
+        root = os.path.join(agent_dir if agent_dir is not None else get_agent_dir(), "sessions")
+        try:
+            projects = sorted(os.listdir(root))
+        except OSError:
+            projects = []
+        everywhere = _headers(path for name in projects for path in _jsonl_files(os.path.join(root, name)))
+    found = _match_id(ref, everywhere)
+    if found is not None:
+        same = os.path.abspath(_header_cwd(found[1]) or "") == os.path.abspath(cwd)
+        return SessionRef(found[0], "local" if same else "global", _header_cwd(found[1]))
+    raise SessionFileNotFoundError(f"No session found matching '{ref}'")
+
+
+def _headers(paths: Iterable[str]) -> list[tuple[str, dict[str, Any]]]:
+    found: list[tuple[str, dict[str, Any]]] = []
+    for path in paths:
+        header = read_header(path, HEADER_PEEK)
+        if header is not None and isinstance(header.get("id"), str):
+            found.append((path, header))
+    return found
+
+
+def _header_cwd(header: dict[str, Any]) -> str | None:
+    cwd = header.get("cwd")
+    return cwd if isinstance(cwd, str) else None
+
+
+def _match_id(ref: str, sessions: Sequence[tuple[str, dict[str, Any]]]) -> tuple[str, dict[str, Any]] | None:
+    exact = [item for item in sessions if item[1]["id"] == ref]
+    matches = exact or [item for item in sessions if str(item[1]["id"]).startswith(ref)]
+    if not matches:
+        return None
+    if len({item[1]["id"] for item in matches}) > 1:
+        ids = sorted({str(item[1]["id"]) for item in matches})
+        shown = ", ".join(ids[:MAX_LISTED_MATCHES]) + (", ..." if len(ids) > MAX_LISTED_MATCHES else "")
+        raise InvalidArgumentError(
+            f"Session id prefix '{ref}' is ambiguous: {len(ids)} sessions match ({shown}); give more of the id",
+            param="session")
+    return sorted(matches)[0]

@@ -356,15 +356,22 @@ def parsed_lines(data: bytes) -> Iterator[Any]:
     """Every line of ``data`` that parses, in order; blank and unparsable lines skipped, and so
     are lines parsing to ``null``/``false``/``0``/``""`` (Pi's ``parseSessionEntryLine`` rule)."""
     for line in data.split(b"\n"):
-        raw = line.strip(b" \t\r\n")
-        if not raw:
-            continue
-        try:
-            value = codec.loads(raw)
-        except codec.LineError:
-            continue
-        if E.js_truthy(value):
+        value = parse_line(line)
+        if value is not None:
             yield value
+
+
+def parse_line(line: bytes) -> Any:
+    """One line as Pi's ``parseSessionEntryLine`` reads it: the parsed value, or ``None`` for a blank
+    or unparsable line and for one parsing to ``null``/``false``/``0``/``""``."""
+    raw = line.strip(b" \t\r\n")
+    if not raw:
+        return None
+    try:
+        value = codec.loads(raw)
+    except codec.LineError:
+        return None
+    return value if E.js_truthy(value) else None
 
 
 def _lines(numbers: list[int]) -> str:

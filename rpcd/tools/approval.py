@@ -50,6 +50,8 @@ _log = logging.getLogger("rpcd.tools.approval")
 POLICY_SETTING: Final = "approvalPolicy"
 REJECTED_BY_USER: Final = "Tool call rejected by the user"
 REJECTED: Final = "Tool call rejected"
+OFF_LOOP_COMMAND_CHARS: Final = 4096
+"""A bash command longer than this is matched against the rules in a worker thread."""
 
 
 def parse_policy(value: Any) -> ApprovalPolicy | None:
@@ -135,8 +137,14 @@ class ApprovalGate:
         if policy == "deny-writes":
             return Block(f"{REJECTED}: the approval policy deny-writes refuses calls that may change something")
         project = canonical_project(cwd)
-        # a stat per call, a (small) read only when the file changed: cheap enough for the event loop
-        rule = self.rules.decide(facts, project) if self.rules is not None else None
+        # a stat per call, a (small) read only when the file changed: cheap enough for the event loop,
+        # but reading a long command for the commands inside it is not
+        if self.rules is None:
+            rule = None
+        elif len(facts.command or "") > OFF_LOOP_COMMAND_CHARS:
+            rule = await anyio.to_thread.run_sync(self.rules.decide, facts, project)
+        else:
+            rule = self.rules.decide(facts, project)
         if rule is not None:
             if rule.decision == "reject":
                 return Block(f"{REJECTED}: refused by a remembered approval rule ({_describe(rule)})")

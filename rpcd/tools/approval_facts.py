@@ -10,8 +10,6 @@ an extension tool: its own declaration counts, not the built-in's).
 from __future__ import annotations
 
 import json
-import re
-import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -19,6 +17,7 @@ import attrs
 
 from rpcd.core.values import ToolApprovalRequest, ToolKind, ToolLocation
 from rpcd.tools.paths import resolve_to_cwd
+from rpcd.tools.shell_syntax import simple_command_words
 
 READ_ONLY_BUILTINS: Final = frozenset({"read", "grep", "find", "ls"})
 """Built-ins that never change anything (they never ask under ``ask-writes``)."""
@@ -36,7 +35,6 @@ PREVIEW_CHARS: Final = 2000
 """A string argument longer than this is cut to this many characters plus a note of how much was cut."""
 PREVIEW_DEPTH: Final = 32
 TITLE_CHARS: Final = 120
-_OPERATOR = re.compile(r"^[();<>|&]+$")
 
 
 @attrs.frozen
@@ -144,41 +142,7 @@ def preview_arguments(value: Any, limit: int = PREVIEW_CHARS, depth: int = 0) ->
 
 
 # -- bash commands --------------------------------------------------------------------------------
-
-
-def command_tokens(command: str) -> list[str] | None:
-    """The shell words and operators of ``command`` (``None`` when it does not parse: an open quote)."""
-    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    try:
-        return list(lexer)
-    except ValueError:
-        return None
-
-
-def simple_command_words(command: str) -> list[str] | None:
-    """The words of ``command`` if it is one simple command — no operator (``; & | < > ( )``), no
-    command substitution (`` ` `` or ``$(``), one line — else ``None``."""
-    if "`" in command or "$(" in command or "\n" in command.strip() or "\r" in command:
-        return None
-    tokens = command_tokens(command)
-    if not tokens or any(_OPERATOR.match(token) for token in tokens):
-        return None
-    return tokens
-
-
-def command_segments(command: str) -> list[list[str]]:
-    """The simple commands inside ``command`` (split at operators and substitutions), best effort:
-    what a rejection rule is checked against."""
-    text = command.replace("`", " ; ").replace("$(", " ; ").replace("\n", " ; ")
-    tokens = command_tokens(text) or text.split()
-    segments: list[list[str]] = [[]]
-    for token in tokens:
-        if _OPERATOR.match(token) or token == "$":
-            segments.append([])
-        else:
-            segments[-1].append(token)
-    return [segment for segment in segments if segment]
+# How a command reads (one simple command or not, the commands inside it) is ``shell_syntax``'s.
 
 
 def bash_kind(command: str) -> ToolKind:

@@ -5,16 +5,17 @@ canonical cwd) and the tool, with a matcher derived from the call:
 
 * ``bash``: the command's first word(s) and `` *`` — ``npm test *`` (the program and, for
   programs with subcommands, the subcommand; see ``approval_facts.first_words``). A command that
-  is not one simple command (``;``, ``&&``, ``|``, redirections, ``$(…)``) is remembered whole and
-  matches only itself.
+  is not provably one simple command (``shell_syntax.simple_command_words``) is remembered whole
+  and matches exactly that text again.
 * file tools (``read``, ``edit``, ``write``, ``grep``, ``find``, ``ls``): the path as a glob,
   relative to the project (absolute outside it); a hand-edited rule may use ``*``, ``**``,
   ``?``, ``[…]``, ``{a,b}``.
 * any other tool: every call of that tool.
 
-Matching is deliberately lopsided: an *allow* rule for a command prefix applies only to a simple
-command that starts with exactly those words (``npm test && rm -rf /`` is asked about again),
-while a *reject* rule applies when any simple command inside the call starts with its words.
+Matching is deliberately lopsided: an *allow* rule for a command prefix applies only to a command
+that is provably one simple command starting with exactly those words (``npm test && rm -rf /``,
+``ls x#; rm y`` are asked about again), while a *reject* rule applies when any simple command bash
+could run inside the call starts with its words (``shell_syntax.command_segments``, generous).
 Paths are compared after resolving symbolic links. Reject rules win over allow rules. Rules are
 a convenience for a person answering prompts, not a sandbox.
 
@@ -39,14 +40,9 @@ from typing import Any, Final, Literal, TypeVar
 from rpcd.core.durable import locked, replace_file
 from rpcd.core.errors import RuntimeFailure
 from rpcd.core.values import ApprovalRule
-from rpcd.tools.approval_facts import (
-    FILE_TOOLS,
-    CallFacts,
-    command_segments,
-    first_words,
-    simple_command_words,
-)
+from rpcd.tools.approval_facts import FILE_TOOLS, CallFacts, first_words
 from rpcd.tools.globs import glob_to_regex
+from rpcd.tools.shell_syntax import command_segments, simple_command_words
 
 RULES_RELATIVE: Final = os.path.join("rpcd", "approvals.json")
 RULES_VERSION: Final = 1
@@ -206,10 +202,11 @@ def rule_matches(rule: ApprovalRule, facts: CallFacts, project: str) -> bool:
 
 
 def command_matches(pattern: str, command: str, *, reject: bool) -> bool:
-    """``pattern`` is ``words *`` (a prefix) or a whole command (exact, whitespace-insensitive)."""
+    """``pattern`` is ``words *`` (a prefix) or a whole command: exactly that text, leading and trailing
+    blanks aside (whitespace inside may be quoted, or a newline that ends a comment)."""
     prefix = _prefix_words(pattern)
     if prefix is None:
-        return " ".join(command.split()) == " ".join(pattern.split())
+        return command.strip() == pattern.strip()
     if reject:
         return any(_starts_with(segment, prefix, by_name=True) for segment in command_segments(command))
     words = simple_command_words(command)

@@ -37,7 +37,7 @@ class Daemon:
         full_env["PYTHONPATH"] = str(REPO) + os.pathsep + full_env.get("PYTHONPATH", "")
         full_env.update(env or {})
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "rpcd", *args],
+            [sys.executable, "-P", "-m", "rpcd", *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,

@@ -69,7 +69,7 @@ async def _spawn(args: list[str], agent_dir: str) -> _Driver:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PI_", "RPCD_"))}
     env.update(PYTHONPATH=str(REPO), PI_CODING_AGENT_DIR=agent_dir)
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "rpcd", *args, env=env, stdin=asyncio.subprocess.PIPE,
+        sys.executable, "-P", "-m", "rpcd", *args, env=env, stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL, limit=64 * 1024 * 1024)
     return _Driver(process)
 

@@ -28,7 +28,7 @@ SPAWN_AND_INIT = """
 import asyncio, sys
 from rpcd.clients.client import RpcdClient
 async def main():
-    client = await RpcdClient.spawn(["--in-memory"], command=[sys.executable, "-m", "rpcd"])
+    client = await RpcdClient.spawn(["--in-memory"], command=[sys.executable, "-P", "-m", "rpcd"])
     await client.close()
 asyncio.run(main())
 """
@@ -51,7 +51,7 @@ async def _spawn_to_initialized(runs: int) -> tuple[float, float]:
     up, down = [], []
     for _ in range(runs):
         started = time.perf_counter()
-        client = await RpcdClient.spawn(["--in-memory"], command=[sys.executable, "-m", "rpcd"])
+        client = await RpcdClient.spawn(["--in-memory"], command=[sys.executable, "-P", "-m", "rpcd"])
         up.append(time.perf_counter() - started)
         started = time.perf_counter()
         await client.close()
@@ -81,8 +81,8 @@ def _script(tmp: Path, deltas: int) -> dict[str, str]:
 
 def _raw_rate(env: dict[str, str], cwd: Path) -> tuple[float, int]:
     """Daemon emission rate as seen by a reader that only counts lines (no JSON parsing)."""
-    proc = subprocess.Popen([sys.executable, "-m", "rpcd", "--in-memory", "--cwd", str(cwd)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    proc = subprocess.Popen([sys.executable, "-P", "-m", "rpcd", "--in-memory", "--cwd", str(cwd)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
     assert proc.stdin is not None and proc.stdout is not None
     fd = proc.stdout.fileno()
 
@@ -118,7 +118,7 @@ def _raw_rate(env: dict[str, str], cwd: Path) -> tuple[float, int]:
 async def _library_rate(env: dict[str, str], cwd: Path) -> tuple[float, int]:
     from rpcd.clients.client import RpcdClient
 
-    client = await RpcdClient.spawn(["--in-memory", "--cwd", str(cwd)], command=[sys.executable, "-m", "rpcd"],
+    client = await RpcdClient.spawn(["--in-memory", "--cwd", str(cwd)], command=[sys.executable, "-P", "-m", "rpcd"],
                                     env=env)
     async with client:
         await client.get_state()

@@ -213,8 +213,8 @@ def rpcd_side(home: Path, project: Path, *args: str, env: Mapping[str, str] | No
               python: Sequence[str] | None = None) -> Side:
     full_env = _clean_env(home, env or {})
     full_env["PYTHONPATH"] = str(REPO) + os.pathsep + full_env.get("PYTHONPATH", "")
-    argv = [*(python or [sys.executable]), "-m", "rpcd", "--agent-dir", str(home / "agent"), "--cwd", str(project),
-            *args]
+    argv = [*(python or [sys.executable]), "-P", "-m", "rpcd", "--agent-dir", str(home / "agent"),
+            "--cwd", str(project), *args]
     return Side("rpcd", argv, full_env, str(project), _rpcd_request, lambda m: m.get("id") if "method" not in m
                 else None, _rpcd_event)
 

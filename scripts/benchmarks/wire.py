@@ -21,7 +21,7 @@ from pathlib import Path
 from benchmarks._harness import Measurement, median, percentile
 
 ROOT = Path(__file__).resolve().parents[2]
-FULL_DAEMON = [sys.executable, "-m", "rpcd"]
+FULL_DAEMON = [sys.executable, "-P", "-m", "rpcd"]
 DAEMON = [sys.executable, "-c",
           "from rpcd.wire.server import create_server, run_stdio; raise SystemExit(run_stdio(create_server()))"]
 BARE_ONE = [sys.executable, "-c",

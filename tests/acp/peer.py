@@ -199,7 +199,7 @@ async def spawn(editor: Editor, agent_dir: Path, *args: str, env: Mapping[str, s
                 initialize: bool = True) -> AsyncIterator[tuple[ClientSideConnection, asyncio.subprocess.Process]]:
     """``rpcd acp`` as an editor spawns it, connected through the SDK's ``spawn_agent_process``."""
     async with spawn_agent_process(
-        editor, sys.executable, "-m", "rpcd", "acp", "--agent-dir", str(agent_dir), *args,
+        editor, sys.executable, "-P", "-m", "rpcd", "acp", "--agent-dir", str(agent_dir), *args,
         env=agent_env(agent_dir, env), transport_kwargs={"limit": 64 * 1024 * 1024},
         use_unstable_protocol=True,
     ) as (conn, process):

@@ -32,7 +32,7 @@ PRINTING_EXTENSION = textwrap.dedent(
 def _run(args: list[str], lines: list[dict[str, Any] | str], agent_dir: Path, *, importtime: bool = False
          ) -> subprocess.CompletedProcess[bytes]:
     data = b"".join((line if isinstance(line, str) else json.dumps(line)).encode() + b"\n" for line in lines)
-    command = [sys.executable, *(["-X", "importtime"] if importtime else []), "-m", "rpcd", *args]
+    command = [sys.executable, "-P", *(["-X", "importtime"] if importtime else []), "-m", "rpcd", *args]
     return subprocess.run(command, input=data, capture_output=True, timeout=120, env=agent_env(agent_dir),
                           check=False)
 

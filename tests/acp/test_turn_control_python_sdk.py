@@ -199,3 +199,21 @@ async def test_thought_level_follows_the_model_and_sets_the_sessions_thinking_le
         assert _option(resumed.config_options, "thought_level") == level
         answer = await conn.set_config_option(config_id="model", session_id=session, value="local/r")
         assert _values(_option(answer.config_options, "thought_level")) == REASONING_LEVELS
+
+
+async def test_a_chosen_model_and_thinking_level_hold_for_the_processs_later_sessions(agent_dir: Path,
+                                                                                     project: Project) -> None:
+    """As Pi's persisted default (issue 30.2): a session created after the choice starts on it; the
+    agent dir's settings.json is left as it was."""
+    _models(agent_dir, local={"id": "r", "reasoning": True}, plain={"id": "p"})
+    settings = (agent_dir / "settings.json").read_bytes()
+    cwd = project("p")
+    editor = Editor()
+    async with spawn(editor, agent_dir) as (conn, _):
+        first = (await conn.new_session(cwd=str(cwd), mcp_servers=[])).session_id
+        await conn.set_config_option(config_id="model", session_id=first, value="local/r")
+        await conn.set_config_option(config_id="thought_level", session_id=first, value="high")
+        later = await conn.new_session(cwd=str(cwd), mcp_servers=[])
+        assert _option(later.config_options, "model")["currentValue"] == "local/r"
+        assert _option(later.config_options, "thought_level")["currentValue"] == "high"
+    assert (agent_dir / "settings.json").read_bytes() == settings

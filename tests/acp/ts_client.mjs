@@ -13,7 +13,7 @@ const [sdkDir, agentDir, projectA, projectB, python] = process.argv.slice(2);
 const acp = await import(pathToFileURL(join(sdkDir, "node_modules/@agentclientprotocol/sdk/dist/v1/stable/acp.js")));
 const { client, methods, ndJsonStream } = acp;
 
-const child = spawn(python, ["-m", "rpcd", "acp", "--agent-dir", agentDir], {
+const child = spawn(python, ["-P", "-m", "rpcd", "acp", "--agent-dir", agentDir], {
   stdio: ["pipe", "pipe", "inherit"],
   env: process.env,
 });

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -23,3 +25,17 @@ def daemon_available() -> bool:
 needs_daemon = pytest.mark.xfail(
     not daemon_available(), reason="the daemon entry point (python -m rpcd) has not landed yet", strict=True
 )
+
+
+def node_client_installed() -> str:
+    """The ``node`` binary, with the Node client's ``vscode-jsonrpc`` installed (skips without node/npm)."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        pytest.skip("node/npm not installed: the vscode-jsonrpc client test needs them (apt install nodejs npm)")
+    node_dir = REPO / "clients" / "node"
+    if not (node_dir / "node_modules" / "vscode-jsonrpc").is_dir():
+        install = subprocess.run(
+            [npm, "install", "--no-audit", "--no-fund"], cwd=node_dir, capture_output=True, text=True, check=False
+        )
+        assert install.returncode == 0, f"npm install failed:\n{install.stdout}\n{install.stderr}"
+    return node

@@ -44,7 +44,7 @@ def test_chat_asks_at_the_terminal_and_remembers_an_always_answer(tmp_path: Path
     except TmuxUnavailable as exc:
         pytest.skip(str(exc))
     project, agent, env = _setup(tmp_path, SCRIPT)
-    command = [daemon_python(), "-m", "rpcd.clients", "--agent-dir", str(agent), "--cwd", str(project), "chat"]
+    command = [daemon_python(), "-P", "-m", "rpcd.clients", "--agent-dir", str(agent), "--cwd", str(project), "chat"]
     tmux = Tmux(tmp_path, command, env=env)
     try:
         tmux.wait_for(r"^>", count=1)
@@ -75,7 +75,7 @@ def test_chat_asks_at_the_terminal_and_remembers_an_always_answer(tmp_path: Path
 
 
 def _ctl(agent: Path, project: Path, env: dict[str, str], *argv: str) -> subprocess.CompletedProcess[str]:
-    base = [daemon_python(), "-m", "rpcd.clients", "--agent-dir", str(agent), "--cwd", str(project)]
+    base = [daemon_python(), "-P", "-m", "rpcd.clients", "--agent-dir", str(agent), "--cwd", str(project)]
     full_env = {k: v for k, v in os.environ.items() if k != "PI_CODING_AGENT_DIR"} | env
     return subprocess.run([*base, *argv], capture_output=True, text=True, env=full_env, cwd=project,
                           stdin=subprocess.DEVNULL, check=False, timeout=120)

@@ -34,7 +34,7 @@ def _chat(tmp_path: Path, script: dict[str, Any] | list[dict[str, Any]], *extra:
     script_file = tmp_path / f"script-{name}.json"
     script_file.write_text(json.dumps(script))
     env = {"RPCD_FAUX_SCRIPT": str(script_file), "PYTHONPATH": str(REPO), "TERM": "xterm"}
-    command = [daemon_python(), "-m", "rpcd.clients", "--agent-dir", str(agent), "--cwd", str(project),
+    command = [daemon_python(), "-P", "-m", "rpcd.clients", "--agent-dir", str(agent), "--cwd", str(project),
                *extra, "chat"]
     directory = tmp_path / name
     directory.mkdir()
@@ -149,7 +149,7 @@ def test_ctrl_c_during_a_one_shot_prompt_aborts_the_turn_saves_it_and_exits_130(
     agent.mkdir()
     script = tmp_path / "slow.json"
     script.write_text(json.dumps({"steps": [{"text": "tock " * 400, "chunkSize": 5, "chunkDelay": 0.05}]}))
-    command = [daemon_python(), "-m", "rpcd.clients", "--agent-dir", str(agent), "--cwd", str(project),
+    command = [daemon_python(), "-P", "-m", "rpcd.clients", "--agent-dir", str(agent), "--cwd", str(project),
                "--yes", "prompt", "go on"]
     directory = tmp_path / "oneshot"
     directory.mkdir()

@@ -28,7 +28,7 @@ class Ctl:
         self.env["PYTHONPATH"] = str(REPO)
 
     def __call__(self, *argv: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        base = [daemon_python(), "-m", "rpcd.clients", "--agent-dir", str(self.agent), "--cwd", str(self.project)]
+        base = [daemon_python(), "-P", "-m", "rpcd.clients", "--agent-dir", str(self.agent), "--cwd", str(self.project)]
         return subprocess.run([*base, *argv], input=stdin, capture_output=True, text=True, env=self.env,
                               cwd=self.project, check=False, timeout=120)
 

@@ -36,7 +36,7 @@ class Ctl:
 
     def __call__(self, *argv: str, stdin: str | None = None, base: bool = True) -> subprocess.CompletedProcess[str]:
         head = ["--agent-dir", str(self.agent), "--cwd", str(self.project)] if base else []
-        return subprocess.run([daemon_python(), "-m", "rpcd.clients", *head, *argv], input=stdin,
+        return subprocess.run([daemon_python(), "-P", "-m", "rpcd.clients", *head, *argv], input=stdin,
                               capture_output=True, text=True, env=self.env, cwd=self.project, check=False,
                               timeout=120)
 
@@ -171,7 +171,7 @@ def test_import_dash_reads_the_transcript_from_stdin(tmp_path: Path) -> None:
     ctl = Ctl(tmp_path)
     assert ctl("prompt", "to import").returncode == OK
     source = next((ctl.agent / "sessions").rglob("*.jsonl"))
-    done = subprocess.run([daemon_python(), "-m", "rpcd.clients", "--agent-dir", str(ctl.agent), "--cwd",
+    done = subprocess.run([daemon_python(), "-P", "-m", "rpcd.clients", "--agent-dir", str(ctl.agent), "--cwd",
                            str(ctl.project), "--json", "import", "-"], input=source.read_text(),
                           capture_output=True, text=True, env=ctl.env, check=False, timeout=120)
     assert done.returncode == OK, done.stderr

@@ -16,7 +16,8 @@ pytestmark = needs_daemon
 
 def _ctl(agent: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([daemon_python(), "-m", "rpcd.clients", "--agent-dir", str(agent), "--cwd", str(cwd), *args],
+    return subprocess.run([daemon_python(), "-P", "-m", "rpcd.clients", "--agent-dir", str(agent), "--cwd", str(cwd),
+                           *args],
                           capture_output=True, text=True, timeout=120, env=env, check=False)
 
 

@@ -50,7 +50,7 @@ async def test_tool_approval_handler_and_typed_approval_calls(tmp_path: Path) ->
         asked.append(params)
         return {"decision": "allowAlways"}
 
-    client = await RpcdClient.spawn(_args(agent, project), command=[daemon_python(), "-m", "rpcd"], env=env,
+    client = await RpcdClient.spawn(_args(agent, project), command=[daemon_python(), "-P", "-m", "rpcd"], env=env,
                                     initialize=False)
     client.on_tool_authorize(decide)  # declares toolApproval: the default policy becomes ask-writes
     async with client:
@@ -76,7 +76,7 @@ async def test_trust_prompt_round_trip_with_the_daemon(tmp_path: Path) -> None:
         asked.append(params)
         return {"decision": "trustOnce"}
 
-    client = await RpcdClient.spawn(_args(agent, project), command=[daemon_python(), "-m", "rpcd"],
+    client = await RpcdClient.spawn(_args(agent, project), command=[daemon_python(), "-P", "-m", "rpcd"],
                                     env=_env(agent), handlers={"host/authorizeProject": authorize})
     async with client:
         await client.new_session()
@@ -90,7 +90,8 @@ async def test_trust_prompt_round_trip_with_the_daemon(tmp_path: Path) -> None:
 @pytest.mark.anyio
 async def test_no_event_of_the_replaced_session_is_delivered_after_fork(tmp_path: Path) -> None:
     agent, project = _project(tmp_path)
-    client = await RpcdClient.spawn(_args(agent, project), command=[daemon_python(), "-m", "rpcd"], env=_env(agent))
+    client = await RpcdClient.spawn(_args(agent, project), command=[daemon_python(), "-P", "-m", "rpcd"],
+                                    env=_env(agent))
     async with client:
         stream = client.notifications(["session/event", "session/lifecycle"])
         await client.new_session()
@@ -112,7 +113,8 @@ async def test_no_event_of_the_replaced_session_is_delivered_after_fork(tmp_path
 @needs_daemon
 def test_sync_facade_runs_a_turn_and_streams_notifications(tmp_path: Path) -> None:
     agent, project = _project(tmp_path)
-    with SyncClient.spawn(_args(agent, project), command=[daemon_python(), "-m", "rpcd"], env=_env(agent)) as client:
+    command = [daemon_python(), "-P", "-m", "rpcd"]
+    with SyncClient.spawn(_args(agent, project), command=command, env=_env(agent)) as client:
         client.new_session()
         assert client.prompt("sync hello") == {"stopReason": "stop"}
         text = ""
@@ -131,8 +133,8 @@ def test_sync_facade_runs_a_turn_and_streams_notifications(tmp_path: Path) -> No
 def test_demo_runs_the_whole_flow_and_exits_0() -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("RPCD_FAUX_SCRIPT", "PI_CODING_AGENT_DIR")}
     env["PYTHONPATH"] = str(REPO)
-    done = subprocess.run([daemon_python(), "-m", "rpcd.clients", "demo"], capture_output=True, text=True, env=env,
-                          cwd=REPO, check=False, timeout=180)
+    done = subprocess.run([daemon_python(), "-P", "-m", "rpcd.clients", "demo"], capture_output=True, text=True,
+                          env=env, cwd=REPO, check=False, timeout=180)
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
     for step in ("spawn the daemon and initialize", "newSession", "prompt", "fork before the user message",
@@ -205,7 +207,7 @@ async def test_get_commands_and_an_editor_dialog_through_the_library(tmp_path: P
         return {"value": "final text"}
 
     client = await RpcdClient.spawn([*_args(agent, project), "--trust-policy", "trust"],
-                                    command=[daemon_python(), "-m", "rpcd"], env=_env(agent),
+                                    command=[daemon_python(), "-P", "-m", "rpcd"], env=_env(agent),
                                     handlers={"ui/editor": editor}, initialize=False)
     async with client:
         await client.initialize(ui_notifications=["setStatus"])

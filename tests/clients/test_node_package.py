@@ -78,7 +78,7 @@ def test_npm_pack_install_into_a_project_and_run_against_the_daemon(tmp_path: Pa
     _run([npm, "install", "--no-audit", "--no-fund", str(tmp_path / info["filename"]),
           "typescript@5", "@types/node@20"], project)
     (project / "user.js").write_text(USER_JS)
-    env = {**os.environ, "RPCD_DAEMON_CMD": json.dumps([daemon_python(), "-m", "rpcd"]),
+    env = {**os.environ, "RPCD_DAEMON_CMD": json.dumps([daemon_python(), "-P", "-m", "rpcd"]),
            "PYTHONPATH": str(REPO)}
     ran = _run([node, "user.js"], project, env=env)
     assert "ran against the daemon" in ran.stdout

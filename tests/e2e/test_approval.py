@@ -434,6 +434,38 @@ def test_an_allow_rule_for_a_prefix_never_covers_a_compound_command(tmp_path: Pa
     assert not (project / "sneaky").exists()
 
 
+HIDDEN_SECOND_COMMANDS = ("ls x#; {}", "ls $'a\\'' ; {} ; # '", "ls -d .#;{}")
+"""The reported bypasses: ``#`` inside a word is no comment to bash, ``$'…'`` is no plain quote."""
+
+
+def test_a_hidden_second_command_is_asked_about_under_an_allow_rule_and_refused_by_a_reject_rule(
+        tmp_path: Path) -> None:
+    """After ``allowAlways`` for ``ls -la`` (rule ``ls *``) and ``rejectAlways`` for ``rm -f x`` (rule
+    ``rm *``): a ``touch`` hidden behind each bypass is asked about (and refused here), an ``rm`` hidden
+    the same way is refused by the rule without a question; nothing of them runs."""
+    touches = [shape.format(f"touch PWNED{i}") for i, shape in enumerate(HIDDEN_SECOND_COMMANDS)]
+    removals = [shape.format("rm -f notes.txt") for shape in HIDDEN_SECOND_COMMANDS]
+    second = [_call("bash", f"t{i}", command=c) for i, c in enumerate(touches)]
+    second += [_call("bash", f"r{i}", command=c) for i, c in enumerate(removals)]
+    second.append(_call("bash", "again", command="ls -la"))
+    script = [{"toolCalls": [_call("bash", "ls", command="ls -la"), _call("bash", "rm", command="rm -f x")]},
+              {"text": "remembered"}, {"toolCalls": second}, {"text": "done"}]
+    project, agent, env = _setup(tmp_path, script)
+    asker = Asker({"decision": "allowAlways"}, {"decision": "rejectAlways"})
+    with _daemon(project, agent, env, asker) as d:
+        d.initialize(APPROVE)
+        d.call("prompt", {"text": "remember"})
+        rules = d.call("listApprovalRules", {"cwd": str(project)})["rules"]
+        d.call("prompt", {"text": "try"})
+        log = list(d.log)
+    assert sorted((r["decision"], r["command"]) for r in rules) == [("allow", "ls *"), ("reject", "rm *")]
+    assert [p["toolCallId"] for p in asker.asked] == ["ls", "rm", "t0", "t1", "t2"]
+    assert (project / "notes.txt").exists() and not list(project.glob("PWNED*"))
+    ends = _ends(log)
+    assert all("refused by a remembered approval rule" in _text(ends[f"r{i}"]) for i in range(3))
+    assert not ends["again"]["isError"]
+
+
 def test_a_corrupted_rules_file_is_a_warning_no_rule_applies_and_it_is_never_rewritten(tmp_path: Path) -> None:
     script = [{"toolCall": _call("bash", "b", command="touch hi.txt")}, {"text": "done"}]
     project, agent, env = _setup(tmp_path, script)

@@ -171,7 +171,7 @@ def test_extension_flag_without_a_name_is_a_usage_error(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-m", "rpcd", "--flag", "=x"], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-P", "-m", "rpcd", "--flag", "=x"], capture_output=True, text=True,
                           stdin=subprocess.DEVNULL, timeout=60)
     assert done.returncode == 2 and "an extension flag needs a name" in done.stderr
 

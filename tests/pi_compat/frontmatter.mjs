@@ -7,6 +7,7 @@ const root = process.env.RPCD_PI_ORACLE_DIR;
 const dist = join(root, "node_modules", "@earendil-works", "pi-coding-agent", "dist");
 const { parseFrontmatter } = await import(join(dist, "utils", "frontmatter.js"));
 const templates = await import(join(dist, "core", "prompt-templates.js"));
+const search = await import(join(dist, "modes", "interactive", "components", "session-selector-search.js"));
 
 function jsonable(value) {
   // NaN/Infinity have no JSON form: tag them so the comparison can still see them.
@@ -25,6 +26,20 @@ for await (const line of rl) {
       } catch (error) {
         return { error: String(error?.message ?? error) };
       }
+    });
+  } else if (request.search) {
+    // {"search": {"queries": [q, ...], "texts": [t, ...]}}: parseSearchQuery of each query, and
+    // whether matchSession matches a session whose only text is t (id, name and cwd empty).
+    const { queries, texts } = request.search;
+    results = queries.map((query) => {
+      const parsed = search.parseSearchQuery(query);
+      return {
+        mode: parsed.mode,
+        tokens: parsed.tokens.map((t) => [t.kind, t.value]),
+        error: parsed.error ?? null,
+        matches: texts.map((text) =>
+          parsed.error ? false : search.matchSession({ id: "", name: "", allMessagesText: text, cwd: "" }, parsed).matches),
+      };
     });
   } else if (request.expand) {
     // {"expand": {"templates": [{name, content}], "inputs": [text, ...]}}

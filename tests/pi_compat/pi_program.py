@@ -9,10 +9,14 @@ the ``queue_update`` sequence, the stop points, and each step's answer.
 Steps (tuples): ``("prompt", text, behavior?)`` (does not wait), ``("steer", text)``,
 ``("followUp", text)``, ``("clearQueue",)``, ``("abort",)``, ``("setSteeringMode", mode)``,
 ``("setFollowUpMode", mode)``, ``("setThinkingLevel", level)``, ``("cycleThinkingLevel",)``,
-``("getAvailableThinkingLevels",)``, ``("waitEvent", type, nth)`` (until the nth event of that
-type since the program began), ``("settled",)`` (until ``agent_settled`` after the last prompt).
+``("getAvailableThinkingLevels",)``, ``("setModel", provider, model_id)``, ``("cycleModel",)``,
+``("setAutoCompaction", bool)``, ``("setAutoRetry", bool)``, ``("newSession",)``, ``("getState",)``
+(its answer: the model as ``provider/id``, the thinking level, the queue modes and auto-compaction),
+``("waitEvent", type, nth)`` (until the nth event of that type since the program began),
+``("settled",)`` (until ``agent_settled`` after the last prompt).
 Pi answers commands in its own envelope; both sides' answers are reduced to
-``{"ok": bool, "data"?: ...}`` in Pi's shapes.
+``{"ok": bool, "data"?: ...}`` in Pi's shapes (a model as ``provider/id``). Each side also reports
+its agent dir's ``settings.json`` after the program (``None``: no file).
 """
 
 from __future__ import annotations
@@ -43,8 +47,55 @@ _PI_COMMANDS = {
     "steer": "steer", "followUp": "follow_up", "clearQueue": "clear_queue", "abort": "abort",
     "setSteeringMode": "set_steering_mode", "setFollowUpMode": "set_follow_up_mode",
     "setThinkingLevel": "set_thinking_level", "cycleThinkingLevel": "cycle_thinking_level",
-    "getAvailableThinkingLevels": "get_available_thinking_levels",
+    "getAvailableThinkingLevels": "get_available_thinking_levels", "setModel": "set_model",
+    "cycleModel": "cycle_model", "setAutoCompaction": "set_auto_compaction", "setAutoRetry": "set_auto_retry",
+    "newSession": "new_session", "getState": "get_state",
 }
+
+
+def _params(step: Step) -> dict[str, Any]:
+    """A step's parameters, in rpcd's names (Pi's are the same but ``message`` for ``text``)."""
+    name = step[0]
+    if name in ("steer", "followUp"):
+        return {"text": step[1]}
+    if name in ("setSteeringMode", "setFollowUpMode"):
+        return {"mode": step[1]}
+    if name == "setThinkingLevel":
+        return {"level": step[1]}
+    if name == "setModel":
+        return {"provider": step[1], "modelId": step[2]}
+    if name in ("setAutoCompaction", "setAutoRetry"):
+        return {"enabled": step[1]}
+    return {}
+
+
+def _model_ref(model: Mapping[str, Any] | None) -> str | None:
+    if model is None:
+        return None
+    return f"{model['provider']}/{model.get('id', model.get('modelId'))}"
+
+
+def _reduced(name: str, data: Any) -> Any:
+    """What both sides' answers to ``name`` must agree on (Pi's data, rpcd's result)."""
+    if name == "setModel":
+        return _model_ref(data)
+    if name == "cycleModel":
+        return None if data is None else (_model_ref(data["model"]), data["thinkingLevel"])
+    if name == "newSession":
+        return {"cancelled": data["cancelled"]}
+    if name == "getState":
+        return {"model": _model_ref(data.get("model")), "thinkingLevel": data["thinkingLevel"],
+                "steeringMode": data["steeringMode"], "followUpMode": data["followUpMode"],
+                "autoCompactionEnabled": data["autoCompactionEnabled"]}
+    return data
+
+
+_REDUCED = ("setModel", "cycleModel", "newSession", "getState")
+
+
+def _settings_file(agent_dir: Path) -> Any:
+    path = agent_dir / "settings.json"
+    return json.loads(path.read_text()) if path.exists() else None
 
 
 class PiRpc:
@@ -231,14 +282,13 @@ def run_pi(oracle: PiOracle, root: Path, script: list[dict[str, Any]], program: 
             elif name == "settled":
                 settle()
             else:
-                command = {"type": _PI_COMMANDS[name]}
-                if name in ("steer", "followUp"):
-                    command["message"] = step[1]
-                elif name in ("setSteeringMode", "setFollowUpMode"):
-                    command["mode"] = step[1]
-                elif name == "setThinkingLevel":
-                    command["level"] = step[1]
-                answers.append(_pi_answer(pi.response(pi.send(command))))
+                params = _params(step)
+                if "text" in params:
+                    params["message"] = params.pop("text")
+                answer = _pi_answer(pi.response(pi.send({"type": _PI_COMMANDS[name], **params})))
+                if name in _REDUCED and answer["ok"]:
+                    answer["data"] = _reduced(name, answer.get("data"))
+                answers.append(answer)
         settle()
         state = _pi_answer(pi.response(pi.send({"type": "get_state"})))
         entries = _pi_answer(pi.response(pi.send({"type": "get_entries"})))["data"]["entries"]
@@ -249,12 +299,14 @@ def run_pi(oracle: PiOracle, root: Path, script: list[dict[str, Any]], program: 
     file_entries = [json.loads(line) for line in files[-1].read_text().splitlines() if line.strip()] if files else []
     return {"answers": answers, "entries": normalise(entries), "file": normalise(file_entries),
             "queue": [(e["steering"], e["followUp"]) for e in events if e.get("type") == "queue_update"],
-            "state": state["data"], "events": events}
+            "state": state["data"], "events": events, "settings": _settings_file(agent_dir)}
 
 
 def run_rpcd(root: Path, script: list[dict[str, Any]], program: Sequence[Step], *,
-             agent_files: Mapping[str, Any] | None = None, chunk_delay: float = 0.005) -> dict[str, Any]:
-    """The same program through the real daemon; the faux script streams with ``chunk_delay``."""
+             agent_files: Mapping[str, Any] | None = None, chunk_delay: float = 0.005,
+             model_args: Sequence[str] = ()) -> dict[str, Any]:
+    """The same program through the real daemon; the faux script streams with ``chunk_delay``;
+    ``model_args``: rpcd's model flags (Pi's: ``--provider``, ``--model``, ``--thinking``)."""
     agent_dir, cwd = root / "rpcd-agent", root / "rpcd-project"
     agent_dir.mkdir(parents=True)
     cwd.mkdir(parents=True, exist_ok=True)
@@ -263,7 +315,8 @@ def run_rpcd(root: Path, script: list[dict[str, Any]], program: Sequence[Step], 
     script_file.write_text(json.dumps({"steps": script, "chunkDelay": chunk_delay}))
     answers: list[dict[str, Any]] = []
     prompt_ids: list[int] = []
-    with Daemon("--agent-dir", str(agent_dir), "--cwd", str(cwd), env={"RPCD_FAUX_SCRIPT": str(script_file)}) as d:
+    with Daemon("--agent-dir", str(agent_dir), "--cwd", str(cwd), *model_args,
+                env={"RPCD_FAUX_SCRIPT": str(script_file)}) as d:
         d.initialize()
 
         def events() -> list[dict[str, Any]]:
@@ -295,16 +348,11 @@ def run_rpcd(root: Path, script: list[dict[str, Any]], program: Sequence[Step], 
                     d.wait(msg_id)
                 prompt_ids.clear()
             else:
-                params = {}
-                if name in ("steer", "followUp"):
-                    params = {"text": step[1]}
-                elif name in ("setSteeringMode", "setFollowUpMode"):
-                    params = {"mode": step[1]}
-                elif name == "setThinkingLevel":
-                    params = {"level": step[1]}
-                answer = _rpcd_answer(d.wait(d.start(name, params or None)))
+                answer = _rpcd_answer(d.wait(d.start(name, _params(step) or None)))
                 if name == "cycleThinkingLevel" and answer.get("data") == {"level": None}:
                     answer = {"ok": True}  # Pi's data is null; rpcd answers {"level": null} (docs/pi-compat.md)
+                if name in _REDUCED and answer["ok"]:
+                    answer["data"] = _reduced(name, answer.get("data"))
                 answers.append(answer)
         for msg_id in prompt_ids:
             d.wait(msg_id)
@@ -316,7 +364,7 @@ def run_rpcd(root: Path, script: list[dict[str, Any]], program: Sequence[Step], 
         file_entries = [json.loads(x) for x in Path(state["sessionFile"]).read_text().splitlines() if x.strip()]
     return {"answers": answers, "entries": normalise(entries), "file": normalise(file_entries),
             "queue": [(e["steering"], e["followUp"]) for e in evts if e.get("type") == "queue_update"],
-            "state": state, "events": evts}
+            "state": state, "events": evts, "settings": _settings_file(agent_dir)}
 
 
 def _rpcd_answer(response: Mapping[str, Any], queued: bool = False) -> dict[str, Any]:

@@ -1,5 +1,6 @@
 """Pi 0.85.0's own text functions, run by the oracle's Node (``frontmatter.mjs``): its
-``parseFrontmatter`` and its prompt-template ``expandPromptTemplate`` / ``parseCommandArgs``.
+``parseFrontmatter``, its prompt-template ``expandPromptTemplate`` / ``parseCommandArgs`` and its
+session picker's ``parseSearchQuery`` / ``matchSession``.
 One Node process per batch (importing Pi costs ~1 s; a batch has hundreds of inputs)."""
 
 from __future__ import annotations
@@ -30,6 +31,12 @@ def _run(oracle: PiOracle, request: dict[str, Any]) -> list[dict[str, Any]]:
 def pi_frontmatter(oracle: PiOracle, texts: list[str]) -> list[dict[str, Any]]:
     """``{"frontmatter", "body"}`` or ``{"error"}`` per text (non-finite numbers as ``{"$number": ...}``)."""
     return _run(oracle, {"texts": texts})
+
+
+def pi_search(oracle: PiOracle, queries: list[str], texts: list[str]) -> list[dict[str, Any]]:
+    """Pi's session-picker search: per query ``{"mode", "tokens": [[kind, value]], "error", "matches":
+    [bool per text]}`` (``matchSession`` on a session whose only text is each of ``texts``)."""
+    return _run(oracle, {"search": {"queries": queries, "texts": texts}})
 
 
 def pi_expand(oracle: PiOracle, templates: list[dict[str, str]], inputs: list[str]) -> list[dict[str, Any]]:

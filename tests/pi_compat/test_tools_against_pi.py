@@ -135,7 +135,7 @@ def world(pi_oracle: PiOracle) -> Iterator[World]:
         w.pi = _records(done.stdout)
         _collect_full_outputs(w, w.pi)
         w.build()  # identical trees, same paths, for our run
-        done = subprocess.run([sys.executable, "-m", "tests.pi_compat.our_tools"], input=w.payload(),
+        done = subprocess.run([sys.executable, "-P", "-m", "tests.pi_compat.our_tools"], input=w.payload(),
                               capture_output=True, env={**env, "PYTHONPATH": str(ROOT)}, timeout=600,
                               check=False, cwd=ROOT)
         assert done.returncode == 0, done.stderr.decode()[-3000:]

@@ -75,6 +75,37 @@ class Settings:
                 for e in self.errors]
 
 
+class HeldSettings:
+    """What the setters chose, held for the process's later sessions as Pi holds what its setters
+    write into the global ``settings.json`` (``setDefaultModelAndProvider``, ``setDefaultThinkingLevel``,
+    ``setSteeringMode``, ``setFollowUpMode``, ``setCompactionEnabled``, ``setRetryEnabled``,
+    ``setEnabledModels``): the same keys, laid over the global settings of every session created
+    after the choice (a project's settings still override them, as they override Pi's global file).
+    Nothing is written: rpcd never changes the user's settings files. One per process
+    (``ProcessInputs.held_settings``), shared by every replacement and every ACP session."""
+
+    def __init__(self) -> None:
+        self._patch: dict[str, Any] = {}
+
+    def hold(self, value: Any, *path: str) -> None:
+        """Hold ``value`` at ``path`` (``hold(True, "compaction", "enabled")``)."""
+        node = self._patch
+        for key in path[:-1]:
+            child = node.get(key)
+            if not isinstance(child, dict):
+                child = node[key] = {}
+            node = child
+        node[path[-1]] = value
+
+    def get(self, key: str) -> Any:
+        """The value held at the top-level ``key`` (``None``: nothing held)."""
+        return self._patch.get(key)
+
+    def over(self, global_data: Mapping[str, Any]) -> dict[str, Any]:
+        """``global_data`` with what is held laid over it."""
+        return deep_merge(global_data, self._patch) if self._patch else dict(global_data)
+
+
 def global_settings_path(agent_dir: str) -> str:
     return os.path.join(agent_dir, SETTINGS_FILE_NAME)
 

@@ -57,11 +57,6 @@ class RetrySettings:
         )
 
 
-class _Preferences(Protocol):
-    @property
-    def auto_retry(self) -> bool | None: ...
-
-
 class _Compaction(Protocol):
     async def check(self, message: Mapping[str, Any]) -> bool: ...
 
@@ -71,8 +66,6 @@ class RetryHost(Protocol):
 
     @property
     def agent(self) -> Agent: ...
-    @property
-    def preferences(self) -> _Preferences: ...
     @property
     def compaction(self) -> _Compaction: ...
     def settings(self) -> Any: ...
@@ -87,16 +80,18 @@ class SessionRetry:
         self.attempt = 0
         self._scope: anyio.CancelScope | None = None
         self._cancelled = False
+        self.enabled_override: bool | None = None
+        """What ``setAutoRetry`` chose for this session (its settings were read before)."""
 
     def _settings(self) -> RetrySettings:
         settings = RetrySettings.from_settings(self._session.settings())
-        override = self._session.preferences.auto_retry  # ``setAutoRetry``
+        override = self.enabled_override
         return settings if override is None else attrs.evolve(settings, enabled=override)
 
     @property
     def enabled(self) -> bool:
         """``_settings().enabled`` without building the settings (``getState`` asks it every call)."""
-        override = self._session.preferences.auto_retry
+        override = self.enabled_override
         if override is not None:
             return override
         getter = getattr(self._session.settings(), "get", None)
