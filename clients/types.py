@@ -332,6 +332,17 @@ class ToolAuthorizeParams(TypedDict):
     title: str
     arguments: dict[str, Any]
     locations: list[ToolLocation]
+    alwaysRule: NotRequired[ToolAuthorizeAlwaysRule]
+    notices: NotRequired[list[str]]
+
+
+class ToolAuthorizeAlwaysRule(TypedDict):
+    """What an ``allowAlways`` / ``rejectAlways`` answer stores."""
+
+    toolName: str
+    description: str
+    command: NotRequired[str]
+    path: NotRequired[str]
 
 
 class ToolAuthorizeResult(TypedDict):

@@ -183,9 +183,26 @@ class ToolAuthorizeParams:
     title: str
     """One line for a person: ``bash: rm -rf build``, ``edit src/a.py``."""
     arguments: dict[str, Any]
-    """The call's arguments; a string longer than 2000 characters is cut and ends ``… [N more characters]``."""
+    """The call's arguments; a string longer than 2000 characters is cut and ends ``… [N more characters]``
+    — except a ``bash`` call's ``command``, which is always whole."""
     locations: list[ToolLocation]
-    """The paths the call touches (empty for ``bash``)."""
+    """The paths the call acts on, symbolic links resolved (empty for ``bash``)."""
+    always_rule: ToolAuthorizeAlwaysRule | None = None
+    """The rule an ``allowAlways`` / ``rejectAlways`` answer stores, so the client can show it first."""
+    notices: list[str] = attrs.Factory(list)
+    """Sentences to show beside the question: a command longer than its title (and the operators
+    the title leaves out), a path that resolves through a symbolic link, arguments cut here."""
+
+
+@attrs.frozen
+class ToolAuthorizeAlwaysRule:
+    """An approval rule's matcher: ``command`` (bash: ``words *`` or a whole command), ``path`` (a file
+    tool's glob), neither (every call of the tool); ``description`` says it in words."""
+
+    tool_name: str
+    description: str
+    command: str | None = None
+    path: str | None = None
 
 
 @attrs.frozen

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from rpcd.protocol.outgoing import ProgressReport as ProgressReport
     from rpcd.protocol.outgoing import ProgressValue as ProgressValue
     from rpcd.protocol.outgoing import SessionDiagnosticsParams as SessionDiagnosticsParams
+    from rpcd.protocol.outgoing import ToolAuthorizeAlwaysRule as ToolAuthorizeAlwaysRule
     from rpcd.protocol.outgoing import ToolAuthorizeParams as ToolAuthorizeParams
     from rpcd.protocol.outgoing import ToolAuthorizeResult as ToolAuthorizeResult
     from rpcd.protocol.outgoing import ToolLocation as ToolLocation
@@ -523,6 +524,7 @@ _ELSEWHERE: dict[str, str] = {
             "ProgressReport",
             "ProgressValue",
             "SessionDiagnosticsParams",
+            "ToolAuthorizeAlwaysRule",
             "ToolAuthorizeParams",
             "ToolAuthorizeResult",
             "ToolLocation",

@@ -4,12 +4,14 @@ Tool calls: the session's :class:`~rpcd.core.values.ToolApprover` (bound into th
 daemon's ``tool/authorize``) asks with the four ACP option kinds, which map one to one onto the
 approval gate's decisions — ``allow_once`` → ``allowOnce``, ``allow_always`` → ``allowAlways`` (a
 remembered allow rule), ``reject_once`` → ``rejectOnce``, ``reject_always`` → ``rejectAlways`` (a
-remembered reject rule); the rules are the daemon's (``<agentDir>/rpcd/approvals.json``). The
-question goes out after the call's ``tool_call`` update (the stream is drained first), and carries
-the same id, title, kind, locations and content (diffs). Anything but a selected option — the
-client's ``cancelled`` (ACP: what it answers once it cancelled the prompt), an error, a timeout, an
-unknown option, a gone client — is a rejection that says why; an abort of the turn stops waiting
-(the gate withdraws the question). An allowed call is marked ``in_progress``.
+remembered reject rule); the rules are the daemon's (``<agentDir>/rpcd/approvals.json``), and the
+two ``Always`` options name the rule they store (``Always allow: bash commands `ls *` (one simple
+command each)``). The question goes out after the call's ``tool_call`` update (the stream is drained
+first), and carries the same id, title, kind and locations; for a call that is not an edit, the
+request's notices (a command longer than its title, a path through a symbolic link) are its content.
+Anything but a selected option — the client's ``cancelled`` (ACP: what it answers once it cancelled
+the prompt), an error, a timeout, an unknown option, a gone client — is a rejection that says why;
+an abort of the turn stops waiting (the gate withdraws the question). An allowed call is marked ``in_progress``.
 
 Project trust: the same request (``kind: other``, the reasons as its content); ``allow_once`` →
 trust for this process, ``allow_always`` → trust remembered in ``trust.json``, ``reject_once`` →
@@ -49,6 +51,18 @@ OPTIONS: Final = (
     PermissionOption(option_id="reject_once", name="Reject", kind="reject_once"),
     PermissionOption(option_id="reject_always", name="Always reject", kind="reject_always"),
 )
+
+
+def tool_options(request: ToolApprovalRequest) -> tuple[PermissionOption, ...]:
+    """The four options, the ``Always`` ones naming the rule they store (``Always allow bash commands
+    `ls *` (one simple command each)``)."""
+    rule = request.always_rule
+    if rule is None:
+        return OPTIONS
+    return tuple(option.model_copy(update={"name": f"{option.name}: {rule.description}"})
+                 if option.kind in ("allow_always", "reject_always") else option for option in OPTIONS)
+
+
 DECISIONS: Final[Mapping[str, ApprovalDecision]] = {
     "allow_once": "allowOnce", "allow_always": "allowAlways",
     "reject_once": "rejectOnce", "reject_always": "rejectAlways",
@@ -96,7 +110,10 @@ def tool_approver(conn: AcpConnection, session_id: str, stream: UpdateStream, ti
             locations=[ToolCallLocation(path=loc.path, line=loc.line) for loc in request.locations],
             raw_input=dict(request.arguments),
         )
-        chosen = await _ask(conn, session_id, tool_call, OPTIONS, timeout)
+        if request.notices and request.kind != "edit":  # (an edit's content is its diff: left as it is)
+            tool_call.content = [ContentToolCallContent(type="content", content=TextContentBlock(
+                type="text", text="\n".join(request.notices)))]
+        chosen = await _ask(conn, session_id, tool_call, tool_options(request), timeout)
         if chosen is None:
             return ToolApprovalAnswer("rejectOnce", "the client did not allow it (cancelled, no answer or an error)",
                                       answered=False)

@@ -294,8 +294,27 @@ class ToolApprovalRequest:
     title: str
     """One line for a person: ``bash: rm -rf build``, ``edit src/a.py``."""
     arguments: Mapping[str, Any]
-    """The call's arguments, long strings cut to a preview that says how much was cut."""
+    """The call's arguments, long strings cut to a preview that says how much was cut (a bash
+    ``command`` never: it is carried whole)."""
     locations: Sequence[ToolLocation] = ()
+    """The paths the call acts on, symbolic links resolved."""
+    always_rule: AlwaysRule | None = None
+    """What an ``allowAlways`` / ``rejectAlways`` answer stores (``None``: nothing can be remembered)."""
+    notices: Sequence[str] = ()
+    """Sentences the person should read before answering: a long command whose title shows only its
+    start, a path that resolves through a symbolic link, arguments cut in this request."""
+
+
+@attrs.frozen
+class AlwaysRule:
+    """The matcher an ``…Always`` answer to a call would remember (an :class:`ApprovalRule` without
+    its decision): ``command`` for bash, ``path`` for file tools, neither for every call of the tool;
+    ``description`` says it in words for a person (``bash commands `ls *` (one simple command each)``)."""
+
+    tool_name: str
+    description: str
+    command: str | None = None
+    path: str | None = None
 
 
 @attrs.frozen

@@ -102,7 +102,13 @@ class RpcHostBindings:
                 "arguments": dict(request.arguments),
                 "locations": [{"path": loc.path} if loc.line is None else {"path": loc.path, "line": loc.line}
                               for loc in request.locations],
+                "notices": list(request.notices),
             }
+            rule = request.always_rule
+            if rule is not None:
+                params["alwaysRule"] = {"toolName": rule.tool_name, "description": rule.description,
+                                        **({"command": rule.command} if rule.command is not None else {}),
+                                        **({"path": rule.path} if rule.path is not None else {})}
             await self._pump.drain()  # the call's tool_execution_start reaches the client first
             answer = await send(params)
             if not channel.is_open:

@@ -122,6 +122,11 @@ def calculate_cost(rates: Mapping[str, Any], usage: dict[str, Any]) -> None:
     cost["total"] = cost["input"] + cost["output"] + cost["cacheRead"] + cost["cacheWrite"]
 
 
+def mapping_field(value: Any) -> Mapping[str, Any]:
+    """A JSON object from a chunk, or an empty one for anything else."""
+    return value if isinstance(value, Mapping) else {}
+
+
 def int_field(value: Any) -> int:
     """A token count from a chunk (anything else counts 0, as Pi's ``|| 0``)."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0

@@ -32,6 +32,16 @@ class CallContext:
     thinking_budgets: Mapping[str, Any] = attrs.field(factory=dict)
     max_tokens: int | None = None
     """``options.maxTokens`` (summaries set it); ``None``: the model's ``maxTokens``."""
+    env: Mapping[str, str] = attrs.field(factory=dict, repr=False)
+    """The environment the API reads its own settings from (pi-ai ``getProviderEnvValue``): the
+    credential's ``env`` over the process's (Azure's base URL, AWS region/profile, Vertex project)."""
+
+    api_state: Any = attrs.field(default=None, repr=False)
+    """What an API module's ``authorize`` step found off the event loop (Bedrock's AWS credentials)."""
+
+    def env_value(self, name: str) -> str | None:
+        """pi-ai ``getProviderEnvValue``: a non-empty value, else ``None``."""
+        return self.env.get(name) or None
 
     def output_limit(self, model_max_tokens: int) -> int:
         """pi-ai's ``options.maxTokens ?? model.maxTokens`` (before the context clamp)."""

@@ -7,9 +7,8 @@ when an earlier one is present but unusable (Pi: "no silent env fallback"):
 1. ``--api-key`` (the selected model's provider only; kept in memory, never written);
 2. ``<agentDir>/auth.json`` — an ``{"type": "api_key", "key": …}`` entry (the key may be
    ``$VAR`` / ``!command`` / a literal, resolved with the entry's own ``env`` first), or an
-   ``{"type": "oauth", "access", "refresh", "expires"}`` entry, used while its access token
-   is valid for at least five more minutes (refreshing it, or logging in, is Pi's job:
-   run ``pi`` and ``/login``);
+   ``{"type": "oauth", "access", "refresh", "expires", …}`` login (Pi's or rpcd's), refreshed
+   before a request when it expires within five minutes, and after a 401 (``logins``);
 3. models.json ``apiKey`` (``$VAR``, ``${VAR}``, ``!command``, a literal);
 4. the provider's environment variables, in Pi's order (``catalog.json`` ``auth.env``:
    ``ANTHROPIC_AUTH_TOKEN`` is sent as ``Authorization: Bearer``, ``ANTHROPIC_OAUTH_TOKEN``
@@ -29,7 +28,7 @@ import json
 import os
 import time
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
@@ -44,18 +43,25 @@ from rpcd.providers.models_config import (
     resolve_headers,
 )
 
+if TYPE_CHECKING:
+    from rpcd.providers.ambient import Ambient
+    from rpcd.providers.oauth import OAuthAuth
+
 AUTH_FILE: Final = "auth.json"
 OAUTH_MIN_VALIDITY_MS: Final = 5 * 60 * 1000
 OAUTH_BEARER_PROVIDERS: Final = frozenset({"kimi-coding"})
 """Providers whose OAuth access token is sent as ``Authorization: Bearer`` (Pi's ``toAuth``)."""
-OAUTH_UNSUPPORTED: Final = frozenset({"github-copilot", "openai-codex", "radius"})
-"""Providers whose OAuth token needs more than the stored access token (a derived base URL,
-a token exchange): Pi's job."""
-PI_LOGIN_HINT: Final = "run pi and use /login to refresh it"
+PI_LOGIN_HINT: Final = "log in again: rpcctl login, or /login in pi"
+AMBIENT_PROVIDERS: Final = frozenset({"amazon-bedrock", "google-vertex"})
+"""Providers whose credentials Pi resolves from several variables and files (``ambient``)."""
 
 
 class CredentialError(Exception):
     """Credentials for a provider exist but cannot be used (message names no value)."""
+
+
+class LoginError(CredentialError):
+    """A login, logout or OAuth refresh failed; the message names the provider and the step, never a token."""
 
 
 @attrs.frozen
@@ -65,6 +71,8 @@ class StoredCredential:
     env: Mapping[str, str] = attrs.field(factory=dict, repr=False)
     access: str | None = attrs.field(default=None, repr=False)
     expires: float | None = None
+    available_models: tuple[str, ...] | None = None
+    """GitHub Copilot's ``availableModelIds``: the models the login may use (Pi's ``filterModels``)."""
 
 
 @attrs.frozen
@@ -79,6 +87,8 @@ class ResolvedAuth:
     api_key: str | None = attrs.field(repr=False)
     headers: Mapping[str, str] = attrs.field(repr=False)
     source: str
+    env: Mapping[str, str] = attrs.field(factory=dict, repr=False)
+    """The stored credential's ``env`` (Pi passes it to the API as ``options.env``)."""
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -134,7 +144,10 @@ def _parse_entry(entry: Any) -> StoredCredential | None:
             return None
         if not isinstance(expires, int | float) or isinstance(expires, bool) or expires != expires:
             return None
-        return StoredCredential(type="oauth", access=access, expires=float(expires))
+        available = entry.get("availableModelIds")
+        models = tuple(available) if isinstance(available, list) and all(isinstance(x, str) for x in available) \
+            else None
+        return StoredCredential(type="oauth", access=access, expires=float(expires), available_models=models)
     return StoredCredential(type=str(kind))
 
 
@@ -149,6 +162,9 @@ class Credentials:
     """``None``: the process environment, read at use."""
     now: Any = attrs.field(default=None, repr=False, eq=False)
     """Clock in ms (tests); ``None``: ``time.time()``."""
+    auth_path: str | None = None
+    """The auth.json the stored entries came from: OAuth logins are refreshed there (``logins``).
+    ``None``: a snapshot only (an OAuth token is used while it is valid)."""
 
     def _env(self) -> Mapping[str, str]:
         return os.environ if self.env is None else self.env
@@ -176,10 +192,10 @@ class Credentials:
         credential = self.credential(spec.name)
         if credential is not None:
             if credential.type == "oauth":
-                if auth is None or not auth.oauth or spec.name in OAUTH_UNSUPPORTED:
+                if not self._oauth_supported(spec):
                     return None
-                if self._oauth_expiring(credential):
-                    return None
+                if self.auth_path is None and self._oauth_expiring(credential):
+                    return None  # nothing can refresh it
                 return AuthCheck(source="OAuth", type="oauth")
             if credential.type != "api_key":
                 return None
@@ -189,7 +205,7 @@ class Credentials:
                 if auth is not None and not auth.stored:
                     return None
                 return AuthCheck(source=self.source_kind(spec.name))
-            return self._env_check(spec)  # an entry without a key: Pi resolves from the environment
+            return self._env_check(spec, credential)  # an entry without a key: Pi resolves from the environment
         if auth is not None and not auth.api_key and spec.api_key is None:
             return None
         if spec.api_key is not None:
@@ -201,15 +217,37 @@ class Credentials:
             return None
         return self._env_check(spec)
 
-    def _env_check(self, spec: ProviderSpec) -> AuthCheck | None:
+    def _ambient(self, spec: ProviderSpec, credential: StoredCredential | None) -> Ambient | None:
+        """The AWS chain / Vertex ADC resolution (``ambient``) of a provider that has one."""
+        from rpcd.providers.ambient import RESOLVERS
+
+        resolver = RESOLVERS.get(spec.name)
+        if resolver is None:
+            return None
+        env = self._env()
+        stored_env = credential.env if credential is not None else None
+        return resolver(credential.key if credential is not None else None, stored_env,
+                        lambda name: env.get(name) or None)
+
+    def _env_check(self, spec: ProviderSpec, credential: StoredCredential | None = None) -> AuthCheck | None:
         auth = spec.builtin.auth if spec.builtin is not None else None
         if auth is None:
             return None
+        if auth.custom and spec.name in AMBIENT_PROVIDERS:
+            ambient = self._ambient(spec, credential)
+            return AuthCheck(source=ambient.source) if ambient is not None else None
         env = self._env()
         for name, _kind in auth.env:
             if env.get(name):
                 return AuthCheck(source=name)
         return None
+
+    @staticmethod
+    def _oauth_supported(spec: ProviderSpec) -> bool:
+        from rpcd.providers.oauth import FLOW_MODULES
+
+        auth = spec.builtin.auth if spec.builtin is not None else None
+        return spec.name in FLOW_MODULES and auth is not None and auth.oauth
 
     def _oauth_expiring(self, credential: StoredCredential) -> bool:
         return credential.expires is None or self._now_ms() + OAUTH_MIN_VALIDITY_MS >= credential.expires
@@ -219,30 +257,40 @@ class Credentials:
         credential = self.credential(spec.name)
         auth = spec.builtin.auth if spec.builtin is not None else None
         if credential is not None and credential.type == "oauth":
-            if spec.name in OAUTH_UNSUPPORTED or auth is None or not auth.oauth:
+            if not self._oauth_supported(spec):
                 return f'the OAuth login stored in {AUTH_FILE} for "{spec.name}" is not supported by rpcd'
             return f'the OAuth access token in {AUTH_FILE} for "{spec.name}" has expired ({PI_LOGIN_HINT})'
         if spec.api_key is not None:
             missing = [n for n in config_value_env_names(spec.api_key) if not self._env().get(n)]
             if missing:
                 return f'its models.json apiKey needs {", ".join(missing)}, which is not set'
+        if spec.name in AMBIENT_PROVIDERS and auth is not None and auth.custom:
+            from rpcd.providers.ambient import HINTS
+
+            return HINTS[spec.name]
         if auth is not None and auth.env:
             return f"no API key (set {' or '.join(auth.env_names)}, add it to {AUTH_FILE}, or pass --api-key)"
         return f"no API key (set apiKey in models.json, add it to {AUTH_FILE}, or pass --api-key)"
 
     # -- per request -------------------------------------------------------------------------
 
-    def resolve(self, spec: ProviderSpec) -> ResolvedAuth:
+    def resolve(self, spec: ProviderSpec, oauth: OAuthAuth | None = None) -> ResolvedAuth:
         """The key and headers of one request; ``CredentialError`` / ``UnresolvedValueError``
-        when a configured source cannot be used (runs ``!command`` values: not on the loop)."""
+        when a configured source cannot be used (runs ``!command`` values: not on the loop).
+        ``oauth``: how the (freshly refreshed) stored login is used, from ``logins``."""
         credential = self.credential(spec.name)
         env = self._env()
         api_key: str | None = None
         headers: dict[str, str] = {}
+        scoped_env: Mapping[str, str] = {}
         source: str
         auth = spec.builtin.auth if spec.builtin is not None else None
-        if credential is not None and credential.type == "oauth":
-            if auth is None or not auth.oauth or spec.name in OAUTH_UNSUPPORTED:
+        if credential is not None and credential.type == "oauth" and oauth is not None:
+            api_key = oauth.api_key or None
+            headers.update(oauth.headers)
+            source = "OAuth"
+        elif credential is not None and credential.type == "oauth":
+            if not self._oauth_supported(spec):
                 raise CredentialError(f'The OAuth login stored in {AUTH_FILE} for "{spec.name}" is not supported '
                                       "by rpcd; use an API key")
             if self._oauth_expiring(credential):
@@ -258,12 +306,18 @@ class Credentials:
             api_key = resolve_config_value(credential.key, env=merged_env,
                                            what=f'the {self.source_kind(spec.name)} key for "{spec.name}"')
             source = self.source_kind(spec.name)
+            scoped_env = credential.env
         elif credential is not None and credential.type not in ("api_key",):
             raise CredentialError(f'{AUTH_FILE} holds a "{credential.type}" credential for "{spec.name}", '
                                   "which rpcd cannot use")
         elif spec.api_key is not None:
             api_key = resolve_config_value(spec.api_key, env=env, what=f'apiKey of provider "{spec.name}"')
             source = "models.json apiKey"
+        elif auth is not None and auth.custom and spec.name in AMBIENT_PROVIDERS:
+            ambient = self._ambient(spec, credential)
+            if ambient is None:
+                raise CredentialError(f'No credentials for provider "{spec.name}"')
+            api_key, source, scoped_env = ambient.api_key, ambient.source, ambient.env
         else:
             found = None
             for name, kind in auth.env if auth is not None else ():
@@ -284,7 +338,7 @@ class Credentials:
             if not api_key:
                 raise CredentialError(f'Provider "{spec.name}": authHeader requires a resolved API key')
             headers["Authorization"] = f"Bearer {api_key}"
-        return ResolvedAuth(api_key=api_key, headers=headers, source=source)
+        return ResolvedAuth(api_key=api_key, headers=headers, source=source, env=scoped_env)
 
 
 def model_headers(raw: Mapping[str, str], provider: str, env: Mapping[str, str] | None = None) -> dict[str, str]:

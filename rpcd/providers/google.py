@@ -191,28 +191,30 @@ def _thinking_level(effort: str, model_id: str) -> str:
     return effort.upper()
 
 
-def _budget(model: ModelSpec, level: str, budgets: Mapping[str, Any]) -> int:
+def _budget(model: ModelSpec, level: str, budgets: Mapping[str, Any], *, vertex: bool = False) -> int:
     custom = budgets.get(level)
     if isinstance(custom, int) and not isinstance(custom, bool):
         return custom
     if "2.5-pro" in model.id:
         return {"minimal": 128, "low": 2048, "medium": 8192, "high": 32768}[level]
-    if "2.5-flash-lite" in model.id:
+    if "2.5-flash-lite" in model.id and not vertex:
         return {"minimal": 512, "low": 2048, "medium": 8192, "high": 24576}[level]
     if "2.5-flash" in model.id:
         return {"minimal": 128, "low": 2048, "medium": 8192, "high": 24576}[level]
     return -1
 
 
-def _disabled_thinking(model_id: str) -> dict[str, Any]:
+def _disabled_thinking(model_id: str, *, vertex: bool = False) -> dict[str, Any]:
     if _is_gemini3_pro(model_id):
         return {"thinkingLevel": "LOW"}
-    if _is_gemini3_flash(model_id) or _is_gemma4(model_id):
+    if _is_gemini3_flash(model_id) or (_is_gemma4(model_id) and not vertex):
         return {"thinkingLevel": "MINIMAL"}
     return {"thinkingBudget": 0}
 
 
-def build_body(model: ModelSpec, ctx: CallContext) -> dict[str, Any]:
+def build_body(model: ModelSpec, ctx: CallContext, *, vertex: bool = False) -> dict[str, Any]:
+    """The ``generateContent`` body; ``vertex``: pi-ai's ``google-vertex`` variant (no Gemma 4 levels,
+    no Flash-Lite budgets)."""
     tools = ctx.tool_dicts()
     max_tokens = clamp_max_tokens_to_context(
         model.context_window, estimate_context_tokens(ctx.system_prompt, ctx.messages, tools),
@@ -223,13 +225,13 @@ def build_body(model: ModelSpec, ctx: CallContext) -> dict[str, Any]:
         if ctx.reasoning is not None:
             level = _resolve_level(model, model.info().clamp_thinking(ctx.reasoning))
             thinking: dict[str, Any] = {"includeThoughts": True}
-            if _is_gemini3_pro(model.id) or _is_gemini3_flash(model.id) or _is_gemma4(model.id):
+            if _is_gemini3_pro(model.id) or _is_gemini3_flash(model.id) or (_is_gemma4(model.id) and not vertex):
                 thinking["thinkingLevel"] = _thinking_level(level, model.id)
             else:
-                thinking["thinkingBudget"] = _budget(model, level, ctx.thinking_budgets)
+                thinking["thinkingBudget"] = _budget(model, level, ctx.thinking_budgets, vertex=vertex)
             generation["thinkingConfig"] = thinking
         else:
-            generation["thinkingConfig"] = _disabled_thinking(model.id)
+            generation["thinkingConfig"] = _disabled_thinking(model.id, vertex=vertex)
     body: dict[str, Any] = {"contents": convert_messages(model, ctx.messages)}
     if ctx.system_prompt:
         body["systemInstruction"] = {"parts": [{"text": sanitize_surrogates(ctx.system_prompt)}], "role": "user"}
@@ -263,6 +265,8 @@ def _stop_reason(reason: str) -> str:
 
 
 class GoogleParser:
+    unfinished = "Google stream ended without a finish reason"
+
     def __init__(self, message: dict[str, Any], model: ModelSpec, ctx: CallContext) -> None:
         self.message = message
         self.model = model
@@ -364,7 +368,7 @@ class GoogleParser:
     def finish(self) -> None:
         stop = self.message["stopReason"]
         if stop == "pending":
-            raise StreamError("Google stream ended without a finish reason")
+            raise StreamError(self.unfinished)
         if stop in ("error", "aborted"):
             raw = self.message.get("rawStopReason")
             raise StreamError(f"Provider stopped with: {raw}" if raw else "An unknown error occurred")

@@ -35,7 +35,7 @@ import os
 import random
 import ssl
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import anyio
@@ -225,8 +225,10 @@ def js_json_parse_error(text: str) -> str:
     if not text.strip():
         return "Unexpected end of JSON input"
     stripped = text.lstrip()
+    if len(text) < 21:  # V8 quotes a source shorter than 2 x 10 + 1 characters whole
+        return f'Unexpected token \'{stripped[0]}\', "{text}" is not valid JSON'
     shown = stripped[:10]
-    return f'Unexpected token \'{stripped[0]}\', "{shown}"{"..." if len(stripped) > 10 else ""} is not valid JSON'
+    return f'Unexpected token \'{stripped[0]}\', "{shown}"... is not valid JSON'
 
 
 def transport_message(exc: BaseException) -> str:
@@ -250,6 +252,12 @@ class HttpRequest:
     body: Mapping[str, Any] = attrs.field(repr=False)
     secrets: tuple[str, ...] = attrs.field(default=(), repr=False)
     """Resolved values (keys, header values) this request must never echo."""
+    content: bytes | None = attrs.field(default=None, repr=False)
+    """The body already encoded (a signed request: SigV4 covers these bytes); ``None``: ``body`` as JSON."""
+    framing: str = "sse"
+    """How the response stream is framed: ``sse``, or ``aws-eventstream`` (Bedrock's binary messages)."""
+    sdk_attempts: int = 1
+    """Attempts the vendor SDK Pi uses makes on its own (the AWS SDK: 3) before any configured retry."""
 
 
 def encode_body(body: Mapping[str, Any]) -> bytes:
@@ -315,19 +323,21 @@ async def stream_call(
     retry: ProviderRetry,
     env: Mapping[str, str] | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
+    reauthorize: Callable[[], Awaitable[HttpRequest | None]] | None = None,
 ) -> AsyncIterator[AssistantMessageEvent]:
-    """Run one model call; yields Pi's ``start`` … ``done``/``error`` (``base`` module doc)."""
+    """Run one model call; yields Pi's ``start`` … ``done``/``error`` (``base`` module doc).
+    ``reauthorize``: after a 401, once, the same request with fresh credentials (an OAuth login
+    refreshed), or ``None`` to report the 401."""
     import httpx
 
     message = parser.message
     redactor = request_redactor(env, request.secrets)
-    body = encode_body(request.body)
-    headers = {"Content-Type": "application/json", **request.headers}
     async with httpx.AsyncClient(timeout=timeouts.to_httpx(), transport=transport,
-                                 verify=_ssl_context(os.environ.get("SSL_CERT_FILE"),
-                                                     os.environ.get("SSL_CERT_DIR"))) as client:
+                                 verify=tls_context()) as client:
         retry_index = 0
         while True:
+            body = request.content if request.content is not None else encode_body(request.body)
+            headers = {"Content-Type": "application/json", **request.headers}
             problem: HttpFailure | None = None
             try:
                 async with _open(client, request.url, body, headers, timeouts) as response:
@@ -340,14 +350,27 @@ async def stream_call(
                                               retry_after=parse_retry_after(response.headers))
                     else:
                         yield {"type": "start", "partial": message}
-                        async for event in _consume(response, parser, provider, redactor):
+                        async for event in _consume(response, parser, provider, redactor, request.framing):
                             yield event
                         return
             except httpx.HTTPError as exc:  # before any content: connect errors, timeouts waiting for headers
                 problem = HttpFailure(transport_message(exc))
             assert problem is not None
+            if problem.status == 401 and reauthorize is not None:
+                again, reauthorize = reauthorize, None
+                try:
+                    fresh = await again()
+                except Exception as exc:  # a failed refresh says why, in place of the bare 401
+                    yield _error(message, str(exc), redactor, provider)
+                    return
+                if fresh is not None:
+                    redactor = request_redactor(env, (*request.secrets, *fresh.secrets))
+                    request = fresh
+                    log.info("provider %s: 401 with the stored login; retrying once with it refreshed", provider)
+                    continue
             delay: float | None = None
-            if retry_index < retry.max_retries and problem.retryable and problem.status not in (401, 403):
+            if retry_index < max(retry.max_retries, request.sdk_attempts - 1) and problem.retryable \
+                    and problem.status not in (401, 403):
                 try:
                     delay = retry.delay(problem, retry_index)
                 except HttpFailure as capped:
@@ -359,6 +382,11 @@ async def stream_call(
             log.info("provider %s: retry %d/%d in %.2fs: %s", provider, retry_index, retry.max_retries, delay,
                      redactor.redact_and_cut(problem.message, 300))
             await anyio.sleep(delay)
+
+
+def tls_context() -> ssl.SSLContext:
+    """The TLS context every outgoing connection of the providers uses (built once per CA setting)."""
+    return _ssl_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
 
 
 @functools.lru_cache(maxsize=4)
@@ -393,15 +421,23 @@ class _open:
         await self._cm.__aexit__(*exc)
 
 
+def _events(response: httpx.Response, framing: str) -> AsyncIterator[SseEvent]:
+    if framing == "aws-eventstream":
+        from rpcd.providers.eventstream import iter_aws_events
+
+        return iter_aws_events(response.aiter_bytes())
+    return iter_sse(response.aiter_lines())
+
+
 async def _consume(
-    response: httpx.Response, parser: StreamParser, provider: str, redactor: Redactor
+    response: httpx.Response, parser: StreamParser, provider: str, redactor: Redactor, framing: str = "sse"
 ) -> AsyncIterator[AssistantMessageEvent]:
     import httpx
 
     message = parser.message
     failure: str | None = None
     try:
-        async for sse in iter_sse(response.aiter_lines()):
+        async for sse in _events(response, framing):
             for event in parser.feed(sse):
                 yield event
     except StreamError as exc:
@@ -410,6 +446,8 @@ async def _consume(
         failure = transport_message(exc)
     except UnicodeDecodeError:
         failure = f'Provider "{provider}" sent a stream that is not UTF-8'
+    except ValueError as exc:  # eventstream.MalformedEventStream: a frame that does not check
+        failure = str(exc)
     try:
         for event in parser.close():
             yield event

@@ -122,11 +122,13 @@ def _tool_result_output(model: ModelSpec, content: Sequence[Any]) -> Any:
     return output
 
 
-def convert_messages(model: ModelSpec, system_prompt: str, messages: Sequence[Mapping[str, Any]]) -> list[Any]:
-    """pi-ai ``convertResponsesMessages``."""
+def convert_messages(model: ModelSpec, system_prompt: str, messages: Sequence[Mapping[str, Any]], *,
+                     tool_call_providers: frozenset[str] = TOOL_CALL_PROVIDERS,
+                     include_system_prompt: bool = True) -> list[Any]:
+    """pi-ai ``convertResponsesMessages`` (``allowedToolCallProviders``, ``includeSystemPrompt``)."""
 
     def normalize(call_id: str, _target: Any, source: Mapping[str, Any]) -> str:
-        if model.provider not in TOOL_CALL_PROVIDERS or "|" not in call_id:
+        if model.provider not in tool_call_providers or "|" not in call_id:
             return _normalize_id_part(call_id)
         call, _, item = call_id.partition("|")
         item = item.split("|", 1)[0]
@@ -138,7 +140,7 @@ def convert_messages(model: ModelSpec, system_prompt: str, messages: Sequence[Ma
 
     out: list[Any] = []
     transformed = transform_messages(messages, model, normalize)
-    if system_prompt:
+    if include_system_prompt and system_prompt:
         system_role = "developer" if model.reasoning and model.compat.get("supportsDeveloperRole") is not False \
             else "system"
         out.append({"role": system_role, "content": sanitize_surrogates(system_prompt)})
@@ -218,13 +220,16 @@ def convert_messages(model: ModelSpec, system_prompt: str, messages: Sequence[Ma
     return out
 
 
-def _tools(tools: Sequence[Mapping[str, Any]], supports_strict: bool) -> list[dict[str, Any]]:
+def convert_tools(tools: Sequence[Mapping[str, Any]], supports_strict: bool, strict: bool | None = False
+                  ) -> list[dict[str, Any]]:
+    """pi-ai ``convertResponsesTools``: ``strict`` is the default (``null`` for Codex), sent only where the
+    model supports strict mode (rpcd's tools carry no ``constrainedSampling``)."""
     out = []
     for tool in tools:
         entry: dict[str, Any] = {"type": "function", "name": tool.get("name"), "description": tool.get("description"),
                                  "parameters": tool.get("parameters")}
         if supports_strict:
-            entry["strict"] = False
+            entry["strict"] = strict
         out.append(entry)
     return out
 
@@ -253,7 +258,7 @@ def build_body(model: ModelSpec, ctx: CallContext) -> dict[str, Any]:
         body["max_output_tokens"] = max(max_tokens, MIN_OUTPUT_TOKENS)
     unique = list({t["name"]: t for t in tools}.values())
     if unique:
-        body["tools"] = _tools(unique, bool(_compat(model, "supportsStrictMode", False)))
+        body["tools"] = convert_tools(unique, bool(_compat(model, "supportsStrictMode", False)))
     if model.reasoning:
         level_map = model.thinking_level_map or {}
         if effort is not None:
@@ -299,7 +304,22 @@ def _stop_reason(status: Any, incomplete: str | None) -> tuple[str, str | None]:
     raise StreamError(f"Unhandled stop reason: {status}")
 
 
+def service_tier_multiplier(model_id: str, tier: Any) -> float:
+    """pi-ai ``getServiceTierCostMultiplier``."""
+    if tier == "flex":
+        return 0.5
+    if tier == "priority":
+        return 2.5 if model_id == "gpt-5.5" else 2.0
+    return 1.0
+
+
 class ResponsesParser:
+    prices_service_tier = True
+    """``applyServiceTierPricing`` (OpenAI and Codex; not Azure)."""
+    error_prefix = "OpenAI API error"
+    """``formatProviderError``'s prefix for an HTTP error status."""
+    unfinished = "OpenAI Responses stream ended without a stop reason"
+
     def __init__(self, message: dict[str, Any], model: ModelSpec, ctx: CallContext) -> None:
         self.message = message
         self.model = model
@@ -317,8 +337,8 @@ class ResponsesParser:
         if isinstance(error, Mapping) and error:
             detail = js_stringify(error)
             if detail not in message:
-                return f"OpenAI API error ({status}): {detail}"
-        return f"OpenAI API error ({status}): {message}"
+                return f"{self.error_prefix} ({status}): {detail}"
+        return f"{self.error_prefix} ({status}): {message}"
 
     def _slot(self, output_index: Any, kind: str) -> int | None:
         slot = self.slots.get(output_index if isinstance(output_index, int) else -1)
@@ -352,6 +372,10 @@ class ResponsesParser:
         data = decode_chunk(event, self.model.provider)
         if not isinstance(data, Mapping):
             return []
+        return self.handle(data)
+
+    def handle(self, data: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """One decoded Responses event."""
         kind = data.get("type")
         out_index = data.get("output_index")
         if kind == "response.created":
@@ -478,11 +502,22 @@ class ResponsesParser:
                 "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
             }
         calculate_cost(self.model.cost, self.message["usage"])
+        multiplier = service_tier_multiplier(self.model.id, response.get("service_tier")) \
+            if self.prices_service_tier else 1.0
+        if multiplier != 1.0:
+            cost = self.message["usage"]["cost"]
+            for key in ("input", "output", "cacheRead", "cacheWrite"):
+                cost[key] *= multiplier
+            cost["total"] = cost["input"] + cost["output"] + cost["cacheRead"] + cost["cacheWrite"]
         status = response.get("status")
         incomplete = response.get("incomplete_details")
         reason = incomplete.get("reason") if isinstance(incomplete, Mapping) and isinstance(
             incomplete.get("reason"), str) else None
-        self.message["rawStopReason"] = f"{status}.{reason}" if reason else status
+        raw_stop = f"{status}.{reason}" if reason else status
+        if raw_stop is None:
+            self.message.pop("rawStopReason", None)
+        else:
+            self.message["rawStopReason"] = raw_stop
         stop, error = _stop_reason(status, reason)
         self.message["stopReason"] = stop
         if error is None:
@@ -499,7 +534,7 @@ class ResponsesParser:
         if not self.terminal:
             raise StreamError("OpenAI Responses stream ended before a terminal response event")
         if self.message["stopReason"] == "pending":
-            raise StreamError("OpenAI Responses stream ended without a stop reason")
+            raise StreamError(self.unfinished)
 
 
 Parser = ResponsesParser

@@ -21,7 +21,6 @@ when a request is made.
 
 from __future__ import annotations
 
-import datetime
 import importlib
 import logging
 import os
@@ -37,8 +36,15 @@ from rpcd.core.values import Diagnostic
 from rpcd.providers.attribution import attribution_headers, install_telemetry_enabled
 from rpcd.providers.base import AssistantMessageEvent, ModelInfo, ProviderRequest, new_assistant_message
 from rpcd.providers.catalog import builtin_catalog
-from rpcd.providers.credentials import AuthCheck, CredentialError, Credentials, load_auth_file
-from rpcd.providers.http import MAX_ERROR_CHARS, ProviderRetry, StreamError, Timeouts, stream_call
+from rpcd.providers.credentials import AUTH_FILE, AuthCheck, CredentialError, Credentials, load_auth_file
+from rpcd.providers.http import (
+    MAX_ERROR_CHARS,
+    HttpRequest,
+    ProviderRetry,
+    StreamError,
+    Timeouts,
+    stream_call,
+)
 from rpcd.providers.models_config import (
     ModelSpec,
     ProviderSpec,
@@ -51,6 +57,9 @@ from rpcd.providers.models_config import (
 if TYPE_CHECKING:
     import httpx
 
+    from rpcd.providers.logins import Logins
+    from rpcd.providers.oauth import OAuthAuth
+
 log = logging.getLogger("rpcd.providers")
 
 API_MODULES: Final = {
@@ -58,6 +67,12 @@ API_MODULES: Final = {
     "anthropic-messages": "rpcd.providers.anthropic",
     "openai-responses": "rpcd.providers.openai_responses",
     "google-generative-ai": "rpcd.providers.google",
+    "mistral-conversations": "rpcd.providers.mistral",
+    "azure-openai-responses": "rpcd.providers.azure",
+    "openai-codex-responses": "rpcd.providers.codex",
+    "pi-messages": "rpcd.providers.pi_messages",
+    "google-vertex": "rpcd.providers.vertex",
+    "bedrock-converse-stream": "rpcd.providers.bedrock",
 }
 SUPPORTED_APIS: Final = frozenset(API_MODULES)
 
@@ -140,9 +155,15 @@ class RemoteProvider:
 
     def usable_models(self) -> list[ModelInfo]:
         """The models usable now: none without credentials, else those of an implemented API."""
-        if self.auth_check() is None:
+        check = self.auth_check()
+        if check is None:
             return []
-        return [info for info in self._infos if self._models[info.id].api in SUPPORTED_APIS]
+        usable = [info for info in self._infos if self._models[info.id].api in SUPPORTED_APIS]
+        credential = self.credentials.credential(self.name)
+        if check.type == "oauth" and credential is not None and credential.available_models is not None:
+            allowed = set(credential.available_models)  # GitHub Copilot: the models the login may use
+            usable = [info for info in usable if info.id in allowed]
+        return usable
 
     def model_spec(self, model_id: str) -> ModelSpec | None:
         return self._models.get(model_id)
@@ -168,9 +189,6 @@ class RemoteProvider:
         return None
 
     async def stream(self, request: ProviderRequest) -> AsyncIterator[AssistantMessageEvent]:
-        from rpcd.providers.call import CallContext  # a request's machinery: on the first request
-        from rpcd.providers.transform import convert_to_llm
-
         message = new_assistant_message(request.model)
         spec = self._models.get(request.model.id)
         module = api_module(spec.api) if spec is not None else None
@@ -179,12 +197,62 @@ class RemoteProvider:
             yield _fail(message, f"Cannot use {self.name}/{request.model.id}: {reason}")
             return
         message["api"] = spec.api
+        login = self._login()
         try:
-            # a ``!command`` key runs a subprocess: keep it off the event loop
-            auth, headers = await anyio.to_thread.run_sync(self._resolve, spec)
-        except (CredentialError, UnresolvedValueError) as exc:
+            oauth = await self._oauth(login) if login is not None else None
+            http_request, parser = await self._prepare(module, spec, request, message, oauth)
+        except (CredentialError, UnresolvedValueError, StreamError) as exc:  # LoginError is a CredentialError
             yield _fail(message, str(exc))
             return
+
+        async def reauthorize() -> HttpRequest | None:
+            """After a 401: refresh the OAuth login unless someone already did, and build the request again."""
+            if login is None or oauth is None or (not oauth.api_key and not oauth.headers):
+                return None
+            rejected = oauth.api_key or next(iter(oauth.headers.values()), "").removeprefix("Bearer ")
+            entry = await login.fresh(self.name, rejected=rejected)
+            if entry is None:
+                return None
+            fresh_request, _ = await self._prepare(module, spec, request, message, login.to_auth(self.name, entry))
+            return fresh_request
+
+        async for event in stream_call(
+            provider=self.name,
+            request=http_request,
+            parser=parser,
+            timeouts=self.settings.timeouts,
+            retry=self.settings.retry,
+            env=self.credentials.env,
+            transport=self._transport,
+            reauthorize=reauthorize if oauth is not None else None,
+        ):
+            yield event
+
+    def _login(self) -> Logins | None:
+        """The logins of this provider's auth.json when its credential is a stored OAuth login."""
+        credential = self.credentials.credential(self.name)
+        if credential is None or credential.type != "oauth" or self.credentials.auth_path is None:
+            return None
+        from rpcd.providers.logins import logins_for  # the first OAuth request
+
+        return logins_for(self.credentials.auth_path, self.credentials.env)
+
+    async def _oauth(self, login: Logins) -> OAuthAuth:
+        entry = await login.fresh(self.name)
+        if entry is None:
+            raise CredentialError(f'No OAuth login for "{self.name}" in auth.json any more (logged out)')
+        return login.to_auth(self.name, entry)
+
+    async def _prepare(self, module: ModuleType, spec: ModelSpec, request: ProviderRequest, message: dict[str, Any],
+                       oauth: OAuthAuth | None) -> tuple[HttpRequest, Any]:
+        """The request (and the parser of its answer) for ``spec`` with the credentials of now."""
+        from rpcd.providers.call import CallContext  # a request's machinery: on the first request
+        from rpcd.providers.transform import convert_to_llm
+
+        # a ``!command`` key runs a subprocess: keep it off the event loop
+        auth, headers = await anyio.to_thread.run_sync(self._resolve, spec, oauth)
+        if oauth is not None and oauth.base_url:
+            spec = attrs.evolve(spec, base_url=oauth.base_url)  # GitHub Copilot's per-account endpoint
         ctx = CallContext(
             system_prompt=request.system_prompt,
             messages=convert_to_llm(request.messages),
@@ -198,26 +266,19 @@ class RemoteProvider:
             attribution=attribution_headers(spec.provider, spec.base_url, request.session_id,
                                             telemetry=self.settings.install_telemetry),
             max_tokens=request.max_tokens,
+            env={**(os.environ if self.credentials.env is None else self.credentials.env),
+                 **{k: v for k, v in auth.env.items() if v}},
         )
         try:
-            http_request = module.build_request(spec, ctx)
-            parser = module.Parser(message, spec, ctx)
+            authorize = getattr(module, "authorize", None)
+            if authorize is not None:  # credentials that need I/O (ADC tokens, the AWS chain): off the loop
+                ctx = await authorize(spec, ctx)
+            return module.build_request(spec, ctx), module.Parser(message, spec, ctx)
         except StreamError as exc:
-            yield _fail(message, str(exc), secrets=auth.secrets)
-            return
-        async for event in stream_call(
-            provider=self.name,
-            request=http_request,
-            parser=parser,
-            timeouts=self.settings.timeouts,
-            retry=self.settings.retry,
-            env=self.credentials.env,
-            transport=self._transport,
-        ):
-            yield event
+            raise StreamError(Redactor(extra_secrets=auth.secrets).redact(str(exc))) from None
 
-    def _resolve(self, spec: ModelSpec) -> tuple[Any, dict[str, str]]:
-        auth = self.credentials.resolve(self.spec)
+    def _resolve(self, spec: ModelSpec, oauth: OAuthAuth | None = None) -> tuple[Any, dict[str, str]]:
+        auth = self.credentials.resolve(self.spec, oauth)
         env = os.environ if self.credentials.env is None else self.credentials.env
         headers = resolve_headers(spec.headers, env=env, what=f'model header of "{spec.provider}/{spec.id}":')
         return auth, headers
@@ -271,7 +332,8 @@ def build_providers(
     config = load_models_config(agent_dir)
     specs, compose_diagnostics = compose_providers(builtin_catalog(), config)
     stored, auth_diagnostics = load_auth_file(agent_dir)
-    credentials = Credentials(stored=stored, runtime_keys=dict(runtime_keys or {}), env=env)
+    credentials = Credentials(stored=stored, runtime_keys=dict(runtime_keys or {}), env=env,
+                              auth_path=os.path.join(agent_dir, AUTH_FILE))
     request_settings = RequestSettings.from_settings(settings or {}, env)
     providers = [
         RemoteProvider(spec, credentials=credentials, settings=request_settings, transport=transport)
@@ -289,14 +351,6 @@ def build_providers(
                 f"(supported: {', '.join(sorted(SUPPORTED_APIS))}); those models are unavailable",
             ))
     for provider, credential in stored.items():
-        if credential.type != "oauth" or provider not in specs:
-            continue
-        if credentials.check(specs[provider]) is None:
+        if credential.type == "oauth" and provider in specs and credentials.check(specs[provider]) is None:
             diagnostics.append(Diagnostic("warning", f"auth.json: {credentials.why_unusable(specs[provider])}"))
-        elif credential.expires is not None:
-            until = datetime.datetime.fromtimestamp(credential.expires / 1000, datetime.UTC).isoformat(
-                timespec="minutes")
-            diagnostics.append(Diagnostic(
-                "info", f'auth.json: using the stored OAuth login for "{provider}" (access token valid until '
-                        f"{until}); rpcd does not refresh it: when it expires, run pi and use /login"))
     return providers, diagnostics

@@ -37,10 +37,11 @@ from rpcd.core.values import (
     ApprovalRule,
     Diagnostic,
     ToolApprovalAnswer,
+    ToolApprovalRequest,
     ToolApprover,
 )
 from rpcd.tools.approval_facts import CallFacts, ToolProfile, describe_call
-from rpcd.tools.approval_rules import ApprovalRules, ApprovalRulesError, canonical_project, new_rule
+from rpcd.tools.approval_rules import ApprovalRules, ApprovalRulesError, always_rule, canonical_project, new_rule
 from rpcd.tools.base import AbortSignal
 from rpcd.tools.blocking import unless_aborted
 from rpcd.tools.seam import Block, ToolCall
@@ -151,7 +152,7 @@ class ApprovalGate:
             return None
         if approver is None:
             return Block(f"{REJECTED}: the approval policy {policy} needs a client that answers approval requests")
-        answer = await _ask(approver, facts, call.tool_call_id, signal)
+        answer = await _ask(approver, facts.request(call.tool_call_id, always_rule(facts, project)), signal)
         if answer is None:  # aborted while waiting: the seam reports the abort
             return None
         if answer.decision in ("allowAlways", "rejectAlways"):
@@ -175,12 +176,11 @@ class ApprovalGate:
                          else type(exc).__name__)
 
 
-async def _ask(approver: ToolApprover, facts: CallFacts, tool_call_id: str,
-               signal: AbortSignal) -> ToolApprovalAnswer | None:
+async def _ask(approver: ToolApprover, request: ToolApprovalRequest, signal: AbortSignal) -> ToolApprovalAnswer | None:
     """The approver's answer, or ``None`` if the signal fired first (the ask is then cancelled,
     which withdraws the question from the client)."""
     try:
-        answer = await unless_aborted(lambda: approver(facts.request(tool_call_id)), signal)
+        answer = await unless_aborted(lambda: approver(request), signal)
     except Exception as exc:
         if signal.aborted:  # unless_aborted's ToolError: the question was withdrawn
             return None

@@ -10,14 +10,15 @@ an extension tool: its own declaration counts, not the built-in's).
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import attrs
 
-from rpcd.core.values import ToolApprovalRequest, ToolKind, ToolLocation
+from rpcd.core.values import AlwaysRule, ToolApprovalRequest, ToolKind, ToolLocation
 from rpcd.tools.paths import resolve_to_cwd
-from rpcd.tools.shell_syntax import simple_command_words
+from rpcd.tools.shell_syntax import runs_other_commands, simple_command_words
 
 READ_ONLY_BUILTINS: Final = frozenset({"read", "grep", "find", "ls"})
 """Built-ins that never change anything (they never ask under ``ask-writes``)."""
@@ -57,7 +58,7 @@ def extension_profile(read_only: bool = False) -> ToolProfile:
 @attrs.frozen
 class CallFacts:
     """One call, described. ``path`` is the absolute path a file tool names (``None`` otherwise);
-    ``command`` the bash command."""
+    ``command`` the bash command; ``notices`` what the person should read before answering."""
 
     tool_name: str
     kind: ToolKind
@@ -67,36 +68,68 @@ class CallFacts:
     locations: tuple[ToolLocation, ...] = ()
     command: str | None = None
     path: str | None = None
+    notices: tuple[str, ...] = ()
 
-    def request(self, tool_call_id: str) -> ToolApprovalRequest:
+    def request(self, tool_call_id: str, always_rule: AlwaysRule | None = None) -> ToolApprovalRequest:
         return ToolApprovalRequest(tool_call_id=tool_call_id, tool_name=self.tool_name, kind=self.kind,
-                                   title=self.title, arguments=self.arguments, locations=self.locations)
+                                   title=self.title, arguments=self.arguments, locations=self.locations,
+                                   always_rule=always_rule, notices=self.notices)
 
 
 def describe_call(name: str, args: Mapping[str, Any], *, cwd: str, profile: ToolProfile) -> CallFacts:
     """The facts of ``name(args)`` for a tool bound to ``cwd``."""
-    preview = preview_arguments(args)
+    whole_command = name == "bash" and profile.builtin
+    preview = preview_arguments(args, keep=("command",) if whole_command else ())
+    notices = (CUT_NOTICE,) if preview != args else ()
     if not profile.builtin or name not in _BUILTIN_KINDS:
         return CallFacts(name, "other", _one_line(f"{name} {_compact(args)}" if args else name), not profile.read_only,
-                         preview)
+                         preview, notices=notices)
     writes = not profile.read_only
     if name == "bash":
         command = args.get("command")
         text = command if isinstance(command, str) else ""
-        return CallFacts(name, bash_kind(text), _one_line(f"bash: {text}"), writes, preview, command=text)
+        title = _one_line(f"bash: {text}")
+        return CallFacts(name, bash_kind(text), title, writes, preview, command=text,
+                         notices=(*_long_command_notices(text, title), *notices))
     raw_path = args.get("path")
     given = raw_path if isinstance(raw_path, str) and raw_path else None
     shown = given or "."
     absolute = _absolute(given or ".", cwd)
+    target = os.path.realpath(absolute) if absolute is not None else None
     line = args.get("offset") if name == "read" and isinstance(args.get("offset"), int) else None
-    locations = (ToolLocation(absolute, line),) if absolute is not None else ()
+    locations = (ToolLocation(target, line),) if target is not None else ()
+    if target is not None and target != absolute:
+        notices = (f"{shown} resolves through a symbolic link: the call acts on {target}", *notices)
+        shown = f"{shown} → {target}"
     if name == "grep":
         title = f"grep {json.dumps(args.get('pattern', ''), ensure_ascii=False)} in {shown}"
     elif name == "find":
         title = f"find {args.get('pattern', '')} in {shown}"
     else:
         title = f"{name} {shown}"
-    return CallFacts(name, _BUILTIN_KINDS[name], _one_line(title), writes, preview, locations, path=absolute)
+    return CallFacts(name, _BUILTIN_KINDS[name], _one_line(title), writes, preview, locations, path=absolute,
+                     notices=notices)
+
+
+CUT_NOTICE: Final = (f"Strings longer than {PREVIEW_CHARS:,} characters (marked \"… [N more characters]\") and "
+                     f"nesting deeper than {PREVIEW_DEPTH} levels are cut in these arguments; the tool gets them whole")
+_HIDDEN_SYNTAX: Final = (";", "&", "|", "<", ">", "$(", "`", "#")
+
+
+def _long_command_notices(command: str, title: str) -> tuple[str, ...]:
+    """When the title shows only the start of ``command``: how long it is, and which operators hide
+    in the part left out."""
+    shown = title.removeprefix("bash: ").removesuffix(" …")
+    if not title.endswith(" …"):
+        return ()
+    stripped = command.strip()
+    rest = stripped[len(shown):] if stripped.startswith(shown) else stripped
+    lines = stripped.count("\n") + 1
+    hidden = [token for token in _HIDDEN_SYNTAX if token in rest] + (["a line break"] if "\n" in rest else [])
+    size = f"{len(stripped):,} characters" + (f" on {lines} lines" if lines > 1 else "")
+    after = (f"; the part it leaves out holds {', '.join(hidden)}" if hidden else "")
+    return (f"The command is {size}: the title shows only its start{after}. Read the whole command "
+            "(arguments.command) before answering",)
 
 
 def _absolute(path: str, cwd: str) -> str | None:
@@ -124,10 +157,12 @@ def _one_line(text: str) -> str:
     return f"{first} …" if cut else first
 
 
-def preview_arguments(value: Any, limit: int = PREVIEW_CHARS, depth: int = 0) -> Any:
+def preview_arguments(value: Any, limit: int = PREVIEW_CHARS, depth: int = 0, keep: Sequence[str] = ()) -> Any:
     """``value`` with every string longer than ``limit`` cut to ``limit`` characters followed by
     ``… [N more characters]``; objects and arrays keep their shape down to ``PREVIEW_DEPTH``
-    levels (deeper ones are shown as ``…``)."""
+    levels (deeper ones are shown as ``…``). The top-level keys in ``keep`` keep their values whole."""
+    if keep and isinstance(value, Mapping):
+        return {str(k): v if k in keep else preview_arguments(v, limit, depth + 1) for k, v in value.items()}
     if isinstance(value, str):
         if len(value) <= limit:
             return value
@@ -152,21 +187,20 @@ def bash_kind(command: str) -> ToolKind:
     return "execute"
 
 
-def first_words(words: Sequence[str]) -> list[str]:
-    """The prefix an ``Always`` answer remembers: the program, and its subcommand for programs
-    that have subcommands (``git push``, ``npm test``, ``python -m pytest``)."""
-    if not words:
-        return []
+def rule_prefix(words: Sequence[str]) -> list[str] | None:
+    """The prefix an ``Always`` answer remembers for the simple command ``words``: the program, and its
+    subcommand for programs that have subcommands (``git push``, ``npm test``). ``None`` — remember the
+    command exactly — for a command that runs what its words do not show (an interpreter, a wrapper,
+    ``find -exec``, ``git -c``: ``shell_syntax.runs_other_commands``) and for a program with
+    subcommands given none (``git --version``: ``git *`` would cover ``git -c alias.x=!… x``)."""
+    if not words or runs_other_commands(words):
+        return None
     program = words[0]
-    base = program.rsplit("/", 1)[-1]
-    if base in _PYTHONS and len(words) >= 3 and words[1] == "-m":
-        return list(words[:3])
-    if base in _SUBCOMMAND_PROGRAMS and len(words) >= 2 and not words[1].startswith("-"):
-        return list(words[:2])
+    if program.rsplit("/", 1)[-1] in _SUBCOMMAND_PROGRAMS:
+        return list(words[:2]) if len(words) >= 2 and not words[1].startswith("-") else None
     return [program]
 
 
-_PYTHONS: Final = frozenset({"python", "python3"})
 _SUBCOMMAND_PROGRAMS: Final = frozenset({
     "apt", "apt-get", "brew", "bun", "cargo", "deno", "docker", "dotnet", "gh", "git", "go", "kubectl", "make",
     "npm", "npx", "pip", "pip3", "pnpm", "podman", "poetry", "systemctl", "uv", "yarn",

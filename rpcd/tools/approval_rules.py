@@ -4,9 +4,11 @@ An ``allowAlways`` / ``rejectAlways`` answer becomes a rule for the project (the
 canonical cwd) and the tool, with a matcher derived from the call:
 
 * ``bash``: the command's first word(s) and `` *`` — ``npm test *`` (the program and, for
-  programs with subcommands, the subcommand; see ``approval_facts.first_words``). A command that
-  is not provably one simple command (``shell_syntax.simple_command_words``) is remembered whole
-  and matches exactly that text again.
+  programs with subcommands, the subcommand; see ``approval_facts.rule_prefix``). A command that
+  is not provably one simple command (``shell_syntax.simple_command_words``), one that runs what
+  its words do not show (an interpreter, a wrapper, ``find -exec``, ``git -c``:
+  ``shell_syntax.runs_other_commands``) and a program with subcommands given none (``git
+  --version``) are remembered whole and match exactly that text again.
 * file tools (``read``, ``edit``, ``write``, ``grep``, ``find``, ``ls``): the path as a glob,
   relative to the project (absolute outside it); a hand-edited rule may use ``*``, ``**``,
   ``?``, ``[…]``, ``{a,b}``.
@@ -39,10 +41,10 @@ from typing import Any, Final, Literal, TypeVar
 
 from rpcd.core.durable import locked, replace_file
 from rpcd.core.errors import RuntimeFailure
-from rpcd.core.values import ApprovalRule
-from rpcd.tools.approval_facts import FILE_TOOLS, CallFacts, first_words
+from rpcd.core.values import AlwaysRule, ApprovalRule
+from rpcd.tools.approval_facts import FILE_TOOLS, CallFacts, rule_prefix
 from rpcd.tools.globs import glob_to_regex
-from rpcd.tools.shell_syntax import command_segments, simple_command_words
+from rpcd.tools.shell_syntax import command_segments, runs_other_commands, simple_command_words
 
 RULES_RELATIVE: Final = os.path.join("rpcd", "approvals.json")
 RULES_VERSION: Final = 1
@@ -177,17 +179,30 @@ class ApprovalRules:
             return result
 
 
-def new_rule(facts: CallFacts, project: str, decision: Literal["allow", "reject"]) -> ApprovalRule:
-    """The rule an ``…Always`` answer to this call stores (see the module doc for the matchers)."""
-    command = path = None
+def always_rule(facts: CallFacts, project: str) -> AlwaysRule:
+    """What an ``…Always`` answer to this call stores (see the module doc for the matchers), with
+    its description for the person deciding — the request says it before the answer is given."""
     if facts.tool_name == "bash" and facts.command is not None:
         words = simple_command_words(facts.command)
-        command = f"{shlex.join(first_words(words))} *" if words else facts.command.strip()
-    elif facts.tool_name in FILE_TOOLS and facts.path is not None:
+        prefix = rule_prefix(words) if words is not None else None
+        if prefix is not None:
+            command = f"{shlex.join(prefix)} *"
+            return AlwaysRule(facts.tool_name, f"bash commands `{command}` (one simple command each)",
+                              command=command)
+        command = facts.command.strip()
+        return AlwaysRule(facts.tool_name, "exactly this bash command", command=command)
+    if facts.tool_name in FILE_TOOLS and facts.path is not None:
         path = _path_pattern(facts.path, project)
+        return AlwaysRule(facts.tool_name, f"{facts.tool_name} calls on `{path}`", path=path)
+    return AlwaysRule(facts.tool_name, f"every {facts.tool_name} call")
+
+
+def new_rule(facts: CallFacts, project: str, decision: Literal["allow", "reject"]) -> ApprovalRule:
+    """The rule an ``…Always`` answer to this call stores (:func:`always_rule`)."""
+    matcher = always_rule(facts, project)
     created = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
     return ApprovalRule(id=uuid.uuid4().hex[:12], project=project, tool_name=facts.tool_name, decision=decision,
-                        created_at=created, command=command, path=path)
+                        created_at=created, command=matcher.command, path=matcher.path)
 
 
 def rule_matches(rule: ApprovalRule, facts: CallFacts, project: str) -> bool:
@@ -203,14 +218,16 @@ def rule_matches(rule: ApprovalRule, facts: CallFacts, project: str) -> bool:
 
 def command_matches(pattern: str, command: str, *, reject: bool) -> bool:
     """``pattern`` is ``words *`` (a prefix) or a whole command: exactly that text, leading and trailing
-    blanks aside (whitespace inside may be quoted, or a newline that ends a comment)."""
+    blanks aside (whitespace inside may be quoted, or a newline that ends a comment). An allow prefix
+    never covers a command that runs what its words do not show (``runs_other_commands``): a ``git *``
+    an older version stored does not allow ``git -c alias.x='!…' x``."""
     prefix = _prefix_words(pattern)
     if prefix is None:
         return command.strip() == pattern.strip()
     if reject:
         return any(_starts_with(segment, prefix, by_name=True) for segment in command_segments(command))
     words = simple_command_words(command)
-    return words is not None and _starts_with(words, prefix, by_name=False)
+    return words is not None and not runs_other_commands(words) and _starts_with(words, prefix, by_name=False)
 
 
 def _prefix_words(pattern: str) -> list[str] | None:

@@ -17,12 +17,17 @@ generous:
   ``$'…'`` is decoded). It is what a reject rule is checked against: generous, so it errs towards
   finding a command that is not there. It is best effort by nature (``eval "$x"`` hides anything);
   that is why a command it cannot see through is never allowed by a rule, only asked about.
+
+And one question about programs: :func:`runs_other_commands` says why a simple command may run code
+or commands its words do not spell out (an interpreter, a wrapper, ``find -exec``, ``git -c`` or an
+alias, ``tar --to-command`` …): such a command is never generalised into a rule, and no prefix rule
+covers it.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Final
 
 _BLANKS: Final = " \t"
@@ -446,3 +451,96 @@ def command_segments(command: str, depth: int = 0) -> list[list[str]]:
     reader = _Reader(command, depth)
     commands, _ = reader.read()
     return [*_expand(commands, depth), *reader.segments]
+
+
+# -- programs that run what their words do not show ------------------------------------------------
+
+
+INTERPRETERS: Final = frozenset({
+    "node", "nodejs", "deno", "bun", "bunx", "ruby", "irb", "perl", "php", "lua", "luajit", "tclsh", "wish",
+    "Rscript", "julia", "osascript", "pwsh", "powershell", "awk", "gawk", "mawk", "nawk", "busybox", "sed", "gsed",
+    "vi", "vim", "nvim", "ex", "ed", "emacs", "gdb", "lldb", "expect", "java", "jshell", "groovy", "scala", "elixir",
+    "iex", "erl", "escript", "ghci", "runghc", "swift", "kotlin", "source", ".", "eval", "npx", "pnpx", "uvx",
+    "pipx", "ssh", "mosh",
+})
+"""Programs that run whatever code or commands their arguments (or a file they name) hold."""
+_PYTHON: Final = re.compile(r"^(?:i?python|pypy)[0-9.]*$")
+_SUBCOMMAND_WRAPPERS: Final = frozenset({
+    ("uv", "run"), ("uv", "tool"), ("poetry", "run"), ("pipenv", "run"), ("hatch", "run"), ("pdm", "run"),
+    ("npm", "exec"), ("npm", "x"), ("pnpm", "exec"), ("pnpm", "dlx"), ("yarn", "exec"), ("yarn", "dlx"),
+    ("bun", "x"), ("bun", "run"), ("bun", "exec"), ("deno", "run"), ("deno", "eval"), ("cargo", "run"),
+    ("go", "run"), ("go", "generate"), ("docker", "run"), ("docker", "exec"), ("docker", "create"),
+    ("podman", "run"), ("podman", "exec"), ("podman", "create"), ("kubectl", "exec"), ("kubectl", "run"),
+    ("kubectl", "debug"), ("git", "config"), ("git", "submodule"), ("git", "bisect"), ("git", "filter-branch"),
+    ("gh", "alias"), ("gh", "extension"), ("systemctl", "edit"),
+})
+"""``program subcommand`` pairs that run a command given after them (or install one that runs later)."""
+_RISKY_OPTIONS: Final[dict[tuple[str, str | None], tuple[str, ...]]] = {
+    ("find", None): ("-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"),
+    ("tar", None): ("--to-command", "--checkpoint-action", "--use-compress-program", "-I", "--info-script", "-F",
+                    "--new-volume-script", "--rsh-command"),
+    ("rsync", None): ("-e", "--rsh", "--rsync-path"),
+    ("scp", None): ("-S", "-o", "-F"),
+    ("sftp", None): ("-S", "-o", "-F", "-D"),
+    ("make", None): ("--eval", "-E"),
+    ("npm", None): ("--script-shell",),
+    ("zip", None): ("-T", "--test", "--unzip-command"),
+    ("git", "rebase"): ("-x", "--exec"),
+    ("git", "clone"): ("-u", "--upload-pack", "-c", "--config", "--template"),
+    ("git", "fetch"): ("--upload-pack",),
+    ("git", "pull"): ("--upload-pack",),
+    ("git", "ls-remote"): ("--upload-pack",),
+    ("git", "archive"): ("--exec", "--remote"),
+    ("git", "push"): ("--receive-pack", "--exec"),
+    ("git", "difftool"): ("-x", "--extcmd", "-t", "--tool"),
+    ("git", "mergetool"): ("-t", "--tool"),
+}
+"""Options that make an otherwise plain program run another command (``(program, subcommand)``; ``None``:
+wherever they appear). ``--long`` matches itself and ``--long=…``; ``-x`` matches inside any bundle of short
+options (``-avze``); a single-dash long option (``find -exec``) matches only itself."""
+_GIT_COMMANDS: Final = frozenset({
+    "add", "am", "annotate", "apply", "archive", "blame", "branch", "bundle", "checkout", "cherry", "cherry-pick",
+    "clean", "clone", "commit", "count-objects", "describe", "diff", "difftool", "fetch", "format-patch", "fsck",
+    "gc", "grep", "help", "init", "log", "ls-files", "ls-remote", "ls-tree", "merge", "merge-base", "mergetool", "mv",
+    "notes", "pull", "push", "range-diff", "rebase", "reflog", "remote", "repack", "replace", "reset", "restore",
+    "revert", "rev-list", "rev-parse", "rm", "shortlog", "show", "show-branch", "show-ref", "sparse-checkout",
+    "stash", "status", "switch", "tag", "version", "whatchanged", "worktree", "cat-file", "hash-object",
+    "for-each-ref", "name-rev", "verify-commit", "verify-tag",
+})
+"""git's own commands: any other word after ``git`` may be an alias, and an alias may be ``!any command``."""
+
+
+def runs_other_commands(words: Sequence[str]) -> str | None:
+    """Why the simple command ``words`` may run code or commands its words do not spell out — an
+    interpreter, a wrapper (``sudo``, ``env``, ``xargs`` …), ``find -exec``, ``git -c`` or an alias, a
+    ``tar --to-command`` … — or ``None``. Such a command is never generalised into a rule, and a
+    generalised rule (``program *``) never covers one."""
+    if not words:
+        return None
+    program = words[0].rsplit("/", 1)[-1]
+    if program in SHELLS or program in INTERPRETERS or _PYTHON.match(program):
+        return f"{program} runs whatever code it is given"
+    if program in WRAPPERS:
+        return f"{program} runs another command"
+    if len(words) >= 2 and (program, words[1]) in _SUBCOMMAND_WRAPPERS:
+        return f"{program} {words[1]} runs another command"
+    if program == "git" and len(words) >= 2:
+        if words[1].startswith("-"):
+            return "git options before the command (-c, -C, --exec-path …) change what it runs"
+        if words[1] not in _GIT_COMMANDS:
+            return f"git {words[1]} may be an alias, and an alias may run any command"
+    risky = _RISKY_OPTIONS.get((program, None), ())
+    if len(words) >= 2:
+        risky += _RISKY_OPTIONS.get((program, words[1]), ())
+    for option in risky:
+        if any(_is_option(word, option) for word in words[1:]):
+            return f"{program} {option} runs another command"
+    return None
+
+
+def _is_option(word: str, option: str) -> bool:
+    if option.startswith("--"):
+        return word == option or word.startswith(option + "=")
+    if len(option) == 2:  # -x, also bundled: -avze
+        return word.startswith("-") and not word.startswith("--") and option[1] in word[1:]
+    return word == option

@@ -69,12 +69,16 @@ class PiAi:
 
     def runtime_stream(self, agent_dir: Path, provider: str, model_id: str, context: Mapping[str, Any],
                        options: Mapping[str, Any], *, env: Mapping[str, str], unset: Sequence[str] = (),
-                       settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                       settings: Mapping[str, Any] | None = None,
+                       redirect: Mapping[str, str] | None = None) -> dict[str, Any]:
         """One model call the whole way pi-coding-agent makes it (``ModelRuntime`` for ``agent_dir``,
-        the session's header transform): ``{"events", "message", "model"}``."""
+        the session's header transform, auth.json logins refreshed as Pi refreshes them):
+        ``{"events", "message", "model"}``. ``redirect``: origins Pi's requests go to a loopback
+        server instead (pi-ai's OAuth endpoints are fixed)."""
         return self._ask({"runtimeStream": {"agentDir": str(agent_dir), "env": dict(env), "unset": list(unset),
                                             "settings": dict(settings or {}), "provider": provider,
-                                            "modelId": model_id, "context": context, "options": options}})
+                                            "modelId": model_id, "context": context, "options": options,
+                                            "redirect": dict(redirect or {})}})
 
     def available(self, agent_dir: Path, env: Mapping[str, str], unset: Sequence[str] = ()) -> list[dict[str, Any]]:
         answer = self._ask({"available": {"agentDir": str(agent_dir), "env": dict(env), "unset": list(unset)}})

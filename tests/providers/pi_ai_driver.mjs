@@ -11,7 +11,8 @@
 //                                                   ["cycleModel", "forward"|"backward"]]}}
 //     -> pi-coding-agent's createAgentSession (in-memory session, the given settings) then the
 //        operations; answers {"id", "model", "thinkingLevel", "entries": [[kind, value]...]}
-//   {"id", "runtimeStream": {"agentDir", "env", "unset", "settings", "provider", "modelId", "context", "options"}}
+//   {"id", "runtimeStream": {"agentDir", "env", "unset", "settings", "provider", "modelId", "context", "options",
+//                            "redirect"?: {origin: loopback origin}}}
 //     -> the whole pi-coding-agent path of one model call: ModelRuntime for that agent dir (models.json
 //        composition, auth, configured headers), sdk.ts's streamFn header transform (provider
 //        attribution headers, gated by PI_TELEMETRY / settings.enableInstallTelemetry), then
@@ -24,6 +25,7 @@
 
 import { join } from "node:path";
 import { createInterface } from "node:readline";
+import zlib from "node:zlib";
 import { pathToFileURL } from "node:url";
 
 const realStdoutWrite = process.stdout.write.bind(process.stdout);
@@ -56,18 +58,50 @@ async function stream({ api, model, context, options, attribution }) {
     const settingsManager = SettingsManager.inMemory(attribution);
     headers = mergeProviderAttributionHeaders(model, settingsManager, options?.sessionId, headers);
   }
-  const s = apis.get(api).streamSimple(model, ctx, { maxRetries: 0, ...options, headers });
+  const { plainBody, ...rest } = options ?? {};
+  const extra = plainBody ? { fetch: plainBodyFetch } : {};
+  const s = apis.get(api).streamSimple(model, ctx, { maxRetries: 0, ...rest, ...extra, headers });
   for await (const event of s) events.push(event.type);
   return { events, message: await s.result() };
+}
+
+// "plainBody": the request body as Pi built it, before its zstd compression (OpenAI Codex compresses
+// when this Node has zstd): the loopback server records JSON, and the header says it was compressed
+async function plainBodyFetch(url, init) {
+  const headers = new Headers(init?.headers);
+  let body = init?.body;
+  if (headers.get("content-encoding") === "zstd") {
+    body = zlib.zstdDecompressSync(Buffer.from(body));
+    headers.delete("content-encoding");
+    headers.set("x-pi-content-encoding", "zstd");
+  }
+  return globalThis.fetch(url, { ...init, headers, body });
+}
+
+// "redirect": {"https://platform.claude.com": "http://127.0.0.1:PORT"} sends Pi's requests to those
+// origins (its OAuth endpoints are fixed in pi-ai) to a loopback server instead, for one call
+function installRedirect(redirect) {
+  const original = globalThis.fetch;
+  if (!redirect || Object.keys(redirect).length === 0) return () => {};
+  globalThis.fetch = (input, init) => {
+    const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
+    for (const [from, to] of Object.entries(redirect)) {
+      if (url.startsWith(from)) return original(to + url.slice(from.length), init);
+    }
+    return original(input, init);
+  };
+  return () => { globalThis.fetch = original; };
 }
 
 async function runtimeStream(request) {
   // the environment is restored afterwards: other requests share this process
   const touched = [...(request.unset ?? []), ...Object.keys(request.env ?? {})];
   const saved = Object.fromEntries(touched.map((name) => [name, process.env[name]]));
+  const restoreFetch = installRedirect(request.redirect);
   try {
     return await runtimeStreamIn(request);
   } finally {
+    restoreFetch();
     for (const [name, value] of Object.entries(saved)) {
       if (value === undefined) delete process.env[name];
       else process.env[name] = value;

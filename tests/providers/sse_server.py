@@ -49,6 +49,38 @@ def load_recording(name: str) -> list[SseItem]:
     return items
 
 
+def aws_frame(headers: dict[str, str], payload: bytes) -> bytes:
+    """One AWS event-stream message (prelude, string headers, payload, both CRC32s)."""
+    import struct
+    import zlib
+
+    encoded = b"".join(struct.pack("B", len(k)) + k.encode() + b"\x07" + struct.pack(">H", len(v.encode())) +
+                       v.encode() for k, v in headers.items())
+    total = 12 + len(encoded) + len(payload) + 4
+    prelude = struct.pack(">II", total, len(encoded))
+    prelude += struct.pack(">I", zlib.crc32(prelude))
+    message = prelude + encoded + payload
+    return message + struct.pack(">I", zlib.crc32(message))
+
+
+def aws_frames(name: str) -> list[bytes]:
+    """A recorded Bedrock stream (``recordings/<name>.jsonl``: ``{"event"|"exception": type, "data"}``
+    per line) as AWS event-stream messages."""
+    frames = []
+    for line in (RECORDINGS / f"{name}.jsonl").read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        item = json.loads(line)
+        payload = json.dumps(item["data"]).encode()
+        if "exception" in item:
+            headers = {":message-type": "exception", ":exception-type": item["exception"],
+                       ":content-type": "application/json"}
+        else:
+            headers = {":message-type": "event", ":event-type": item["event"], ":content-type": "application/json"}
+        frames.append(aws_frame(headers, payload))
+    return frames
+
+
 def chunk(delta: dict[str, Any] | None = None, *, finish: str | None = None, usage: dict[str, Any] | None = None,
           model: str = "test-model") -> str:
     """One ``chat.completion.chunk`` payload in OpenAI's shape."""
@@ -82,6 +114,9 @@ class Reply:
     """Stop sending after this many events; wait until the client leaves or the server stops."""
     drop: bool = False
     """Close the connection without any response (a dropped connection before the headers)."""
+    frames: list[bytes] | None = None
+    """Binary frames sent instead of SSE events (Bedrock's AWS event stream: ``aws_frames``)."""
+    stream_type: str = "text/event-stream; charset=utf-8"
 
 
 @attrs.define
@@ -89,6 +124,8 @@ class RecordedRequest:
     path: str
     headers: dict[str, str]
     body: Any
+    raw: bytes = b""
+    """The body's bytes as sent."""
 
 
 class SseServer:
@@ -140,7 +177,7 @@ class SseServer:
                     body = json.loads(raw) if raw else None
                 except ValueError:
                     body = raw.decode("utf-8", "replace")
-                server.requests.append(RecordedRequest(self.path, dict(self.headers.items()), body))
+                server.requests.append(RecordedRequest(self.path, dict(self.headers.items()), body, raw))
                 reply = server.replies.popleft() if server.replies else Reply(status=500, body=b'{"error":"no reply"}')
                 if reply.drop:
                     self._abort_connection()
@@ -159,7 +196,7 @@ class SseServer:
 
             def _stream(self, reply: Reply) -> None:
                 self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+                self.send_header("Content-Type", reply.stream_type)
                 self.send_header("Transfer-Encoding", "chunked")
                 self.send_header("Cache-Control", "no-cache")
                 for key, value in reply.headers.items():
@@ -167,7 +204,8 @@ class SseServer:
                 self.end_headers()
                 self.wfile.flush()
                 try:
-                    for index, data in enumerate(reply.events):
+                    items: list[SseItem | bytes] = [*reply.frames] if reply.frames is not None else [*reply.events]
+                    for index, data in enumerate(items):
                         if reply.cut_after is not None and index >= reply.cut_after:
                             self._abort_connection()
                             return
@@ -176,7 +214,9 @@ class SseServer:
                             return
                         if reply.delay and server._stop.wait(reply.delay):
                             return
-                        if isinstance(data, tuple):
+                        if isinstance(data, bytes):
+                            self._chunk(data)
+                        elif isinstance(data, tuple):
                             self._chunk(f"event: {data[0]}\ndata: {data[1]}\n\n".encode())
                         else:
                             self._chunk(f"data: {data}\n\n".encode())

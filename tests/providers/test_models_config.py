@@ -171,10 +171,10 @@ def test_set_model_rejects_unknown_models_and_missing_keys_before_appending(tmp_
 
 
 def test_set_model_to_an_api_rpcd_does_not_speak_says_so(tmp_path: Path) -> None:
-    registry = _local_registry(tmp_path, api="mistral-conversations")
+    registry = _local_registry(tmp_path, api="cloudflare-ai-binding")
     manager = SessionManager.in_memory(str(tmp_path))
     agent = Agent(provider=FauxProvider(), model=FAUX_MODEL)
-    with pytest.raises(ProviderError, match='api "mistral-conversations" is not supported by rpcd'):
+    with pytest.raises(ProviderError, match='api "cloudflare-ai-binding" is not supported by rpcd'):
         apply_model_selection(agent=agent, session_manager=manager, registry=registry, provider="local",
                               model_id="plain")
     assert manager.get_entries() == []
@@ -185,10 +185,10 @@ def test_refresh_follows_edits_to_models_json(tmp_path: Path) -> None:
     assert registry.find("local", "plain") is not None
     assert registry.default_model()[1] == FAUX_MODEL  # the offline fallback stays registered
     (tmp_path / "models.json").write_text(json.dumps({"providers": {"other": {
-        "baseUrl": "http://x/v1", "api": "bedrock-converse-stream", "models": [{"id": "claude"}]}}}))
+        "baseUrl": "http://x/v1", "api": "cloudflare-ai-binding", "models": [{"id": "claude"}]}}}))
     diagnostics = refresh_providers(registry, str(tmp_path), env=ENV)
     assert registry.find("local", "plain") is None and registry.find("faux", "faux-1") is not None
-    assert [d.type for d in diagnostics] == ["warning"] and "bedrock-converse-stream" in diagnostics[0].message
+    assert [d.type for d in diagnostics] == ["warning"] and "cloudflare-ai-binding" in diagnostics[0].message
 
 
 def test_models_json_overlays_a_builtin_provider_as_pi_merges_it() -> None:
@@ -219,26 +219,24 @@ def test_an_entry_that_configures_nothing_is_refused_and_the_builtin_stays() -> 
     assert providers["openai"].display_name == "OpenAI" and providers["openai"].models
 
 
-def test_auth_json_oauth_entries_say_that_refreshing_is_pis_job(tmp_path: Path) -> None:
+def test_auth_json_oauth_logins_are_usable_while_they_can_be_refreshed(tmp_path: Path) -> None:
     valid_until = 4102444800000  # 2100-01-01
     (tmp_path / "auth.json").write_text(json.dumps({
         "anthropic": {"type": "oauth", "access": "sk-ant-oat01-valid", "refresh": "r", "expires": valid_until},
         "openrouter": {"type": "oauth", "access": "x", "refresh": "r", "expires": 1000},
         "github-copilot": {"type": "oauth", "access": "x", "refresh": "r", "expires": valid_until},
+        "mistral": {"type": "oauth", "access": "x", "refresh": "r", "expires": valid_until},
         "broken": {"type": "oauth", "access": 5},
     }))
     registry = default_registry()
     diagnostics = refresh_providers(registry, str(tmp_path), env={})
     messages = [(d.type, d.message) for d in diagnostics]
-    assert ("info", 'auth.json: using the stored OAuth login for "anthropic" (access token valid until '
-                    "2100-01-01T00:00+00:00); rpcd does not refresh it: when it expires, run pi and use /login"
-            ) in messages
-    assert any(t == "warning" and '"openrouter" has expired' in m and "/login" in m for t, m in messages)
-    assert any(t == "warning" and '"github-copilot" is not supported by rpcd' in m for t, m in messages)
+    assert any(t == "warning" and '"mistral" is not supported by rpcd' in m for t, m in messages)
     assert any(t == "warning" and 'credential for provider "broken"' in m for t, m in messages)
+    assert not any("anthropic" in m or "openrouter" in m or "copilot" in m for _, m in messages)
     assert "sk-ant-oat01-valid" not in json.dumps(messages)
     usable = {m.provider for m in registry.available_models()}
-    assert usable == {"anthropic"}
+    assert usable == {"anthropic", "openrouter", "github-copilot"}  # an expired one is refreshed at its request
 
 
 def test_read_and_connect_timeouts_come_from_settings() -> None:

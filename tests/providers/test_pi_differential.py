@@ -91,8 +91,10 @@ def signatures(provider: str) -> dict[str, Any]:
     return {"thinkingSignature": "CiQB0e2Kb6YVvW0a1J9mV3OPo9nLr2Qk8qGQxW1wz0Ym0aBcDeE="}
 
 
-def contexts(model: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    provider = model["provider"]
+def contexts(model: Mapping[str, Any], family: str | None = None) -> dict[str, list[dict[str, Any]]]:
+    """The contexts every API is tried with; ``family`` picks the signature shapes of another provider's
+    API (``openai`` for Azure and Codex: Responses reasoning items) — ``model``'s own by default."""
+    provider = family or model["provider"]
     call_id = {"openai": "call_Vx1|fc_68af3e2d4a3c8190"}.get(provider, "toolu_01T1x1fJ34qAmk2tNTrN7Up6")
     thinking = {"type": "thinking", "thinking": "I should look it up.", **signatures(provider)}
     text_sig = {"textSignature": '{"v":1,"id":"msg_abc123"}'} if provider == "openai" else (

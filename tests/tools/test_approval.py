@@ -15,19 +15,20 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rpcd.core.values import ApprovalRule, ToolApprovalAnswer, ToolApprovalRequest
+from rpcd.core.values import AlwaysRule, ApprovalRule, ToolApprovalAnswer, ToolApprovalRequest
 from rpcd.tools import AbortSignal, ToolCall, builtin_profile, extension_profile
 from rpcd.tools.approval import ApprovalGate
-from rpcd.tools.approval_facts import bash_kind, describe_call, first_words, preview_arguments
+from rpcd.tools.approval_facts import bash_kind, describe_call, preview_arguments, rule_prefix
 from rpcd.tools.approval_rules import (
     ApprovalRules,
     ApprovalRulesError,
+    always_rule,
     canonical_project,
     command_matches,
     new_rule,
     path_matches,
 )
-from rpcd.tools.shell_syntax import RESERVED_WORDS, command_segments, simple_command_words
+from rpcd.tools.shell_syntax import RESERVED_WORDS, command_segments, runs_other_commands, simple_command_words
 
 # -- what a call is -----------------------------------------------------------------------------------
 
@@ -95,15 +96,63 @@ def test_a_preview_keeps_short_values_as_they_are(value: Any) -> None:
 @pytest.mark.parametrize(("command", "words"), [
     ("npm test -- --watch", ["npm", "test"]),
     ("git push origin main", ["git", "push"]),
-    ("git --no-pager log", ["git"]),
-    ("python -m pytest -x", ["python", "-m", "pytest"]),
     ("rm -rf build", ["rm"]),
     ("ls src", ["ls"]),
     ("/usr/bin/make test", ["/usr/bin/make", "test"]),
+    ("find . -name '*.py'", ["find"]),
+    ("tar -czf out.tgz src", ["tar"]),
 ])
 def test_an_always_answer_remembers_the_program_and_its_subcommand(command: str, words: list[str]) -> None:
     parsed = simple_command_words(command)
-    assert parsed is not None and first_words(parsed) == words
+    assert parsed is not None and rule_prefix(parsed) == words
+    assert new_rule(_bash(command), "/p", "allow").command == f"{shlex.join(words)} *"
+
+
+WRAPPERS = [
+    "python3 -c 'print(1)'", "python -m pytest -x", "python3.12 x.py", "pypy3 x.py", "node x.js", "deno run x.ts",
+    "bun run x", "ruby -e 1", "perl -e 1", "php -r 1", "awk '{print}' f", "sed -n 1p f", "bash -c ls", "sh x.sh",
+    "zsh -c ls", "env", "env touch x", "xargs rm", "sudo ls", "nice ls", "timeout 5 ls", "nohup ls", "command ls",
+    "exec ls", "watch ls", "strace ls", "find . -exec rm '{}' +", "find . -execdir rm '{}' +", "find . -ok rm '{}' +",
+    "find . -delete", "git -c alias.z=!touch z", "git -C /tmp status", "git --version", "git z", "git config x y",
+    "git rebase -x 'make test' main", "git submodule foreach rm", "tar -xf a.tar --to-command=sh",
+    "tar -cI 'sh -c x' -f a.tar .", "rsync -avze ssh a b", "make --eval='x:;touch y' x",
+    "npm exec cowsay", "npx cowsay", "uv run python", "poetry run x", "docker run --rm -v /:/h alpine",
+    "kubectl exec pod -- sh", "ssh host rm x", "vim -c '!ls'",
+]
+
+
+@pytest.mark.parametrize("command", WRAPPERS)
+def test_interpreters_and_wrappers_are_remembered_exactly_never_as_a_prefix(command: str) -> None:
+    """``allowAlways`` on ``python3 -c …`` used to store ``python3 *``, on ``git --version`` ``git *``: rules
+    that then let any code run. The request says what will be stored; a stored prefix never covers one."""
+    facts = _bash(command)
+    for decision in ("allow", "reject"):
+        assert new_rule(facts, "/p", decision).command == command
+    described = always_rule(facts, "/p")
+    assert (described.command, described.description) == (command, "exactly this bash command")
+    words = simple_command_words(command)
+    assert words is not None and runs_other_commands(words)
+    # an older (or hand-written) prefix rule for the program does not cover it either; a reject one does
+    assert not command_matches(f"{shlex.quote(words[0])} *", command, reject=False)
+    assert command_matches(f"{shlex.quote(words[0])} *", command, reject=True)
+
+
+@pytest.mark.parametrize("command", ["git --version", "npm --version", "docker", "make"])
+def test_a_program_with_subcommands_given_none_is_remembered_exactly(command: str) -> None:
+    """``git *`` or ``npm *`` would cover ``git -c …`` and ``npm exec …``."""
+    assert new_rule(_bash(command), "/p", "allow").command == command
+
+
+def test_the_rule_an_always_answer_would_store_is_described_for_each_kind_of_tool(tmp_path: Path) -> None:
+    project = canonical_project(str(tmp_path))
+    assert always_rule(_bash("ls -la"), project) == AlwaysRule(
+        "bash", "bash commands `ls *` (one simple command each)", command="ls *")
+    assert always_rule(_bash("ls; rm x"), project) == AlwaysRule(
+        "bash", "exactly this bash command", command="ls; rm x")
+    write = describe_call("write", {"path": "a[1].txt", "content": ""}, cwd=project, profile=builtin_profile("write"))
+    assert always_rule(write, project) == AlwaysRule("write", "write calls on `a\\[1\\].txt`", path="a\\[1\\].txt")
+    deploy = describe_call("deploy", {}, cwd=project, profile=extension_profile())
+    assert always_rule(deploy, project) == AlwaysRule("deploy", "every deploy call")
 
 
 @pytest.mark.parametrize("command", [
@@ -139,8 +188,8 @@ def test_allow_prefix_rules_cover_only_simple_commands_reject_rules_any_segment(
 
 _WORD = st.text(alphabet="abcdefghijklmnopqrstuvwxyz-._/", min_size=1, max_size=8).filter(
     lambda w: not w.startswith("-") or len(w) > 1)
-_PROGRAM = _WORD.filter(lambda w: not w.startswith("-") and w not in RESERVED_WORDS)  # (bash -c reads "-x" as
-# its own option; "if", "do" … are no programs)
+_PROGRAM = _WORD.filter(lambda w: not w.startswith("-") and w not in RESERVED_WORDS and rule_prefix([w]) is not None)
+# (bash -c reads "-x" as its own option; "if", "do" … are no programs; wrappers are remembered exactly)
 _OPERATOR = st.sampled_from([";", "&&", "||", "|", "&", ">", "<", ">>", "2>&1 |"])
 
 

@@ -16,7 +16,9 @@ to itself).
 from __future__ import annotations
 
 import os
+import select
 import shutil
+import signal
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -30,6 +32,7 @@ from rpcd.tools.shell_syntax import command_segments, simple_command_words
 
 BASH = shutil.which("bash") or "/bin/bash"
 LONG = os.environ.get("RPCD_LONG") == "1"
+SYNC_FD = 63
 _PRELUDE = r"""enable -n $(compgen -b | while read -r b; do [ "$b" = enable ] || printf '%s\n' "$b"; done)
 enable -n enable
 command_not_found_handle() { {RECORD} "$@"; }
@@ -64,9 +67,23 @@ class Bash:
                                capture_output=True, timeout=30, check=False)
         if check.returncode != 0:
             return None
-        # stdin closed, stdout/stderr thrown away; a background job still holding them is waited for
-        subprocess.run([BASH, "-c", self.prelude + command], env=self.env, cwd=self.cwd, stdin=subprocess.DEVNULL,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30, check=False)
+        # Every process bash starts inherits fd 63, the write end of a pipe (no generated command names
+        # that descriptor): its end of file says the last of them — a background job too — is gone.
+        read_end, write_end = os.pipe()
+        try:
+            os.dup2(write_end, SYNC_FD)
+            process = subprocess.Popen([BASH, "-c", self.prelude + command], env=self.env, cwd=self.cwd,
+                                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.DEVNULL, pass_fds=(SYNC_FD,), start_new_session=True)
+        finally:
+            os.close(write_end)
+            os.close(SYNC_FD)
+        with os.fdopen(read_end, "rb") as sync:
+            if not select.select([sync], [], [], 30)[0]:  # a loop that never ends (no generated one should)
+                os.killpg(process.pid, signal.SIGKILL)
+                pytest.fail(f"bash did not finish {command!r}")
+            sync.read()
+        process.wait(timeout=30)
         return list(_records(self.log.read_bytes()))
 
 
