@@ -13,10 +13,11 @@ Status changes reach the listeners (``subscribe``): the fronts' ``mcp/status`` n
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 import logging
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from typing import Any, Final
 
 import anyio
@@ -69,6 +70,20 @@ class McpLease:
         if not self.released:
             self.released = True
             self.pool._release(self)
+
+
+@contextlib.asynccontextmanager
+async def running_pool(*, linger: float = DEFAULT_LINGER) -> AsyncIterator[McpPool]:
+    """A pool serving in a task group of its own; on the way out every server is stopped."""
+    pool = McpPool(linger=linger)
+    async with anyio.create_task_group() as group:
+        await group.start(pool.run)
+        try:
+            yield pool
+        finally:
+            with anyio.CancelScope(shield=True):
+                await pool.close()
+            group.cancel_scope.cancel()
 
 
 class McpPool:

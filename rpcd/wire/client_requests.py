@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 import anyio
 import attrs
@@ -36,17 +36,11 @@ from rpcd.protocol.names import (
     UI_SET_TITLE,
     UI_SET_WIDGET,
 )
+from rpcd.sessions.spec import DEFAULT_APPROVAL_TIMEOUT, DEFAULT_TRUST_TIMEOUT, DEFAULT_UI_TIMEOUT
 from rpcd.wire.notifications import EventPump
 
 log = logging.getLogger(__name__)
 
-
-DEFAULT_TRUST_TIMEOUT: Final = 120.0
-"""A person may have to read the reasons: generous, but finite (timeout ⇒ deny)."""
-DEFAULT_UI_TIMEOUT: Final = 300.0
-"""Used when an extension passes no timeout of its own (Pi dialogs otherwise wait forever)."""
-DEFAULT_APPROVAL_TIMEOUT: Final = 300.0
-"""How long a tool call waits for the client's decision (timeout ⇒ reject)."""
 
 TrustAnswer: TypeAlias = Literal["trust", "trustOnce", "deny"]
 SendRequest = Callable[[str, Mapping[str, Any]], Awaitable[Any]]

@@ -122,7 +122,7 @@ async def test_everything_server_prompts_resources_progress_and_elicitation(pool
     answered = await _call(mcp, "mcp__everything__trigger-elicitation-request", {})
     assert not answered.is_error, _text(answered)
     assert "- Name: Ada Lovelace" in _text(answered) and "- Agreed to terms: true" in _text(answered)
-    assert ui.asked[0][1].startswith("Please provide inputs for the following fields:")
+    assert ui.asked[0][1].startswith("MCP server everything asks\nPlease provide inputs for the following fields:")
     mcp.bind_ui(None)
     declined = await _call(mcp, "mcp__everything__trigger-elicitation-request", {})
     assert "declined" in _text(declined)
