@@ -28,6 +28,7 @@ from typing import Any, Final, Literal
 import attrs
 
 from rpcd.core.files import read_regular
+from rpcd.core.jsonc import strip_jsonc
 from rpcd.core.values import Diagnostic
 
 Transport = Literal["stdio", "http", "sse"]
@@ -259,10 +260,11 @@ def _read(path: str, diagnostics: list[Diagnostic]) -> Mapping[str, Any] | None:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "unreadable"
         diagnostics.append(Diagnostic("warning", f"Could not read {path}: {reason}"))
         return None
-    if not strip_jsonc(text).strip():
+    plain = strip_jsonc(text, trailing_commas=True)
+    if not plain.strip():
         return None
     try:
-        document = json.loads(strip_jsonc(text))
+        document = json.loads(plain)
     except json.JSONDecodeError as exc:
         diagnostics.append(Diagnostic("warning", f"Invalid JSON in {path} at line {exc.lineno} column {exc.colno}"))
         return None
@@ -270,39 +272,6 @@ def _read(path: str, diagnostics: list[Diagnostic]) -> Mapping[str, Any] | None:
         diagnostics.append(Diagnostic("warning", f"{path}: expected an object"))
         return None
     return document
-
-
-def strip_jsonc(text: str) -> str:
-    """JSON with comments (``//``, ``/* */``) and trailing commas, as plain JSON (strings untouched)."""
-    out: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        ch = text[i]
-        if ch == '"':
-            j = i + 1
-            while j < n and text[j] != '"':
-                j += 2 if text[j] == "\\" else 1
-            out.append(text[i:j + 1])
-            i = j + 1
-        elif text.startswith("//", i):
-            end = text.find("\n", i)
-            i = n if end == -1 else end
-        elif text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            i = n if end == -1 else end + 2
-        elif ch == ",":
-            j = i + 1
-            while j < n and text[j] in " \t\r\n":
-                j += 1
-            if j < n and text[j] in "}]":
-                i += 1  # a trailing comma
-                continue
-            out.append(ch)
-            i += 1
-        else:
-            out.append(ch)
-            i += 1
-    return "".join(out)
 
 
 def _timeouts(entry: Mapping[str, Any], settings: Mapping[str, Any]) -> tuple[float, float] | str:

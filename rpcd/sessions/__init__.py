@@ -13,6 +13,6 @@
 * ``actions`` — an extension command's session actions, as host calls.
 
 Doors: ``rpcd.core``, ``rpcd.host``, ``rpcd.runtime``, ``rpcd.providers``, ``rpcd.store``,
-``rpcd.tools`` and ``rpcd.mcp`` (the MCP pool is the registry's ``mcp`` service); never a front (``rpcd.wire``, ``rpcd.acp``), ``rpcd.protocol`` or the daemon: it
-knows no wire.
+``rpcd.tools`` and ``rpcd.mcp`` (the MCP pool is the registry's ``mcp`` service); never a front
+(``rpcd.wire``, ``rpcd.acp``), ``rpcd.protocol`` or the daemon: it knows no wire.
 """

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -21,17 +20,6 @@ from rpcd.tools.seam import ToolOutcome, ToolSeam
 from tests.mcp.helpers import fault_config
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-async def pool() -> AsyncIterator[McpPool]:
-    pool = McpPool(linger=0.0)
-    async with anyio.create_task_group() as group:
-        await group.start(pool.run)
-        try:
-            yield pool
-        finally:
-            await pool.close()
 
 
 def _text(outcome: ToolOutcome) -> str:

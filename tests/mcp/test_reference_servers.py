@@ -7,11 +7,10 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
 from rpcd.mcp.config import ServerConfig
@@ -22,17 +21,6 @@ from rpcd.tools.seam import ToolOutcome, ToolSeam
 from tests.mcp.npm_servers import NpmServers
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-async def pool() -> AsyncIterator[McpPool]:
-    pool = McpPool(linger=0.0)
-    async with anyio.create_task_group() as group:
-        await group.start(pool.run)
-        try:
-            yield pool
-        finally:
-            await pool.close()
 
 
 def _text(outcome: ToolOutcome) -> str:
