@@ -41,6 +41,7 @@ from rpcd.clients.types import (
     ReplacementResult,
     RevokeApprovalRuleResult,
     RevokeTrustResult,
+    SaveTrustResult,
     SessionSort,
     SessionState,
     SessionStats,
@@ -229,6 +230,10 @@ class SyncMethods:
     def revoke_trust(self, directory: str | os.PathLike[str], *, timeout: float | None=_UNSET) -> RevokeTrustResult:
         'Blocking :meth:`RpcdClient.revoke_trust`: Forget the decision saved for ``directory``: it is asked about again.'
         return self._run(self.client.revoke_trust(directory, timeout=timeout))
+
+    def save_trust(self, directory: str | os.PathLike[str], trusted: bool=True, *, timeout: float | None=_UNSET) -> SaveTrustResult:
+        "Blocking :meth:`RpcdClient.save_trust`: Save a trust decision for ``directory`` (Pi's ``/trust``): its settings, extensions and skills load in sessions started from now on (``trusted=False`` saves a refusal)."
+        return self._run(self.client.save_trust(directory, trusted, timeout=timeout))
 
     def get_available_models(self, *, timeout: float | None=_UNSET) -> AvailableModelsResult:
         "Blocking :meth:`RpcdClient.get_available_models`: The models usable now (``getAvailableModels``), in Pi's order."

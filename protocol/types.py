@@ -100,6 +100,7 @@ if TYPE_CHECKING:
     from rpcd.protocol.results import ReplacementResult as ReplacementResult
     from rpcd.protocol.results import RevokeApprovalRuleResult as RevokeApprovalRuleResult
     from rpcd.protocol.results import RevokeTrustResult as RevokeTrustResult
+    from rpcd.protocol.results import SaveTrustResult as SaveTrustResult
     from rpcd.protocol.results import SessionStatsResult as SessionStatsResult
     from rpcd.protocol.results import SessionSummary as SessionSummary
     from rpcd.protocol.results import TokenStats as TokenStats
@@ -453,6 +454,14 @@ class RevokeTrustParams:
 
 
 @attrs.frozen
+class SaveTrustParams:
+    directory: str
+    """An existing directory (absolute); saved canonical (symlinks resolved), as Pi saves it."""
+    trusted: bool = True
+    """``false`` saves a refusal: the project's code never loads and nothing asks about it."""
+
+
+@attrs.frozen
 class CycleModelParams:
     direction: Literal["forward", "backward"] = "forward"
 
@@ -507,6 +516,7 @@ _ELSEWHERE: dict[str, str] = {
             "ReplacementResult",
             "RevokeApprovalRuleResult",
             "RevokeTrustResult",
+            "SaveTrustResult",
             "SESSION_EVENT_TYPES",
             "SessionStatsResult",
             "SessionSummary",

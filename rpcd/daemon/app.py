@@ -82,6 +82,12 @@ def resolve_target(options: Options) -> StartTarget:
         return StartTarget("in-memory", options.cwd)
     if options.target == "resume-last":
         record = HostJournal(options.journal_path).read()
+        if options.cwd_given:  # the last session served in that project
+            last = record.projects.get(options.cwd) if record is not None else None
+            if last is not None and os.path.isfile(last):
+                return StartTarget("open", options.cwd, last)
+            log.info("the host journal names no session of %s; starting a new session there", options.cwd)
+            return StartTarget("new", options.cwd)
         if record is not None and record.session_file is not None and os.path.isfile(record.session_file):
             return StartTarget("open", record.cwd, record.session_file)
         if record is not None and os.path.isdir(record.cwd):

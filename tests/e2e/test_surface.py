@@ -203,11 +203,11 @@ def test_startup_failure_fails_closed(tmp_path: Path) -> None:
     (agent / "rpcd").write_text("not a directory")
     with Daemon("--agent-dir", str(agent), "--cwd", str(tmp_path)) as d:
         d.initialize()
-        for method in ("getState", "prompt"):
-            with pytest.raises(RpcError) as failure:
-                d.call(method, {"text": "x"} if method == "prompt" else None)
-            assert failure.value.code == -32020
-            assert failure.value.data["terminal"] is True
+        assert d.call("getState")["status"] == "unusable"  # the health probe answers in every status
+        with pytest.raises(RpcError) as failure:
+            d.call("prompt", {"text": "x"})
+        assert failure.value.code == -32020
+        assert failure.value.data["terminal"] is True
     assert d.proc.returncode == 1
     assert any("startup failed" in line for line in d.stderr_lines)
 
@@ -239,6 +239,25 @@ def test_resume_and_import_report_progress_before_answering(tmp_path: Path) -> N
         assert all(index[id(m)] < response_at for m in first)
         second = [p["value"]["kind"] for p in events_of(d.log, "$/progress") if p["token"] == 7]
         assert second == ["begin", "report", "end"]
+
+
+def test_import_of_a_gigabyte_without_a_header_is_refused_from_its_first_lines(tmp_path: Path) -> None:
+    """Issue 30.5: a 1 GiB file (a hole) whose first line looks like JSON and never ends was held whole
+    (24 s, +4 GB RSS) before -32031; now one bounded read decides, the session is untouched."""
+    source = tmp_path / "no-header.jsonl"
+    with source.open("wb") as handle:
+        handle.write(b"{")
+        handle.truncate(1 << 30)
+    with Daemon("--agent-dir", str(tmp_path / "agent"), "--cwd", str(tmp_path)) as d:
+        d.initialize()
+        before = d.call("getState")
+        refused = d.reply("importJsonl", {"path": str(source)})
+        assert refused["error"]["code"] == -32031 and refused["error"]["data"]["terminal"] is False
+        assert d.call("getState")["sessionId"] == before["sessionId"]
+        peak_kib = int(next(line.split()[1] for line in Path(f"/proc/{d.proc.pid}/status").read_text().splitlines()
+                            if line.startswith("VmHWM")))
+    assert peak_kib < 512 * 1024, f"peak RSS {peak_kib} KiB"
+    assert not list((tmp_path / "agent").rglob("no-header*.jsonl"))  # nothing copied
 
 
 def test_list_sessions_pages_through_every_session(tmp_path: Path) -> None:
@@ -388,6 +407,30 @@ def test_resume_last_starts_with_the_session_of_the_previous_run(tmp_path: Path)
         state = d.call("getState")
         assert (state["sessionFile"], state["cwd"]) == (last, str(project))
         assert os.path.exists(last)
+
+
+def test_resume_last_with_a_cwd_starts_with_that_projects_last_session(tmp_path: Path) -> None:
+    agent = tmp_path / "agent"
+    one, two = tmp_path / "one", tmp_path / "two"
+    last: dict[Path, str] = {}
+    for project in (one, two):
+        project.mkdir()
+        with Daemon("--agent-dir", str(agent), "--cwd", str(project)) as d:
+            d.initialize()
+            d.call("prompt", {"text": f"in {project.name}"})
+            last[project] = d.call("getState")["sessionFile"]
+    with Daemon("--agent-dir", str(agent), "--resume-last", "--cwd", str(one)) as d:  # not the global last
+        d.initialize()
+        assert d.call("getState")["sessionFile"] == last[one]
+    with Daemon("--agent-dir", str(agent), "--resume-last", cwd=tmp_path) as d:  # no --cwd: the run before
+        d.initialize()
+        assert d.call("getState")["sessionFile"] == last[one]
+    fresh = tmp_path / "three"
+    fresh.mkdir()
+    with Daemon("--agent-dir", str(agent), "--resume-last", "--cwd", str(fresh)) as d:  # nothing served there yet
+        d.initialize()
+        state = d.call("getState")
+        assert state["cwd"] == str(fresh) and state["messageCount"] == 0
 
 
 # -- extension UI -----------------------------------------------------------------------------
