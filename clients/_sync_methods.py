@@ -41,6 +41,7 @@ from rpcd.clients.types import (
     ReplacementResult,
     RevokeApprovalRuleResult,
     RevokeTrustResult,
+    SandboxMode,
     SaveTrustResult,
     SessionSort,
     SessionState,
@@ -74,6 +75,10 @@ class SyncMethods:
     def resume(self, session_path: str | os.PathLike[str], *, cwd_override: str | None=None, progress: ProgressCallback | None=None, timeout: float | None=_UNSET) -> ReplacementResult:
         'Blocking :meth:`RpcdClient.resume`.'
         return self._run(self.client.resume(session_path, cwd_override=cwd_override, progress=progress, timeout=timeout))
+
+    def reload(self, *, timeout: float | None=_UNSET) -> ReplacementResult:
+        "Blocking :meth:`RpcdClient.reload`: Pi's ``/reload``: the same session file with settings, extensions, skills, prompt templates and context files read again (refused with ``SessionBusy`` while a turn runs)."
+        return self._run(self.client.reload(timeout=timeout))
 
     def fork(self, entry_id: str, *, timeout: float | None=_UNSET) -> ForkResult:
         'Blocking :meth:`RpcdClient.fork`.'
@@ -214,6 +219,10 @@ class SyncMethods:
     def set_approval_policy(self, policy: ApprovalPolicy, *, timeout: float | None=_UNSET) -> None:
         'Blocking :meth:`RpcdClient.set_approval_policy`: The tool-approval policy for every later tool call of this daemon.'
         return self._run(self.client.set_approval_policy(policy, timeout=timeout))
+
+    def set_sandbox(self, mode: SandboxMode | None=None, *, network: bool | None=None, timeout: float | None=_UNSET) -> None:
+        'Blocking :meth:`RpcdClient.set_sandbox`: The sandbox (mode and/or network) of every later command of this daemon.'
+        return self._run(self.client.set_sandbox(mode, network=network, timeout=timeout))
 
     def list_approval_rules(self, *, cwd: str | os.PathLike[str] | None=None, timeout: float | None=_UNSET) -> ListApprovalRulesResult:
         'Blocking :meth:`RpcdClient.list_approval_rules`.'

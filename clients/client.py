@@ -65,6 +65,7 @@ from rpcd.clients.types import (
     ReplacementResult,
     RevokeApprovalRuleResult,
     RevokeTrustResult,
+    SandboxMode,
     SaveTrustResult,
     SessionSort,
     SessionState,
@@ -114,6 +115,7 @@ from rpcd.protocol.names import (
     PING,
     PROGRESS,
     PROMPT,
+    RELOAD,
     RENAME_SESSION,
     RESUME,
     REVOKE_APPROVAL_RULE,
@@ -125,6 +127,7 @@ from rpcd.protocol.names import (
     SET_FOLLOW_UP_MODE,
     SET_LABEL,
     SET_MODEL,
+    SET_SANDBOX,
     SET_SESSION_NAME,
     SET_STEERING_MODE,
     SET_THINKING_LEVEL,
@@ -552,6 +555,11 @@ class RpcdClient:
     ) -> ReplacementResult:
         return await self._from_file(RESUME, {"sessionPath": os.fspath(session_path)}, cwd_override, progress, timeout)
 
+    async def reload(self, *, timeout: float | None = _UNSET) -> ReplacementResult:
+        """Pi's ``/reload``: the same session file with settings, extensions, skills, prompt
+        templates and context files read again (refused with ``SessionBusy`` while a turn runs)."""
+        return cast(ReplacementResult, await self._replacement(RELOAD, {}, None, timeout))
+
     async def fork(self, entry_id: str, *, timeout: float | None = _UNSET) -> ForkResult:
         return cast(ForkResult, await self._replacement(FORK, {"entryId": entry_id}, None, timeout))
 
@@ -767,6 +775,16 @@ class RpcdClient:
     async def set_approval_policy(self, policy: ApprovalPolicy, *, timeout: float | None = _UNSET) -> None:
         """The tool-approval policy for every later tool call of this daemon."""
         await self.call(SET_APPROVAL_POLICY, {"policy": policy}, timeout=timeout)
+
+    async def set_sandbox(self, mode: SandboxMode | None = None, *, network: bool | None = None,
+                          timeout: float | None = _UNSET) -> None:
+        """The sandbox (mode and/or network) of every later command of this daemon."""
+        params: dict[str, Any] = {}
+        if mode is not None:
+            params["mode"] = mode
+        if network is not None:
+            params["network"] = network
+        await self.call(SET_SANDBOX, params, timeout=timeout)
 
     async def list_approval_rules(
         self, *, cwd: str | os.PathLike[str] | None = None, timeout: float | None = _UNSET

@@ -61,6 +61,7 @@ Status = Literal["ready", "replacing", "unusable", "disposed"]
 QueueMode = Literal["all", "one-at-a-time"]
 StreamingBehavior = Literal["steer", "followUp"]
 ApprovalPolicy = Literal["auto", "ask-writes", "ask-all", "deny-writes"]
+SandboxMode = Literal["off", "read-only", "workspace-write"]
 ApprovalDecision = Literal["allowOnce", "allowAlways", "rejectOnce", "rejectAlways"]
 APPROVAL_POLICIES: tuple[ApprovalPolicy, ...] = ("auto", "ask-writes", "ask-all", "deny-writes")
 
@@ -116,8 +117,19 @@ class SessionState(TypedDict):
     autoRetryEnabled: bool
     pendingMessageCount: int
     approvalPolicy: NotRequired[ApprovalPolicy]
+    sandbox: NotRequired[SandboxInfo]
     mcpServers: NotRequired[list[McpServerInfo]]
     """The MCP servers the session named (absent: none)."""
+
+
+class SandboxInfo(TypedDict):
+    """The sandbox the session's commands run in (``getState.sandbox``)."""
+
+    mode: SandboxMode
+    network: bool
+    writable: list[str]
+    mechanism: NotRequired[Literal["bwrap", "landlock"]]
+    problem: NotRequired[str]
 
 
 class MessagesResult(TypedDict):

@@ -178,6 +178,8 @@ class PromptResult:
     queued: StreamingBehavior | None = None
     """Set when a turn was running and the prompt was queued (``streamingBehavior``); its events
     come later, in that turn."""
+    handled: bool | None = None
+    """``true`` when an extension's ``input`` handler took the text: no turn ran."""
 
 
 @attrs.frozen

@@ -114,6 +114,7 @@ Capability: TypeAlias = dict[str, Any]
 QueueMode: TypeAlias = Literal["all", "one-at-a-time"]
 """How queued input is delivered: all of it at once, or one message per opportunity."""
 ApprovalPolicy: TypeAlias = Literal["auto", "ask-writes", "ask-all", "deny-writes"]
+SandboxMode: TypeAlias = Literal["off", "read-only", "workspace-write"]
 
 
 # -- handshake -------------------------------------------------------------------------------------
@@ -241,6 +242,22 @@ class ModelRef:
     model_id: str
 
 
+@attrs.frozen
+class SandboxInfo:
+    """The sandbox the session's commands (the bash tool, the client's ``bash``) run in."""
+
+    mode: SandboxMode
+    """``off`` (as Pi), ``read-only`` (no writes), ``workspace-write`` (the project and the temp dir)."""
+    network: bool
+    """Whether they may reach the network."""
+    writable: list[str]
+    """What they may write besides ``/dev`` (symbolic links resolved)."""
+    mechanism: Literal["bwrap", "landlock"] | None = None
+    """What enforces it (``null`` when off, or when nothing here can: see ``problem``)."""
+    problem: str | None = None
+    """Why no mechanism can enforce it here: every sandboxed command is then refused, nothing runs."""
+
+
 @attrs.frozen(kw_only=True)
 class GetStateResult:
     session_id: str
@@ -268,6 +285,8 @@ class GetStateResult:
     model: ModelRef | None = None
     approval_policy: ApprovalPolicy | None = None
     """The tool-approval policy in force for the session's tool calls."""
+    sandbox: SandboxInfo | None = None
+    """The sandbox the session's commands run in (``--sandbox``, ``setSandbox``, the ``sandbox`` setting)."""
     mcp_servers: list[McpServerInfo] | None = None
     """The MCP servers the session named and their status (absent: it names none)."""
 
@@ -434,6 +453,14 @@ class SetModelParams:
 class SetApprovalPolicyParams:
     policy: ApprovalPolicy
     """For every later tool call of every session of this process (beats ``--approval`` and settings)."""
+
+
+@attrs.frozen
+class SetSandboxParams:
+    mode: SandboxMode | None = None
+    """For every later command of every session of this process (beats ``--sandbox`` and settings)."""
+    network: bool | None = None
+    """Whether sandboxed commands may reach the network (beats ``--sandbox-network`` and settings)."""
 
 
 @attrs.frozen

@@ -434,6 +434,8 @@ export interface GetStateResult {
   model?: ModelRef;
   /** The tool-approval policy in force for the session's tool calls. */
   approvalPolicy?: "auto" | "ask-writes" | "ask-all" | "deny-writes";
+  /** The sandbox the session's commands run in (`--sandbox`, `setSandbox`, the `sandbox` setting). */
+  sandbox?: SandboxInfo;
 }
 
 export interface GetTreeParams {
@@ -656,6 +658,8 @@ export interface PromptResult {
   command?: string;
   /** Set when a turn was running and the prompt was queued (`streamingBehavior`); its events come later, in that turn. */
   queued?: "steer" | "followUp";
+  /** `true` when an extension's `input` handler took the text: no turn ran. */
+  handled?: boolean;
 }
 
 /** Queued input, in delivery order. */
@@ -727,6 +731,20 @@ export interface RevokeTrustParams {
 export interface RevokeTrustResult {
   /** The decision that was removed: the directory is asked about again (or the default applies). */
   decision: TrustDecision;
+}
+
+/** The sandbox the session's commands (the bash tool, the client's `bash`) run in. */
+export interface SandboxInfo {
+  /** `off` (as Pi), `read-only` (no writes), `workspace-write` (the project and the temp dir). */
+  mode: "off" | "read-only" | "workspace-write";
+  /** Whether they may reach the network. */
+  network: boolean;
+  /** What they may write besides `/dev` (symbolic links resolved). */
+  writable: string[];
+  /** What enforces it (`null` when off, or when nothing here can: see `problem`). */
+  mechanism?: "bwrap" | "landlock";
+  /** Why no mechanism can enforce it here: every sandboxed command is then refused, nothing runs. */
+  problem?: string;
 }
 
 export interface SaveTrustParams {
@@ -869,6 +887,13 @@ export interface SetModelParams {
 
 export interface SetQueueModeParams {
   mode: "all" | "one-at-a-time";
+}
+
+export interface SetSandboxParams {
+  /** For every later command of every session of this process (beats `--sandbox` and settings). */
+  mode?: "off" | "read-only" | "workspace-write";
+  /** Whether sandboxed commands may reach the network (beats `--sandbox-network` and settings). */
+  network?: boolean;
 }
 
 export interface SetSessionNameParams {
@@ -1214,6 +1239,8 @@ export interface RpcdMethods {
   "clone": { params: CloneParams; result: ReplacementResult };
   /** Import a JSONL transcript as a new session. */
   "importJsonl": { params: ImportJsonlParams; result: ReplacementResult };
+  /** Reopen the current session file with freshly read settings, extensions, skills, prompt templates and context files (Pi's /reload). */
+  "reload": { params: Record<string, never> | undefined; result: ReplacementResult };
   /** Final disposal of the host; later session calls fail. */
   "dispose": { params: Record<string, never> | undefined; result: null };
   /** Snapshot of the current session. */
@@ -1240,6 +1267,8 @@ export interface RpcdMethods {
   "setSessionName": { params: SetSessionNameParams; result: null };
   /** Set the tool-approval policy for every later tool call of this process. */
   "setApprovalPolicy": { params: SetApprovalPolicyParams; result: null };
+  /** Set the sandbox (mode and/or network) of every later command of this process. */
+  "setSandbox": { params: SetSandboxParams; result: null };
   /** The remembered approval rules (of one project, or all). */
   "listApprovalRules": { params: ListApprovalRulesParams; result: ListApprovalRulesResult };
   /** Forget one remembered approval rule. */

@@ -51,6 +51,7 @@ from acp.schema import (
 
 from rpcd.core import codec
 from rpcd.core.values import ToolLocation
+from rpcd.runtime.usage import calculate_context_tokens, valid_usage
 from rpcd.tools import BUILTIN_TOOL_NAMES, builtin_profile, extension_profile
 from rpcd.tools.approval_facts import CallFacts, describe_call, preview_arguments
 
@@ -260,20 +261,27 @@ class EventTranslator:
 
     def _usage(self, message: Mapping[str, Any]) -> None:
         self.cost += _cost_of(message)
+        usage = valid_usage(message)  # an aborted or failed reply's zeros are no context size
         size = self._context_window()
-        used = _context_tokens(message)
-        if size is None or used is None:
+        if size is None or usage is None:
             return
+        used = calculate_context_tokens(usage)
         self._emit(UsageUpdate(session_update="usage_update", used=used, size=size,
                                cost=Cost(amount=self.cost, currency="USD")))
 
 
+RELOAD_COMMAND: Final = "/reload"
+"""The prompt that is the ``reload`` method in ACP (Pi's ``/reload``): it runs instead of a turn."""
+
+
 def commands_update(commands: Sequence[Mapping[str, Any]]) -> AvailableCommandsUpdate:
-    """The session's commands (``getCommands``' wire form) as ACP's: what follows ``/`` in a prompt."""
-    available = []
+    """The session's commands (``getCommands``' wire form) as ACP's: what follows ``/`` in a prompt,
+    after ``reload`` (rpcd's ``reload`` method; it wins over an extension command of that name)."""
+    available = [AvailableCommand(name=RELOAD_COMMAND[1:], description="Reload settings, extensions, skills, "
+                                  "prompt templates and context files")]
     for command in commands:
         name = command.get("name")
-        if not isinstance(name, str) or not name:
+        if not isinstance(name, str) or not name or name == RELOAD_COMMAND[1:]:
             continue
         description = command.get("description")
         hint = command.get("argumentHint")
@@ -292,19 +300,6 @@ def _cost_of(message: Mapping[str, Any]) -> float:
     cost = usage.get("cost") if isinstance(usage, Mapping) else None
     total = cost.get("total") if isinstance(cost, Mapping) else None
     return float(total) if isinstance(total, int | float) and not isinstance(total, bool) and total >= 0 else 0.0
-
-
-def _context_tokens(message: Mapping[str, Any]) -> int | None:
-    """Tokens in context after this assistant message (Pi's ``calculateContextTokens``: the
-    provider's total, else input + output + cache reads + cache writes)."""
-    usage = message.get("usage")
-    if not isinstance(usage, Mapping):
-        return None
-    total = usage.get("totalTokens")
-    if isinstance(total, int) and not isinstance(total, bool) and total > 0:
-        return total
-    parts = [usage.get(key) for key in ("input", "output", "cacheRead", "cacheWrite")]
-    return sum(p for p in parts if isinstance(p, int) and not isinstance(p, bool) and p > 0)
 
 
 # -- replay ----------------------------------------------------------------------------------------

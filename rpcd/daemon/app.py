@@ -9,11 +9,12 @@ and opens the runtime once the ``initialize`` response was written; requests tha
 queue behind it, and if it fails, every session request is answered HOST_UNAVAILABLE (fail
 closed) and the failure is logged as one flat record.
 
-Orderly end (stdin EOF, ``shutdown``, SIGTERM, SIGHUP, ``exit``): one final disposal through the
-host (it queues behind the in-flight operation), the notification pump drained, stdout flushed,
+Orderly end (stdin EOF, ``shutdown``, SIGTERM, SIGHUP, SIGINT, ``exit``): one final disposal through
+the host (it queues behind the in-flight operation), the notification pump drained, stdout flushed,
 exit 0 — or 1 if the disposal failed (or the daemon never got a session). Every wait of the end
-is bounded (``--exit-timeout``): an extension that never returns or a helper thread that never
-ends delays the exit, never prevents it. A second signal exits at once.
+is bounded (``--exit-timeout``): an extension that never returns delays the exit, never prevents
+it; a helper thread rpcd does not own is not waited for at all. A signal that arrives while the end
+is under way exits at once (``rpcd.transport.signals``).
 """
 
 from __future__ import annotations
@@ -131,10 +132,14 @@ class Daemon:
         self.requests.approval_timeout = options.approval_timeout
         self.approval = self.composer.approval_gate()
         """The process's tool-approval gate; the client's ``toolApproval`` capability is set at ``initialize``."""
+        self.sandbox = self.composer.sandbox_control()
+        """The sandbox of every session's commands (``--sandbox``, ``setSandbox``, else the setting)."""
         bindings = RpcHostBindings(self.pump, UiBridge(self.requests), persist=self._persist,
                                    authorize_tool=self.requests.authorize_tool)
         self.host = SerializedHost(bindings, on_status=self._post_status)
         bindings.command_actions = HostCommandActions(self.host)  # an extension command's actions are host calls
+        bindings.spawn = self.host.spawn
+        bindings.shutdown = self._extension_shutdown
         self.hub: SessionHub[SerializedHost] = SessionHub()
         self.hub.put(CURRENT, self.host, current=True)
         """The live hosts: the daemon's one, the current session's (a replacement swaps the session inside it)."""
@@ -146,7 +151,7 @@ class Daemon:
         register(
             self.server,
             SessionMethods(self.host, self.pump, self.library),
-            ApprovalMethods(self.host, self.approval),
+            ApprovalMethods(self.host, self.approval, self.sandbox),
             TrustMethods(self.host, self.services.saved_trust),
         )
         self.disposal_failure: BaseException | None = None
@@ -195,7 +200,7 @@ class Daemon:
         await self.server.initialize_answered()
         # The composition imports the runtime only now: its imports take a while and must not delay that answer.
         manager = open_start_session(self.options, self.composer.session_dir)
-        hooks = FrontHooks(authorize_project=self._authorize, approval=self.approval)
+        hooks = FrontHooks(authorize_project=self._authorize, approval=self.approval, sandbox=self.sandbox)
         return await self.composer.open_runtime(manager, SessionSpec(manager.get_cwd()), hooks)
 
     async def _authorize(self, cwd: str, context: ProjectTrustContext) -> TrustDecision:
@@ -247,6 +252,23 @@ class Daemon:
         await self.journal.ensure_async(session_file, cwd)
 
     # -- the orderly end -----------------------------------------------------------------------------
+
+    def _extension_shutdown(self) -> None:
+        """Pi's ``ctx.shutdown()`` in RPC mode: the orderly end, once everything requested before it is
+        done and the session is idle (a turn running now finishes first)."""
+        host = self.host
+
+        async def when_idle() -> None:
+            async def idle() -> None:
+                await host.wait_idle()
+
+            try:
+                await host.enqueue_async("shutdown", idle)
+            except Exception as exc:  # the host went away meanwhile: end anyway
+                log_failure("extension shutdown: waiting for idle failed", exc)
+            self.server.request_stop("an extension asked to shut down")
+
+        host.spawn(when_idle)
 
     async def final_disposal(self) -> None:
         """The one orderly end (the server's dispose hook): dispose the host behind any in-flight
@@ -318,4 +340,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         return await daemon.run(lambda server: server.serve_stdio(0, out_fd))
 
     code: int = anyio.run(run, backend="asyncio")
-    return end_when_threads_end(code, options.exit_timeout)
+    return end_when_threads_end(code)

@@ -17,7 +17,6 @@ import attrs
 from rpcd.core.values import (
     BashOutcome,
     CommandInfo,
-    CommandRan,
     CycleModelResult,
     Diagnostic,
     EventListener,
@@ -28,6 +27,7 @@ from rpcd.core.values import (
     McpServerState,
     ModelDescription,
     ModelRef,
+    PromptOutcome,
     QueueMode,
     QueueSnapshot,
     ReplaceResult,
@@ -74,7 +74,7 @@ class SessionPort(Protocol):
     # -- used by the host on behalf of requests (never handed out) --------------
 
     async def prompt(self, text: str, *, images: Sequence[ImageInput] = (),
-                     streaming_behavior: StreamingBehavior | None = None) -> str | CommandRan | None:
+                     streaming_behavior: StreamingBehavior | None = None) -> PromptOutcome:
         """Run one agent turn; resolves at turn end with the last ``stopReason``. While a turn is
         running: queued per ``streaming_behavior`` (resolves ``None``), else
         ``rpcd.core.errors.SessionBusyError``. Bad images raise before anything is recorded.
@@ -195,6 +195,10 @@ class SessionPort(Protocol):
 
     async def bind_extensions(self, bindings: ExtensionBindings) -> None: ...
 
+    async def wait_for_idle(self) -> None:
+        """Until no turn runs."""
+        ...
+
     def subscribe(self, listener: EventListener) -> Unsubscribe: ...
 
 
@@ -218,8 +222,15 @@ class RuntimePort(Protocol):
 
     def set_rebind_session(self, callback: Callable[[SessionPort], Awaitable[None]] | None) -> None: ...
 
-    async def new_session(self, parent_session: str | None = None, cwd: str | None = None) -> ReplaceResult:
-        """A new session in the current cwd, or in ``cwd`` (validated before teardown)."""
+    async def new_session(self, parent_session: str | None = None, cwd: str | None = None,
+                          setup: Callable[[Any], Any] | None = None) -> ReplaceResult:
+        """A new session in the current cwd, or in ``cwd`` (validated before teardown); ``setup``
+        gets the new session's writer before it is bound (an extension's ``new_session(setup=...)``)."""
+        ...
+
+    async def reload(self) -> ReplaceResult:
+        """The current session file reopened with freshly read settings, extensions, skills, prompt
+        templates and context files (reason ``reload``); refused while a turn runs."""
         ...
 
     async def switch_session(self, session_path: str, cwd_override: str | None = None) -> ReplaceResult: ...

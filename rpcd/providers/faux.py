@@ -321,6 +321,11 @@ class FauxProvider:
                 # that cost as much as the rest of a streamed delta
                 await asyncio.sleep(0)
 
+        if request.hooks is not None:
+            # as pi-ai's faux provider: the request's headers go through the hook, and the "response"
+            # (status 200, no headers) is reported before the stream; it has no payload to show
+            await request.hooks.headers({})
+            await request.hooks.response(200, {})
         yield {"type": "start", "partial": new_assistant_message(model)}
         content: list[dict[str, Any]] = []
         output_chars = 0

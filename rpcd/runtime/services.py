@@ -31,9 +31,9 @@ import attrs
 
 from rpcd.core.files import read_regular
 from rpcd.core.values import Diagnostic
-from rpcd.runtime.extensions.python_runner import ExtensionRunner, discover_extensions
+from rpcd.runtime.extensions import ExtensionRunner, discover_extensions, load_python_extensions
 from rpcd.runtime.resources.context_files import ContextFile, load_context_files
-from rpcd.runtime.resources.discovery import Resource, resolve_resources
+from rpcd.runtime.resources.discovery import Resource, SourceInfo, path_resources, resolve_resources
 from rpcd.runtime.resources.prompt_templates import PromptTemplate, load_prompt_templates
 from rpcd.runtime.resources.settings import (
     CONFIG_DIR_NAME,
@@ -54,6 +54,7 @@ from rpcd.runtime.resources.trust import (
     resolve_project_trust,
 )
 from rpcd.tools import ApprovalGate, ToolOperations, ToolSelection
+from rpcd.tools.sandbox import SandboxControl
 
 if TYPE_CHECKING:
     from rpcd.mcp.config import ServerConfig
@@ -93,9 +94,21 @@ class ProcessInputs:
     approval: ApprovalGate | None = attrs.field(default=None, eq=False)
     """The process's tool-approval gate (policy + remembered rules), shared by every session;
     ``None``: every tool runs, as in Pi."""
+    sandbox: SandboxControl | None = attrs.field(default=None, eq=False)
+    """Which sandbox the sessions' commands run in (``rpcd.tools.sandbox``; ``None``: never one, as in Pi)."""
     tool_operations: ToolOperations | None = attrs.field(default=None, eq=False)
     """Where the built-in file and shell tools do their I/O (the ACP front: the editor's buffers and
     terminals, ``rpcd.tools.operations``); ``None``: the local disk and processes."""
+    no_extensions: bool = False
+    """``--no-extensions``: no discovered or settings-listed extensions (``extension_paths`` still load)."""
+    skill_paths: tuple[str, ...] = ()
+    """``--skill PATH`` (absolute; a file or a folder of skills), after the discovered ones."""
+    no_skills: bool = False
+    """``--no-skills``: no discovered or settings-listed skills (``skill_paths`` still load)."""
+    prompt_template_paths: tuple[str, ...] = ()
+    """``--prompt-template PATH`` (absolute; a file or a folder of templates)."""
+    no_prompt_templates: bool = False
+    """``--no-prompt-templates``: no discovered or settings-listed templates."""
     mcp_pool: McpPool | None = attrs.field(default=None, eq=False)
     """The process's MCP pool (``rpcd.mcp.pool``): a session's servers are started, or shared with
     the sessions already naming them, before its ``session_start``; ``None``: no MCP servers."""
@@ -120,6 +133,9 @@ class Services:
     append_system_prompt: str | None = None
     skills: list[Skill] = attrs.field(factory=list)
     prompt_templates: list[PromptTemplate] = attrs.field(factory=list)
+    skill_resources: list[Resource] = attrs.field(factory=list)
+    """The files ``skills`` were loaded from (an extension's ``resources_discover`` adds to them)."""
+    prompt_resources: list[Resource] = attrs.field(factory=list)
     held_settings: HeldSettings | None = None
     """The process's held setter choices (the session's setters add to them)."""
 
@@ -142,13 +158,13 @@ async def create_services(
 
     runner = ExtensionRunner(cwd, agent_dir, process_inputs.flags)
     sources: dict[str, dict[str, Any]] = {}
-    user_paths = [
+    user_paths = [] if process_inputs.no_extensions else [
         *_tagged(discover_extensions(os.path.join(agent_dir, EXTENSIONS_DIR_NAME)), sources, "auto", "user", agent_dir),
         *_tagged(_settings_extension_paths(global_data, base=agent_dir), sources, "local", "user", agent_dir),
     ]
     process_paths, refused = _process_extension_paths(process_inputs.extension_paths)
     _tagged(process_paths, sources, "cli", "temporary", None)
-    load_errors = await runner.load(_dedupe([*user_paths, *process_paths]), sources.__getitem__)
+    load_errors = await load_python_extensions(runner, _dedupe([*user_paths, *process_paths]), sources.__getitem__)
     load_errors[:0] = refused
 
     trust_errors: list[Diagnostic] = []
@@ -187,14 +203,14 @@ async def create_services(
     diagnostics += settings.diagnostics
 
     project_dir = os.path.join(cwd, CONFIG_DIR_NAME)
-    if trust.trusted:
+    if trust.trusted and not process_inputs.no_extensions:
         project_paths = [
             *_tagged(discover_extensions(os.path.join(project_dir, EXTENSIONS_DIR_NAME)), sources, "auto", "project",
                      project_dir),
             *_tagged(_settings_extension_paths(settings.project_settings, base=project_dir), sources, "local",
                      "project", project_dir),
         ]
-        load_errors += await runner.load(_dedupe(project_paths), sources.__getitem__)
+        load_errors += await load_python_extensions(runner, _dedupe(project_paths), sources.__getitem__)
 
     def resources(kind: Literal["skills", "prompts"]) -> list[Resource]:
         return resolve_resources(
@@ -202,8 +218,13 @@ async def create_services(
             project_settings=settings.project_settings, project_trusted=trust.trusted,
         )
 
-    skills, skill_diagnostics = load_skills(resources("skills"))
-    prompt_templates, template_diagnostics = load_prompt_templates(resources("prompts"))
+    skill_resources = [] if process_inputs.no_skills else resources("skills")
+    skill_resources += _cli_resources("skills", process_inputs.skill_paths, cwd, diagnostics, "Skill")
+    prompt_resources = [] if process_inputs.no_prompt_templates else resources("prompts")
+    prompt_resources += _cli_resources("prompts", process_inputs.prompt_template_paths, cwd, diagnostics,
+                                       "Prompt template")
+    skills, skill_diagnostics = load_skills(skill_resources)
+    prompt_templates, template_diagnostics = load_prompt_templates(prompt_resources)
     diagnostics += skill_diagnostics
     diagnostics += template_diagnostics
 
@@ -232,8 +253,20 @@ async def create_services(
         append_system_prompt=append_system_prompt,
         skills=skills,
         prompt_templates=prompt_templates,
+        skill_resources=skill_resources,
+        prompt_resources=prompt_resources,
         held_settings=process_inputs.held_settings,
     )
+
+
+def _cli_resources(kind: Literal["skills", "prompts"], paths: Sequence[str], cwd: str,
+                   diagnostics: list[Diagnostic], what: str) -> list[Resource]:
+    """``--skill`` / ``--prompt-template`` paths (Pi's ``cli`` source, ``temporary`` scope); one that
+    does not exist is an error diagnostic, as in Pi."""
+    for path in paths:
+        if not os.path.exists(path):
+            diagnostics.append(Diagnostic("error", f"{what} path does not exist: {path}"))
+    return path_resources(kind, [(p, SourceInfo(p, "cli", "temporary")) for p in paths], cwd)
 
 
 def _tagged(

@@ -53,16 +53,18 @@ from rpcd.core.values import (
     ApprovalPolicy,
     BashOutcome,
     CommandInfo,
-    CommandRan,
     CycleModelResult,
+    Diagnostic,
     EventListener,
     ExtensionBindings,
     ExtensionError,
     ForkMessage,
     ImageInput,
+    InputHandled,
     McpServerState,
     ModelDescription,
     ModelRef,
+    PromptOutcome,
     QueueMode,
     QueueSnapshot,
     SessionEvent,
@@ -77,10 +79,21 @@ from rpcd.providers.base import ModelInfo, ProviderRegistry, ToolSpec
 from rpcd.providers.model_selection import ModelInputs, Selection, select_session_model
 from rpcd.providers.thinking import DEFAULT_THINKING_LEVEL, THINKING_LEVELS
 from rpcd.runtime.compaction import SessionCompaction
-from rpcd.runtime.extensions.python_runner import turn_scope
+from rpcd.runtime.extensions import ExtensionRunner, turn_scope
 from rpcd.runtime.resources import commands as command_input
+from rpcd.runtime.resources.prompt_templates import PromptTemplate
+from rpcd.runtime.resources.skills import Skill
 from rpcd.runtime.resources.system_prompt import build_system_prompt as pi_system_prompt
 from rpcd.runtime.resources.system_prompt import normalize_guidelines, normalize_snippet
+from rpcd.runtime.session_extensions import (
+    SessionExtensionActions,
+    extension_source_info,
+    image_block,
+    install_extension_seams,
+    user_bash_operations,
+    user_bash_result,
+)
+from rpcd.runtime.tool_set import ToolSet
 from rpcd.runtime.turns.agent import Agent, Event
 from rpcd.runtime.turns.queue import InputQueues, Kind
 from rpcd.runtime.turns.retry import SessionRetry
@@ -89,27 +102,24 @@ from rpcd.store import SessionManager
 from rpcd.store.entries import THINKING_LEVEL_CHANGE, message_text
 from rpcd.store.records import Record
 from rpcd.tools import (
-    BUILTIN_TOOL_NAMES,
     POLICY_SETTING,
     AbortSignal,
     ApprovalGate,
     Block,
-    FunctionTool,
     Tool,
     ToolCall,
     ToolCallHooks,
     ToolOperations,
     ToolOptions,
     ToolOutcome,
-    ToolProfile,
     ToolSeam,
     ToolSelection,
-    active_tool_names,
-    builtin_profile,
     create_builtin_tools,
     extension_profile,
 )
 from rpcd.tools.bash import SESSION_ENV_KEYS, shell_env
+from rpcd.tools.sandbox import OFF as SANDBOX_OFF
+from rpcd.tools.sandbox import SandboxControl, SandboxPolicy, describe
 
 if TYPE_CHECKING:
     from rpcd.mcp.session import SessionMcp
@@ -122,22 +132,16 @@ IMAGE_MIME_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 QUEUE_MODES: tuple[QueueMode, ...] = ("all", "one-at-a-time")
 
 
-class ExtensionRunnerLike(Protocol):
-    """The part of ``rpcd.runtime.extensions.python_runner.ExtensionRunner`` a session uses."""
+@attrs.frozen
+class ReloadState:
+    """What a reload carries into the session it builds (Pi keeps its ``AgentSession`` through a
+    reload): the model, the thinking level, the context in memory and the active tools."""
 
-    def has_handlers(self, event_type: str) -> bool: ...
-    async def emit(self, event: Mapping[str, Any]) -> Any: ...
-    async def emit_session_shutdown(self, event: Mapping[str, Any]) -> None: ...
-    def bind(self, bindings: ExtensionBindings, session_actions: Any) -> None: ...
-    def invalidate(self) -> None: ...
-    async def execute_tool(self, name: str, tool_call_id: str, args: dict[str, Any]) -> dict[str, Any]: ...
-    async def emit_tool_call(self, event: dict[str, Any]) -> Any: ...
-    async def emit_tool_result(self, event: dict[str, Any]) -> dict[str, Any] | None: ...
-    def report_error(self, error: ExtensionError) -> None: ...
-    @property
-    def is_invalidated(self) -> bool: ...
-    @property
-    def tools(self) -> Mapping[str, Any]: ...
+    provider: Any
+    model: ModelInfo | None
+    thinking_level: str
+    messages: list[Mapping[str, Any]]
+    active_tools: list[str]
 
 
 class ServicesLike(Protocol):
@@ -164,8 +168,9 @@ class _Subscription:
             owner._remove(self)
 
 
-class AgentSession:
-    """Pi's ``AgentSession`` as the host sees it (``SessionPort``) plus what extensions need."""
+class AgentSession(SessionExtensionActions):
+    """Pi's ``AgentSession`` as the host sees it (``SessionPort``) plus what extensions need
+    (``SessionExtensionActions``: the ``SessionActions`` the extension runner is bound to)."""
 
     def __init__(
         self,
@@ -177,6 +182,7 @@ class AgentSession:
         registry: ProviderRegistry | None = None,
         model_inputs: ModelInputs | None = None,
         approval: ApprovalGate | None = None,
+        sandbox: SandboxControl | None = None,
         mcp: SessionMcp | None = None,
     ) -> None:
         self.session_manager = session_manager
@@ -193,6 +199,8 @@ class AgentSession:
         self.mcp = mcp
         """The MCP servers this session holds (its tools, prompt commands); let go of on ``dispose``."""
         """The process's approval gate (``None``: every tool runs, as in Pi)."""
+        self.sandbox = sandbox
+        """Which sandbox its commands run in (``None``: never one, as in Pi)."""
         self.bindings: ExtensionBindings | None = None
         """What the host bound into this session (its UI, its tool approver); set by ``bind_extensions``."""
         self.services = services
@@ -203,7 +211,8 @@ class AgentSession:
         agent.before_next_turn = self.compaction.before_next_turn
         self.session_start_event: dict[str, Any] = dict(session_start_event or {"type": "session_start",
                                                                                   "reason": "startup"})
-        self._runner: ExtensionRunnerLike | None = getattr(services, "extensions", None)
+        runner = getattr(services, "extensions", None)
+        self._runner: ExtensionRunner | None = runner if isinstance(runner, ExtensionRunner) else None
         self._subs: list[_Subscription] = []
         self._snapshot: tuple[_Subscription, ...] = ()
         self._running = False
@@ -218,6 +227,27 @@ class AgentSession:
         """What ``drop_queue`` took away when this session was replaced or disposed."""
         self._bash_signals: set[AbortSignal] = set()
         self._pending_bash: list[dict[str, Any]] = []
+        self._pending_next_turn: list[dict[str, Any]] = []
+        """``send_message(deliver_as="nextTurn")``: sent with the next prompt."""
+        self._pending_custom: list[dict[str, Any]] = []
+        """Custom messages sent while a turn ran, appended once its tool results are in."""
+        self._turn_index = 0
+        self._system_prompt_override: str | None = None
+        """A ``before_agent_start`` handler's system prompt, for the run it started."""
+        self.base_system_prompt = agent.system_prompt
+        self._prompt_options: dict[str, Any] = {"cwd": self.cwd}
+        """Pi's ``BuildSystemPromptOptions`` of the base prompt (``ctx.get_system_prompt_options()``)."""
+        self.tool_set = ToolSet(builtin={}, runner=None, selection=ToolSelection(), default_tools=None)
+        """The configured and active tools (``create_agent_session`` sets the real one)."""
+        self.extra_tools: list[ToolSpec] = []
+        """Tools the model is offered beside the session's own (client-contributed)."""
+        self.extension_provider_originals: dict[str, Any] = {}
+        """Providers an extension replaced, by name, and what was there before (put back at dispose)."""
+        self.skills: list[Skill] = list(getattr(services, "skills", None) or ())
+        self.prompt_templates: list[PromptTemplate] = list(getattr(services, "prompt_templates", None) or ())
+        """The services' skills and templates, with what extensions add (``resources_discover``)."""
+        self.late_diagnostics: list[Diagnostic] = []
+        """Diagnostics found after the factory (loading what ``resources_discover`` named)."""
 
     # -- identity / state ------------------------------------------------------------
 
@@ -268,6 +298,7 @@ class AgentSession:
             auto_compaction_enabled=self.compaction.auto_enabled,
             auto_retry_enabled=self.auto_retry_enabled,
             approval_policy=self.approval_policy,
+            sandbox=describe(sandbox_policy(self.services, self.sandbox), self.cwd) if self.sandbox else None,
             mcp_servers=tuple(self.mcp.statuses()) if self.mcp is not None else (),
         )
 
@@ -321,23 +352,71 @@ class AgentSession:
     async def emit(self, event: Event) -> None:
         if self._disposed:
             return
-        runner = self._runner
+        runner = self._live_runner()
         kind = event["type"]
         if kind == "message_start" and self.queues.delivered(event["message"]):
             self._notify_queue()  # as Pi: the queue shrinks before the delivered message starts
-        if runner is not None and not runner.is_invalidated and runner.has_handlers(kind):
-            await runner.emit(event)
+        if kind == "agent_start":
+            self._turn_index = 0
+        if runner is not None:
+            await self._emit_to_extensions(runner, event)
+        if kind == "turn_end":
+            self._turn_index += 1
         if kind == "message_start" and event["message"].get("role") == "user":
             self.compaction.overflow_recovery_attempted = False
+        if kind == "message_update" and "message" in event:
+            event = {k: v for k, v in event.items() if k != "message"}
         self._notify(event)
+        if kind == "turn_end":
+            # A turn ends after its assistant message and every tool result: the first point where
+            # a context-only custom message can go in without landing between a call and its result.
+            self.flush_pending_custom()
         if kind == "message_end" and not self._disposed:
             message = event["message"]
-            self.session_manager.append_message(message)
+            if message.get("role") == "custom":
+                self.session_manager.append_custom_message_entry(
+                    message.get("customType"), message.get("content"), message.get("display", False),
+                    message.get("details"))
+            else:
+                self.session_manager.append_message(message)
             if message.get("role") == "assistant":
                 self._last_reply = message
                 if message.get("stopReason") not in ("error", "length"):
                     self.compaction.overflow_recovery_attempted = False
                 self.retry.on_assistant_end(message)
+
+    async def _emit_to_extensions(self, runner: ExtensionRunner, event: Event) -> None:
+        """Pi's ``_emitExtensionEvent``: each agent event in the shape extensions get (turns numbered,
+        ``message_end`` may replace the message in place)."""
+        kind = event["type"]
+        if kind == "message_end":
+            if runner.has_handlers("message_end"):
+                message = event["message"]
+                replacement = await runner.emit_message_end(message)
+                if replacement is not None:
+                    if replacement.get("role") in ("user", "assistant", "toolResult", "custom") and \
+                            replacement.get("content") is None:
+                        replacement["content"] = []
+                    # agent state, later events and persistence all hold this very object
+                    message.clear()
+                    message.update(replacement)
+            return
+        if not runner.has_handlers(kind):
+            return
+        if kind == "turn_start":
+            extension_event: Mapping[str, Any] = {"type": kind, "turnIndex": self._turn_index,
+                                                  "timestamp": _now_ms()}
+        elif kind == "turn_end":
+            extension_event = {"type": kind, "turnIndex": self._turn_index, "message": event.get("message"),
+                               "toolResults": event.get("toolResults", [])}
+        elif kind == "agent_end":
+            extension_event = {"type": kind, "messages": event.get("messages", [])}
+        elif kind == "message_update":
+            extension_event = {"type": kind, "message": event.get("message"),
+                               "assistantMessageEvent": event.get("assistantMessageEvent")}
+        else:
+            extension_event = event
+        await runner.emit(extension_event)
 
     def fast_update(self) -> Callable[[Event], None] | None:
         if self._disposed:
@@ -350,7 +429,8 @@ class AgentSession:
     # -- turns -------------------------------------------------------------------------------
 
     async def prompt(self, text: str, *, images: Sequence[ImageInput] = (),
-                     streaming_behavior: StreamingBehavior | None = None) -> str | CommandRan | None:
+                     streaming_behavior: StreamingBehavior | None = None, source: str = "rpc",
+                     expand: bool = True) -> PromptOutcome:
         """Run one agent turn to completion; returns the last assistant ``stopReason``.
 
         ``/name args`` of an extension command runs the command instead (even while a turn runs,
@@ -365,19 +445,38 @@ class AgentSession:
         (aborted, failed) continues it, as Pi's ``_handlePostAgentRun`` does. Compaction is checked
         where Pi checks it (``rpcd.runtime.compaction``): before the prompt, between tool rounds,
         after the run (a context overflow is compacted and the turn retried once).
+
+        Extensions see it where Pi shows it to them: ``input`` (``source`` ``rpc``, or ``extension``
+        for ``pi.send_user_message``) before the expansion — a handler may transform the text and
+        images or handle it (``InputHandled``: no turn) — and ``before_agent_start`` just before the
+        run, which may add custom messages after the user's and replace the system prompt for this
+        run. ``expand=False`` (an extension's message without ``expand_prompt_templates``) runs no
+        command and expands nothing.
         """
-        ran = await command_input.run_extension_command(self._live_runner(), text)
-        if ran is not None:
-            return ran
-        if self.mcp is not None and not self._disposed:
-            expanded = await self.mcp.expand(text)  # /mcp__<server>__<prompt> args: the server's prompt
-            text = expanded if expanded is not None else text
+        if expand:
+            ran = await command_input.run_extension_command(self._live_runner(), text)
+            if ran is not None:
+                return ran
+            if self.mcp is not None and not self._disposed:
+                expanded = await self.mcp.expand(text)  # /mcp__<server>__<prompt> args: the server's prompt
+                text = expanded if expanded is not None else text
         if self.compaction.manual_running:
             raise SessionBusyError(
                 "Cannot submit a prompt while compaction is in progress. Wait for compaction to finish and retry.",
                 cwd=self.cwd, session_path=self.session_file,
             )
-        text = self.expand_input(text)
+        runner = self._live_runner()
+        if runner is not None and runner.has_handlers("input"):
+            result = await runner.emit_input(text, [image_block(i) for i in images] or None, source,
+                                             streaming_behavior if self._running else None)
+            if result["action"] == "handled":
+                return InputHandled()
+            if result["action"] == "transform":
+                text = result["text"]
+                if result.get("images") is not None:
+                    images = [ImageInput(str(i.get("data", "")), str(i.get("mimeType", ""))) for i in result["images"]]
+        if expand:
+            text = self.expand_input(text)
         content = self._user_content(text, images)
         if self._running:
             if streaming_behavior is None:
@@ -393,20 +492,70 @@ class AgentSession:
         self._idle = anyio.Event()
         try:
             self._flush_pending_bash()
+            self.flush_pending_custom()
             user = {"role": "user", "content": content, "timestamp": _now_ms()}
             with turn_scope(self):
                 last = self._last_assistant()
                 if last is not None:
                     await self.compaction.check(last, skip_aborted_check=False)
-                # an abort that arrived while the compaction check ran is this prompt's: its run starts
-                # aborted (the prompt is recorded, the model is not asked)
-                stop_reason = await self.agent.run([user], self, will_retry=self.retry.will_retry,
-                                                   aborted=self._aborted_before_run)
-                stop_reason = await self._after_runs(stop_reason)
-                self.last_context_overflow = self.retry.overflow_of(self._last_reply)
-                self._flush_pending_bash()
-                await self.emit({"type": "agent_settled"})
-            return stop_reason
+                messages: list[dict[str, Any]] = [user, *self._pending_next_turn]
+                self._pending_next_turn = []
+                await self._before_agent_start(text, images, messages)
+                return await self._run(messages)
+        finally:
+            self._running = False
+            self._idle.set()
+
+    async def _before_agent_start(self, text: str, images: Sequence[ImageInput],
+                                  messages: list[dict[str, Any]]) -> None:
+        """Pi's ``before_agent_start``: its custom messages go after the user's, its system prompt is
+        this run's (else the base one)."""
+        runner = self._live_runner()
+        result = None
+        if runner is not None and runner.has_handlers("before_agent_start"):
+            result = await runner.emit_before_agent_start(text, [image_block(i) for i in images] or None,
+                                                          self.base_system_prompt, self._prompt_options)
+        for message in (result or {}).get("messages", ()):
+            custom: dict[str, Any] = {"role": "custom", "customType": message["customType"],
+                                      "content": message.get("content") if message.get("content") is not None else [],
+                                      "display": message.get("display")}
+            if "details" in message:
+                custom["details"] = message["details"]
+            custom["timestamp"] = _now_ms()
+            messages.append(custom)
+        prompt = (result or {}).get("systemPrompt")
+        self._system_prompt_override = prompt if isinstance(prompt, str) else None
+        self.agent.system_prompt = self._system_prompt_override or self.base_system_prompt
+
+    async def _run(self, messages: list[dict[str, Any]]) -> str:
+        """Pi's ``_runAgentPrompt`` (inside a running prompt): the run, retries and queued input, then
+        ``agent_settled``."""
+        try:
+            # an abort that arrived while the compaction check ran is this prompt's: its run starts
+            # aborted (the prompt is recorded, the model is not asked)
+            stop_reason = await self.agent.run(messages, self, will_retry=self.retry.will_retry,
+                                               aborted=self._aborted_before_run)
+            stop_reason = await self._after_runs(stop_reason)
+            self.last_context_overflow = self.retry.overflow_of(self._last_reply)
+        finally:
+            self._system_prompt_override = None
+            self.agent.system_prompt = self.base_system_prompt
+            self._flush_pending_bash()
+            self.flush_pending_custom()
+        await self.emit({"type": "agent_settled"})
+        return stop_reason
+
+    async def run_messages(self, messages: list[dict[str, Any]]) -> str:
+        """A run whose prompt is ``messages`` (``pi.send_message(..., trigger_turn=True)`` while idle):
+        no ``input``, no expansion, no ``before_agent_start``, as in Pi."""
+        if self._running:
+            raise SessionBusyError("A turn is already running", cwd=self.cwd, session_path=self.session_file)
+        self._running = True
+        self._aborted_before_run = False
+        self._idle = anyio.Event()
+        try:
+            with turn_scope(self):
+                return await self._run(messages)
         finally:
             self._running = False
             self._idle.set()
@@ -427,19 +576,20 @@ class AgentSession:
             command_input.refuse_queued_command(self._live_runner(), text)
         return command_input.expand_input(
             text,
-            skills=getattr(self.services, "skills", None) or (),
-            templates=getattr(self.services, "prompt_templates", None) or (),
+            skills=self.skills,
+            templates=self.prompt_templates,
             on_error=self._report_extension_error,
         )
 
-    def commands(self) -> list[CommandInfo]:
+    def commands(self, *, offered: bool = True) -> list[CommandInfo]:
         """Every command a prompt can invoke now, in Pi's order: extension commands, prompt
-        templates, skills (``skill:name``); then the MCP servers' prompts (``mcp__<server>__<prompt>``)."""
-        listed = command_input.list_commands(
-            self._runner,
-            templates=getattr(self.services, "prompt_templates", None) or (),
-            skills=getattr(self.services, "skills", None) or (),
-        )
+        templates, skills (``skill:name``); then the MCP servers' prompts (``mcp__<server>__<prompt>``).
+        ``offered``: what clients are offered (``getCommands``, ``commands_changed``, ACP's available
+        commands): the setting ``enableSkillCommands: false`` leaves the skills out, as Pi's editor stops
+        offering them (``/skill:name`` still expands)."""
+        hidden = offered and self._setting("enableSkillCommands") is False
+        listed = command_input.list_commands(self._runner, templates=self.prompt_templates,
+                                             skills=() if hidden else self.skills)
         return [*listed, *self.mcp.commands()] if self.mcp is not None else listed
 
     def mcp_servers(self) -> list[McpServerState]:
@@ -456,7 +606,7 @@ class AgentSession:
         """``SessionActions`` for extension commands: until no turn runs."""
         await self._idle.wait()
 
-    def _live_runner(self) -> ExtensionRunnerLike | None:
+    def _live_runner(self) -> ExtensionRunner | None:
         runner = self._runner
         return None if runner is None or runner.is_invalidated else runner
 
@@ -636,8 +786,19 @@ class AgentSession:
         self.agent.thinking_level = effective
         if effective != previous:
             self.session_manager.append_thinking_level_change(effective)
-            self._notify({"type": "thinking_level_changed", "level": effective})
+            self._notify_thinking(previous)({"type": "thinking_level_changed", "level": effective})
         return effective
+
+    def _notify_thinking(self, previous: str) -> Callable[[Mapping[str, Any]], None]:
+        """A ``notify`` that also tells extensions of a thinking-level change (Pi's
+        ``thinking_level_select``, not waited for)."""
+        def notify(event: Mapping[str, Any]) -> None:
+            self._notify(event)
+            runner = self._live_runner()
+            if event.get("type") == "thinking_level_changed" and runner is not None:
+                runner.emit_later({"type": "thinking_level_select", "level": event.get("level"),
+                                   "previousLevel": previous})
+        return notify
 
     def cycle_thinking_level(self) -> str | None:
         """Pi's ``cycleThinkingLevel``: the model's next level; ``None`` for a model that does not reason."""
@@ -731,6 +892,16 @@ class AgentSession:
         env = shell_env(options.agent_dir, policy=options.env_policy)
         for key in SESSION_ENV_KEYS:  # Pi's user bash runs without the session's PI_* variables
             env.pop(key, None)
+        run = None
+        runner = self._live_runner()
+        if runner is not None and runner.has_handlers("user_bash"):
+            decided = await runner.emit_user_bash({"type": "user_bash", "command": command,
+                                                   "excludeFromContext": exclude_from_context is True, "cwd": self.cwd})
+            handled = user_bash_result(decided)
+            if handled is not None:
+                self.record_bash_result(command, handled, exclude_from_context)
+                return handled
+            run = user_bash_operations(decided)
         signal = AbortSignal()
         self._bash_signals.add(signal)
 
@@ -742,8 +913,10 @@ class AgentSession:
             self._notify(event)
 
         try:
-            result = await execute_user_bash(resolved, self.cwd, signal=signal, env=env,
-                                             shell_path=options.shell_path, timeout=timeout, on_chunk=on_chunk)
+            result = await execute_user_bash(
+                resolved, self.cwd, signal=signal, env=env, shell_path=options.shell_path, timeout=timeout,
+                on_chunk=on_chunk, run=run,
+                sandbox=sandbox_policy(self.services, self.sandbox) if self.sandbox is not None else SANDBOX_OFF)
         finally:
             self._bash_signals.discard(signal)
         outcome = BashOutcome(output=result.output, exit_code=result.exit_code, cancelled=result.cancelled,
@@ -797,7 +970,7 @@ class AgentSession:
 
         trimmed = session_name_or_refuse(name, session_path=self.session_file)
         self.session_manager.append_session_info(trimmed)
-        self._notify({"type": "session_info_changed", "name": self.session_manager.get_session_name()})
+        self.session_info_changed()
 
     def set_model(self, provider: str, model_id: str) -> ModelRef:
         """Pi's ``setModel``: validate, append ``model_change``, switch, re-apply the thinking level.
@@ -807,16 +980,36 @@ class AgentSession:
         thinking level becomes the settings default for the new model (``modelThinkingLevels``,
         ``defaultThinkingLevel``, else the current one), clamped, recorded only if it changed.
         """
+        info, previous = self._switch_model(provider, model_id)
+        event = self._model_selected(info, previous, "set")
+        runner = self._live_runner()
+        if event is not None and runner is not None:
+            runner.emit_later(event)
+        return ModelRef(info.provider, info.id)
+
+    def _switch_model(self, provider: str, model_id: str) -> tuple[ModelInfo, ModelInfo | None]:
         from rpcd.providers.model_selection import apply_model_selection
 
         if self.registry is None:
             raise ModelNotFoundError(f"Model not found: {provider}/{model_id}")
+        previous = self.agent.model
         info: ModelInfo = apply_model_selection(
             agent=self.agent, session_manager=self.session_manager, registry=self.registry,
-            provider=provider, model_id=model_id, settings=self.settings(), notify=self._notify,
+            provider=provider, model_id=model_id, settings=self.settings(),
+            notify=self._notify_thinking(self.agent.thinking_level),
         )
         self._hold_model(info)
-        return ModelRef(info.provider, info.id)
+        return info, previous
+
+    def _model_selected(self, model: ModelInfo, previous: ModelInfo | None, source: str) -> dict[str, Any] | None:
+        """Pi's ``model_select`` event, or ``None`` when the model did not change (``modelsAreEqual``)."""
+        if previous is not None and previous.ref == model.ref:
+            return None
+        event: dict[str, Any] = {"type": "model_select", "model": model.to_pi()}
+        if previous is not None:
+            event["previousModel"] = previous.to_pi()
+        event["source"] = source
+        return event
 
     def _hold_model(self, model: ModelInfo) -> None:
         """The chosen model as the later sessions' default (Pi's ``setDefaultModelAndProvider``), and
@@ -839,12 +1032,17 @@ class AgentSession:
 
         if self.registry is None:
             return None
+        previous = self.agent.model
         result = cycle_model(agent=self.agent, session_manager=self.session_manager, registry=self.registry,
                              settings=self.settings(), inputs=self.model_inputs, direction=direction,
-                             notify=self._notify)
+                             notify=self._notify_thinking(self.agent.thinking_level))
         if result is None:
             return None
         self._hold_model(result.model)
+        event = self._model_selected(result.model, previous, "cycle")
+        runner = self._live_runner()
+        if event is not None and runner is not None:
+            runner.emit_later(event)
         return CycleModelResult(model=describe_model(result.model), thinking_level=result.thinking_level,
                                 is_scoped=result.is_scoped)
 
@@ -913,7 +1111,8 @@ class AgentSession:
     # -- lifecycle ----------------------------------------------------------------------------
 
     async def bind_extensions(self, bindings: ExtensionBindings) -> None:
-        """Apply the host's bindings to the runner, then emit this session's ``session_start``."""
+        """Apply the host's bindings to the runner, then emit this session's ``session_start`` and
+        ``resources_discover`` (Pi's ``bindExtensions``)."""
         self.bindings = bindings
         if self.mcp is not None:
             self.mcp.bind_ui(bindings.ui)  # an MCP server's questions (elicitation) go to this UI
@@ -922,14 +1121,86 @@ class AgentSession:
             return
         runner.bind(bindings, self)
         await runner.emit(self.session_start_event)
+        await self._discover_resources("reload" if self.session_start_event.get("reason") == "reload" else "startup")
+
+    async def _discover_resources(self, reason: str) -> None:
+        """Pi's ``extendResourcesFromExtensions``: the skills and prompt templates extensions name
+        join the session's (after its own: the first of a name wins), and the prompt is rebuilt."""
+        runner = self._live_runner()
+        if runner is None or not runner.has_handlers("resources_discover"):
+            return
+        found = await runner.emit_resources_discover(self.cwd, reason)
+        if not any(found.values()):
+            return
+        from rpcd.runtime.resources.discovery import path_resources
+        from rpcd.runtime.resources.prompt_templates import load_prompt_templates
+        from rpcd.runtime.resources.skills import load_skills
+
+        skills = path_resources("skills", [(p, extension_source_info(x)) for p, x in found["skillPaths"]], self.cwd)
+        prompts = path_resources("prompts", [(p, extension_source_info(x)) for p, x in found["promptPaths"]],
+                                 self.cwd)
+        if skills:
+            self.skills, diagnostics = load_skills([*getattr(self.services, "skill_resources", ()), *skills])
+            self.late_diagnostics += diagnostics
+        if prompts:
+            self.prompt_templates, diagnostics = load_prompt_templates(
+                [*getattr(self.services, "prompt_resources", ()), *prompts])
+            self.late_diagnostics += diagnostics
+        self._rebuild_system_prompt()
 
     @property
-    def extension_runner(self) -> ExtensionRunnerLike | None:
+    def extension_runner(self) -> ExtensionRunner | None:
         return self._runner
 
-    def dispose(self) -> None:
+    def refresh_model_from_registry(self) -> None:
+        """The current model as the registry has it now (an extension re-registered its provider)."""
+        model = self.agent.model
+        if model is None or self.registry is None:
+            return
+        found = self.registry.find(model.provider, model.id)
+        if found is not None:
+            self.agent.provider, self.agent.model = found
+
+    # -- tools and the system prompt ---------------------------------------------------------
+
+    def _apply_tools(self) -> None:
+        """The active tool set to the model (from its next call on), the seam and the system prompt."""
+        active = self.tool_set.active_tools()
+        self.agent.tools = [*(ToolSpec(name=t.name, description=t.description, parameters=dict(t.parameters))
+                              for t in active.values()), *self.extra_tools]
+        self.agent.seam.tools = dict(active)
+        self._rebuild_system_prompt()
+
+    def _rebuild_system_prompt(self) -> None:
+        active = self.tool_set.active_tools()
+        self._prompt_options = system_prompt_options(self.services, active, self.skills)
+        self.base_system_prompt = build_system_prompt(self.services, active, self.skills)
+        self.agent.system_prompt = self._system_prompt_override or self.base_system_prompt
+
+    def reload_state(self) -> ReloadState:
+        return ReloadState(provider=self.agent.provider, model=self.agent.model,
+                           thinking_level=self.agent.thinking_level, messages=list(self.agent.messages),
+                           active_tools=list(self.tool_set.active))
+
+    def restore_reload_state(self, state: ReloadState) -> None:
+        """A reload's session goes on where the old one was: its model, thinking level and context;
+        the tools that were active and every extension tool (Pi: ``includeAllExtensionTools``)."""
+        self.agent.provider, self.agent.model = state.provider, state.model
+        if state.model is not None and self.registry is not None:
+            found = self.registry.find(state.model.provider, state.model.id)
+            if found is not None:
+                self.agent.provider, self.agent.model = found
+        self.agent.thinking_level = state.thinking_level
+        self.agent.messages = list(state.messages)
+        runner = self._runner
+        extension_tools = list(runner.tools) if runner is not None else []
+        self.tool_set.set_active([*state.active_tools, *extension_tools])
+        self._apply_tools()
+
+    def dispose(self, *, release_file: bool = True) -> None:
         """Invalidate this session: extension contexts go stale, listeners are dropped,
-        the in-flight turn (if any) is aborted best-effort. Idempotent."""
+        the in-flight turn (if any) is aborted best-effort. Idempotent. ``release_file=False`` (a
+        reload) keeps the session manager open for the session that takes over."""
         if self._disposed:
             return
         self.drop_queue()
@@ -941,6 +1212,10 @@ class AgentSession:
             self.agent.request_abort()
         self._subs.clear()
         self._snapshot = ()
+        if self.extension_provider_originals:
+            from rpcd.runtime.extension_providers import restore_providers
+
+            restore_providers(self)
         runner = self._runner
         if runner is not None:
             try:
@@ -951,7 +1226,8 @@ class AgentSession:
             self.mcp.release()  # its servers go back to the pool (stopped when no session holds them)
         # Let go of the file: another rpcd process may take it now (an in-memory fork keeps using
         # this manager for the next session; it holds no lock).
-        self.session_manager.close()
+        if release_file:
+            self.session_manager.close()
 
 
 def _drop(event: Event) -> None:
@@ -971,16 +1247,22 @@ def _settings_get(services: Any, key: str) -> Any:
     return getter(key) if callable(getter) else None
 
 
-def _extension_tool(runner: Any, definition: Any) -> Tool:
-    """An extension's tool behind the seam (abort cancels it: extension tools take no signal)."""
-    name = str(definition.name)
+def sandbox_policy(services: Any, control: SandboxControl) -> SandboxPolicy:
+    """The sandbox a command of the session in ``services`` runs in now: the control's override,
+    else the settings (read at each call)."""
+    return control.effective(configured_sandbox(services)[0])
 
-    async def run(tool_call_id: str, args: dict[str, Any], ctx: Any) -> dict[str, Any]:
-        result: dict[str, Any] = await runner.execute_tool(name, tool_call_id, args)
-        return result
 
-    return FunctionTool(name=name, label=name, description=str(definition.description),
-                        parameters=dict(definition.parameters), run=run, accepts_signal=False)
+def configured_sandbox(services: Any) -> tuple[SandboxPolicy, list[str]]:
+    """What the settings ask for: the global ``sandbox`` setting, tightened (never loosened) by a
+    trusted project's (``rpcd.tools.sandbox.configured_policy``), and the warnings of both."""
+    from rpcd.tools.sandbox import SETTING as SANDBOX_SETTING
+    from rpcd.tools.sandbox import configured_policy
+
+    settings = getattr(services, "settings", None)
+    layers = [getattr(settings, name, None) for name in ("global_settings", "project_settings")]
+    return configured_policy(*(layer.get(SANDBOX_SETTING) if isinstance(layer, Mapping) else None
+                               for layer in layers))
 
 
 def tool_options(services: Any) -> ToolOptions:
@@ -1005,52 +1287,50 @@ def tool_options(services: Any) -> ToolOptions:
     )
 
 
-def session_tools(services: Any, selection: ToolSelection, operations: ToolOperations | None = None,
-                  mcp: SessionMcp | None = None) -> dict[str, Tool]:
-    """The active tools of a session in ``services.cwd``, in Pi's order: built-ins bound to the
-    cwd (rebuilt for every replacement; their I/O through ``operations`` when given) and the
-    extensions' tools, selected as Pi selects them; an extension tool with a built-in's name takes
-    its place. The MCP servers' tools come after the extensions' and are selected as theirs are
-    (``--tools`` names them to keep them; ``--no-tools`` drops them)."""
-    runner: Any = getattr(services, "extensions", None)
-    extension_defs: Mapping[str, Any] = getattr(runner, "tools", None) or {}
-    mcp_tools = mcp.tools() if mcp is not None else {}
+def session_tool_set(services: Any, selection: ToolSelection, operations: ToolOperations | None = None,
+                     sandbox: SandboxControl | None = None, mcp: SessionMcp | None = None) -> ToolSet:
+    """The tools of a session in ``services.cwd`` (``rpcd.runtime.tool_set``): built-ins bound to the
+    cwd (rebuilt for every replacement; their I/O through ``operations`` when given), the
+    extensions' tools, selected as Pi selects them, then the MCP servers' tools (selected as the
+    extensions' are)."""
     options = tool_options(services)
     if operations is not None:
         options = attrs.evolve(options, operations=operations)
-    builtin = create_builtin_tools(services.cwd, options)
+    if sandbox is not None:
+        options = attrs.evolve(options, sandbox=lambda: sandbox_policy(services, sandbox))
     settings: Any = getattr(services, "settings", None)
     default_tools = settings.default_tools() if callable(getattr(settings, "default_tools", None)) else None
-    names = active_tool_names(selection, default_tools=default_tools, builtin=BUILTIN_TOOL_NAMES,
-                              extension_tools=[*extension_defs, *(n for n in mcp_tools if n not in extension_defs)])
-    return {name: (_extension_tool(runner, extension_defs[name]) if name in extension_defs
-                   else mcp_tools[name] if name in mcp_tools else builtin[name])
-            for name in names}
+    runner = getattr(services, "extensions", None)
+    return ToolSet(builtin=create_builtin_tools(services.cwd, options),
+                   runner=runner if isinstance(runner, ExtensionRunner) else None,
+                   selection=selection, default_tools=default_tools,
+                   mcp_tools=mcp.tools() if mcp is not None else None,
+                   mcp_profiles=mcp.profiles() if mcp is not None else None)
 
 
-def tool_profiles(services: Any, tools: Mapping[str, Tool], mcp: SessionMcp | None = None) -> dict[str, ToolProfile]:
-    """How the approval gate classifies each active tool: a built-in by its name; an extension's
-    tool (also one that took a built-in's name) by its own ``read_only`` declaration; an MCP tool
-    by its server's ``readOnlyHint``."""
-    runner: Any = getattr(services, "extensions", None)
-    extension_defs: Mapping[str, Any] = getattr(runner, "tools", None) or {}
-    mcp_profiles = mcp.profiles() if mcp is not None else {}
-    return {name: (extension_profile(getattr(extension_defs[name], "read_only", False) is True)
-                   if name in extension_defs else mcp_profiles[name] if name in mcp_profiles
-                   else builtin_profile(name))
-            for name in tools}
+def session_tools(services: Any, selection: ToolSelection, operations: ToolOperations | None = None,
+                  sandbox: SandboxControl | None = None, mcp: SessionMcp | None = None) -> dict[str, Tool]:
+    """The tools a session in ``services.cwd`` starts with, in Pi's order; an extension tool with a
+    built-in's name takes its place."""
+    return session_tool_set(services, selection, operations, sandbox, mcp).active_tools()
 
 
-def build_system_prompt(services: Any, tools: Mapping[str, Tool] | None = None) -> str:
-    """Pi's ``buildSystemPrompt`` for these services and active tools (``system_prompt.py``)."""
-    active = dict(tools) if tools is not None else {}
+def _prompt_parts(tools: Mapping[str, Tool]) -> tuple[dict[str, str], list[str]]:
     snippets: dict[str, str] = {}
     guidelines: list[str] = []
-    for name, tool in active.items():
+    for name, tool in tools.items():
         snippet = normalize_snippet(getattr(tool, "prompt_snippet", None))
         if snippet:
             snippets[name] = snippet
         guidelines.extend(normalize_guidelines(getattr(tool, "prompt_guidelines", ()) or ()))
+    return snippets, guidelines
+
+
+def build_system_prompt(services: Any, tools: Mapping[str, Tool] | None = None,
+                        skills: Sequence[Skill] | None = None) -> str:
+    """Pi's ``buildSystemPrompt`` for these services and active tools (``system_prompt.py``)."""
+    active = dict(tools) if tools is not None else {}
+    snippets, guidelines = _prompt_parts(active)
     return pi_system_prompt(
         cwd=services.cwd,
         selected_tools=list(active),
@@ -1059,8 +1339,30 @@ def build_system_prompt(services: Any, tools: Mapping[str, Tool] | None = None) 
         custom_prompt=getattr(services, "system_prompt", None),
         append_system_prompt=getattr(services, "append_system_prompt", None),
         context_files=getattr(services, "context_files", None) or [],
-        skills=getattr(services, "skills", None) or [],
+        skills=(getattr(services, "skills", None) or []) if skills is None else skills,
     )
+
+
+def system_prompt_options(services: Any, tools: Mapping[str, Tool], skills: Sequence[Skill]) -> dict[str, Any]:
+    """Pi's ``BuildSystemPromptOptions`` as JSON (``before_agent_start``'s ``systemPromptOptions``,
+    ``ctx.get_system_prompt_options()``)."""
+    snippets, guidelines = _prompt_parts(tools)
+    options: dict[str, Any] = {"cwd": services.cwd}
+    options["skills"] = [{"name": s.name, "description": s.description, "filePath": s.file_path,
+                          "baseDir": s.base_dir, "sourceInfo": s.source_info.to_wire(),
+                          "disableModelInvocation": s.disable_model_invocation} for s in skills]
+    options["contextFiles"] = [{"path": f.path, "content": f.content}
+                               for f in getattr(services, "context_files", None) or []]
+    custom = getattr(services, "system_prompt", None)
+    if custom is not None:
+        options["customPrompt"] = custom
+    append = getattr(services, "append_system_prompt", None)
+    if append:
+        options["appendSystemPrompt"] = append
+    options["selectedTools"] = list(tools)
+    options["toolSnippets"] = snippets
+    options["promptGuidelines"] = guidelines
+    return options
 
 
 def describe_model(model: ModelInfo, *, credential_source: str | None = None) -> ModelDescription:
@@ -1112,6 +1414,7 @@ def create_agent_session(
     selection: Selection | None = None,
     approval: ApprovalGate | None = None,
     tool_operations: ToolOperations | None = None,
+    sandbox: SandboxControl | None = None,
     mcp: SessionMcp | None = None,
 ) -> tuple[AgentSession, Selection]:
     """Build a session over ``session_manager`` with ``services``; returns it and the model
@@ -1143,29 +1446,33 @@ def create_agent_session(
     provider, model = selection.provider, selection.model
     thinking = selection.thinking_level
 
-    if not has_existing:
+    reloading = (session_start_event or {}).get("reason") == "reload"
+    if reloading:
+        pass  # the same session going on: its first entries were written when it started
+    elif not has_existing:
         if model is not None:
             sm.append_model_change(model.provider, model.id)
         sm.append_thinking_level_change(thinking)
     elif not has_thinking_entry:
         sm.append_thinking_level_change(thinking)
 
-    tools = session_tools(services, tool_selection or ToolSelection(), tool_operations, mcp)
-    specs = [ToolSpec(name=t.name, description=t.description, parameters=dict(t.parameters)) for t in tools.values()]
     agent = Agent(
         provider=provider,
         model=model,
         messages=messages,
-        system_prompt=build_system_prompt(services, tools),
         thinking_level=thinking,
-        tools=[*specs, *extra_tools],
         session_id=sm.get_session_id(),
     )
     session = AgentSession(
         session_manager=sm, services=services, agent=agent, session_start_event=session_start_event,
-        registry=registry, model_inputs=inputs, approval=approval, mcp=mcp,
+        registry=registry, model_inputs=inputs, approval=approval, sandbox=sandbox, mcp=mcp,
     )
-    agent.seam = ToolSeam(tools, _SessionHooks(weakref.proxy(session), tool_profiles(services, tools, mcp)).hooks())
+    owner = weakref.proxy(session)
+    session.tool_set = session_tool_set(services, tool_selection or ToolSelection(), tool_operations, sandbox, mcp)
+    session.extra_tools = list(extra_tools)
+    agent.seam = ToolSeam({}, _SessionHooks(owner).hooks())
+    session._apply_tools()
+    install_extension_seams(session, owner)
     return session, selection
 
 
@@ -1174,9 +1481,8 @@ class _SessionHooks:
     handlers, the approval gate (``ToolCallHooks.authorize``, with the client's approver from
     the host's bindings), liveness, and the ``PI_*`` facts bash exports."""
 
-    def __init__(self, session: AgentSession, profiles: Mapping[str, ToolProfile] | None = None) -> None:
+    def __init__(self, session: AgentSession) -> None:
         self.session = session
-        self.profiles = dict(profiles or {})
 
     def hooks(self) -> ToolCallHooks:
         authorize = self.authorize if self.session.approval is not None else None
@@ -1191,12 +1497,12 @@ class _SessionHooks:
         bindings = session.bindings
         return await gate.authorize(
             call, signal, cwd=session.cwd,
-            profile=self.profiles.get(call.tool_name) or extension_profile(),
+            profile=self.session.tool_set.profiles().get(call.tool_name) or extension_profile(),
             setting=_settings_get(session.services, POLICY_SETTING),
             approver=bindings.tool_approver if bindings is not None and self.is_live() else None,
         )
 
-    def _runner(self) -> ExtensionRunnerLike | None:
+    def _runner(self) -> ExtensionRunner | None:
         runner = self.session.extension_runner
         if runner is None or runner.is_invalidated:
             return None
@@ -1239,21 +1545,23 @@ class _SessionHooks:
         runner = self._runner()
         if runner is None or not runner.has_handlers("tool_result"):
             return outcome
-        patch = await runner.emit_tool_result({
+        event: dict[str, Any] = {
             "type": "tool_result", "toolName": call.tool_name, "toolCallId": call.tool_call_id, "input": call.args,
             "content": outcome.content, "details": outcome.details, "isError": outcome.is_error,
-            "usage": outcome.usage,
-        })
+        }
+        if outcome.usage is not None:
+            event["usage"] = outcome.usage
+        patch = await runner.emit_tool_result(event)
         if patch is None:
             return outcome
         content = patch.get("content")
         is_error = patch.get("isError")
-        return ToolOutcome(
+        return attrs.evolve(
+            outcome,
             content=list(content) if isinstance(content, list) else outcome.content,
             details=patch.get("details") if patch.get("details") is not None else outcome.details,
             is_error=is_error if isinstance(is_error, bool) else outcome.is_error,
             usage=patch.get("usage") if patch.get("usage") is not None else outcome.usage,
-            terminate=outcome.terminate,
         )
 
 

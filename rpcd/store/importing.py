@@ -10,7 +10,8 @@ leaves it behind).
 
 The copy streams in chunks (memory bounded by one chunk, or none where the kernel copies),
 reports its progress, and refuses a source over ``max_bytes`` (default
-``DEFAULT_MAX_IMPORT_BYTES``, or ``$RPCD_MAX_IMPORT_BYTES``) before copying anything. Only a
+``DEFAULT_MAX_IMPORT_BYTES``, or ``$RPCD_MAX_IMPORT_BYTES``: ``rpcd.store.reading``, the limit every
+reader of session files keeps) before copying anything. Only a
 regular file is read: a FIFO or a device is refused, never opened for a blocking read.
 Callers on an event loop run these functions in a worker thread.
 """
@@ -37,26 +38,14 @@ from rpcd.store import entries as E
 from rpcd.store.loader import not_a_session
 from rpcd.store.manager import SessionManager, assert_session_cwd_exists
 from rpcd.store.paths import make_private_dirs
+from rpcd.store.reading import HEADER_SCAN_BYTES, MAX_IMPORT_BYTES_ENV, default_max_import_bytes
 
 _MAX_SUFFIX = 10_000
-DEFAULT_MAX_IMPORT_BYTES: Final = 1 << 30
-"""1 GiB. Pi has no limit; a transcript this large is almost surely not one (a sparse or
-runaway file), and opening it would hold all of it in memory."""
-MAX_IMPORT_BYTES_ENV: Final = "RPCD_MAX_IMPORT_BYTES"
 _CHUNK: Final = 8 << 20
 _REPORT_EVERY: Final = 1  # percent
 
 Progress = Callable[[int, int], None]
 """``(bytes copied, bytes to copy)``; called from the copying thread."""
-
-
-def default_max_import_bytes() -> int:
-    raw = os.environ.get(MAX_IMPORT_BYTES_ENV, "")
-    try:
-        value = int(raw)
-    except ValueError:
-        return DEFAULT_MAX_IMPORT_BYTES
-    return value if value > 0 else DEFAULT_MAX_IMPORT_BYTES
 
 
 def _split_name(name: str) -> tuple[str, str]:
@@ -136,9 +125,13 @@ def import_session(
 
 def starts_with_session_header(source: str) -> bool:
     """Whether the regular file ``source`` is a session by Pi's header scan (``readSessionHeader``:
-    its first line that parses is a header, within ``HEADER_SCAN_BYTES``)."""
+    its first line that parses is a header, within ``HEADER_SCAN_BYTES``). A file that cannot be read
+    that way (``/proc/self/pagemap`` refuses reads not aligned to 8 bytes) is not one."""
     with _open_source(source) as fd:
-        return _starts_with_header(fd)
+        try:
+            return _starts_with_header(fd)
+        except OSError:
+            return False
 
 
 def _limit(max_bytes: int | None) -> int:
@@ -178,9 +171,6 @@ def _too_large(source: str, size: int | None, limit: int) -> SessionFileTooLarge
     )
 
 
-HEADER_SCAN_BYTES: Final = 1 << 20
-"""Pi's ``MAX_SESSION_HEADER_SCAN_BYTES`` (``readSessionHeader``): a session's header — the first line
-``JSON.parse`` accepts — is looked for in this many bytes of the file, never further."""
 _VALUE_START: Final = frozenset(b'{["-0123456789tfn')
 _NON_BLANK: Final = re.compile(rb"[^ \t\r\n]")
 _NOT_FOUND: Final = object()

@@ -381,6 +381,22 @@ class SessionManager:
             except CorruptRecordError as exc:
                 self._drop(exc.record)
 
+    def build_context_entries(self) -> builtins.list[dict[str, Any]]:
+        """Pi's ``buildContextEntries``: the entries the context is built from — the path to the leaf,
+        or, after a compaction, the compaction, the entries it kept and everything after it."""
+        while True:
+            try:
+                path = self._context_path()
+                last = next((i for i in range(len(path) - 1, -1, -1) if path[i].type == E.COMPACTION), None)
+                if last is None:
+                    return [record.entry for record in path]
+                compaction = path[last]
+                first_kept = key_of(compaction.entry.get("firstKeptEntryId"))
+                kept_from = next((i for i in range(last) if path[i].id == first_kept), last)
+                return [compaction.entry, *(r.entry for r in path[kept_from:last]), *(r.entry for r in path[last + 1:])]
+            except CorruptRecordError as exc:
+                self._drop(exc.record)
+
     def get_model(self) -> ModelRef | None:
         return self.build_session_context().model
 

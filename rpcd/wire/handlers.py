@@ -43,10 +43,13 @@ from rpcd.core.values import (
     CycleModelResult,
     ForkMessage,
     ImageInput,
+    InputHandled,
     McpServerState,
     ModelDescription,
     ModelRef,
+    PromptOutcome,
     QueueSnapshot,
+    SandboxState,
     SessionState,
     SessionStats,
     SessionTree,
@@ -216,6 +219,10 @@ class SessionMethods:
     def clone(self, params: t.CloneParams) -> Awaitable[t.ReplacementResult]:
         return self._replaced(_tracked(self._host.clone(params.entry_id)))
 
+    def reload(self, params: t.EmptyParams | None = None) -> Awaitable[t.ReplacementResult]:
+        """Pi's ``/reload``: a replacement of the current session file (reason ``reload``)."""
+        return self._replaced(_tracked(self._host.reload()))
+
     def import_jsonl(self, params: t.ImportJsonlParams) -> Awaitable[t.ReplacementResult]:
         progress = self._progress(params.work_done_token, "Importing transcript", params.path)
         # The store reports the bytes it copied to the reporter of the operation's context (taken now).
@@ -324,6 +331,7 @@ class SessionMethods:
             name=state.name,
             model=model,
             approval_policy=state.approval_policy,
+            sandbox=_sandbox_info(state.sandbox),
             mcp_servers=[mcp_server_result(s) for s in state.mcp_servers] if state.mcp_servers else None,
         )
         self._state_answer = (key, result)
@@ -366,28 +374,32 @@ class SessionMethods:
         return paginate([summary(info) for info in infos], after, limit, sort)
 
     def delete_session(self, params: t.DeleteSessionParams) -> Awaitable[t.DeleteSessionResult]:
-        """Trash a session file; never the session current at this request's arrival."""
+        """Trash a session file; never the session current at this request's arrival. The file work
+        runs in a worker thread (in the host's queue: still behind what came before)."""
         host, library = self._host, self._library
 
-        def delete() -> t.DeleteSessionResult:
-            removed = library.delete(params.session_file, host.session_file)
+        async def delete() -> t.DeleteSessionResult:
+            current = host.session_file
+            removed = await anyio.to_thread.run_sync(library.delete, params.session_file, current)
             return t.DeleteSessionResult(method=removed.method, trash_path=removed.trash_path)
 
-        return self._answered(_tracked(host.enqueue(DELETE_SESSION, delete)))
+        return self._answered(_tracked(host.enqueue_async(DELETE_SESSION, delete)))
 
     def rename_session(self, params: t.RenameSessionParams) -> Awaitable[t.RenameSessionResult]:
-        """Name any session file; the current session's through the session itself (``setSessionName``)."""
+        """Name any session file; the current session's through the session itself (``setSessionName``).
+        Another file is opened and appended to in a worker thread."""
         host, library = self._host, self._library
 
-        def rename() -> t.RenameSessionResult:
-            if library.is_current(params.session_file, host.session_file):
+        async def rename() -> t.RenameSessionResult:
+            current = host.session_file
+            if await anyio.to_thread.run_sync(library.is_current, params.session_file, current):
                 host.set_session_name(params.name)
                 name = host.state().name
             else:
-                name = library.rename(params.session_file, params.name)
+                name = await anyio.to_thread.run_sync(library.rename, params.session_file, params.name)
             return t.RenameSessionResult(name=name or "")
 
-        return self._answered(_tracked(host.enqueue(RENAME_SESSION, rename)))
+        return self._answered(_tracked(host.enqueue_async(RENAME_SESSION, rename)))
 
     def export_html(self, params: t.ExportHtmlParams) -> Awaitable[t.ExportResult]:
         host = self._host
@@ -413,12 +425,14 @@ class SessionMethods:
         return self._prompted(_tracked(pending), params.streaming_behavior)
 
     async def _prompted(
-        self, pending: Pending[str | CommandRan | None], streaming_behavior: t.StreamingBehavior | None
+        self, pending: Pending[PromptOutcome], streaming_behavior: t.StreamingBehavior | None
     ) -> t.PromptResult:
         outcome = await pending
         await self._pump.drain()
         if isinstance(outcome, CommandRan):
             return t.PromptResult(command=outcome.name)
+        if isinstance(outcome, InputHandled):
+            return t.PromptResult(handled=True)
         if outcome is None:
             return t.PromptResult(queued=streaming_behavior)
         return t.PromptResult(stop_reason=outcome)
@@ -797,3 +811,10 @@ def _model_description(model: ModelDescription) -> t.ModelDescription:
                          cache_read=float(cost.get("cacheRead", 0)), cache_write=float(cost.get("cacheWrite", 0))),
         credential_source=model.credential_source,
     )
+
+
+def _sandbox_info(state: SandboxState | None) -> t.SandboxInfo | None:
+    if state is None:
+        return None
+    return t.SandboxInfo(mode=state.mode, network=state.network, writable=list(state.writable),
+                         mechanism=state.mechanism, problem=state.problem)

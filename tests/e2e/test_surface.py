@@ -350,7 +350,7 @@ def test_second_signal_exits_at_once_while_the_final_disposal_hangs(tmp_path: Pa
     finally:
         d.kill()
     assert mark.read_text() == "quit\n"
-    assert any("second signal" in line for line in d.stderr_lines)
+    assert any("signal during the orderly end" in line for line in d.stderr_lines)
 
 
 def test_dispose_is_final_and_later_session_calls_get_the_disposed_error(tmp_path: Path) -> None:

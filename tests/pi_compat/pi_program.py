@@ -102,7 +102,8 @@ class PiRpc:
     """One ``pi --mode rpc`` process with the faux extension; JSON lines in, JSON lines out."""
 
     def __init__(self, oracle: PiOracle, *, agent_dir: Path, cwd: Path, env: Mapping[str, str],
-                 args: Sequence[str] = ("--provider", "faux", "--model", "faux-1")) -> None:
+                 args: Sequence[str] = ("--provider", "faux", "--model", "faux-1"),
+                 on_line: Callable[[dict[str, Any]], None] | None = None) -> None:
         cli = oracle.root / "node_modules" / "@earendil-works" / "pi-coding-agent" / "dist" / "cli.js"
         full_env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -120,6 +121,9 @@ class PiRpc:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=full_env, cwd=str(cwd),
         )
         self.lines: list[dict[str, Any]] = []
+        self.on_line = on_line
+        """Called (in the reader thread) with every line before it is recorded: answers Pi's
+        ``extension_ui_request`` dialogs in ``tests/pi_compat/extension_programs.py``."""
         self._cond = threading.Condition()
         self._ids = itertools.count(1)
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -129,6 +133,8 @@ class PiRpc:
         assert self.proc.stdout is not None
         for raw in self.proc.stdout:
             line = json.loads(raw)
+            if self.on_line is not None:
+                self.on_line(line)
             with self._cond:
                 self.lines.append(line)
                 self._cond.notify_all()

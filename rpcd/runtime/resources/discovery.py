@@ -39,7 +39,7 @@ from rpcd.tools.paths import home_dir, node_resolve
 if TYPE_CHECKING:
     import pathspec
 
-__all__ = ["Resource", "ResourceKind", "SourceInfo", "resolve_resources"]
+__all__ = ["Resource", "ResourceKind", "SourceInfo", "path_resources", "resolve_resources"]
 
 ResourceKind: TypeAlias = Literal["skills", "prompts"]
 IGNORE_FILE_NAMES = (".gitignore", ".ignore", ".fdignore")
@@ -454,4 +454,20 @@ def resolve_resources(
         seen.add(key)
         if enabled:
             out.append(Resource(path, SourceInfo(path, meta.source, meta.scope, "top-level", meta.base_dir)))
+    return out
+
+
+def path_resources(kind: ResourceKind, paths: Iterable[tuple[str, SourceInfo]], base_dir: str,
+                   home: str | None = None) -> list[Resource]:
+    """Resources named explicitly (``--skill``/``--prompt-template``, an extension's
+    ``resources_discover``): a file as it is, a directory's resource files as Pi finds them; each
+    with the source info given (its ``path`` the file's). A path reached twice counts once."""
+    out: list[Resource] = []
+    seen: set[str] = set()
+    for raw, info in paths:
+        for file in _files_from_paths([resolve_path(raw, base_dir, home)], kind):
+            key = canonical(file)
+            if key not in seen:
+                seen.add(key)
+                out.append(Resource(file, attrs.evolve(info, path=file)))
     return out
