@@ -55,6 +55,7 @@ from rpcd.clients.types import (
     ListCheckpointsResult,
     ListSessionsResult,
     ListTrustResult,
+    McpServersResult,
     MessagesResult,
     ModelRef,
     NavigateTreeResult,
@@ -114,6 +115,7 @@ from rpcd.protocol.names import (
     INITIALIZE,
     LIST_APPROVAL_RULES,
     LIST_CHECKPOINTS,
+    LIST_MCP_SERVERS,
     LIST_SESSIONS,
     LIST_TRUST,
     NAVIGATE_TREE,
@@ -842,6 +844,10 @@ class RpcdClient:
     async def get_commands(self, *, timeout: float | None = _UNSET) -> CommandsResult:
         """Every command a prompt can invoke now: extension commands, prompt templates, skills."""
         return cast(CommandsResult, await self.call(GET_COMMANDS, timeout=timeout))
+
+    async def list_mcp_servers(self, *, timeout: float | None = _UNSET) -> McpServersResult:
+        """The MCP servers the current session named: status, tools, prompts, last error."""
+        return cast(McpServersResult, await self.call(LIST_MCP_SERVERS, timeout=timeout))
 
     async def set_model(self, provider: str, model_id: str, *, timeout: float | None = _UNSET) -> ModelRef:
         return cast(ModelRef, await self.call(SET_MODEL, {"provider": provider, "modelId": model_id}, timeout=timeout))

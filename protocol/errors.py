@@ -88,6 +88,11 @@ WHEN: dict[ErrorCode, str] = {
         "compacted, the summary call failed or hit its token cap; ``CompactionCancelled``: aborted, or an "
         "extension cancelled it). Nothing was written; the session is as it was."
     ),
+    ErrorCode.MCP_SERVER_FAILED: (
+        "An MCP server failed a request made for the caller (``McpServerFailed``: a prompt command's "
+        "``prompts/get``): it is not running, did not answer in time, or answered an error. Nothing was "
+        "recorded. (A failing MCP *tool* is a tool error result, never this code.)"
+    ),
 }
 """When each code is used (the OpenRPC document and docs/protocol.md carry the same text)."""
 
@@ -119,6 +124,7 @@ DEFAULT_MESSAGES: dict[ErrorCode, str] = {
     ErrorCode.PROVIDER_ERROR: "Provider error",
     ErrorCode.INPUT_NOT_SUPPORTED: "Input not supported",
     ErrorCode.COMPACTION_FAILED: "Compaction failed",
+    ErrorCode.MCP_SERVER_FAILED: "MCP server failed",
 }
 
 
@@ -140,6 +146,7 @@ CODE_BY_KIND: Final[dict[str, ErrorCode]] = {
     "SessionDisposed": ErrorCode.HOST_UNAVAILABLE,
     "FactoryError": ErrorCode.REPLACEMENT_FAILED,
     "InvalidParams": ErrorCode.INVALID_PARAMS,
+    "McpServerFailed": ErrorCode.MCP_SERVER_FAILED,
 }
 """A failure's stable ``kind`` (``rpcd.core.errors.RpcdError.kind``, the ``type`` of its error item)
 -> its code. A kind not listed here takes the code of the nearest listed kind among its bases."""

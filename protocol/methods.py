@@ -49,8 +49,10 @@ from rpcd.protocol.names import (
     INITIALIZE,
     LIST_APPROVAL_RULES,
     LIST_CHECKPOINTS,
+    LIST_MCP_SERVERS,
     LIST_SESSIONS,
     LIST_TRUST,
+    MCP_STATUS,
     NAVIGATE_TREE,
     NEW_SESSION,
     PING,
@@ -263,6 +265,9 @@ _BEFORE_EVENTS: Final[tuple[MethodSpec, ...]] = (
     _req(GET_COMMANDS, t.EmptyParams, "GetCommandsResult",
          "Every command a prompt can invoke now: extension commands, prompt templates, skills.", *_HOST_ERRORS,
          door="queue"),
+    _req(LIST_MCP_SERVERS, t.EmptyParams, "ListMcpServersResult",
+         "The MCP servers the current session named: status, tools, prompts, last error.", *_HOST_ERRORS,
+         door="queue"),
     # turn control
     _req(STEER, t.QueueInputParams, None,
          "Queue input delivered after the current tool round, before the next model call.",
@@ -342,6 +347,7 @@ _AFTER_EVENTS: Final[tuple[MethodSpec, ...]] = (
     # notifications daemon -> client
     _note(SESSION_DIAGNOSTICS, "SessionDiagnosticsParams", "Diagnostics of a replacement (redacted)."),
     _note(HOST_STATUS, "HostStatusParams", "The host status changed."),
+    _note(MCP_STATUS, "McpStatusParams", "An MCP server of this process changed status."),
     _note(PROGRESS, "ProgressParams", "Work-done progress for a request's workDoneToken."),
     _note(UI_NOTIFY, "UiNotifyParams", "An extension notification for the user."),
     _note(UI_SET_STATUS, "UiSetStatusParams", "An extension's status entry (capability extensionUi.setStatus)."),

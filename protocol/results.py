@@ -17,6 +17,7 @@ from rpcd.protocol.outgoing import DiagnosticItem
 from rpcd.protocol.shapes import (
     CommandInfo,
     LimitsInfo,
+    McpServerInfo,
     QueueContents,
     StreamingBehavior,
     ThinkingLevel,
@@ -267,6 +268,12 @@ class PromptResult:
 class GetCommandsResult:
     commands: list[CommandInfo]
     """Extension commands, then prompt templates, then skills (Pi's ``get_commands`` order)."""
+
+
+@attrs.frozen
+class ListMcpServersResult:
+    servers: list[McpServerInfo]
+    """The MCP servers the current session named, in the order they were named."""
 
 
 @attrs.frozen

@@ -29,6 +29,9 @@ from rpcd.protocol.shapes import CompactionReason as CompactionReason
 from rpcd.protocol.shapes import DiagnosticType as DiagnosticType
 from rpcd.protocol.shapes import HostStatus as HostStatus
 from rpcd.protocol.shapes import LimitsInfo as LimitsInfo
+from rpcd.protocol.shapes import McpServerInfo as McpServerInfo
+from rpcd.protocol.shapes import McpServerStatus as McpServerStatus
+from rpcd.protocol.shapes import McpTransport as McpTransport
 from rpcd.protocol.shapes import ProgressToken as ProgressToken
 from rpcd.protocol.shapes import QueueContents as QueueContents
 from rpcd.protocol.shapes import StreamingBehavior as StreamingBehavior
@@ -45,6 +48,7 @@ if TYPE_CHECKING:
     from rpcd.protocol.outgoing import AuthorizeProjectResult as AuthorizeProjectResult
     from rpcd.protocol.outgoing import DiagnosticItem as DiagnosticItem
     from rpcd.protocol.outgoing import HostStatusParams as HostStatusParams
+    from rpcd.protocol.outgoing import McpStatusParams as McpStatusParams
     from rpcd.protocol.outgoing import ProgressBegin as ProgressBegin
     from rpcd.protocol.outgoing import ProgressEnd as ProgressEnd
     from rpcd.protocol.outgoing import ProgressParams as ProgressParams
@@ -296,6 +300,8 @@ class GetStateResult:
     """The spending caps in force and what was spent (absent: no cap is set)."""
     sandbox: SandboxInfo | None = None
     """The sandbox the session's commands run in (``--sandbox``, ``setSandbox``, the ``sandbox`` setting)."""
+    mcp_servers: list[McpServerInfo] | None = None
+    """The MCP servers the session named and their status (absent: it names none)."""
 
 
 @attrs.frozen
@@ -606,6 +612,7 @@ _ELSEWHERE: dict[str, str] = {
             "ForkResult",
             "GetAvailableModelsResult",
             "GetCommandsResult",
+            "ListMcpServersResult",
             "GetEntriesResult",
             "GetMessagesResult",
             "GetTreeResult",
@@ -642,6 +649,7 @@ _ELSEWHERE: dict[str, str] = {
             "AuthorizeProjectResult",
             "DiagnosticItem",
             "HostStatusParams",
+            "McpStatusParams",
             "ProgressBegin",
             "ProgressEnd",
             "ProgressParams",

@@ -88,15 +88,6 @@ def _diagnostics_meta(diagnostics: Sequence[Diagnostic]) -> dict[str, Any]:
     return {DIAGNOSTICS_META: [{"type": d.type, "message": d.message} for d in diagnostics]}
 
 
-def _mcp_diagnostics(mcp_servers: Sequence[Any] | None) -> list[Diagnostic]:
-    """MCP servers are not run by rpcd: said, never silently ignored."""
-    if not mcp_servers:
-        return []
-    names = ", ".join(str(getattr(server, "name", "?")) for server in mcp_servers)
-    return [Diagnostic("warning", f"MCP servers are not supported by rpcd (mcpCapabilities: false); not started: "
-                                  f"{names}")]
-
-
 class RpcdAgent:
     """The ACP ``Agent`` (the SDK's router calls these with the request's fields as keywords)."""
 
@@ -141,7 +132,7 @@ class RpcdAgent:
                 load_session=True,
                 # images: some model usable now takes them (each prompt is checked against its session's model)
                 prompt_capabilities=PromptCapabilities(image=providers.images, audio=False, embedded_context=True),
-                mcp_capabilities=McpCapabilities(http=False, sse=False),
+                mcp_capabilities=McpCapabilities(http=True, sse=True),  # and stdio, which every agent takes
                 session_capabilities=SessionCapabilities(
                     list=SessionListCapabilities(), resume=SessionResumeCapabilities(),
                     close=SessionCloseCapabilities(), delete=SessionDeleteCapabilities(),
@@ -174,10 +165,9 @@ class RpcdAgent:
         manager = self.composer.new_manager(_normal(cwd))
         session = await self._open(method, manager, mcp_servers)
         await self._remember(session, mode=None)  # no file until its first reply: its id must survive the process
-        extra = _mcp_diagnostics(mcp_servers)
         return NewSessionResponse(session_id=session.id, modes=session.modes(),
                                   config_options=list(await session.config_options()),
-                                  field_meta=_diagnostics_meta([*session.diagnostics, *extra]))
+                                  field_meta=_diagnostics_meta(session.diagnostics))
 
     async def load_session(self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None,
                            additional_directories: list[str] | None = None, **_: Any) -> LoadSessionResponse:
@@ -186,8 +176,7 @@ class RpcdAgent:
         session = await self._live_or_open(method, session_id, cwd, mcp_servers)
         await session.replay_history()
         return LoadSessionResponse(modes=session.modes(), config_options=list(await session.config_options()),
-                                   field_meta=_diagnostics_meta([*session.diagnostics,
-                                                                 *_mcp_diagnostics(mcp_servers)]))
+                                   field_meta=_diagnostics_meta(session.diagnostics))
 
     async def resume_session(self, session_id: str, cwd: str, additional_directories: list[str] | None = None,
                              mcp_servers: list[Any] | None = None, **_: Any) -> ResumeSessionResponse:
@@ -195,8 +184,7 @@ class RpcdAgent:
         await self._ready(method)
         session = await self._live_or_open(method, session_id, cwd, mcp_servers)
         return ResumeSessionResponse(modes=session.modes(), config_options=list(await session.config_options()),
-                                     field_meta=_diagnostics_meta([*session.diagnostics,
-                                                                   *_mcp_diagnostics(mcp_servers)]))
+                                     field_meta=_diagnostics_meta(session.diagnostics))
 
     async def list_sessions(self, cwd: str | None = None, cursor: str | None = None,
                             **_: Any) -> ListSessionsResponse:
@@ -281,7 +269,7 @@ class RpcdAgent:
         except Exception as exc:
             raise to_request_error(exc, method) from None
         forked = await self._open(method, manager, mcp_servers)
-        meta_out: dict[str, Any] = _diagnostics_meta([*forked.diagnostics, *_mcp_diagnostics(mcp_servers)])
+        meta_out: dict[str, Any] = _diagnostics_meta(forked.diagnostics)
         if selected is not None:
             meta_out["rpcd/selectedText"] = selected
         return ForkSessionResponse(session_id=forked.id, modes=forked.modes(),

@@ -19,6 +19,7 @@ tries again).
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
@@ -156,7 +157,12 @@ class ServiceRegistry:
         live = self._live.get(name)
         if live is None:
             live = self._live[name] = _Live()
-            self._task_group.start_soon(self._run, name, factory, live, name=f"rpcd service {name}")
+            group = self._task_group
+
+            def start() -> None:  # in an empty context: the service must not keep the first lease's request alive
+                group.start_soon(self._run, name, factory, live, name=f"rpcd service {name}")
+
+            contextvars.Context().run(start)
         live.users += 1
         await live.ready.wait()
         if live.failure is not None:
