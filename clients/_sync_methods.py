@@ -28,8 +28,11 @@ from rpcd.clients.types import (
     Image,
     LastAssistantText,
     ListApprovalRulesResult,
+    ListAuthProvidersResult,
     ListSessionsResult,
     ListTrustResult,
+    LoginResult,
+    LogoutResult,
     MessagesResult,
     ModelRef,
     NavigateTreeResult,
@@ -224,6 +227,18 @@ class SyncMethods:
     def revoke_trust(self, directory: str | os.PathLike[str], *, timeout: float | None=_UNSET) -> RevokeTrustResult:
         'Blocking :meth:`RpcdClient.revoke_trust`: Forget the decision saved for ``directory``: it is asked about again.'
         return self._run(self.client.revoke_trust(directory, timeout=timeout))
+
+    def list_auth_providers(self, *, timeout: float | None=_UNSET) -> ListAuthProvidersResult:
+        'Blocking :meth:`RpcdClient.list_auth_providers`: The providers ``login`` can log in to, and what auth.json (shared with Pi) holds for each.'
+        return self._run(self.client.list_auth_providers(timeout=timeout))
+
+    def login(self, provider: str, *, method: str='oauth', timeout: float | None=None) -> LoginResult:
+        "Blocking :meth:`RpcdClient.login`: Log in to ``provider`` as Pi's ``/login`` does; the person's part arrives as ``auth/prompt`` (``on_auth_prompt``) and ``auth/notify``. No timeout by default: a person is logging in."
+        return self._run(self.client.login(provider, method=method, timeout=timeout))
+
+    def logout(self, provider: str, *, timeout: float | None=_UNSET) -> LogoutResult:
+        "Blocking :meth:`RpcdClient.logout`: Remove ``provider``'s stored credential from auth.json."
+        return self._run(self.client.logout(provider, timeout=timeout))
 
     def get_available_models(self, *, timeout: float | None=_UNSET) -> AvailableModelsResult:
         "Blocking :meth:`RpcdClient.get_available_models`: The models usable now (``getAvailableModels``), in Pi's order."

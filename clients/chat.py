@@ -35,13 +35,15 @@ HELP = """commands:
   /sessions [--all]    this project's sessions (--all: every project's)
   /name NAME           set the session's name
   /model PROVIDER ID   switch the session's model
+  /login [PROVIDER]    log in as Pi's /login does (no PROVIDER: list them; --api-key: store a key)
+  /logout PROVIDER     remove a provider's stored credential
   /commands            the project's prompt templates, skills and extension commands
   /thinking [on|off]   show or hide the model's thinking (dimmed)
   /quit                leave (also Ctrl-D, or Ctrl-C twice at the prompt)
 Ctrl-C during a reply aborts the turn; the session stays.
 anything else is sent as a prompt (so is /template args, /skill:name, /extension-command)."""
 LOCAL = frozenset({"quit", "exit", "q", "help", "new", "resume", "fork", "clone", "state", "tree", "messages",
-                   "sessions", "model", "name", "commands", "thinking"})
+                   "sessions", "model", "name", "commands", "thinking", "login", "logout"})
 
 
 def _user_entries(tree: dict[str, Any]) -> list[tuple[str, str]]:
@@ -107,6 +109,20 @@ async def _command(client: RpcdClient, printer: Printer, line: str) -> bool:
     elif name == "model" and len(rest.split()) == 2:
         provider, model_id = rest.split()
         printer.result(await client.set_model(provider, model_id), render.model)
+    elif name == "login" and not rest:
+        from rpcd.clients.login import providers_table
+
+        printer.result(await client.list_auth_providers(), providers_table)
+    elif name == "login":
+        words = rest.split()
+        method = "api_key" if "--api-key" in words else "oauth"
+        provider = next((w for w in words if not w.startswith("--")), "")
+        done = await client.login(provider, method=method)
+        printer.result(done, lambda r: f"logged in to {r['provider']} ({r['type']}); its models are usable now")
+    elif name == "logout" and rest:
+        gone = await client.logout(rest)
+        printer.result(gone, lambda r: f"logged out of {r['provider']}" if r["removed"]
+                       else f"nothing stored for {r['provider']}")
     elif name == "name" and rest:
         await client.set_session_name(rest)
         printer.result(None, lambda _: f"session name set to {rest!r}")

@@ -28,7 +28,15 @@ from rpcd.clients.errors import ClientError, DaemonDied, RpcError, RpcTimeout
 from rpcd.clients.output import EventPump, Printer, run_prompt
 from rpcd.clients.terminal import LineReader, history_path
 from rpcd.clients.types import APPROVAL_POLICIES
-from rpcd.protocol.names import AUTHORIZE_PROJECT, SESSION_DIAGNOSTICS, TOOL_AUTHORIZE, UI_CONFIRM, UI_INPUT, UI_SELECT
+from rpcd.protocol.names import (
+    AUTH_PROMPT,
+    AUTHORIZE_PROJECT,
+    SESSION_DIAGNOSTICS,
+    TOOL_AUTHORIZE,
+    UI_CONFIRM,
+    UI_INPUT,
+    UI_SELECT,
+)
 
 EXIT_OK = 0
 EXIT_TURN_FAILED = 1
@@ -168,6 +176,15 @@ def build_parser() -> argparse.ArgumentParser:
     revoke = which.add_parser("revoke", help="forget the decision saved for a directory (it is asked again)")
     revoke.add_argument("directory", metavar="DIR", type=lambda p: os.path.abspath(os.path.expanduser(p)),
                         help="a directory with a saved decision")
+    sub = command("login", "log in to a provider as Pi's /login does (a subscription, or --api-key); "
+                           "stored in <agentDir>/auth.json, shared with Pi")
+    sub.add_argument("provider", metavar="PROVIDER", help="a provider id (`rpcctl auth` lists them)")
+    sub.add_argument("--api-key", dest="login_api_key", action="store_true", help="store an API key instead")
+    sub.add_argument("--no-browser", dest="login_no_browser", action="store_true",
+                     help="print the login URL without opening a browser")
+    sub = command("logout", "remove a provider's stored credential from <agentDir>/auth.json")
+    sub.add_argument("provider", metavar="PROVIDER")
+    command("auth", "list the providers you can log in to, and what auth.json holds for each")
     doctor_help = "check the setup: agent dir, session dir, settings/models/auth files, credentials, trust"
     command("doctor", doctor_help)
     completion = commands.add_parser("completion", help="print a shell completion script (generated from "
@@ -391,6 +408,17 @@ async def one_shot(client: RpcdClient, args: argparse.Namespace, printer: Printe
         removed = await client.revoke_approval_rule(args.rule_id)
         printer.result(removed, lambda r: f"revoked {r['rule']['id']}: {r['rule']['decision']} {r['rule']['toolName']}"
                        f" {r['rule'].get('command') or r['rule'].get('path') or '(every call)'}")
+    elif name == "login":
+        done = await client.login(args.provider, method="api_key" if args.login_api_key else "oauth")
+        printer.result(done, lambda r: f"logged in to {r['provider']} ({r['type']}, stored in auth.json)")
+    elif name == "logout":
+        logged_out = await client.logout(args.provider)
+        printer.result(logged_out, lambda r: f"logged out of {r['provider']}" if r["removed"]
+                       else f"nothing stored for {r['provider']}")
+    elif name == "auth":
+        from rpcd.clients.login import providers_table
+
+        printer.result(await client.list_auth_providers(), providers_table)
     elif name == "trust" and args.trust_command == "list":
         printer.result(await client.list_trust(), render.trust_decisions)
     elif name == "trust":
@@ -473,6 +501,10 @@ async def amain(args: argparse.Namespace, reader: LineReader | None = None) -> i
         handlers[AUTHORIZE_PROJECT] = probe.handler()
     if asker is not None and not args.yes and args.command in (*CHAT_COMMANDS, "prompt"):
         handlers[TOOL_AUTHORIZE] = approval_handler(asker, printer)
+    if asker is not None and args.command in (*CHAT_COMMANDS, "login"):
+        from rpcd.clients.login import prompt_handler
+
+        handlers[AUTH_PROMPT] = prompt_handler(asker)
     try:
         client = await RpcdClient.spawn(
             daemon_args(args),
@@ -486,6 +518,10 @@ async def amain(args: argparse.Namespace, reader: LineReader | None = None) -> i
     except OSError as exc:  # the executable is missing or not runnable
         raise ClientError(f"cannot start the daemon ({' '.join(command or ['python -P -m rpcd'])}): {exc}") from exc
     pump = EventPump(client, printer)
+    if AUTH_PROMPT in handlers:
+        from rpcd.clients.login import notices
+
+        client.on_notification(notices(printer, open_browser=not getattr(args, "login_no_browser", False)))
     diagnostics: list[dict[str, Any]] = []
     client.on_notification(lambda method, params: diagnostics.extend(params.get("diagnostics") or [])
                            if method == SESSION_DIAGNOSTICS and isinstance(params, dict) else None)

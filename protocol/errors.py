@@ -85,6 +85,14 @@ WHEN: dict[ErrorCode, str] = {
         "compacted, the summary call failed or hit its token cap; ``CompactionCancelled``: aborted, or an "
         "extension cancelled it). Nothing was written; the session is as it was."
     ),
+    ErrorCode.LOGIN_FAILED: (
+        "A ``login`` / ``logout`` did not happen: the provider has no such login, the client cannot answer "
+        "``auth/prompt``, an OAuth endpoint refused or failed, or ``auth.json`` could not be written "
+        "(``LoginFailed``). ``auth.json`` is as it was; the message names the provider and the step, never a token."
+    ),
+    ErrorCode.LOGIN_CANCELLED: (
+        "The person declined a ``auth/prompt`` (or the request was withdrawn, or timed out); nothing was stored."
+    ),
 }
 """When each code is used (the OpenRPC document and docs/protocol.md carry the same text)."""
 
@@ -116,6 +124,8 @@ DEFAULT_MESSAGES: dict[ErrorCode, str] = {
     ErrorCode.PROVIDER_ERROR: "Provider error",
     ErrorCode.INPUT_NOT_SUPPORTED: "Input not supported",
     ErrorCode.COMPACTION_FAILED: "Compaction failed",
+    ErrorCode.LOGIN_FAILED: "Login failed",
+    ErrorCode.LOGIN_CANCELLED: "Login cancelled",
 }
 
 
@@ -132,6 +142,8 @@ CODE_BY_KIND: Final[dict[str, ErrorCode]] = {
     "InputNotSupported": ErrorCode.INPUT_NOT_SUPPORTED,
     "CompactionFailed": ErrorCode.COMPACTION_FAILED,
     "ProviderError": ErrorCode.PROVIDER_ERROR,
+    "LoginFailed": ErrorCode.LOGIN_FAILED,
+    "LoginCancelled": ErrorCode.LOGIN_CANCELLED,
     "HostDisposed": ErrorCode.HOST_DISPOSED,
     "HostUnavailable": ErrorCode.HOST_UNAVAILABLE,
     "SessionDisposed": ErrorCode.HOST_UNAVAILABLE,

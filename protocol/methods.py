@@ -17,6 +17,8 @@ from rpcd.protocol.names import (
     ABORT,
     ABORT_BASH,
     ABORT_RETRY,
+    AUTH_NOTIFY,
+    AUTH_PROMPT,
     AUTHORIZE_PROJECT,
     BASH,
     CANCEL_REQUEST,
@@ -47,8 +49,11 @@ from rpcd.protocol.names import (
     IMPORT_JSONL,
     INITIALIZE,
     LIST_APPROVAL_RULES,
+    LIST_AUTH_PROVIDERS,
     LIST_SESSIONS,
     LIST_TRUST,
+    LOGIN,
+    LOGOUT,
     NAVIGATE_TREE,
     NEW_SESSION,
     PING,
@@ -198,6 +203,14 @@ _BEFORE_EVENTS: Final[tuple[MethodSpec, ...]] = (
     _req(LIST_TRUST, t.EmptyParams, "ListTrustResult", "The saved project-trust decisions.", *_HOST_ERRORS),
     _req(REVOKE_TRUST, t.RevokeTrustParams, "RevokeTrustResult",
          "Forget one saved project-trust decision.", *_HOST_ERRORS),
+    _req(LIST_AUTH_PROVIDERS, t.EmptyParams, "ListAuthProvidersResult",
+         "The providers `login` can log in to, and what auth.json (shared with Pi) holds for each."),
+    _req(LOGIN, t.LoginParams, "LoginResult",
+         "Log in to a provider as Pi's /login does (its OAuth flow, or an API key), asking the person through "
+         "`auth/prompt` and `auth/notify`; stores the credential in auth.json.",
+         ErrorCode.LOGIN_FAILED, ErrorCode.LOGIN_CANCELLED),
+    _req(LOGOUT, t.LogoutParams, "LogoutResult", "Remove a provider's stored credential from auth.json.",
+         ErrorCode.LOGIN_FAILED),
     _req(SET_MODEL, t.SetModelParams, t.ModelRef, "Switch the model (errors name close matches).", *_HOST_ERRORS,
          ErrorCode.MODEL_NOT_FOUND, ErrorCode.PROVIDER_ERROR),
     _req(GET_AVAILABLE_MODELS, t.EmptyParams, "GetAvailableModelsResult",
@@ -292,6 +305,10 @@ _AFTER_EVENTS: Final[tuple[MethodSpec, ...]] = (
                "Extension multi-line editor dialog (capability extensionUi.editor)."),
     MethodSpec(TOOL_AUTHORIZE, "ToolAuthorizeParams", "ToolAuthorizeResult", "request", "server->client",
                "May this tool call run? (capability toolApproval)"),
+    MethodSpec(AUTH_PROMPT, "AuthPromptParams", "AuthPromptResult", "request", "server->client",
+               "A login asks the person (capability authPrompt)."),
+    _note(AUTH_NOTIFY, "AuthNotifyParams", "A login shows the person something: a URL to open, a device code "
+                                           "(capability authPrompt)."),
 )
 
 if TYPE_CHECKING:

@@ -53,6 +53,7 @@ from rpcd.wire.approvals import ApprovalMethods
 from rpcd.wire.client_requests import ClientRequests, UiBridge
 from rpcd.wire.commands import HostCommandActions
 from rpcd.wire.handlers import SessionMethods, register
+from rpcd.wire.logins import LoginMethods
 from rpcd.wire.notifications import HOST_STATUS, EventPump, Notification
 from rpcd.wire.server import FLUSH_TIMEOUT, Server, create_server
 from rpcd.wire.trust import TrustMethods
@@ -138,6 +139,7 @@ class Daemon:
             SessionMethods(self.host, self.pump, self.library),
             ApprovalMethods(self.host, self.approval),
             TrustMethods(self.host, lambda: _saved_trust(options.agent_dir)),
+            LoginMethods(options.agent_dir, self.requests),
         )
         self.disposal_failure: BaseException | None = None
         self._on_ending = on_ending
@@ -165,6 +167,7 @@ class Daemon:
             tool_approval=caps.tool_approval is not None,
             ui_features=frozenset(key for key in UI_FEATURES if isinstance(caps.extension_ui, dict)
                                   and isinstance(caps.extension_ui.get(key), dict)),
+            auth_prompt=caps.auth_prompt is not None,
         )
         self.approval.client_can_answer = self.requests.can_approve
         startup = self.host.start(self._open_runtime, persist=True)
