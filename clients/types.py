@@ -100,7 +100,7 @@ class SessionState(TypedDict):
     sessionFile: NotRequired[str]
     cwd: str
     name: NotRequired[str]
-    leafId: str | None
+    leafId: str | float | None
     model: NotRequired[ModelRef]
     thinkingLevel: str
     isStreaming: bool
@@ -122,7 +122,7 @@ class MessagesResult(TypedDict):
 
 class TreeResult(TypedDict):
     entries: list[dict[str, Any]]
-    leafId: str | None
+    leafId: str | float | None
     labels: dict[str, str]
     tree: NotRequired[list[dict[str, Any]]]
     """With ``nested=True``: Pi's nodes ``{entry, children, label?, labelTimestamp?}``."""
@@ -139,7 +139,7 @@ class CompactionResult(TypedDict):
 
 class NavigateTreeResult(TypedDict):
     cancelled: bool
-    leafId: str | None
+    leafId: str | float | None
     aborted: NotRequired[bool]
     editorText: NotRequired[str]
     summaryEntry: NotRequired[dict[str, Any]]
@@ -273,7 +273,7 @@ class ForkMessagesResult(TypedDict):
 
 class EntriesResult(TypedDict):
     entries: list[dict[str, Any]]
-    leafId: str | None
+    leafId: str | float | None
 
 
 class Notification(TypedDict):

@@ -56,7 +56,8 @@ class GetTreeResult:
     """Raw entries in file order (no header)."""
     labels: dict[str, str]
     """entryId -> label."""
-    leaf_id: str | None = nullable()
+    leaf_id: str | float | None = nullable()
+    """As ``getState``'s (a number for a hand-edited file's numeric id)."""
     tree: list[dict[str, Any]] | None = None
     """With ``nested``: Pi's ``get_tree`` roots, each node ``{entry, children, label?, labelTimestamp?}``,
     children oldest first (entries without a known parent are roots too)."""
@@ -84,7 +85,7 @@ class CompactionResult:
 class NavigateTreeResult:
     cancelled: bool
     """An extension cancelled the navigation, or it was aborted (``aborted``); nothing changed."""
-    leaf_id: str | None = nullable()
+    leaf_id: str | float | None = nullable()
     """The leaf afterwards."""
     aborted: bool | None = None
     editor_text: str | None = None
@@ -263,7 +264,8 @@ class ForkMessagesResult:
 class GetEntriesResult:
     entries: list[dict[str, Any]]
     """Raw entries in append order (no header), every branch, pre-compaction history included."""
-    leaf_id: str | None = nullable()
+    leaf_id: str | float | None = nullable()
+    """As ``getState``'s (a number for a hand-edited file's numeric id)."""
 
 
 @attrs.frozen

@@ -251,8 +251,9 @@ class ModelRef:
 class GetStateResult:
     session_id: str
     cwd: str
-    leaf_id: str | None = nullable()
-    """The current leaf entry, ``null`` for a session without entries."""
+    leaf_id: str | float | None = nullable()
+    """The current leaf entry, ``null`` for a session without entries (or whose last entry has no id);
+    a number when a hand-edited file's leaf has a numeric id, as Pi's ``getLeafId()``."""
     thinking_level: str
     is_streaming: bool
     message_count: int

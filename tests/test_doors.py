@@ -30,10 +30,12 @@ DOORS: dict[str, frozenset[str]] = {
     "providers": frozenset({"core"}),  # Pi's pi-ai: nothing of the session above it
     "runtime": frozenset({"core", "store", "tools", "providers"}),
     "host": frozenset({"core"}),
-    "wire": frozenset({"core", "protocol", "transport", "host"}),
+    # the session service: below every front, it knows no wire
+    "sessions": frozenset({"core", "host", "runtime", "providers", "store", "tools"}),
+    "wire": frozenset({"core", "protocol", "transport", "host", "sessions"}),
     # wire.errors only: the one exception -> error-object mapping both fronts answer with (no pygls there)
     "acp": frozenset({"core", "protocol", "host", "runtime", "providers", "store", "tools", "transport",
-                      "wire.errors"}),
+                      "sessions", "wire.errors"}),
     "daemon": frozenset({"*"}),
     "__main__": frozenset({"daemon"}),
     "__init__": frozenset({"safe_start"}),

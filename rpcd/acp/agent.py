@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import anyio
 import anyio.abc
@@ -61,13 +61,17 @@ from rpcd.acp.errors import (
     session_not_found,
     to_request_error,
 )
-from rpcd.acp.library import delete_session_file, find_session_file, list_page
+from rpcd.acp.library import list_page
 from rpcd.acp.session import AcpSession, Front
 from rpcd.core.errors import SessionNotSavedError
 from rpcd.core.values import Diagnostic
 from rpcd.protocol.errors import ErrorCode
+from rpcd.sessions.compose import Composer
+from rpcd.sessions.hub import FileHeld, SessionHub
+from rpcd.sessions.services import ProcessServices
+from rpcd.sessions.spec import McpServer, SessionSpec
 from rpcd.store import SessionManager
-from rpcd.tools import ApprovalRules
+from rpcd.store.manager import NOT_SAVED_MESSAGE
 
 log = logging.getLogger("rpcd.acp.agent")
 
@@ -99,10 +103,10 @@ class RpcdAgent:
         self._task_group = task_group
         self.conn: AcpConnection | None = None
         self._front: Front | None = None
-        self._sessions: dict[str, AcpSession] = {}
-        self._files: dict[str, str] = {}
-        """Real path of a live session's file → its session id (one host per file)."""
-        self._opening: dict[str, anyio.Event] = {}
+        self.services = ProcessServices(config.spec)
+        self.composer = Composer(config.spec, self.services)
+        self.hub: SessionHub[AcpSession] = SessionHub()
+        """The live sessions by id, one host per file (the session service's hub)."""
         self._cancels: dict[int | str, Callable[[], None]] = {}
         self.providers: ProviderSummary | None = None
         self._initialize_received = False
@@ -110,11 +114,11 @@ class RpcdAgent:
 
     def attach(self, conn: AcpConnection) -> None:
         self.conn = conn
-        self._front = Front(self.config, conn, self._task_group, ApprovalRules.in_agent_dir(self.config.agent_dir))
+        self._front = Front(self.config, conn, self._task_group, self.composer)
 
     @property
     def sessions(self) -> Mapping[str, AcpSession]:
-        return self._sessions
+        return {session.id: session for session in self.hub}
 
     # -- handshake ------------------------------------------------------------------------------------
 
@@ -165,10 +169,8 @@ class RpcdAgent:
         method = "session/new"
         await self._ready(method)
         self._check_cwd(method, cwd)
-        config = self.config
-        manager = (SessionManager.in_memory(cwd) if config.in_memory
-                   else SessionManager.create(_normal(cwd), agent_dir=config.agent_dir))
-        session = await self._open(method, manager)
+        manager = self.composer.new_manager(_normal(cwd))
+        session = await self._open(method, manager, mcp_servers)
         extra = _mcp_diagnostics(mcp_servers)
         return NewSessionResponse(session_id=session.id, modes=session.modes(),
                                   config_options=list(session.config_options()),
@@ -178,7 +180,7 @@ class RpcdAgent:
                            additional_directories: list[str] | None = None, **_: Any) -> LoadSessionResponse:
         method = "session/load"
         await self._ready(method)
-        session = await self._live_or_open(method, session_id, cwd)
+        session = await self._live_or_open(method, session_id, cwd, mcp_servers)
         await session.replay_history()
         return LoadSessionResponse(modes=session.modes(), config_options=list(session.config_options()),
                                    field_meta=_diagnostics_meta([*session.diagnostics,
@@ -188,7 +190,7 @@ class RpcdAgent:
                              mcp_servers: list[Any] | None = None, **_: Any) -> ResumeSessionResponse:
         method = "session/resume"
         await self._ready(method)
-        session = await self._live_or_open(method, session_id, cwd)
+        session = await self._live_or_open(method, session_id, cwd, mcp_servers)
         return ResumeSessionResponse(modes=session.modes(), config_options=list(session.config_options()),
                                      field_meta=_diagnostics_meta([*session.diagnostics,
                                                                    *_mcp_diagnostics(mcp_servers)]))
@@ -200,14 +202,14 @@ class RpcdAgent:
         if cwd is not None:
             self._check_cwd(method, cwd, must_exist=False)
         try:
-            page, next_cursor = await anyio.to_thread.run_sync(list_page, self.config.agent_dir, cwd, cursor)
+            page, next_cursor = await anyio.to_thread.run_sync(list_page, self.services.library, cwd, cursor)
         except ValueError as exc:
             raise invalid_params(method, [{"path": "$.cursor", "message": str(exc)}]) from None
         listed = {item.session_id for item in page}
         sessions = [SessionInfo(session_id=item.session_id, cwd=item.cwd, title=item.title or None,
                                 updated_at=item.updated_at) for item in page]
         if cursor is None:  # live sessions not written yet (no reply so far) head the first page
-            unsaved = [s for s in self._sessions.values()
+            unsaved = [s for s in self.hub
                        if s.id not in listed and (cwd is None or s.cwd == _normal(cwd))
                        and not _written(s)]
             sessions[:0] = [SessionInfo(session_id=s.id, cwd=s.cwd) for s in unsaved]
@@ -216,7 +218,7 @@ class RpcdAgent:
     async def close_session(self, session_id: str, **_: Any) -> CloseSessionResponse:
         method = "session/close"
         await self._ready(method)
-        session = self._sessions.get(session_id)
+        session = self.hub.get(session_id)
         if session is None:
             raise session_not_found(method, session_id)
         await self._close(method, session)
@@ -225,19 +227,20 @@ class RpcdAgent:
     async def delete_session(self, session_id: str, **_: Any) -> DeleteSessionResponse:
         method = "session/delete"
         await self._ready(method)
-        session = self._sessions.get(session_id)
+        session = self.hub.get(session_id)
         path: str | None = None
         if session is not None:
             path = session.file
             await self._close(method, session)
+        library = self.services.library
         if path is None or not await anyio.to_thread.run_sync(os.path.isfile, path):
-            path = await anyio.to_thread.run_sync(find_session_file, self.config.agent_dir, session_id, None)
+            path = await anyio.to_thread.run_sync(library.find, session_id, None)
         if path is None:
             if session is not None:
                 return DeleteSessionResponse()  # live but never written: closing it deleted it
             raise session_not_found(method, session_id)
-        try:
-            await anyio.to_thread.run_sync(delete_session_file, self.config.agent_dir, path)
+        try:  # as deleteSession: to the user's trash, refused for a file another rpcd process holds
+            await anyio.to_thread.run_sync(library.delete, path)
         except Exception as exc:
             raise to_request_error(exc, method) from None
         return DeleteSessionResponse()
@@ -249,38 +252,29 @@ class RpcdAgent:
         entry_id = meta.get(FORK_ENTRY_META)
         if entry_id is not None and not isinstance(entry_id, str):
             raise invalid_params(method, [{"path": f"$._meta['{FORK_ENTRY_META}']", "message": "expected a string"}])
-        source = self._sessions.get(session_id)
+        source = self.hub.get(session_id)
         leaf: str | None = None
         if source is not None:
             host = source.require_host()
             state = host.state()
-            path, leaf = state.session_file, state.leaf_id
+            path = state.session_file
+            leaf = state.leaf_id if isinstance(state.leaf_id, str) else None  # a hand-edited numeric id: no target
             if path is None or not await anyio.to_thread.run_sync(os.path.isfile, path):
-                raise to_request_error(SessionNotSavedError(
-                    "This session has not been saved yet (no reply so far): nothing to fork",
-                    session_path=path), method) from None
+                raise to_request_error(SessionNotSavedError(NOT_SAVED_MESSAGE, session_path=path), method) from None
         else:
-            path = await anyio.to_thread.run_sync(find_session_file, self.config.agent_dir, session_id, cwd)
+            path = await anyio.to_thread.run_sync(self.services.library.find, session_id, cwd)
             if path is None:
                 raise session_not_found(method, session_id)
         source_path: str = path
 
         def branch() -> tuple[SessionManager, str | None]:
-            manager = SessionManager.open(source_path, must_exist=True)
-            if entry_id is not None:
-                return manager, manager.fork(entry_id, "before").selected_text
-            target = leaf if leaf is not None else manager.get_leaf_id()
-            if target is None:
-                manager.new_session(parent_session=source_path)
-            else:
-                manager.fork(target, "at")
-            return manager, None
+            return self.composer.fork_manager(source_path, entry_id, "before", leaf_id=leaf)
 
         try:
             manager, selected = await anyio.to_thread.run_sync(branch)
         except Exception as exc:
             raise to_request_error(exc, method) from None
-        forked = await self._open(method, manager)
+        forked = await self._open(method, manager, mcp_servers)
         meta_out: dict[str, Any] = _diagnostics_meta([*forked.diagnostics, *_mcp_diagnostics(mcp_servers)])
         if selected is not None:
             meta_out["rpcd/selectedText"] = selected
@@ -302,7 +296,7 @@ class RpcdAgent:
             forget()
 
     async def cancel(self, session_id: str, **_: Any) -> None:
-        session = self._sessions.get(session_id)
+        session = self.hub.get(session_id)
         if session is not None:
             await session.cancel()
 
@@ -330,16 +324,17 @@ class RpcdAgent:
 
     async def cancel_all(self) -> None:
         """Abort every running turn (their prompts answer ``cancelled``)."""
-        for session in list(self._sessions.values()):
+        for session in self.hub:
             await session.cancel()
 
     async def close_all(self) -> list[BaseException]:
         """The orderly end: every session closed (turns aborted and persisted, hosts disposed)."""
         failures: list[BaseException] = []
-        for session in list(self._sessions.values()):
+        for session in self.hub:
+            self.hub.remove(session.id)
             try:
-                await self._close("shutdown", session)
-            except Exception as exc:
+                await session.close()
+            except Exception as exc:  # logged flat by the front's end, as the daemon logs its own
                 failures.append(exc)
         return failures
 
@@ -365,7 +360,7 @@ class RpcdAgent:
 
     def _session(self, method: str, session_id: str) -> AcpSession:
         self._require_front(method)
-        session = self._sessions.get(session_id)
+        session = self.hub.get(session_id)
         if session is None:
             raise session_not_found(method, session_id)
         return session
@@ -377,61 +372,47 @@ class RpcdAgent:
         if must_exist and not os.path.isdir(cwd):
             raise invalid_params(method, [{"path": "$.cwd", "message": f"not a directory: {cwd}"}])
 
-    async def _open(self, method: str, manager: SessionManager) -> AcpSession:
-        """A new host for ``manager``'s session, registered; its file held by no other host."""
+    async def _open(self, method: str, manager: SessionManager, mcp_servers: Sequence[Any] | None = None) -> AcpSession:
+        """A new host for ``manager``'s session, registered in the hub; its file held by no other host."""
         front = self._require_front(method)
-        session = AcpSession(front, manager)
-        key = _file_key(session.file)
-        if key is not None and key in self._files:
-            raise request_error(ErrorCode.SESSION_BUSY, method, "SessionInUse",
-                                f"The session file is already open in session {self._files[key]}",
-                                session_path=session.file)
-        if key is not None:
-            self._files[key] = session.id
+        session = AcpSession(front, manager, SessionSpec(manager.get_cwd(), mcp_servers=_mcp_specs(mcp_servers)))
+
+        async def build() -> AcpSession:
+            try:
+                await session.open(manager)
+            except Exception as exc:
+                raise to_request_error(exc, method) from None
+            return session
+
         try:
-            await session.open(manager)
-        except Exception as exc:
-            if key is not None:
-                self._files.pop(key, None)
-            raise to_request_error(exc, method) from None
-        self._sessions[session.id] = session
+            await self.hub.add(session.id, session.file, build)
+        except FileHeld as held:
+            manager.close()
+            raise request_error(ErrorCode.SESSION_BUSY, method, "SessionInUse", str(held),
+                                session_path=session.file) from None
+        session.on_moved = lambda file: self.hub.refile(session.id, file)
         session.announce_commands()  # queued now, sent after this request's answer (it is written first)
         return session
 
-    async def _live_or_open(self, method: str, session_id: str, cwd: str) -> AcpSession:
+    async def _live_or_open(self, method: str, session_id: str, cwd: str,
+                            mcp_servers: Sequence[Any] | None = None) -> AcpSession:
         self._check_cwd(method, cwd, must_exist=False)
-        while (pending := self._opening.get(session_id)) is not None:
-            await pending.wait()
-        live = self._sessions.get(session_id)
-        if live is not None:
-            return live
-        done = self._opening[session_id] = anyio.Event()
-        try:
-            path = await anyio.to_thread.run_sync(find_session_file, self.config.agent_dir, session_id, cwd)
+
+        async def open_() -> AcpSession:
+            path = await anyio.to_thread.run_sync(self.services.library.find, session_id, cwd)
             if path is None:
                 raise session_not_found(method, session_id)
             found: str = path
-
-            def open_file() -> SessionManager:
-                manager = SessionManager.open(found, must_exist=True)
-                if not os.path.isdir(manager.get_cwd()) and os.path.isdir(cwd):
-                    manager = SessionManager.open(found, None, cwd, must_exist=True)
-                return manager
-
             try:
-                manager = await anyio.to_thread.run_sync(open_file)
+                manager = await anyio.to_thread.run_sync(self.composer.open_manager, found, cwd)
             except Exception as exc:
                 raise to_request_error(exc, method) from None
-            return await self._open(method, manager)
-        finally:
-            del self._opening[session_id]
-            done.set()
+            return await self._open(method, manager, mcp_servers)
+
+        return await self.hub.get_or_open(session_id, open_)
 
     async def _close(self, method: str, session: AcpSession) -> None:
-        self._sessions.pop(session.id, None)
-        for key, owner in list(self._files.items()):
-            if owner == session.id:
-                del self._files[key]
+        self.hub.remove(session.id)
         try:
             await session.close()
         except Exception as exc:
@@ -442,8 +423,22 @@ def _normal(path: str) -> str:
     return os.path.normpath(path)
 
 
-def _file_key(path: str | None) -> str | None:
-    return os.path.realpath(path) if path is not None else None
+def _mcp_specs(servers: Sequence[Any] | None) -> tuple[McpServer, ...]:
+    """ACP's ``mcpServers`` as the session service's specs (stdio: command/args/env; http, sse: url/headers)."""
+    specs = []
+    for server in servers or ():
+        kind = getattr(server, "type", None)
+        transport: Literal["stdio", "http", "sse"] = "http" if kind == "http" else "sse" if kind == "sse" else "stdio"
+        specs.append(McpServer(
+            name=str(getattr(server, "name", "")),
+            transport=transport,
+            command=getattr(server, "command", None),
+            args=tuple(getattr(server, "args", None) or ()),
+            env={e.name: e.value for e in getattr(server, "env", None) or ()},
+            url=getattr(server, "url", None),
+            headers={h.name: h.value for h in getattr(server, "headers", None) or ()},
+        ))
+    return tuple(specs)
 
 
 def _written(session: AcpSession) -> bool:

@@ -2,7 +2,9 @@
 
 The orderly end: every live session is closed — its running turn aborted and persisted, its host
 disposed — then the answers still owed are written and stdout is flushed. Exit status 0, or 1 when a
-disposal failed (logged flat). A second signal exits at once.
+disposal failed (logged flat). Every wait of the end is bounded by ``--exit-timeout``, as in the
+JSON-RPC daemon (each session's final disposal, then the answers still owed); a second signal exits
+at once.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
-from typing import Final
+from collections.abc import Callable
 
 import anyio
 import anyio.abc
@@ -19,37 +21,41 @@ from rpcd.acp.agent import RpcdAgent
 from rpcd.acp.config import AcpConfig
 from rpcd.acp.connection import AcpConnection
 from rpcd.acp.stdio import StdioMessages
+from rpcd.sessions.hub import log_failure
+from rpcd.sessions.spec import EXIT_FAILED, EXIT_OK
 
 log = logging.getLogger("rpcd.acp")
 
-EXIT_OK: Final = 0
-EXIT_FAILED: Final = 1
-END_TIMEOUT: Final = 30.0
-"""How long the orderly end may take (a disposal that never returns must not keep the process)."""
 
-
-async def serve(config: AcpConfig, in_fd: int, out_fd: int) -> int:
+async def serve(config: AcpConfig, in_fd: int, out_fd: int, *, on_ending: Callable[[], None] | None = None) -> int:
     transport = StdioMessages(in_fd, out_fd, max_message_bytes=config.max_message_bytes)
     transport.start()
     failures: list[BaseException] = []
+    timeout = config.spec.exit_timeout
     async with anyio.create_task_group() as group:
         agent = RpcdAgent(config, group)
         conn = AcpConnection(agent, transport)
         agent.attach(conn)
-        with anyio.CancelScope() as serving:
-            group.start_soon(_end_on_signal, serving)
-            await conn.serve()
-        with anyio.CancelScope(shield=True), anyio.move_on_after(END_TIMEOUT):
-            # The client is gone (or a signal came): running turns stop, every request already
-            # received gets its answer, then every session is closed (turns persisted, hosts disposed).
-            await agent.cancel_all()
-            await conn.wait_idle()
-            failures = await agent.close_all()
-            await conn.close()
+        async with agent.services.registry.serving():
+            with anyio.CancelScope() as serving:
+                group.start_soon(_end_on_signal, serving)
+                await conn.serve()
+            if on_ending is not None:
+                on_ending()
+            with anyio.CancelScope(shield=True):
+                # The client is gone (or a signal came): running turns stop, every request already
+                # received gets its answer, then every session is closed (turns persisted, hosts
+                # disposed, each bounded by --exit-timeout).
+                with anyio.move_on_after(timeout):
+                    await agent.cancel_all()
+                    await conn.wait_idle()
+                failures = await agent.close_all()
+                with anyio.move_on_after(timeout):
+                    await conn.close()
         group.cancel_scope.cancel()
     await transport.close()
     for failure in failures:
-        log.error("a session's final disposal failed: %s", type(failure).__name__)
+        log_failure("final disposal failed", failure, log)
     return EXIT_FAILED if failures else EXIT_OK
 
 
@@ -63,6 +69,9 @@ async def _end_on_signal(serving: anyio.CancelScope) -> None:
             serving.cancel()
 
 
-def run(config: AcpConfig, in_fd: int, out_fd: int) -> int:
-    result: int = anyio.run(serve, config, in_fd, out_fd, backend="asyncio")
+def run(config: AcpConfig, in_fd: int, out_fd: int, *, on_ending: Callable[[], None] | None = None) -> int:
+    async def main() -> int:
+        return await serve(config, in_fd, out_fd, on_ending=on_ending)
+
+    result: int = anyio.run(main, backend="asyncio")
     return result

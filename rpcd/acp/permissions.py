@@ -37,11 +37,11 @@ from acp.schema import (
     ToolCallUpdate,
 )
 
-from rpcd.acp.config import TrustPolicy
 from rpcd.acp.connection import AcpConnection
 from rpcd.acp.stream import UpdateStream
 from rpcd.core.values import ApprovalDecision, ToolApprovalAnswer, ToolApprovalRequest, ToolApprover
 from rpcd.runtime.resources.trust import AuthorizeProject, ProjectTrustContext, TrustDecision
+from rpcd.sessions.spec import TrustPolicy
 
 log = logging.getLogger("rpcd.acp.permissions")
 

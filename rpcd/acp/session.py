@@ -1,11 +1,12 @@
 """One ACP session: its own serialized host over its own runtime, and its update stream.
 
-Each ``sessionId`` gets a ``SerializedHost`` of its own, built like the daemon builds its one host —
-the default runtime factory (trust, settings, extensions, providers, tools for the session's cwd),
-``create_runtime``, ``SerializedHost.bind`` with this front's bindings — so it has the same lock, the
-same fail-closed policy and the same session files. Nothing is shared between sessions but the
-process's remembered approval rules and trust decisions: a host that fails terminally answers its
-own calls with its flat errors (``terminal: true``); the others never notice.
+Each ``sessionId`` gets a ``SerializedHost`` of its own, composed by the session service exactly as
+the daemon's one host is (``rpcd.sessions.compose``: trust, settings, extensions, providers, tools
+for the session's cwd, the session dir, an extension command's session actions) with this front's
+bindings — so it has the same lock, the same fail-closed policy and the same session files. Nothing
+is shared between sessions but the process's services (remembered approval rules and trust
+decisions): a host that fails terminally answers its own calls with its flat errors
+(``terminal: true``); the others never notice.
 
 Per session here: the approval gate (its ``policy`` is the session's mode), the tool approver and
 the trust prompt (``session/request_permission``), the editor's file system and terminal for the
@@ -15,7 +16,7 @@ built-in tools when the client offers them, the event translator and the ordered
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 import anyio
@@ -57,14 +58,13 @@ from rpcd.core.values import (
 from rpcd.host.host import Pending, SerializedHost
 from rpcd.host.port import Binding, HostSubscription, SessionPort
 from rpcd.protocol.errors import ErrorCode
-from rpcd.runtime.factory import make_default_factory
 from rpcd.runtime.resources.commands import command_to_wire
-from rpcd.runtime.resources.settings import HeldSettings
-from rpcd.runtime.resources.trust import SessionTrustMemory
-from rpcd.runtime.runtime import create_runtime
-from rpcd.runtime.services import ProcessInputs
+from rpcd.sessions.actions import HostCommandActions
+from rpcd.sessions.compose import Composer, FrontHooks
+from rpcd.sessions.hub import dispose_bounded
+from rpcd.sessions.spec import SessionSpec
 from rpcd.store import SessionManager
-from rpcd.tools import ApprovalGate, ApprovalRules, ToolOperations
+from rpcd.tools import ToolOperations
 
 log = logging.getLogger("rpcd.acp.session")
 
@@ -95,15 +95,13 @@ OLD_TEXT_LIMIT: Final = 4 * 1024 * 1024
 
 @attrs.define
 class Front:
-    """What every session of one connection shares."""
+    """What every session of one connection shares: the connection, and the session service's
+    composition (with the process's services)."""
 
     config: AcpConfig
     conn: AcpConnection
     task_group: anyio.abc.TaskGroup
-    rules: ApprovalRules
-    trust_memory: SessionTrustMemory = attrs.field(factory=SessionTrustMemory)
-    held_settings: HeldSettings = attrs.field(factory=HeldSettings)
-    """The setters' choices (model, thinking level, ...) every later session of the process starts with."""
+    composer: Composer
 
 
 class _Bindings:
@@ -116,12 +114,14 @@ class _Bindings:
 
     def extension_bindings(self, session: SessionPort) -> ExtensionBindings:
         return ExtensionBindings(mode="rpc", ui=None, on_error=self._on_extension_error,
-                                 tool_approver=self._session.approver if self._session.approver else None)
+                                 tool_approver=self._session.approver if self._session.approver else None,
+                                 command_actions=self._session.actions)
 
     def subscribe(self, binding: Binding) -> HostSubscription:
         listener: EventListener = self._session.on_event
         release = binding.session.subscribe(listener)
         self.live = True
+        self._session.moved_to(binding.session.session_file)  # a replacement (an extension command) moves it
         done = False
 
         def unsubscribe(reason: str) -> None:
@@ -157,15 +157,20 @@ class _Turn:
 
 
 class AcpSession:
-    def __init__(self, front: Front, manager: SessionManager) -> None:
+    def __init__(self, front: Front, manager: SessionManager, spec: SessionSpec | None = None) -> None:
         self.front = front
         self.id = manager.get_session_id()
         self.cwd = manager.get_cwd()
         self.file = manager.get_session_file()
+        self.spec = spec if spec is not None else SessionSpec(self.cwd)
         conn = front.conn
         self.stream = UpdateStream(self.id, conn.session_update)
-        self.gate = ApprovalGate(front.rules, policy=front.config.approval, client_can_answer=True)
-        self.approver = tool_approver(conn, self.id, self.stream, front.config.approval_timeout)
+        self.gate = front.composer.approval_gate(client_can_answer=True)
+        self.approver = tool_approver(conn, self.id, self.stream, front.composer.spec.approval_timeout)
+        self.actions = HostCommandActions()
+        """An extension command's ``ctx.new_session()`` / ``fork`` / ``switch_session`` on this host."""
+        self.on_moved: Callable[[str | None], None] | None = None
+        """Told the file this session holds after its host replaced its session (the hub's records)."""
         self.translator = EventTranslator(self.cwd, self.stream.push, old_text=self._old_text,
                                           context_window=self._context_window)
         self.bindings = _Bindings(self)
@@ -188,22 +193,16 @@ class AcpSession:
         Raises the factory's or the binding's failure as is (flat); the stream is then closed.
         """
         front = self.front
-        config = front.config
+        spec = front.composer.spec
         self.front.task_group.start_soon(self.stream.run)
         try:
-            factory = make_default_factory(
-                ProcessInputs(
-                    extension_paths=config.extensions, flags=config.extension_flags,
-                    no_context_files=config.no_context_files, tool_selection=config.tool_selection,
-                    trust_memory=front.trust_memory, held_settings=front.held_settings, approval=self.gate,
-                    tool_operations=self._tool_operations(),
-                ),
-                authorize_project=trust_asker(front.conn, self.id, config.trust_policy, config.trust_timeout),
-                model_inputs=config.model_inputs,
+            hooks = FrontHooks(
+                authorize_project=trust_asker(front.conn, self.id, spec.trust_policy, spec.trust_timeout),
+                approval=self.gate, tool_operations=self._tool_operations(),
             )
-            runtime = await create_runtime(factory, cwd=self.cwd, agent_dir=config.agent_dir,
-                                           session_manager=manager)
-            self.host = await SerializedHost.bind(runtime, self.bindings, task_group=front.task_group)
+            self.host = await front.composer.open_host(manager, self.spec, hooks, self.bindings,
+                                                       task_group=front.task_group)
+            self.actions.attach(self.host)
         except BaseException:
             self.stream.close()
             self.closed = True
@@ -222,6 +221,12 @@ class AcpSession:
             write_text=files.write_text if files is not None and conn.can_write_files else None,
             shell=shell,
         )
+
+    def moved_to(self, session_file: str | None) -> None:
+        if session_file != self.file:
+            self.file = session_file
+            if self.on_moved is not None:
+                self.on_moved(session_file)
 
     # -- the host ------------------------------------------------------------------------------------
 
@@ -459,16 +464,19 @@ class AcpSession:
     # -- closing ------------------------------------------------------------------------------------
 
     async def close(self) -> None:
-        """Cancel the running turn, dispose the host (its final flush), end the stream. Raises the
-        disposal's flat failure, if any (the session is gone either way)."""
+        """Cancel the running turn, dispose the host (its final flush, bounded by ``--exit-timeout``),
+        end the stream. Raises the disposal's flat failure (or ``DisposalTimeout``), if any (the
+        session is gone either way)."""
         if self.closed:
             return
         self.closed = True
-        await self.cancel()
+        timeout = self.front.composer.spec.exit_timeout
+        with anyio.move_on_after(timeout):
+            await self.cancel()
         host = self.host
         try:
             if host is not None and host.status != "disposed":
-                await host.dispose()
+                await dispose_bounded(host, timeout)
         finally:
             await self.stream.drain()
             self.stream.close()

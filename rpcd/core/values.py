@@ -99,7 +99,8 @@ class SessionState:
     session_file: str | None
     cwd: str
     name: str | None
-    leaf_id: str | None
+    leaf_id: str | float | None
+    """A number when a hand-edited file's leaf has a numeric id (as Pi's ``getLeafId()``)."""
     model: ModelRef | None
     thinking_level: str
     is_streaming: bool
@@ -174,7 +175,7 @@ class SessionTree:
     ``nodes``: Pi's ``getTree()`` (``{entry, children, label?, labelTimestamp?}`` roots) when asked."""
 
     entries: Sequence[Mapping[str, Any]]
-    leaf_id: str | None
+    leaf_id: str | float | None
     labels: Mapping[str, str]
     nodes: Sequence[Mapping[str, Any]] | None = None
 

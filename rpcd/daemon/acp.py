@@ -13,29 +13,17 @@ from collections.abc import Sequence
 from rpcd.acp.config import AcpConfig
 from rpcd.daemon.logs import configure_logging
 from rpcd.daemon.options import Options, parse_options
-from rpcd.tools import ToolSelection
-from rpcd.transport.stdio import guard_stdout
+from rpcd.daemon.process import arm_exit_watchdog, end_when_threads_end
+from rpcd.store import writer_lock
+from rpcd.transport.stdio import FLUSH_TIMEOUT, guard_stdout
 
 log = logging.getLogger("rpcd.acp")
 
 
+
 def acp_config(options: Options) -> AcpConfig:
     """The ACP front's configuration from the daemon's options."""
-    return AcpConfig(
-        agent_dir=options.agent_dir,
-        trust_policy=options.trust_policy,
-        trust_timeout=options.trust_timeout,
-        approval=options.approval,
-        approval_timeout=options.approval_timeout,
-        extensions=options.extensions,
-        extension_flags=options.extension_flags,
-        no_context_files=options.no_context_files,
-        model_inputs=options.model_inputs,
-        tool_selection=ToolSelection(allow=options.tools, exclude=options.exclude_tools,
-                                     no_builtin_tools=options.no_builtin_tools, no_tools=options.no_tools),
-        in_memory=options.target == "in-memory",
-        max_message_bytes=options.max_message_bytes,
-    )
+    return AcpConfig(spec=options.spec, max_message_bytes=options.max_message_bytes)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -45,6 +33,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if options.target in ("resume", "continue", "resume-last"):
         log.warning("--%s is ignored by rpcd acp: the client opens sessions (session/new, session/load)",
                     options.target)
+    # A session's file has one writer among rpcd processes, in this front too (rpcd.store.writer_lock).
+    writer_lock.set_enabled(True)
     from rpcd.acp.app import run  # the SDK (pydantic) is imported here, in this mode only
 
-    return run(acp_config(options), 0, out_fd)
+    code = run(acp_config(options), 0, out_fd,
+               on_ending=lambda: arm_exit_watchdog(2 * options.exit_timeout + FLUSH_TIMEOUT))
+    return end_when_threads_end(code, options.exit_timeout)

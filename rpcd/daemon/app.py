@@ -22,8 +22,6 @@ import logging
 import math
 import os
 import sys
-import threading
-import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -33,29 +31,30 @@ import anyio.lowlevel
 import anyio.to_thread
 import attrs
 
-from rpcd.core.errors import RpcdError
-from rpcd.core.redact import redact_and_cut
-from rpcd.core.values import TrustControl
 from rpcd.daemon.bindings import RpcHostBindings
 from rpcd.daemon.journal import HostJournal
-from rpcd.daemon.library import SessionLibrary, SessionLocation, resolve_session_dir
 from rpcd.daemon.logs import configure_logging
 from rpcd.daemon.options import Options, parse_options
+from rpcd.daemon.process import arm_exit_watchdog, end_when_threads_end
 from rpcd.host.failures import FailureContext, Phase, attach_context, context_of
 from rpcd.host.host import Pending, SerializedHost
 from rpcd.host.port import RuntimePort
 from rpcd.protocol import types as t
 from rpcd.protocol.names import UI_FEATURES
+from rpcd.sessions.actions import HostCommandActions
+from rpcd.sessions.compose import Composer, FrontHooks
+from rpcd.sessions.hub import SessionHub, dispose_bounded, log_failure
+from rpcd.sessions.library import SessionLocation
+from rpcd.sessions.services import ProcessServices
+from rpcd.sessions.spec import EXIT_FAILED, EXIT_OK, SessionSpec
 from rpcd.store import writer_lock
-from rpcd.tools import ApprovalGate, ApprovalRules
-from rpcd.transport.stdio import guard_stdout
+from rpcd.transport.stdio import FLUSH_TIMEOUT, guard_stdout
 from rpcd.wire.approvals import ApprovalMethods
 from rpcd.wire.client_requests import ClientRequests, UiBridge
-from rpcd.wire.commands import HostCommandActions
 from rpcd.wire.handlers import SessionMethods, register
 from rpcd.wire.logins import LoginMethods
 from rpcd.wire.notifications import HOST_STATUS, EventPump, Notification
-from rpcd.wire.server import FLUSH_TIMEOUT, Server, create_server
+from rpcd.wire.server import Server, create_server
 from rpcd.wire.trust import TrustMethods
 
 if TYPE_CHECKING:
@@ -64,8 +63,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("rpcd.app")
 
-EXIT_OK: Final = 0
-EXIT_FAILED: Final = 1
+CURRENT: Final = "current"
+"""The daemon's one host in the hub (its session id changes with every replacement)."""
 @attrs.frozen
 class StartTarget:
     kind: Literal["new", "open", "continue", "in-memory"]
@@ -107,11 +106,11 @@ class Daemon:
     def __init__(self, options: Options, *, on_ending: Callable[[], None] | None = None) -> None:
         self.options = options
         self.journal = HostJournal(options.journal_path)
-        self.location: SessionLocation = resolve_session_dir(
-            options.session_dir, cwd=options.cwd, agent_dir=options.agent_dir
-        )
+        self.services = ProcessServices(options.spec, journal=self.journal)
+        self.composer = Composer(options.spec, self.services)
+        self.location: SessionLocation = self.services.location
         """Where session files live (``--session-dir``, the variable, the setting, else per project)."""
-        self.library = SessionLibrary(options.agent_dir, self.location, self.journal)
+        self.library = self.services.library
         self.pump = EventPump(self._send_notifications)
         self.requests = ClientRequests(
             self._ask_client,
@@ -123,12 +122,15 @@ class Daemon:
             ui_timeout=options.ui_timeout,
         )
         self.requests.approval_timeout = options.approval_timeout
-        self.approval = ApprovalGate(ApprovalRules.in_agent_dir(options.agent_dir), policy=options.approval)
+        self.approval = self.composer.approval_gate()
         """The process's tool-approval gate; the client's ``toolApproval`` capability is set at ``initialize``."""
         bindings = RpcHostBindings(self.pump, UiBridge(self.requests), persist=self._persist,
                                    authorize_tool=self.requests.authorize_tool)
         self.host = SerializedHost(bindings, on_status=self._post_status)
         bindings.command_actions = HostCommandActions(self.host)  # an extension command's actions are host calls
+        self.hub: SessionHub[SerializedHost] = SessionHub()
+        self.hub.put(CURRENT, self.host, current=True)
+        """The live hosts: the daemon's one, the current session's (a replacement swaps the session inside it)."""
         self.server = create_server(
             dispose_hook=self.final_disposal,
             initialize_hook=self._on_initialize,
@@ -138,7 +140,7 @@ class Daemon:
             self.server,
             SessionMethods(self.host, self.pump, self.library),
             ApprovalMethods(self.host, self.approval),
-            TrustMethods(self.host, lambda: _saved_trust(options.agent_dir)),
+            TrustMethods(self.host, self.services.saved_trust),
             LoginMethods(options.agent_dir, self.requests),
         )
         self.disposal_failure: BaseException | None = None
@@ -146,8 +148,9 @@ class Daemon:
         self._task_group: anyio.abc.TaskGroup | None = None
 
     async def run(self, serve: Callable[[Server], Awaitable[int]]) -> int:
-        """Run the pump and the host's worker, serve until the orderly end, return the exit code."""
-        async with anyio.create_task_group() as task_group:
+        """Run the pump and the host's worker, serve until the orderly end, return the exit code.
+        The process services (``services.registry``) live in between: closed after the host's end."""
+        async with anyio.create_task_group() as task_group, self.services.registry.serving():
             self._task_group = task_group
             task_group.start_soon(self.pump.run, name="rpcd event pump")
             await task_group.start(self.host.run, name="rpcd host")
@@ -185,37 +188,10 @@ class Daemon:
         """The runtime for the startup target, once the client has its ``initialize`` result (so it never
         sees our trust prompt first)."""
         await self.server.initialize_answered()
-        # Imported only now: the runtime's imports take a while and must not delay that answer.
-        from rpcd.runtime.factory import make_default_factory
-        from rpcd.runtime.runtime import create_runtime
-        from rpcd.runtime.services import ProcessInputs
-        from rpcd.tools import ToolSelection
-
-        session_dir = self.location.directory
-        manager = open_start_session(self.options, session_dir)
-        factory = make_default_factory(
-            ProcessInputs(
-                extension_paths=self.options.extensions,
-                flags=self.options.extension_flags,
-                no_context_files=self.options.no_context_files,
-                tool_selection=ToolSelection(
-                    allow=self.options.tools, exclude=self.options.exclude_tools,
-                    no_builtin_tools=self.options.no_builtin_tools, no_tools=self.options.no_tools,
-                ),
-                approval=self.approval,
-            ),
-            authorize_project=self._authorize,
-            model_inputs=self.options.model_inputs,
-        )
-        try:
-            runtime: RuntimePort = await create_runtime(
-                factory, cwd=manager.get_cwd(), agent_dir=self.options.agent_dir, session_manager=manager,
-                session_dir=session_dir,
-            )
-        except BaseException:
-            manager.close()  # never served: let another daemon have the file
-            raise
-        return runtime
+        # The composition imports the runtime only now: its imports take a while and must not delay that answer.
+        manager = open_start_session(self.options, self.composer.session_dir)
+        hooks = FrontHooks(authorize_project=self._authorize, approval=self.approval)
+        return await self.composer.open_runtime(manager, SessionSpec(manager.get_cwd()), hooks)
 
     async def _authorize(self, cwd: str, context: ProjectTrustContext) -> TrustDecision:
         from rpcd.runtime.resources.trust import TrustDecision
@@ -271,13 +247,8 @@ class Daemon:
         if self._on_ending is not None:
             self._on_ending()
         self.requests.close()  # the client can no longer answer: pending prompts resolve to defaults
-        disposal = self.host.disposal or self.host.request_disposal()
-        with anyio.move_on_after(self.options.exit_timeout) as bounded:
-            await disposal.wait_settled()
         try:
-            if bounded.cancelled_caught:
-                raise DisposalTimeout(f"the final disposal did not finish within {self.options.exit_timeout:g}s")
-            disposal.result()
+            await dispose_bounded(self.host, self.options.exit_timeout)
         except Exception as exc:
             self.disposal_failure = exc
             log_failure("final disposal failed", exc)
@@ -290,12 +261,6 @@ class Daemon:
         if self.disposal_failure is not None or self.host.startup_failure is not None:
             return EXIT_FAILED
         return EXIT_OK
-
-
-class DisposalTimeout(RpcdError):
-    """The final disposal did not end in time (e.g. an extension handler that never returns)."""
-
-    kind = "DisposalTimeout"
 
 
 def open_start_session(options: Options, session_dir: str | None = None) -> SessionManager:
@@ -326,31 +291,6 @@ def open_start_session(options: Options, session_dir: str | None = None) -> Sess
         raise
 
 
-def log_failure(message: str, exc: BaseException) -> None:
-    """One flat log record: operation, phase, target and each failure's type + short text."""
-    members = list(exc.exceptions) if isinstance(exc, BaseExceptionGroup) else [exc]
-    context = context_of(exc) or context_of(members[0])
-
-    def text(failure: BaseException) -> str:
-        # Our own failures never quote transcript text; a foreign exception's text might (debug only).
-        if isinstance(failure, RpcdError) or logging.getLogger().isEnabledFor(logging.DEBUG):
-            return redact_and_cut(str(failure), 300)  # redact first: a cut key would no longer match
-        return "(exception text only in the debug log)"
-
-    extra: dict[str, Any] = {
-        "failures": [{"type": getattr(m, "kind", type(m).__name__), "message": text(m)} for m in members],
-    }
-    if context is not None:
-        extra.update(
-            operation=context.operation,
-            phase=context.phase,
-            terminal=context.terminal,
-            target={k: v for k, v in (("cwd", context.cwd), ("sessionPath", context.session_path),
-                                      ("entryId", context.entry_id)) if v is not None},
-        )
-    log.error(message, extra=extra)
-
-
 # -- the process ---------------------------------------------------------------------------------
 
 
@@ -363,44 +303,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     out_fd = guard_stdout()
 
     async def run() -> int:
-        daemon = Daemon(options, on_ending=lambda: _arm_exit_watchdog(2 * options.exit_timeout + FLUSH_TIMEOUT))
+        daemon = Daemon(options, on_ending=lambda: arm_exit_watchdog(2 * options.exit_timeout + FLUSH_TIMEOUT))
         return await daemon.run(lambda server: server.serve_stdio(0, out_fd))
 
     code: int = anyio.run(run, backend="asyncio")
-    return _end_process(code, options.exit_timeout)
-
-
-def _arm_exit_watchdog(seconds: float) -> None:
-    """The orderly end has begun: if the process is still alive after ``seconds`` (a task that ignores
-    cancellation, a handler blocking the loop), it exits anyway, saying why."""
-
-    def expire() -> None:
-        log.error("the orderly end did not finish in time; exiting", extra={"seconds": seconds})
-        logging.shutdown()
-        os._exit(EXIT_FAILED)
-
-    timer = threading.Timer(seconds, expire)
-    timer.daemon = True
-    timer.start()
-
-
-def _end_process(code: int, timeout: float) -> int:
-    """Return ``code`` for a normal exit, unless threads that are not daemon threads (an extension's
-    helper) would keep the interpreter alive: they get ``timeout`` seconds, then the process exits."""
-    deadline = time.monotonic() + timeout
-    for thread in threading.enumerate():
-        if thread is not threading.main_thread() and not thread.daemon:
-            thread.join(max(0.0, deadline - time.monotonic()))
-    main = threading.main_thread()
-    stuck = [thread.name for thread in threading.enumerate() if thread is not main and not thread.daemon]
-    if not stuck:
-        return code
-    log.warning("exiting with non-daemon threads still running", extra={"threads": stuck})
-    logging.shutdown()
-    os._exit(code)
-
-
-def _saved_trust(agent_dir: str) -> TrustControl:
-    from rpcd.runtime.resources.trust import SavedDecisions, TrustStore
-
-    return SavedDecisions(TrustStore(agent_dir))
+    return end_when_threads_end(code, options.exit_timeout)

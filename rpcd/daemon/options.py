@@ -16,16 +16,21 @@ import attrs
 
 from rpcd.core.model_inputs import ModelInputs
 from rpcd.core.values import APPROVAL_POLICIES, ApprovalPolicy
+from rpcd.sessions.spec import (
+    DEFAULT_APPROVAL_TIMEOUT,
+    DEFAULT_EXIT_TIMEOUT,
+    DEFAULT_TRUST_TIMEOUT,
+    DEFAULT_UI_TIMEOUT,
+    ProcessSpec,
+    TrustPolicy,
+)
 from rpcd.store.paths import get_agent_dir
+from rpcd.tools import ToolSelection
 from rpcd.transport import DEFAULT_MAX_MESSAGE_BYTES
-from rpcd.wire.client_requests import DEFAULT_APPROVAL_TIMEOUT
 
 JOURNAL_RELATIVE: Final = os.path.join("rpcd", "journal.json")
-DEFAULT_EXIT_TIMEOUT: Final = 10.0
-"""``--exit-timeout``: the orderly end's bound on the final disposal (and on stray threads)."""
 
 TargetKind = Literal["new", "resume", "continue", "in-memory", "resume-last"]
-TrustPolicy = Literal["ask", "deny", "trust"]
 
 
 @attrs.frozen
@@ -61,6 +66,20 @@ class Options:
     @property
     def journal_path(self) -> str:
         return os.path.join(self.agent_dir, JOURNAL_RELATIVE)
+
+    @property
+    def spec(self) -> ProcessSpec:
+        """The flags as the session service composes every session with them (both fronts)."""
+        return ProcessSpec(
+            agent_dir=self.agent_dir, cwd=self.cwd, session_dir=self.session_dir, extensions=self.extensions,
+            extension_flags=self.extension_flags, no_context_files=self.no_context_files,
+            model_inputs=self.model_inputs,
+            tool_selection=ToolSelection(allow=self.tools, exclude=self.exclude_tools,
+                                         no_builtin_tools=self.no_builtin_tools, no_tools=self.no_tools),
+            trust_policy=self.trust_policy, trust_timeout=self.trust_timeout, ui_timeout=self.ui_timeout,
+            approval=self.approval, approval_timeout=self.approval_timeout, exit_timeout=self.exit_timeout,
+            in_memory=self.target == "in-memory",
+        )
 
 
 def build_parser(prog: str = "rpcd") -> argparse.ArgumentParser:
@@ -100,12 +119,12 @@ def build_parser(prog: str = "rpcd") -> argparse.ArgumentParser:
              "decide without asking (rpcd still asks a client that declared authorizeProject)",
     )
     parser.add_argument(
-        "--trust-timeout", type=float, default=120.0, metavar="SECONDS",
-        help="wait this long for the client's trust answer, then deny (default 120)",
+        "--trust-timeout", type=float, default=DEFAULT_TRUST_TIMEOUT, metavar="SECONDS",
+        help=f"wait this long for the client's trust answer, then deny (default {DEFAULT_TRUST_TIMEOUT:g})",
     )
     parser.add_argument(
-        "--ui-timeout", type=float, default=300.0, metavar="SECONDS",
-        help="default timeout of extension UI dialogs forwarded to the client (default 300)",
+        "--ui-timeout", type=float, default=DEFAULT_UI_TIMEOUT, metavar="SECONDS",
+        help=f"default timeout of extension UI dialogs forwarded to the client (default {DEFAULT_UI_TIMEOUT:g})",
     )
     parser.add_argument(
         "--log-level", choices=("debug", "info", "warning", "error"),

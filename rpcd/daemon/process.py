@@ -11,10 +11,16 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import logging
 import os
 import sys
 import threading
+import time
 from typing import NoReturn
+
+from rpcd.sessions.spec import EXIT_FAILED
+
+_log = logging.getLogger("rpcd.app")
 
 THREAD_GRACE_S = 0.5
 """How long a still-running non-daemon thread (e.g. anyio's worker threads, which stop when the
@@ -44,4 +50,34 @@ def end_process(code: int) -> NoReturn:
         if stream is not None:
             with contextlib.suppress(Exception):
                 stream.flush()
+    os._exit(code)
+
+
+def arm_exit_watchdog(seconds: float) -> None:
+    """The orderly end has begun: if the process is still alive after ``seconds`` (a task that ignores
+    cancellation, a handler blocking the loop), it exits anyway, saying why. Both fronts arm it."""
+
+    def expire() -> None:
+        _log.error("the orderly end did not finish in time; exiting", extra={"seconds": seconds})
+        logging.shutdown()
+        os._exit(EXIT_FAILED)
+
+    timer = threading.Timer(seconds, expire)
+    timer.daemon = True
+    timer.start()
+
+
+def end_when_threads_end(code: int, timeout: float) -> int:
+    """Return ``code`` for a normal exit, unless threads that are not daemon threads (an extension's
+    helper) would keep the interpreter alive: they get ``timeout`` seconds, then the process exits."""
+    deadline = time.monotonic() + timeout
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread() and not thread.daemon:
+            thread.join(max(0.0, deadline - time.monotonic()))
+    main = threading.main_thread()
+    stuck = [thread.name for thread in threading.enumerate() if thread is not main and not thread.daemon]
+    if not stuck:
+        return code
+    _log.warning("exiting with non-daemon threads still running", extra={"threads": stuck})
+    logging.shutdown()
     os._exit(code)

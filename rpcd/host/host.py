@@ -513,7 +513,7 @@ class SerializedHost:
         ``stopReason``. Cancelling it while queued withdraws it; cancelling it once the turn has begun
         aborts the turn, and it resolves with the aborted turn's reason. An extension command
         (``/name args``) runs the same way, outside the queue like a turn, so the session actions it
-        takes (``rpcd.wire.commands``) queue on the host like any request; it resolves ``CommandRan``.
+        takes (``rpcd.sessions.actions``) queue on the host like any request; it resolves ``CommandRan``.
         With ``streaming_behavior``, a prompt that finds a turn running at its place is queued into
         that turn (steer / follow-up) and resolves with ``None`` at once."""
         return self._outside(
@@ -654,7 +654,7 @@ class SerializedHost:
         with self._session_access("getForkMessages") as session:
             return session.fork_messages()
 
-    def entries(self, since: str | None = None) -> tuple[list[dict[str, Any]], str | None]:
+    def entries(self, since: str | None = None) -> tuple[list[dict[str, Any]], str | float | None]:
         with self._session_access("getEntries") as session:
             return session.entries(since)
 
@@ -757,6 +757,9 @@ class SerializedHost:
             target = entry_id if entry_id is not None else runtime.session.state().leaf_id
             if target is None:
                 raise InvalidEntryError("the current session has no entries to clone", cwd=runtime.cwd)
+            if not isinstance(target, str):  # a hand-edited file's numeric id (docs/pi-compat.md)
+                raise InvalidEntryError(f"the leaf's id is the number {target!r}, not a string: clone names an entry "
+                                        "by a string id", cwd=runtime.cwd)
             self._op.target = _entry_target(runtime, target)
             return await runtime.fork(target, "at")
 

@@ -127,7 +127,7 @@ class SessionPort(Protocol):
 
     def fork_messages(self) -> list[ForkMessage]: ...
 
-    def entries(self, since: str | None = None) -> tuple[list[dict[str, Any]], str | None]:
+    def entries(self, since: str | None = None) -> tuple[list[dict[str, Any]], str | float | None]:
         """Raw entries in append order (after ``since``; ``InvalidEntryError`` if unknown) and the leaf."""
         ...
 

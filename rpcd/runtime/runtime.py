@@ -39,6 +39,7 @@ from rpcd.core.errors import InvalidArgumentError, MissingSessionCwdError, Sessi
 from rpcd.core.values import Diagnostic, ForkPosition, QueueSnapshot, ReplaceResult
 from rpcd.runtime.session import AgentSession
 from rpcd.store import SessionManager, assert_session_cwd_exists, default_session_dir
+from rpcd.store.manager import NOT_SAVED_MESSAGE
 
 T = TypeVar("T")
 
@@ -327,20 +328,12 @@ class AgentSessionRuntime:
                 await self._replace_with(sm, "fork", sm.get_session_file(), self.cwd, previous)
                 return self._replaced(selected_text)
             if not _exists(current_file):
-                raise SessionNotSavedError(
-                    "This session has not been saved yet. Wait for the first assistant response before cloning "
-                    "or forking it.",
-                    session_path=current_file,
-                    entry_id=entry_id,
-                )
-            sm = SessionManager.open(current_file, session_dir)
-            try:
-                new_path = sm.create_branched_session(target_leaf)
-                if not new_path:
-                    raise SessionNotSavedError("Failed to create forked session", session_path=current_file)
-            except BaseException:
+                raise SessionNotSavedError(NOT_SAVED_MESSAGE, session_path=current_file, entry_id=entry_id)
+            sm, forked = SessionManager.fork_file(current_file, session_dir, entry_id, position)
+            new_path = forked.session_file
+            if not new_path:
                 sm.close()
-                raise
+                raise SessionNotSavedError("Failed to create forked session", session_path=current_file)
             await self._replace_with(sm, "fork", new_path, sm.get_cwd(), previous)
             return self._replaced(selected_text)
 

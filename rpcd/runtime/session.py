@@ -249,7 +249,7 @@ class AgentSession:
             session_file=self.session_file,
             cwd=self.cwd,
             name=self.session_manager.get_session_name(),
-            leaf_id=self.session_manager.get_leaf_id(),
+            leaf_id=self.session_manager.get_leaf_ref(),
             model=ModelRef(model.provider, model.id) if model is not None else None,
             thinking_level=self.agent.thinking_level,
             is_streaming=self._running,
@@ -275,7 +275,7 @@ class AgentSession:
 
     def tree(self, nested: bool = False) -> SessionTree:
         sm = self.session_manager
-        return SessionTree(entries=sm.get_entries(), leaf_id=sm.get_leaf_id(), labels=dict(sm.get_labels()),
+        return SessionTree(entries=sm.get_entries(), leaf_id=sm.get_leaf_ref(), labels=dict(sm.get_labels()),
                            nodes=sm.get_tree() if nested else None)
 
     # -- subscribers -------------------------------------------------------------------
@@ -688,7 +688,7 @@ class AgentSession:
                 out.append(ForkMessage(entry_id=str(entry["id"]), text=text))
         return out
 
-    def entries(self, since: str | None = None) -> tuple[list[dict[str, Any]], str | None]:
+    def entries(self, since: str | None = None) -> tuple[list[dict[str, Any]], str | float | None]:
         """Pi's ``get_entries``: every entry in append order, or those after ``since``; and the leaf."""
         sm = self.session_manager
         entries = sm.get_entries()
@@ -697,7 +697,7 @@ class AgentSession:
             if index is None:
                 raise InvalidEntryError(f"Entry not found: {since}", entry_id=since, session_path=self.session_file)
             entries = entries[index + 1:]
-        return [dict(e) for e in entries], sm.get_leaf_id()
+        return [dict(e) for e in entries], sm.get_leaf_ref()
 
     # -- client-run shell --------------------------------------------------------------------
 

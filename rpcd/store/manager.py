@@ -316,6 +316,14 @@ class SessionManager:
         leaf = self._leaf_id
         return leaf if isinstance(leaf, str) else None
 
+    def get_leaf_ref(self) -> str | float | None:
+        """The leaf's id as clients see it (Pi's ``getLeafId()``): a string, or the number a
+        hand-edited file has; ``None`` for none (or an id of another JSON type)."""
+        leaf = self._leaf_id
+        if isinstance(leaf, str) or (isinstance(leaf, int | float) and not isinstance(leaf, bool)):
+            return leaf
+        return None
+
     def get_leaf_json_id(self) -> Any:
         """The leaf's id as the file has it (a number in a hand-edited file; ``None`` for none)."""
         return _json_id(self._leaf_id)
@@ -576,6 +584,24 @@ class SessionManager:
             return ForkPoint(entry_id)
         message = record.entry.get("message") or {}
         return ForkPoint(record.parent_id, E.message_text(message.get("content"), ""))
+
+    @classmethod
+    def fork_file(cls, source: str, session_dir: str | None, entry_id: str | None,
+                  position: Literal["before", "at"] = "before") -> tuple[SessionManager, ForkResult]:
+        """The one fork of a saved session file, for every caller (the runtime's fork of its current
+        session, a front's fork of any session): open ``source`` (its writer lock first) and branch
+        it into a new session file (``fork``); without ``entry_id``, a clone at the file's leaf (an
+        empty session whose parent is ``source`` when it has no entries). ``source`` itself is never
+        changed; on a refusal the manager is closed."""
+        manager = cls.open(source, session_dir, must_exist=True)
+        try:
+            target = entry_id if entry_id is not None else manager.get_leaf_id()
+            if target is None:
+                return manager, ForkResult(manager.new_session(parent_session=source))
+            return manager, manager.fork(target, position if entry_id is not None else "at")
+        except BaseException:
+            manager.close()
+            raise
 
     def fork(self, entry_id: str, position: Literal["before", "at"] = "before") -> ForkResult:
         """Pi 0.85.0 ``runtime.fork`` on the store side: validate (``fork_point``), then branch into a

@@ -38,6 +38,8 @@ import anyio
 
 log = logging.getLogger("rpcd.transport")
 
+FLUSH_TIMEOUT: Final = 5.0
+"""Seconds the orderly end waits for a slow client to read what is queued (both fronts)."""
 READ_CHUNK: Final = 64 * 1024
 MAX_PENDING_CHUNKS: Final = 64
 """Chunks read but not yet taken by the loop (4 MiB); beyond that nothing more is read."""

@@ -38,17 +38,12 @@ from rpcd.protocol.names import (
     UI_SET_TITLE,
     UI_SET_WIDGET,
 )
+from rpcd.sessions.spec import DEFAULT_APPROVAL_TIMEOUT, DEFAULT_TRUST_TIMEOUT, DEFAULT_UI_TIMEOUT
 from rpcd.wire.notifications import EventPump
 
 log = logging.getLogger(__name__)
 
 
-DEFAULT_TRUST_TIMEOUT: Final = 120.0
-"""A person may have to read the reasons: generous, but finite (timeout ⇒ deny)."""
-DEFAULT_UI_TIMEOUT: Final = 300.0
-"""Used when an extension passes no timeout of its own (Pi dialogs otherwise wait forever)."""
-DEFAULT_APPROVAL_TIMEOUT: Final = 300.0
-"""How long a tool call waits for the client's decision (timeout ⇒ reject)."""
 DEFAULT_AUTH_TIMEOUT: Final = 900.0
 """How long a login waits for the person's answer (a device code is valid for 15 minutes)."""
 

@@ -28,7 +28,8 @@ import json
 import logging
 import re
 from collections.abc import Awaitable, Mapping, Sequence
-from typing import Any, Final, Protocol, TypeVar
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 
 import anyio
 import anyio.lowlevel
@@ -89,6 +90,9 @@ from rpcd.wire.notifications import EventPump
 from rpcd.wire.progress import Progress
 from rpcd.wire.server import Ready, Server, current_call
 
+if TYPE_CHECKING:
+    from rpcd.sessions.library import Removed, SessionInfo
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -98,19 +102,38 @@ MAX_PAGE: Final = 500
 
 
 class SessionLibrary(Protocol):
-    """The session files beside the current session (listing, delete, rename), provided by the daemon.
+    """The session files beside the current session (listing, delete, rename): the session service's
+    library (``rpcd.sessions.library``).
 
     The handlers call these after every replacement requested before them, with the current
     session's file, so "the current session" means the one current at the request's turn.
     """
 
-    def list(self, cwd: str | None, query: str | None, sort: t.SessionSort) -> Sequence[t.SessionSummary]: ...
+    def list(self, cwd: str | None, query: str | None, sort: t.SessionSort) -> Sequence[SessionInfo]: ...
 
     def is_current(self, session_file: str, current_file: str | None) -> bool: ...
 
-    def delete(self, session_file: str, current_file: str | None) -> t.DeleteSessionResult: ...
+    def delete(self, session_file: str, current_file: str | None) -> Removed: ...
 
     def rename(self, session_file: str, name: str) -> str | None: ...
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def summary(info: SessionInfo) -> t.SessionSummary:
+    """A listed session on the wire."""
+    return t.SessionSummary(
+        session_id=info.id,
+        session_file=info.path,
+        cwd=info.cwd,
+        title=(info.name or info.first_message)[:200],
+        created_at=_iso(info.created),
+        updated_at=_iso(info.modified),
+        message_count=info.message_count,
+        parent_session=info.parent_session_path,
+    )
 
 
 def handler_name(method: str) -> str:
@@ -329,14 +352,18 @@ class SessionMethods:
             raise InvalidParamsError(LIST_SESSIONS, f"limit must be between 1 and {MAX_PAGE}", "$.limit")
         sort: t.SessionSort = params.sort or "updated"
         after = _decode_cursor(params.cursor, sort) if params.cursor is not None else None
-        summaries = await anyio.to_thread.run_sync(self._library.list, params.cwd, params.query, sort)
-        return paginate(summaries, after, limit, sort)
+        infos = await anyio.to_thread.run_sync(self._library.list, params.cwd, params.query, sort)
+        return paginate([summary(info) for info in infos], after, limit, sort)
 
     def delete_session(self, params: t.DeleteSessionParams) -> Awaitable[t.DeleteSessionResult]:
         """Trash a session file; never the session current at this request's arrival."""
         host, library = self._host, self._library
-        return self._answered(_tracked(host.enqueue(
-            DELETE_SESSION, lambda: library.delete(params.session_file, host.session_file))))
+
+        def delete() -> t.DeleteSessionResult:
+            removed = library.delete(params.session_file, host.session_file)
+            return t.DeleteSessionResult(method=removed.method, trash_path=removed.trash_path)
+
+        return self._answered(_tracked(host.enqueue(DELETE_SESSION, delete)))
 
     def rename_session(self, params: t.RenameSessionParams) -> Awaitable[t.RenameSessionResult]:
         """Name any session file; the current session's through the session itself (``setSessionName``)."""
@@ -548,7 +575,7 @@ class SessionMethods:
         host = self._host
         return self._entries(_tracked(host.enqueue(GET_ENTRIES, lambda: host.entries(params.since))))
 
-    async def _entries(self, pending: Pending[tuple[list[dict[str, Any]], str | None]]) -> t.GetEntriesResult:
+    async def _entries(self, pending: Pending[tuple[list[dict[str, Any]], str | float | None]]) -> t.GetEntriesResult:
         entries, leaf_id = await self._answered(pending)
         return t.GetEntriesResult(entries=entries, leaf_id=leaf_id)
 

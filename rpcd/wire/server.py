@@ -61,7 +61,7 @@ from rpcd.protocol.types import (
 from rpcd.transport import DEFAULT_MAX_MESSAGE_BYTES, ByteSource, Framer, Sink, Transport, encode_json
 from rpcd.transport.envelope import Invalid, Notification, Request, Response, classify
 from rpcd.transport.framing import NEED_DATA, Frame, Garbage, Oversized
-from rpcd.transport.stdio import QueuedWriter, StdinReader, guard_stdout
+from rpcd.transport.stdio import FLUSH_TIMEOUT, QueuedWriter, StdinReader, guard_stdout
 from rpcd.wire.errors import WireError, WirePhase, protocol_error, report_bug, to_error, to_wire_dict
 
 log = logging.getLogger("rpcd.server")
@@ -73,8 +73,6 @@ Handler = Callable[..., Awaitable[Any]]
 F = TypeVar("F", bound=Handler)
 T = TypeVar("T")
 
-FLUSH_TIMEOUT: Final = 5.0
-"""Seconds the orderly end waits for a slow client to read what is queued."""
 CALLS_GRACE: Final = 1.0
 """Seconds the orderly end lets in-flight requests answer after cancelling them."""
 CLIENT_REQUEST_TIMEOUT: Final = 60.0

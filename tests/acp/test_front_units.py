@@ -26,12 +26,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rpcd.acp.errors import to_request_error
-from rpcd.acp.library import delete_session_file, find_session_file, list_page
+from rpcd.acp.library import list_page
 from rpcd.acp.prompt import at_blocks, build_prompt
 from rpcd.acp.stream import COALESCE_AT, UpdateStream
 from rpcd.acp.updates import EventTranslator, replay
-from rpcd.core.errors import InputNotSupportedError, InvalidArgumentError, NotASessionError
+from rpcd.core.errors import InputNotSupportedError, InvalidArgumentError
 from rpcd.core.values import ImageInput
+from rpcd.sessions.library import SessionLibrary, SessionLocation
 from rpcd.store import SessionManager
 
 pytestmark = pytest.mark.anyio
@@ -270,21 +271,22 @@ def test_sessions_are_found_by_id_listed_by_page_and_deleted_only_in_the_store(t
     renamed = Path(str(managers[0].get_session_file()))
     imported = renamed.with_name("imported-copy.jsonl")
     renamed.rename(imported)
-    assert find_session_file(str(agent_dir), managers[0].get_session_id(), str(cwd)) == str(imported)
-    assert find_session_file(str(agent_dir), managers[1].get_session_id()) == managers[1].get_session_file()
-    assert find_session_file(str(agent_dir), "../../etc") is None
+    library = SessionLibrary(str(agent_dir), SessionLocation(None, "default"))  # the one both fronts use
+    assert library.find(managers[0].get_session_id(), str(cwd)) == str(imported)
+    assert library.find(managers[1].get_session_id()) == managers[1].get_session_file()
+    assert library.find("../../etc") is None
 
-    first, cursor = list_page(str(agent_dir), str(cwd), None)
-    second, end = list_page(str(agent_dir), str(cwd), cursor)
+    first, cursor = list_page(library, str(cwd), None)
+    second, end = list_page(library, str(cwd), cursor)
     assert len(first) == 100 and len(second) == 5 and end is None
     assert {s.session_id for s in first + second} == {m.get_session_id() for m in managers}
     with pytest.raises(ValueError):
-        list_page(str(agent_dir), None, "not-a-cursor")
+        list_page(library, None, "not-a-cursor")
 
     outside = tmp_path / "elsewhere.jsonl"
     outside.write_text(json.dumps({"type": "session", "version": 3, "id": "x", "timestamp": "t", "cwd": "/"}) + "\n")
-    with pytest.raises(NotASessionError):
-        delete_session_file(str(agent_dir), str(outside))
+    with pytest.raises(InvalidArgumentError):  # not a file of the session store: deleteSession's refusal
+        library.delete(str(outside))
     assert outside.exists()
-    delete_session_file(str(agent_dir), str(imported))
+    library.delete(str(imported))  # to the user's trash
     assert not imported.exists()

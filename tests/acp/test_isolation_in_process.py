@@ -17,14 +17,15 @@ from acp._transport import memory_transport_pair
 from acp.client.connection import ClientSideConnection
 from acp.exceptions import RequestError
 
-import rpcd.acp.session as session_module
 from rpcd.acp.agent import RpcdAgent
 from rpcd.acp.config import AcpConfig
 from rpcd.acp.connection import AcpConnection
 from rpcd.core.errors import FactoryError
 from rpcd.core.values import ExtensionBindings
+from rpcd.runtime import factory as factory_module
 from rpcd.runtime.runtime import RuntimeFactory
 from rpcd.runtime.session import AgentSession
+from rpcd.sessions.spec import ProcessSpec
 from tests.acp.conftest import Project
 from tests.acp.peer import Editor
 
@@ -35,7 +36,7 @@ pytestmark = pytest.mark.anyio
 async def front(agent_dir: Path, editor: Editor) -> AsyncIterator[tuple[ClientSideConnection, RpcdAgent]]:
     agent_side, client_side = memory_transport_pair()
     async with anyio.create_task_group() as group:
-        agent = RpcdAgent(AcpConfig(agent_dir=str(agent_dir)), group)
+        agent = RpcdAgent(AcpConfig(ProcessSpec(agent_dir=str(agent_dir))), group)
         conn = AcpConnection(agent, agent_side)
         agent.attach(conn)
         group.start_soon(conn.serve)
@@ -51,7 +52,7 @@ async def front(agent_dir: Path, editor: Editor) -> AsyncIterator[tuple[ClientSi
 
 
 def _failing_for(cwd: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    real = session_module.make_default_factory
+    real = factory_module.make_default_factory
 
     def make(*args: Any, **kwargs: Any) -> RuntimeFactory:
         factory = real(*args, **kwargs)
@@ -63,7 +64,7 @@ def _failing_for(cwd: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
         return failing
 
-    monkeypatch.setattr(session_module, "make_default_factory", make)
+    monkeypatch.setattr(factory_module, "make_default_factory", make)  # the session service composes with it
 
 
 async def test_a_failing_factory_fails_its_session_only(agent_dir: Path, project: Project,

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from rpcd.daemon.journal import HostJournal
-from rpcd.daemon.library import SessionLibrary, SessionLocation
+from rpcd.sessions.library import SessionLibrary, SessionLocation
 from rpcd.store import listing
+from rpcd.wire.handlers import summary
 
 
 def _write_session(directory: Path, cwd: str, session_id: str) -> Path:
@@ -37,5 +38,5 @@ def test_an_unreadable_project_directory_does_not_hide_the_other_projects(
 
     monkeypatch.setattr(listing.os, "listdir", listdir)
     library = SessionLibrary(str(tmp_path), SessionLocation(None, "default"), HostJournal(tmp_path / "journal.json"))
-    summaries = library.list(None, None, "updated")
+    summaries = [summary(info) for info in library.list(None, None, "updated")]  # as listSessions answers
     assert [s.session_file for s in summaries] == [str(kept)]

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from rpcd.daemon.library import SessionLocation, resolve_session_dir
 from rpcd.runtime.resources.trust import TrustStore
+from rpcd.sessions.library import SessionLocation, resolve_session_dir
 
 
 @pytest.fixture

@@ -28,8 +28,8 @@ from rpcd.providers.faux import FauxProvider
 from rpcd.runtime.factory import make_default_factory
 from rpcd.runtime.runtime import create_runtime
 from rpcd.runtime.services import ProcessInputs, ProjectTrustContext, TrustDecision
+from rpcd.sessions.actions import HostCommandActions
 from rpcd.store import SessionManager
-from rpcd.wire.commands import HostCommandActions
 from tests.wire import _command_sink as sink
 
 pytestmark = pytest.mark.anyio

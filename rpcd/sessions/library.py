@@ -1,4 +1,5 @@
-"""The daemon's session library: where sessions live, and the files beside the current session.
+"""THE session library of every front: where sessions live, and the session files beside the live
+ones — list, find by id, rename, delete (to the user's trash, under the writer lock), by path.
 
 Where sessions live is decided once, at start, as Pi decides it (``main.js``, docs/settings.md):
 ``--session-dir``, else ``$PI_CODING_AGENT_SESSION_DIR``, else the ``sessionDir`` setting (the
@@ -12,6 +13,11 @@ in Pi: listings filter it by each header's cwd.
 Deviation from Pi: Pi reads the project's ``sessionDir`` before it has asked whether the project
 may configure anything; rpcd honours it only for a project already trusted (a repository must not
 decide where the user's transcripts are written). docs/pi-compat.md.
+
+Both fronts use this one library (the JSON-RPC ``listSessions``/``deleteSession``/``renameSession``,
+ACP's ``session/list``/``session/delete`` and its lookups by ``sessionId``): the same session dir, the
+same listing and the same delete. Blocking file work: the fronts call it in a worker thread (or
+queued on the host, which runs it at its turn).
 """
 
 from __future__ import annotations
@@ -19,22 +25,22 @@ from __future__ import annotations
 import builtins
 import os
 from collections.abc import Mapping
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import attrs
 
 from rpcd.core.errors import SessionInUseError
-from rpcd.daemon.journal import HostJournal
-from rpcd.protocol import types as t
 from rpcd.runtime.resources.settings import load_settings
 from rpcd.runtime.resources.trust import TrustStore
-from rpcd.store.paths import SESSION_DIR_ENV, expand_path
+from rpcd.store.paths import SESSION_DIR_ENV, default_session_dir, expand_path
 
 if TYPE_CHECKING:
-    from rpcd.store.listing import SessionInfo
+    from rpcd.store.listing import SessionInfo as SessionInfo
+    from rpcd.store.trash import Removed as Removed
 
-__all__ = ["SessionLibrary", "SessionLocation", "resolve_session_dir"]
+__all__ = ["Journal", "SessionLibrary", "SessionLocation", "SessionSort", "resolve_session_dir"]
+
+SessionSort = Literal["updated", "created"]
 
 SESSION_DIR_SETTING = "sessionDir"
 
@@ -71,21 +77,20 @@ def resolve_session_dir(
     return SessionLocation(None, "default")
 
 
-def _iso(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+class Journal(Protocol):
+    """The record of the current session a front keeps (the daemon's host journal), repointed
+    before a file it names is deleted."""
+
+    def read(self) -> _Record | None: ...
+
+    def write(self, session_file: str | None, cwd: str) -> object: ...
 
 
-def summary(info: SessionInfo) -> t.SessionSummary:
-    return t.SessionSummary(
-        session_id=info.id,
-        session_file=info.path,
-        cwd=info.cwd,
-        title=(info.name or info.first_message)[:200],
-        created_at=_iso(info.created),
-        updated_at=_iso(info.modified),
-        message_count=info.message_count,
-        parent_session=info.parent_session_path,
-    )
+class _Record(Protocol):
+    @property
+    def session_file(self) -> str | None: ...
+    @property
+    def cwd(self) -> str: ...
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -96,9 +101,9 @@ def _same_file(a: str, b: str) -> bool:
 
 
 class SessionLibrary:
-    """``rpcd.wire.handlers.SessionLibrary`` for the daemon: listing, rename and delete of session files."""
+    """The session files of one agent dir and session location: listing, lookup, rename, delete."""
 
-    def __init__(self, agent_dir: str, location: SessionLocation, journal: HostJournal) -> None:
+    def __init__(self, agent_dir: str, location: SessionLocation, journal: Journal | None = None) -> None:
         self.agent_dir = agent_dir
         self.location = location
         self.journal = journal
@@ -107,7 +112,10 @@ class SessionLibrary:
     def session_dir(self) -> str | None:
         return self.location.directory
 
-    def list(self, cwd: str | None, query: str | None, sort: t.SessionSort) -> builtins.list[t.SessionSummary]:
+    def list(
+        self, cwd: str | None, query: str | None = None, sort: SessionSort = "updated"
+    ) -> builtins.list[SessionInfo]:
+        """The sessions of ``cwd`` (else of every project), newest first, matching ``query``."""
         # The store's listing and file operations are imported by the first call that needs them:
         # the daemon's first answer does not (the same below).
         from rpcd.store.listing import list_all_sessions, list_sessions, parse_query, session_matches
@@ -117,7 +125,48 @@ class SessionLibrary:
         else:
             infos = list_all_sessions(self.session_dir, agent_dir=self.agent_dir, sort=sort)
         terms = parse_query(query or "")
-        return [summary(info) for info in infos if session_matches(info, terms)]
+        return [info for info in infos if session_matches(info, terms)]
+
+    def find(self, session_id: str, cwd: str | None = None) -> str | None:
+        """The file of the session ``session_id``: by Pi's file name (``<time>_<id>.jsonl``) in the
+        session dir (default layout: the cwd's project directory first, then every project's), then by
+        header, for a file named otherwise (imported). ``None``: no such session."""
+        if not session_id or "/" in session_id or session_id.startswith("."):
+            return None
+        from rpcd.store.loader import read_header
+
+        def header_id(path: str) -> str | None:
+            header = read_header(path)
+            value = header.get("id") if header is not None else None
+            return value if isinstance(value, str) else None
+
+        suffix = f"_{session_id}.jsonl"
+        by_header: builtins.list[str] = []
+        for directory in self._search_dirs(cwd):
+            try:
+                names = os.listdir(directory)
+            except OSError:
+                continue
+            for name in names:
+                path = os.path.join(directory, name)
+                if name.endswith(suffix) and header_id(path) == session_id:
+                    return path
+                if name.endswith(".jsonl"):
+                    by_header.append(path)
+        return next((path for path in by_header if header_id(path) == session_id), None)
+
+    def _search_dirs(self, cwd: str | None) -> builtins.list[str]:
+        if self.session_dir is not None:
+            return [self.session_dir]
+        root = os.path.join(self.agent_dir, "sessions")
+        try:
+            directories = [os.path.join(root, name) for name in sorted(os.listdir(root))]
+        except OSError:
+            directories = []
+        if cwd is not None:
+            own = default_session_dir(os.path.abspath(cwd), self.agent_dir)
+            directories = [own, *(d for d in directories if d != own)]
+        return directories
 
     def is_current(self, session_file: str, current_file: str | None) -> bool:
         return current_file is not None and _same_file(session_file, current_file)
@@ -131,20 +180,21 @@ class SessionLibrary:
         parent = os.path.realpath(os.path.dirname(os.path.abspath(path)))
         return [parent] if os.path.dirname(parent) == root else [os.path.join(self.agent_dir, "sessions", "*")]
 
-    def delete(self, session_file: str, current_file: str | None) -> t.DeleteSessionResult:
+    def delete(self, session_file: str, current_file: str | None = None) -> Removed:
         """Trash ``session_file``: refused for the current session, for anything that is not a session
-        in the store, and for a file another rpcd process holds; the host journal is repointed first
-        (to its project, without a file) if it names the file, so it never names a deleted one."""
+        in the store, for a file this process has open and for one another rpcd process holds (the
+        writer lock); the journal (if any) is repointed first (to its project, without a file) if it
+        names the file, so it never names a deleted one."""
         from rpcd.store.library import check_session_file, delete_session_file
 
         path = check_session_file(session_file)
         if self.is_current(path, current_file):
             raise SessionInUseError(f"Cannot delete the currently active session: {path}", session_path=path)
-        record = self.journal.read()
-        if record is not None and record.session_file is not None and _same_file(record.session_file, path):
-            self.journal.write(None, record.cwd)
-        removed = delete_session_file(path, self.store_dirs(path))
-        return t.DeleteSessionResult(method=removed.method, trash_path=removed.trash_path)
+        if self.journal is not None:
+            record = self.journal.read()
+            if record is not None and record.session_file is not None and _same_file(record.session_file, path):
+                self.journal.write(None, record.cwd)
+        return delete_session_file(path, self.store_dirs(path))
 
     def rename(self, session_file: str, name: str) -> str | None:
         from rpcd.store.library import rename_session_file

@@ -1,4 +1,5 @@
-"""Session control for extension commands (Pi's ``commandContextActions``), through the host.
+"""Session control for extension commands (Pi's ``commandContextActions``), through the host — for
+the sessions of every front.
 
 A command's ``ctx.new_session()`` / ``ctx.fork()`` / ``ctx.switch_session()`` is one host call,
 made the way a wire request makes it: queued behind everything requested before it (the host's
@@ -15,6 +16,7 @@ themselves.
 
 from __future__ import annotations
 
+from rpcd.core.errors import HostUnavailableError
 from rpcd.core.values import ForkPosition, ReplaceResult
 from rpcd.host.host import ReplacementOutcome, SerializedHost
 
@@ -26,17 +28,27 @@ def _result(outcome: ReplacementOutcome) -> ReplaceResult:
 
 
 class HostCommandActions:
-    """``rpcd.core.values.CommandActions`` over the daemon's serialized host."""
+    """``rpcd.core.values.CommandActions`` over one serialized host (given now, or once it is bound:
+    ``attach``; a command cannot run before its session is bound)."""
 
-    def __init__(self, host: SerializedHost) -> None:
+    def __init__(self, host: SerializedHost | None = None) -> None:
         self._host = host
 
+    def attach(self, host: SerializedHost) -> None:
+        self._host = host
+
+    def _require(self) -> SerializedHost:
+        if self._host is None:
+            raise HostUnavailableError("the session is not bound yet")
+        return self._host
+
     async def new_session(self) -> ReplaceResult:
-        return _result(await self._host.new_session())
+        return _result(await self._require().new_session())
 
     async def fork(self, entry_id: str, position: ForkPosition = "before") -> ReplaceResult:
-        pending = self._host.clone(entry_id) if position == "at" else self._host.fork(entry_id)
+        host = self._require()
+        pending = host.clone(entry_id) if position == "at" else host.fork(entry_id)
         return _result(await pending)
 
     async def switch_session(self, session_path: str) -> ReplaceResult:
-        return _result(await self._host.resume(session_path))
+        return _result(await self._require().resume(session_path))

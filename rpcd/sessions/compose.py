@@ -1,0 +1,135 @@
+"""THE composition of a session, for every front: spec -> process inputs -> factory -> runtime ->
+serialized host.
+
+A front hands over only what is its own to answer — how to ask the user whether a project may run
+its code (``authorize_project``), the approval gate whose questions it puts to the user, where the
+built-in tools do their I/O (the ACP editor's files and terminal) and the bindings through which
+the host talks to it — and gets a runtime or a bound host back. Everything else (extensions, flags,
+context files, tool selection, the model flags, the trust memory, the provider registry, the session
+dir, the session managers of new sessions and forks) is decided here, once, for both fronts.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import anyio.abc
+import attrs
+
+from rpcd.core.values import ForkPosition
+from rpcd.host.host import SerializedHost
+from rpcd.host.port import HostBindings, RuntimePort
+from rpcd.sessions.services import ProcessServices
+from rpcd.sessions.spec import ProcessSpec, SessionSpec
+from rpcd.tools import ApprovalGate, ToolOperations
+
+if TYPE_CHECKING:
+    from rpcd.runtime.resources.trust import AuthorizeProject
+    from rpcd.runtime.runtime import RuntimeFactory
+    from rpcd.runtime.services import ProcessInputs
+    from rpcd.store import SessionManager
+
+__all__ = ["Composer", "FrontHooks"]
+
+
+@attrs.frozen
+class FrontHooks:
+    """What one front answers for the sessions of one host."""
+
+    authorize_project: AuthorizeProject | None = None
+    approval: ApprovalGate | None = None
+    tool_operations: ToolOperations | None = None
+
+
+class Composer:
+    """Composes every session of the process from its spec and the process-wide services."""
+
+    def __init__(self, spec: ProcessSpec, services: ProcessServices) -> None:
+        self.spec = spec
+        self.services = services
+
+    @property
+    def session_dir(self) -> str | None:
+        return self.services.location.directory
+
+    def approval_gate(self, *, client_can_answer: bool = False) -> ApprovalGate:
+        """A tool-approval gate over the process's remembered rules, starting at ``--approval``."""
+        return ApprovalGate(self.services.approval_rules, policy=self.spec.approval,
+                            client_can_answer=client_can_answer)
+
+    def process_inputs(self, session: SessionSpec, hooks: FrontHooks) -> ProcessInputs:
+        """The process-global inputs of ``session``'s factory (the one place a session's inputs are
+        assembled: an MCP server's tools, a TypeScript extension host join here)."""
+        from rpcd.runtime.services import ProcessInputs
+
+        spec = self.spec
+        return ProcessInputs(
+            extension_paths=spec.extensions, flags=spec.extension_flags, no_context_files=spec.no_context_files,
+            tool_selection=spec.tool_selection, trust_memory=self.services.trust_memory,
+            held_settings=self.services.held_settings, approval=hooks.approval, tool_operations=hooks.tool_operations,
+        )
+
+    def factory(self, session: SessionSpec, hooks: FrontHooks) -> RuntimeFactory:
+        from rpcd.runtime.factory import make_default_factory
+
+        return make_default_factory(
+            self.process_inputs(session, hooks), authorize_project=hooks.authorize_project,
+            provider_registry=self.services.provider_registry(), model_inputs=self.spec.model_inputs,
+        )
+
+    async def open_runtime(self, manager: SessionManager, session: SessionSpec, hooks: FrontHooks) -> RuntimePort:
+        """The runtime of ``manager``'s session; on failure the manager is closed (never served: its
+        file is free for another host)."""
+        from rpcd.runtime.runtime import create_runtime
+
+        try:
+            runtime: RuntimePort = await create_runtime(
+                self.factory(session, hooks), cwd=manager.get_cwd(), agent_dir=self.spec.agent_dir,
+                session_manager=manager, session_dir=self.session_dir,
+            )
+        except BaseException:
+            manager.close()
+            raise
+        return runtime
+
+    async def open_host(self, manager: SessionManager, session: SessionSpec, hooks: FrontHooks,
+                        bindings: HostBindings, *, task_group: anyio.abc.TaskGroup) -> SerializedHost:
+        """A serialized host over a new runtime for ``manager``'s session, its worker in ``task_group``."""
+        runtime = await self.open_runtime(manager, session, hooks)
+        return await SerializedHost.bind(runtime, bindings, task_group=task_group)
+
+    # -- the session managers of new sessions, opened files and forks ----------------------------------
+
+    def new_manager(self, cwd: str) -> SessionManager:
+        """A new session of ``cwd``: in the session dir, or never written (``--in-memory``)."""
+        from rpcd.store import SessionManager
+
+        if self.spec.in_memory:
+            return SessionManager.in_memory(cwd)
+        return SessionManager.create(cwd, self.session_dir, agent_dir=self.spec.agent_dir)
+
+    def open_manager(self, path: str, fallback_cwd: str | None = None) -> SessionManager:
+        """The session file ``path`` (its writer lock taken first); when its recorded cwd is gone and
+        ``fallback_cwd`` exists, the session runs there instead."""
+        import os
+
+        from rpcd.store import SessionManager
+
+        manager = SessionManager.open(path, self.session_dir, must_exist=True)
+        if fallback_cwd is not None and not os.path.isdir(manager.get_cwd()) and os.path.isdir(fallback_cwd):
+            manager.close()
+            manager = SessionManager.open(path, self.session_dir, fallback_cwd, must_exist=True)
+        return manager
+
+    def fork_manager(self, source: str, entry_id: str | None, position: ForkPosition = "before",
+                     *, leaf_id: str | None = None) -> tuple[SessionManager, str | None]:
+        """A new session file branched from the session file ``source`` (the source is not changed):
+        before the user message ``entry_id`` (``selected_text`` is its text), at ``entry_id``, or —
+        without one — a clone at ``leaf_id`` (default: the file's leaf). The store's one fork of a
+        file (``SessionManager.fork_file``), which the runtime's fork uses too."""
+        from rpcd.store import SessionManager
+
+        if entry_id is None and leaf_id is not None:
+            entry_id, position = leaf_id, "at"
+        manager, forked = SessionManager.fork_file(source, self.session_dir, entry_id, position)
+        return manager, forked.selected_text
