@@ -114,8 +114,10 @@ class Logins:
                 raise LoginError(f"{provider} has no OAuth login (use method api_key)")
             try:
                 credential = await flow.login(interaction, self.env)
-            except (LoginCancelled, OAuthError):
+            except LoginCancelled:
                 raise
+            except OAuthError as exc:
+                raise OAuthError(_redacted(str(exc))) from None
             except AuthFileError as exc:
                 raise LoginError(str(exc)) from None
         elif method == "api_key":
@@ -180,7 +182,9 @@ class Logins:
             try:
                 post = await self.file.modify(provider, refresh)
             except OAuthError as exc:
-                raise LoginError(f"OAuth refresh failed for {provider}: {exc}. Log in again "
+                # an endpoint may echo what it was sent (the refresh token) in its error description
+                text = _redacted(str(exc), current, self.file.entry(provider))
+                raise LoginError(f"OAuth refresh failed for {provider}: {text}. Log in again "
                                  f"(rpcctl login {provider}, or /login in pi)") from None
             except AuthFileError as exc:
                 raise LoginError(f"OAuth refresh for {provider}: {exc}") from None
@@ -193,6 +197,14 @@ class Logins:
         if flow is None:
             return OAuthAuth(api_key=str(credential.get("access") or ""))
         return flow.to_auth(credential, self.env)
+
+
+def _redacted(text: str, *entries: Mapping[str, Any] | None) -> str:
+    """``text`` with every token of ``entries`` (and the usual secret shapes) masked."""
+    from rpcd.core.redact import Redactor
+
+    values = tuple(str(e[k]) for e in entries if e for k in ("access", "refresh", "key") if e.get(k))
+    return Redactor(extra_secrets=values).redact(text)
 
 
 _LOGINS: dict[str, Logins] = {}
