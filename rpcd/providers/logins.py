@@ -29,7 +29,7 @@ import attrs
 
 from rpcd.providers.authfile import AuthFile, AuthFileError, Entry
 from rpcd.providers.credentials import LoginError
-from rpcd.providers.oauth import FLOW_MODULES, Credential, Interaction, LoginCancelled, OAuthAuth, OAuthError
+from rpcd.providers.oauth import FLOW_MODULES, FLOWS, Credential, Interaction, LoginCancelled, OAuthAuth, OAuthError
 from rpcd.providers.oauth import flow as oauth_flow
 
 MIN_VALIDITY_MS: Final = 5 * 60 * 1000
@@ -96,10 +96,10 @@ class Logins:
             entry = stored.get(provider.id)
             kind = entry.get("type") if isinstance(entry, dict) and entry.get("type") in ("oauth", "api_key") else None
             expires = entry.get("expires") if kind == "oauth" and isinstance(entry, dict) else None
-            flow = oauth_flow(provider.id) if oauth else None
+            flow = FLOWS.get(provider.id)
             out.append(AuthProvider(
                 id=provider.id, name=flow.name if flow is not None else provider.name, oauth=oauth, api_key=api_key,
-                subscription=bool(flow.subscription) if flow is not None else False, stored=kind,
+                subscription=flow.subscription if flow is not None else False, stored=kind,
                 expires=int(expires) if isinstance(expires, int | float) and not isinstance(expires, bool) else None))
         return out
 
