@@ -2,10 +2,11 @@
 
 Pi 0.85.0 copies ``x.jsonl`` to ``x.jsonl``, ``x-1.jsonl``, ``x-2.jsonl``, ... (exclusive
 create) and skips the copy when the source already is the destination. We also refuse a
-source that is not a session before copying (its first parsed line must be a header, found
-as the full load finds it: however long the header line, however many blank lines before
-it), and ``import_session`` removes its own copy again when the session's stored cwd is
-missing (Pi leaves it behind).
+source that is not a session before copying (its first parsed line must be a header, looked
+for as Pi's ``readSessionHeader`` looks for it: within the first ``HEADER_SCAN_BYTES``, so a
+large file without a header is refused from its first lines, in one bounded read), and
+``import_session`` removes its own copy again when the session's stored cwd is missing (Pi
+leaves it behind).
 
 The copy streams in chunks (memory bounded by one chunk, or none where the kernel copies),
 reports its progress, and refuses a source over ``max_bytes`` (default
@@ -19,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -117,7 +119,7 @@ def import_session(
     source = check_import_source(source)
     with _open_source(source) as fd:
         size = _check_size(fd, source, max_bytes)
-        if size > 0 and not _starts_with_header(fd, _limit(max_bytes)):
+        if size > 0 and not _starts_with_header(fd):
             raise not_a_session(source)
         destination, copied = _copy_into(fd, source, session_dir, _limit(max_bytes), on_progress)
     manager = SessionManager.open(destination, session_dir, cwd_override)
@@ -133,10 +135,10 @@ def import_session(
 
 
 def starts_with_session_header(source: str) -> bool:
-    """Whether the regular file ``source`` is a session by Pi's full-load rule (its first line that
-    parses is a header), found however far into the file it is; streamed, nothing held."""
+    """Whether the regular file ``source`` is a session by Pi's header scan (``readSessionHeader``:
+    its first line that parses is a header, within ``HEADER_SCAN_BYTES``)."""
     with _open_source(source) as fd:
-        return _starts_with_header(fd, 1 << 62)
+        return _starts_with_header(fd)
 
 
 def _limit(max_bytes: int | None) -> int:
@@ -176,59 +178,46 @@ def _too_large(source: str, size: int | None, limit: int) -> SessionFileTooLarge
     )
 
 
+HEADER_SCAN_BYTES: Final = 1 << 20
+"""Pi's ``MAX_SESSION_HEADER_SCAN_BYTES`` (``readSessionHeader``): a session's header — the first line
+``JSON.parse`` accepts — is looked for in this many bytes of the file, never further."""
 _VALUE_START: Final = frozenset(b'{["-0123456789tfn')
+_NON_BLANK: Final = re.compile(rb"[^ \t\r\n]")
 _NOT_FOUND: Final = object()
 
 
-def _starts_with_header(fd: int, limit: int) -> bool:
-    """Whether the first line ``JSON.parse`` accepts is a session header (Pi's full-load rule).
-
-    Streams the file: blank and unparsable lines are skipped however long they are, and a
-    line that cannot be JSON (its first byte says so) is skipped without being held.
-    """
-    value = _first_parsed_line(fd, limit)
+def _starts_with_header(fd: int) -> bool:
+    """Whether the first line ``JSON.parse`` accepts is a session header, found as Pi's
+    ``readSessionHeader`` finds it: within the first ``HEADER_SCAN_BYTES`` (one read, nothing else
+    held), so a file without a header is refused from its first lines whatever its size."""
+    value = _first_parsed_line(fd)
     return isinstance(value, dict) and value.get("type") == E.SESSION and isinstance(value.get("id"), str)
 
 
-def _first_parsed_line(fd: int, limit: int) -> Any:
-    pending = bytearray()
-    started = hopeless = False
-    offset = 0
-    while True:
-        chunk = os.pread(fd, _CHUNK, offset)
-        offset += len(chunk)
-        if offset > limit:
-            raise OSError(errno.EFBIG, "grew past the import size limit while being read")
-        pos = 0
-        while True:
-            newline = chunk.find(b"\n", pos) if chunk else -1
-            end = newline if newline >= 0 else len(chunk)
-            if not hopeless and end > pos:
-                piece = memoryview(chunk)[pos:end]
-                if not started:
-                    stripped = bytes(piece[:64]).lstrip(b" \t\r")
-                    if not stripped and end - pos > 64:
-                        stripped = bytes(piece).lstrip(b" \t\r")
-                    if stripped:
-                        started = True
-                        hopeless = stripped[0] not in _VALUE_START
-                if not hopeless:
-                    pending += piece
-            if newline < 0 and chunk:
+def _first_parsed_line(fd: int) -> Any:
+    """The first line that parses (blank and malformed lines, and ``null``/``false``/``0``/``""``,
+    skipped as Pi skips them) among the lines that end within ``HEADER_SCAN_BYTES`` — a last line
+    without a newline counts only when the file ends there; ``_NOT_FOUND`` when there is none."""
+    data = os.pread(fd, HEADER_SCAN_BYTES + 1, 0)
+    whole = len(data) <= HEADER_SCAN_BYTES  # else the line cut by the bound is not within the scan
+    pos = 0
+    while (found := _NON_BLANK.search(data, pos)) is not None:  # blank lines skipped in one search
+        start = found.start()
+        end = data.find(b"\n", start)
+        if end < 0:
+            if not whole:
                 break
-            if started and not hopeless:
-                try:
-                    value = codec.loads(bytes(pending))
-                except codec.LineError:
-                    pass
-                else:
-                    if js_truthy(value):  # Pi skips a line parsing to null, false, 0 or ""
-                        return value
-            if not chunk:
-                return _NOT_FOUND
-            pending.clear()
-            started = hopeless = False
-            pos = newline + 1
+            end = len(data)
+        pos = end + 1
+        if data[start] not in _VALUE_START:
+            continue  # a line that cannot be JSON (its first byte says so)
+        try:
+            value = codec.loads(memoryview(data)[start:end])
+        except codec.LineError:
+            continue
+        if js_truthy(value):
+            return value
+    return _NOT_FOUND
 
 
 def _copy_into(

@@ -241,6 +241,25 @@ def test_resume_and_import_report_progress_before_answering(tmp_path: Path) -> N
         assert second == ["begin", "report", "end"]
 
 
+def test_import_of_a_gigabyte_without_a_header_is_refused_from_its_first_lines(tmp_path: Path) -> None:
+    """Issue 30.5: a 1 GiB file (a hole) whose first line looks like JSON and never ends was held whole
+    (24 s, +4 GB RSS) before -32031; now one bounded read decides, the session is untouched."""
+    source = tmp_path / "no-header.jsonl"
+    with source.open("wb") as handle:
+        handle.write(b"{")
+        handle.truncate(1 << 30)
+    with Daemon("--agent-dir", str(tmp_path / "agent"), "--cwd", str(tmp_path)) as d:
+        d.initialize()
+        before = d.call("getState")
+        refused = d.reply("importJsonl", {"path": str(source)})
+        assert refused["error"]["code"] == -32031 and refused["error"]["data"]["terminal"] is False
+        assert d.call("getState")["sessionId"] == before["sessionId"]
+        peak_kib = int(next(line.split()[1] for line in Path(f"/proc/{d.proc.pid}/status").read_text().splitlines()
+                            if line.startswith("VmHWM")))
+    assert peak_kib < 512 * 1024, f"peak RSS {peak_kib} KiB"
+    assert not list((tmp_path / "agent").rglob("no-header*.jsonl"))  # nothing copied
+
+
 def test_list_sessions_pages_through_every_session(tmp_path: Path) -> None:
     with Daemon("--agent-dir", str(tmp_path / "agent"), "--cwd", str(tmp_path)) as d:
         d.initialize()

@@ -237,11 +237,12 @@ def test_an_import_streams_the_copy_and_reports_its_progress(tmp_path: Path) -> 
     assert manager.get_entries() == []  # the zeros are one unreadable line, skipped as Pi skips it
 
 
-# -- item 13: where the full load finds the header, so does the import's check ------------------------
+# -- item 13 / issue 30.5: where the full load finds the header, so does the import's check, within
+# Pi's header scan (readSessionHeader's 1 MiB); past it, refused from the first lines ----------------
 
 
-@pytest.mark.parametrize("prefix", [b"", b"\n" * (1 << 20) + b"\n", b"null\n0\n"])
-@pytest.mark.parametrize("header_padding", [0, 1 << 20])
+@pytest.mark.parametrize("prefix", [b"", b"\n" * 100_000, b"null\n0\n", b"{bad json\n\x00\x00\n"])
+@pytest.mark.parametrize("header_padding", [0, 500_000])
 def test_an_import_accepts_every_session_a_resume_accepts(prefix: bytes, header_padding: int, tmp_path: Path) -> None:
     header = {**HEADER, "meta": "x" * header_padding}
     entry = {"type": "message", "id": "u1", "parentId": None, "timestamp": "t", "message": USER}
@@ -251,6 +252,39 @@ def test_an_import_accepts_every_session_a_resume_accepts(prefix: bytes, header_
     imported = import_session(str(source), str(tmp_path / "sessions"), cwd_override=str(tmp_path))
     assert imported.get_header() == resumed.get_header() == header
     assert imported.get_entries() == resumed.get_entries() == [entry]
+
+
+@pytest.mark.parametrize("first", [b"{", b"[", b"\n" * (1 << 20) + b"{"], ids=["brace", "bracket", "blank MiB"])
+def test_a_large_file_without_a_header_is_refused_from_its_first_lines(first: bytes, tmp_path: Path) -> None:
+    """A 1 GiB file (a hole: no disk used) whose first line looks like JSON and never ends: the check
+    held the whole line (+4 GB RSS for 1 GiB, 24 s) before refusing it; it reads Pi's 1 MiB header
+    scan and refuses, copying nothing."""
+    import tracemalloc
+
+    source = tmp_path / "big.jsonl"
+    with source.open("wb") as handle:
+        handle.write(first)
+        handle.truncate(1 << 30)
+    tracemalloc.start()
+    try:
+        with pytest.raises(NotASessionError):
+            import_session(str(source), str(tmp_path / "sessions"))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * importing.HEADER_SCAN_BYTES, f"peak {peak / 2**20:.0f} MiB"
+    assert not (tmp_path / "sessions").exists()
+
+
+def test_a_header_past_pis_header_scan_is_refused_by_the_import(tmp_path: Path) -> None:
+    """Pi's discovery stops at 1 MiB too (its open falls back to a full load; a file Pi writes starts
+    with its header line): the import does not read further to look for one."""
+    source = tmp_path / "late.jsonl"
+    source.write_bytes(b" " * importing.HEADER_SCAN_BYTES + b"\n" + json.dumps(HEADER).encode() + b"\n")
+    assert SessionManager.open(str(source)).get_header() == HEADER  # a resume still reads it
+    with pytest.raises(NotASessionError):
+        import_session(str(source), str(tmp_path / "sessions"))
+    assert not (tmp_path / "sessions").exists()
 
 
 def test_opening_a_sparse_file_holds_it_once(tmp_path: Path) -> None:
@@ -276,11 +310,11 @@ _LINES = st.sampled_from([
 
 
 @settings(max_examples=300, deadline=None)
-@given(lines=st.lists(_LINES, max_size=6), chunk=st.integers(min_value=1, max_value=64), newline=st.booleans())
+@given(lines=st.lists(_LINES, max_size=6), newline=st.booleans())
 def test_the_import_check_finds_the_header_where_the_full_load_does(
-    lines: list[bytes], chunk: int, newline: bool, tmp_path_factory: pytest.TempPathFactory
+    lines: list[bytes], newline: bool, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    """Streamed in chunks of any size, the check agrees with the loader: session or not."""
+    """Within Pi's header scan, the check agrees with the loader: session or not."""
     data = b"\n".join(lines) + (b"\n" if newline else b"")
     path = tmp_path_factory.mktemp("check") / "s.jsonl"
     path.write_bytes(data)
@@ -290,9 +324,7 @@ def test_the_import_check_finds_the_header_where_the_full_load_does(
         loads = False
     fd = os.open(path, os.O_RDONLY)
     try:
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(importing, "_CHUNK", chunk)
-            found = importing._starts_with_header(fd, 1 << 20)
+        found = importing._starts_with_header(fd)
     finally:
         os.close(fd)
     assert found == loads, data
