@@ -141,7 +141,7 @@ class Daemon:
             SessionMethods(self.host, self.pump, self.library),
             ApprovalMethods(self.host, self.approval),
             TrustMethods(self.host, self.services.saved_trust),
-            LoginMethods(options.agent_dir, self.requests),
+            LoginMethods(self.services, self.requests),
         )
         self.disposal_failure: BaseException | None = None
         self._on_ending = on_ending

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
+from rpcd.core.errors import LoginFailedError
 from rpcd.core.files import read_regular
 from rpcd.core.values import Diagnostic
 from rpcd.providers.models_config import (
@@ -60,7 +61,7 @@ class CredentialError(Exception):
     """Credentials for a provider exist but cannot be used (message names no value)."""
 
 
-class LoginError(CredentialError):
+class LoginError(CredentialError, LoginFailedError):
     """A login, logout or OAuth refresh failed; the message names the provider and the step, never a token."""
 
 

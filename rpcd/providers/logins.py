@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import anyio
 import attrs
@@ -46,7 +46,7 @@ class AuthProvider:
     oauth: bool
     api_key: bool
     subscription: bool = False
-    stored: str | None = None
+    stored: Literal["oauth", "api_key"] | None = None
     """What auth.json holds for it now: ``oauth``, ``api_key`` or ``None``."""
     expires: int | None = None
     """The stored OAuth access token's expiry (ms since the epoch), when there is one."""
@@ -94,7 +94,9 @@ class Logins:
             if not oauth and not api_key:
                 continue
             entry = stored.get(provider.id)
-            kind = entry.get("type") if isinstance(entry, dict) and entry.get("type") in ("oauth", "api_key") else None
+            kind: Literal["oauth", "api_key"] | None = None
+            if isinstance(entry, dict) and entry.get("type") in ("oauth", "api_key"):
+                kind = "oauth" if entry["type"] == "oauth" else "api_key"
             expires = entry.get("expires") if kind == "oauth" and isinstance(entry, dict) else None
             flow = FLOWS.get(provider.id)
             out.append(AuthProvider(

@@ -22,16 +22,19 @@ from typing import Any, Final, Protocol
 
 import attrs
 
+from rpcd.core.errors import LoginCancelledError, LoginFailedError
+
 Notice = Mapping[str, Any]
 Prompt = Mapping[str, Any]
 Credential = dict[str, Any]
 
 
-class LoginCancelled(Exception):
-    """The person cancelled (declined a prompt, closed the dialog) or the login was aborted."""
+LoginCancelled = LoginCancelledError
+"""The person cancelled (declined a prompt, closed the dialog) or the login was aborted (core's type:
+a front's prompt raises it too)."""
 
 
-class OAuthError(Exception):
+class OAuthError(LoginFailedError):
     """A login or refresh failed; the message names the step and the status, never a token."""
 
 
