@@ -43,6 +43,7 @@ from rpcd.clients.types import (
     ReplacementResult,
     RevokeApprovalRuleResult,
     RevokeTrustResult,
+    SaveTrustResult,
     SessionSort,
     SessionState,
     SessionStats,
@@ -227,6 +228,10 @@ class SyncMethods:
     def revoke_trust(self, directory: str | os.PathLike[str], *, timeout: float | None=_UNSET) -> RevokeTrustResult:
         'Blocking :meth:`RpcdClient.revoke_trust`: Forget the decision saved for ``directory``: it is asked about again.'
         return self._run(self.client.revoke_trust(directory, timeout=timeout))
+
+    def save_trust(self, directory: str | os.PathLike[str], trusted: bool=True, *, timeout: float | None=_UNSET) -> SaveTrustResult:
+        "Blocking :meth:`RpcdClient.save_trust`: Save a trust decision for ``directory`` (Pi's ``/trust``): its settings, extensions and skills load in sessions started from now on (``trusted=False`` saves a refusal)."
+        return self._run(self.client.save_trust(directory, trusted, timeout=timeout))
 
     def list_auth_providers(self, *, timeout: float | None=_UNSET) -> ListAuthProvidersResult:
         'Blocking :meth:`RpcdClient.list_auth_providers`: The providers ``login`` can log in to, and what auth.json (shared with Pi) holds for each.'

@@ -1,142 +1,75 @@
-"""``rpcctl chat``: a line-oriented interactive session over one long-lived daemon.
+"""``rpcctl chat``: an interactive session over one long-lived daemon.
 
-Plain lines are prompts (the reply streams as it arrives); the slash commands below replace
-or inspect the session, and any other ``/name args`` goes to the daemon as a prompt (a prompt
-template, ``/skill:name`` or an extension command; ``/commands`` lists them). Ctrl-C during a
-reply aborts the turn (the daemon and the session stay); at an idle prompt Ctrl-C drops the
-half-typed line and a second one in a row quits (exit 130), as does Ctrl-D (exit 0). Lines are
-edited with readline and kept in a history per agent dir. Thinking streams dimmed (``/thinking``
-toggles it). When a tool call needs approval, the question is printed (title, arguments, paths)
-and answered with ``y`` (once), ``a`` (always), ``n`` (no) or ``r`` (reject always); every line
-typed goes through one :class:`~rpcd.clients.terminal.LineReader`, so a question the daemon
-withdraws (timeout, abort) never swallows the next prompt.
+A banner names the session, model, thinking level, approval policy and project; a resumed session
+shows its conversation so far. A prompt may span lines (a paste stays one prompt; Shift-Enter,
+Alt-Enter or a ``\\`` at the end of a line starts a new one). The reply streams as Markdown with
+tool calls drawn as blocks (command, output, exit code, diffs) and a spinner while the model works
+or thinks; what is typed meanwhile is shown under it — Enter steers the turn with it, Alt-Enter
+queues it as a follow-up, Esc or Ctrl-C aborts (the daemon and the session stay); text left when
+the reply ends is back at the prompt. Slash commands are Pi's (``clients/slash.py``: one table,
+pickers where Pi has one); a ``/word`` that is neither one of them nor the daemon's (prompt
+templates, skills, extension commands) is refused; ``!command`` runs a shell command the model
+then sees (``!!command``: it does not). A tool call that needs approval is asked with its diff:
+yes once / always / no / reject always. With ``--json`` every result is one JSON line (a turn's is
+the prompt result: text, sessionId, usage, isError …). Ctrl-C twice at an idle prompt leaves (exit
+130), as does Ctrl-D or ``/quit`` (exit 0).
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib
 from typing import TYPE_CHECKING, Any
 
-from rpcd.clients import render
+from rpcd.clients import blocks, render, slash
 from rpcd.clients.client import RpcdClient
 from rpcd.clients.errors import RpcError
+from rpcd.clients.keys import Choice, Key
 from rpcd.clients.output import run_prompt
 from rpcd.clients.terminal import LineReader, Quit
+from rpcd.protocol.names import SESSION_EVENT
 
 if TYPE_CHECKING:
     from rpcd.clients.output import Printer
 
-HELP = """commands:
-  /new                 start a new session
-  /resume PATH         switch to a session file
-  /fork [ID]           fork before a user entry (no ID: list the candidates)
-  /clone [ID]          clone the branch ending at ID (default: the leaf)
-  /state  /tree  /messages
-  /sessions [--all]    this project's sessions (--all: every project's)
-  /name NAME           set the session's name
-  /model PROVIDER ID   switch the session's model
-  /login [PROVIDER]    log in as Pi's /login does (no PROVIDER: list them; --api-key: store a key)
-  /logout PROVIDER     remove a provider's stored credential
-  /commands            the project's prompt templates, skills and extension commands
-  /thinking [on|off]   show or hide the model's thinking (dimmed)
-  /quit                leave (also Ctrl-D, or Ctrl-C twice at the prompt)
-Ctrl-C during a reply aborts the turn; the session stays.
-anything else is sent as a prompt (so is /template args, /skill:name, /extension-command)."""
-LOCAL = frozenset({"quit", "exit", "q", "help", "new", "resume", "fork", "clone", "state", "tree", "messages",
-                   "sessions", "model", "name", "commands", "thinking", "login", "logout"})
+PROMPT = "› "
+HISTORY_MESSAGES = 20
+"""Messages of a resumed session shown when the chat starts on it (``/messages`` lists all)."""
+EXTRA_COMMAND_MODULES: tuple[str, ...] = ("rpcd.clients.login",)
+"""Modules whose ``@slash.command`` rows join the table when a chat starts (another room's commands)."""
 
-
-def _user_entries(tree: dict[str, Any]) -> list[tuple[str, str]]:
-    out = []
-    for entry in tree.get("entries") or []:
-        message = entry.get("message") if isinstance(entry, dict) else None
-        if entry.get("type") == "message" and isinstance(message, dict) and message.get("role") == "user":
-            out.append((str(entry["id"]), render.short(render.message_text(message), 50)))
-    return out
-
-
+APPROVAL_CHOICES = (("Yes, once", "allowOnce"), ("Always (remember for this project)", "allowAlways"),
+                    ("No", "rejectOnce"), ("Never (remember: reject always)", "rejectAlways"))
 APPROVAL_ANSWERS = {"y": "allowOnce", "a": "allowAlways", "n": "rejectOnce", "r": "rejectAlways"}
 
 
 def approval_handler(reader: LineReader, printer: Printer) -> Any:
-    """``tool/authorize`` answered by the person at the terminal."""
+    """``tool/authorize`` answered by the person at the terminal: the question, the call's diff,
+    then a choice (a picker at a terminal, a letter otherwise)."""
 
     async def authorize(params: Any) -> dict[str, Any]:
-        printer.end_stream()
-        printer.err.write(render.approval_question(params if isinstance(params, dict) else {}) + "\n")
+        printer.drain()  # the call's block (its tool_execution_start) is drawn first
+        printer.pause()
+        question = params if isinstance(params, dict) else {}
+        printer.lines(printer.approval_preview(question))
+        printer.pause()
+        diffed = printer.diff_shown(question)  # the diff says what the arguments would
+        printer.err.write(render.approval_question(question, arguments=not diffed) + "\n")
+        printer.err.flush()
         try:
-            line = await reader.read("allow? [y]es once / [a]lways / [n]o / [r]eject always: ")
+            if reader.interactive:  # the chat at a terminal: a picker
+                chosen = await reader.pick("allow this call?", [Choice(label) for label, _ in APPROVAL_CHOICES])
+                decision = APPROVAL_CHOICES[chosen][1] if chosen is not None else "rejectOnce"
+            else:  # a one-shot's plain stdin reader, or a chat fed by a pipe: a letter
+                line = await reader.read("allow? [y]es once / [a]lways / [n]o / [r]eject always: ")
+                decision = APPROVAL_ANSWERS.get((line or "").strip()[:1].lower(), "rejectOnce")
         except asyncio.CancelledError:
-            printer.err.write("\n(question withdrawn by the daemon)\n")
+            printer.err.write("(question withdrawn by the daemon)\n")
             raise
-        decision = APPROVAL_ANSWERS.get((line or "").strip()[:1].lower(), "rejectOnce")
+        printer.note(f"  → {dict((v, k) for k, v in APPROVAL_CHOICES)[decision]}")
         return {"decision": decision}
 
     return authorize
-
-
-async def _command(client: RpcdClient, printer: Printer, line: str) -> bool:
-    """Run one slash command; False means quit."""
-    name, _, rest = line[1:].partition(" ")
-    rest = rest.strip()
-    if name in ("quit", "exit", "q"):
-        return False
-    if name == "help":
-        printer.err.write(HELP + "\n")
-    elif name == "new":
-        printer.result(await client.new_session(progress=render.ProgressDisplay(printer.err)),
-                       lambda r: render.replacement(r, "new"))
-    elif name == "resume" and rest:
-        printer.result(await client.resume(rest, progress=render.ProgressDisplay(printer.err)),
-                       lambda r: render.replacement(r, "resume"))
-    elif name == "fork":
-        if not rest:
-            candidates = _user_entries(dict(await client.get_tree()))
-            printer.result(candidates, lambda c: render.table(("entry", "user message"), c) if c else "nothing to fork")
-        else:
-            printer.result(await client.fork(rest), lambda r: render.replacement(r, "fork"))
-    elif name == "clone":
-        printer.result(await client.clone(rest or None), lambda r: render.replacement(r, "clone"))
-    elif name == "state":
-        printer.result(await client.get_state(), render.state)
-    elif name == "tree":
-        printer.result(await client.get_tree(), render.tree)
-    elif name == "messages":
-        printer.result(await client.get_messages(), render.messages)
-    elif name == "sessions" and rest in ("", "--all"):
-        cwd = None if rest else (await client.get_state()).get("cwd")
-        printer.result(await client.list_sessions(cwd=cwd), render.sessions)
-    elif name == "model" and len(rest.split()) == 2:
-        provider, model_id = rest.split()
-        printer.result(await client.set_model(provider, model_id), render.model)
-    elif name == "login" and not rest:
-        from rpcd.clients.login import providers_table
-
-        printer.result(await client.list_auth_providers(), providers_table)
-    elif name == "login":
-        words = rest.split()
-        method = "api_key" if "--api-key" in words else "oauth"
-        provider = next((w for w in words if not w.startswith("--")), "")
-        done = await client.login(provider, method=method)
-        printer.result(done, lambda r: f"logged in to {r['provider']} ({r['type']}); its models are usable now")
-    elif name == "logout" and rest:
-        gone = await client.logout(rest)
-        printer.result(gone, lambda r: f"logged out of {r['provider']}" if r["removed"]
-                       else f"nothing stored for {r['provider']}")
-    elif name == "name" and rest:
-        await client.set_session_name(rest)
-        printer.result(None, lambda _: f"session name set to {rest!r}")
-    elif name == "thinking" and rest in ("", "on", "off"):
-        printer.thinking = not printer.thinking if not rest else rest == "on"
-        printer.note(f"thinking {'shown' if printer.thinking else 'hidden'}")
-    elif name == "commands":
-        rows = [(f"/{c['name']}", c["source"], c.get("argumentHint", ""), c.get("description", ""))
-                for c in (await client.get_commands())["commands"]]
-        printer.result(rows, lambda r: render.table(("command", "source", "arguments", "description"), r)
-                       if r else "no commands")
-    else:
-        printer.err.write(f"unknown or incomplete command: {line} (try /help)\n")
-    return True
 
 
 class _Interrupts:
@@ -149,13 +82,15 @@ class _Interrupts:
         self.at_prompt = 0
         self._aborts: set[asyncio.Task[Any]] = set()
 
+    def abort(self) -> None:
+        self.printer.note("^C: aborting the turn")
+        task = asyncio.get_running_loop().create_task(self.client.abort())
+        self._aborts.add(task)
+        task.add_done_callback(self._aborts.discard)
+
     def __call__(self) -> bool:
         if self.turn is not None and not self.turn.done():
-            self.printer.end_stream()
-            self.printer.note("^C: aborting the turn")
-            abort = asyncio.get_running_loop().create_task(self.client.abort())
-            self._aborts.add(abort)
-            abort.add_done_callback(self._aborts.discard)
+            self.abort()
             return False
         self.at_prompt += 1
         if self.at_prompt >= 2:
@@ -164,37 +99,200 @@ class _Interrupts:
         return False
 
 
+class Chat:
+    """One chat: the daemon's client, the printer, the terminal, the turn running now."""
+
+    def __init__(self, client: RpcdClient, printer: Printer, reader: LineReader) -> None:
+        self.client = client
+        self.printer = printer
+        self.reader = reader
+        self.interrupts = _Interrupts(client, printer)
+        self.typed = ""
+        """What was typed while the reply streamed (shown under it; back at the prompt after)."""
+        self._leaving = False
+        self._daemon_commands: set[str] | None = None
+        self._background: set[asyncio.Task[Any]] = set()
+        client.on_notification(self._watch)
+
+    @property
+    def streaming(self) -> bool:
+        return self.interrupts.turn is not None and not self.interrupts.turn.done()
+
+    def quit(self) -> None:
+        self._leaving = True
+
+    def _watch(self, method: str, params: Any) -> None:
+        if method == SESSION_EVENT and isinstance(params, dict) and \
+                (params.get("event") or {}).get("type") == "commands_changed":
+            self._daemon_commands = None  # a replacement changed what /word may name
+
+    async def run(self) -> int:
+        self.reader.on_interrupt = self.interrupts
+        for module in EXTRA_COMMAND_MODULES:
+            importlib.import_module(module)
+        await self.banner()
+        while not self._leaving:
+            try:
+                line = await self.reader.read(PROMPT, history=True, prefill=self.typed)
+            except Quit:
+                return 130
+            self.typed = ""
+            if line is None:
+                return 0
+            self.interrupts.at_prompt = 0
+            if not line.strip():
+                continue
+            try:
+                await self.submit(line.strip("\n"))
+            except slash.UsageProblem as problem:
+                self.printer.warn(str(problem))
+            except RpcError as exc:  # the session usually stays usable: report and keep chatting
+                self.printer.warn(render.rpc_error(exc))
+                if exc.terminal:
+                    return 3
+        return 0
+
+    # -- what a line is ------------------------------------------------------------------------------
+
+    async def submit(self, line: str) -> None:
+        stripped = line.strip()
+        if stripped.startswith("/") and not stripped.startswith("//"):
+            name, _, rest = stripped[1:].partition(" ")
+            row = slash.COMMANDS.get(name)
+            if row is not None:
+                await row.run(self, rest.strip())
+                return
+            if name not in await self.daemon_commands():
+                self.printer.warn(f"unknown command /{name} (not a template, skill or extension command either); "
+                                  "/help lists the commands, // sends a line starting with /")
+                return
+        elif stripped.startswith("!"):
+            await self.shell(stripped)
+            return
+        await self.turn(line[1:] if stripped.startswith("//") else line)
+
+    async def daemon_commands(self) -> set[str]:
+        """What a prompt's ``/word`` may name on the daemon (``getCommands``: templates, skills,
+        extension commands), cached until a replacement changes it."""
+        if self._daemon_commands is None:
+            self._daemon_commands = {str(c["name"]) for c in (await self.client.get_commands())["commands"]}
+        return self._daemon_commands
+
+    async def shell(self, line: str) -> None:
+        """Pi's ``!command`` (its output reaches the model) and ``!!command`` (it does not)."""
+        hidden = line.startswith("!!")
+        command = line[2:] if hidden else line[1:]
+        if not command.strip():
+            return
+        self.printer.lines([[("● ", "tool.bullet"), ("$ ", "tool.name"), (command, "tool.detail")]])
+        result = await self.client.bash(command, exclude_from_context=hidden or None)
+        self.printer.result(result, lambda r: render.bash_result(r, shown_to_model=not hidden))
+
+    async def turn(self, text: str) -> None:
+        self.interrupts.turn = asyncio.create_task(run_prompt(self.client, text, self.printer))
+        self.reader.keys_on(self._key)
+        try:
+            outcome = await self.interrupts.turn
+        finally:
+            self.interrupts.turn = None
+            self.reader.keys_off()
+            self.printer.view.set_status(None)
+        if self.printer.as_json:
+            self.printer.result(outcome)
+        elif outcome.get("isError"):
+            self.printer.warn(render.turn_failure(outcome))
+
+    # -- keys while a reply streams ---------------------------------------------------------------------
+
+    def _key(self, key: Key) -> None:
+        if key.name in ("text", "paste"):
+            self.typed += key.text
+        elif key.name == "backspace":
+            self.typed = self.typed[:-1]
+        elif key.name == "ctrl-u":
+            self.typed = ""
+        elif key.name in ("shift-enter",):
+            self.typed += "\n"
+        elif key.name == "escape":
+            if self.streaming:
+                self.interrupts.abort()
+        elif key.name in ("enter", "alt-enter") and self.typed.strip():
+            text, self.typed = self.typed, ""
+            self._queue(text, follow_up=key.name == "alt-enter")
+        self._show_typed()
+
+    def _show_typed(self) -> None:
+        if self.typed:
+            shown = self.typed.replace("\n", "⏎")
+            self.printer.view.set_status(f"› {shown}▏   Enter: steer · Alt+Enter: follow-up · Esc: abort")
+        else:
+            self.printer.view.set_status(None)
+
+    def _queue(self, text: str, *, follow_up: bool) -> None:
+        async def send() -> None:
+            try:
+                if follow_up:
+                    await self.client.follow_up(text)
+                else:
+                    await self.client.steer(text)
+            except RpcError as exc:
+                self.printer.warn(render.rpc_error(exc))
+                return
+            self.printer.note(f"↳ {'follow-up queued' if follow_up else 'steering'}: {render.short(text, 70)}")
+
+        task = asyncio.get_running_loop().create_task(send())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    # -- what is shown around turns ---------------------------------------------------------------------
+
+    async def banner(self) -> None:
+        state = await self.client.get_state()
+        self.printer.drain()
+        model = state.get("model")
+        parts = [f"{model['provider']}/{model['modelId']}" if model else "no model",
+                 f"thinking {state.get('thinkingLevel', 'off')}", f"approval {state.get('approvalPolicy', '?')}",
+                 f"session {str(state.get('sessionId', ''))[:13]}"
+                 + (f" “{state['name']}”" if state.get("name") else ""),
+                 render.home_short(state.get("cwd"))]
+        self.printer.note("rpcd chat · " + " · ".join(parts))
+        self.printer.note("/help: commands and keys · Shift+Enter or \\ for a new line · Ctrl-C aborts a reply")
+        if state.get("messageCount"):
+            await self.conversation()
+
+    async def conversation(self) -> None:
+        """The session's messages so far (the last ones), as they were shown."""
+        if self.printer.as_json:
+            return
+        messages = list((await self.client.get_messages())["messages"])
+        earlier = len(messages) - HISTORY_MESSAGES
+        if earlier > 0:
+            self.printer.note(f"… {earlier} earlier messages (/messages lists them)")
+        for message in messages[-HISTORY_MESSAGES:]:
+            role = message.get("role")
+            if role == "user":
+                self.printer.lines([[("› ", "user"), (render.message_text(message), "user")]])
+            elif role == "assistant":
+                for part in message.get("content") or []:
+                    if part.get("type") == "text" and part.get("text"):
+                        self.printer.view.text(str(part["text"]))
+                    elif part.get("type") == "toolCall":
+                        self.printer.lines([blocks.header(str(part.get("name", "?")), part.get("arguments"))])
+                self.printer.end_stream()
+            elif role == "bashExecution":
+                self.printer.lines([[("● ", "tool.bullet"), ("$ ", "tool.name"),
+                                     (str(message.get("command", "")), "tool.detail")]])
+        self.printer.end_stream()
+
+    async def replaced(self, result: Any, label: str) -> None:
+        self.printer.result(result, lambda r: render.replacement(r, label))
+        if not result.get("cancelled"):
+            self._daemon_commands = None
+            state = await self.client.get_state()
+            if state.get("messageCount"):
+                await self.conversation()
+
+
 async def chat(client: RpcdClient, printer: Printer, reader: LineReader) -> int:
     """The chat loop; returns the exit code (0 after /quit or Ctrl-D, 130 after Ctrl-C twice)."""
-    interrupts = _Interrupts(client, printer)
-    reader.on_interrupt = interrupts
-    state = await client.get_state()
-    printer.drain()
-    printer.note(f"chat with session {state.get('sessionId')} in {state.get('cwd')} — /help for commands")
-    while True:
-        try:
-            line = await reader.read("> ", history=True)
-        except Quit:
-            return 130
-        if line is None:
-            return 0
-        interrupts.at_prompt = 0
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            if line.startswith("/") and line[1:].partition(" ")[0] in LOCAL:
-                if not await _command(client, printer, line):
-                    return 0
-                continue
-            interrupts.turn = asyncio.create_task(run_prompt(client, line, printer))
-            try:
-                stop = await interrupts.turn
-            finally:
-                interrupts.turn = None
-            if stop.get("stopReason") in ("error", "aborted"):
-                printer.note(f"(turn {stop['stopReason']})")
-        except RpcError as exc:  # the session usually stays usable: report and keep chatting
-            printer.warn(render.rpc_error(exc))
-            if exc.terminal:
-                return 3
+    return await Chat(client, printer, reader).run()

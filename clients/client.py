@@ -30,6 +30,7 @@ from typing import Any, TextIO, cast
 from rpcd.clients.connection import ByteSink, ByteSource, Connection, RequestHandler
 from rpcd.clients.errors import ClientError, ConnectionClosed, DaemonDied, ProtocolViolation, RpcError
 from rpcd.clients.process import DaemonProcess, default_command
+from rpcd.clients.turns import TurnRecorder
 from rpcd.clients.types import (
     PROTOCOL_VERSION,
     SESSION_SCOPED,
@@ -68,6 +69,7 @@ from rpcd.clients.types import (
     ReplacementResult,
     RevokeApprovalRuleResult,
     RevokeTrustResult,
+    SaveTrustResult,
     SessionSort,
     SessionState,
     SessionStats,
@@ -123,6 +125,7 @@ from rpcd.protocol.names import (
     RESUME,
     REVOKE_APPROVAL_RULE,
     REVOKE_TRUST,
+    SAVE_TRUST,
     SET_APPROVAL_POLICY,
     SET_AUTO_COMPACTION,
     SET_AUTO_RETRY,
@@ -284,6 +287,7 @@ class RpcdClient:
         self.server: InitializeResult | None = None
         self._streams: set[EventStream] = set()
         self._listeners: list[Callable[[str, Any], None]] = []
+        self._turns: set[TurnRecorder] = set()
         self._progress: dict[str, ProgressCallback] = {}
         self._tokens = itertools.count(1)
         self._last_seq: dict[tuple[str, int], int] = {}
@@ -424,6 +428,8 @@ class RpcdClient:
                         callback(params.get("value") or {})
             elif isinstance(generation, int) and generation > self.generation:
                 self.generation = generation
+        for turn in self._turns:
+            turn.feed(method, params)
         # This runs on the connection's reader: a listener that raises must not end the reader
         # (every pending request would then hang), nor keep later listeners from their events.
         for listener in list(self._listeners):
@@ -663,13 +669,32 @@ class RpcdClient:
         timeout: float | None = None,
     ) -> PromptResult:
         """Run one turn; events stream meanwhile. No timeout by default: turns legitimately run long.
-        With ``streaming_behavior`` and a turn running, the text is queued into it (``queued``)."""
+        With ``streaming_behavior`` and a turn running, the text is queued into it (``queued``).
+
+        A turn that ran answers ``stopReason`` plus what its events said (``clients.turns``): ``text``
+        (the last assistant message's), ``sessionId``, ``sessionFile`` (once written), ``usage``,
+        ``cost``, ``isError`` and, for a failed or aborted turn, ``errorMessage`` (e.g. the
+        provider's 401)."""
         params: dict[str, Any] = {"text": text}
         if images:
             params["images"] = list(images)
         if streaming_behavior is not None:
             params["streamingBehavior"] = streaming_behavior
-        return cast(PromptResult, await self.call(PROMPT, params, timeout=timeout))
+        turn = TurnRecorder()
+        self._turns.add(turn)
+        try:
+            answer = await self.call(PROMPT, params, timeout=timeout)
+        finally:
+            self._turns.discard(turn)
+        if not isinstance(answer, dict) or "stopReason" not in answer:
+            return cast(PromptResult, answer)
+        result = turn.outcome(answer)
+        with contextlib.suppress(ClientError):  # the file is a courtesy: the turn's answer stands
+            state = await self.get_state()
+            if state.get("sessionId") == result.get("sessionId", state.get("sessionId")) and "sessionFile" in state:
+                result["sessionFile"] = state["sessionFile"]
+                result.setdefault("sessionId", state["sessionId"])
+        return cast(PromptResult, result)
 
     async def steer(self, text: str, *, images: Sequence[Image] | None = None,
                     timeout: float | None = _UNSET) -> None:
@@ -777,6 +802,13 @@ class RpcdClient:
         params = {"directory": os.fspath(directory)}
         return cast(RevokeTrustResult, await self.call(REVOKE_TRUST, params, timeout=timeout))
 
+    async def save_trust(
+        self, directory: str | os.PathLike[str], trusted: bool = True, *, timeout: float | None = _UNSET
+    ) -> SaveTrustResult:
+        """Save a trust decision for ``directory`` (Pi's ``/trust``): its settings, extensions and skills
+        load in sessions started from now on (``trusted=False`` saves a refusal)."""
+        params = {"directory": os.fspath(directory), "trusted": trusted}
+        return cast(SaveTrustResult, await self.call(SAVE_TRUST, params, timeout=timeout))
     async def list_auth_providers(self, *, timeout: float | None = _UNSET) -> ListAuthProvidersResult:
         """The providers ``login`` can log in to, and what auth.json (shared with Pi) holds for each."""
         return cast(ListAuthProvidersResult, await self.call(LIST_AUTH_PROVIDERS, timeout=timeout))

@@ -25,7 +25,8 @@ def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
 def _options(parser: argparse.ArgumentParser) -> Iterator[tuple[list[str], list[str] | None, str]]:
     """(option strings, choices or None for a flag / free value, help) of every optional."""
     for action in parser._actions:
-        if not action.option_strings or action.help == argparse.SUPPRESS:
+        hidden = action.help == argparse.SUPPRESS and not getattr(action, "global_option", False)
+        if not action.option_strings or hidden:
             continue
         takes_value = action.nargs != 0
         choices = [str(c) for c in action.choices] if action.choices else ([] if takes_value else None)

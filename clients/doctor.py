@@ -10,7 +10,6 @@ records the question and answers ``deny``, so nothing is remembered).
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -24,14 +23,34 @@ def agent_dir(given: str | None) -> Path:
     return Path(os.path.expanduser(given or os.environ.get("PI_CODING_AGENT_DIR") or "~/.pi/agent"))
 
 
-def file_report(path: Path) -> dict[str, Any]:
+def file_report(path: Path, diagnostics: list[dict[str, Any]]) -> dict[str, Any]:
+    """Found or not, and whether the daemon could use it: its own warnings name the file (the daemon
+    reads each as Pi does — models.json with comments, settings merged — so its word is the one that
+    counts, never a second parser's here)."""
     if not path.exists():
         return {"path": str(path), "found": False}
-    try:
-        json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        return {"path": str(path), "found": True, "valid": False, "problem": type(exc).__name__ + ": " + str(exc)}
+    problems = [str(d.get("message")) for d in diagnostics
+                if d.get("type") in ("warning", "error") and str(path) in str(d.get("message", ""))]
+    if problems:
+        return {"path": str(path), "found": True, "valid": False, "problem": problems[0]}
     return {"path": str(path), "found": True, "valid": True}
+
+
+def credential_sources(models: dict[str, Any]) -> dict[str, str]:
+    """provider -> where its key comes from (``getAvailableModels``' ``credentialSource``)."""
+    out: dict[str, str] = {}
+    for model in models.get("models") or ():
+        if isinstance(model, dict):
+            offline = model.get("provider") == "faux"
+            out.setdefault(str(model.get("provider")),
+                           "no key: the offline model" if offline else str(model.get("credentialSource") or "?"))
+    return out
+
+
+def describe_source(source: str) -> str:
+    if source.isupper() or ("_" in source and " " not in source):
+        return f"${source}"
+    return source
 
 
 class TrustProbe:
@@ -50,19 +69,19 @@ class TrustProbe:
 
 def report(agent: Path, cwd: str, state: dict[str, Any], models: dict[str, Any], diagnostics: list[dict[str, Any]],
            probe: TrustProbe) -> dict[str, Any]:
-    files = {name: file_report(agent / name) for name in FILES}
+    files = {name: file_report(agent / name, diagnostics) for name in FILES}
     project_settings = Path(cwd) / ".pi" / "settings.json"
-    files["project settings.json"] = file_report(project_settings)
-    providers = sorted({str(m.get("provider")) for m in models.get("models") or () if isinstance(m, dict)})
+    files["project settings.json"] = file_report(project_settings, diagnostics)
+    sources = credential_sources(models)
+    providers = sorted(sources)
     session_file = state.get("sessionFile")
     if probe.asked is None:
         trust = {"decided": True, "detail": "trusted, or nothing in the project needs trust"}
     else:
         trust = {"decided": False, "reasons": probe.asked.get("reasons") or [],
-                 "detail": "not trusted yet: project settings/extensions are ignored until you trust it"}
+                 "detail": f"not trusted yet: project settings/extensions are ignored until you trust it "
+                           f"(`rpcctl trust add {cwd}`, or /trust in chat)"}
     problems = [d for d in diagnostics if d.get("type") in ("warning", "error")]
-    problems += [{"type": "error", "message": f"{name}: {f['problem']}"} for name, f in files.items()
-                 if f.get("valid") is False]
     if not [p for p in providers if p != "faux"]:
         problems.append({"type": "warning", "message": "no provider has credentials (only the offline faux model)"})
     return {
@@ -72,10 +91,12 @@ def report(agent: Path, cwd: str, state: dict[str, Any], models: dict[str, Any],
         "sessionDir": os.path.dirname(session_file) if isinstance(session_file, str) else None,
         "files": files,
         "providers": providers,
+        "credentials": sources,
         "model": state.get("model"),
         "trust": trust,
         "diagnostics": diagnostics,
-        "ok": not [p for p in problems if p.get("type") == "error"],
+        "ok": not [p for p in problems if p.get("type") == "error"] and all(
+            f.get("valid") is not False for f in files.values()),
         "problems": problems,
     }
 
@@ -88,9 +109,12 @@ def human(result: dict[str, Any]) -> str:
             ("cwd", result["cwd"]),
             ("session dir", result["sessionDir"] or "(in memory)")]
     for name, found in result["files"].items():
-        status = "missing" if not found["found"] else ("ok" if found["valid"] else f"INVALID: {found['problem']}")
+        status = "missing" if not found["found"] else ("ok" if found["valid"] else f"NOT USED: {found['problem']}")
         rows.append((name, f"{status}  {found['path']}"))
-    rows.append(("providers", ", ".join(result["providers"]) or "(none with credentials)"))
+    credentials = result.get("credentials") or {}
+    rows.append(("providers", ", ".join(
+        f"{p} ({credentials[p]})" if p == "faux" else f"{p} (key from {describe_source(credentials.get(p, '?'))})"
+        for p in result["providers"]) or "(none with credentials)"))
     rows.append(("model", f"{model.get('provider')}/{model.get('modelId')}" if model else "-"))
     rows.append(("trust", trust["detail"] + reasons))
     lines = [f"{key:<22} {value}" for key, value in rows]

@@ -11,6 +11,7 @@ import getpass
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from rpcd.clients import slash
 from rpcd.clients.output import Printer
 from rpcd.clients.terminal import LineReader
 from rpcd.protocol.names import AUTH_NOTIFY
@@ -91,3 +92,28 @@ def providers_table(result: Mapping[str, Any]) -> str:
         how = "/".join(x for x, on in (("oauth", p.get("oauth")), ("api key", p.get("apiKey"))) if on)
         rows.append((p.get("id"), p.get("name"), how, p.get("stored") or "-"))
     return table(("provider", "name", "login", "stored"), rows)
+
+
+# -- the chat's /login and /logout (joined to the table by ``chat.EXTRA_COMMAND_MODULES``) ----------
+
+
+@slash.command("login", "[PROVIDER] [--api-key]",
+               "log in as Pi's /login does (no PROVIDER: the list; --api-key: store a key instead)")
+async def _login(chat: slash.ChatContext, rest: str) -> None:
+    words = rest.split()
+    provider = next((w for w in words if not w.startswith("--")), "")
+    if not provider:
+        chat.printer.result(await chat.client.list_auth_providers(), providers_table)
+        return
+    done = await chat.client.login(provider, method="api_key" if "--api-key" in words else "oauth")
+    chat.printer.result(done, lambda r: f"logged in to {r['provider']} ({r['type']}); its models are usable now")
+
+
+@slash.command("logout", "PROVIDER", "remove a provider's stored credential")
+async def _logout(chat: slash.ChatContext, rest: str) -> None:
+    if not rest.strip():
+        raise slash.UsageProblem("usage: /logout PROVIDER")
+    gone = await chat.client.logout(rest.strip())
+    chat.printer.result(gone, lambda r: f"logged out of {r['provider']}" if r["removed"]
+                        else f"nothing stored for {r['provider']}")
+

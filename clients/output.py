@@ -13,20 +13,26 @@ import asyncio
 import contextlib
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
-from rpcd.clients import render
+from rpcd.clients import blocks, render
+from rpcd.clients.blocks import Line, ToolBlock
 from rpcd.clients.client import EventStream, RpcdClient
 from rpcd.clients.types import Notification
+from rpcd.clients.views import View, make_view
 from rpcd.protocol.names import HOST_STATUS, PROGRESS, SESSION_DIAGNOSTICS, SESSION_EVENT, SESSION_LIFECYCLE, UI_NOTIFY
 
 EVENT_METHODS = (SESSION_EVENT, SESSION_LIFECYCLE, SESSION_DIAGNOSTICS, HOST_STATUS, PROGRESS, UI_NOTIFY)
-DIM, UNDIM = "\x1b[2m", "\x1b[22m"
+
+
+class BrokenStdout(Exception):
+    """stdout's reader went away (``rpcctl … | head``): the run stops, exit 141."""
 
 
 class Printer:
-    """Routes results and events to stdout/stderr in human or JSON form."""
+    """Routes results and events to stdout/stderr in human form (through a ``views`` view: plain
+    text off a terminal, rich on one) or as JSON."""
 
     def __init__(
         self,
@@ -47,26 +53,50 @@ class Printer:
         self.out = out or sys.stdout
         self.err = err or sys.stderr
         self.drain: Callable[[], None] = lambda: None
-        self._mid_line = False
-        self._in_thinking = False
+        self.on_broken_stdout: Callable[[], object] = lambda: None
+        """Called once when stdout's reader has gone (the CLI cancels its run)."""
+        self.broken = False
+        self.cwd: str | None = None
+        """The session's cwd (from its diagnostics): where a diff preview reads the file."""
+        self._view: View | None = None
+        self._blocks: dict[str, ToolBlock] = {}
+
+    @property
+    def view(self) -> View:
+        if self._view is None:
+            self._view = make_view(self.write_out, self.out, self.err, on_broken=self._broke)
+        return self._view
+
+    def _broke(self) -> None:
+        if not self.broken:
+            self.broken = True
+            self.on_broken_stdout()
+
+    def write_out(self, text: str) -> None:
+        """Everything for stdout goes through here: a closed pipe stops the run instead of raising
+        a traceback from wherever the write happened (an event callback, the interpreter's exit)."""
+        if self.broken:
+            return
+        try:
+            self.out.write(text)
+            self.out.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            self._broke()
 
     def result(self, value: Any, human: Callable[[Any], str] | None = None) -> None:
         self.drain()
         self.end_stream()
         if self.as_json:
-            self.out.write(json.dumps(value, ensure_ascii=False) + "\n")
+            self.write_out(json.dumps(value, ensure_ascii=False) + "\n")
         elif human is not None:
-            self.out.write(human(value) + "\n")
+            self.write_out(human(value) + "\n")
         elif value is not None:
-            self.out.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
-        self.out.flush()
+            self.write_out(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
 
     def note(self, text: str) -> None:
         """A human remark on stderr (progress, hints); silent with ``-q``."""
         if not self.quiet:
-            self.end_stream()
-            self.err.write(text + "\n")
-            self.err.flush()
+            self.warn(text)
 
     def warn(self, text: str) -> None:
         """A problem the user must see, on stderr, also with ``-q`` and ``--json``."""
@@ -74,78 +104,102 @@ class Printer:
         self.err.write(text + "\n")
         self.err.flush()
 
+    def pause(self) -> None:
+        """Someone is about to write to the terminal (a question): finish what is being drawn."""
+        if self._view is not None:
+            self._view.pause()
+
+    def lines(self, lines: Sequence[Line]) -> None:
+        if lines and not self.as_json:
+            self.view.lines(lines)
+
     def event(self, item: Notification | dict[str, Any]) -> None:
         method, params = item["method"], item["params"]
+        if method == SESSION_DIAGNOSTICS and isinstance(params, dict) and isinstance(params.get("cwd"), str):
+            self.cwd = params["cwd"]
         if self.as_json:
             if self.events:
-                self.out.write(json.dumps(item, ensure_ascii=False) + "\n")
-                self.out.flush()
+                self.write_out(json.dumps(item, ensure_ascii=False) + "\n")
             elif method == SESSION_DIAGNOSTICS:
                 self._diagnostics(params)
             return
-        if method == SESSION_EVENT and isinstance(params, dict):
-            delta = render.text_delta(params)
-            if delta is not None:
-                self._stream(delta, thinking=False)
-                return
-            thought = render.thinking_delta(params)
-            if thought is not None:
-                if self.thinking:
-                    self._stream(thought, thinking=True)
-                return
-        if method == SESSION_DIAGNOSTICS and not self.verbose:
+        if (method == SESSION_EVENT and isinstance(params, dict) and isinstance(params.get("event"), dict)
+                and self._session_event(params["event"])):
+            return
+        if method == SESSION_DIAGNOSTICS:
             self._diagnostics(params)
             return
         if not self.verbose and not _worth_showing(method, params):
             return
-        line = render.event_line(method, params)
+        line = render.event_line(method, params, ids=self.verbose)
         if line is not None and method != PROGRESS:
-            self.end_stream()
-            self.err.write(line + "\n")
-            self.err.flush()
+            self.lines([[(text, "dim" if self.verbose else "warn")] for text in line.split("\n")])
+
+    def _session_event(self, event: dict[str, Any]) -> bool:
+        """The events a person sees as the turn itself; True when handled."""
+        kind = event.get("type")
+        if kind == "message_update":
+            delta = event.get("assistantMessageEvent")
+            if isinstance(delta, dict) and delta.get("type") == "text_delta":
+                self.view.text(str(delta.get("delta", "")))
+            elif isinstance(delta, dict) and delta.get("type") == "thinking_delta":
+                self.view.thinking(str(delta.get("delta", "")), self.thinking)
+            return not self.verbose
+        if kind == "agent_start":
+            self.view.busy("working…")
+        elif kind in ("agent_end", "agent_settled"):
+            self.view.end_stream()
+        elif kind == "tool_execution_start":
+            call = str(event.get("toolCallId"))
+            block = self._blocks[call] = ToolBlock(str(event.get("toolName", "?")), event.get("args"))
+            self.lines([blocks.header(block.name, block.args), *blocks.preview(block, self.cwd)])
+            self.view.busy(f"{block.name}…")
+            return True
+        elif kind == "tool_execution_update":
+            running = self._blocks.get(str(event.get("toolCallId")))
+            if running is not None:
+                self.lines(running.update(event.get("partialResult")))
+            return True
+        elif kind == "tool_execution_end":
+            ended = self._blocks.pop(str(event.get("toolCallId")), None) or ToolBlock(
+                str(event.get("toolName", "?")), {})
+            self.lines(ended.end(event.get("result"), bool(event.get("isError"))))
+            self.view.busy("working…")
+            return True
+        return False
+
+    def approval_preview(self, params: Any) -> list[Line]:
+        """The diff of the call a ``tool/authorize`` asks about, unless its block already showed it."""
+        call = params.get("toolCallId") if isinstance(params, dict) else None
+        block = self._blocks.get(str(call))
+        if block is None or block.previewed:
+            return []
+        return blocks.preview(block, self.cwd, approximate=True)
+
+    def diff_shown(self, params: Any) -> bool:
+        """Whether the call a ``tool/authorize`` asks about has had its diff drawn."""
+        call = params.get("toolCallId") if isinstance(params, dict) else None
+        block = self._blocks.get(str(call))
+        return block is not None and block.name in ("edit", "write") and (block.previewed or block.approximated)
 
     def _diagnostics(self, params: Any) -> None:
         for line in render.diagnostic_lines(params, include_info=self.verbose):
             self.warn(line)
 
-    def _stream(self, text: str, *, thinking: bool) -> None:
-        if not text:
-            return
-        if thinking != self._in_thinking:
-            if self._mid_line:
-                self.out.write("\n")
-                self._mid_line = False
-            self._in_thinking = thinking
-        dim = thinking and self.out.isatty()
-        self.out.write(f"{DIM}{text}{UNDIM}" if dim else text)
-        self.out.flush()
-        self._mid_line = not text.endswith("\n")
-
     def end_stream(self) -> None:
-        self._in_thinking = False
-        if self._mid_line:
-            self.out.write("\n")
-            self.out.flush()
-            self._mid_line = False
+        if self._view is not None:
+            self._view.end_stream()
 
 
 def _worth_showing(method: str, params: Any) -> bool:
-    """Without --verbose a human sees tool runs, problems and notices, not the turn's bookkeeping."""
+    """Without --verbose a human sees problems and notices, not the turn's bookkeeping (tool calls
+    are drawn as blocks; a failed turn's reason is said once, at its end: render.turn_failure)."""
     if not isinstance(params, dict):
         return False
     if method == SESSION_EVENT:
         event = params.get("event") or {}
         kind = str(event.get("type", ""))
-        if kind.startswith(("tool_execution", "auto_retry", "extension_error")):
-            return True
-        # a turn that failed or was aborted says why (e.g. the provider refused the key)
-        message = event.get("message")
-        return (
-            kind == "message_end"
-            and isinstance(message, dict)
-            and message.get("role") == "assistant"
-            and message.get("stopReason") in ("error", "aborted")
-        )
+        return kind.startswith(("auto_retry", "extension_error", "compaction"))
     if method == HOST_STATUS:
         return params.get("status") == "unusable"
     return method == UI_NOTIFY

@@ -5,7 +5,9 @@ Kept apart from the CLI's control flow so the demo and ``chat`` print the same w
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
@@ -13,6 +15,7 @@ from typing import Any, TextIO
 from rpcd.clients.errors import RpcError
 from rpcd.protocol.names import HOST_STATUS, PROGRESS, SESSION_DIAGNOSTICS, SESSION_EVENT, SESSION_LIFECYCLE, UI_NOTIFY
 
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_+-]{0,127}$")
 HINTS = {
     ("fork", "INVALID_ENTRY"): "fork takes the id of a user message (Pi forks before a prompt): `rpcctl tree` "
                                "shows the ids, `/fork` without an ID in chat lists the candidates",
@@ -23,7 +26,13 @@ HINTS = {
 def rpc_error(exc: RpcError) -> str:
     """``exc.describe()`` plus what to do about it, where the daemon's (Pi's) message is terse."""
     hint = HINTS.get((exc.method or "", exc.name))
-    return exc.describe() + (f"\n  hint: {hint}" if hint else "")
+    text = exc.describe()
+    if exc.errors and exc.errors[0].get("type") == "SessionLocked":
+        # restarting rpcctl changes nothing: the other process must let go, or another session be used
+        text = text.replace("\n  the daemon's host is terminal: restart it to continue", "")
+        hint = ("another rpcd process (the pid above: a chat, an editor) is writing this session; "
+                "leave it there first, or work on another session (rpcctl sessions lists them)")
+    return text + (f"\n  hint: {hint}" if hint else "")
 
 
 def short(text: Any, width: int = 60) -> str:
@@ -53,7 +62,8 @@ def replacement(result: Mapping[str, Any], label: str) -> str:
         return f"{label}: cancelled (the previous session stays current)"
     lines = [f"{label}: session {result.get('sessionId')} (generation {result.get('generation')})"]
     lines.append(f"  cwd:  {result.get('cwd')}")
-    lines.append(f"  file: {result.get('sessionFile', '(in memory)')}")
+    file = result.get("sessionFile", "(in memory)")
+    lines.append(f"  file: {file if file else '(not saved)'}")
     if "selectedText" in result:
         lines.append(f"  selected text: {result['selectedText']!r}")
     return "\n".join(lines)
@@ -83,12 +93,13 @@ APPROVAL_PREVIEW_CHARS = 400
 """Characters of each argument shown in an approval question (the daemon already cut at 2000)."""
 
 
-def approval_question(params: Mapping[str, Any]) -> str:
+def approval_question(params: Mapping[str, Any], *, arguments: bool = True) -> str:
     """A ``tool/authorize`` request for a person: the title, the kind, each argument (long ones
-    shortened, multi-line ones indented) and the paths it touches."""
+    shortened, multi-line ones indented; left out when a diff already showed them) and the paths it
+    touches."""
     lines = [f"[approval] {params.get('title')}  ({params.get('kind', 'other')})"]
-    arguments = params.get("arguments")
-    for key, value in (arguments.items() if isinstance(arguments, Mapping) else ()):
+    shown = params.get("arguments") if arguments else None
+    for key, value in (shown.items() if isinstance(shown, Mapping) else ()):
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
         if len(text) > APPROVAL_PREVIEW_CHARS:
             text = f"{text[:APPROVAL_PREVIEW_CHARS]}… [{len(text) - APPROVAL_PREVIEW_CHARS} more characters]"
@@ -132,34 +143,120 @@ def models(result: Mapping[str, Any]) -> str:
     current = result.get("current")
     here = (current.get("provider"), current.get("modelId")) if isinstance(current, Mapping) else None
     rows = [("*" if (m.get("provider"), m.get("id")) == here else "", m.get("provider"), m.get("id"), m.get("name"),
-             "yes" if m.get("reasoning") else "", m.get("contextWindow"))
+             _tokens(m.get("contextWindow")), _tokens(m.get("maxTokens")), "yes" if m.get("reasoning") else "no",
+             "yes" if "image" in (m.get("input") or ()) else "no")
             for m in result.get("models") or () if isinstance(m, Mapping)]
     if not rows:
+        if result.get("search"):
+            return f"no usable model matches {result['search']!r} (`rpcctl models` lists them all)"
         return "no models usable: no provider has credentials (see `rpcctl doctor`)"
-    return table(("", "provider", "model", "name", "reasoning", "context"), rows)
+    return table(("", "provider", "model", "name", "context", "max-out", "thinking", "images"), rows)
+
+
+def _tokens(count: Any) -> str:
+    """Pi's token counts: 200000 -> 200K, 1000000 -> 1M."""
+    if not isinstance(count, int | float):
+        return ""
+    for size, unit in ((1_000_000, "M"), (1_000, "K")):
+        if count >= size:
+            value = count / size
+            return f"{value:g}{unit}" if value == int(value) else f"{value:.1f}{unit}"
+    return str(int(count))
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     cells = [[str(c) for c in row] for row in rows]
     widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
     lines.append("  ".join("-" * w for w in widths))
-    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in cells]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]
     return "\n".join(lines)
 
 
-def sessions(result: Mapping[str, Any]) -> str:
+def local_time(stamp: Any) -> str:
+    """An ISO-8601 timestamp (UTC ``…Z``) in the local time zone, to the minute: ``2025-06-01 14:03``."""
+    from datetime import datetime
+
+    if not isinstance(stamp, str) or not stamp:
+        return ""
+    try:
+        moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return stamp
+    if moment.tzinfo is None:
+        return moment.strftime("%Y-%m-%d %H:%M")
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M")
+
+
+def home_short(path: Any) -> str:
+    """``/home/me/proj`` as ``~/proj``."""
+    import os
+
+    text = str(path or "")
+    home = os.path.expanduser("~")
+    return "~" + text[len(home):] if home != "/" and (text == home or text.startswith(home + "/")) else text
+
+
+def sessions(result: Mapping[str, Any], *, every_project: bool = False) -> str:
+    """``listSessions`` as a table: local times, the id's first characters (what ``--session`` and
+    ``resume`` take), and for every project's listing the project of each."""
     items = result.get("sessions") or []
     if not items:
         return "no sessions"
-    rows = [
-        (s.get("updatedAt", ""), s.get("messageCount", ""), short(s.get("title", ""), 40), s.get("sessionFile", ""))
-        for s in items
-    ]
-    text = table(("updated", "msgs", "title", "file"), rows)
+    headers: tuple[str, ...] = ("updated", "id", "msgs", "title")
+    ids = [str(s.get("sessionId", "")) for s in items]
+    width = unique_prefix_length(ids)
+    rows = []
+    for s in items:
+        row = [local_time(s.get("updatedAt")), str(s.get("sessionId", ""))[:width], s.get("messageCount", ""),
+               short(s.get("title", ""), 40)]
+        if every_project:
+            row.append(home_short(s.get("cwd")))
+        row.append(s.get("sessionFile", ""))
+        rows.append(row)
+    headers = (*headers, "cwd", "file") if every_project else (*headers, "file")
+    text = table(headers, rows)
     if result.get("nextCursor"):
         text += f"\n(more: --cursor {result['nextCursor']})"
     return text
+
+
+def unique_prefix_length(ids: Sequence[str], minimum: int = 8) -> int:
+    """The shortest prefix length (at least ``minimum``) telling these ids apart — what to show and
+    type (``--session``): uuidv7 ids made the same minute share their first characters."""
+    distinct = sorted(set(ids))
+    width = minimum
+    for a, b in itertools.pairwise(distinct):
+        common = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+        width = max(width, common + 1)
+    return width
+
+
+def turn_failure(outcome: Mapping[str, Any]) -> str:
+    """A failed or aborted turn for a person: what went wrong, in the provider's words."""
+    stop = outcome.get("stopReason")
+    reason = str(outcome.get("errorMessage") or "no reason given")
+    if stop == "aborted":  # Pi: "Operation aborted" unless the abort said more than that
+        return "(turn aborted)" if reason in ("Request was aborted", "the turn was aborted") else f"aborted: {reason}"
+    return f"error: the turn failed: {reason}"
+
+
+def transcript_file_name(data: bytes) -> str:
+    """The name Pi gives a session's file, from a transcript's header line: ``<timestamp>_<id>.jsonl``
+    (``imported.jsonl`` when the first line is no session header)."""
+    first = data.split(b"\n", 1)[0]
+    try:
+        header = json.loads(first)
+    except ValueError:
+        return "imported.jsonl"
+    if not isinstance(header, Mapping) or header.get("type") != "session":
+        return "imported.jsonl"
+    session_id, stamp = header.get("id"), header.get("timestamp")
+    if not isinstance(session_id, str) or not _SAFE_NAME.match(session_id):
+        return "imported.jsonl"
+    if isinstance(stamp, str) and _SAFE_NAME.match(stamp.replace(":", "-").replace(".", "-")):
+        return f"{stamp.replace(':', '-').replace('.', '-')}_{session_id}.jsonl"
+    return f"{session_id}.jsonl"
 
 
 def deleted(result: Mapping[str, Any]) -> str:
@@ -236,8 +333,17 @@ def diagnostic_lines(params: Any, *, include_info: bool = False) -> list[str]:
     if not isinstance(params, Mapping):
         return []
     operation = params.get("operation", "?")
-    return [f"[{operation}] {d.get('type')}: {d.get('message')}" for d in params.get("diagnostics") or ()
+    return [f"[{operation}] {d.get('type')}: {d.get('message')}{_how_to_fix(str(d.get('message')), params)}"
+            for d in params.get("diagnostics") or ()
             if isinstance(d, Mapping) and (include_info or d.get("type") != "info")]
+
+
+def _how_to_fix(message: str, params: Mapping[str, Any]) -> str:
+    """What rpcctl offers for a diagnostic the daemon words for every client."""
+    if "is not trusted; ignoring its project resources" in message:
+        return (f" (with rpcctl: `rpcctl trust add {params.get('cwd') or '.'}` once, `/trust` in chat, "
+                "or --trust trust-once for one run)")
+    return ""
 
 
 def _result_head(event: Mapping[str, Any], limit: int = 72) -> str:
@@ -249,10 +355,41 @@ def _result_head(event: Mapping[str, Any], limit: int = 72) -> str:
     return json.dumps(first if len(first) <= limit else first[: limit - 1] + "…", ensure_ascii=False)
 
 
-def event_line(method: str, params: Any) -> str | None:
-    """One labelled line for a notification (None for text deltas, which stream inline)."""
+def human_event(event: Mapping[str, Any]) -> str | None:
+    """The events shown to a person without ``-v``, in words (no protocol labels)."""
+    kind = event.get("type")
+    if kind == "auto_retry_start":
+        seconds = (event.get("delayMs") or 0) / 1000
+        return (f"retrying (attempt {event.get('attempt')}/{event.get('maxAttempts')}) in {seconds:g} s: "
+                f"{event.get('errorMessage', '')}")
+    if kind == "auto_retry_end":
+        return "the retry succeeded" if event.get("success") else f"gave up retrying: {event.get('finalError', '')}"
+    if kind == "extension_error":
+        where = f"{event.get('extensionPath', '?')} ({event.get('event', '')})"
+        return f"extension error in {where}: {event.get('error', '')}"
+    if kind == "compaction_start":
+        return f"compacting the context ({event.get('reason', '')})…"
+    if kind == "compaction_end":
+        if event.get("aborted"):
+            return "compaction aborted"
+        if event.get("errorMessage"):
+            return f"compaction failed: {event['errorMessage']}"
+        return "context compacted"
+    return None
+
+
+def event_line(method: str, params: Any, *, ids: bool = True) -> str | None:
+    """One line for a notification (None for text deltas, which stream inline); ``ids=False``: in
+    words for a person, without the generation and sequence labels."""
     if not isinstance(params, Mapping):
         return f"[{method}]"
+    if not ids:
+        if method == SESSION_EVENT and isinstance(params.get("event"), Mapping):
+            return human_event(params["event"])
+        if method == HOST_STATUS:
+            return f"the daemon's session host is {params.get('status')}: later requests fail (the error says why)"
+        if method == UI_NOTIFY:
+            return str(params.get("message", ""))
     if method == SESSION_EVENT:
         if text_delta(params) is not None:
             return None
@@ -324,3 +461,38 @@ class ProgressDisplay:
         elif kind in ("begin", "end"):
             self._stream.write(f"{text} ...{outcome}\n")
         self._stream.flush()
+
+
+def session_stats(result: Mapping[str, Any]) -> str:
+    """``/session``: Pi's session facts — file, id, messages, tokens, cost, context."""
+    tokens = result.get("tokens") or {}
+    usage = result.get("contextUsage") or {}
+    model = result.get("model")
+    rows = [
+        ("session", result.get("sessionId")),
+        ("name", result.get("name") or "-"),
+        ("file", result.get("sessionFile") or "(not saved yet)"),
+        ("cwd", result.get("cwd")),
+        ("model", f"{model.get('provider')}/{model.get('modelId')}" if isinstance(model, Mapping) else "-"),
+        ("messages", f"{result.get('userMessages')} yours, {result.get('assistantMessages')} replies, "
+                     f"{result.get('toolCalls')} tool calls ({result.get('totalMessages')} in all)"),
+        ("tokens", f"{tokens.get('input', 0)} in, {tokens.get('output', 0)} out, {tokens.get('cacheRead', 0)} cache "
+                   f"read, {tokens.get('cacheWrite', 0)} cache write ({tokens.get('total', 0)} in all)"),
+        ("cost", f"${float(result.get('cost') or 0):.4f}"),
+    ]
+    if usage:
+        percent = usage.get("percent")
+        rows.append(("context", f"{usage.get('tokens') or '?'} of {usage.get('contextWindow')} tokens"
+                                + (f" ({percent:.0f}%)" if isinstance(percent, int | float) else "")))
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
+
+
+def bash_result(result: Mapping[str, Any], *, shown_to_model: bool) -> str:
+    """A ``!command``'s output and how it ended."""
+    output = str(result.get("output") or "").rstrip("\n")
+    code = result.get("exitCode")
+    end = "cancelled" if result.get("cancelled") else (f"exit {code}" if code is not None else "killed")
+    tail = [f"(truncated; full output: {result['fullOutputPath']})"] if result.get("fullOutputPath") else []
+    seen = "the model sees it with your next prompt" if shown_to_model else "not shown to the model"
+    return "\n".join([*(f"  │ {line}" for line in output.split("\n") if output), *tail, f"  └ {end} ({seen})"])

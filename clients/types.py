@@ -83,6 +83,8 @@ class ModelDescription(TypedDict):
     contextWindow: int
     maxTokens: int
     cost: ModelCost
+    credentialSource: NotRequired[str]
+    """Where the provider's key comes from: ``ANTHROPIC_API_KEY``, ``auth.json``, ``--api-key`` …"""
 
 
 class AvailableModelsResult(TypedDict):
@@ -177,12 +179,37 @@ class ExportResult(TypedDict):
 SessionSort = Literal["updated", "created"]
 
 
+class TurnUsage(TypedDict):
+    """Tokens of every model call of one turn (tool rounds and retried attempts included)."""
+
+    input: int
+    output: int
+    cacheRead: int
+    cacheWrite: int
+    totalTokens: int
+
+
 class PromptResult(TypedDict):
     stopReason: NotRequired[str]
     """Absent when an extension command handled the prompt (then ``command`` names it) or when the prompt was
     queued into a running turn (then ``queued`` says how)."""
     command: NotRequired[str]
     queued: NotRequired[StreamingBehavior]
+    # What the client library adds for a turn that ran, from the turn's own events (the daemon
+    # answers ``{stopReason}``; ``session/event`` carries the rest before that answer):
+    text: NotRequired[str]
+    """The text of the turn's last assistant message (what ``getLastAssistantText`` would say)."""
+    sessionId: NotRequired[str]
+    """The session the turn ran in."""
+    sessionFile: NotRequired[str]
+    """Its file, once it has one (Pi writes it at the first assistant message)."""
+    usage: NotRequired[TurnUsage]
+    cost: NotRequired[float]
+    """US dollars of the turn's model calls, as the provider's prices say (0 for the offline model)."""
+    isError: NotRequired[bool]
+    """True when the turn failed or was aborted (``stopReason`` ``error`` / ``aborted``)."""
+    errorMessage: NotRequired[str]
+    """Why, when ``isError``: the provider's or the runtime's reason (a 401, a 500 after the retries, ...)."""
 
 
 class CommandSourceInfo(TypedDict):
@@ -365,6 +392,8 @@ class RevokeTrustResult(TypedDict):
     decision: TrustDecision
 
 
+class SaveTrustResult(TypedDict):
+    decision: TrustDecision
 class AuthProviderInfo(TypedDict, total=False):
     id: Required[str]
     name: Required[str]

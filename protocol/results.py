@@ -359,6 +359,12 @@ class RevokeTrustResult:
 
 
 @attrs.frozen
+class SaveTrustResult:
+    decision: TrustDecision
+    """The decision as saved (the directory canonical); it applies to sessions started from now on."""
+
+
+@attrs.frozen
 class ModelCost:
     """Dollars per million tokens."""
 
@@ -384,6 +390,10 @@ class ModelDescription:
     context_window: int
     max_tokens: int
     cost: ModelCost
+    credential_source: str | None = None
+    """Where its provider's credential comes from — ``--api-key``, ``auth.json``, ``OAuth``,
+    ``models.json apiKey``, or the environment variable's name (``ANTHROPIC_API_KEY``); never the
+    value. Absent for the offline model and outside ``getAvailableModels``."""
 
 
 @attrs.frozen

@@ -105,6 +105,7 @@ if TYPE_CHECKING:
     from rpcd.protocol.results import ReplacementResult as ReplacementResult
     from rpcd.protocol.results import RevokeApprovalRuleResult as RevokeApprovalRuleResult
     from rpcd.protocol.results import RevokeTrustResult as RevokeTrustResult
+    from rpcd.protocol.results import SaveTrustResult as SaveTrustResult
     from rpcd.protocol.results import SessionStatsResult as SessionStatsResult
     from rpcd.protocol.results import SessionSummary as SessionSummary
     from rpcd.protocol.results import TokenStats as TokenStats
@@ -458,6 +459,14 @@ class RevokeTrustParams:
 
 
 @attrs.frozen
+class SaveTrustParams:
+    directory: str
+    """An existing directory (absolute); saved canonical (symlinks resolved), as Pi saves it."""
+    trusted: bool = True
+    """``false`` saves a refusal: the project's code never loads and nothing asks about it."""
+
+
+@attrs.frozen
 class LoginParams:
     provider: str
     """A provider id of ``listAuthProviders``."""
@@ -528,6 +537,7 @@ _ELSEWHERE: dict[str, str] = {
             "ReplacementResult",
             "RevokeApprovalRuleResult",
             "RevokeTrustResult",
+            "SaveTrustResult",
             "SESSION_EVENT_TYPES",
             "SessionStatsResult",
             "SessionSummary",

@@ -34,7 +34,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run() -> NoReturn:
     from rpcd.daemon.process import end_process
 
-    end_process(main())
+    try:
+        code = main()
+    except KeyboardInterrupt:  # Ctrl-C before the front watches its end signals (still starting): no traceback
+        code = 128 + 2
+    end_process(code)
 
 
 if __name__ == "__main__":

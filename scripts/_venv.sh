@@ -15,12 +15,23 @@ if [ ! -x "$PY" ]; then
     echo "[setup] creating virtual environment at $VENV" >&2
     "$BASE_PY" -m venv "$VENV"
 fi
-STAMP="$VENV/.rpcd-installed"
-if [ ! -f "$STAMP" ] || [ "$ROOT/pyproject.toml" -nt "$STAMP" ]; then
-    echo "[setup] installing rpcd and its dependencies into .venv" >&2
+# RPCD_EXTRAS: what to install besides rpcd itself — "dev" (the test toolchain: pytest, mypy, ruff …)
+# by default; scripts/demo sets it empty, so a first ./scripts/demo installs only what the daemon and
+# rpcctl need. A dev install counts as a runtime install too.
+EXTRAS="${RPCD_EXTRAS-dev}"
+fresh() { [ -f "$1" ] && [ ! "$ROOT/pyproject.toml" -nt "$1" ]; }
+STAMP="$VENV/.rpcd-installed${EXTRAS:+-$EXTRAS}"
+if ! fresh "$STAMP" && ! { [ -z "$EXTRAS" ] && fresh "$VENV/.rpcd-installed-dev"; }; then
+    echo "[setup] installing rpcd${EXTRAS:+ and its $EXTRAS tools} into .venv" >&2
     "$PY" -m pip install --quiet --disable-pip-version-check --upgrade pip >&2
-    "$PY" -m pip install --quiet --disable-pip-version-check -e "$ROOT[dev]" >&2
+    "$PY" -m pip install --quiet --disable-pip-version-check -e "$ROOT${EXTRAS:+[$EXTRAS]}" >&2
     touch "$STAMP"
+    # Type checkers do not run setuptools' editable import hook: a path entry holding only `rpcd`
+    # (a link to the checkout's) lets mypy/pyright in this venv see rpcd, rpcd.protocol, rpcd.clients.
+    SITE="$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+    mkdir -p "$VENV/rpcd-typecheck"
+    ln -sfn "$ROOT/rpcd" "$VENV/rpcd-typecheck/rpcd"
+    echo "$VENV/rpcd-typecheck" > "$SITE/rpcd-typecheck.pth"
 fi
 export PATH="$VENV/bin:$PATH"
 # The checkout's bytecode, as a regular install has it (pip compiles at install time): with

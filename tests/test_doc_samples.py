@@ -5,8 +5,10 @@ Every ```python / ```sh block carries a marker comment on the line before it:
 fresh HOME and agent dir, against the embedded offline model), ``<!-- sample: synopsis -->`` (a
 command line's synopsis: every ``--flag`` it names must be in that command's ``--help``),
 ``<!-- sample: extension -->`` (an extension file: loaded into a real daemon, which must report no
-error for it), or ``<!-- sample: skip (why) -->`` (e.g. it needs a real provider). A block without
-a marker fails, so a new sample cannot slip in untested."""
+error for it), ``<!-- sample: quickstart (…) -->`` (README's Quickstart: run as written from the
+repository root in a fresh HOME, with nothing of the test's on PATH, so its install and PATH lines
+are what make ``rpcctl`` work), or ``<!-- sample: skip (why) -->`` (e.g. it needs a real provider).
+A block without a marker fails, so a new sample cannot slip in untested."""
 
 from __future__ import annotations
 
@@ -65,7 +67,7 @@ def _environment(tmp_path: Path) -> dict[str, str]:
 
 def test_every_sample_is_marked() -> None:
     assert len(SAMPLES) >= 8
-    unmarked = [str(s) for s in SAMPLES if s.kind not in ("run", "synopsis", "extension", "skip")]
+    unmarked = [str(s) for s in SAMPLES if s.kind not in ("run", "synopsis", "extension", "skip", "quickstart")]
     assert not unmarked, f"samples without a <!-- sample: ... --> marker: {unmarked}"
     assert all(s.why for s in SAMPLES if s.kind == "skip"), "a skipped sample says why"
 
@@ -79,6 +81,23 @@ def test_sample_runs_as_written(sample: Sample, tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr, done.stderr
     for expected in re.findall(r"#\s*(\w+)\s*$", sample.code, re.M) if sample.lang == "python" else ():
         assert expected in done.stdout, f"{sample}: {expected!r} not printed:\n{done.stdout}"
+
+
+@pytest.mark.parametrize("sample", [s for s in SAMPLES if s.kind == "quickstart"], ids=str)
+def test_the_quickstart_runs_as_written_from_the_checkout(sample: Sample, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("RPCD_FAUX_SCRIPT", "PI_CODING_AGENT_DIR", "PYTHONPATH", "VIRTUAL_ENV")}
+    env |= {"HOME": str(home), "PATH": "/usr/local/bin:/usr/bin:/bin"}  # rpcctl only from the install step
+    done = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", sample.code], capture_output=True, text=True,
+                          env=env, cwd=REPO, check=False, timeout=600)
+    assert done.returncode == 0, f"{sample} failed:\n{done.stdout}\n{done.stderr}"
+    assert "Traceback" not in done.stderr, done.stderr
+    assert "echo: What is in this directory?" in done.stdout and "echo: and then?" in done.stdout
+    assert "echo: thanks" in done.stdout and "faux-1" in done.stdout  # the models table
+    sessions = list((home / ".pi" / "agent" / "sessions").rglob("*.jsonl"))
+    assert len(sessions) == 1, sessions  # --continue kept one session for the project
 
 
 @pytest.mark.parametrize("sample", [s for s in SAMPLES if s.kind == "synopsis"], ids=str)

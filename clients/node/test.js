@@ -6,7 +6,7 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { spawnDaemon, daemonCommandFromEnv } = require('./rpcdClient');
+const { spawnDaemon, daemonCommandFromEnv, DaemonExitedError } = require('./rpcdClient');
 
 test('initialize, newSession, streamed prompt, fork, dispose over Content-Length framing', async (t) => {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'rpcd-node-'));
@@ -43,8 +43,13 @@ test('initialize, newSession, streamed prompt, fork, dispose over Content-Length
       if (event.type === 'agent_end') resolve();
     });
   });
-  const answer = await client.request('prompt', { text: 'hello from node' });
-  assert.equal(typeof answer.stopReason, 'string');
+  const answer = await client.prompt('hello from node');
+  assert.equal(answer.stopReason, 'stop');
+  assert.equal(answer.text, 'echo: hello from node'); // what the turn's events said, as in Python
+  assert.equal(answer.isError, false);
+  assert.equal(answer.sessionId, created.sessionId);
+  assert.ok(answer.sessionFile.endsWith(`_${created.sessionId}.jsonl`), answer.sessionFile);
+  assert.ok(answer.usage.totalTokens > 0);
   await turnOver;
   assert.ok(text.length > 0, 'assistant text streamed as deltas');
   assert.ok(events.every((e) => e.params.generation === created.generation));
@@ -63,4 +68,34 @@ test('initialize, newSession, streamed prompt, fork, dispose over Content-Length
   assert.equal(await client.request('dispose', {}), null);
   const exit = await client.close();
   assert.equal(exit.code, 0, `daemon stderr:\n${client.stderrLines.join('\n')}`);
+});
+
+test('a daemon that cannot start rejects at once, saying why', async () => {
+  const started = Date.now();
+  await assert.rejects(spawnDaemon({ command: ['/nonexistent/rpcd-daemon'] }), (error) => {
+    assert.ok(error instanceof DaemonExitedError, String(error));
+    assert.match(error.message, /cannot start the daemon \(\/nonexistent\/rpcd-daemon\): .*ENOENT/);
+    return true;
+  });
+  assert.ok(Date.now() - started < 10000);
+});
+
+test('a daemon that exits at once rejects with its exit status and stderr, no uncaught EPIPE', async () => {
+  const python = daemonCommandFromEnv()[0];
+  const dies = [python, '-c', 'import sys; sys.stderr.write("boom: no config\\n"); sys.exit(3)'];
+  const started = Date.now();
+  await assert.rejects(spawnDaemon({ command: dies }), (error) => {
+    assert.ok(error instanceof DaemonExitedError, String(error));
+    assert.equal(error.exitCode, 3);
+    assert.deepEqual(error.stderrTail, ['boom: no config']);
+    assert.match(error.message, /exited \(exit status 3\) before answering initialize/);
+    return true;
+  });
+  assert.ok(Date.now() - started < 10000, 'not the 60 s request timeout');
+  // a daemon that dies while a request waits: the request rejects, the process lives on
+  const client = await spawnDaemon({ command: daemonCommandFromEnv(), args: ['--in-memory'] });
+  client.child.kill('SIGKILL');
+  await assert.rejects(client.request('getState', {}), DaemonExitedError);
+  await assert.rejects(client.request('getState', {}), /exited \(signal SIGKILL\)/);
+  await client.close();
 });

@@ -1,17 +1,15 @@
-"""``rpcd acp``: serve ACP v1 on stdin/stdout until the client closes stdin (or SIGTERM/SIGHUP).
+"""``rpcd acp``: serve ACP v1 on stdin/stdout until the client closes stdin (or SIGTERM/SIGHUP/SIGINT).
 
 The orderly end: every live session is closed — its running turn aborted and persisted, its host
 disposed — then the answers still owed are written and stdout is flushed. Exit status 0, or 1 when a
 disposal failed (logged flat). Every wait of the end is bounded by ``--exit-timeout``, as in the
-JSON-RPC daemon (each session's final disposal, then the answers still owed); a second signal exits
-at once.
+JSON-RPC daemon (each session's final disposal, then the answers still owed); a signal that arrives
+while the end is under way exits at once (``rpcd.transport.signals``).
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import signal
 from collections.abc import Callable
 
 import anyio
@@ -23,6 +21,7 @@ from rpcd.acp.connection import AcpConnection
 from rpcd.acp.stdio import StdioMessages
 from rpcd.sessions.hub import log_failure
 from rpcd.sessions.spec import EXIT_FAILED, EXIT_OK
+from rpcd.transport.signals import watch_end_signals
 
 log = logging.getLogger("rpcd.acp")
 
@@ -37,9 +36,16 @@ async def serve(config: AcpConfig, in_fd: int, out_fd: int, *, on_ending: Callab
         conn = AcpConnection(agent, transport)
         agent.attach(conn)
         async with agent.services.registry.serving():
+            ended = anyio.Event()  # the orderly end has begun (the end of input, or a signal)
+
+            def begin_end(_: int) -> None:
+                ended.set()
+                serving.cancel()
+
             with anyio.CancelScope() as serving:
-                group.start_soon(_end_on_signal, serving)
+                await group.start(watch_end_signals, begin_end, ended.is_set, log)
                 await conn.serve()
+            ended.set()
             if on_ending is not None:
                 on_ending()
             with anyio.CancelScope(shield=True):
@@ -57,16 +63,6 @@ async def serve(config: AcpConfig, in_fd: int, out_fd: int, *, on_ending: Callab
     for failure in failures:
         log_failure("final disposal failed", failure, log)
     return EXIT_FAILED if failures else EXIT_OK
-
-
-async def _end_on_signal(serving: anyio.CancelScope) -> None:
-    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
-        async for signum in signals:
-            if serving.cancel_called:
-                log.warning("second signal %s: exiting at once", signum)
-                os._exit(EXIT_FAILED)
-            log.info("signal %s: ending in order", signum)
-            serving.cancel()
 
 
 def run(config: AcpConfig, in_fd: int, out_fd: int, *, on_ending: Callable[[], None] | None = None) -> int:

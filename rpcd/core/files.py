@@ -7,11 +7,14 @@ behind a symlink. ``open_regular`` refuses all of them: the target is checked wi
 before it is opened (so a device is never opened), opened non-blocking (a FIFO swapped in
 meanwhile cannot block), and checked again with ``fstat`` on the descriptor actually read.
 Symlinks to regular files are followed, as Pi follows them. Reads are bounded by a limit
-when the caller gives one.
+when the caller gives one. Writes go the same way (``write_regular``): a FIFO with no reader would
+block ``open`` for good, a device would swallow the text, so only a regular file (or a new one) is
+written.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -99,5 +102,31 @@ def read_regular(path: str, limit: int | None = None) -> bytes:
     fd = open_regular(path)
     try:
         return read_fd(fd, limit, path)
+    finally:
+        os.close(fd)
+
+
+def write_regular(path: str, data: bytes) -> None:
+    """Create or truncate the regular file ``path`` and write ``data`` (as Node's ``fs.writeFile``: a
+    new file gets mode 0666 less the umask). Anything else there — a FIFO, a socket, a device — is
+    refused with ``NotARegularFileError`` without a blocking open (a device is not opened at all); a
+    directory raises ``IsADirectoryError``."""
+    with contextlib.suppress(FileNotFoundError):  # a new file (or a dangling symlink: open creates its target)
+        check_regular(path)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | _OPEN_FLAGS, 0o666)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # a FIFO without a reader (or a socket) swapped in meanwhile
+            raise NotARegularFileError(errno.EINVAL, "Not a regular file", path) from None
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise _refuse(info.st_mode, path)
+        os.ftruncate(fd, 0)
+        os.set_blocking(fd, True)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
     finally:
         os.close(fd)

@@ -8,6 +8,10 @@ which is how Pi's providers are configured. URLs are a third way (``?key=...`` f
 ``https://user:token@host`` for proxies): every query value and the userinfo of a URL are
 masked whatever their format.
 
+A known secret that looks like a key is also masked by its first or last eight characters and more
+(``PARTIAL_CHARS``):
+providers echo a key masked — ``first12…last8`` — and what they show of it is still the secret's.
+
 Cutting text short must come *after* redaction (``redact_and_cut``): a key cut in half no
 longer matches its own literal or pattern and would leak the half that remains.
 """
@@ -23,6 +27,14 @@ from typing import Any, Final
 MASK: Final = "[REDACTED]"
 MIN_ENV_SECRET_LENGTH: Final = 6
 """Shorter values (``1``, ``true``) would redact half of every message and protect nothing."""
+PARTIAL_CHARS: Final = 8
+"""A known secret's first or last this many characters (or more) are masked wherever they appear:
+providers echo a key *masked* (``sk-proj-abcd…wxyz1234``: OpenAI shows its first 12 and last 8)."""
+MIN_PARTIAL_SECRET_LENGTH: Final = 16
+"""Only secrets at least this long are matched by their ends (a short one's ends are common text)."""
+_KEY_LIKE: Final = re.compile(r"(?=[^\d]*\d)(?=[^A-Za-z]*[A-Za-z])[A-Za-z0-9_\-.+=:~]{16,}")
+"""What is matched by its ends: one token of key characters with letters and digits — not a path, a URL or a
+header value with spaces (``/root/.aws/credentials`` ends in a word)."""
 
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH|COOKIE|SESSION_ID", re.I)
 
@@ -59,6 +71,38 @@ def _redact_url(match: re.Match[str]) -> str:
     return scheme + sep + host + slash + _QUERY_VALUE.sub(lambda m: f"{m[1]}{MASK}", tail)
 
 
+def _mask_ends(text: str, secret: str) -> str:
+    """``text`` with every run of ``PARTIAL_CHARS`` or more characters that starts ``secret`` (or ends
+    it) masked, as far as it goes on matching."""
+    head, tail = secret[:PARTIAL_CHARS], secret[-PARTIAL_CHARS:]
+    if head not in text and tail not in text:
+        return text
+    spans: list[tuple[int, int]] = []
+    at = text.find(head)
+    while at != -1:
+        end = at + PARTIAL_CHARS
+        while end < len(text) and end - at < len(secret) and text[end] == secret[end - at]:
+            end += 1
+        spans.append((at, end))
+        at = text.find(head, end)
+    at = text.find(tail)
+    while at != -1:
+        start, end = at, at + PARTIAL_CHARS
+        offset = len(secret) - PARTIAL_CHARS  # where the tail starts in the secret
+        while start > 0 and offset > 0 and text[start - 1] == secret[offset - 1]:
+            start, offset = start - 1, offset - 1
+        spans.append((start, end))
+        at = text.find(tail, end)
+    out, last = [], 0
+    for start, end in sorted(spans):
+        if start < last:  # overlapping spans: one mask
+            last = max(last, end)
+            continue
+        out += [text[last:start], MASK]
+        last = end
+    return "".join(out) + text[last:]
+
+
 class Redactor:
     """Replace secrets in text (and in JSON-like values) by ``[REDACTED]``."""
 
@@ -68,11 +112,14 @@ class Redactor:
         values.update(s for s in extra_secrets if len(s) >= MIN_ENV_SECRET_LENGTH)
         # Longest first so a secret containing another is masked whole.
         self._literals = sorted(values, key=len, reverse=True)
+        self._key_like = frozenset(v for v in values if _KEY_LIKE.fullmatch(v))
 
     def redact(self, text: str) -> str:
         for literal in self._literals:
             if literal in text:
                 text = text.replace(literal, MASK)
+            if literal in self._key_like:
+                text = _mask_ends(text, literal)
         if "://" in text:
             text = _URL.sub(_redact_url, text)
         for pattern in _PATTERNS:

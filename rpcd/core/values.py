@@ -362,6 +362,10 @@ class TrustControl(Protocol):
         """Remove the decision saved for ``directory``; ``None`` if there is none."""
         ...
 
+    def save(self, directory: str, trusted: bool) -> SavedTrust:
+        """Save a decision for ``directory`` (canonical), replacing the one saved there."""
+        ...
+
 
 @attrs.frozen
 class ExtensionBindings:
@@ -390,6 +394,8 @@ class ModelDescription:
     context_window: int
     max_tokens: int
     cost: Mapping[str, float]
+    credential_source: str | None = None
+    """Where the provider's credential comes from (a label, never the value)."""
 
 
 @attrs.frozen

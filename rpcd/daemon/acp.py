@@ -39,4 +39,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     code = run(acp_config(options), 0, out_fd,
                on_ending=lambda: arm_exit_watchdog(2 * options.exit_timeout + FLUSH_TIMEOUT))
-    return end_when_threads_end(code, options.exit_timeout)
+    return end_when_threads_end(code)

@@ -9,11 +9,12 @@ and opens the runtime once the ``initialize`` response was written; requests tha
 queue behind it, and if it fails, every session request is answered HOST_UNAVAILABLE (fail
 closed) and the failure is logged as one flat record.
 
-Orderly end (stdin EOF, ``shutdown``, SIGTERM, SIGHUP, ``exit``): one final disposal through the
-host (it queues behind the in-flight operation), the notification pump drained, stdout flushed,
+Orderly end (stdin EOF, ``shutdown``, SIGTERM, SIGHUP, SIGINT, ``exit``): one final disposal through
+the host (it queues behind the in-flight operation), the notification pump drained, stdout flushed,
 exit 0 — or 1 if the disposal failed (or the daemon never got a session). Every wait of the end
-is bounded (``--exit-timeout``): an extension that never returns or a helper thread that never
-ends delays the exit, never prevents it. A second signal exits at once.
+is bounded (``--exit-timeout``): an extension that never returns delays the exit, never prevents
+it; a helper thread rpcd does not own is not waited for at all. A signal that arrives while the end
+is under way exits at once (``rpcd.transport.signals``).
 """
 
 from __future__ import annotations
@@ -82,6 +83,12 @@ def resolve_target(options: Options) -> StartTarget:
         return StartTarget("in-memory", options.cwd)
     if options.target == "resume-last":
         record = HostJournal(options.journal_path).read()
+        if options.cwd_given:  # the last session served in that project
+            last = record.projects.get(options.cwd) if record is not None else None
+            if last is not None and os.path.isfile(last):
+                return StartTarget("open", options.cwd, last)
+            log.info("the host journal names no session of %s; starting a new session there", options.cwd)
+            return StartTarget("new", options.cwd)
         if record is not None and record.session_file is not None and os.path.isfile(record.session_file):
             return StartTarget("open", record.cwd, record.session_file)
         if record is not None and os.path.isdir(record.cwd):
@@ -307,4 +314,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         return await daemon.run(lambda server: server.serve_stdio(0, out_fd))
 
     code: int = anyio.run(run, backend="asyncio")
-    return end_when_threads_end(code, options.exit_timeout)
+    return end_when_threads_end(code)

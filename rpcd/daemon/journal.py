@@ -17,6 +17,7 @@ import logging
 import os
 import stat
 import tempfile
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -42,6 +43,10 @@ class HostJournalError(SessionWriteError):
     kind = "HostJournalError"
 
 
+PROJECTS_KEPT = 200
+"""Projects whose last session the journal remembers (the least recently served are forgotten)."""
+
+
 @attrs.frozen
 class JournalRecord:
     session_file: str | None
@@ -49,6 +54,8 @@ class JournalRecord:
     cwd: str
     written_at: str
     """ISO-8601 UTC, for humans reading the file."""
+    projects: Mapping[str, str] = attrs.field(factory=dict)
+    """cwd -> the last session file served there (``--resume-last --cwd DIR``), oldest first."""
 
 
 class HostJournal:
@@ -59,10 +66,18 @@ class HostJournal:
 
     def write(self, session_file: str | None, cwd: str) -> JournalRecord:
         """Atomically replace the record. Raises ``HostJournalError`` (paths only, no content)."""
+        previous = self.read()
+        projects = dict(previous.projects) if previous is not None else {}
+        if session_file is not None:
+            projects.pop(cwd, None)
+            projects[cwd] = session_file  # the most recent last
+            while len(projects) > PROJECTS_KEPT:
+                projects.pop(next(iter(projects)))
         record = JournalRecord(
             session_file=session_file,
             cwd=cwd,
             written_at=datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            projects=projects,
         )
         payload = json.dumps(
             {
@@ -70,6 +85,7 @@ class HostJournal:
                 "sessionFile": record.session_file,
                 "cwd": record.cwd,
                 "writtenAt": record.written_at,
+                "projects": projects,
             },
             ensure_ascii=False,
         ).encode("utf-8") + b"\n"
@@ -104,7 +120,8 @@ class HostJournal:
         another process wrote in between names something else and is replaced; an unreadable one
         is rewritten, so a journal that cannot be written still fails closed."""
         current = self.read()
-        if current is not None and current.session_file == session_file and current.cwd == cwd:
+        if (current is not None and current.session_file == session_file and current.cwd == cwd
+                and (session_file is None or current.projects.get(cwd) == session_file)):
             # what ``write`` would have cleaned up is cleaned up all the same: a daemon that comes back
             # on the record a killed one was rewriting must not keep its orphaned temp file forever
             self._remove_orphaned_temps(self.path.parent)
@@ -136,10 +153,13 @@ class HostJournal:
             written_at = data.get("writtenAt", "")
             if not isinstance(cwd, str) or not (session_file is None or isinstance(session_file, str)):
                 raise TypeError("unexpected field types")
+            raw_projects = data.get("projects")
+            projects = {k: v for k, v in raw_projects.items() if isinstance(k, str) and isinstance(v, str)} \
+                if isinstance(raw_projects, dict) else {}  # a record an older rpcd wrote has none
         except (ValueError, KeyError, TypeError, AttributeError):
             logger.warning("host journal %s is not a valid record; ignoring it", self.path)
             return None
-        return JournalRecord(session_file=session_file, cwd=cwd, written_at=str(written_at))
+        return JournalRecord(session_file=session_file, cwd=cwd, written_at=str(written_at), projects=projects)
 
     def _ensure_directory(self) -> Path:
         """Create the parent (0700) if needed; a non-directory in the way is a clear error.

@@ -62,6 +62,8 @@ class Options:
     """``--session-dir`` as given (resolved with the environment and settings at start)."""
     approval: ApprovalPolicy | None = None
     approval_timeout: float = DEFAULT_APPROVAL_TIMEOUT
+    cwd_given: bool = False
+    """``--cwd`` was given: ``--resume-last`` then starts on that project's last session."""
 
     @property
     def journal_path(self) -> str:
@@ -104,7 +106,8 @@ def build_parser(prog: str = "rpcd") -> argparse.ArgumentParser:
     target.add_argument("--in-memory", action="store_true", help="start with a session that is never written")
     target.add_argument(
         "--resume-last", action="store_true",
-        help="start with the session recorded in the host journal <agentDir>/rpcd/journal.json (else a new one)",
+        help="start with the session recorded in the host journal <agentDir>/rpcd/journal.json (with --cwd: the "
+             "last one served in that project; else a new one)",
     )
     parser.add_argument("--agent-dir", help="Pi's agent dir (default: $PI_CODING_AGENT_DIR or ~/.pi/agent)")
     parser.add_argument(
@@ -239,6 +242,7 @@ def parse_options(argv: Sequence[str], prog: str = "rpcd") -> Options:
         target = "resume-last"
     return Options(
         cwd=cwd,
+        cwd_given=bool(ns.cwd),
         agent_dir=agent_dir,
         target=target,
         resume_path=os.path.abspath(ns.resume) if ns.resume else None,

@@ -15,7 +15,6 @@ import logging
 import os
 import sys
 import threading
-import time
 from typing import NoReturn
 
 from rpcd.sessions.spec import EXIT_FAILED
@@ -67,17 +66,26 @@ def arm_exit_watchdog(seconds: float) -> None:
     timer.start()
 
 
-def end_when_threads_end(code: int, timeout: float) -> int:
-    """Return ``code`` for a normal exit, unless threads that are not daemon threads (an extension's
-    helper) would keep the interpreter alive: they get ``timeout`` seconds, then the process exits."""
-    deadline = time.monotonic() + timeout
-    for thread in threading.enumerate():
-        if thread is not threading.main_thread() and not thread.daemon:
-            thread.join(max(0.0, deadline - time.monotonic()))
+def end_when_threads_end(code: int) -> int:
+    """Return ``code`` for a normal exit once rpcd's own threads have ended; threads it does not own
+    (an extension's helper that is not a daemon thread) are not waited for: the process exits now,
+    saying which were left running (Pi's process is gone as soon as its work is done). By then every
+    write rpcd acknowledged was fsynced, and the fronts flushed their output."""
     main = threading.main_thread()
-    stuck = [thread.name for thread in threading.enumerate() if thread is not main and not thread.daemon]
-    if not stuck:
+    for thread in threading.enumerate():
+        if thread is not main and not thread.daemon and _owned(thread):
+            thread.join(THREAD_GRACE_S)  # anyio's worker threads: stopped when the event loop ended
+    stray = [thread.name for thread in threading.enumerate() if thread is not main and not thread.daemon]
+    if not stray:
         return code
-    _log.warning("exiting with non-daemon threads still running", extra={"threads": stuck})
+    _log.warning("exiting with non-daemon threads still running", extra={"threads": stray})
     logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
     os._exit(code)
+
+
+def _owned(thread: threading.Thread) -> bool:
+    """A non-daemon thread rpcd's own machinery started: anyio's worker threads (``to_thread``)."""
+    return type(thread).__module__.split(".")[0] == "anyio"

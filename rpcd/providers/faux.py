@@ -248,14 +248,21 @@ class FauxProvider:
         self.call_count = 0
         self._tool_ids = 0
         self._script_path: str | None = None
+        self.script_warning: str | None = None
+        """Why the ``$RPCD_FAUX_SCRIPT`` script is not used (``from_env``), else ``None``."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> FauxProvider:
-        """A provider preloaded from ``$RPCD_FAUX_SCRIPT`` when that is set."""
+        """A provider preloaded from ``$RPCD_FAUX_SCRIPT`` when that is set. A script that cannot be
+        used leaves the queue empty and is kept as ``script_warning``: every session built with this
+        provider reports it as a warning diagnostic (the factory), as a bad ``fauxScript`` setting is."""
         provider = cls()
         path = (os.environ if environ is None else environ).get(SCRIPT_ENV)
         if path:
-            provider.use_script_file(path)
+            try:
+                provider.use_script_file(path)
+            except FauxScriptError as exc:
+                provider.script_warning = f"${SCRIPT_ENV} ignored: {exc}"
         return provider
 
     # -- queue ----------------------------------------------------------------------

@@ -33,6 +33,7 @@ import json
 import logging
 import os
 import random
+import re
 import ssl
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -232,15 +233,58 @@ def js_json_parse_error(text: str) -> str:
 
 
 def transport_message(exc: BaseException) -> str:
-    """A transport failure as Pi's SDKs word it (the words Pi's retry rules look for), never an
-    httpx message (which quotes the URL)."""
+    """A transport failure in the words Pi's SDKs start with (what Pi's retry rules look for), then
+    where and why — the host and port, and the system's reason (``Connection refused``, ``Name or
+    service not known``) — never an httpx message, nor the URL's path or query (which may hold a key)."""
     import httpx
 
+    where = _host_of(exc)
     if isinstance(exc, httpx.TimeoutException):
-        return "Request timed out."
+        return f"Request timed out ({where})." if where else "Request timed out."
     if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
         return "Connection error: the connection was closed before the response completed (terminated)."
-    return "Connection error."
+    cause = _system_reason(exc)
+    if where:
+        return f"Connection error: cannot reach {where}" + (f" ({cause})." if cause else ".")
+    return f"Connection error ({cause})." if cause else "Connection error."
+
+
+def _host_of(exc: BaseException) -> str | None:
+    try:
+        url = exc.request.url  # type: ignore[attr-defined]
+    except (AttributeError, RuntimeError):  # httpx raises RuntimeError for an exception without a request
+        return None
+    host = getattr(url, "host", None)
+    if not host:
+        return None
+    port = getattr(url, "port", None) or {"https": 443, "http": 80}.get(str(getattr(url, "scheme", "")))
+    return f"{host}:{port}" if port else str(host)
+
+
+def _system_reason(exc: BaseException) -> str | None:
+    """The OS's words for the first system error under ``exc`` (its causes and contexts)."""
+    seen: set[int] = set()
+    queue: list[BaseException] = [exc]
+    fallback: str | None = None
+    while queue:
+        current = queue.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, OSError):
+            if isinstance(current.errno, int) and current.errno > 0:
+                return os.strerror(current.errno)  # the system's words: "Connection refused", "No route to host"
+            if current.errno is not None and current.strerror:
+                return str(current.strerror)  # a resolver's (gaierror): "Name or service not known"
+            fallback = fallback or (str(current.args[0]) if current.args else None)
+        if isinstance(current, BaseExceptionGroup):  # every address tried (happy eyeballs)
+            queue.extend(current.exceptions)
+        queue.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+    if fallback:
+        return fallback
+    text = str(exc)
+    found = re.search(r"\[Errno -?\d+\] ([^\]\[]+?)\s*$", text)  # httpx keeps only the text of some errors
+    return found.group(1) if found else None
 
 
 @attrs.frozen

@@ -29,6 +29,8 @@ from rpcd.runtime.services import AuthorizeProject, ProcessInputs, create_servic
 from rpcd.runtime.session import create_agent_session
 from rpcd.store import SessionManager
 from rpcd.tools import POLICY_SETTING
+from rpcd.tools.environment import SETTING as ENVIRONMENT_SETTING
+from rpcd.tools.environment import environment_policy
 
 if TYPE_CHECKING:
     import httpx
@@ -37,19 +39,22 @@ FAUX_SCRIPT_SETTING = "fauxScript"
 
 
 def _apply_faux_script(services: Any, registry: ProviderRegistry) -> list[Diagnostic]:
-    """Honour the ``fauxScript`` setting (a path, relative to the cwd) for the faux provider."""
+    """Honour the ``fauxScript`` setting (a path, relative to the cwd) for the faux provider; a
+    ``$RPCD_FAUX_SCRIPT`` script that could not be used is reported here too."""
+    found = [Diagnostic("warning", provider.script_warning) for provider in registry.providers()
+             if isinstance(provider, FauxProvider) and provider.script_warning]
     path = services.settings.get(FAUX_SCRIPT_SETTING)
     if not isinstance(path, str) or not path:
-        return []
+        return found
     absolute = path if os.path.isabs(path) else os.path.join(services.cwd, path)
     for provider in registry.providers():
         if isinstance(provider, FauxProvider):
             try:
                 provider.use_script_file(absolute)
             except FauxScriptError as exc:
-                return [Diagnostic("warning", str(exc))]
-            return []
-    return [Diagnostic("warning", f'Setting "{FAUX_SCRIPT_SETTING}" ignored: no faux provider registered')]
+                return [*found, Diagnostic("warning", str(exc))]
+            return found
+    return [*found, Diagnostic("warning", f'Setting "{FAUX_SCRIPT_SETTING}" ignored: no faux provider registered')]
 
 
 def refresh_providers(
@@ -123,6 +128,8 @@ def make_default_factory(
             *refresh_providers(registry, agent_dir, settings=services.settings, inputs=inputs, env=provider_env,
                                transport=transport),
             *_apply_faux_script(services, registry),
+            *(Diagnostic("warning", warning)
+              for warning in environment_policy(services.settings.get(ENVIRONMENT_SETTING))[1]),
         ]
         if process_inputs.approval is not None:
             diagnostics += process_inputs.approval.diagnostics(services.settings.get(POLICY_SETTING))

@@ -712,7 +712,7 @@ class AgentSession:
 
         options = tool_options(self.services)
         resolved = f"{options.command_prefix}\n{command}" if options.command_prefix else command
-        env = shell_env(options.agent_dir)
+        env = shell_env(options.agent_dir, policy=options.env_policy)
         for key in SESSION_ENV_KEYS:  # Pi's user bash runs without the session's PI_* variables
             env.pop(key, None)
         signal = AbortSignal()
@@ -837,11 +837,11 @@ class AgentSession:
         offline faux model only when nothing else is usable."""
         if self.registry is None:
             return []
-        models = self.registry.available_models()
-        if not models:
+        usable = self.registry.available()
+        if not usable:
             fallback = self.registry.find("faux", "faux-1") or self.registry.default_model()
-            models = [fallback[1]] if fallback is not None else []
-        return [describe_model(m) for m in models]
+            return [describe_model(fallback[1])] if fallback is not None else []
+        return [describe_model(model, credential_source=_credential_source(provider)) for provider, model in usable]
 
     def append_custom_entry(self, custom_type: str, data: Any = None) -> str:
         """``SessionActions`` for extensions: a ``custom`` entry at the leaf."""
@@ -965,7 +965,7 @@ def _extension_tool(runner: Any, definition: Any) -> Tool:
 
 def tool_options(services: Any) -> ToolOptions:
     """The settings Pi's built-ins read: ``shellPath`` (``~`` expanded), ``shellCommandPrefix``,
-    ``images.autoResize``."""
+    ``images.autoResize``; and rpcd's ``shellEnvironmentPolicy``."""
     shell_path = _settings_get(services, "shellPath")
     prefix = _settings_get(services, "shellCommandPrefix")
     images = _settings_get(services, "images")
@@ -974,11 +974,14 @@ def tool_options(services: Any) -> ToolOptions:
         from rpcd.tools.paths import expand_path
 
         shell_path = expand_path(shell_path)
+    from rpcd.tools.environment import SETTING, environment_policy
+
     return ToolOptions(
         agent_dir=getattr(services, "agent_dir", None),
         shell_path=shell_path if isinstance(shell_path, str) and shell_path else None,
         command_prefix=prefix if isinstance(prefix, str) and prefix else None,
         auto_resize_images=auto_resize if isinstance(auto_resize, bool) else True,
+        env_policy=environment_policy(_settings_get(services, SETTING))[0],
     )
 
 
@@ -1033,13 +1036,22 @@ def build_system_prompt(services: Any, tools: Mapping[str, Tool] | None = None) 
     )
 
 
-def describe_model(model: ModelInfo) -> ModelDescription:
+def describe_model(model: ModelInfo, *, credential_source: str | None = None) -> ModelDescription:
     return ModelDescription(
         provider=model.provider, id=model.id, name=model.name, api=model.api, reasoning=model.reasoning,
         thinking_levels=tuple(model.thinking_levels()), input=tuple(model.input),
         context_window=model.context_window, max_tokens=model.max_tokens,
         cost={k: float(model.cost.get(k, 0) or 0) for k in ("input", "output", "cacheRead", "cacheWrite")},
+        credential_source=credential_source,
     )
+
+
+def _credential_source(provider: object) -> str | None:
+    """The label of where a provider's credential comes from (``auth_check().source``), if it says."""
+    check = getattr(provider, "auth_check", None)
+    found = check() if callable(check) else None
+    source = getattr(found, "source", None)
+    return source if isinstance(source, str) else None
 
 
 def _branch_has_thinking_entry(sm: SessionManager) -> bool:

@@ -4,7 +4,8 @@ The command runs as ``/bin/bash -c <command>`` (Pi's shell resolution; the ``she
 setting wins) in a new session, so it and everything it starts share one process group.
 stdout and stderr go, as they arrive, to one ``OutputAccumulator``; partial results reach
 ``ctx.on_update`` at most every 100 ms (the first one, empty, at once). The environment is
-the daemon's with ``<agentDir>/bin`` first on ``PATH`` and the session's ``PI_*`` variables.
+the daemon's less its secrets (``rpcd.tools.environment``), with ``<agentDir>/bin`` first on ``PATH``
+and the session's ``PI_*`` variables.
 
 Ending: after the shell exits, output is read until the pipes close or stay quiet for 100 ms
 (a background child keeping them open cannot hold the call). Abort and ``timeout`` stop the
@@ -29,6 +30,7 @@ import anyio.abc
 
 from rpcd.tools.base import AbortSignal, FunctionTool, ToolCallContext, ToolResult, schema
 from rpcd.tools.binaries import shell_config
+from rpcd.tools.environment import DEFAULT_POLICY, EnvironmentPolicy
 from rpcd.tools.errors import ToolError
 from rpcd.tools.operations import ShellExit, ShellOperations
 from rpcd.tools.output import OutputAccumulator
@@ -59,9 +61,12 @@ SESSION_ENV_KEYS: Final = ("PI_SESSION_ID", "PI_SESSION_FILE", "PI_PROVIDER", "P
 TEMP_FILE_PREFIX: Final = "pi-bash"
 
 
-def shell_env(agent_dir: str | None, base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Pi's ``getShellEnv``: the process environment with ``<agentDir>/bin`` first on ``PATH``."""
-    env = dict(os.environ if base is None else base)
+def shell_env(agent_dir: str | None, base: Mapping[str, str] | None = None,
+              policy: EnvironmentPolicy = DEFAULT_POLICY) -> dict[str, str]:
+    """Pi's ``getShellEnv``: the process environment with ``<agentDir>/bin`` first on ``PATH`` —
+    as ``policy`` lets a command see it (``rpcd.tools.environment``: by default without its secrets;
+    Pi passes them all)."""
+    env = policy.apply(os.environ if base is None else base)
     if agent_dir is None:
         return env
     bin_dir = os.path.join(agent_dir, "bin")
@@ -315,15 +320,17 @@ async def _exec_elsewhere(shell_ops: ShellOperations, argv: list[str], cwd: str,
 
 def create_bash_tool(cwd: str, *, agent_dir: str | None = None, shell_path: str | None = None,
                      command_prefix: str | None = None, base_env: Mapping[str, str] | None = None,
-                     shell_ops: ShellOperations | None = None) -> FunctionTool:
+                     shell_ops: ShellOperations | None = None,
+                     env_policy: EnvironmentPolicy = DEFAULT_POLICY) -> FunctionTool:
     """Pi's ``createBashTool(cwd, {shellPath, commandPrefix, operations})``; ``base_env`` replaces
-    ``os.environ``; ``shell_ops`` runs the command elsewhere (``rpcd.tools.operations``)."""
+    ``os.environ`` (filtered by ``env_policy``); ``shell_ops`` runs the command elsewhere
+    (``rpcd.tools.operations``)."""
 
     async def execute(tool_call_id: str, args: dict[str, Any], ctx: ToolCallContext) -> ToolResult:
         command = args["command"]
         if command_prefix:
             command = f"{command_prefix}\n{command}"
-        env = shell_env(agent_dir, base_env)
+        env = shell_env(agent_dir, base_env, env_policy)
         for key in SESSION_ENV_KEYS:
             env.pop(key, None)
         env.update(ctx.session_env)

@@ -12,6 +12,7 @@ import json
 import os
 from typing import Any, Final
 
+from rpcd.core.files import NotARegularFileError, read_regular, write_regular
 from rpcd.tools.base import ABORTED_MESSAGE, AbortSignal, FunctionTool, ToolCallContext, ToolResult, schema
 from rpcd.tools.blocking import run_in_thread
 from rpcd.tools.edit_diff import (
@@ -23,7 +24,7 @@ from rpcd.tools.edit_diff import (
     restore_line_endings,
     split_bom,
 )
-from rpcd.tools.errors import ToolError, errno_code, node_error
+from rpcd.tools.errors import ToolError, errno_code, node_error, not_a_regular_file
 from rpcd.tools.mutation_queue import file_mutation
 from rpcd.tools.operations import ReadText, WriteText
 from rpcd.tools.paths import resolve_to_cwd
@@ -134,10 +135,11 @@ def create_edit_tool(cwd: str, *, read_text: ReadText | None = None,
                 raw = read_text(absolute)
             else:
                 try:
-                    with open(absolute, "rb") as handle:
-                        raw = handle.read()
+                    raw = read_regular(absolute)
                 except IsADirectoryError as exc:
                     raise node_error(exc, "read") from None
+                except NotARegularFileError:  # a FIFO would block the read for good (Pi's does)
+                    raise not_a_regular_file(absolute) from None
                 except OSError as exc:
                     raise node_error(exc, "open", absolute) from None
             _check(signal)
@@ -151,8 +153,9 @@ def create_edit_tool(cwd: str, *, read_text: ReadText | None = None,
                 write_text(absolute, final)
             else:
                 try:
-                    with open(absolute, "wb") as handle:
-                        handle.write(final.encode("utf-8", "surrogatepass"))
+                    write_regular(absolute, final.encode("utf-8", "surrogatepass"))
+                except NotARegularFileError:
+                    raise not_a_regular_file(absolute) from None
                 except OSError as exc:
                     raise node_error(exc, "open", absolute) from None
             _check(signal)

@@ -66,3 +66,9 @@ def node_message(exc: OSError, syscall: str, path: str | None = None) -> str:
 
 def node_error(exc: OSError, syscall: str, path: str | None = None) -> ToolError:
     return ToolError(node_message(exc, syscall, path))
+
+
+def not_a_regular_file(path: str) -> ToolError:
+    """A FIFO, socket or device where a tool reads or writes a file: refused, never opened for a blocking
+    read or write (Pi would block on a FIFO, or read a device without end: docs/pi-compat.md)."""
+    return ToolError(f"Not a regular file: {path}")

@@ -3,7 +3,7 @@
 Raw chunks are decoded incrementally (invalid UTF-8 → U+FFFD, a leading BOM dropped, as
 ``TextDecoder`` does); only a decoded tail (twice the byte limit) is kept for snapshots, and
 once the output outgrows the limits every raw byte goes to a temp file
-(``$TMPDIR/pi-bash-<hex>.log``) whose path the result names.
+(``$TMPDIR/pi-bash-<hex>.log``, 0600) whose path the result names.
 """
 
 from __future__ import annotations
@@ -17,8 +17,18 @@ from typing import IO, Any
 from rpcd.tools.truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, truncate_tail, utf8_len
 
 
-def temp_output_path(prefix: str) -> str:
-    return os.path.join(tempfile.gettempdir(), f"{prefix}-{secrets.token_hex(8)}.log")
+def create_temp_output(prefix: str) -> tuple[str, int]:
+    """A new ``$TMPDIR/<prefix>-<hex>.log`` and a descriptor open for writing: created exclusively
+    (never an existing file, nor one a symbolic link planted under that name points to) and private
+    (0600: the shared temp dir is readable by everyone, and a command's output may hold secrets)."""
+    while True:
+        path = os.path.join(tempfile.gettempdir(), f"{prefix}-{secrets.token_hex(8)}.log")
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0),
+                         0o600)
+        except FileExistsError:
+            continue
+        return path, fd
 
 
 class OutputAccumulator:
@@ -132,8 +142,8 @@ class OutputAccumulator:
     def _ensure_temp_file(self) -> None:
         if self.temp_file_path is not None:
             return
-        self.temp_file_path = temp_output_path(self.temp_file_prefix)
-        self._temp_file = open(self.temp_file_path, "wb")  # noqa: SIM115 - closed by close_temp_file()
+        self.temp_file_path, fd = create_temp_output(self.temp_file_prefix)
+        self._temp_file = os.fdopen(fd, "wb")  # closed by close_temp_file()
         for chunk in self._raw_chunks:
             self._temp_file.write(chunk)
         self._raw_chunks = []

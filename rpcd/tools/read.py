@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from rpcd.tools.base import ABORTED_MESSAGE, FunctionTool, ToolCallContext, ToolResult, schema
 from rpcd.tools.blocking import run_blocking
-from rpcd.tools.errors import ToolError, node_error
+from rpcd.tools.errors import ToolError, node_error, not_a_regular_file
 from rpcd.tools.images import IMAGE_SNIFF_BYTES, detect_image_mime, image_content
 from rpcd.tools.operations import ReadText
 from rpcd.tools.paths import resolve_read_path
@@ -59,8 +59,7 @@ def _read_file(path: str, limit_bytes: int | None = None) -> bytes:
         if stat.S_ISDIR(info.st_mode):
             raise ToolError("EISDIR: illegal operation on a directory, read")
         if not stat.S_ISREG(info.st_mode):
-            # Pi would block on a FIFO (or read a device forever): rpcd refuses (docs/pi-compat.md).
-            raise ToolError(f"Not a regular file: {path}")
+            raise not_a_regular_file(path)
         if limit_bytes is None and info.st_size > NODE_MAX_FILE:
             raise ToolError(f"File size ({info.st_size}) is greater than 2 GiB")
         os.set_blocking(fd, True)

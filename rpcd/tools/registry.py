@@ -11,6 +11,7 @@ import attrs
 from rpcd.tools.base import Tool
 from rpcd.tools.bash import create_bash_tool
 from rpcd.tools.edit import create_edit_tool
+from rpcd.tools.environment import DEFAULT_POLICY, EnvironmentPolicy
 from rpcd.tools.find import create_find_tool
 from rpcd.tools.grep import create_grep_tool
 from rpcd.tools.ls import create_ls_tool
@@ -25,7 +26,8 @@ DEFAULT_ACTIVE_TOOLS: Final = ("read", "bash", "edit", "write")
 
 @attrs.frozen
 class ToolOptions:
-    """What the settings change in the built-ins (Pi: ``shellPath``, ``shellCommandPrefix``, ``images.autoResize``)."""
+    """What the settings change in the built-ins (Pi: ``shellPath``, ``shellCommandPrefix``, ``images.autoResize``;
+    rpcd: ``shellEnvironmentPolicy``)."""
 
     agent_dir: str | None = None
     shell_path: str | None = None
@@ -33,6 +35,8 @@ class ToolOptions:
     auto_resize_images: bool = True
     base_env: Mapping[str, str] | None = None
     """The environment ``bash`` starts from (default: the daemon's)."""
+    env_policy: EnvironmentPolicy = DEFAULT_POLICY
+    """What of it ``bash`` passes on (the ``shellEnvironmentPolicy`` setting: by default, no secrets)."""
     operations: ToolOperations = attrs.field(factory=ToolOperations)
     """Where ``read``/``edit``/``write`` get and put text and ``bash`` runs (default: local)."""
 
@@ -46,7 +50,7 @@ def create_builtin_tools(cwd: str, options: ToolOptions | None = None) -> dict[s
                                          read_text=ops.read_text),
         "bash": lambda: create_bash_tool(cwd, agent_dir=opts.agent_dir, shell_path=opts.shell_path,
                                          command_prefix=opts.command_prefix, base_env=opts.base_env,
-                                         shell_ops=ops.shell),
+                                         shell_ops=ops.shell, env_policy=opts.env_policy),
         "edit": lambda: create_edit_tool(cwd, read_text=ops.read_text, write_text=ops.write_text),
         "write": lambda: create_write_tool(cwd, write_text=ops.write_text),
         "grep": lambda: create_grep_tool(cwd),

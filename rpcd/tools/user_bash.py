@@ -13,6 +13,7 @@ goes to ``$TMPDIR/pi-bash-<hex>.log``, named by ``fullOutputPath`` when the resu
 from __future__ import annotations
 
 import codecs
+import os
 import re
 from collections.abc import Callable, Mapping
 from typing import IO, Final
@@ -22,7 +23,7 @@ import attrs
 
 from rpcd.tools.base import AbortSignal
 from rpcd.tools.bash import TEMP_FILE_PREFIX, run_shell
-from rpcd.tools.output import temp_output_path
+from rpcd.tools.output import create_temp_output
 from rpcd.tools.truncate import DEFAULT_MAX_BYTES, truncate_tail, utf16_len
 
 _ST: Final = "(?:\u0007|\u001b\\\\|\u009c)"
@@ -82,8 +83,8 @@ class _Output:
     def ensure_temp_file(self) -> None:
         if self.temp_path is not None:
             return
-        self.temp_path = temp_output_path(TEMP_FILE_PREFIX)
-        self._temp = open(self.temp_path, "w", encoding="utf-8", errors="surrogatepass")  # noqa: SIM115
+        self.temp_path, fd = create_temp_output(TEMP_FILE_PREFIX)
+        self._temp = os.fdopen(fd, "w", encoding="utf-8", errors="surrogatepass")
         for chunk in self._chunks:
             self._temp.write(chunk)
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 from typing import Any, Final
 
+from rpcd.core.files import NotARegularFileError, write_regular
 from rpcd.tools.base import ABORTED_MESSAGE, FunctionTool, ToolCallContext, ToolResult, schema
 from rpcd.tools.blocking import run_in_thread
-from rpcd.tools.errors import ToolError, node_error
+from rpcd.tools.errors import ToolError, node_error, not_a_regular_file
 from rpcd.tools.mutation_queue import file_mutation
 from rpcd.tools.operations import WriteText
 from rpcd.tools.paths import resolve_to_cwd
@@ -54,8 +55,9 @@ def create_write_tool(cwd: str, *, write_text: WriteText | None = None) -> Funct
                 write_text(absolute, content)
             else:
                 try:
-                    with open(absolute, "wb") as handle:
-                        handle.write(content.encode("utf-8", "surrogatepass"))
+                    write_regular(absolute, content.encode("utf-8", "surrogatepass"))
+                except NotARegularFileError:  # a FIFO would block the write for good (Pi's does)
+                    raise not_a_regular_file(absolute) from None
                 except OSError as exc:
                     raise node_error(exc, "open", absolute) from None
             if signal.aborted:

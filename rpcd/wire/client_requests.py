@@ -229,6 +229,9 @@ class ClientRequests:
         """Ask ``tool/authorize``; anything but a valid answer is a rejection saying why."""
         if not self.can_approve:
             return _refused("the client does not answer approval requests")
+        # The call's tool_execution_start (its full arguments: a client's diff) reaches the client
+        # before the question about it, as the UI dialogs' events do.
+        await self._pump.drain()
         try:
             answer = await self._ask(TOOL_AUTHORIZE, params, self.approval_timeout)
         except TimeoutError:

@@ -50,6 +50,7 @@ from rpcd.core.values import (
     SessionStats,
     SessionTree,
 )
+from rpcd.host.failures import SessionBindingFailure, context_of
 from rpcd.host.host import Pending, ReplacementOutcome, SerializedHost
 from rpcd.protocol import types as t
 from rpcd.protocol.errors import ErrorCode, ErrorItem
@@ -277,13 +278,19 @@ class SessionMethods:
         return self._state_result(state)
 
     def _current_state(self) -> SessionState:
-        """The host's state, or the last one known when the host has no usable session."""
+        """The host's state, or the last one known when the host has no usable session — and when it
+        never had one (a failed startup), a state saying so (``sessionId`` empty, with the startup's
+        target), so the health probe answers in every status, as documented; every other call says
+        why (``HOST_UNAVAILABLE`` with the startup's failure)."""
         try:
             state = self._host.state()
-        except (HostUnavailableError, HostDisposedError):
-            if self._snapshot is None:
-                raise
-            return self._snapshot
+        except (HostUnavailableError, HostDisposedError, SessionBindingFailure) as error:
+            if self._snapshot is not None:
+                return self._snapshot
+            context = context_of(error)
+            return SessionState(session_id="", session_file=context.session_path if context else None,
+                                cwd=(context.cwd if context else None) or "", name=None, leaf_id=None,
+                                model=None, thinking_level="off", is_streaming=False, message_count=0)
         self._snapshot = state
         return state
 
@@ -768,4 +775,5 @@ def _model_description(model: ModelDescription) -> t.ModelDescription:
         max_tokens=model.max_tokens,
         cost=t.ModelCost(input=float(cost.get("input", 0)), output=float(cost.get("output", 0)),
                          cache_read=float(cost.get("cacheRead", 0)), cache_write=float(cost.get("cacheWrite", 0))),
+        credential_source=model.credential_source,
     )

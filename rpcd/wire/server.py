@@ -30,7 +30,6 @@ import contextvars
 import itertools
 import logging
 import os
-import signal
 from collections.abc import Awaitable, Callable, Generator, Iterable
 from typing import Any, Final, TypeVar
 
@@ -61,6 +60,7 @@ from rpcd.protocol.types import (
 from rpcd.transport import DEFAULT_MAX_MESSAGE_BYTES, ByteSource, Framer, Sink, Transport, encode_json
 from rpcd.transport.envelope import Invalid, Notification, Request, Response, classify
 from rpcd.transport.framing import NEED_DATA, Frame, Garbage, Oversized
+from rpcd.transport.signals import watch_end_signals
 from rpcd.transport.stdio import FLUSH_TIMEOUT, QueuedWriter, StdinReader, guard_stdout
 from rpcd.wire.errors import WireError, WirePhase, protocol_error, report_bug, to_error, to_wire_dict
 
@@ -626,7 +626,9 @@ class Server:
         async with anyio.create_task_group() as task_group:
             self._task_group = task_group
             if handle_signals:
-                await task_group.start(self._watch_signals)
+                stop = self._stop
+                await task_group.start(watch_end_signals, lambda signum: self.request_stop(f"signal {signum}"),
+                                       stop.is_set, log)
             reading = anyio.CancelScope()
             task_group.start_soon(self._read_until_cancelled, source, reading, name="rpcd reader")
             log.info("serving", extra={"pid": os.getpid(), "maxMessageBytes": self.max_message_bytes})
@@ -641,18 +643,6 @@ class Server:
     async def _read_until_cancelled(self, source: ByteSource, scope: anyio.CancelScope) -> None:
         with scope:
             await self._read(source)
-
-    async def _watch_signals(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP, signal.SIGINT) as signals:
-            task_status.started()
-            received = 0
-            async for signum in signals:
-                received += 1
-                if received > 1:
-                    log.warning("second signal: exiting at once", extra={"signal": int(signum)})
-                    os._exit(128 + int(signum))
-                log.info("signal received: orderly end", extra={"signal": int(signum)})
-                self.request_stop(f"signal {int(signum)}")
 
     async def _finish(self, sink: Sink) -> int:
         log.info("ending", extra={"reason": self._stop_reason})

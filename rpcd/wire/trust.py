@@ -1,4 +1,4 @@
-"""Wire handlers of the saved project-trust decisions: ``listTrust`` and ``revokeTrust``.
+"""Wire handlers of the saved project-trust decisions: ``listTrust``, ``revokeTrust``, ``saveTrust``.
 
 The decisions live in ``<agentDir>/trust.json`` (shared with Pi), not in the current session, so
 these calls do not queue behind replacements; like the approval methods they wait for startup and
@@ -8,6 +8,7 @@ session starts there (the current session keeps what it was given).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 import anyio
@@ -15,7 +16,7 @@ import anyio
 from rpcd.core.values import SavedTrust, TrustControl
 from rpcd.host.host import SerializedHost
 from rpcd.protocol import types as t
-from rpcd.protocol.names import REVOKE_TRUST
+from rpcd.protocol.names import REVOKE_TRUST, SAVE_TRUST
 from rpcd.wire.handlers import InvalidParamsError, host_usable
 
 
@@ -47,6 +48,19 @@ class TrustMethods:
         if removed is None:
             raise InvalidParamsError(REVOKE_TRUST, f"no saved trust decision for {params.directory!r}", "$.directory")
         return t.RevokeTrustResult(decision=_wire(removed))
+
+    async def save_trust(self, params: t.SaveTrustParams) -> t.SaveTrustResult:
+        """Pi's ``/trust``: the decision is saved for sessions started from now on; the current one
+        keeps what it was given (Pi: "restart pi for changes to take effect")."""
+        control = await self._usable()
+
+        def save() -> SavedTrust:
+            if not os.path.isabs(params.directory) or not os.path.isdir(params.directory):
+                raise InvalidParamsError(SAVE_TRUST, f"not an existing absolute directory: {params.directory!r}",
+                                         "$.directory")
+            return control.save(params.directory, params.trusted)
+
+        return t.SaveTrustResult(decision=_wire(await anyio.to_thread.run_sync(save)))
 
 
 def _wire(decision: SavedTrust) -> t.TrustDecision:

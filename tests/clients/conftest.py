@@ -6,9 +6,12 @@ import importlib.util
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.clients.tmux import Tmux, TmuxUnavailable, ensure_tmux
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -39,3 +42,21 @@ def node_client_installed() -> str:
         )
         assert install.returncode == 0, f"npm install failed:\n{install.stdout}\n{install.stderr}"
     return node
+
+
+@pytest.fixture
+def tmux_ok() -> None:
+    """tmux is here (or fetched once); else the test skips and says why."""
+    try:
+        ensure_tmux()
+    except TmuxUnavailable as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.fixture
+def closing() -> Iterator[list[Tmux]]:
+    """Tmux servers a test opened, each closed (only that server) when it ends."""
+    opened: list[Tmux] = []
+    yield opened
+    for tmux in opened:
+        tmux.close()

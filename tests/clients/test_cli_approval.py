@@ -47,24 +47,28 @@ def test_chat_asks_at_the_terminal_and_remembers_an_always_answer(tmp_path: Path
     command = [daemon_python(), "-P", "-m", "rpcd.clients", "--agent-dir", str(agent), "--cwd", str(project), "chat"]
     tmux = Tmux(tmp_path, command, env=env)
     try:
-        tmux.wait_for(r"^>", count=1)
+        tmux.wait_for(r"^› ", count=1)
         tmux.type_line("make a file")
-        screen = tmux.wait_for(r"allow\? \[y\]es once / \[a\]lways / \[n\]o")
+        screen = tmux.wait_for(r"allow this call\?")
+        assert "● bash  touch made.txt" in screen  # the tool block, then the question
         assert "[approval] bash: touch made.txt  (execute)" in screen
         assert "  command: touch made.txt" in screen
+        assert "→ Yes, once" in screen and "Always (remember for this project)" in screen
         assert not (project / "made.txt").exists()  # nothing runs before the answer
-        tmux.type_line("a")
+        tmux.send("Down", "Enter")  # Always
         tmux.wait_for(r"made it")
-        tmux.wait_for(r"^>", count=2)
+        tmux.wait_for(r"^› ", count=2)
         tmux.type_line("again")  # `touch *` is remembered: no question this time
         tmux.wait_for(r"did again")
         tmux.type_line("now write")
-        screen = tmux.wait_for(r"allow\?", count=2)
-        assert "[approval] write w.txt  (edit)" in screen and "  content: line1" in screen
+        screen = tmux.wait_for(r"allow this call\?")
+        # a write shows its diff (a new file here) instead of its raw arguments
+        assert "● write  w.txt" in screen and "+line1" in screen and "+line2" in screen
+        assert "[approval] write w.txt  (edit)" in screen and "  content: line1" not in screen
         assert f"  touches: {os.path.realpath(project / 'w.txt')}" in screen
-        tmux.type_line("n")
+        tmux.send("Down", "Down", "Enter")  # No
         screen = tmux.wait_for(r"tried to write")
-        assert 'tool_execution_end write (error): "Tool call rejected by the user"' in screen
+        assert "└ Tool call rejected by the user" in screen
         tmux.type_line("/quit")
         tmux.wait_for(r"\[exited 0\]")
     finally:

@@ -6,24 +6,13 @@ diagnostics are shown."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.clients.conftest import REPO, daemon_python, needs_daemon
-from tests.clients.tmux import Tmux, TmuxUnavailable, ensure_tmux
+from tests.clients.tmux import Tmux
 
 pytestmark = needs_daemon
-
-
-@pytest.fixture
-def tmux_ok() -> None:
-    try:
-        ensure_tmux()
-    except TmuxUnavailable as exc:
-        pytest.skip(str(exc))
 
 
 def _chat(tmp_path: Path, script: dict[str, Any] | list[dict[str, Any]], *extra: str,
@@ -41,35 +30,24 @@ def _chat(tmp_path: Path, script: dict[str, Any] | list[dict[str, Any]], *extra:
     return Tmux(directory, command, env=env), project, agent
 
 
-@pytest.fixture
-def closing() -> Iterator[list[Tmux]]:
-    opened: list[Tmux] = []
-    yield opened
-    for tmux in opened:
-        tmux.close()
-
-
 def test_ctrl_c_mid_reply_aborts_the_turn_and_the_same_session_answers_the_next_prompt(
     tmp_path: Path, tmux_ok: None, closing: list[Tmux]
 ) -> None:
     slow = {"steps": [{"text": "tick " * 400, "chunkSize": 5, "chunkDelay": 0.05}], "chunkDelay": 0}
     tmux, _, _ = _chat(tmp_path, slow)
     closing.append(tmux)
-    first = tmux.wait_for(r"^chat with session (\S+)")
-    session = first.split("chat with session ", 1)[1].split()[0]
-    tmux.wait_for(r"^> ")
+    tmux.wait_for(r"^› ")
     tmux.type_line("talk for a while")
     tmux.wait_for(r"tick tick tick")
     tmux.send("C-c")
     screen = tmux.wait_for(r"\(turn aborted\)")
     assert "^C: aborting the turn" in screen
     assert "HOST_DISPOSED" not in screen
-    tmux.wait_for(r"^> ", count=2)
+    tmux.wait_for(r"^› ", count=2)
     tmux.type_line("second")  # the script is used up: the default echo reply
     tmux.wait_for(r"echo: second")
     tmux.type_line("/state")
-    screen = tmux.wait_for(r"^messages\s+4")
-    assert f"session     {session}" in screen or session in screen.split("/state", 1)[1]
+    tmux.wait_for(r"^messages\s+4")  # the same session: both turns in it
     tmux.type_line("/quit")
     tmux.wait_for(r"\[exited 0\]")
 
@@ -79,14 +57,14 @@ def test_ctrl_c_twice_at_an_idle_prompt_exits_130_and_once_only_drops_the_line(
 ) -> None:
     tmux, _, _ = _chat(tmp_path, [])
     closing.append(tmux)
-    tmux.wait_for(r"^> ")
+    tmux.wait_for(r"^› ")
     tmux.send("-l", "half typed")
     tmux.send("C-c")
     tmux.wait_for(r"Ctrl-C again to quit")
     tmux.type_line("whole")  # the half-typed line is gone: only "whole" is sent
     screen = tmux.wait_for(r"echo: whole")
     assert "echo: half typed" not in screen
-    tmux.wait_for(r"^> ", count=3)  # idle again: the reply is shown before its turn has ended
+    tmux.wait_for(r"^› ", count=3)  # idle again: the reply is shown before its turn has ended
     tmux.send("C-c")
     tmux.wait_for(r"Ctrl-C again to quit", count=2)
     tmux.send("C-c")
@@ -96,7 +74,7 @@ def test_ctrl_c_twice_at_an_idle_prompt_exits_130_and_once_only_drops_the_line(
 def test_history_is_kept_per_agent_dir_across_restarts(tmp_path: Path, tmux_ok: None, closing: list[Tmux]) -> None:
     tmux, _, agent = _chat(tmp_path, [], name="one")
     closing.append(tmux)
-    tmux.wait_for(r"^> ")
+    tmux.wait_for(r"^› ")
     tmux.type_line("remember me")
     tmux.wait_for(r"echo: remember me")
     tmux.type_line("/quit")
@@ -104,7 +82,7 @@ def test_history_is_kept_per_agent_dir_across_restarts(tmp_path: Path, tmux_ok: 
     assert "remember me" in (agent / "rpcd" / "chat_history").read_text()
     again, _, _ = _chat(tmp_path, [], name="two")
     closing.append(again)
-    again.wait_for(r"^> ")
+    again.wait_for(r"^› ")
     again.send("Up", "Up")  # readline recalls the previous run's lines (/quit, then the prompt; no ^[[A)
     again.send("Enter")
     screen = again.wait_for(r"echo: remember me")
@@ -117,12 +95,12 @@ def test_thinking_streams_dimmed_and_slash_thinking_hides_it(tmp_path: Path, tmu
               {"thinking": "secret musing", "text": "second answer"}]
     tmux, _, _ = _chat(tmp_path, script)
     closing.append(tmux)
-    tmux.wait_for(r"^> ")
+    tmux.wait_for(r"^› ")
     tmux.type_line("think")
     tmux.wait_for(r"the answer")
     colored = tmux._run("capture-pane", "-p", "-e", "-t", "t")
-    assert "\x1b[2mpondering deeply" in colored
-    tmux.type_line("/thinking off")
+    assert any("\x1b[2" in line and "pondering deeply" in line for line in colored.splitlines())  # dimmed
+    tmux.type_line("/show-thinking off")
     tmux.wait_for(r"thinking hidden")
     tmux.type_line("again")
     screen = tmux.wait_for(r"second answer")
@@ -137,7 +115,7 @@ def test_startup_diagnostics_are_shown_in_chat(tmp_path: Path, tmux_ok: None, cl
     (agent / "models.json").write_text("{not json")
     tmux, _, _ = _chat(tmp_path, [])
     closing.append(tmux)
-    screen = tmux.wait_for(r"^> ")
+    screen = tmux.wait_for(r"^› ")
     assert "[startup] " in screen and "models.json" in screen, screen
 
 

@@ -62,17 +62,23 @@ def test_prompt_streams_the_reply_to_stdout(ctl: Ctl) -> None:
     done = ctl("prompt", "hello daemon")
     assert done.returncode == 0, done.stderr
     assert done.stdout == "echo: hello daemon\n"
-    assert "(stop reason: stop)" in done.stderr
+    assert done.stderr == ""  # like `pi -p`: a turn that went well says nothing more
 
 
 def test_prompt_json_is_one_document_and_events_come_only_with_events(ctl: Ctl) -> None:
     plain = ctl("--json", "prompt", "hi")
     assert plain.returncode == 0, plain.stderr
-    assert [json.loads(line) for line in plain.stdout.splitlines()] == [{"stopReason": "stop"}]
+    [result] = [json.loads(line) for line in plain.stdout.splitlines()]
+    # what a script keeps (claude -p --output-format json's result / session_id / is_error)
+    assert result["stopReason"] == "stop" and result["text"] == "echo: hi" and result["isError"] is False
+    assert Path(result["sessionFile"]).name.endswith(f"_{result['sessionId']}.jsonl")
+    assert Path(result["sessionFile"]).is_file()
+    assert result["usage"]["totalTokens"] == result["usage"]["input"] + result["usage"]["output"] > 0
+    assert result["cost"] == 0 and "errorMessage" not in result
     done = ctl("--json", "--events", "prompt", "hi")
     assert done.returncode == 0, done.stderr
     docs = [json.loads(line) for line in done.stdout.splitlines()]
-    assert docs[-1] == {"stopReason": "stop"}
+    assert docs[-1]["stopReason"] == "stop" and docs[-1]["text"] == "echo: hi"
     events = [d["params"]["event"] for d in docs[:-1] if d.get("method") == "session/event"]
     deltas = "".join(e["assistantMessageEvent"]["delta"] for e in events
                      if e["type"] == "message_update" and e["assistantMessageEvent"]["type"] == "text_delta")
@@ -194,13 +200,15 @@ def test_continue_and_in_memory_are_passed_to_the_daemon(saved: tuple[Ctl, str])
 
 
 def test_chat_streams_replies_and_runs_slash_commands(ctl: Ctl) -> None:
-    done = ctl("chat", stdin="hello chat\n/state\n/fork\n/model faux\n/bogus x\n/commands\n/quit\n")
+    done = ctl("chat", stdin="hello chat\n/state\n/fork\n\n/model faux\n/bogus x\n/commands\n/quit\n")
     assert done.returncode == 0, done.stderr
     assert "echo: hello chat" in done.stdout
     assert "status      ready" in done.stdout
-    assert "hello chat" in done.stdout.split("status")[-1]  # /fork lists the user message
-    assert "unknown or incomplete command: /model faux" in done.stderr
-    assert "echo: /bogus x" in done.stdout  # not a chat command: a prompt (templates, skills, extension commands)
+    # /fork's picker off a terminal: a numbered list and a line (empty: cancel)
+    assert "fork before which message?\n  1. hello chat" in done.stderr
+    assert "model: faux/faux-1" in done.stdout  # Pi's fuzzy match: one model matches, it is taken
+    # neither a chat command nor a template, skill or extension command: refused, never sent
+    assert "unknown command /bogus" in done.stderr and "echo: /bogus" not in done.stdout
     assert "no commands" in done.stdout
 
 

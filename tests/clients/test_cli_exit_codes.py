@@ -56,7 +56,8 @@ def test_a_failed_turn_exits_1_and_its_json_says_error(tmp_path: Path) -> None:
     # not a retryable error (a 500 would be retried, and the retry would succeed)
     ctl = Ctl(tmp_path, [{"text": "half", "stopReason": "error", "errorMessage": "invalid request: refused"}])
     result = ctl.one_document("prompt", "hi", code=TURN_FAILED)
-    assert result == {"stopReason": "error"}
+    assert (result["stopReason"], result["isError"], result["text"]) == ("error", True, "half")
+    assert result["errorMessage"] == "invalid request: refused"  # the reason reaches the script
     (tmp_path / "human").mkdir()
     refused = [{"stopReason": "error", "errorMessage": "invalid request: refused"}]
     human = Ctl(tmp_path / "human", refused)("prompt", "hi")
@@ -231,10 +232,14 @@ def test_doctor_names_the_files_the_broken_one_and_the_undecided_trust(tmp_path:
     assert result["trust"]["decided"] is False and ".pi/settings.json" in result["trust"]["reasons"]
     assert "faux" in result["providers"]
     assert not (ctl.agent / "trust.json").exists()  # doctor answered deny without remembering
-    (ctl.agent / "models.json").write_text("{}")
+    # Pi reads models.json with comments: so does the daemon, and doctor takes the daemon's word
+    (ctl.agent / "models.json").write_text('{\n  // my providers\n  "providers": {} /* none yet */\n}\n')
+    ctl.env["ANTHROPIC_API_KEY"] = "sk-test-not-a-real-key"
     human = ctl("--trust", "trust-once", "doctor")
     assert human.returncode == OK, human.stdout + human.stderr
-    assert "models.json" in human.stdout and "ok" in human.stdout.splitlines()[-1]
+    assert "models.json            ok" in human.stdout and "ok" in human.stdout.splitlines()[-1]
+    assert "anthropic (key from $ANTHROPIC_API_KEY)" in human.stdout  # where each key comes from
+    assert "sk-test-not-a-real-key" not in human.stdout + human.stderr
 
 
 def test_models_lists_the_usable_models_and_marks_the_current_one(tmp_path: Path) -> None:

@@ -116,7 +116,8 @@ def test_sync_facade_runs_a_turn_and_streams_notifications(tmp_path: Path) -> No
     command = [daemon_python(), "-P", "-m", "rpcd"]
     with SyncClient.spawn(_args(agent, project), command=command, env=_env(agent)) as client:
         client.new_session()
-        assert client.prompt("sync hello") == {"stopReason": "stop"}
+        reply = client.prompt("sync hello")
+        assert (reply["stopReason"], reply["text"], reply["isError"]) == ("stop", "echo: sync hello", False)
         text = ""
         for item in client.iter_notifications(timeout=5):
             event = item["params"].get("event", {}) if item["method"] == "session/event" else {}
@@ -218,7 +219,7 @@ async def test_get_commands_and_an_editor_dialog_through_the_library(tmp_path: P
             assert await client.prompt("/note first draft") == {"command": "note"}
             status = await anext(aiter(stream))
         assert status["params"] == {"key": "note", "text": "final text"}
-        assert await client.prompt("/review app.py") == {"stopReason": "stop"}
+        assert (await client.prompt("/review app.py"))["stopReason"] == "stop"
         messages = (await client.get_messages())["messages"]
         assert messages[0]["content"][0]["text"] == "Review app.py"
     assert edited == [{"title": "Note", "prefill": "first draft"}]

@@ -35,8 +35,18 @@ const { spawnDaemon, daemonCommandFromEnv, PROTOCOL_VERSION } = require('rpcd-cl
 })().catch((error) => { console.error(error); process.exit(1); });
 """
 
+USER_MJS = """
+import { spawnDaemon, daemonCommandFromEnv, DaemonExitedError } from 'rpcd-client';
+
+const client = await spawnDaemon({ command: daemonCommandFromEnv(), args: ['--in-memory'] });
+const reply = await client.prompt('from esm');
+if (reply.isError || typeof DaemonExitedError !== 'function') process.exit(1);
+console.log(`esm: ${reply.text}`);
+await client.close();
+"""
+
 USER_TS = """
-import { spawnDaemon, RpcdClient, SessionNotificationParams } from 'rpcd-client';
+import { spawnDaemon, RpcdClient, SessionNotificationParams, GetStateResult, PromptOutcome } from 'rpcd-client';
 
 async function main(): Promise<void> {
   const client: RpcdClient = await spawnDaemon({ args: ['--in-memory'], handlers: {} });
@@ -47,7 +57,16 @@ async function main(): Promise<void> {
   });
   const state = await client.request<{ sessionId: string }>('getState', {}, { timeoutMs: 5000 });
   const id: string = state.sessionId;
-  void id;
+  // typed from the OpenRPC document: params and results of each method
+  const typed: GetStateResult = await client.request('getState');
+  const level: string = typed.thinkingLevel;
+  const created = await client.request('newSession', { cwd: '/tmp' });
+  const generation: number = created.generation;
+  // @ts-expect-error: setModel takes {provider, modelId}
+  await client.request('setModel', { model: 'x' });
+  const reply: PromptOutcome = await client.prompt('hi');
+  const failed: boolean | undefined = reply.isError;
+  void id; void level; void generation; void failed;
   const exit = await client.close({ graceMs: 1000 });
   const code: number | null = exit.code;
   void code;
@@ -62,6 +81,12 @@ def _run(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> subpr
     return done
 
 
+def test_the_node_types_are_generated_from_the_current_openrpc_document() -> None:
+    from rpcd.clients import node_types
+
+    assert node_types.main(["--check"]) == 0, "run: python -m rpcd.clients.node_types --write"
+
+
 @pytest.mark.node
 @needs_daemon
 def test_npm_pack_install_into_a_project_and_run_against_the_daemon(tmp_path: Path) -> None:
@@ -70,7 +95,8 @@ def test_npm_pack_install_into_a_project_and_run_against_the_daemon(tmp_path: Pa
         pytest.skip("node/npm not installed (apt install nodejs npm)")
     packed = _run([npm, "pack", str(NODE_DIR), "--pack-destination", str(tmp_path), "--json"], tmp_path)
     [info] = json.loads(packed.stdout)
-    assert {f["path"] for f in info["files"]} == {"package.json", "rpcdClient.js", "index.d.ts", "README.md"}
+    assert {f["path"] for f in info["files"]} == {"package.json", "rpcdClient.js", "index.mjs", "index.d.ts",
+                                                  "methods.d.ts", "README.md"}
     project = tmp_path / "editor-extension"
     project.mkdir()
     (project / "package.json").write_text(json.dumps({"name": "editor-extension", "version": "1.0.0",
@@ -82,6 +108,9 @@ def test_npm_pack_install_into_a_project_and_run_against_the_daemon(tmp_path: Pa
            "PYTHONPATH": str(REPO)}
     ran = _run([node, "user.js"], project, env=env)
     assert "ran against the daemon" in ran.stdout
+    (project / "user.mjs").write_text(USER_MJS)  # the README's way: an ES module with top-level await
+    ran = _run([node, "user.mjs"], project, env=env)
+    assert "esm: echo: from esm" in ran.stdout
     (project / "user.ts").write_text(USER_TS)
     _run([node, str(project / "node_modules" / "typescript" / "bin" / "tsc"), "--noEmit", "--strict",
           "--module", "commonjs", "--moduleResolution", "node", "--types", "node", "user.ts"], project)

@@ -92,3 +92,37 @@ class _NullSink:
 
     def close(self) -> None:
         return None
+
+
+USER_CODE = '''
+from rpcd.clients import RpcError, SyncClient
+from rpcd.clients.types import PromptResult
+
+
+def reply(client: SyncClient) -> str:
+    result: PromptResult = client.prompt("hi")
+    return result.get("text", "")
+
+
+def broken(client: SyncClient) -> int:
+    return client.prompt("hi")  # a PromptResult is not an int: mypy must see the library to say so
+
+
+__all__ = ["RpcError", "broken", "reply"]
+'''
+
+
+def test_mypy_sees_the_library_through_the_venvs_editable_install(tmp_path: Path) -> None:
+    """A user's project type-checked by the venv's mypy (run outside the checkout) sees rpcd.clients:
+    setuptools' editable finder is invisible to type checkers, so ``scripts/_venv.sh`` adds a path
+    entry holding only ``rpcd``."""
+    venv = REPO / ".venv"
+    if not (venv / "bin" / "mypy").exists():
+        pytest.skip("no .venv with mypy (scripts/test creates it)")
+    (tmp_path / "user.py").write_text(USER_CODE)
+    done = subprocess.run([str(venv / "bin" / "mypy"), "--strict", "--no-incremental", "user.py"], cwd=tmp_path,
+                          capture_output=True, text=True, check=False, timeout=300,
+                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    assert "import-not-found" not in done.stdout and "Cannot find implementation" not in done.stdout, done.stdout
+    assert 'Incompatible return value type (got "PromptResult", expected "int")' in done.stdout, done.stdout
+    assert done.stdout.count("error:") == 1, done.stdout

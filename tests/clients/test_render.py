@@ -60,8 +60,10 @@ def test_a_human_sees_why_a_turn_failed_without_verbose() -> None:
     def shown(event: dict[str, object]) -> bool:
         return _worth_showing("session/event", {"event": event})
 
-    assert shown({"type": "message_end", "message": {"role": "assistant", "stopReason": "error"}})
-    assert shown({"type": "message_end", "message": {"role": "assistant", "stopReason": "aborted"}})
+    # the reason of a failed turn is said once, at its end (render.turn_failure), not as an event line
+    assert not shown({"type": "message_end", "message": {"role": "assistant", "stopReason": "error"}})
+    assert render.turn_failure({"stopReason": "error", "errorMessage": "401 invalid x-api-key"}) == (
+        "error: the turn failed: 401 invalid x-api-key")
     assert shown({"type": "auto_retry_start"}) and shown({"type": "extension_error"})
     assert not shown({"type": "message_end", "message": {"role": "assistant", "stopReason": "stop"}})
     assert not shown({"type": "turn_end"})

@@ -71,8 +71,9 @@ class Tmux:
         self.env = {**os.environ, **extra}
         shell_command = " ".join(_quote(part) for part in command)
         exports = " ".join(f"{k}={_quote(v)}" for k, v in env.items())
+        # COLUMNS/LINES of whoever runs the tests would override the pane's size (rich reads them)
         self._run("new-session", "-d", "-s", "t", "-x", str(width), "-y", str(height),
-                  f"env {exports} {shell_command}; echo '[exited '$?']'; sleep 600")
+                  f"env -u COLUMNS -u LINES {exports} {shell_command}; echo '[exited '$?']'; sleep 600")
 
     def _run(self, *args: str) -> str:
         done = subprocess.run([self.binary, "-S", self.socket, *args], capture_output=True, text=True,

@@ -51,8 +51,9 @@ def test_a_file_another_daemon_holds_is_refused_until_that_daemon_dies(tmp_path:
             # a daemon started on that file fails closed, naming the holder
             with Daemon("--agent-dir", str(agent), "--resume", held, env=env) as third:
                 third.initialize()
+                assert third.call("getState")["status"] == "unusable"  # the health probe answers
                 with pytest.raises(RpcError) as unavailable:
-                    third.call("getState")
+                    third.call("getMessages")
                 assert unavailable.value.code == -32020
                 assert unavailable.value.data["errors"][0]["type"] == "SessionLocked"
             first.signal(signal.SIGKILL)

@@ -103,9 +103,13 @@ def test_resume_of_a_missing_path_fails_closed_and_creates_nothing(tmp_path: Pat
     missing = tmp_path / "typo.jsonl"
     with Daemon("--agent-dir", str(agent), "--resume", str(missing), "--cwd", str(tmp_path)) as d:
         d.initialize()
-        for method in ("getState", "newSession"):
+        # the health probe answers in every status: no session, unusable, the startup's target
+        state = d.call("getState")
+        assert (state["status"], state["sessionId"], state["sessionFile"]) == ("unusable", "", str(missing))
+        assert state["cwd"] == str(tmp_path) and state["messageCount"] == 0
+        for method in ("newSession", "prompt"):
             with pytest.raises(RpcError) as failure:
-                d.call(method)
+                d.call(method, {"text": "x"} if method == "prompt" else None)
             error = failure.value
             assert error.code == -32020 and error.data is not None
             assert error.data["terminal"] is True and error.data["phase"] == "startup"

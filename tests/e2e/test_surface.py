@@ -203,11 +203,11 @@ def test_startup_failure_fails_closed(tmp_path: Path) -> None:
     (agent / "rpcd").write_text("not a directory")
     with Daemon("--agent-dir", str(agent), "--cwd", str(tmp_path)) as d:
         d.initialize()
-        for method in ("getState", "prompt"):
-            with pytest.raises(RpcError) as failure:
-                d.call(method, {"text": "x"} if method == "prompt" else None)
-            assert failure.value.code == -32020
-            assert failure.value.data["terminal"] is True
+        assert d.call("getState")["status"] == "unusable"  # the health probe answers in every status
+        with pytest.raises(RpcError) as failure:
+            d.call("prompt", {"text": "x"})
+        assert failure.value.code == -32020
+        assert failure.value.data["terminal"] is True
     assert d.proc.returncode == 1
     assert any("startup failed" in line for line in d.stderr_lines)
 
@@ -350,7 +350,7 @@ def test_second_signal_exits_at_once_while_the_final_disposal_hangs(tmp_path: Pa
     finally:
         d.kill()
     assert mark.read_text() == "quit\n"
-    assert any("second signal" in line for line in d.stderr_lines)
+    assert any("signal during the orderly end" in line for line in d.stderr_lines)
 
 
 def test_dispose_is_final_and_later_session_calls_get_the_disposed_error(tmp_path: Path) -> None:
@@ -407,6 +407,30 @@ def test_resume_last_starts_with_the_session_of_the_previous_run(tmp_path: Path)
         state = d.call("getState")
         assert (state["sessionFile"], state["cwd"]) == (last, str(project))
         assert os.path.exists(last)
+
+
+def test_resume_last_with_a_cwd_starts_with_that_projects_last_session(tmp_path: Path) -> None:
+    agent = tmp_path / "agent"
+    one, two = tmp_path / "one", tmp_path / "two"
+    last: dict[Path, str] = {}
+    for project in (one, two):
+        project.mkdir()
+        with Daemon("--agent-dir", str(agent), "--cwd", str(project)) as d:
+            d.initialize()
+            d.call("prompt", {"text": f"in {project.name}"})
+            last[project] = d.call("getState")["sessionFile"]
+    with Daemon("--agent-dir", str(agent), "--resume-last", "--cwd", str(one)) as d:  # not the global last
+        d.initialize()
+        assert d.call("getState")["sessionFile"] == last[one]
+    with Daemon("--agent-dir", str(agent), "--resume-last", cwd=tmp_path) as d:  # no --cwd: the run before
+        d.initialize()
+        assert d.call("getState")["sessionFile"] == last[one]
+    fresh = tmp_path / "three"
+    fresh.mkdir()
+    with Daemon("--agent-dir", str(agent), "--resume-last", "--cwd", str(fresh)) as d:  # nothing served there yet
+        d.initialize()
+        state = d.call("getState")
+        assert state["cwd"] == str(fresh) and state["messageCount"] == 0
 
 
 # -- extension UI -----------------------------------------------------------------------------

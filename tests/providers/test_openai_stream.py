@@ -248,14 +248,15 @@ async def test_slow_server_hits_the_read_timeout(server: SseServer) -> None:
 
     message = final(events)
     assert message["stopReason"] == "error"
-    assert message["errorMessage"] == "Request timed out."
+    assert message["errorMessage"] == f"Request timed out ({server.root_url.removeprefix('http://')})."
     assert message["content"] == [{"type": "text", "text": "thinking slowly"}]
 
 
 async def test_unreachable_server_is_an_error_naming_the_provider() -> None:
     provider = make_provider("http://127.0.0.1:9/v1")  # discard port: nothing listens
     message = final(await collect(provider, request_for(provider)))
-    assert message["errorMessage"] == "Connection error."
+    # Pi's words first (its retry rules look for them), then where and why; never the URL's path
+    assert message["errorMessage"] == "Connection error: cannot reach 127.0.0.1:9 (Connection refused)."
 
 
 async def test_planted_key_never_leaks_into_events_or_logs(server: SseServer, caplog: pytest.LogCaptureFixture) -> None:

@@ -200,7 +200,8 @@ def test_a_file_where_the_session_directory_must_be_fails_closed_at_startup(tmp_
     project.mkdir()
     with Daemon(*["--agent-dir", str(agent), "--cwd", str(project)]) as daemon:
         daemon.initialize()
-        for method, params in [("getState", None), ("prompt", {"text": "x"}), ("newSession", None)]:
+        assert daemon.call("getState")["status"] == "unusable"  # the health probe still answers
+        for method, params in [("prompt", {"text": "x"}), ("newSession", None)]:
             failure = _error(daemon, method, params)
             assert failure.code == HOST_UNAVAILABLE, failure.error
             assert failure.data["terminal"] is True and failure.data["errors"], failure.error

@@ -154,6 +154,30 @@ def test_a_non_finite_number_in_a_faux_script_does_not_stop_the_notifications(tm
         assert_file_reads_back(daemon, daemon.call("getMessages")["messages"])
 
 
+@pytest.mark.parametrize("arguments", ["ls", ["ls"], 5, None], ids=["string", "list", "number", "null"])
+@pytest.mark.parametrize("where", ["env", "setting"])
+def test_a_faux_script_step_with_non_object_arguments_is_a_warning_not_a_failed_start(
+        tmp_path: Path, arguments: Any, where: str) -> None:
+    """The docs promise a warning diagnostic naming the script; ``$RPCD_FAUX_SCRIPT`` failed the start with an
+    internal error instead. The session serves, with the generated default reply."""
+    project = tmp_path / "project"
+    project.mkdir()
+    script = project / "script.json"
+    script.write_text(json.dumps([{"toolCall": {"name": "bash", "arguments": arguments}}]))
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    env = {"RPCD_FAUX_SCRIPT": str(script)} if where == "env" else {}
+    if where == "setting":
+        (agent / "settings.json").write_text(json.dumps({"fauxScript": "script.json"}))
+    with Daemon("--agent-dir", str(agent), "--cwd", str(project), env=env) as daemon:
+        daemon.initialize()
+        assert daemon.call("prompt", {"text": "hi"}) == {"stopReason": "stop"}
+        assert daemon.call("getMessages")["messages"][-1]["content"][0]["text"] == "echo: hi"
+        warnings = [d["message"] for m in daemon.notifications("session/diagnostics")
+                    for d in m["params"]["diagnostics"] if d["type"] == "warning"]
+    assert any(str(script) in w and "'arguments' must be an object" in w for w in warnings), warnings
+
+
 def pi_session(path: Path, cwd: Path, tool_details: Any, usage_cost: str = "0.5") -> Path:
     """A session as Pi writes it, with a raw number spelled as given (``1e999`` parses to Infinity)."""
     header = {"type": "session", "version": 3, "id": "pi-written", "timestamp": "2026-01-15T11:00:00.000Z",

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import http.server
 import json
+import os
+import stat
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -69,6 +71,8 @@ class EchoingUnauthorized(http.server.BaseHTTPRequestHandler):
         key = auth.removeprefix("Bearer ")
         status = 401
         message = f"invalid key {key} / {self.headers.get('X-Acme-Token')} at {self.path}"
+        if self.path.startswith("/masked/"):  # OpenAI's words: the first 12 and last 8 characters
+            status, message = 400, f"Incorrect API key provided: {key[:12]}{'*' * 24}{key[-8:]}. You can find…"
         if self.path.startswith("/cutter/"):
             offset = int(self.path.split("/")[2])
             status, message = 500, "e" * offset + key + " was rejected upstream " + "z" * 80
@@ -109,6 +113,8 @@ def _agent_dir(tmp: Path, provider_url: str) -> Path:
             },
             **{f"cutter{offset}": {"baseUrl": f"{provider_url}/cutter/{offset}", "api": "openai-completions",
                                    "models": [{"id": "m1"}]} for offset in ECHO_OFFSETS},
+            "masked": {"baseUrl": f"{provider_url}/masked/v1", "api": "openai-completions", "apiKey": "$OPENAI_API_KEY",
+                       "models": [{"id": "m1"}]},
             "urlkey": {"baseUrl": f"{provider_url}/url/v1?key={URL_SECRET}&region=eu", "api": "openai-completions",
                        "apiKey": "$ACME_SERVICE_TOKEN", "models": [{"id": "m1"}]},
         }
@@ -181,3 +187,95 @@ def test_planted_secrets_never_appear_in_any_output_byte(tmp_path: Path, provide
 def _context(output: bytes, secret: str) -> str:
     at = output.find(secret.encode())
     return output[max(0, at - 150) : at + len(secret) + 40].decode("utf-8", "replace")
+
+
+# -- what the agent runs does not get the daemon's secrets (issue 29 item 8) ------------------------------
+
+ENV_OF_THE_DAEMON = {
+    "OPENAI_API_KEY": ENV_PROVIDER_KEY, "GH_TOKEN": GITHUB_TOKEN, "ACME_SERVICE_TOKEN": ENV_CUSTOM_TOKEN,
+    "AWS_SECRET_ACCESS_KEY": "aws-planted-secret-0a9b8c7d", "PGPASSWORD": "pg-planted-password-11",
+    "DATABASE_URL": "postgres://app:db-planted-pw-22@db/app", "MY_APP_CREDENTIALS": "creds-planted-33",
+    "BENIGN_SETTING": "plain-value-44", "NEEDED_TOKEN": "allowed-by-settings-55",
+}
+KEPT = {"BENIGN_SETTING", "NEEDED_TOKEN", "FROM_SETTINGS"}
+
+
+def test_printenv_in_bash_and_the_clients_bash_shows_no_secret_of_the_daemon(tmp_path: Path) -> None:
+    """The ``bash`` tool inherited the daemon's environment, so ``printenv`` put provider keys into the
+    session file and sent them to the provider. The default policy drops ``*KEY*``/``*TOKEN*``/``*SECRET*``/
+    ``*PASSWORD*``/``*CREDENTIAL*`` and known credential variables; the setting allows one back and sets one."""
+    project = tmp_path / "project"
+    project.mkdir()
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    policy = {"allow": ["needed_*"], "set": {"FROM_SETTINGS": "set-by-settings"}}
+    (agent / "settings.json").write_text(json.dumps({"shellEnvironmentPolicy": policy}))
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"toolCall": {"name": "bash", "arguments": {"command": "printenv"}}},
+                                  {"text": "done"}]))
+    env = {**ENV_OF_THE_DAEMON, "RPCD_FAUX_SCRIPT": str(script)}
+    # (the planted OpenAI key would make an OpenAI model the default one)
+    with Daemon("--agent-dir", str(agent), "--cwd", str(project), "--model", "faux/faux-1", env=env) as daemon:
+        daemon.initialize()
+        daemon.call("prompt", {"text": "show the environment"})
+        user_bash = daemon.call("bash", {"command": "printenv"})
+        session_file = Path(daemon.call("getState")["sessionFile"])
+        results = [m["content"][0]["text"] for m in daemon.call("getMessages")["messages"]
+                   if m["role"] == "toolResult"]
+    (tool_output,) = results
+    for output in (tool_output, user_bash["output"]):
+        names = {line.split("=", 1)[0] for line in output.splitlines() if "=" in line}
+        assert names >= KEPT, output
+        assert not names & (set(ENV_OF_THE_DAEMON) - KEPT), output
+        assert "PATH" in names and "HOME" in names
+    written = session_file.read_text()
+    for name, value in ENV_OF_THE_DAEMON.items():
+        assert (value in written) == (name in KEPT), name
+
+
+def test_a_provider_echoing_a_masked_key_leaves_no_part_of_it_in_logs_files_or_exports(
+        tmp_path: Path, provider_url: str) -> None:
+    """``Incorrect API key provided: sk-proj-abcd****…wxyz1234``: the first 12 and last 8 characters of the
+    key passed into the log, the session file and an export."""
+    agent = _agent_dir(tmp_path, provider_url)
+    project = tmp_path / "project"
+    project.mkdir()
+    args = ["--agent-dir", str(agent), "--cwd", str(project), "--log-level", "debug", "--model", "masked/m1"]
+    with Daemon(*args, env={"OPENAI_API_KEY": ENV_PROVIDER_KEY}) as daemon:
+        daemon.initialize()
+        daemon.call("prompt", {"text": "hello"})
+        state = daemon.call("getState")
+        exported = daemon.call("exportHtml", {"outputPath": str(tmp_path / "export.html")})["path"]
+    errors = [e["message"].get("errorMessage", "") for e in
+              (m["params"]["event"] for m in daemon.notifications("session/event"))
+              if e.get("type") == "message_end" and e["message"].get("stopReason") == "error"]
+    assert errors and all("Incorrect API key provided" in e for e in errors), errors
+    places = {"output": bytes(daemon.stdout_bytes) + bytes(daemon.stderr_bytes),
+              "session file": Path(state["sessionFile"]).read_bytes(), "export": Path(exported).read_bytes()}
+    for where, data in places.items():
+        for part in (ENV_PROVIDER_KEY[:12], ENV_PROVIDER_KEY[-8:]):
+            assert part.encode() not in data, f"{part!r} in the {where}"
+
+
+def test_the_full_output_file_of_bash_is_private_under_umask_022(tmp_path: Path) -> None:
+    """It was created 0644 in the shared temp dir (a command's output may hold secrets)."""
+    project = tmp_path / "project"
+    project.mkdir()
+    loud = "seq 1 30000"  # more than 2000 lines: the full output goes to a file
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"toolCall": {"name": "bash", "arguments": {"command": loud}}}, {"text": "ok"}]))
+    old = os.umask(0o022)
+    try:
+        daemon = Daemon("--agent-dir", str(tmp_path / "agent"), "--cwd", str(project), "--in-memory",
+                        env={"RPCD_FAUX_SCRIPT": str(script), "TMPDIR": str(tmp_path)})
+    finally:
+        os.umask(old)
+    with daemon:
+        daemon.initialize()
+        daemon.call("prompt", {"text": "count"})
+        user_bash = daemon.call("bash", {"command": loud})
+        ends = [m["params"]["event"] for m in daemon.notifications("session/event")
+                if m["params"]["event"]["type"] == "tool_execution_end"]
+    paths = [ends[0]["result"]["details"]["fullOutputPath"], user_bash["fullOutputPath"]]
+    for path in paths:
+        assert Path(path).parent == tmp_path and stat.S_IMODE(os.stat(path).st_mode) == 0o600, path

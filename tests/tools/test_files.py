@@ -110,3 +110,41 @@ async def test_read_refuses_a_fifo_instead_of_blocking(tmp_path: Path) -> None:
     with anyio.fail_after(10):
         text, error = await run(tmp_path, "read", {"path": "pipe"})
     assert error and text == f"Not a regular file: {fifo}"
+
+
+@pytest.mark.parametrize("tool", ["write", "edit"])
+async def test_write_and_edit_refuse_a_fifo_a_device_and_a_socket_instead_of_blocking(tmp_path: Path,
+                                                                                       tool: str) -> None:
+    """A FIFO with no reader blocked ``open`` for good (Pi's write hangs too); one with a reader would be
+    fed the text; /dev/null would swallow it. Only a regular file (or a new one) is written."""
+    import socket
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(tmp_path / "sock"))
+    os.symlink("/dev/null", tmp_path / "null")
+    args = {"content": "x"} if tool == "write" else {"edits": [{"oldText": "a", "newText": "b"}]}
+    try:
+        for name, shown in (("pipe", fifo), ("sock", tmp_path / "sock"), ("null", tmp_path / "null")):
+            with anyio.fail_after(10):
+                text, error = await run(tmp_path, tool, {"path": name, **args})
+            assert error and text == f"Not a regular file: {shown}", text
+        # with a reader waiting, still refused, and nothing is fed to it
+        reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            with anyio.fail_after(10):
+                text, error = await run(tmp_path, tool, {"path": "pipe", **args})
+            assert error and text == f"Not a regular file: {fifo}"
+            try:
+                fed = os.read(reader, 10)
+            except BlockingIOError:  # a writer still holds it open: nothing in the pipe
+                fed = b""
+            assert fed == b""
+        finally:
+            os.close(reader)
+    finally:
+        server.close()
+    (tmp_path / "a.txt").write_text("a\n")
+    assert await run(tmp_path, tool, {"path": "a.txt", **args}) == (
+        ("Successfully wrote to a.txt" if tool == "write" else "Successfully replaced 1 block(s) in a.txt."), False)

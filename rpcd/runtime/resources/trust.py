@@ -172,6 +172,11 @@ class SavedDecisions:
         self._store.set(key, None)  # refuses (TrustStoreError) a file it cannot read, never clobbers it
         return SavedTrust(key, decisions[key])
 
+    def save(self, directory: str, trusted: bool) -> SavedTrust:
+        key = canonical(directory)
+        self._store.set(key, trusted)  # the same lock and atomic write as a decision answered at startup
+        return SavedTrust(key, trusted)
+
 
 def _atomic_write_json(path: str, data: Mapping[str, bool]) -> None:
     text = json.dumps(dict(sorted(data.items())), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
