@@ -22,6 +22,7 @@ from rpcd.clients.types import (
     CycleThinkingLevelResult,
     DeleteSessionResult,
     EntriesResult,
+    ExportMarkdownResult,
     ExportResult,
     ForkMessagesResult,
     ForkResult,
@@ -29,6 +30,7 @@ from rpcd.clients.types import (
     LastAssistantText,
     ListApprovalRulesResult,
     ListAuthProvidersResult,
+    ListCheckpointsResult,
     ListSessionsResult,
     ListTrustResult,
     LoginResult,
@@ -39,14 +41,19 @@ from rpcd.clients.types import (
     PromptResult,
     QueueContents,
     QueueMode,
+    ReadSessionResult,
     RenameSessionResult,
     ReplacementResult,
+    RestoreCheckpointResult,
     RevokeApprovalRuleResult,
     RevokeTrustResult,
+    SandboxMode,
     SaveTrustResult,
+    SearchSessionsResult,
     SessionSort,
     SessionState,
     SessionStats,
+    SetLimitsResult,
     StreamingBehavior,
     ThinkingLevelsResult,
     TreeResult,
@@ -76,6 +83,10 @@ class SyncMethods:
     def resume(self, session_path: str | os.PathLike[str], *, cwd_override: str | None=None, progress: ProgressCallback | None=None, timeout: float | None=_UNSET) -> ReplacementResult:
         'Blocking :meth:`RpcdClient.resume`.'
         return self._run(self.client.resume(session_path, cwd_override=cwd_override, progress=progress, timeout=timeout))
+
+    def reload(self, *, timeout: float | None=_UNSET) -> ReplacementResult:
+        "Blocking :meth:`RpcdClient.reload`: Pi's ``/reload``: the same session file with settings, extensions, skills, prompt templates and context files read again (refused with ``SessionBusy`` while a turn runs)."
+        return self._run(self.client.reload(timeout=timeout))
 
     def fork(self, entry_id: str, *, timeout: float | None=_UNSET) -> ForkResult:
         'Blocking :meth:`RpcdClient.fork`.'
@@ -124,6 +135,30 @@ class SyncMethods:
     def export_jsonl(self, output_path: str | os.PathLike[str], *, timeout: float | None=_UNSET) -> ExportResult:
         'Blocking :meth:`RpcdClient.export_jsonl`: The current branch as a new standalone session file at ``output_path`` (absolute, new).'
         return self._run(self.client.export_jsonl(output_path, timeout=timeout))
+
+    def export_markdown(self, output_path: str | os.PathLike[str] | None=None, *, inline: bool=False, timeout: float | None=_UNSET) -> ExportMarkdownResult:
+        "Blocking :meth:`RpcdClient.export_markdown`: The current branch as Markdown, tool calls folded: written to ``output_path`` (default: in the session's cwd) — ``{path}`` — or, ``inline``, answered as ``{markdown}``."
+        return self._run(self.client.export_markdown(output_path, inline=inline, timeout=timeout))
+
+    def list_checkpoints(self, *, files: bool=False, timeout: float | None=_UNSET) -> ListCheckpointsResult:
+        "Blocking :meth:`RpcdClient.list_checkpoints`: The session's file checkpoints (one before each run's first change), oldest first; ``files``: with the paths each run changed."
+        return self._run(self.client.list_checkpoints(files=files, timeout=timeout))
+
+    def restore_checkpoint(self, entry_id: str | None=None, *, files: Sequence[str] | None=None, dry_run: bool=False, force: bool=False, timeout: float | None=_UNSET) -> RestoreCheckpointResult:
+        'Blocking :meth:`RpcdClient.restore_checkpoint`: Put back what the agent changed since a checkpoint (``entry_id`` ``None``: undo the newest run); ``dry_run``: only the diffs; ``force``: also over files someone else changed since.'
+        return self._run(self.client.restore_checkpoint(entry_id, files=files, dry_run=dry_run, force=force, timeout=timeout))
+
+    def set_limits(self, *, max_cost: float | None=None, max_tokens: int | None=None, max_cost_per_day: float | None=None, max_tokens_per_day: int | None=None, timeout: float | None=_UNSET) -> SetLimitsResult:
+        "Blocking :meth:`RpcdClient.set_limits`: Spending caps for the daemon's sessions (beating the ``limits.*`` settings; none given: the settings again), checked before every model call."
+        return self._run(self.client.set_limits(max_cost=max_cost, max_tokens=max_tokens, max_cost_per_day=max_cost_per_day, max_tokens_per_day=max_tokens_per_day, timeout=timeout))
+
+    def search_sessions(self, query: str, *, cwd: str | None=None, limit: int | None=None, cursor: str | None=None, timeout: float | None=_UNSET) -> SearchSessionsResult:
+        'Blocking :meth:`RpcdClient.search_sessions`: Full-text search of every stored session (``cwd``: one project\'s) with Pi\'s picker syntax: words, ``"phrases"``, ``re:regex``; each result names its matching entries with snippets.'
+        return self._run(self.client.search_sessions(query, cwd=cwd, limit=limit, cursor=cursor, timeout=timeout))
+
+    def read_session(self, session: str, *, since: str | None=None, limit: int | None=None, timeout: float | None=_UNSET) -> ReadSessionResult:
+        "Blocking :meth:`RpcdClient.read_session`: A stored session's entries without switching to it: ``session`` is a file, or an id / unique id prefix; ``since``: after that entry."
+        return self._run(self.client.read_session(session, since=since, limit=limit, timeout=timeout))
 
     def prompt(self, text: str, *, images: Sequence[Image] | None=None, streaming_behavior: StreamingBehavior | None=None, timeout: float | None=None) -> PromptResult:
         'Blocking :meth:`RpcdClient.prompt`: Run one turn; events stream meanwhile. No timeout by default: turns legitimately run long. With ``streaming_behavior`` and a turn running, the text is queued into it (``queued``).'
@@ -212,6 +247,10 @@ class SyncMethods:
     def set_approval_policy(self, policy: ApprovalPolicy, *, timeout: float | None=_UNSET) -> None:
         'Blocking :meth:`RpcdClient.set_approval_policy`: The tool-approval policy for every later tool call of this daemon.'
         return self._run(self.client.set_approval_policy(policy, timeout=timeout))
+
+    def set_sandbox(self, mode: SandboxMode | None=None, *, network: bool | None=None, timeout: float | None=_UNSET) -> None:
+        'Blocking :meth:`RpcdClient.set_sandbox`: The sandbox (mode and/or network) of every later command of this daemon.'
+        return self._run(self.client.set_sandbox(mode, network=network, timeout=timeout))
 
     def list_approval_rules(self, *, cwd: str | os.PathLike[str] | None=None, timeout: float | None=_UNSET) -> ListApprovalRulesResult:
         'Blocking :meth:`RpcdClient.list_approval_rules`.'

@@ -46,6 +46,7 @@ from rpcd.clients.types import (
     CycleThinkingLevelResult,
     DeleteSessionResult,
     EntriesResult,
+    ExportMarkdownResult,
     ExportResult,
     ForkMessagesResult,
     ForkResult,
@@ -54,6 +55,7 @@ from rpcd.clients.types import (
     LastAssistantText,
     ListApprovalRulesResult,
     ListAuthProvidersResult,
+    ListCheckpointsResult,
     ListSessionsResult,
     ListTrustResult,
     LoginResult,
@@ -65,14 +67,19 @@ from rpcd.clients.types import (
     PromptResult,
     QueueContents,
     QueueMode,
+    ReadSessionResult,
     RenameSessionResult,
     ReplacementResult,
+    RestoreCheckpointResult,
     RevokeApprovalRuleResult,
     RevokeTrustResult,
+    SandboxMode,
     SaveTrustResult,
+    SearchSessionsResult,
     SessionSort,
     SessionState,
     SessionStats,
+    SetLimitsResult,
     StreamingBehavior,
     ThinkingLevelsResult,
     ToolAuthorizeParams,
@@ -96,6 +103,7 @@ from rpcd.protocol.names import (
     EXIT,
     EXPORT_HTML,
     EXPORT_JSONL,
+    EXPORT_MARKDOWN,
     FOLLOW_UP,
     FORK,
     GET_AVAILABLE_MODELS,
@@ -112,6 +120,7 @@ from rpcd.protocol.names import (
     INITIALIZE,
     LIST_APPROVAL_RULES,
     LIST_AUTH_PROVIDERS,
+    LIST_CHECKPOINTS,
     LIST_SESSIONS,
     LIST_TRUST,
     LOGIN,
@@ -121,17 +130,23 @@ from rpcd.protocol.names import (
     PING,
     PROGRESS,
     PROMPT,
+    READ_SESSION,
+    RELOAD,
     RENAME_SESSION,
+    RESTORE_CHECKPOINT,
     RESUME,
     REVOKE_APPROVAL_RULE,
     REVOKE_TRUST,
     SAVE_TRUST,
+    SEARCH_SESSIONS,
     SET_APPROVAL_POLICY,
     SET_AUTO_COMPACTION,
     SET_AUTO_RETRY,
     SET_FOLLOW_UP_MODE,
     SET_LABEL,
+    SET_LIMITS,
     SET_MODEL,
+    SET_SANDBOX,
     SET_SESSION_NAME,
     SET_STEERING_MODE,
     SET_THINKING_LEVEL,
@@ -570,6 +585,11 @@ class RpcdClient:
     ) -> ReplacementResult:
         return await self._from_file(RESUME, {"sessionPath": os.fspath(session_path)}, cwd_override, progress, timeout)
 
+    async def reload(self, *, timeout: float | None = _UNSET) -> ReplacementResult:
+        """Pi's ``/reload``: the same session file with settings, extensions, skills, prompt
+        templates and context files read again (refused with ``SessionBusy`` while a turn runs)."""
+        return cast(ReplacementResult, await self._replacement(RELOAD, {}, None, timeout))
+
     async def fork(self, entry_id: str, *, timeout: float | None = _UNSET) -> ForkResult:
         return cast(ForkResult, await self._replacement(FORK, {"entryId": entry_id}, None, timeout))
 
@@ -659,6 +679,74 @@ class RpcdClient:
         """The current branch as a new standalone session file at ``output_path`` (absolute, new)."""
         params = {"outputPath": os.fspath(output_path)}
         return cast(ExportResult, await self.call(EXPORT_JSONL, params, timeout=timeout))
+
+    async def export_markdown(
+        self, output_path: str | os.PathLike[str] | None = None, *, inline: bool = False,
+        timeout: float | None = _UNSET,
+    ) -> ExportMarkdownResult:
+        """The current branch as Markdown, tool calls folded: written to ``output_path`` (default: in
+        the session's cwd) — ``{path}`` — or, ``inline``, answered as ``{markdown}``."""
+        params: dict[str, Any] = {"outputPath": os.fspath(output_path)} if output_path is not None else {}
+        if inline:
+            params["inline"] = True
+        return cast(ExportMarkdownResult, await self.call(EXPORT_MARKDOWN, params, timeout=timeout))
+
+    async def list_checkpoints(self, *, files: bool = False, timeout: float | None = _UNSET) -> ListCheckpointsResult:
+        """The session's file checkpoints (one before each run's first change), oldest first;
+        ``files``: with the paths each run changed."""
+        params = {"files": True} if files else {}
+        return cast(ListCheckpointsResult, await self.call(LIST_CHECKPOINTS, params, timeout=timeout))
+
+    async def restore_checkpoint(
+        self, entry_id: str | None = None, *, files: Sequence[str] | None = None, dry_run: bool = False,
+        force: bool = False, timeout: float | None = _UNSET,
+    ) -> RestoreCheckpointResult:
+        """Put back what the agent changed since a checkpoint (``entry_id`` ``None``: undo the newest
+        run); ``dry_run``: only the diffs; ``force``: also over files someone else changed since."""
+        params: dict[str, Any] = {}
+        if entry_id is not None:
+            params["entryId"] = entry_id
+        if files is not None:
+            params["files"] = [os.fspath(f) for f in files]
+        if dry_run:
+            params["dryRun"] = True
+        if force:
+            params["force"] = True
+        return cast(RestoreCheckpointResult, await self.call(RESTORE_CHECKPOINT, params, timeout=timeout))
+
+    async def set_limits(
+        self, *, max_cost: float | None = None, max_tokens: int | None = None, max_cost_per_day: float | None = None,
+        max_tokens_per_day: int | None = None, timeout: float | None = _UNSET,
+    ) -> SetLimitsResult:
+        """Spending caps for the daemon's sessions (beating the ``limits.*`` settings; none given: the
+        settings again), checked before every model call."""
+        pairs = (("maxCost", max_cost), ("maxTokens", max_tokens), ("maxCostPerDay", max_cost_per_day),
+                 ("maxTokensPerDay", max_tokens_per_day))
+        params = {key: value for key, value in pairs if value is not None}
+        return cast(SetLimitsResult, await self.call(SET_LIMITS, params, timeout=timeout))
+
+    async def search_sessions(
+        self, query: str, *, cwd: str | None = None, limit: int | None = None, cursor: str | None = None,
+        timeout: float | None = _UNSET,
+    ) -> SearchSessionsResult:
+        """Full-text search of every stored session (``cwd``: one project's) with Pi's picker syntax:
+        words, ``"phrases"``, ``re:regex``; each result names its matching entries with snippets."""
+        pairs = (("cwd", cwd), ("limit", limit), ("cursor", cursor))
+        params: dict[str, Any] = {"query": query, **{key: value for key, value in pairs if value is not None}}
+        return cast(SearchSessionsResult, await self.call(SEARCH_SESSIONS, params, timeout=timeout))
+
+    async def read_session(
+        self, session: str, *, since: str | None = None, limit: int | None = None, timeout: float | None = _UNSET,
+    ) -> ReadSessionResult:
+        """A stored session's entries without switching to it: ``session`` is a file, or an id / unique
+        id prefix; ``since``: after that entry."""
+        params: dict[str, Any] = {"sessionFile" if os.sep in session or session.endswith(".jsonl") else "sessionId":
+                                  session}
+        if since is not None:
+            params["since"] = since
+        if limit is not None:
+            params["limit"] = limit
+        return cast(ReadSessionResult, await self.call(READ_SESSION, params, timeout=timeout))
 
     async def prompt(
         self,
@@ -781,6 +869,16 @@ class RpcdClient:
     async def set_approval_policy(self, policy: ApprovalPolicy, *, timeout: float | None = _UNSET) -> None:
         """The tool-approval policy for every later tool call of this daemon."""
         await self.call(SET_APPROVAL_POLICY, {"policy": policy}, timeout=timeout)
+
+    async def set_sandbox(self, mode: SandboxMode | None = None, *, network: bool | None = None,
+                          timeout: float | None = _UNSET) -> None:
+        """The sandbox (mode and/or network) of every later command of this daemon."""
+        params: dict[str, Any] = {}
+        if mode is not None:
+            params["mode"] = mode
+        if network is not None:
+            params["network"] = network
+        await self.call(SET_SANDBOX, params, timeout=timeout)
 
     async def list_approval_rules(
         self, *, cwd: str | os.PathLike[str] | None = None, timeout: float | None = _UNSET

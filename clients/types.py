@@ -61,6 +61,7 @@ Status = Literal["ready", "replacing", "unusable", "disposed"]
 QueueMode = Literal["all", "one-at-a-time"]
 StreamingBehavior = Literal["steer", "followUp"]
 ApprovalPolicy = Literal["auto", "ask-writes", "ask-all", "deny-writes"]
+SandboxMode = Literal["off", "read-only", "workspace-write"]
 ApprovalDecision = Literal["allowOnce", "allowAlways", "rejectOnce", "rejectAlways"]
 APPROVAL_POLICIES: tuple[ApprovalPolicy, ...] = ("auto", "ask-writes", "ask-all", "deny-writes")
 
@@ -116,6 +117,17 @@ class SessionState(TypedDict):
     autoRetryEnabled: bool
     pendingMessageCount: int
     approvalPolicy: NotRequired[ApprovalPolicy]
+    sandbox: NotRequired[SandboxInfo]
+
+
+class SandboxInfo(TypedDict):
+    """The sandbox the session's commands run in (``getState.sandbox``)."""
+
+    mode: SandboxMode
+    network: bool
+    writable: list[str]
+    mechanism: NotRequired[Literal["bwrap", "landlock"]]
+    problem: NotRequired[str]
 
 
 class MessagesResult(TypedDict):
@@ -440,4 +452,105 @@ class AuthPromptParams(TypedDict):
 class AuthPromptResult(TypedDict, total=False):
     value: str
     cancelled: bool
+
+
+# -- file checkpoints, spending caps, full-text search (rpcd's own methods) -------------------------
+
+
+class LimitsInfo(TypedDict):
+    """Spending caps in force and what was spent (``getState.limits``, ``setLimits``)."""
+
+    cost: float
+    tokens: int
+    maxCost: NotRequired[float]
+    maxTokens: NotRequired[int]
+    maxCostPerDay: NotRequired[float]
+    maxTokensPerDay: NotRequired[int]
+    costToday: NotRequired[float]
+    tokensToday: NotRequired[int]
+    reached: NotRequired[Literal["maxCost", "maxTokens", "maxCostPerDay", "maxTokensPerDay"]]
+
+
+class SetLimitsResult(TypedDict):
+    limits: LimitsInfo | None
+
+
+class CheckpointSummary(TypedDict):
+    entryId: str
+    checkpointId: str
+    kind: Literal["git", "files"]
+    root: str
+    createdAt: str
+    reason: Literal["run", "restore"]
+    available: bool
+    finished: bool
+    restoredTo: NotRequired[str]
+    partial: NotRequired[str]
+    promptEntryId: NotRequired[str]
+    prompt: NotRequired[str]
+    changedFiles: NotRequired[list[str]]
+
+
+class ListCheckpointsResult(TypedDict):
+    checkpoints: list[CheckpointSummary]
+    undoEntryId: NotRequired[str]
+
+
+class RestoredFile(TypedDict):
+    path: str
+    action: Literal["restore", "recreate", "delete"]
+    applied: bool
+    restorable: bool
+    conflict: NotRequired[str]
+    diff: NotRequired[str]
+    binary: NotRequired[bool]
+
+
+class RestoreCheckpointResult(TypedDict):
+    entryId: str
+    checkpointId: str
+    dryRun: bool
+    files: list[RestoredFile]
+    unchanged: list[str]
+    notes: list[str]
+    restoreEntryId: NotRequired[str]
+
+
+class SearchSnippet(TypedDict):
+    kind: str
+    text: str
+    start: int
+    end: int
+    entryId: NotRequired[str]
+
+
+class SearchHit(TypedDict):
+    sessionId: str
+    sessionFile: str
+    cwd: str
+    title: str
+    createdAt: str
+    updatedAt: str
+    messageCount: int
+    matchCount: int
+    snippets: list[SearchSnippet]
+    name: NotRequired[str]
+
+
+class SearchSessionsResult(TypedDict):
+    results: list[SearchHit]
+    nextCursor: NotRequired[str]
+
+
+class ReadSessionResult(TypedDict):
+    sessionFile: str
+    header: dict[str, Any]
+    entries: list[dict[str, Any]]
+    leafId: str | None
+    nextSince: NotRequired[str]
+
+
+class ExportMarkdownResult(TypedDict):
+    path: NotRequired[str]
+    markdown: NotRequired[str]
 

@@ -76,7 +76,10 @@ WHEN: dict[ErrorCode, str] = {
         "in the message; ``resume``/``renameSession``/``deleteSession`` of that file), or it is this daemon's "
         "current session (``deleteSession``: ``SessionInUse``). Nothing was read, written or moved."
     ),
-    ErrorCode.SESSION_BUSY: "A prompt while a turn is running (without ``streamingBehavior``).",
+    ErrorCode.SESSION_BUSY: (
+        "A prompt while a turn is running (without ``streamingBehavior``); a reload while a turn or a "
+        "compaction runs."
+    ),
     ErrorCode.MODEL_NOT_FOUND: "The requested model is unknown.",
     ErrorCode.PROVIDER_ERROR: "The model provider failed (auth, rate limit after retries, transport).",
     ErrorCode.INPUT_NOT_SUPPORTED: "The current model does not take this input (images); nothing was recorded.",

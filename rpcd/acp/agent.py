@@ -62,6 +62,7 @@ from rpcd.acp.errors import (
     session_not_found,
     to_request_error,
 )
+from rpcd.acp.extensions import call_extension
 from rpcd.acp.library import list_page
 from rpcd.acp.session import AcpSession, Front
 from rpcd.core.errors import SessionNotSavedError
@@ -69,6 +70,7 @@ from rpcd.core.values import Diagnostic
 from rpcd.protocol.errors import ErrorCode
 from rpcd.sessions.compose import Composer
 from rpcd.sessions.hub import FileHeld, SessionHub
+from rpcd.sessions.records import SessionRecord
 from rpcd.sessions.services import ProcessServices
 from rpcd.sessions.spec import McpServer, SessionSpec
 from rpcd.store import SessionManager
@@ -181,6 +183,7 @@ class RpcdAgent:
         self._check_cwd(method, cwd)
         manager = self.composer.new_manager(_normal(cwd))
         session = await self._open(method, manager, mcp_servers)
+        await self._remember(session, mode=None)  # no file until its first reply: its id must survive the process
         extra = _mcp_diagnostics(mcp_servers)
         return NewSessionResponse(session_id=session.id, modes=session.modes(),
                                   config_options=list(session.config_options()),
@@ -245,14 +248,17 @@ class RpcdAgent:
         library = self.services.library
         if path is None or not await anyio.to_thread.run_sync(os.path.isfile, path):
             path = await anyio.to_thread.run_sync(library.find, session_id, None)
+        records = self.services.records
         if path is None:
-            if session is not None:
-                return DeleteSessionResponse()  # live but never written: closing it deleted it
+            if session is not None or await anyio.to_thread.run_sync(records.get, session_id) is not None:
+                await anyio.to_thread.run_sync(records.remove, session_id)
+                return DeleteSessionResponse()  # never written: forgetting it deleted it
             raise session_not_found(method, session_id)
         try:  # as deleteSession: to the user's trash, refused for a file another rpcd process holds
             await anyio.to_thread.run_sync(library.delete, path)
         except Exception as exc:
             raise to_request_error(exc, method) from None
+        await anyio.to_thread.run_sync(records.remove, session_id)
         return DeleteSessionResponse()
 
     async def fork_session(self, session_id: str, cwd: str, additional_directories: list[str] | None = None,
@@ -305,6 +311,11 @@ class RpcdAgent:
         finally:
             forget()
 
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """rpcd's own methods as ACP extension methods (``_rpcd/...``: ``rpcd.acp.extensions``)."""
+        await self._ready(f"_{method}")
+        return await call_extension(method, params, self._session)
+
     async def cancel(self, session_id: str, **_: Any) -> None:
         session = self.hub.get(session_id)
         if session is not None:
@@ -319,6 +330,7 @@ class RpcdAgent:
         await self._ready("session/set_mode")
         session = self._session("session/set_mode", session_id)
         session.set_mode(mode_id)
+        await self._remember(session, mode=session.mode())
         await session.stream.drain()  # its current_mode_update before its answer
         return SetSessionModeResponse()
 
@@ -327,6 +339,8 @@ class RpcdAgent:
         await self._ready("session/set_config_option")
         session = self._session("session/set_config_option", session_id)
         options: list[Any] = list(session.set_config_option(config_id, value))
+        if config_id == "mode":
+            await self._remember(session, mode=session.mode())
         await session.stream.drain()
         return SetSessionConfigOptionResponse(config_options=options)
 
@@ -410,16 +424,34 @@ class RpcdAgent:
 
         async def open_() -> AcpSession:
             path = await anyio.to_thread.run_sync(self.services.library.find, session_id, cwd)
-            if path is None:
+            record = await anyio.to_thread.run_sync(self.services.records.get, session_id)
+            if path is None and record is None:
                 raise session_not_found(method, session_id)
-            found: str = path
             try:
-                manager = await anyio.to_thread.run_sync(self.composer.open_manager, found, cwd)
+                if path is None:  # created by an earlier process and never prompted: recreated as it was
+                    assert record is not None
+                    manager = self.composer.new_manager(record.cwd, session_id)
+                else:
+                    found: str = path
+                    manager = await anyio.to_thread.run_sync(self.composer.open_manager, found, cwd)
             except Exception as exc:
                 raise to_request_error(exc, method) from None
-            return await self._open(method, manager, mcp_servers)
+            session = await self._open(method, manager, mcp_servers)
+            if record is not None and record.mode is not None:
+                session.restore_mode(record.mode)  # the mode it had: reported by the answer
+            return session
 
         return await self.hub.get_or_open(session_id, open_)
+
+    async def _remember(self, session: AcpSession, *, mode: str | None) -> None:
+        """Keep what the session's file does not hold (``rpcd.sessions.records``): its cwd, its mode."""
+        if self.composer.spec.in_memory:
+            return
+        record = SessionRecord(session.cwd, mode)
+        try:
+            await anyio.to_thread.run_sync(self.services.records.put, session.id, record)
+        except OSError as exc:  # the session works on; only reopening it in a later process is affected
+            log.warning("could not record the session", extra={"sessionId": session.id, "error": exc.strerror})
 
     async def _close(self, method: str, session: AcpSession) -> None:
         self.hub.remove(session.id)

@@ -16,7 +16,7 @@ built-in tools when the client offers them, the event translator and the ordered
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
 
 import anyio
@@ -43,20 +43,26 @@ from rpcd.acp.errors import invalid_params, provider_failure, request_error, to_
 from rpcd.acp.permissions import tool_approver, trust_asker
 from rpcd.acp.prompt import PROMPT_METHOD, at_blocks, build_prompt
 from rpcd.acp.stream import UpdateStream
-from rpcd.acp.updates import EventTranslator, commands_update, replay
+from rpcd.acp.updates import RELOAD_COMMAND, EventTranslator, commands_update, replay
 from rpcd.core.files import read_regular
 from rpcd.core.values import (
     APPROVAL_POLICIES,
+    SANDBOX_MODES,
     ApprovalPolicy,
     CommandRan,
     Diagnostic,
     EventListener,
     ExtensionBindings,
     ExtensionError,
+    InputHandled,
+    PromptOutcome,
+    SandboxMode,
+    SandboxState,
     SessionEvent,
 )
 from rpcd.host.host import Pending, SerializedHost
 from rpcd.host.port import Binding, HostSubscription, SessionPort
+from rpcd.protocol.converter import unstructure
 from rpcd.protocol.errors import ErrorCode
 from rpcd.runtime.resources.commands import command_to_wire
 from rpcd.sessions.actions import HostCommandActions
@@ -65,6 +71,7 @@ from rpcd.sessions.hub import dispose_bounded
 from rpcd.sessions.spec import SessionSpec
 from rpcd.store import SessionManager
 from rpcd.tools import ToolOperations
+from rpcd.wire.convert import limits_info
 
 log = logging.getLogger("rpcd.acp.session")
 
@@ -73,10 +80,12 @@ STOP_REASONS: Final[Mapping[str, StopReason]] = {
     "length": "max_tokens",
     "aborted": "cancelled",
     "toolUse": "max_turn_requests",
+    "limit": "max_turn_requests",
 }
 """Pi's last ``stopReason`` → ACP's. ``toolUse`` at the end of a turn means the loop stopped after
 tool results without asking the model again: every tool result of that round asked to end the run
-(``terminate``, an extension's tool). There is no round limit (as in Pi)."""
+(``terminate``, an extension's tool). There is no round limit (as in Pi). ``limit`` (rpcd's): a
+spending cap stopped the turn before a model call (``_meta["rpcd/stopReason"]`` says so)."""
 MODES: Final[Mapping[ApprovalPolicy, tuple[str, str]]] = {
     "auto": ("Auto", "Every tool runs without asking (Pi's behaviour)"),
     "ask-writes": ("Ask before changes", "Reads run; edits, writes, commands and extension tools ask first"),
@@ -88,6 +97,12 @@ THINKING_NAMES: Final[Mapping[str, str]] = {
     "max": "Max",
 }
 """How the ``thought_level`` option shows Pi's thinking levels (a level not named here shows as itself)."""
+SANDBOX_NAMES: Final[Mapping[SandboxMode, tuple[str, str]]] = {
+    "off": ("Off", "Commands run with rpcd's own rights (Pi's behaviour)"),
+    "read-only": ("Read-only", "Commands may write nowhere"),
+    "workspace-write": ("Workspace", "Commands may write the project and the temp dir only"),
+}
+"""The ``sandbox`` option's choices (``rpcd.tools.sandbox``)."""
 TITLE_CHARS: Final = 100
 OLD_TEXT_LIMIT: Final = 4 * 1024 * 1024
 """A file larger than this shows as new text only in a ``write`` diff."""
@@ -115,7 +130,11 @@ class _Bindings:
     def extension_bindings(self, session: SessionPort) -> ExtensionBindings:
         return ExtensionBindings(mode="rpc", ui=None, on_error=self._on_extension_error,
                                  tool_approver=self._session.approver if self._session.approver else None,
-                                 command_actions=self._session.actions)
+                                 command_actions=self._session.actions, spawn=self._spawn)
+
+    def _spawn(self, work: Callable[[], Awaitable[None]]) -> None:
+        # the host is looked up when used: the first session is bound while the host is being made
+        self._session.require_host().spawn(work)
 
     def subscribe(self, binding: Binding) -> HostSubscription:
         listener: EventListener = self._session.on_event
@@ -150,8 +169,8 @@ class _Turn:
 
     def __init__(self) -> None:
         self.cancelled = False
-        self.pending: Pending[str | CommandRan | None] | None = None
-        """Its place in the host's FIFO (taken at arrival), then its running turn."""
+        self.pending: Pending[Any] | None = None
+        """Its place in the host's FIFO (taken at arrival), then its running turn (or ``/reload``)."""
         self.scope = anyio.CancelScope()
         """Cancelled when the prompt is withdrawn from the FIFO: its wait ends at once."""
 
@@ -166,13 +185,15 @@ class AcpSession:
         conn = front.conn
         self.stream = UpdateStream(self.id, conn.session_update)
         self.gate = front.composer.approval_gate(client_can_answer=True)
+        self.sandbox = front.composer.sandbox_control()
+        """This session's sandbox (its ``sandbox`` / ``sandbox_network`` options), like its mode."""
         self.approver = tool_approver(conn, self.id, self.stream, front.composer.spec.approval_timeout)
         self.actions = HostCommandActions()
         """An extension command's ``ctx.new_session()`` / ``fork`` / ``switch_session`` on this host."""
         self.on_moved: Callable[[str | None], None] | None = None
         """Told the file this session holds after its host replaced its session (the hub's records)."""
         self.translator = EventTranslator(self.cwd, self.stream.push, old_text=self._old_text,
-                                          context_window=self._context_window)
+                                          context_window=self._context_window, limits=self.limits)
         self.bindings = _Bindings(self)
         self.editor_files = EditorFiles(conn, self.id) if conn.can_read_files else None
         self.host: SerializedHost | None = None
@@ -198,7 +219,7 @@ class AcpSession:
         try:
             hooks = FrontHooks(
                 authorize_project=trust_asker(front.conn, self.id, spec.trust_policy, spec.trust_timeout),
-                approval=self.gate, tool_operations=self._tool_operations(),
+                approval=self.gate, tool_operations=self._tool_operations(), sandbox=self.sandbox,
             )
             self.host = await front.composer.open_host(manager, self.spec, hooks, self.bindings,
                                                        task_group=front.task_group)
@@ -208,19 +229,24 @@ class AcpSession:
             self.closed = True
             raise
 
-    def _tool_operations(self) -> ToolOperations | None:
+    def _tool_operations(self) -> ToolOperations:
         conn, config = self.front.conn, self.front.config
         files = self.editor_files if config.delegate_files else None
         shell = (EditorShell(conn, self.id, on_terminal=self.translator.attach_terminal,
                              before_release=self.stream.drain)
                  if config.delegate_terminal and conn.has_terminal else None)
-        if files is None and shell is None:
-            return None
         return ToolOperations(
             read_text=files.read_text if files is not None else None,
             write_text=files.write_text if files is not None and conn.can_write_files else None,
             shell=shell,
+            before_change=self._announced,
         )
+
+    def _announced(self, path: str) -> None:
+        """A file change waits until every update pushed before it was sent: the call's ``tool_call`` (for
+        a ``write``, only once its diff's old text was read) reaches the client before the file changes
+        (``fs/write_text_file`` or the local disk), also when nothing was asked (mode ``auto``, a rule)."""
+        anyio.from_thread.run(self.stream.drain)
 
     def moved_to(self, session_file: str | None) -> None:
         if session_file != self.file:
@@ -294,6 +320,20 @@ class AcpSession:
                 current_value=level,
                 options=[SessionConfigSelectOption(value=v, name=THINKING_NAMES.get(v, v)) for v in named],
             ))
+        sandbox = state.sandbox if state.sandbox is not None else SandboxState()
+        said = f" — unavailable here: {sandbox.problem}" if sandbox.problem else ""
+        options.append(SessionConfigOptionSelect(
+            type="select", id="sandbox", name="Sandbox",
+            description=f"Where the agent's commands may write{said}", current_value=sandbox.mode,
+            options=[SessionConfigSelectOption(value=mode, name=name, description=description)
+                     for mode, (name, description) in SANDBOX_NAMES.items()],
+        ))
+        options.append(SessionConfigOptionSelect(
+            type="select", id="sandbox_network", name="Network in the sandbox",
+            description="Whether sandboxed commands may reach the network (with the sandbox off, every command may)",
+            current_value="on" if (sandbox.network if sandbox.mode != "off" else self.sandbox.network) else "off",
+            options=[SessionConfigSelectOption(value=value, name=value.capitalize()) for value in ("off", "on")],
+        ))
         self._offered = [option.model_dump(mode="json", by_alias=True, exclude_none=True) for option in options]
         return options
 
@@ -321,6 +361,12 @@ class AcpSession:
         self.stream.push(CurrentModeUpdate(session_update="current_mode_update", current_mode_id=policy))
         self.stream.push(ConfigOptionUpdate(session_update="config_option_update",
                                             config_options=list(self.config_options())))
+
+    def restore_mode(self, mode: str) -> None:
+        """The mode this session had in an earlier process (``rpcd.sessions.records``); an unknown one is ignored."""
+        policy = next((p for p in APPROVAL_POLICIES if p == mode), None)
+        if policy is not None:
+            self.gate.set_policy(policy)
 
     def set_config_option(self, config_id: str, value: str | bool) -> list[SessionConfigOptionSelect]:
         method = "session/set_config_option"
@@ -350,6 +396,16 @@ class AcpSession:
                 raise
             except Exception as exc:
                 raise to_request_error(exc, method) from None
+        elif config_id == "sandbox":
+            mode = next((m for m in SANDBOX_MODES if m == value), None)
+            if mode is None:
+                raise invalid_params(method, [{"path": "$.value", "message": f"unknown sandbox {value!r}; one of "
+                                                                             f"{', '.join(SANDBOX_MODES)}"}])
+            self.sandbox.set(mode)
+        elif config_id == "sandbox_network":
+            if value not in ("on", "off"):
+                raise invalid_params(method, [{"path": "$.value", "message": "expected on or off"}])
+            self.sandbox.set(network=value == "on")
         else:
             raise invalid_params(method, [{"path": "$.configId", "message": f"unknown config option {config_id!r}"}])
         self.refresh_config()  # a model switch changes the levels (and may clamp the level)
@@ -372,8 +428,13 @@ class AcpSession:
 
             try:
                 with turn.scope:
-                    turn.pending = host.prompt(prompt.text, images=prompt.images)
-                    outcome = await turn.pending
+                    if prompt.text.strip() == RELOAD_COMMAND and not prompt.images:
+                        turn.pending = host.reload()  # Pi's /reload; the editor hears commands_changed
+                        await turn.pending
+                        await self.stream.drain()
+                        return PromptResponse(stop_reason="end_turn")
+                    turn.pending = pending = host.prompt(prompt.text, images=prompt.images)
+                    outcome: PromptOutcome = await pending
             except Exception as exc:
                 await self.stream.drain()
                 if turn.cancelled:
@@ -385,8 +446,8 @@ class AcpSession:
             await self.stream.drain()
             if turn.cancelled:
                 return PromptResponse(stop_reason="cancelled")
-            if isinstance(outcome, CommandRan):
-                return PromptResponse(stop_reason="end_turn")  # an extension command ran instead of a turn
+            if isinstance(outcome, CommandRan | InputHandled):
+                return PromptResponse(stop_reason="end_turn")  # an extension took the input instead of a turn
             reason = outcome
             if reason is None:  # queued into a running turn: only with streamingBehavior, which ACP never sends
                 return PromptResponse(stop_reason="end_turn")
@@ -395,7 +456,8 @@ class AcpSession:
                 message = last.get("errorMessage")
                 raise provider_failure(PROMPT_METHOD, message if isinstance(message, str) else "",
                                        cwd=self.cwd, session_path=self.file)
-            return PromptResponse(stop_reason=STOP_REASONS.get(reason, "end_turn"))
+            meta = {"rpcd/stopReason": reason} if reason == "limit" else None
+            return PromptResponse(stop_reason=STOP_REASONS.get(reason, "end_turn"), field_meta=meta)
         finally:
             self._turn = None
             if self._title is not None:  # refused before it was recorded: the next prompt titles it
@@ -446,8 +508,7 @@ class AcpSession:
         except Exception as exc:
             log.info("commands unavailable: %s", type(exc).__name__, extra={"sessionId": self.id})
             return
-        if commands:
-            self.stream.push(commands_update([command_to_wire(c) for c in commands]))
+        self.stream.push(commands_update([command_to_wire(c) for c in commands]))
 
     # -- replay -------------------------------------------------------------------------------------
 
@@ -482,6 +543,15 @@ class AcpSession:
             self.stream.close()
 
     # -- helpers for the translator ------------------------------------------------------------------
+
+    def limits(self) -> dict[str, Any] | None:
+        """The spending caps as ``getState.limits`` shows them (``None``: none set)."""
+        try:
+            state = self.require_host().state().limits
+        except Exception:
+            return None
+        info = limits_info(state)
+        return unstructure(info) if info is not None else None
 
     def _context_window(self) -> int | None:
         try:

@@ -51,6 +51,7 @@ from acp.schema import (
 
 from rpcd.core import codec
 from rpcd.core.values import ToolLocation
+from rpcd.runtime.usage import calculate_context_tokens, valid_usage
 from rpcd.tools import BUILTIN_TOOL_NAMES, builtin_profile, extension_profile
 from rpcd.tools.approval_facts import CallFacts, describe_call, preview_arguments
 
@@ -58,6 +59,8 @@ __all__ = ["Deferred", "EventTranslator", "Update", "commands_update", "replay",
 
 Update = Any
 """One ``session/update`` variant of the SDK (``AgentMessageChunk``, ``ToolCallStart``, …)."""
+LIMITS_META: Final = "rpcd/limits"
+"""The ``_meta`` key of ``usage_update`` that carries the spending caps (``getState.limits``'s shape)."""
 Deferred = Callable[[], Awaitable[Update | None]]
 """An update that needs I/O first (a file's current text); the stream awaits it in its place."""
 ToolContent = ContentToolCallContent | FileEditToolCallContent | TerminalToolCallContent
@@ -137,11 +140,15 @@ class EventTranslator:
     """One ACP session's live events → updates (pushes them through ``emit``)."""
 
     def __init__(self, cwd: str, emit: Callable[[Update | Deferred], None], *, old_text: OldText,
-                 context_window: Callable[[], int | None]) -> None:
+                 context_window: Callable[[], int | None],
+                 limits: Callable[[], dict[str, Any] | None] = lambda: None) -> None:
         self.cwd = cwd
         self._emit = emit
         self._old_text = old_text
         self._context_window = context_window
+        self._limits = limits
+        """The session's spending caps as ``getState.limits`` shows them (``None``: no cap): every
+        ``usage_update`` carries them in ``_meta["rpcd/limits"]``."""
         self._calls: dict[str, _Call] = {}
         self.cost = 0.0
         """Cumulative cost of the session's assistant messages (``usage.cost.total``)."""
@@ -165,6 +172,8 @@ class EventTranslator:
             if isinstance(message, Mapping) and message.get("role") == "assistant":
                 self.last_assistant = message
                 self._usage(message)
+        elif kind == "limit_reached":
+            self._limit(event)
         elif kind == "commands_changed":
             commands = event.get("commands")
             self._emit(commands_update(commands if isinstance(commands, list) else []))
@@ -260,20 +269,40 @@ class EventTranslator:
 
     def _usage(self, message: Mapping[str, Any]) -> None:
         self.cost += _cost_of(message)
+        usage = valid_usage(message)  # an aborted or failed reply's zeros are no context size
         size = self._context_window()
-        used = _context_tokens(message)
-        if size is None or used is None:
+        if size is None or usage is None:
             return
+        limits = self._limits()
+        used = calculate_context_tokens(usage)
         self._emit(UsageUpdate(session_update="usage_update", used=used, size=size,
-                               cost=Cost(amount=self.cost, currency="USD")))
+                               cost=Cost(amount=self.cost, currency="USD"),
+                               field_meta={LIMITS_META: limits} if limits is not None else None))
+
+    def _limit(self, event: Mapping[str, Any]) -> None:
+        """A spending cap stopped the turn before a model call: the user reads why (the prompt's
+        answer is ``max_turn_requests`` with ``_meta["rpcd/stopReason"]: "limit"``)."""
+        name, used, cap = event.get("limit"), event.get("used"), event.get("max")
+        money = name in ("maxCost", "maxCostPerDay")
+        shown = (f"{used:.4f} of {cap:.4f} USD" if money else f"{used} of {cap} tokens") \
+            if isinstance(used, int | float) and isinstance(cap, int | float) else ""
+        text = f"\n\n[Stopped before the next model call: the spending cap {name} is reached ({shown}).]"
+        self._emit(AgentMessageChunk(session_update="agent_message_chunk", content=_text_block(text),
+                                     field_meta={"rpcd/limitReached": dict(event)}))
+
+
+RELOAD_COMMAND: Final = "/reload"
+"""The prompt that is the ``reload`` method in ACP (Pi's ``/reload``): it runs instead of a turn."""
 
 
 def commands_update(commands: Sequence[Mapping[str, Any]]) -> AvailableCommandsUpdate:
-    """The session's commands (``getCommands``' wire form) as ACP's: what follows ``/`` in a prompt."""
-    available = []
+    """The session's commands (``getCommands``' wire form) as ACP's: what follows ``/`` in a prompt,
+    after ``reload`` (rpcd's ``reload`` method; it wins over an extension command of that name)."""
+    available = [AvailableCommand(name=RELOAD_COMMAND[1:], description="Reload settings, extensions, skills, "
+                                  "prompt templates and context files")]
     for command in commands:
         name = command.get("name")
-        if not isinstance(name, str) or not name:
+        if not isinstance(name, str) or not name or name == RELOAD_COMMAND[1:]:
             continue
         description = command.get("description")
         hint = command.get("argumentHint")
@@ -292,19 +321,6 @@ def _cost_of(message: Mapping[str, Any]) -> float:
     cost = usage.get("cost") if isinstance(usage, Mapping) else None
     total = cost.get("total") if isinstance(cost, Mapping) else None
     return float(total) if isinstance(total, int | float) and not isinstance(total, bool) and total >= 0 else 0.0
-
-
-def _context_tokens(message: Mapping[str, Any]) -> int | None:
-    """Tokens in context after this assistant message (Pi's ``calculateContextTokens``: the
-    provider's total, else input + output + cache reads + cache writes)."""
-    usage = message.get("usage")
-    if not isinstance(usage, Mapping):
-        return None
-    total = usage.get("totalTokens")
-    if isinstance(total, int) and not isinstance(total, bool) and total > 0:
-        return total
-    parts = [usage.get(key) for key in ("input", "output", "cacheRead", "cacheWrite")]
-    return sum(p for p in parts if isinstance(p, int) and not isinstance(p, bool) and p > 0)
 
 
 # -- replay ----------------------------------------------------------------------------------------

@@ -153,6 +153,8 @@ class CompactionError(RuntimeFailure):
     (or stopped at its token cap), an extension's result was unusable. Nothing was written."""
 
     kind = "CompactionFailed"
+    reason: str | None = None
+    """The failure without rpcd's ``Compaction failed:`` prefix (what Pi's ``compact()`` throws)."""
 
 
 class CompactionCancelledError(CompactionError):

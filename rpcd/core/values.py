@@ -25,6 +25,10 @@ ApprovalPolicy: TypeAlias = Literal["auto", "ask-writes", "ask-all", "deny-write
 """``auto``: every tool runs (Pi's behaviour); ``ask-writes``: the client decides every call that may
 change something; ``ask-all``: every call; ``deny-writes``: calls that may change something are refused."""
 APPROVAL_POLICIES: tuple[ApprovalPolicy, ...] = ("auto", "ask-writes", "ask-all", "deny-writes")
+SandboxMode: TypeAlias = Literal["off", "read-only", "workspace-write"]
+"""Where a sandboxed command may write (``rpcd.tools.sandbox``): anywhere, nowhere, the project and temp dir."""
+SANDBOX_MODES: tuple[SandboxMode, ...] = ("off", "read-only", "workspace-write")
+SandboxMechanism: TypeAlias = Literal["bwrap", "landlock"]
 ApprovalDecision: TypeAlias = Literal["allowOnce", "allowAlways", "rejectOnce", "rejectAlways"]
 """The client's answer (ACP's ``allow_once`` / ``allow_always`` / ``reject_once`` / ``reject_always``)."""
 APPROVAL_DECISIONS: tuple[ApprovalDecision, ...] = ("allowOnce", "allowAlways", "rejectOnce", "rejectAlways")
@@ -113,6 +117,44 @@ class SessionState:
     auto_retry_enabled: bool = True
     approval_policy: ApprovalPolicy | None = None
     """The tool-approval policy in force for this session (``None``: the runtime has no gate)."""
+    limits: LimitsState | None = None
+    """The spending caps in force and what was spent (``rpcd.runtime.limits``)."""
+    sandbox: SandboxState | None = None
+    """The sandbox of its commands (``None``: the runtime has no sandbox control: never sandboxed)."""
+
+
+@attrs.frozen
+class LimitsState:
+    """The caps in force (``limits.*`` settings, ``setLimits``) beside what the session (and, when a
+    per-day cap is set, the day) has spent."""
+
+    caps: tuple[tuple[str, float], ...]
+    """``(name, cap)``: ``maxCost``, ``maxTokens``, ``maxCostPerDay``, ``maxTokensPerDay`` — those set."""
+    cost: float
+    tokens: int
+    cost_today: float | None = None
+    """Only when a per-day cap is set (the day's ledger is read only then)."""
+    tokens_today: int | None = None
+    reached: str | None = None
+    """The first cap at or over its limit: the next model call will not happen."""
+
+    def cap(self, name: str) -> float | None:
+        return dict(self.caps).get(name)
+
+
+@attrs.frozen
+class SandboxState:
+    """The sandbox commands run in (``rpcd.tools.sandbox``), for ``getState``: ``mode`` (``off``,
+    ``read-only``, ``workspace-write``), whether they may reach the network, the ``mechanism`` that
+    enforces it (``bwrap``, ``landlock``; ``None`` when off or unavailable), what they may write
+    (besides ``/dev``) and, when no mechanism can enforce it here, the ``problem`` (every sandboxed
+    command is then refused)."""
+
+    mode: SandboxMode = "off"
+    network: bool = True
+    mechanism: SandboxMechanism | None = None
+    writable: tuple[str, ...] = ()
+    problem: str | None = None
 
 
 @attrs.frozen
@@ -230,22 +272,51 @@ class CommandInfo:
 
 
 @attrs.frozen
+class InputHandled:
+    """``prompt`` whose text an extension's ``input`` handler took (``{"action": "handled"}``): no turn ran."""
+
+
+@attrs.frozen
 class CommandRan:
     """``prompt`` of an extension command: the command ran instead of a turn (Pi runs it at once)."""
 
     name: str
 
 
-class CommandActions(Protocol):
-    """Pi's ``commandContextActions``: what an extension command may ask of the host. Every action
-    goes through the serialized host like a request would (queued behind the operations requested
-    before it); none is available from inside a host operation or inside a turn."""
+PromptOutcome: TypeAlias = "str | CommandRan | InputHandled | None"
+"""What ``prompt`` resolves with: the turn's ``stopReason``, a command that ran instead, input an
+extension handled, or ``None`` for text queued into a running turn."""
 
-    async def new_session(self) -> ReplaceResult: ...
+
+class CommandActions(Protocol):
+    """What extension code may ask of the host (Pi's ``commandContextActions`` and the turns and
+    compactions its ``pi``/``ctx`` start). Every action goes through the serialized host like a
+    request would (queued behind the operations requested before it). The replacements, tree moves
+    and reloads are for commands only: refused from inside a host operation or inside a turn."""
+
+    async def new_session(self, *, parent_session: str | None = None,
+                          setup: Callable[[Any], Any] | None = None) -> ReplaceResult:
+        """``setup(session_writer)`` runs on the new session before it is bound (Pi's ``setup``)."""
+        ...
 
     async def fork(self, entry_id: str, position: ForkPosition = "before") -> ReplaceResult: ...
 
     async def switch_session(self, session_path: str) -> ReplaceResult: ...
+
+    async def navigate_tree(self, target_id: str, *, summarize: bool = False, custom_instructions: str | None = None,
+                            replace_instructions: bool | None = None, label: str | None = None) -> Mapping[str, Any]:
+        ...
+
+    async def reload(self) -> None:
+        """Reopen the current session file with freshly read resources (``reload``)."""
+        ...
+
+    async def compact(self, custom_instructions: str | None = None) -> Mapping[str, Any]: ...
+
+    async def run_turn(self, operation: str, work: Callable[[], Awaitable[Any]]) -> Any:
+        """Run ``work`` (a turn the session starts for an extension) where a client's ``prompt``
+        would run: queued behind what was requested before, then outside the queue."""
+        ...
 
 
 # -- tool approval ----------------------------------------------------------------------------
@@ -329,6 +400,14 @@ class ApprovalRule:
     path: str | None = None
 
 
+class SandboxSetter(Protocol):
+    """What a front may change of a sandbox control (``rpcd.tools.sandbox.SandboxControl``)."""
+
+    def set(self, mode: SandboxMode | None = None, network: bool | None = None) -> None:
+        """Set the mode and/or whether the network is reachable (``None``: that part as it is)."""
+        ...
+
+
 class ApprovalControl(Protocol):
     """What a front may change or read of the process's approval gate (``rpcd.tools.approval``)."""
 
@@ -378,6 +457,11 @@ class ExtensionBindings:
     """Session control for extension commands (``ctx.new_session()`` ...); ``None``: not available."""
     tool_approver: ToolApprover | None = None
     """Asks the client before a tool runs (rpcd's ``tool/authorize``); ``None``: nobody can be asked."""
+    spawn: Callable[[Callable[[], Awaitable[None]]], None] | None = None
+    """Runs work in the host's task group without waiting for it (what Pi does not await: extension
+    notifications such as ``thinking_level_select``, ``ctx.compact()``, extension-started turns)."""
+    shutdown: Callable[[], None] | None = None
+    """Pi's ``ctx.shutdown()``: the front ends in order once the session is idle."""
 
 
 @attrs.frozen
@@ -406,3 +490,76 @@ class CycleModelResult:
     model: ModelDescription
     thinking_level: str
     is_scoped: bool
+
+
+@attrs.frozen
+class LimitOverrides:
+    """What ``setLimits`` chose (``None``: the ``limits.*`` setting applies)."""
+
+    max_cost: float | None = None
+    max_tokens: int | None = None
+    max_cost_per_day: float | None = None
+    max_tokens_per_day: int | None = None
+
+    def get(self, name: str) -> float | None:
+        value: float | None = {"maxCost": self.max_cost, "maxTokens": self.max_tokens,
+                               "maxCostPerDay": self.max_cost_per_day,
+                               "maxTokensPerDay": self.max_tokens_per_day}[name]
+        return value
+
+
+@attrs.frozen
+class CheckpointInfo:
+    """One file checkpoint of a session (``listCheckpoints``)."""
+
+    entry_id: str
+    checkpoint_id: str
+    kind: str
+    root: str
+    created_at: str
+    reason: str
+    available: bool
+    """The store still holds it (``False``: pruned, or another agent dir's)."""
+    finished: bool
+    """Its run ended and was snapshotted (``False``: running, or the daemon died first)."""
+    restored_to: str | None = None
+    partial: str | None = None
+    prompt_entry_id: str | None = None
+    """The user message whose run it belongs to."""
+    prompt: str | None = None
+    """That message's text, shortened."""
+    changed: tuple[str, ...] | None = None
+    """The paths its run changed (absolute), when asked for."""
+
+
+@attrs.frozen
+class CheckpointListing:
+    checkpoints: tuple[CheckpointInfo, ...]
+    undo_entry_id: str | None
+    """What a restore without an entry (``undo``) restores."""
+
+
+@attrs.frozen
+class RestoredFile:
+    """One file of a restore (``rpcd.store.checkpoints.FileChange`` across the rooms)."""
+
+    path: str
+    action: str
+    applied: bool
+    restorable: bool
+    conflict: str | None = None
+    diff: str | None = None
+    binary: bool = False
+
+
+@attrs.frozen
+class RestoreOutcome:
+    entry_id: str
+    checkpoint_id: str
+    dry_run: bool
+    files: tuple[RestoredFile, ...]
+    unchanged: tuple[str, ...]
+    notes: tuple[str, ...]
+    restore_entry_id: str | None = None
+    """The entry of the restore's own checkpoint (undo the restore by restoring it)."""
+

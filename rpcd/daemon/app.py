@@ -51,10 +51,13 @@ from rpcd.sessions.spec import EXIT_FAILED, EXIT_OK, SessionSpec
 from rpcd.store import writer_lock
 from rpcd.transport.stdio import FLUSH_TIMEOUT, guard_stdout
 from rpcd.wire.approvals import ApprovalMethods
+from rpcd.wire.checkpoints import CheckpointMethods
 from rpcd.wire.client_requests import ClientRequests, UiBridge
 from rpcd.wire.handlers import SessionMethods, register
+from rpcd.wire.limits import LimitMethods
 from rpcd.wire.logins import LoginMethods
 from rpcd.wire.notifications import HOST_STATUS, EventPump, Notification
+from rpcd.wire.search import SearchMethods
 from rpcd.wire.server import Server, create_server
 from rpcd.wire.trust import TrustMethods
 
@@ -68,7 +71,7 @@ CURRENT: Final = "current"
 """The daemon's one host in the hub (its session id changes with every replacement)."""
 @attrs.frozen
 class StartTarget:
-    kind: Literal["new", "open", "continue", "in-memory"]
+    kind: Literal["new", "open", "session", "continue", "in-memory"]
     cwd: str
     path: str | None = None
 
@@ -77,6 +80,8 @@ def resolve_target(options: Options) -> StartTarget:
     """Which session to start with. ``--resume-last`` without a usable record means a new session."""
     if options.target == "resume" and options.resume_path is not None:
         return StartTarget("open", options.cwd, options.resume_path)
+    if options.target == "session" and options.resume_path is not None:
+        return StartTarget("session", options.cwd, options.resume_path)
     if options.target == "continue":
         return StartTarget("continue", options.cwd)
     if options.target == "in-memory":
@@ -131,10 +136,14 @@ class Daemon:
         self.requests.approval_timeout = options.approval_timeout
         self.approval = self.composer.approval_gate()
         """The process's tool-approval gate; the client's ``toolApproval`` capability is set at ``initialize``."""
+        self.sandbox = self.composer.sandbox_control()
+        """The sandbox of every session's commands (``--sandbox``, ``setSandbox``, else the setting)."""
         bindings = RpcHostBindings(self.pump, UiBridge(self.requests), persist=self._persist,
                                    authorize_tool=self.requests.authorize_tool)
         self.host = SerializedHost(bindings, on_status=self._post_status)
         bindings.command_actions = HostCommandActions(self.host)  # an extension command's actions are host calls
+        bindings.spawn = self.host.spawn
+        bindings.shutdown = self._extension_shutdown
         self.hub: SessionHub[SerializedHost] = SessionHub()
         self.hub.put(CURRENT, self.host, current=True)
         """The live hosts: the daemon's one, the current session's (a replacement swaps the session inside it)."""
@@ -146,8 +155,11 @@ class Daemon:
         register(
             self.server,
             SessionMethods(self.host, self.pump, self.library),
-            ApprovalMethods(self.host, self.approval),
+            ApprovalMethods(self.host, self.approval, self.sandbox),
             TrustMethods(self.host, self.services.saved_trust),
+            CheckpointMethods(self.host, self.pump),
+            LimitMethods(self.host, self.pump),
+            SearchMethods(self.host, self.library.search),
             LoginMethods(self.services, self.requests),
         )
         self.disposal_failure: BaseException | None = None
@@ -197,7 +209,7 @@ class Daemon:
         await self.server.initialize_answered()
         # The composition imports the runtime only now: its imports take a while and must not delay that answer.
         manager = open_start_session(self.options, self.composer.session_dir)
-        hooks = FrontHooks(authorize_project=self._authorize, approval=self.approval)
+        hooks = FrontHooks(authorize_project=self._authorize, approval=self.approval, sandbox=self.sandbox)
         return await self.composer.open_runtime(manager, SessionSpec(manager.get_cwd()), hooks)
 
     async def _authorize(self, cwd: str, context: ProjectTrustContext) -> TrustDecision:
@@ -244,6 +256,23 @@ class Daemon:
 
     # -- the orderly end -----------------------------------------------------------------------------
 
+    def _extension_shutdown(self) -> None:
+        """Pi's ``ctx.shutdown()`` in RPC mode: the orderly end, once everything requested before it is
+        done and the session is idle (a turn running now finishes first)."""
+        host = self.host
+
+        async def when_idle() -> None:
+            async def idle() -> None:
+                await host.wait_idle()
+
+            try:
+                await host.enqueue_async("shutdown", idle)
+            except Exception as exc:  # the host went away meanwhile: end anyway
+                log_failure("extension shutdown: waiting for idle failed", exc)
+            self.server.request_stop("an extension asked to shut down")
+
+        host.spawn(when_idle)
+
     async def final_disposal(self) -> None:
         """The one orderly end (the server's dispose hook): dispose the host behind any in-flight
         operation, bounded by ``--exit-timeout``, then drain the pump.
@@ -278,6 +307,12 @@ def open_start_session(options: Options, session_dir: str | None = None) -> Sess
     target = resolve_target(options)
     agent_dir = options.agent_dir
     try:
+        if target.kind == "session":  # --session: a path, or a session id / unique id prefix
+            assert target.path is not None
+            from rpcd.sessions.search import SessionSearch
+
+            path = SessionSearch(agent_dir, session_dir).resolve(target.path, target.cwd).path
+            return SessionManager.open(path, session_dir, must_exist=True)
         if target.kind == "open":
             assert target.path is not None
             # Like the ``resume`` method (and unlike Pi): a mistyped --resume path is an

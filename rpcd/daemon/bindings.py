@@ -68,6 +68,10 @@ class RpcHostBindings:
         self._authorize_tool = authorize_tool
         self.command_actions = command_actions
         """What an extension command's session actions go through (the host's own requests)."""
+        self.spawn: Callable[[Callable[[], Awaitable[None]]], None] | None = None
+        """The host's task group, for what extensions start without waiting (``SerializedHost.spawn``)."""
+        self.shutdown: Callable[[], None] | None = None
+        """An extension's ``ctx.shutdown()``: the daemon's orderly end once the session is idle."""
         self._live: SessionChannel | None = None
         """The channel of the last subscribed session: extension errors are forwarded while it is open."""
         self._outlets: dict[int, _Outlet] = {}
@@ -78,7 +82,8 @@ class RpcHostBindings:
     def extension_bindings(self, session: SessionPort) -> ExtensionBindings:
         outlet = self._outlets[id(session)] = _Outlet()
         return ExtensionBindings(mode="rpc", ui=self._ui, on_error=self._on_extension_error,
-                                 tool_approver=self._tool_approver(outlet), command_actions=self.command_actions)
+                                 tool_approver=self._tool_approver(outlet), command_actions=self.command_actions,
+                                 spawn=self.spawn, shutdown=self.shutdown)
 
     def _tool_approver(self, outlet: _Outlet) -> ToolApprover | None:
         """``tool/authorize`` on behalf of one session, tagged with its id and generation. Asked only

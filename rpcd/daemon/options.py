@@ -15,7 +15,7 @@ from typing import Final, Literal
 import attrs
 
 from rpcd.core.model_inputs import ModelInputs
-from rpcd.core.values import APPROVAL_POLICIES, ApprovalPolicy
+from rpcd.core.values import APPROVAL_POLICIES, SANDBOX_MODES, ApprovalPolicy, SandboxMode
 from rpcd.sessions.spec import (
     DEFAULT_APPROVAL_TIMEOUT,
     DEFAULT_EXIT_TIMEOUT,
@@ -30,7 +30,7 @@ from rpcd.transport import DEFAULT_MAX_MESSAGE_BYTES
 
 JOURNAL_RELATIVE: Final = os.path.join("rpcd", "journal.json")
 
-TargetKind = Literal["new", "resume", "continue", "in-memory", "resume-last"]
+TargetKind = Literal["new", "resume", "session", "continue", "in-memory", "resume-last"]
 
 
 @attrs.frozen
@@ -51,6 +51,11 @@ class Options:
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     extension_flags: Mapping[str, bool | str] = attrs.field(factory=dict)
     no_context_files: bool = False
+    no_extensions: bool = False
+    skill_paths: tuple[str, ...] = ()
+    no_skills: bool = False
+    prompt_template_paths: tuple[str, ...] = ()
+    no_prompt_templates: bool = False
     exit_timeout: float = DEFAULT_EXIT_TIMEOUT
     model_inputs: ModelInputs = attrs.field(factory=ModelInputs)
     """``--provider`` / ``--model`` / ``--thinking`` / ``--api-key`` / ``--models`` (Pi's flags)."""
@@ -64,6 +69,8 @@ class Options:
     approval_timeout: float = DEFAULT_APPROVAL_TIMEOUT
     cwd_given: bool = False
     """``--cwd`` was given: ``--resume-last`` then starts on that project's last session."""
+    sandbox: SandboxMode | None = None
+    sandbox_network: bool | None = None
 
     @property
     def journal_path(self) -> str:
@@ -75,12 +82,14 @@ class Options:
         return ProcessSpec(
             agent_dir=self.agent_dir, cwd=self.cwd, session_dir=self.session_dir, extensions=self.extensions,
             extension_flags=self.extension_flags, no_context_files=self.no_context_files,
+            no_extensions=self.no_extensions, skill_paths=self.skill_paths, no_skills=self.no_skills,
+            prompt_template_paths=self.prompt_template_paths, no_prompt_templates=self.no_prompt_templates,
             model_inputs=self.model_inputs,
             tool_selection=ToolSelection(allow=self.tools, exclude=self.exclude_tools,
                                          no_builtin_tools=self.no_builtin_tools, no_tools=self.no_tools),
             trust_policy=self.trust_policy, trust_timeout=self.trust_timeout, ui_timeout=self.ui_timeout,
             approval=self.approval, approval_timeout=self.approval_timeout, exit_timeout=self.exit_timeout,
-            in_memory=self.target == "in-memory",
+            in_memory=self.target == "in-memory", sandbox=self.sandbox, sandbox_network=self.sandbox_network,
         )
 
 
@@ -99,6 +108,11 @@ def build_parser(prog: str = "rpcd") -> argparse.ArgumentParser:
     parser.add_argument("--cwd", help="working directory of a new session (default: the process cwd)")
     target = parser.add_mutually_exclusive_group()
     target.add_argument("--resume", metavar="PATH", help="start with this session file")
+    target.add_argument(
+        "--session", metavar="PATH|ID",
+        help="start with this session: a file, or a session id / an id prefix only one session has (this "
+             "project's first, then every project's), as Pi's --session",
+    )
     target.add_argument(
         "--continue", dest="continue_", action="store_true",
         help="start with the most recent session of the cwd (else a new one)",
@@ -142,6 +156,25 @@ def build_parser(prog: str = "rpcd") -> argparse.ArgumentParser:
         help="an extension flag for every session (Pi's --NAME / --NAME VALUE); an unknown name is a diagnostic",
     )
     parser.add_argument(
+        "-ne", "--no-extensions", action="store_true",
+        help="load no discovered or settings-listed extensions (-e paths still load)",
+    )
+    parser.add_argument(
+        "--skill", action="append", default=[], metavar="PATH",
+        help="load this skill file or folder of skills too (also with --no-skills)",
+    )
+    parser.add_argument(
+        "-ns", "--no-skills", action="store_true", help="load no discovered or settings-listed skills",
+    )
+    parser.add_argument(
+        "--prompt-template", action="append", default=[], metavar="PATH",
+        help="load this prompt template file or folder too (also with --no-prompt-templates)",
+    )
+    parser.add_argument(
+        "-np", "--no-prompt-templates", action="store_true",
+        help="load no discovered or settings-listed prompt templates",
+    )
+    parser.add_argument(
         "--no-context-files", action="store_true", help="load no AGENTS.md / CLAUDE.md context files",
     )
     models = parser.add_argument_group("model (as Pi's flags; see docs/providers.md)")
@@ -181,6 +214,16 @@ def build_parser(prog: str = "rpcd") -> argparse.ArgumentParser:
         "--approval-timeout", type=_positive_float, default=DEFAULT_APPROVAL_TIMEOUT, metavar="SECONDS",
         help=f"wait this long for the client's tool/authorize answer, then reject "
              f"(default {DEFAULT_APPROVAL_TIMEOUT:g})",
+    )
+    parser.add_argument(
+        "--sandbox", choices=SANDBOX_MODES, metavar="MODE",
+        help="where the bash tool's and the client's commands may write: off (anywhere, as Pi), read-only "
+             "(nowhere), workspace-write (the project and the temp dir); Linux, with bubblewrap or Landlock. "
+             "Default: the sandbox setting, else off",
+    )
+    parser.add_argument(
+        "--sandbox-network", choices=("on", "off"), metavar="on|off",
+        help="whether sandboxed commands may reach the network (default: the sandbox setting's network, else off)",
     )
     parser.add_argument(
         "--max-message-bytes", type=_positive_int, default=DEFAULT_MAX_MESSAGE_BYTES, metavar="N",
@@ -234,6 +277,8 @@ def parse_options(argv: Sequence[str], prog: str = "rpcd") -> Options:
     target: TargetKind = "new"
     if ns.resume:
         target = "resume"
+    elif ns.session:
+        target = "session"
     elif ns.continue_:
         target = "continue"
     elif ns.in_memory:
@@ -245,7 +290,7 @@ def parse_options(argv: Sequence[str], prog: str = "rpcd") -> Options:
         cwd_given=bool(ns.cwd),
         agent_dir=agent_dir,
         target=target,
-        resume_path=os.path.abspath(ns.resume) if ns.resume else None,
+        resume_path=os.path.abspath(ns.resume) if ns.resume else ns.session,
         trust_policy=ns.trust_policy,
         trust_timeout=ns.trust_timeout,
         ui_timeout=ns.ui_timeout,
@@ -254,6 +299,11 @@ def parse_options(argv: Sequence[str], prog: str = "rpcd") -> Options:
         max_message_bytes=ns.max_message_bytes,
         extension_flags=dict(ns.flag),
         no_context_files=ns.no_context_files,
+        no_extensions=ns.no_extensions,
+        skill_paths=tuple(os.path.abspath(os.path.expanduser(p)) for p in ns.skill),
+        no_skills=ns.no_skills,
+        prompt_template_paths=tuple(os.path.abspath(os.path.expanduser(p)) for p in ns.prompt_template),
+        no_prompt_templates=ns.no_prompt_templates,
         exit_timeout=ns.exit_timeout,
         model_inputs=ModelInputs(
             provider=ns.provider,
@@ -269,4 +319,6 @@ def parse_options(argv: Sequence[str], prog: str = "rpcd") -> Options:
         session_dir=ns.session_dir,
         approval=ns.approval,
         approval_timeout=ns.approval_timeout,
+        sandbox=ns.sandbox,
+        sandbox_network=None if ns.sandbox_network is None else ns.sandbox_network == "on",
     )

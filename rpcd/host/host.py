@@ -42,13 +42,13 @@ from rpcd.core.errors import HostDisposedError, HostError, HostUnavailableError,
 from rpcd.core.values import (
     BashOutcome,
     CommandInfo,
-    CommandRan,
     CycleModelResult,
     Diagnostic,
     ForkMessage,
     ImageInput,
     ModelDescription,
     ModelRef,
+    PromptOutcome,
     QueueMode,
     QueueSnapshot,
     ReplaceResult,
@@ -444,12 +444,13 @@ class SerializedHost:
         return self._outside("compact", lambda session: session.compact(custom_instructions))
 
     def navigate_tree(self, target_id: str, *, summarize: bool = False, custom_instructions: str | None = None,
-                      replace_instructions: bool | None = None, label: str | None = None) -> Pending[dict[str, Any]]:
+                      replace_instructions: bool | None = None, label: str | None = None,
+                      restore_files: bool = False) -> Pending[dict[str, Any]]:
         """Move the leaf of the session current at this call's place (a summary of the branch left is a
         model call, so it runs outside the queue like ``prompt``; cancelling it once it runs aborts it)."""
         return self._outside("navigateTree", lambda session: session.navigate_tree(
             target_id, summarize=summarize, custom_instructions=custom_instructions,
-            replace_instructions=replace_instructions, label=label))
+            replace_instructions=replace_instructions, label=label, restore_files=restore_files))
 
     def set_label(self, entry_id: str, label: str | None = None) -> str:
         with self._session_access("setLabel") as session:
@@ -494,6 +495,28 @@ class SerializedHost:
 
         return self._submit(operation, body)
 
+    def call(self, operation: str, act: Callable[[SessionPort], T], door: str = "queue") -> Pending[T]:
+        """Queue ``act`` on the session current at its place (``enqueue`` with the session access:
+        an unusable host fails it, a failure of ``act`` is described as ``operation``'s). Only the
+        ``queue`` door (the table's usual one) is served here."""
+        if door != "queue":
+            raise ValueError(f"{operation}: door {door!r} is not served by SerializedHost.call")
+
+        async def body(_: Pending[T]) -> T:
+            with self._session_access(operation) as session:
+                return act(session)
+
+        return self._submit(operation, body)
+
+    def call_async(self, operation: str, act: Callable[[SessionPort], Awaitable[T]]) -> Pending[T]:
+        """``call`` for an ``act`` that awaits (file work off the loop); the queue waits for it."""
+
+        async def body(_: Pending[T]) -> T:
+            with self._session_access(operation) as session:
+                return await act(session)
+
+        return self._submit(operation, body)
+
     def enqueue_async(self, operation: str, act: Callable[[], Awaitable[T]]) -> Pending[T]:
         """``enqueue`` for an ``act`` that awaits (e.g. ``exportHtml``); the queue waits for it."""
 
@@ -508,7 +531,7 @@ class SerializedHost:
         *,
         images: Sequence[ImageInput] = (),
         streaming_behavior: StreamingBehavior | None = None,
-    ) -> Pending[str | CommandRan | None]:
+    ) -> Pending[PromptOutcome]:
         """Run one turn on the session current at this call's place in the queue; resolves with its
         ``stopReason``. Cancelling it while queued withdraws it; cancelling it once the turn has begun
         aborts the turn, and it resolves with the aborted turn's reason. An extension command
@@ -725,14 +748,53 @@ class SerializedHost:
 
     # -- replacements ------------------------------------------------------------------
 
-    def new_session(self, *, cwd: str | None = None, parent_session: str | None = None) -> Pending[ReplacementOutcome]:
+    def new_session(self, *, cwd: str | None = None, parent_session: str | None = None,
+                    setup: Callable[[Any], Any] | None = None) -> Pending[ReplacementOutcome]:
         """Start a fresh session in the current cwd, or in ``cwd`` (another project: checked before
         teardown, like a resume into it). See ``_replace`` for resources and errors."""
         return self._replace(
             "newSession",
             lambda runtime: _Target(cwd=cwd if cwd is not None else runtime.cwd, session_path=parent_session),
-            lambda runtime: runtime.new_session(parent_session=parent_session, cwd=cwd),
+            (lambda runtime: runtime.new_session(parent_session=parent_session, cwd=cwd)) if setup is None
+            else (lambda runtime: runtime.new_session(parent_session=parent_session, cwd=cwd, setup=setup)),
         )
+
+    def reload(self) -> Pending[ReplacementOutcome]:
+        """Reopen the current session file with freshly read resources (a replacement with reason
+        ``reload``: ``session_shutdown``/``session_start``, a new generation, ``commands_changed``)."""
+        return self._replace(
+            "reload",
+            lambda runtime: _Target(cwd=runtime.cwd, session_path=runtime.session.session_file),
+            lambda runtime: runtime.reload(),
+        )
+
+    async def wait_idle(self) -> None:
+        """Until the current session runs no turn."""
+        with self._session_access("waitForIdle") as session:
+            await session.wait_for_idle()
+
+    def run_for_session(self, operation: str, work: Callable[[], Awaitable[T]]) -> Pending[T]:
+        """Queue work a session starts for itself (a turn an extension asked for) like a client's
+        ``prompt``: it waits for its place in the FIFO, then runs outside the queue; cancelling it
+        once it runs aborts the session's turn."""
+        return self._outside(operation, lambda _session: work())
+
+    def spawn(self, work: Callable[[], Awaitable[None]]) -> None:
+        """Run ``work`` in the host's task group without waiting for it (what Pi does not await). It
+        runs outside any host operation, so it may queue host calls even when spawned from one."""
+        group = self._task_group
+        if group is None:
+            logger.warning("no task group: %s not run", getattr(work, "__qualname__", work))
+            return
+
+        async def run() -> None:
+            _inside_operation.set(None)
+            try:
+                await work()
+            except Exception:
+                logger.exception("background work failed")
+
+        group.start_soon(run)
 
     def resume(self, session_path: str, cwd_override: str | None = None) -> Pending[ReplacementOutcome]:
         """Switch to ``session_path`` (its cwd, or ``cwd_override``)."""

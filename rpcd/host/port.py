@@ -16,8 +16,8 @@ import attrs
 
 from rpcd.core.values import (
     BashOutcome,
+    CheckpointListing,
     CommandInfo,
-    CommandRan,
     CycleModelResult,
     Diagnostic,
     EventListener,
@@ -25,11 +25,15 @@ from rpcd.core.values import (
     ForkMessage,
     ForkPosition,
     ImageInput,
+    LimitOverrides,
+    LimitsState,
     ModelDescription,
     ModelRef,
+    PromptOutcome,
     QueueMode,
     QueueSnapshot,
     ReplaceResult,
+    RestoreOutcome,
     SessionState,
     SessionStats,
     SessionTree,
@@ -73,7 +77,7 @@ class SessionPort(Protocol):
     # -- used by the host on behalf of requests (never handed out) --------------
 
     async def prompt(self, text: str, *, images: Sequence[ImageInput] = (),
-                     streaming_behavior: StreamingBehavior | None = None) -> str | CommandRan | None:
+                     streaming_behavior: StreamingBehavior | None = None) -> PromptOutcome:
         """Run one agent turn; resolves at turn end with the last ``stopReason``. While a turn is
         running: queued per ``streaming_behavior`` (resolves ``None``), else
         ``rpcd.core.errors.SessionBusyError``. Bad images raise before anything is recorded.
@@ -160,7 +164,8 @@ class SessionPort(Protocol):
     def set_auto_compaction(self, enabled: bool) -> None: ...
 
     async def navigate_tree(self, target_id: str, *, summarize: bool = False, custom_instructions: str | None = None,
-                            replace_instructions: bool | None = None, label: str | None = None) -> dict[str, Any]:
+                            replace_instructions: bool | None = None, label: str | None = None,
+                            restore_files: bool = False) -> dict[str, Any]:
         """Pi's ``navigateTree``: ``{cancelled, aborted?, editorText?, summaryEntry?}``."""
         ...
 
@@ -182,6 +187,24 @@ class SessionPort(Protocol):
         """Pi's ``exportToHtml``; returns the path written (never an existing file)."""
         ...
 
+    async def export_markdown(self, output_path: str | None = None,
+                              inline: bool = False) -> tuple[str | None, str | None]:
+        """The current branch as Markdown: ``(path written, None)`` or, ``inline``, ``(None, text)``."""
+        ...
+
+    def set_limits(self, overrides: LimitOverrides) -> LimitsState | None:
+        """Spending caps beating the settings; the caps in force after (``None``: none)."""
+        ...
+
+    def checkpoint_listing(self, files: bool = False) -> CheckpointListing:
+        """The session's file checkpoints and what ``undo`` restores."""
+        ...
+
+    async def restore_checkpoint(self, entry_id: str | None, *, files: Sequence[str] | None = None,
+                                 force: bool = False, dry_run: bool = False) -> RestoreOutcome:
+        """Restore a file checkpoint (``None``: what ``undo`` restores)."""
+        ...
+
     def export_jsonl(self, output_path: str) -> str:
         """Pi's ``exportToJsonl``: the current branch as a new session file; returns its path."""
         ...
@@ -189,6 +212,10 @@ class SessionPort(Protocol):
     # -- lifecycle ----------------------------------------------------------------
 
     async def bind_extensions(self, bindings: ExtensionBindings) -> None: ...
+
+    async def wait_for_idle(self) -> None:
+        """Until no turn runs."""
+        ...
 
     def subscribe(self, listener: EventListener) -> Unsubscribe: ...
 
@@ -213,8 +240,15 @@ class RuntimePort(Protocol):
 
     def set_rebind_session(self, callback: Callable[[SessionPort], Awaitable[None]] | None) -> None: ...
 
-    async def new_session(self, parent_session: str | None = None, cwd: str | None = None) -> ReplaceResult:
-        """A new session in the current cwd, or in ``cwd`` (validated before teardown)."""
+    async def new_session(self, parent_session: str | None = None, cwd: str | None = None,
+                          setup: Callable[[Any], Any] | None = None) -> ReplaceResult:
+        """A new session in the current cwd, or in ``cwd`` (validated before teardown); ``setup``
+        gets the new session's writer before it is bound (an extension's ``new_session(setup=...)``)."""
+        ...
+
+    async def reload(self) -> ReplaceResult:
+        """The current session file reopened with freshly read settings, extensions, skills, prompt
+        templates and context files (reason ``reload``); refused while a turn runs."""
         ...
 
     async def switch_session(self, session_path: str, cwd_override: str | None = None) -> ReplaceResult: ...

@@ -99,6 +99,23 @@ class ToolSpec:
     parameters: Mapping[str, Any] = attrs.field(factory=lambda: {"type": "object", "properties": {}})
 
 
+class RequestHooks(Protocol):
+    """Called on the shared request path of every provider (the session's extensions behind them:
+    Pi's ``before_provider_headers`` / ``before_provider_request`` / ``after_provider_response``)."""
+
+    async def headers(self, headers: dict[str, str]) -> dict[str, str | None]:
+        """The request's option headers, changed; a ``None`` value removes that header."""
+        ...
+
+    async def payload(self, payload: Any) -> Any:
+        """The provider-specific body about to be sent; the result is sent instead."""
+        ...
+
+    async def response(self, status: int, headers: Mapping[str, str]) -> None:
+        """The response's status and (lower-cased) headers, before its body is read."""
+        ...
+
+
 @attrs.frozen
 class ProviderRequest:
     """One model call. ``messages`` are Pi ``AgentMessage`` dicts (user / assistant /
@@ -115,6 +132,8 @@ class ProviderRequest:
     """pi-ai's ``options.maxTokens``: the output limit before the context clamp (``None``: the model's)."""
     cache_retention: str | None = None
     """pi-ai's ``options.cacheRetention`` (``none`` for one-off summaries); ``None``: the settings'."""
+    hooks: RequestHooks | None = attrs.field(default=None, eq=False)
+    """The session's request hooks (``None``: nobody listens)."""
 
 
 @runtime_checkable

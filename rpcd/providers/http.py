@@ -371,11 +371,13 @@ async def stream_call(
     retry: ProviderRetry,
     env: Mapping[str, str] | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
+    on_response: Callable[[int, Mapping[str, str]], Awaitable[None]] | None = None,
     reauthorize: Callable[[], Awaitable[HttpRequest | None]] | None = None,
 ) -> AsyncIterator[AssistantMessageEvent]:
     """Run one model call; yields Pi's ``start`` … ``done``/``error`` (``base`` module doc).
-    ``reauthorize``: after a 401, once, the same request with fresh credentials (an OAuth login
-    refreshed), or ``None`` to report the 401."""
+    ``on_response(status, headers)`` runs once the response to stream is there, before its body is
+    read (a failed attempt that is retried does not count). ``reauthorize``: after a 401, once, the
+    same request with fresh credentials (an OAuth login refreshed), or ``None`` to report the 401."""
     import httpx
 
     message = parser.message
@@ -397,6 +399,9 @@ async def stream_call(
                         problem = HttpFailure(text, status=status, headers=response.headers,
                                               retry_after=parse_retry_after(response.headers))
                     else:
+                        if on_response is not None:
+                            await on_response(response.status_code,
+                                              {k.lower(): v for k, v in response.headers.items()})
                         yield {"type": "start", "partial": message}
                         async for event in _consume(response, parser, provider, redactor, request.framing):
                             yield event

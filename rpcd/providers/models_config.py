@@ -497,6 +497,32 @@ def compose_provider(provider_id: str, builtin: Any, config: ProviderConfig | No
     )
 
 
+def extension_provider_spec(provider_id: str, current: ProviderSpec | None, config: ProviderConfig) -> ProviderSpec:
+    """An extension's ``registerProvider(name, config)`` over the provider as composed so far (Pi's
+    ``applyExtension``): ``models`` replace every model; without them ``baseUrl`` moves the existing
+    ones; ``name``/``apiKey``/``headers``/``authHeader`` override. ``CompositionError`` as Pi throws."""
+    base_models = list(current.models) if current is not None else []
+    if not config.models:
+        models = [attrs.evolve(m, base_url=config.base_url) if config.base_url else m for m in base_models]
+    else:
+        models = [_model_from_json(provider_id, definition, attrs.evolve(config, model_overrides={}),
+                                   _find_defaults(base_models, str(definition["id"]),
+                                                  _opt_str(definition.get("api")) or config.api))
+                  for definition in config.models]
+    return ProviderSpec(
+        name=provider_id,
+        display_name=config.name or (current.display_name if current is not None else provider_id),
+        base_url=config.base_url or (current.base_url if current is not None else ""),
+        models=tuple(models),
+        api_key=config.api_key if config.api_key is not None else (current.api_key if current is not None else None),
+        headers={**(current.headers if current is not None else {}), **config.headers},
+        auth_header=bool(config.auth_header) if config.auth_header is not None else bool(
+            current is not None and current.auth_header),
+        builtin=current.builtin if current is not None else None,
+        configured=True,
+    )
+
+
 _BUILTIN_SPECS: dict[int, tuple[Any, ProviderSpec]] = {}
 
 

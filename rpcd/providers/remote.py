@@ -132,6 +132,11 @@ class RemoteProvider:
     def __repr__(self) -> str:
         return f"RemoteProvider(name={self.name!r}, models={len(self._models)})"
 
+    def with_spec(self, spec: ProviderSpec) -> RemoteProvider:
+        """The same credentials, request settings and transport for another composition of this
+        provider (an extension's ``registerProvider`` over it)."""
+        return RemoteProvider(spec, credentials=self.credentials, settings=self.settings, transport=self._transport)
+
     def use_credentials(self, credentials: Credentials) -> None:
         """Switch credential snapshots (``--api-key`` lands here once its provider is known)."""
         self.credentials = credentials
@@ -229,6 +234,7 @@ class RemoteProvider:
             env=self.credentials.env,
             transport=self._transport,
             reauthorize=reauthorize if oauth is not None else None,
+            on_response=request.hooks.response if request.hooks is not None else None,
         ):
             yield event
 
@@ -273,13 +279,31 @@ class RemoteProvider:
             env={**(os.environ if self.credentials.env is None else self.credentials.env),
                  **{k: v for k, v in auth.env.items() if v}},
         )
+        hooks = request.hooks
+        removed: list[str] = []
+        if hooks is not None:
+            # Pi's ``transformHeaders`` (before_provider_headers): the option headers, changed in place
+            changed = await hooks.headers(dict(ctx.options_headers))
+            removed = [name for name, value in changed.items() if value is None]
+            ctx = attrs.evolve(ctx, attribution={}, auth=attrs.evolve(ctx.auth, headers={}),
+                               headers={name: value for name, value in changed.items() if value is not None})
         try:
             authorize = getattr(module, "authorize", None)
             if authorize is not None:  # credentials that need I/O (ADC tokens, the AWS chain): off the loop
                 ctx = await authorize(spec, ctx)
-            return module.build_request(spec, ctx), module.Parser(message, spec, ctx)
+            http_request, parser = module.build_request(spec, ctx), module.Parser(message, spec, ctx)
         except StreamError as exc:
             raise StreamError(Redactor(extra_secrets=auth.secrets).redact(str(exc))) from None
+        if hooks is not None:
+            gone = {name.lower() for name in removed}
+            kept = {name: value for name, value in http_request.headers.items() if name.lower() not in gone}
+            # Pi's ``onPayload`` (before_provider_request): the body each handler returns is sent
+            body = await hooks.payload(dict(http_request.body))
+            if not isinstance(body, Mapping):
+                raise StreamError("a before_provider_request handler replaced the payload with something that "
+                                  "is not a JSON object")
+            http_request = attrs.evolve(http_request, headers=kept, body=body)
+        return http_request, parser
 
     def _resolve(self, spec: ModelSpec, oauth: OAuthAuth | None = None) -> tuple[Any, dict[str, str]]:
         auth = self.credentials.resolve(self.spec, oauth)

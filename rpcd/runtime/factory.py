@@ -26,11 +26,12 @@ from rpcd.providers.faux import FauxProvider, FauxScriptError
 from rpcd.providers.model_selection import ModelInputs, resolve_cli_model, scoped_models, select_session_model
 from rpcd.runtime.runtime import CreateRuntimeResult, RuntimeFactory
 from rpcd.runtime.services import AuthorizeProject, ProcessInputs, create_services
-from rpcd.runtime.session import create_agent_session
+from rpcd.runtime.session import configured_sandbox, create_agent_session
 from rpcd.store import SessionManager
 from rpcd.tools import POLICY_SETTING
 from rpcd.tools.environment import SETTING as ENVIRONMENT_SETTING
 from rpcd.tools.environment import environment_policy
+from rpcd.tools.sandbox import sandbox_diagnostics
 
 if TYPE_CHECKING:
     import httpx
@@ -124,6 +125,7 @@ def make_default_factory(
             cwd, agent_dir, process_inputs=process_inputs, authorize_project=authorize_project
         )
         diagnostics = [
+            *session_manager.load_diagnostics,  # what its file's reading skipped (unreadable or too long lines)
             *services.diagnostics,
             *refresh_providers(registry, agent_dir, settings=services.settings, inputs=inputs, env=provider_env,
                                transport=transport),
@@ -133,6 +135,8 @@ def make_default_factory(
         ]
         if process_inputs.approval is not None:
             diagnostics += process_inputs.approval.diagnostics(services.settings.get(POLICY_SETTING))
+        if process_inputs.sandbox is not None:
+            diagnostics += sandbox_diagnostics(process_inputs.sandbox, *configured_sandbox(services), services.cwd)
         session, selection = create_agent_session(
             services=services,
             session_manager=session_manager,
@@ -142,6 +146,7 @@ def make_default_factory(
             tool_selection=process_inputs.tool_selection,
             approval=process_inputs.approval,
             tool_operations=process_inputs.tool_operations,
+            sandbox=process_inputs.sandbox,
         )
         diagnostics.extend(selection.diagnostics)
         return CreateRuntimeResult(

@@ -25,6 +25,7 @@ fail closed is the host's job. The runtime does not serialize its callers.
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
@@ -35,9 +36,9 @@ import anyio.to_thread
 import attrs
 
 from rpcd.core import progress
-from rpcd.core.errors import InvalidArgumentError, MissingSessionCwdError, SessionNotSavedError
+from rpcd.core.errors import InvalidArgumentError, MissingSessionCwdError, SessionBusyError, SessionNotSavedError
 from rpcd.core.values import Diagnostic, ForkPosition, QueueSnapshot, ReplaceResult
-from rpcd.runtime.session import AgentSession
+from rpcd.runtime.session import AgentSession, ReloadState
 from rpcd.store import SessionManager, assert_session_cwd_exists, default_session_dir
 from rpcd.store.manager import NOT_SAVED_MESSAGE
 
@@ -46,6 +47,8 @@ T = TypeVar("T")
 BeforeInvalidate = Callable[[str], None]
 """``(shutdown_reason)``: the host's synchronous callback just before the current session is disposed."""
 Rebind = Callable[[AgentSession], Awaitable[None]]
+Setup = Callable[[Any], Any]
+"""``new_session(setup=...)``: given the new session's writer (``SessionWriter``) before it is bound."""
 
 
 @attrs.frozen
@@ -164,7 +167,8 @@ class AgentSessionRuntime:
 
     @property
     def diagnostics(self) -> Sequence[Diagnostic]:
-        return self._diagnostics
+        """The factory's diagnostics and what the session found after (``resources_discover``)."""
+        return (*self._diagnostics, *self._session.late_diagnostics)
 
     @property
     def session_dir(self) -> str | None:
@@ -205,7 +209,7 @@ class AgentSessionRuntime:
             return result.get("cancel") is True
         return getattr(result, "cancel", None) is True
 
-    async def _teardown(self, reason: str, target_session_file: str | None) -> None:
+    async def _teardown(self, reason: str, target_session_file: str | None, *, release_file: bool = True) -> None:
         old = self._session
         self._dropped = old.drop_queue()
         await old.abort()
@@ -217,22 +221,27 @@ class AgentSessionRuntime:
             await runner.emit_session_shutdown(event)
         if self._before_invalidate is not None:
             self._before_invalidate(reason)
-        old.dispose()
+        if release_file:
+            old.dispose()
+        else:
+            old.dispose(release_file=False)  # a reload: the session manager goes on with the new session
 
     async def _replace_with(
-        self, sm: SessionManager, reason: str, target_file: str | None, cwd: str, previous: str | None
+        self, sm: SessionManager, reason: str, target_file: str | None, cwd: str, previous: str | None,
+        setup: Setup | None = None,
     ) -> None:
         """Teardown, then create + apply over ``sm``. If ``sm`` never becomes the current session's
         manager (a failure before it was applied), its writer lock is released here."""
         try:
             await self._teardown(reason, target_file)
-            await self._create_and_apply(cwd, sm, reason, previous)
+            await self._create_and_apply(cwd, sm, reason, previous, setup=setup)
         except BaseException:
             _close_unless_current(sm, self._session)
             raise
 
     async def _create_and_apply(
-        self, cwd: str, sm: SessionManager, reason: str, previous_session_file: str | None
+        self, cwd: str, sm: SessionManager, reason: str, previous_session_file: str | None, *,
+        setup: Setup | None = None, carried: ReloadState | None = None,
     ) -> None:
         start: dict[str, Any] = {"type": "session_start", "reason": reason}
         if previous_session_file is not None:
@@ -244,10 +253,20 @@ class AgentSessionRuntime:
             session_manager=sm,
             session_start_event=start,
         )
+        if carried is not None:
+            result.session.restore_reload_state(carried)
         self._session = result.session
         self._services = result.services
         self._diagnostics = tuple(result.diagnostics)
         self._model_fallback_message = result.model_fallback_message
+        if setup is not None:
+            # Pi's ``newSession({setup})``: the new session's manager, before the session is bound
+            from rpcd.runtime.extensions.session_view import SessionWriter
+
+            outcome = setup(SessionWriter(lambda: sm))
+            if inspect.isawaitable(outcome):
+                await outcome
+            result.session.agent.messages = list(sm.build_session_context().messages)
         if self._rebind is not None:
             await self._rebind(result.session)
         # after the rebind: the host's subscription is installed, so clients hear it on the new channel
@@ -260,7 +279,8 @@ class AgentSessionRuntime:
 
     # -- replacements --------------------------------------------------------------------
 
-    async def new_session(self, parent_session: str | None = None, cwd: str | None = None) -> ReplaceResult:
+    async def new_session(self, parent_session: str | None = None, cwd: str | None = None,
+                          setup: Setup | None = None) -> ReplaceResult:
         """Pi's ``newSession``; with ``cwd``, a new session in that project.
 
         A new session in another project goes the way a resume into it goes: the cwd (and a
@@ -273,7 +293,8 @@ class AgentSessionRuntime:
         if parent_session is not None:
             from rpcd.store.library import check_session_file  # the store's file checks: on first use
 
-            parent_session = check_session_file(parent_session, param="parentSession")
+            parent = parent_session  # (read off the loop: a client names the file)
+            parent_session = await self._off_loop(lambda: check_session_file(parent, param="parentSession"))
         if await self._emit_before({"type": "session_before_switch", "reason": "new"}):
             return ReplaceResult(cancelled=True)
         previous = self._session.session_file
@@ -286,7 +307,28 @@ class AgentSessionRuntime:
             sm = SessionManager.create(target_cwd, self.session_dir_for(target_cwd))
         if parent_session is not None:
             sm.new_session(parent_session=parent_session)
-        await self._replace_with(sm, "new", sm.get_session_file(), target_cwd, previous)
+        await self._replace_with(sm, "new", sm.get_session_file(), target_cwd, previous, setup)
+        return self._replaced()
+
+    async def reload(self) -> ReplaceResult:
+        """Pi's ``reload``: the current session file, its manager kept (nothing is re-read from disk,
+        the writer lock stays), with freshly built services — settings, extensions, skills, prompt
+        templates, context files, providers — in Pi's order: ``session_shutdown {reason: "reload"}``,
+        the new services, ``session_start {reason: "reload"}``, ``resources_discover {reason:
+        "reload"}``, then ``commands_changed`` if the commands differ. The model, thinking level, the
+        context in memory and the active tools carry over (every extension tool active, as in Pi).
+        Refused while a turn or a compaction runs (Pi's interactive ``/reload`` refuses the same)."""
+        old = self._session
+        if old.is_streaming:
+            raise SessionBusyError("Wait for the current response to finish before reloading.",
+                                   cwd=self.cwd, session_path=old.session_file)
+        if old.compaction.is_compacting:
+            raise SessionBusyError("Wait for compaction to finish before reloading.", cwd=self.cwd,
+                                   session_path=old.session_file)
+        carried = old.reload_state()
+        sm = old.session_manager
+        await self._teardown("reload", None, release_file=False)
+        await self._create_and_apply(self.cwd, sm, "reload", None, carried=carried)
         return self._replaced()
 
     async def switch_session(self, session_path: str, cwd_override: str | None = None) -> ReplaceResult:

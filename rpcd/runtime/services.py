@@ -31,9 +31,11 @@ import attrs
 
 from rpcd.core.files import read_regular
 from rpcd.core.values import Diagnostic
-from rpcd.runtime.extensions.python_runner import ExtensionRunner, discover_extensions
+from rpcd.runtime.extensions import ExtensionRunner
+from rpcd.runtime.extensions.loading import ScriptLoaderSource, load_extensions
 from rpcd.runtime.resources.context_files import ContextFile, load_context_files
-from rpcd.runtime.resources.discovery import Resource, resolve_resources
+from rpcd.runtime.resources.discovery import Resource, SourceInfo, path_resources, resolve_resources
+from rpcd.runtime.resources.extension_paths import discover_extensions, expand_extension_path, split_by_kind
 from rpcd.runtime.resources.prompt_templates import PromptTemplate, load_prompt_templates
 from rpcd.runtime.resources.settings import (
     CONFIG_DIR_NAME,
@@ -54,6 +56,7 @@ from rpcd.runtime.resources.trust import (
     resolve_project_trust,
 )
 from rpcd.tools import ApprovalGate, ToolOperations, ToolSelection
+from rpcd.tools.sandbox import SandboxControl
 
 __all__ = [
     "AuthorizeProject",
@@ -89,9 +92,24 @@ class ProcessInputs:
     approval: ApprovalGate | None = attrs.field(default=None, eq=False)
     """The process's tool-approval gate (policy + remembered rules), shared by every session;
     ``None``: every tool runs, as in Pi."""
+    sandbox: SandboxControl | None = attrs.field(default=None, eq=False)
+    """Which sandbox the sessions' commands run in (``rpcd.tools.sandbox``; ``None``: never one, as in Pi)."""
     tool_operations: ToolOperations | None = attrs.field(default=None, eq=False)
     """Where the built-in file and shell tools do their I/O (the ACP front: the editor's buffers and
     terminals, ``rpcd.tools.operations``); ``None``: the local disk and processes."""
+    no_extensions: bool = False
+    """``--no-extensions``: no discovered or settings-listed extensions (``extension_paths`` still load)."""
+    skill_paths: tuple[str, ...] = ()
+    """``--skill PATH`` (absolute; a file or a folder of skills), after the discovered ones."""
+    no_skills: bool = False
+    """``--no-skills``: no discovered or settings-listed skills (``skill_paths`` still load)."""
+    script_loader: ScriptLoaderSource | None = attrs.field(default=None, eq=False)
+    """How TypeScript/JavaScript extensions are loaded (the process's Node extension host), asked only
+    when a session has one; ``None``: each is a diagnostic (not loaded)."""
+    prompt_template_paths: tuple[str, ...] = ()
+    """``--prompt-template PATH`` (absolute; a file or a folder of templates)."""
+    no_prompt_templates: bool = False
+    """``--no-prompt-templates``: no discovered or settings-listed templates."""
 
 
 @attrs.frozen
@@ -110,6 +128,9 @@ class Services:
     append_system_prompt: str | None = None
     skills: list[Skill] = attrs.field(factory=list)
     prompt_templates: list[PromptTemplate] = attrs.field(factory=list)
+    skill_resources: list[Resource] = attrs.field(factory=list)
+    """The files ``skills`` were loaded from (an extension's ``resources_discover`` adds to them)."""
+    prompt_resources: list[Resource] = attrs.field(factory=list)
     held_settings: HeldSettings | None = None
     """The process's held setter choices (the session's setters add to them)."""
 
@@ -131,14 +152,16 @@ async def create_services(
     global_settings = (global_data, global_error)
 
     runner = ExtensionRunner(cwd, agent_dir, process_inputs.flags)
+    scripts = process_inputs.script_loader
     sources: dict[str, dict[str, Any]] = {}
-    user_paths = [
+    user_paths = [] if process_inputs.no_extensions else [
         *_tagged(discover_extensions(os.path.join(agent_dir, EXTENSIONS_DIR_NAME)), sources, "auto", "user", agent_dir),
         *_tagged(_settings_extension_paths(global_data, base=agent_dir), sources, "local", "user", agent_dir),
     ]
     process_paths, refused = _process_extension_paths(process_inputs.extension_paths)
     _tagged(process_paths, sources, "cli", "temporary", None)
-    load_errors = await runner.load(_dedupe([*user_paths, *process_paths]), sources.__getitem__)
+    load_errors = await load_extensions(runner, split_by_kind(_dedupe([*user_paths, *process_paths])),
+                                        sources.__getitem__, scripts)
     load_errors[:0] = refused
 
     trust_errors: list[Diagnostic] = []
@@ -175,16 +198,18 @@ async def create_services(
 
     settings = load_settings(cwd, agent_dir, project_trusted=trust.trusted, global_settings=global_settings)
     diagnostics += settings.diagnostics
+    diagnostics += _package_diagnostics(settings)
 
     project_dir = os.path.join(cwd, CONFIG_DIR_NAME)
-    if trust.trusted:
+    if trust.trusted and not process_inputs.no_extensions:
         project_paths = [
             *_tagged(discover_extensions(os.path.join(project_dir, EXTENSIONS_DIR_NAME)), sources, "auto", "project",
                      project_dir),
             *_tagged(_settings_extension_paths(settings.project_settings, base=project_dir), sources, "local",
                      "project", project_dir),
         ]
-        load_errors += await runner.load(_dedupe(project_paths), sources.__getitem__)
+        load_errors += await load_extensions(runner, split_by_kind(_dedupe(project_paths)), sources.__getitem__,
+                                             scripts)
 
     def resources(kind: Literal["skills", "prompts"]) -> list[Resource]:
         return resolve_resources(
@@ -192,8 +217,13 @@ async def create_services(
             project_settings=settings.project_settings, project_trusted=trust.trusted,
         )
 
-    skills, skill_diagnostics = load_skills(resources("skills"))
-    prompt_templates, template_diagnostics = load_prompt_templates(resources("prompts"))
+    skill_resources = [] if process_inputs.no_skills else resources("skills")
+    skill_resources += _cli_resources("skills", process_inputs.skill_paths, cwd, diagnostics, "Skill")
+    prompt_resources = [] if process_inputs.no_prompt_templates else resources("prompts")
+    prompt_resources += _cli_resources("prompts", process_inputs.prompt_template_paths, cwd, diagnostics,
+                                       "Prompt template")
+    skills, skill_diagnostics = load_skills(skill_resources)
+    prompt_templates, template_diagnostics = load_prompt_templates(prompt_resources)
     diagnostics += skill_diagnostics
     diagnostics += template_diagnostics
 
@@ -222,8 +252,20 @@ async def create_services(
         append_system_prompt=append_system_prompt,
         skills=skills,
         prompt_templates=prompt_templates,
+        skill_resources=skill_resources,
+        prompt_resources=prompt_resources,
         held_settings=process_inputs.held_settings,
     )
+
+
+def _cli_resources(kind: Literal["skills", "prompts"], paths: Sequence[str], cwd: str,
+                   diagnostics: list[Diagnostic], what: str) -> list[Resource]:
+    """``--skill`` / ``--prompt-template`` paths (Pi's ``cli`` source, ``temporary`` scope); one that
+    does not exist is an error diagnostic, as in Pi."""
+    for path in paths:
+        if not os.path.exists(path):
+            diagnostics.append(Diagnostic("error", f"{what} path does not exist: {path}"))
+    return path_resources(kind, [(p, SourceInfo(p, "cli", "temporary")) for p in paths], cwd)
 
 
 def _tagged(
@@ -254,7 +296,8 @@ def _dedupe(paths: Sequence[str]) -> list[str]:
 
 
 def _process_extension_paths(paths: Sequence[str]) -> tuple[list[str], list[Diagnostic]]:
-    """Absolute paths only: a directory without ``__init__.py`` is a folder of extensions."""
+    """Absolute paths only: a directory is the extensions it declares (``index.ts``, a ``package.json``
+    manifest, ``__init__.py``), else a folder of extensions."""
     accepted: list[str] = []
     refused: list[Diagnostic] = []
     for path in paths:
@@ -263,10 +306,7 @@ def _process_extension_paths(paths: Sequence[str]) -> tuple[list[str], list[Diag
                 Diagnostic("error", f'Failed to load extension "{path}": process extension paths must be absolute')
             )
             continue
-        if os.path.isdir(path) and not os.path.isfile(os.path.join(path, "__init__.py")):
-            accepted += discover_extensions(path)
-        else:
-            accepted.append(path)
+        accepted += expand_extension_path(path)
     return accepted, refused
 
 
@@ -293,10 +333,7 @@ def _settings_extension_paths(settings: Mapping[str, Any], *, base: str) -> list
             target = _anchor(entry.removeprefix("+"), base)
             matches = sorted(glob.glob(target)) if glob.has_magic(target) else [target]
             for match in matches:
-                if os.path.isdir(match) and not os.path.isfile(os.path.join(match, "__init__.py")):
-                    included += discover_extensions(match)
-                else:
-                    included.append(match)
+                included += expand_extension_path(match)
     return [
         p for p in included
         if p not in excluded_exact and not any(fnmatch.fnmatch(p, pat) for pat in excluded_patterns)
@@ -319,6 +356,25 @@ def _read_prompt_file(name: str, cwd: str, agent_dir: str, trusted: bool) -> str
         except OSError:
             continue
     return None
+
+
+PACKAGES_NOT_LOADED = ("rpcd does not load Pi packages yet: the extensions, skills and prompt templates it brings "
+                       "are missing from this session (`pi list` lists them)")
+
+
+def _package_diagnostics(settings: Settings) -> list[Diagnostic]:
+    """A warning for every entry of the ``packages`` settings (Pi's ``pi install``): not loaded."""
+    out: list[Diagnostic] = []
+    for scope, data in (("user", settings.global_settings), ("project", settings.project_settings)):
+        entries = data.get("packages")
+        if not isinstance(entries, list):
+            continue
+        for entry in entries:
+            source = entry.get("source") if isinstance(entry, Mapping) else entry
+            if isinstance(source, str) and source.strip():
+                out.append(Diagnostic("warning", f'Pi package "{source}" ({scope} settings) was not loaded: '
+                                                 f"{PACKAGES_NOT_LOADED}"))
+    return out
 
 
 def _flag_diagnostics(runner: ExtensionRunner, flags: Mapping[str, bool | str]) -> list[Diagnostic]:

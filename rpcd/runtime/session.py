@@ -40,6 +40,7 @@ import anyio.to_thread
 import attrs
 
 from rpcd.core.errors import (
+    CompactionError,
     ContextOverflowError,
     InputNotSupportedError,
     InvalidArgumentError,
@@ -52,18 +53,24 @@ from rpcd.core.jstext import js_trim
 from rpcd.core.values import (
     ApprovalPolicy,
     BashOutcome,
+    CheckpointListing,
     CommandInfo,
-    CommandRan,
     CycleModelResult,
+    Diagnostic,
     EventListener,
     ExtensionBindings,
     ExtensionError,
     ForkMessage,
     ImageInput,
+    InputHandled,
+    LimitOverrides,
+    LimitsState,
     ModelDescription,
     ModelRef,
+    PromptOutcome,
     QueueMode,
     QueueSnapshot,
+    RestoreOutcome,
     SessionEvent,
     SessionState,
     SessionStats,
@@ -75,40 +82,58 @@ from rpcd.providers import thinking
 from rpcd.providers.base import ModelInfo, ProviderRegistry, ToolSpec
 from rpcd.providers.model_selection import ModelInputs, Selection, select_session_model
 from rpcd.providers.thinking import DEFAULT_THINKING_LEVEL, THINKING_LEVELS
+from rpcd.runtime.checkpointing import SessionCheckpoints
 from rpcd.runtime.compaction import SessionCompaction
-from rpcd.runtime.extensions.python_runner import turn_scope
+from rpcd.runtime.extensions import ExtensionRunner, turn_scope
+from rpcd.runtime.limits import (
+    BILLED_ROLES,
+    BILLED_TYPES,
+    UsageMeter,
+    configured_limits,
+    limit_reached,
+    usage_totals,
+)
 from rpcd.runtime.resources import commands as command_input
+from rpcd.runtime.resources.prompt_templates import PromptTemplate
+from rpcd.runtime.resources.skills import Skill
 from rpcd.runtime.resources.system_prompt import build_system_prompt as pi_system_prompt
 from rpcd.runtime.resources.system_prompt import normalize_guidelines, normalize_snippet
-from rpcd.runtime.turns.agent import Agent, Event
+from rpcd.runtime.session_extensions import (
+    SessionExtensionActions,
+    extension_source_info,
+    image_block,
+    install_extension_seams,
+    user_bash_operations,
+    user_bash_result,
+)
+from rpcd.runtime.tool_set import ToolSet
+from rpcd.runtime.turns.agent import LIMIT_STOP_REASON, Agent, Event
 from rpcd.runtime.turns.queue import InputQueues, Kind
 from rpcd.runtime.turns.retry import SessionRetry
 from rpcd.runtime.usage import context_usage, session_stats
 from rpcd.store import SessionManager
 from rpcd.store.entries import THINKING_LEVEL_CHANGE, message_text
 from rpcd.store.records import Record
+from rpcd.store.usage_ledger import UsageLedger
 from rpcd.tools import (
-    BUILTIN_TOOL_NAMES,
     POLICY_SETTING,
     AbortSignal,
     ApprovalGate,
     Block,
-    FunctionTool,
     Tool,
     ToolCall,
     ToolCallHooks,
     ToolOperations,
     ToolOptions,
     ToolOutcome,
-    ToolProfile,
     ToolSeam,
     ToolSelection,
-    active_tool_names,
-    builtin_profile,
     create_builtin_tools,
     extension_profile,
 )
 from rpcd.tools.bash import SESSION_ENV_KEYS, shell_env
+from rpcd.tools.sandbox import OFF as SANDBOX_OFF
+from rpcd.tools.sandbox import SandboxControl, SandboxPolicy, describe
 
 _log = logging.getLogger("rpcd.runtime.session")
 
@@ -116,24 +141,20 @@ __all__ = ["DEFAULT_THINKING_LEVEL", "THINKING_LEVELS", "AgentSession", "create_
 IMAGE_MIME_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 """What a prompt's images may be (the types every image-taking provider accepts inline)."""
 QUEUE_MODES: tuple[QueueMode, ...] = ("all", "one-at-a-time")
+HELD_LIMITS = "rpcdLimitOverrides"
+"""Where ``setLimits``' caps are held for the process's later sessions (in memory, never written)."""
 
 
-class ExtensionRunnerLike(Protocol):
-    """The part of ``rpcd.runtime.extensions.python_runner.ExtensionRunner`` a session uses."""
+@attrs.frozen
+class ReloadState:
+    """What a reload carries into the session it builds (Pi keeps its ``AgentSession`` through a
+    reload): the model, the thinking level, the context in memory and the active tools."""
 
-    def has_handlers(self, event_type: str) -> bool: ...
-    async def emit(self, event: Mapping[str, Any]) -> Any: ...
-    async def emit_session_shutdown(self, event: Mapping[str, Any]) -> None: ...
-    def bind(self, bindings: ExtensionBindings, session_actions: Any) -> None: ...
-    def invalidate(self) -> None: ...
-    async def execute_tool(self, name: str, tool_call_id: str, args: dict[str, Any]) -> dict[str, Any]: ...
-    async def emit_tool_call(self, event: dict[str, Any]) -> Any: ...
-    async def emit_tool_result(self, event: dict[str, Any]) -> dict[str, Any] | None: ...
-    def report_error(self, error: ExtensionError) -> None: ...
-    @property
-    def is_invalidated(self) -> bool: ...
-    @property
-    def tools(self) -> Mapping[str, Any]: ...
+    provider: Any
+    model: ModelInfo | None
+    thinking_level: str
+    messages: list[Mapping[str, Any]]
+    active_tools: list[str]
 
 
 class ServicesLike(Protocol):
@@ -160,8 +181,9 @@ class _Subscription:
             owner._remove(self)
 
 
-class AgentSession:
-    """Pi's ``AgentSession`` as the host sees it (``SessionPort``) plus what extensions need."""
+class AgentSession(SessionExtensionActions):
+    """Pi's ``AgentSession`` as the host sees it (``SessionPort``) plus what extensions need
+    (``SessionExtensionActions``: the ``SessionActions`` the extension runner is bound to)."""
 
     def __init__(
         self,
@@ -173,6 +195,7 @@ class AgentSession:
         registry: ProviderRegistry | None = None,
         model_inputs: ModelInputs | None = None,
         approval: ApprovalGate | None = None,
+        sandbox: SandboxControl | None = None,
     ) -> None:
         self.session_manager = session_manager
         self.registry = registry
@@ -186,6 +209,8 @@ class AgentSession:
         """The overflow the last run ended with (after recovery: the one recovery could not fix)."""
         self.approval = approval
         """The process's approval gate (``None``: every tool runs, as in Pi)."""
+        self.sandbox = sandbox
+        """Which sandbox its commands run in (``None``: never one, as in Pi)."""
         self.bindings: ExtensionBindings | None = None
         """What the host bound into this session (its UI, its tool approver); set by ``bind_extensions``."""
         self.services = services
@@ -196,7 +221,8 @@ class AgentSession:
         agent.before_next_turn = self.compaction.before_next_turn
         self.session_start_event: dict[str, Any] = dict(session_start_event or {"type": "session_start",
                                                                                   "reason": "startup"})
-        self._runner: ExtensionRunnerLike | None = getattr(services, "extensions", None)
+        runner = getattr(services, "extensions", None)
+        self._runner: ExtensionRunner | None = runner if isinstance(runner, ExtensionRunner) else None
         self._subs: list[_Subscription] = []
         self._snapshot: tuple[_Subscription, ...] = ()
         self._running = False
@@ -211,6 +237,39 @@ class AgentSession:
         """What ``drop_queue`` took away when this session was replaced or disposed."""
         self._bash_signals: set[AbortSignal] = set()
         self._pending_bash: list[dict[str, Any]] = []
+        self._pending_next_turn: list[dict[str, Any]] = []
+        """``send_message(deliver_as="nextTurn")``: sent with the next prompt."""
+        self._pending_custom: list[dict[str, Any]] = []
+        """Custom messages sent while a turn ran, appended once its tool results are in."""
+        self._turn_index = 0
+        self._system_prompt_override: str | None = None
+        """A ``before_agent_start`` handler's system prompt, for the run it started."""
+        self.base_system_prompt = agent.system_prompt
+        self._prompt_options: dict[str, Any] = {"cwd": self.cwd}
+        """Pi's ``BuildSystemPromptOptions`` of the base prompt (``ctx.get_system_prompt_options()``)."""
+        self.tool_set = ToolSet(builtin={}, runner=None, selection=ToolSelection(), default_tools=None)
+        """The configured and active tools (``create_agent_session`` sets the real one)."""
+        self.extra_tools: list[ToolSpec] = []
+        """Tools the model is offered beside the session's own (client-contributed)."""
+        self.extension_provider_originals: dict[str, Any] = {}
+        """Providers an extension replaced, by name, and what was there before (put back at dispose)."""
+        self.skills: list[Skill] = list(getattr(services, "skills", None) or ())
+        self.prompt_templates: list[PromptTemplate] = list(getattr(services, "prompt_templates", None) or ())
+        """The services' skills and templates, with what extensions add (``resources_discover``)."""
+        self.late_diagnostics: list[Diagnostic] = []
+        """Diagnostics found after the factory (loading what ``resources_discover`` named)."""
+        held = getattr(services, "held_settings", None)
+        chosen = held.get(HELD_LIMITS) if held is not None else None
+        self.limit_overrides = LimitOverrides(**chosen) if isinstance(chosen, dict) else LimitOverrides()
+        """What ``set_limits`` chose (beats the ``limits.*`` settings), here or in an earlier session."""
+        self._meter = UsageMeter()
+        self._ledger: UsageLedger | None = None
+        agent.check_limits = lambda: owner._limit_event()  # through the weak proxy: no cycle via the agent
+        self.checkpoints = SessionCheckpoints(owner, getattr(services, "agent_dir", None),
+                                              lambda key: owner._setting(key), lambda: owner.tool_set.profiles())
+        """The file checkpoints of this session's runs (``rpcd.runtime.checkpointing``)."""
+        agent.before_tool_calls = self.checkpoints.before_tool_calls
+        agent.before_tools = self.checkpoints.before_tools
 
     # -- identity / state ------------------------------------------------------------
 
@@ -261,6 +320,8 @@ class AgentSession:
             auto_compaction_enabled=self.compaction.auto_enabled,
             auto_retry_enabled=self.auto_retry_enabled,
             approval_policy=self.approval_policy,
+            limits=self.limits_state(),
+            sandbox=describe(sandbox_policy(self.services, self.sandbox), self.cwd) if self.sandbox else None,
         )
 
     @property
@@ -313,23 +374,74 @@ class AgentSession:
     async def emit(self, event: Event) -> None:
         if self._disposed:
             return
-        runner = self._runner
+        runner = self._live_runner()
         kind = event["type"]
         if kind == "message_start" and self.queues.delivered(event["message"]):
             self._notify_queue()  # as Pi: the queue shrinks before the delivered message starts
-        if runner is not None and not runner.is_invalidated and runner.has_handlers(kind):
-            await runner.emit(event)
+        if kind == "agent_start":
+            self._turn_index = 0
+        if runner is not None:
+            await self._emit_to_extensions(runner, event)
+        if kind == "turn_end":
+            self._turn_index += 1
         if kind == "message_start" and event["message"].get("role") == "user":
             self.compaction.overflow_recovery_attempted = False
+        if kind == "message_update" and "message" in event:
+            event = {k: v for k, v in event.items() if k != "message"}
         self._notify(event)
+        if kind == "turn_end":
+            # A turn ends after its assistant message and every tool result: the first point where
+            # a context-only custom message can go in without landing between a call and its result.
+            self.flush_pending_custom()
         if kind == "message_end" and not self._disposed:
             message = event["message"]
-            self.session_manager.append_message(message)
+            if message.get("role") == "custom":
+                self.session_manager.append_custom_message_entry(
+                    message.get("customType"), message.get("content"), message.get("display", False),
+                    message.get("details"))
+            else:
+                self.session_manager.append_message(message)
             if message.get("role") == "assistant":
                 self._last_reply = message
                 if message.get("stopReason") not in ("error", "length"):
                     self.compaction.overflow_recovery_attempted = False
                 self.retry.on_assistant_end(message)
+                self._record_usage(message)
+        elif kind == "agent_end":
+            await self.checkpoints.end_run()
+
+    async def _emit_to_extensions(self, runner: ExtensionRunner, event: Event) -> None:
+        """Pi's ``_emitExtensionEvent``: each agent event in the shape extensions get (turns numbered,
+        ``message_end`` may replace the message in place)."""
+        kind = event["type"]
+        if kind == "message_end":
+            if runner.has_handlers("message_end"):
+                message = event["message"]
+                replacement = await runner.emit_message_end(message)
+                if replacement is not None:
+                    if replacement.get("role") in ("user", "assistant", "toolResult", "custom") and \
+                            replacement.get("content") is None:
+                        replacement["content"] = []
+                    # agent state, later events and persistence all hold this very object
+                    message.clear()
+                    message.update(replacement)
+            return
+        if not runner.has_handlers(kind):
+            return
+        if kind == "turn_start":
+            extension_event: Mapping[str, Any] = {"type": kind, "turnIndex": self._turn_index,
+                                                  "timestamp": _now_ms()}
+        elif kind == "turn_end":
+            extension_event = {"type": kind, "turnIndex": self._turn_index, "message": event.get("message"),
+                               "toolResults": event.get("toolResults", [])}
+        elif kind == "agent_end":
+            extension_event = {"type": kind, "messages": event.get("messages", [])}
+        elif kind == "message_update":
+            extension_event = {"type": kind, "message": event.get("message"),
+                               "assistantMessageEvent": event.get("assistantMessageEvent")}
+        else:
+            extension_event = event
+        await runner.emit(extension_event)
 
     def fast_update(self) -> Callable[[Event], None] | None:
         if self._disposed:
@@ -342,7 +454,8 @@ class AgentSession:
     # -- turns -------------------------------------------------------------------------------
 
     async def prompt(self, text: str, *, images: Sequence[ImageInput] = (),
-                     streaming_behavior: StreamingBehavior | None = None) -> str | CommandRan | None:
+                     streaming_behavior: StreamingBehavior | None = None, source: str = "rpc",
+                     expand: bool = True) -> PromptOutcome:
         """Run one agent turn to completion; returns the last assistant ``stopReason``.
 
         ``/name args`` of an extension command runs the command instead (even while a turn runs,
@@ -357,16 +470,35 @@ class AgentSession:
         (aborted, failed) continues it, as Pi's ``_handlePostAgentRun`` does. Compaction is checked
         where Pi checks it (``rpcd.runtime.compaction``): before the prompt, between tool rounds,
         after the run (a context overflow is compacted and the turn retried once).
+
+        Extensions see it where Pi shows it to them: ``input`` (``source`` ``rpc``, or ``extension``
+        for ``pi.send_user_message``) before the expansion — a handler may transform the text and
+        images or handle it (``InputHandled``: no turn) — and ``before_agent_start`` just before the
+        run, which may add custom messages after the user's and replace the system prompt for this
+        run. ``expand=False`` (an extension's message without ``expand_prompt_templates``) runs no
+        command and expands nothing.
         """
-        ran = await command_input.run_extension_command(self._live_runner(), text)
-        if ran is not None:
-            return ran
+        if expand:
+            ran = await command_input.run_extension_command(self._live_runner(), text)
+            if ran is not None:
+                return ran
         if self.compaction.manual_running:
             raise SessionBusyError(
                 "Cannot submit a prompt while compaction is in progress. Wait for compaction to finish and retry.",
                 cwd=self.cwd, session_path=self.session_file,
             )
-        text = self.expand_input(text)
+        runner = self._live_runner()
+        if runner is not None and runner.has_handlers("input"):
+            result = await runner.emit_input(text, [image_block(i) for i in images] or None, source,
+                                             streaming_behavior if self._running else None)
+            if result["action"] == "handled":
+                return InputHandled()
+            if result["action"] == "transform":
+                text = result["text"]
+                if result.get("images") is not None:
+                    images = [ImageInput(str(i.get("data", "")), str(i.get("mimeType", ""))) for i in result["images"]]
+        if expand:
+            text = self.expand_input(text)
         content = self._user_content(text, images)
         if self._running:
             if streaming_behavior is None:
@@ -382,20 +514,74 @@ class AgentSession:
         self._idle = anyio.Event()
         try:
             self._flush_pending_bash()
+            self.flush_pending_custom()
             user = {"role": "user", "content": content, "timestamp": _now_ms()}
             with turn_scope(self):
+                limit = self._limit_event()
+                if limit is not None:  # a cap is reached: no model call, nothing recorded
+                    self._notify(limit)
+                    return LIMIT_STOP_REASON
                 last = self._last_assistant()
                 if last is not None:
                     await self.compaction.check(last, skip_aborted_check=False)
-                # an abort that arrived while the compaction check ran is this prompt's: its run starts
-                # aborted (the prompt is recorded, the model is not asked)
-                stop_reason = await self.agent.run([user], self, will_retry=self.retry.will_retry,
-                                                   aborted=self._aborted_before_run)
-                stop_reason = await self._after_runs(stop_reason)
-                self.last_context_overflow = self.retry.overflow_of(self._last_reply)
-                self._flush_pending_bash()
-                await self.emit({"type": "agent_settled"})
-            return stop_reason
+                messages: list[dict[str, Any]] = [user, *self._pending_next_turn]
+                self._pending_next_turn = []
+                await self._before_agent_start(text, images, messages)
+                return await self._run(messages)
+        finally:
+            self._running = False
+            self._idle.set()
+
+    async def _before_agent_start(self, text: str, images: Sequence[ImageInput],
+                                  messages: list[dict[str, Any]]) -> None:
+        """Pi's ``before_agent_start``: its custom messages go after the user's, its system prompt is
+        this run's (else the base one)."""
+        runner = self._live_runner()
+        result = None
+        if runner is not None and runner.has_handlers("before_agent_start"):
+            result = await runner.emit_before_agent_start(text, [image_block(i) for i in images] or None,
+                                                          self.base_system_prompt, self._prompt_options)
+        for message in (result or {}).get("messages", ()):
+            custom: dict[str, Any] = {"role": "custom", "customType": message["customType"],
+                                      "content": message.get("content") if message.get("content") is not None else [],
+                                      "display": message.get("display")}
+            if "details" in message:
+                custom["details"] = message["details"]
+            custom["timestamp"] = _now_ms()
+            messages.append(custom)
+        prompt = (result or {}).get("systemPrompt")
+        self._system_prompt_override = prompt if isinstance(prompt, str) else None
+        self.agent.system_prompt = self._system_prompt_override or self.base_system_prompt
+
+    async def _run(self, messages: list[dict[str, Any]]) -> str:
+        """Pi's ``_runAgentPrompt`` (inside a running prompt): the run, retries and queued input, then
+        ``agent_settled``."""
+        try:
+            # an abort that arrived while the compaction check ran is this prompt's: its run starts
+            # aborted (the prompt is recorded, the model is not asked)
+            stop_reason = await self.agent.run(messages, self, will_retry=self.retry.will_retry,
+                                               aborted=self._aborted_before_run)
+            stop_reason = await self._after_runs(stop_reason)
+            self.last_context_overflow = self.retry.overflow_of(self._last_reply)
+        finally:
+            self._system_prompt_override = None
+            self.agent.system_prompt = self.base_system_prompt
+            self._flush_pending_bash()
+            self.flush_pending_custom()
+        await self.emit({"type": "agent_settled"})
+        return stop_reason
+
+    async def run_messages(self, messages: list[dict[str, Any]]) -> str:
+        """A run whose prompt is ``messages`` (``pi.send_message(..., trigger_turn=True)`` while idle):
+        no ``input``, no expansion, no ``before_agent_start``, as in Pi."""
+        if self._running:
+            raise SessionBusyError("A turn is already running", cwd=self.cwd, session_path=self.session_file)
+        self._running = True
+        self._aborted_before_run = False
+        self._idle = anyio.Event()
+        try:
+            with turn_scope(self):
+                return await self._run(messages)
         finally:
             self._running = False
             self._idle.set()
@@ -416,19 +602,19 @@ class AgentSession:
             command_input.refuse_queued_command(self._live_runner(), text)
         return command_input.expand_input(
             text,
-            skills=getattr(self.services, "skills", None) or (),
-            templates=getattr(self.services, "prompt_templates", None) or (),
+            skills=self.skills,
+            templates=self.prompt_templates,
             on_error=self._report_extension_error,
         )
 
-    def commands(self) -> list[CommandInfo]:
+    def commands(self, *, offered: bool = True) -> list[CommandInfo]:
         """Every command a prompt can invoke now, in Pi's order: extension commands, prompt
-        templates, skills (``skill:name``)."""
-        return command_input.list_commands(
-            self._runner,
-            templates=getattr(self.services, "prompt_templates", None) or (),
-            skills=getattr(self.services, "skills", None) or (),
-        )
+        templates, skills (``skill:name``). ``offered``: what clients are offered (``getCommands``,
+        ``commands_changed``, ACP's available commands): the setting ``enableSkillCommands: false``
+        leaves the skills out, as Pi's editor stops offering them (``/skill:name`` still expands)."""
+        hidden = offered and self._setting("enableSkillCommands") is False
+        return command_input.list_commands(self._runner, templates=self.prompt_templates,
+                                           skills=() if hidden else self.skills)
 
     def notify_commands_changed(self, previous: Sequence[CommandInfo]) -> None:
         """``commands_changed`` to the subscribers when this session's commands differ from ``previous``."""
@@ -440,7 +626,7 @@ class AgentSession:
         """``SessionActions`` for extension commands: until no turn runs."""
         await self._idle.wait()
 
-    def _live_runner(self) -> ExtensionRunnerLike | None:
+    def _live_runner(self) -> ExtensionRunner | None:
         runner = self._runner
         return None if runner is None or runner.is_invalidated else runner
 
@@ -454,6 +640,16 @@ class AgentSession:
         first (``rpcd.runtime.turns.retry``); a run that ended with input still queued (aborted, a model
         error) goes on with it, steering first."""
         while not self._disposed:
+            if stop_reason == LIMIT_STOP_REASON:
+                break  # queued input stays queued: the next prompt (a cap raised) takes it
+            limit = self._limit_event()
+            if limit is not None:
+                # the reply is complete, but what would follow (a retry, compaction, queued input)
+                # calls the model again: none of it happens
+                if self.queues.has_items() or self.retry.waiting:
+                    self._notify(limit)
+                    stop_reason = LIMIT_STOP_REASON
+                break
             if await self.retry.after_run():
                 stop_reason = await self.agent.run([], self, will_retry=self.retry.will_retry)
                 continue
@@ -484,7 +680,9 @@ class AgentSession:
 
     async def compact(self, custom_instructions: str | None = None) -> dict[str, Any]:
         """Pi's manual ``compact``: aborts a running turn first; returns Pi's compaction result.
-        Raises ``CompactionError`` / ``CompactionCancelledError`` when nothing was written."""
+        Raises ``CompactionError`` / ``CompactionCancelledError`` when nothing was written (also when
+        a spending cap is reached: the summary is a model call)."""
+        self._refuse_over_limit("compact")
         return await self.compaction.compact(custom_instructions)
 
     def set_auto_compaction(self, enabled: bool) -> None:
@@ -493,11 +691,25 @@ class AgentSession:
         self._hold(enabled, "compaction", "enabled")
 
     async def navigate_tree(self, target_id: str, *, summarize: bool = False, custom_instructions: str | None = None,
-                            replace_instructions: bool | None = None, label: str | None = None) -> dict[str, Any]:
-        """Pi's ``navigateTree``: move the leaf within this file (see ``rpcd.runtime.compaction``)."""
-        return await self.compaction.navigate_tree(target_id, summarize=summarize,
-                                                   custom_instructions=custom_instructions,
-                                                   replace_instructions=replace_instructions, label=label)
+                            replace_instructions: bool | None = None, label: str | None = None,
+                            restore_files: bool = False) -> dict[str, Any]:
+        """Pi's ``navigateTree``: move the leaf within this file (see ``rpcd.runtime.compaction``).
+
+        ``restore_files``: once the leaf moved, the files the agent changed after ``target_id`` go back
+        to how they were then (the first checkpoint recorded after it; ``restore_checkpoint``'s
+        rules: a file changed by someone else since is listed in ``restore``, not written)."""
+        if summarize:
+            self._refuse_over_limit("the branch summary")
+        if restore_files and self._running:
+            raise SessionBusyError("Cannot restore files while a turn is running; abort it first",
+                                   cwd=self.cwd, session_path=self.session_file)
+        checkpoint = self.checkpoints.first_after(target_id) if restore_files else None
+        result = await self.compaction.navigate_tree(target_id, summarize=summarize,
+                                                     custom_instructions=custom_instructions,
+                                                     replace_instructions=replace_instructions, label=label)
+        if restore_files and not result.get("cancelled") and not result.get("aborted"):
+            result["restore"] = None if checkpoint is None else await self.checkpoints.restore(checkpoint)
+        return result
 
     def set_label(self, entry_id: str, label: str | None = None) -> str:
         """Pi's ``setLabel``: a ``label`` entry for ``entry_id`` (``None`` clears its label)."""
@@ -620,8 +832,19 @@ class AgentSession:
         self.agent.thinking_level = effective
         if effective != previous:
             self.session_manager.append_thinking_level_change(effective)
-            self._notify({"type": "thinking_level_changed", "level": effective})
+            self._notify_thinking(previous)({"type": "thinking_level_changed", "level": effective})
         return effective
+
+    def _notify_thinking(self, previous: str) -> Callable[[Mapping[str, Any]], None]:
+        """A ``notify`` that also tells extensions of a thinking-level change (Pi's
+        ``thinking_level_select``, not waited for)."""
+        def notify(event: Mapping[str, Any]) -> None:
+            self._notify(event)
+            runner = self._live_runner()
+            if event.get("type") == "thinking_level_changed" and runner is not None:
+                runner.emit_later({"type": "thinking_level_select", "level": event.get("level"),
+                                   "previousLevel": previous})
+        return notify
 
     def cycle_thinking_level(self) -> str | None:
         """Pi's ``cycleThinkingLevel``: the model's next level; ``None`` for a model that does not reason."""
@@ -650,6 +873,63 @@ class AgentSession:
         cancelled``); the run then ends with the failure it would have retried."""
         if self.retry.waiting:
             self.retry.cancel()
+
+    # -- spending caps -------------------------------------------------------------------------
+
+    def set_limits(self, overrides: LimitOverrides) -> LimitsState | None:
+        """``setLimits``: these caps beat the settings from now on, for this session and the ones
+        that replace it; returns the caps in force and the spend."""
+        self.limit_overrides = overrides
+        self._hold(attrs.asdict(overrides), HELD_LIMITS)
+        return self.limits_state()
+
+    def limits_state(self) -> LimitsState | None:
+        """The caps in force (``rpcd.runtime.limits``) and what was spent against them; ``None``
+        when no cap is set (then nothing is counted: a resumed session's bodies stay unparsed)."""
+        settings: Any = self.settings()
+        caps = configured_limits(getattr(settings, "global_settings", {}) or {},
+                                 getattr(settings, "project_settings", {}) or {}, self.limit_overrides)
+        if not caps:
+            return None
+        sm = self.session_manager
+        count = sm.get_entry_count()
+        meter = self._meter
+        if count != meter.seen:
+            meter.update(sm.entries_since(meter.seen, BILLED_TYPES, BILLED_ROLES) if count > meter.seen else (), count)
+            if meter.seen != count:  # the manager changed under it (fewer entries): count again
+                meter.update(sm.entries_since(0, BILLED_TYPES, BILLED_ROLES), count)
+        cost_today = tokens_today = None
+        if "maxCostPerDay" in caps or "maxTokensPerDay" in caps:
+            ledger = self._usage_ledger()
+            tokens_today, cost_today = ledger.today() if ledger is not None else (0, 0.0)
+        state = LimitsState(caps=tuple(caps.items()), cost=meter.cost, tokens=meter.tokens,
+                            cost_today=cost_today, tokens_today=tokens_today)
+        event = limit_reached(state)
+        return attrs.evolve(state, reached=event["limit"]) if event is not None else state
+
+    def _limit_event(self) -> dict[str, Any] | None:
+        """The ``limit_reached`` event when a cap is reached (asked before every model call)."""
+        state = self.limits_state()
+        return limit_reached(state) if state is not None else None
+
+    def _refuse_over_limit(self, what: str) -> None:
+        event = self._limit_event()
+        if event is not None:
+            raise CompactionError(f"Spending cap {event['limit']} reached ({event['used']} of {event['max']}): "
+                                  f"{what} would call the model; raise the cap with setLimits first")
+
+    def _usage_ledger(self) -> UsageLedger | None:
+        agent_dir = getattr(self.services, "agent_dir", None)
+        if self._ledger is None and agent_dir and self.session_manager.is_persisted():
+            self._ledger = UsageLedger(agent_dir)
+        return self._ledger
+
+    def _record_usage(self, message: Mapping[str, Any]) -> None:
+        usage = message.get("usage")
+        ledger = self._usage_ledger() if isinstance(usage, Mapping) else None
+        if ledger is not None and isinstance(usage, Mapping):
+            tokens, cost = usage_totals(usage)
+            ledger.record(self.session_id, tokens, cost)
 
     # -- reads ---------------------------------------------------------------------------------
 
@@ -715,6 +995,16 @@ class AgentSession:
         env = shell_env(options.agent_dir, policy=options.env_policy)
         for key in SESSION_ENV_KEYS:  # Pi's user bash runs without the session's PI_* variables
             env.pop(key, None)
+        run = None
+        runner = self._live_runner()
+        if runner is not None and runner.has_handlers("user_bash"):
+            decided = await runner.emit_user_bash({"type": "user_bash", "command": command,
+                                                   "excludeFromContext": exclude_from_context is True, "cwd": self.cwd})
+            handled = user_bash_result(decided)
+            if handled is not None:
+                self.record_bash_result(command, handled, exclude_from_context)
+                return handled
+            run = user_bash_operations(decided)
         signal = AbortSignal()
         self._bash_signals.add(signal)
 
@@ -726,8 +1016,10 @@ class AgentSession:
             self._notify(event)
 
         try:
-            result = await execute_user_bash(resolved, self.cwd, signal=signal, env=env,
-                                             shell_path=options.shell_path, timeout=timeout, on_chunk=on_chunk)
+            result = await execute_user_bash(
+                resolved, self.cwd, signal=signal, env=env, shell_path=options.shell_path, timeout=timeout,
+                on_chunk=on_chunk, run=run,
+                sandbox=sandbox_policy(self.services, self.sandbox) if self.sandbox is not None else SANDBOX_OFF)
         finally:
             self._bash_signals.discard(signal)
         outcome = BashOutcome(output=result.output, exit_code=result.exit_code, cancelled=result.cancelled,
@@ -781,7 +1073,7 @@ class AgentSession:
 
         trimmed = session_name_or_refuse(name, session_path=self.session_file)
         self.session_manager.append_session_info(trimmed)
-        self._notify({"type": "session_info_changed", "name": self.session_manager.get_session_name()})
+        self.session_info_changed()
 
     def set_model(self, provider: str, model_id: str) -> ModelRef:
         """Pi's ``setModel``: validate, append ``model_change``, switch, re-apply the thinking level.
@@ -791,16 +1083,36 @@ class AgentSession:
         thinking level becomes the settings default for the new model (``modelThinkingLevels``,
         ``defaultThinkingLevel``, else the current one), clamped, recorded only if it changed.
         """
+        info, previous = self._switch_model(provider, model_id)
+        event = self._model_selected(info, previous, "set")
+        runner = self._live_runner()
+        if event is not None and runner is not None:
+            runner.emit_later(event)
+        return ModelRef(info.provider, info.id)
+
+    def _switch_model(self, provider: str, model_id: str) -> tuple[ModelInfo, ModelInfo | None]:
         from rpcd.providers.model_selection import apply_model_selection
 
         if self.registry is None:
             raise ModelNotFoundError(f"Model not found: {provider}/{model_id}")
+        previous = self.agent.model
         info: ModelInfo = apply_model_selection(
             agent=self.agent, session_manager=self.session_manager, registry=self.registry,
-            provider=provider, model_id=model_id, settings=self.settings(), notify=self._notify,
+            provider=provider, model_id=model_id, settings=self.settings(),
+            notify=self._notify_thinking(self.agent.thinking_level),
         )
         self._hold_model(info)
-        return ModelRef(info.provider, info.id)
+        return info, previous
+
+    def _model_selected(self, model: ModelInfo, previous: ModelInfo | None, source: str) -> dict[str, Any] | None:
+        """Pi's ``model_select`` event, or ``None`` when the model did not change (``modelsAreEqual``)."""
+        if previous is not None and previous.ref == model.ref:
+            return None
+        event: dict[str, Any] = {"type": "model_select", "model": model.to_pi()}
+        if previous is not None:
+            event["previousModel"] = previous.to_pi()
+        event["source"] = source
+        return event
 
     def _hold_model(self, model: ModelInfo) -> None:
         """The chosen model as the later sessions' default (Pi's ``setDefaultModelAndProvider``), and
@@ -823,12 +1135,17 @@ class AgentSession:
 
         if self.registry is None:
             return None
+        previous = self.agent.model
         result = cycle_model(agent=self.agent, session_manager=self.session_manager, registry=self.registry,
                              settings=self.settings(), inputs=self.model_inputs, direction=direction,
-                             notify=self._notify)
+                             notify=self._notify_thinking(self.agent.thinking_level))
         if result is None:
             return None
         self._hold_model(result.model)
+        event = self._model_selected(result.model, previous, "cycle")
+        runner = self._live_runner()
+        if event is not None and runner is not None:
+            runner.emit_later(event)
         return CycleModelResult(model=describe_model(result.model), thinking_level=result.thinking_level,
                                 is_scoped=result.is_scoped)
 
@@ -888,6 +1205,47 @@ class AgentSession:
         page = await anyio.to_thread.run_sync(lambda: render_html(export).encode("utf-8"))
         return write_new_file(path, page)
 
+    async def export_markdown(self, output_path: str | None = None,
+                              inline: bool = False) -> tuple[str | None, str | None]:
+        """The current branch as Markdown (``rpcd.store.export_markdown``): written to ``output_path``
+        (absolute and new; default ``pi-session-<file name>.md`` in the cwd, ``-1``, ... when taken) —
+        ``(path, None)`` — or, ``inline``, answered as ``(None, text)``. Rendered in a worker thread."""
+        from rpcd.store.export_markdown import MarkdownExport, render_markdown
+        from rpcd.store.library import check_output_path, unused_path, write_new_file
+
+        sm = self.session_manager
+        session_file = sm.get_session_file()
+        export = MarkdownExport(header=dict(sm.get_header()), branch=sm.get_branch(), name=sm.get_session_name(),
+                                session_file=session_file, labels=sm.get_labels())
+        if inline:
+            return None, await anyio.to_thread.run_sync(lambda: render_markdown(export))
+        if output_path is not None:
+            path = check_output_path(output_path)
+        else:
+            if not sm.is_persisted() or session_file is None:
+                raise SessionNotSavedError("An in-memory session has no file name: give outputPath (or inline)",
+                                           cwd=self.cwd)
+            stem = os.path.basename(session_file).removesuffix(".jsonl")
+            path = unused_path(self.cwd, f"pi-session-{stem}", ".md")
+        text = await anyio.to_thread.run_sync(lambda: render_markdown(export).encode("utf-8"))
+        return write_new_file(path, text), None
+
+    # -- file checkpoints ----------------------------------------------------------------------
+
+    def checkpoint_listing(self, files: bool = False) -> CheckpointListing:
+        """The session's file checkpoints, oldest first (``rpcd.runtime.checkpointing``)."""
+        return self.checkpoints.listing(files=files)
+
+    async def restore_checkpoint(self, entry_id: str | None, *, files: Sequence[str] | None = None,
+                                 force: bool = False, dry_run: bool = False) -> RestoreOutcome:
+        """Put the files the agent changed since a checkpoint back (``rpcd.store.checkpoints.restore``);
+        ``entry_id`` ``None``: the newest run not undone yet. Refused while a turn runs (its tools may be
+        writing the same files)."""
+        if self._running and not dry_run:
+            raise SessionBusyError("Cannot restore files while a turn is running; abort it first",
+                                   cwd=self.cwd, session_path=self.session_file)
+        return await self.checkpoints.restore(entry_id, files=files, force=force, dry_run=dry_run)
+
     def export_jsonl(self, output_path: str) -> str:
         """Pi's ``exportToJsonl``: the current branch as a new standalone session file at ``output_path``."""
         from rpcd.store.library import export_branch_jsonl
@@ -897,21 +1255,94 @@ class AgentSession:
     # -- lifecycle ----------------------------------------------------------------------------
 
     async def bind_extensions(self, bindings: ExtensionBindings) -> None:
-        """Apply the host's bindings to the runner, then emit this session's ``session_start``."""
+        """Apply the host's bindings to the runner, then emit this session's ``session_start`` and
+        ``resources_discover`` (Pi's ``bindExtensions``)."""
         self.bindings = bindings
         runner = self._runner
         if runner is None:
             return
         runner.bind(bindings, self)
         await runner.emit(self.session_start_event)
+        await self._discover_resources("reload" if self.session_start_event.get("reason") == "reload" else "startup")
+
+    async def _discover_resources(self, reason: str) -> None:
+        """Pi's ``extendResourcesFromExtensions``: the skills and prompt templates extensions name
+        join the session's (after its own: the first of a name wins), and the prompt is rebuilt."""
+        runner = self._live_runner()
+        if runner is None or not runner.has_handlers("resources_discover"):
+            return
+        found = await runner.emit_resources_discover(self.cwd, reason)
+        if not any(found.values()):
+            return
+        from rpcd.runtime.resources.discovery import path_resources
+        from rpcd.runtime.resources.prompt_templates import load_prompt_templates
+        from rpcd.runtime.resources.skills import load_skills
+
+        skills = path_resources("skills", [(p, extension_source_info(x)) for p, x in found["skillPaths"]], self.cwd)
+        prompts = path_resources("prompts", [(p, extension_source_info(x)) for p, x in found["promptPaths"]],
+                                 self.cwd)
+        if skills:
+            self.skills, diagnostics = load_skills([*getattr(self.services, "skill_resources", ()), *skills])
+            self.late_diagnostics += diagnostics
+        if prompts:
+            self.prompt_templates, diagnostics = load_prompt_templates(
+                [*getattr(self.services, "prompt_resources", ()), *prompts])
+            self.late_diagnostics += diagnostics
+        self._rebuild_system_prompt()
 
     @property
-    def extension_runner(self) -> ExtensionRunnerLike | None:
+    def extension_runner(self) -> ExtensionRunner | None:
         return self._runner
 
-    def dispose(self) -> None:
+    def refresh_model_from_registry(self) -> None:
+        """The current model as the registry has it now (an extension re-registered its provider)."""
+        model = self.agent.model
+        if model is None or self.registry is None:
+            return
+        found = self.registry.find(model.provider, model.id)
+        if found is not None:
+            self.agent.provider, self.agent.model = found
+
+    # -- tools and the system prompt ---------------------------------------------------------
+
+    def _apply_tools(self) -> None:
+        """The active tool set to the model (from its next call on), the seam and the system prompt."""
+        active = self.tool_set.active_tools()
+        self.agent.tools = [*(ToolSpec(name=t.name, description=t.description, parameters=dict(t.parameters))
+                              for t in active.values()), *self.extra_tools]
+        self.agent.seam.tools = dict(active)
+        self._rebuild_system_prompt()
+
+    def _rebuild_system_prompt(self) -> None:
+        active = self.tool_set.active_tools()
+        self._prompt_options = system_prompt_options(self.services, active, self.skills)
+        self.base_system_prompt = build_system_prompt(self.services, active, self.skills)
+        self.agent.system_prompt = self._system_prompt_override or self.base_system_prompt
+
+    def reload_state(self) -> ReloadState:
+        return ReloadState(provider=self.agent.provider, model=self.agent.model,
+                           thinking_level=self.agent.thinking_level, messages=list(self.agent.messages),
+                           active_tools=list(self.tool_set.active))
+
+    def restore_reload_state(self, state: ReloadState) -> None:
+        """A reload's session goes on where the old one was: its model, thinking level and context;
+        the tools that were active and every extension tool (Pi: ``includeAllExtensionTools``)."""
+        self.agent.provider, self.agent.model = state.provider, state.model
+        if state.model is not None and self.registry is not None:
+            found = self.registry.find(state.model.provider, state.model.id)
+            if found is not None:
+                self.agent.provider, self.agent.model = found
+        self.agent.thinking_level = state.thinking_level
+        self.agent.messages = list(state.messages)
+        runner = self._runner
+        extension_tools = list(runner.tools) if runner is not None else []
+        self.tool_set.set_active([*state.active_tools, *extension_tools])
+        self._apply_tools()
+
+    def dispose(self, *, release_file: bool = True) -> None:
         """Invalidate this session: extension contexts go stale, listeners are dropped,
-        the in-flight turn (if any) is aborted best-effort. Idempotent."""
+        the in-flight turn (if any) is aborted best-effort. Idempotent. ``release_file=False`` (a
+        reload) keeps the session manager open for the session that takes over."""
         if self._disposed:
             return
         self.drop_queue()
@@ -923,6 +1354,10 @@ class AgentSession:
             self.agent.request_abort()
         self._subs.clear()
         self._snapshot = ()
+        if self.extension_provider_originals:
+            from rpcd.runtime.extension_providers import restore_providers
+
+            restore_providers(self)
         runner = self._runner
         if runner is not None:
             try:
@@ -931,7 +1366,8 @@ class AgentSession:
                 _log.exception("extension runner invalidation failed")
         # Let go of the file: another rpcd process may take it now (an in-memory fork keeps using
         # this manager for the next session; it holds no lock).
-        self.session_manager.close()
+        if release_file:
+            self.session_manager.close()
 
 
 def _drop(event: Event) -> None:
@@ -951,16 +1387,22 @@ def _settings_get(services: Any, key: str) -> Any:
     return getter(key) if callable(getter) else None
 
 
-def _extension_tool(runner: Any, definition: Any) -> Tool:
-    """An extension's tool behind the seam (abort cancels it: extension tools take no signal)."""
-    name = str(definition.name)
+def sandbox_policy(services: Any, control: SandboxControl) -> SandboxPolicy:
+    """The sandbox a command of the session in ``services`` runs in now: the control's override,
+    else the settings (read at each call)."""
+    return control.effective(configured_sandbox(services)[0])
 
-    async def run(tool_call_id: str, args: dict[str, Any], ctx: Any) -> dict[str, Any]:
-        result: dict[str, Any] = await runner.execute_tool(name, tool_call_id, args)
-        return result
 
-    return FunctionTool(name=name, label=name, description=str(definition.description),
-                        parameters=dict(definition.parameters), run=run, accepts_signal=False)
+def configured_sandbox(services: Any) -> tuple[SandboxPolicy, list[str]]:
+    """What the settings ask for: the global ``sandbox`` setting, tightened (never loosened) by a
+    trusted project's (``rpcd.tools.sandbox.configured_policy``), and the warnings of both."""
+    from rpcd.tools.sandbox import SETTING as SANDBOX_SETTING
+    from rpcd.tools.sandbox import configured_policy
+
+    settings = getattr(services, "settings", None)
+    layers = [getattr(settings, name, None) for name in ("global_settings", "project_settings")]
+    return configured_policy(*(layer.get(SANDBOX_SETTING) if isinstance(layer, Mapping) else None
+                               for layer in layers))
 
 
 def tool_options(services: Any) -> ToolOptions:
@@ -985,45 +1427,47 @@ def tool_options(services: Any) -> ToolOptions:
     )
 
 
-def session_tools(services: Any, selection: ToolSelection, operations: ToolOperations | None = None) -> dict[str, Tool]:
-    """The active tools of a session in ``services.cwd``, in Pi's order: built-ins bound to the
+def session_tool_set(services: Any, selection: ToolSelection, operations: ToolOperations | None = None,
+                     sandbox: SandboxControl | None = None) -> ToolSet:
+    """The tools of a session in ``services.cwd`` (``rpcd.runtime.tool_set``): built-ins bound to the
     cwd (rebuilt for every replacement; their I/O through ``operations`` when given) and the
-    extensions' tools, selected as Pi selects them; an extension tool with a built-in's name takes
-    its place."""
-    runner: Any = getattr(services, "extensions", None)
-    extension_defs: Mapping[str, Any] = getattr(runner, "tools", None) or {}
+    extensions' tools, selected as Pi selects them."""
     options = tool_options(services)
     if operations is not None:
         options = attrs.evolve(options, operations=operations)
-    builtin = create_builtin_tools(services.cwd, options)
+    if sandbox is not None:
+        options = attrs.evolve(options, sandbox=lambda: sandbox_policy(services, sandbox))
     settings: Any = getattr(services, "settings", None)
     default_tools = settings.default_tools() if callable(getattr(settings, "default_tools", None)) else None
-    names = active_tool_names(selection, default_tools=default_tools, builtin=BUILTIN_TOOL_NAMES,
-                              extension_tools=list(extension_defs))
-    return {name: (_extension_tool(runner, extension_defs[name]) if name in extension_defs else builtin[name])
-            for name in names}
+    runner = getattr(services, "extensions", None)
+    return ToolSet(builtin=create_builtin_tools(services.cwd, options),
+                   runner=runner if isinstance(runner, ExtensionRunner) else None,
+                   selection=selection, default_tools=default_tools)
 
 
-def tool_profiles(services: Any, tools: Mapping[str, Tool]) -> dict[str, ToolProfile]:
-    """How the approval gate classifies each active tool: a built-in by its name; an extension's
-    tool (also one that took a built-in's name) by its own ``read_only`` declaration."""
-    runner: Any = getattr(services, "extensions", None)
-    extension_defs: Mapping[str, Any] = getattr(runner, "tools", None) or {}
-    return {name: (extension_profile(getattr(extension_defs[name], "read_only", False) is True)
-                   if name in extension_defs else builtin_profile(name))
-            for name in tools}
+def session_tools(services: Any, selection: ToolSelection, operations: ToolOperations | None = None,
+                  sandbox: SandboxControl | None = None) -> dict[str, Tool]:
+    """The tools a session in ``services.cwd`` starts with, in Pi's order; an extension tool with a
+    built-in's name takes its place."""
+    return session_tool_set(services, selection, operations, sandbox).active_tools()
 
 
-def build_system_prompt(services: Any, tools: Mapping[str, Tool] | None = None) -> str:
-    """Pi's ``buildSystemPrompt`` for these services and active tools (``system_prompt.py``)."""
-    active = dict(tools) if tools is not None else {}
+def _prompt_parts(tools: Mapping[str, Tool]) -> tuple[dict[str, str], list[str]]:
     snippets: dict[str, str] = {}
     guidelines: list[str] = []
-    for name, tool in active.items():
+    for name, tool in tools.items():
         snippet = normalize_snippet(getattr(tool, "prompt_snippet", None))
         if snippet:
             snippets[name] = snippet
         guidelines.extend(normalize_guidelines(getattr(tool, "prompt_guidelines", ()) or ()))
+    return snippets, guidelines
+
+
+def build_system_prompt(services: Any, tools: Mapping[str, Tool] | None = None,
+                        skills: Sequence[Skill] | None = None) -> str:
+    """Pi's ``buildSystemPrompt`` for these services and active tools (``system_prompt.py``)."""
+    active = dict(tools) if tools is not None else {}
+    snippets, guidelines = _prompt_parts(active)
     return pi_system_prompt(
         cwd=services.cwd,
         selected_tools=list(active),
@@ -1032,8 +1476,30 @@ def build_system_prompt(services: Any, tools: Mapping[str, Tool] | None = None) 
         custom_prompt=getattr(services, "system_prompt", None),
         append_system_prompt=getattr(services, "append_system_prompt", None),
         context_files=getattr(services, "context_files", None) or [],
-        skills=getattr(services, "skills", None) or [],
+        skills=(getattr(services, "skills", None) or []) if skills is None else skills,
     )
+
+
+def system_prompt_options(services: Any, tools: Mapping[str, Tool], skills: Sequence[Skill]) -> dict[str, Any]:
+    """Pi's ``BuildSystemPromptOptions`` as JSON (``before_agent_start``'s ``systemPromptOptions``,
+    ``ctx.get_system_prompt_options()``)."""
+    snippets, guidelines = _prompt_parts(tools)
+    options: dict[str, Any] = {"cwd": services.cwd}
+    options["skills"] = [{"name": s.name, "description": s.description, "filePath": s.file_path,
+                          "baseDir": s.base_dir, "sourceInfo": s.source_info.to_wire(),
+                          "disableModelInvocation": s.disable_model_invocation} for s in skills]
+    options["contextFiles"] = [{"path": f.path, "content": f.content}
+                               for f in getattr(services, "context_files", None) or []]
+    custom = getattr(services, "system_prompt", None)
+    if custom is not None:
+        options["customPrompt"] = custom
+    append = getattr(services, "append_system_prompt", None)
+    if append:
+        options["appendSystemPrompt"] = append
+    options["selectedTools"] = list(tools)
+    options["toolSnippets"] = snippets
+    options["promptGuidelines"] = guidelines
+    return options
 
 
 def describe_model(model: ModelInfo, *, credential_source: str | None = None) -> ModelDescription:
@@ -1085,6 +1551,7 @@ def create_agent_session(
     selection: Selection | None = None,
     approval: ApprovalGate | None = None,
     tool_operations: ToolOperations | None = None,
+    sandbox: SandboxControl | None = None,
 ) -> tuple[AgentSession, Selection]:
     """Build a session over ``session_manager`` with ``services``; returns it and the model
     ``Selection`` (its ``fallback_message`` is Pi's ``Could not restore model p/m. Using p2/m2``,
@@ -1115,29 +1582,33 @@ def create_agent_session(
     provider, model = selection.provider, selection.model
     thinking = selection.thinking_level
 
-    if not has_existing:
+    reloading = (session_start_event or {}).get("reason") == "reload"
+    if reloading:
+        pass  # the same session going on: its first entries were written when it started
+    elif not has_existing:
         if model is not None:
             sm.append_model_change(model.provider, model.id)
         sm.append_thinking_level_change(thinking)
     elif not has_thinking_entry:
         sm.append_thinking_level_change(thinking)
 
-    tools = session_tools(services, tool_selection or ToolSelection(), tool_operations)
-    specs = [ToolSpec(name=t.name, description=t.description, parameters=dict(t.parameters)) for t in tools.values()]
     agent = Agent(
         provider=provider,
         model=model,
         messages=messages,
-        system_prompt=build_system_prompt(services, tools),
         thinking_level=thinking,
-        tools=[*specs, *extra_tools],
         session_id=sm.get_session_id(),
     )
     session = AgentSession(
         session_manager=sm, services=services, agent=agent, session_start_event=session_start_event,
-        registry=registry, model_inputs=inputs, approval=approval,
+        registry=registry, model_inputs=inputs, approval=approval, sandbox=sandbox,
     )
-    agent.seam = ToolSeam(tools, _SessionHooks(weakref.proxy(session), tool_profiles(services, tools)).hooks())
+    owner = weakref.proxy(session)
+    session.tool_set = session_tool_set(services, tool_selection or ToolSelection(), tool_operations, sandbox)
+    session.extra_tools = list(extra_tools)
+    agent.seam = ToolSeam({}, _SessionHooks(owner).hooks())
+    session._apply_tools()
+    install_extension_seams(session, owner)
     return session, selection
 
 
@@ -1146,9 +1617,8 @@ class _SessionHooks:
     handlers, the approval gate (``ToolCallHooks.authorize``, with the client's approver from
     the host's bindings), liveness, and the ``PI_*`` facts bash exports."""
 
-    def __init__(self, session: AgentSession, profiles: Mapping[str, ToolProfile] | None = None) -> None:
+    def __init__(self, session: AgentSession) -> None:
         self.session = session
-        self.profiles = dict(profiles or {})
 
     def hooks(self) -> ToolCallHooks:
         authorize = self.authorize if self.session.approval is not None else None
@@ -1163,12 +1633,12 @@ class _SessionHooks:
         bindings = session.bindings
         return await gate.authorize(
             call, signal, cwd=session.cwd,
-            profile=self.profiles.get(call.tool_name) or extension_profile(),
+            profile=self.session.tool_set.profiles().get(call.tool_name) or extension_profile(),
             setting=_settings_get(session.services, POLICY_SETTING),
             approver=bindings.tool_approver if bindings is not None and self.is_live() else None,
         )
 
-    def _runner(self) -> ExtensionRunnerLike | None:
+    def _runner(self) -> ExtensionRunner | None:
         runner = self.session.extension_runner
         if runner is None or runner.is_invalidated:
             return None
@@ -1211,21 +1681,23 @@ class _SessionHooks:
         runner = self._runner()
         if runner is None or not runner.has_handlers("tool_result"):
             return outcome
-        patch = await runner.emit_tool_result({
+        event: dict[str, Any] = {
             "type": "tool_result", "toolName": call.tool_name, "toolCallId": call.tool_call_id, "input": call.args,
             "content": outcome.content, "details": outcome.details, "isError": outcome.is_error,
-            "usage": outcome.usage,
-        })
+        }
+        if outcome.usage is not None:
+            event["usage"] = outcome.usage
+        patch = await runner.emit_tool_result(event)
         if patch is None:
             return outcome
         content = patch.get("content")
         is_error = patch.get("isError")
-        return ToolOutcome(
+        return attrs.evolve(
+            outcome,
             content=list(content) if isinstance(content, list) else outcome.content,
             details=patch.get("details") if patch.get("details") is not None else outcome.details,
             is_error=is_error if isinstance(is_error, bool) else outcome.is_error,
             usage=patch.get("usage") if patch.get("usage") is not None else outcome.usage,
-            terminate=outcome.terminate,
         )
 
 

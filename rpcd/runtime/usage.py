@@ -146,7 +146,9 @@ def estimate_tokens(message: Mapping[str, Any]) -> int:
     return math.ceil(chars / 4)
 
 
-def _valid_usage(message: Mapping[str, Any]) -> Mapping[str, Any] | None:
+def valid_usage(message: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The usage a context size may be taken from: an assistant message that did not end ``aborted`` or
+    ``error``, with some tokens counted (Pi's rule: an aborted reply's zeros say nothing)."""
     if message.get("role") != "assistant" or message.get("stopReason") in ("aborted", "error"):
         return None
     usage = message.get("usage")
@@ -159,7 +161,7 @@ def estimate_context_tokens(messages: Sequence[Mapping[str, Any]]) -> int:
     """Pi's ``estimateContextTokens(...).tokens``: the last valid assistant usage plus estimates of
     the messages after it (all messages estimated when there is none)."""
     for index in range(len(messages) - 1, -1, -1):
-        usage = _valid_usage(messages[index])
+        usage = valid_usage(messages[index])
         if usage is not None:
             return calculate_context_tokens(usage) + sum(estimate_tokens(m) for m in messages[index + 1:])
     return sum(estimate_tokens(m) for m in messages)
@@ -175,7 +177,7 @@ def context_usage(
     if last_compaction is not None:
         after = branch[last_compaction + 1:]
         if not any(
-            e.get("type") == "message" and isinstance(e.get("message"), Mapping) and _valid_usage(e["message"])
+            e.get("type") == "message" and isinstance(e.get("message"), Mapping) and valid_usage(e["message"])
             for e in after
         ):
             return ContextUsage(context_window=context_window, tokens=None, percent=None)

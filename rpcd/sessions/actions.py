@@ -16,6 +16,9 @@ themselves.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
 from rpcd.core.errors import HostUnavailableError
 from rpcd.core.values import ForkPosition, ReplaceResult
 from rpcd.host.host import ReplacementOutcome, SerializedHost
@@ -42,8 +45,9 @@ class HostCommandActions:
             raise HostUnavailableError("the session is not bound yet")
         return self._host
 
-    async def new_session(self) -> ReplaceResult:
-        return _result(await self._require().new_session())
+    async def new_session(self, *, parent_session: str | None = None,
+                          setup: Callable[[Any], Any] | None = None) -> ReplaceResult:
+        return _result(await self._require().new_session(parent_session=parent_session, setup=setup))
 
     async def fork(self, entry_id: str, position: ForkPosition = "before") -> ReplaceResult:
         host = self._require()
@@ -52,3 +56,18 @@ class HostCommandActions:
 
     async def switch_session(self, session_path: str) -> ReplaceResult:
         return _result(await self._require().resume(session_path))
+
+    async def navigate_tree(self, target_id: str, *, summarize: bool = False, custom_instructions: str | None = None,
+                            replace_instructions: bool | None = None, label: str | None = None) -> Mapping[str, Any]:
+        return await self._require().navigate_tree(
+            target_id, summarize=summarize, custom_instructions=custom_instructions,
+            replace_instructions=replace_instructions, label=label)
+
+    async def reload(self) -> None:
+        await self._require().reload()
+
+    async def compact(self, custom_instructions: str | None = None) -> Mapping[str, Any]:
+        return await self._require().compact(custom_instructions)
+
+    async def run_turn(self, operation: str, work: Callable[[], Awaitable[Any]]) -> Any:
+        return await self._require().run_for_session(operation, work)

@@ -22,6 +22,7 @@ from rpcd.host.port import HostBindings, RuntimePort
 from rpcd.sessions.services import ProcessServices
 from rpcd.sessions.spec import ProcessSpec, SessionSpec
 from rpcd.tools import ApprovalGate, ToolOperations
+from rpcd.tools.sandbox import SandboxControl
 
 if TYPE_CHECKING:
     from rpcd.runtime.resources.trust import AuthorizeProject
@@ -39,6 +40,7 @@ class FrontHooks:
     authorize_project: AuthorizeProject | None = None
     approval: ApprovalGate | None = None
     tool_operations: ToolOperations | None = None
+    sandbox: SandboxControl | None = None
 
 
 class Composer:
@@ -57,6 +59,10 @@ class Composer:
         return ApprovalGate(self.services.approval_rules, policy=self.spec.approval,
                             client_can_answer=client_can_answer)
 
+    def sandbox_control(self) -> SandboxControl:
+        """A sandbox control starting at ``--sandbox`` / ``--sandbox-network``."""
+        return SandboxControl(self.spec.sandbox, self.spec.sandbox_network)
+
     def process_inputs(self, session: SessionSpec, hooks: FrontHooks) -> ProcessInputs:
         """The process-global inputs of ``session``'s factory (the one place a session's inputs are
         assembled: an MCP server's tools, a TypeScript extension host join here)."""
@@ -65,8 +71,11 @@ class Composer:
         spec = self.spec
         return ProcessInputs(
             extension_paths=spec.extensions, flags=spec.extension_flags, no_context_files=spec.no_context_files,
+            no_extensions=spec.no_extensions, skill_paths=spec.skill_paths, no_skills=spec.no_skills,
+            prompt_template_paths=spec.prompt_template_paths, no_prompt_templates=spec.no_prompt_templates,
             tool_selection=spec.tool_selection, trust_memory=self.services.trust_memory,
             held_settings=self.services.held_settings, approval=hooks.approval, tool_operations=hooks.tool_operations,
+            sandbox=hooks.sandbox,
         )
 
     def factory(self, session: SessionSpec, hooks: FrontHooks) -> RuntimeFactory:
@@ -100,13 +109,14 @@ class Composer:
 
     # -- the session managers of new sessions, opened files and forks ----------------------------------
 
-    def new_manager(self, cwd: str) -> SessionManager:
-        """A new session of ``cwd``: in the session dir, or never written (``--in-memory``)."""
+    def new_manager(self, cwd: str, session_id: str | None = None) -> SessionManager:
+        """A new session of ``cwd`` (with ``session_id``: one recreated under its old id): in the session
+        dir, or never written (``--in-memory``)."""
         from rpcd.store import SessionManager
 
         if self.spec.in_memory:
             return SessionManager.in_memory(cwd)
-        return SessionManager.create(cwd, self.session_dir, agent_dir=self.spec.agent_dir)
+        return SessionManager.create(cwd, self.session_dir, agent_dir=self.spec.agent_dir, session_id=session_id)
 
     def open_manager(self, path: str, fallback_cwd: str | None = None) -> SessionManager:
         """The session file ``path`` (its writer lock taken first); when its recorded cwd is gone and

@@ -4,6 +4,7 @@
 * the remembered approval rules (``approval_rules``) and trust decisions: this process's
   ``trustOnce`` answers (``trust_memory``) and the saved ones (``saved_trust``);
 * what the setters chose for the process's later sessions (``held_settings``, as Pi's persisted settings);
+* what rpcd remembers of a session beyond its file (``records``: a never-written session, its mode);
 * the provider registry each host's sessions use (``provider_registry``);
 * the lazily started services (``registry``): the MCP client pool (issue 33) and the TypeScript
   extension host (issue 32) register there and are started on first use.
@@ -29,6 +30,7 @@ import anyio.abc
 from rpcd.runtime.resources.settings import HeldSettings
 from rpcd.runtime.resources.trust import SessionTrustMemory
 from rpcd.sessions.library import Journal, SessionLibrary, SessionLocation, resolve_session_dir
+from rpcd.sessions.records import SessionRecords
 from rpcd.sessions.spec import ProcessSpec
 from rpcd.tools import ApprovalRules
 
@@ -61,6 +63,8 @@ class ProcessServices:
         """Per-process trust decisions (``trustOnce``), shared by every session and replacement."""
         self.held_settings = HeldSettings()
         """The setters' choices (model, thinking level, ...) every later session of the process starts with."""
+        self.records = SessionRecords(spec.agent_dir)
+        """What rpcd remembers of a session beyond its file (a never-written session's cwd, its mode)."""
         self.registry = ServiceRegistry()
         self._provider_registry = provider_registry
 

@@ -14,7 +14,7 @@ from typing import Final, Literal
 import attrs
 
 from rpcd.core.model_inputs import ModelInputs
-from rpcd.core.values import ApprovalPolicy
+from rpcd.core.values import ApprovalPolicy, SandboxMode
 from rpcd.tools import ToolSelection
 
 __all__ = [
@@ -60,6 +60,15 @@ class ProcessSpec:
     extensions: tuple[str, ...] = ()
     extension_flags: Mapping[str, bool | str] = attrs.field(factory=dict)
     no_context_files: bool = False
+    no_extensions: bool = False
+    """``--no-extensions``: none discovered or listed in settings (``extensions``, ``-e``, still load)."""
+    skill_paths: tuple[str, ...] = ()
+    """``--skill PATH`` (absolute): skill files or folders, after the discovered ones."""
+    no_skills: bool = False
+    """``--no-skills``: none discovered or listed in settings (``skill_paths`` still load)."""
+    prompt_template_paths: tuple[str, ...] = ()
+    """``--prompt-template PATH`` (absolute): template files or folders, after the discovered ones."""
+    no_prompt_templates: bool = False
     model_inputs: ModelInputs = attrs.field(factory=ModelInputs)
     """``--provider`` / ``--model`` / ``--thinking`` / ``--api-key`` / ``--models`` (Pi's flags)."""
     tool_selection: ToolSelection = attrs.field(factory=ToolSelection)
@@ -74,6 +83,10 @@ class ProcessSpec:
     exit_timeout: float = DEFAULT_EXIT_TIMEOUT
     in_memory: bool = False
     """``--in-memory``: new sessions are never written."""
+    sandbox: SandboxMode | None = None
+    """``--sandbox``: the mode commands start in (else the ``sandbox`` setting, else ``off``)."""
+    sandbox_network: bool | None = None
+    """``--sandbox-network on|off`` (else the setting's ``network``, else off)."""
 
 
 @attrs.frozen

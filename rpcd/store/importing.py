@@ -4,13 +4,15 @@ Pi 0.85.0 copies ``x.jsonl`` to ``x.jsonl``, ``x-1.jsonl``, ``x-2.jsonl``, ... (
 create) and skips the copy when the source already is the destination. We also refuse a
 source that is not a session before copying (its first parsed line must be a header, looked
 for as Pi's ``readSessionHeader`` looks for it: within the first ``HEADER_SCAN_BYTES``, so a
-large file without a header is refused from its first lines, in one bounded read), and
+large file without a header is refused from its first lines, in one bounded read; only when no
+line parses in that first megabyte is the rest streamed, as Pi then loads the file whole), and
 ``import_session`` removes its own copy again when the session's stored cwd is missing (Pi
 leaves it behind).
 
 The copy streams in chunks (memory bounded by one chunk, or none where the kernel copies),
 reports its progress, and refuses a source over ``max_bytes`` (default
-``DEFAULT_MAX_IMPORT_BYTES``, or ``$RPCD_MAX_IMPORT_BYTES``) before copying anything. Only a
+``DEFAULT_MAX_IMPORT_BYTES``, or ``$RPCD_MAX_IMPORT_BYTES``: ``rpcd.store.reading``, the limit every
+reader of session files keeps) before copying anything. Only a
 regular file is read: a FIFO or a device is refused, never opened for a blocking read.
 Callers on an event loop run these functions in a worker thread.
 """
@@ -37,26 +39,20 @@ from rpcd.store import entries as E
 from rpcd.store.loader import not_a_session
 from rpcd.store.manager import SessionManager, assert_session_cwd_exists
 from rpcd.store.paths import make_private_dirs
+from rpcd.store.reading import (
+    HEADER_SCAN_BYTES,
+    MAX_IMPORT_BYTES_ENV,
+    default_max_import_bytes,
+    iter_lines,
+    read_cap,
+)
 
 _MAX_SUFFIX = 10_000
-DEFAULT_MAX_IMPORT_BYTES: Final = 1 << 30
-"""1 GiB. Pi has no limit; a transcript this large is almost surely not one (a sparse or
-runaway file), and opening it would hold all of it in memory."""
-MAX_IMPORT_BYTES_ENV: Final = "RPCD_MAX_IMPORT_BYTES"
 _CHUNK: Final = 8 << 20
 _REPORT_EVERY: Final = 1  # percent
 
 Progress = Callable[[int, int], None]
 """``(bytes copied, bytes to copy)``; called from the copying thread."""
-
-
-def default_max_import_bytes() -> int:
-    raw = os.environ.get(MAX_IMPORT_BYTES_ENV, "")
-    try:
-        value = int(raw)
-    except ValueError:
-        return DEFAULT_MAX_IMPORT_BYTES
-    return value if value > 0 else DEFAULT_MAX_IMPORT_BYTES
 
 
 def _split_name(name: str) -> tuple[str, str]:
@@ -136,9 +132,13 @@ def import_session(
 
 def starts_with_session_header(source: str) -> bool:
     """Whether the regular file ``source`` is a session by Pi's header scan (``readSessionHeader``:
-    its first line that parses is a header, within ``HEADER_SCAN_BYTES``)."""
+    its first line that parses is a header, within ``HEADER_SCAN_BYTES``). A file that cannot be read
+    that way (``/proc/self/pagemap`` refuses reads not aligned to 8 bytes) is not one."""
     with _open_source(source) as fd:
-        return _starts_with_header(fd)
+        try:
+            return _starts_with_header(fd)
+        except OSError:
+            return False
 
 
 def _limit(max_bytes: int | None) -> int:
@@ -178,9 +178,6 @@ def _too_large(source: str, size: int | None, limit: int) -> SessionFileTooLarge
     )
 
 
-HEADER_SCAN_BYTES: Final = 1 << 20
-"""Pi's ``MAX_SESSION_HEADER_SCAN_BYTES`` (``readSessionHeader``): a session's header — the first line
-``JSON.parse`` accepts — is looked for in this many bytes of the file, never further."""
 _VALUE_START: Final = frozenset(b'{["-0123456789tfn')
 _NON_BLANK: Final = re.compile(rb"[^ \t\r\n]")
 _NOT_FOUND: Final = object()
@@ -213,6 +210,28 @@ def _first_parsed_line(fd: int) -> Any:
             continue  # a line that cannot be JSON (its first byte says so)
         try:
             value = codec.loads(memoryview(data)[start:end])
+        except codec.LineError:
+            continue
+        if js_truthy(value):
+            return value
+    if whole:
+        return _NOT_FOUND
+    return _first_parsed_line_streamed(fd)
+
+
+def _first_parsed_line_streamed(fd: int) -> Any:
+    """Pi's fallback when the bounded scan finds no header (``SessionManager.open`` catches
+    ``SessionHeaderScanLimitError`` and loads the file whole: a legacy header over 1 MiB, or a
+    megabyte of blank lines first, still opens): the first line that parses in the whole file,
+    streamed line by line (a line over ``max_line_bytes()`` skipped, never held) and stopped there."""
+    size = os.fstat(fd).st_size
+    os.lseek(fd, 0, os.SEEK_SET)
+    for line, _ended in iter_lines(fd, cap=read_cap(size)):
+        found = _NON_BLANK.search(line) if line is not None else None
+        if line is None or found is None or line[found.start()] not in _VALUE_START:
+            continue
+        try:
+            value = codec.loads(line)
         except codec.LineError:
             continue
         if js_truthy(value):

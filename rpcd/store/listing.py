@@ -1,7 +1,8 @@
 """Listing a project's sessions and finding the most recent one, as Pi's pickers do.
 
-Listing reads every file of a directory; a file that is unreadable or not a session is
-skipped (never modified), exactly as Pi skips it. Only regular files are read: a FIFO,
+Listing reads every file of a directory, line by line within ``rpcd.store.reading``'s limits (a
+huge line streams past unheld); a file that is unreadable or not a session is skipped (never
+modified), exactly as Pi skips it. Only regular files are read: a FIFO,
 socket or device named ``*.jsonl`` is skipped without being opened for a blocking read.
 
 "Most recent" has one definition here, ``recency_key``: a session's last user/assistant
@@ -25,11 +26,12 @@ from typing import Any, Literal
 import attrs
 
 from rpcd.core.errors import InvalidArgumentError, SessionFileNotFoundError
-from rpcd.core.files import read_regular
+from rpcd.core.files import open_regular
 from rpcd.store import entries as E
 from rpcd.store._ids import parse_iso
-from rpcd.store.loader import parsed_lines, read_header
+from rpcd.store.loader import parse_line, read_header
 from rpcd.store.paths import encode_cwd, get_agent_dir
+from rpcd.store.reading import HEADER_SCAN_BYTES, iter_lines, max_session_bytes, read_cap
 
 
 @attrs.frozen
@@ -74,18 +76,31 @@ def recency_key(info: SessionInfo, sort: SortKey = "updated") -> tuple[datetime,
 
 
 def build_session_info(path: str) -> SessionInfo | None:
-    """Pi's ``buildSessionInfo``: ``None`` for anything that is not a readable session."""
+    """Pi's ``buildSessionInfo``: ``None`` for anything that is not a readable session.
+
+    The file streams past line by line within ``rpcd.store.reading``'s limits (a line over
+    ``max_line_bytes()`` is skipped unheld); a file over ``max_session_bytes()`` — which cannot be
+    opened — is listed from its header alone, so it can still be found and deleted."""
+    builder = SessionInfoBuilder()
     try:
         # A FIFO or device named *.jsonl is no session: never opened for a blocking read.
-        data = read_regular(path)
-        mtime = os.stat(path).st_mtime
+        fd = open_regular(path)
     except OSError:
         return None
-    builder = SessionInfoBuilder()
-    for entry in parsed_lines(data):
-        if not builder.add(entry):
-            return None
-    return builder.finish(path, mtime)
+    try:
+        info = os.fstat(fd)
+        cap = HEADER_SCAN_BYTES if info.st_size > max_session_bytes() else read_cap(info.st_size)
+        for line, _ended in iter_lines(fd, cap=cap):
+            entry = parse_line(line) if line is not None else None
+            if entry is not None and not builder.add(entry):
+                return None
+            if builder.header is not None and cap == HEADER_SCAN_BYTES:
+                break  # too large to open: the header says what there is to say
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return builder.finish(path, info.st_mtime)
 
 
 class SessionInfoBuilder:
@@ -280,7 +295,8 @@ def resolve_session_ref(
     """Pi's ``resolveSessionPath``: a path-like ``ref`` is a path (absolute against ``cwd``); else a
     session id or id prefix, looked up in the cwd's project, then in every project: the exact id
     first, else the one session whose id starts with ``ref``. Unlike Pi (which takes the newest of
-    several matches), a prefix several sessions share is refused, naming them
+    several matches), a prefix several sessions share is refused, naming them (copies of one session, an
+    import of it, count once: the newest file)
     (``InvalidArgumentError``); nothing found is ``SessionFileNotFoundError``. Only the first line
     of each file is read."""
     if looks_like_path(ref):
@@ -335,4 +351,11 @@ def _match_id(ref: str, sessions: Sequence[tuple[str, dict[str, Any]]]) -> tuple
         raise InvalidArgumentError(
             f"Session id prefix '{ref}' is ambiguous: {len(ids)} sessions match ({shown}); give more of the id",
             param="session")
-    return sorted(matches)[0]
+    return max(matches, key=lambda item: (_mtime(item[0]), item[0]))  # copies of one session: the newest
+
+
+def _mtime(path: str) -> float:
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return 0.0

@@ -12,17 +12,26 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, Final
 
 import attrs
 
-from rpcd.core.errors import NotASessionError
-from rpcd.core.files import open_regular, read_fd
+from rpcd.core.errors import NotASessionError, SessionFileTooLargeError
+from rpcd.core.files import open_regular
 from rpcd.core.values import Diagnostic
 from rpcd.store import codec, migrations
 from rpcd.store import entries as E
 from rpcd.store._fs import HEAD, TAIL, FileState
+from rpcd.store.reading import (
+    MAX_IMPORT_BYTES_ENV,
+    MAX_LINE_BYTES_ENV,
+    READ_SLACK,
+    iter_lines,
+    max_line_bytes,
+    max_session_bytes,
+    read_cap,
+)
 from rpcd.store.records import Record
 
 _MAX_LISTED_LINES = 20
@@ -67,7 +76,8 @@ def parse_bytes(data: bytes, path: str, *, lazy: bool = True) -> LoadedFile | No
     return parse_chunks([data], path, lazy=lazy)
 
 
-def parse_chunks(chunks: list[bytes], path: str, *, lazy: bool = True) -> LoadedFile | None:
+def parse_chunks(chunks: list[bytes], path: str, *, lazy: bool = True,
+                 too_long: Sequence[int] = ()) -> LoadedFile | None:
     """``parse_bytes`` of the concatenation of ``chunks`` (a file read in pieces).
 
     Lines are found with ``bytes.find`` and matched in place (``Pattern.match(buf, pos,
@@ -178,7 +188,7 @@ def parse_chunks(chunks: list[bytes], path: str, *, lazy: bool = True) -> Loaded
     return LoadedFile(
         header=header,
         records=records,
-        diagnostics=_diagnostics(blank, bad),
+        diagnostics=_diagnostics(blank, bad, too_long),
         missing_final_newline=not _ends_with_newline(chunks),
         migrated=migrated,
         rewrite=rewrite,
@@ -258,24 +268,55 @@ _PARALLEL_READ_BYTES = 8 << 20
 
 
 def read_chunks(path: str) -> tuple[list[bytes], FileState]:
-    """The whole file (to EOF, as one ``read()`` would), as consecutive chunks, and what was read.
+    """The whole file (to EOF, as one ``read()`` would, within ``rpcd.store.reading``'s limits), as
+    consecutive chunks, and what was read.
 
     Only a regular file is read (``rpcd.core.files.open_regular``): a FIFO, a device or a socket
     at ``path`` raises ``NotARegularFileError`` at once instead of blocking or never ending.
     """
     fd = open_regular(path)
     try:
-        info = os.fstat(fd)
-        chunks = _read_fd_chunks(fd, info.st_size, path)
+        chunks, _too_long, state = _read_session(fd, path)
     finally:
         os.close(fd)
-    total = sum(len(chunk) for chunk in chunks)
-    return chunks, FileState.of(info, total, _first_bytes(chunks), _last_bytes(chunks))
+    return chunks, state
 
 
-def _read_fd_chunks(fd: int, size: int, path: str) -> list[bytes]:
+def _read_session(fd: int, path: str) -> tuple[list[bytes], list[int], FileState]:
+    """(chunks of whole lines, the numbers of the lines over ``max_line_bytes()`` — replaced by an
+    unreadable stand-in, never held —, what was read). ``SessionFileTooLargeError`` for a file over
+    ``max_session_bytes()``."""
+    info = os.fstat(fd)
+    limit = max_session_bytes()
+    if info.st_size > limit:
+        raise SessionFileTooLargeError(
+            f"Session file is too large to open: {info.st_size} bytes, the limit is {limit} bytes "
+            f"(set {MAX_IMPORT_BYTES_ENV} to change it): {path}", session_path=path)
+    longest = max_line_bytes()
+    if info.st_size <= longest:  # no line of it can be longer: the fast read
+        chunks = _read_fd_chunks(fd, info.st_size)
+        return chunks, [], FileState.of(info, sum(len(c) for c in chunks), _first_bytes(chunks),
+                                        _last_bytes(chunks))
+    chunks, too_long, total = _bounded_chunks(fd, read_cap(info.st_size), longest)
+    return chunks, too_long, FileState.of(info, total, os.pread(fd, HEAD, 0), os.pread(fd, TAIL, max(0, total - TAIL)))
+
+
+def _read_capped(fd: int, cap: int) -> bytes:
+    """Up to ``cap`` bytes from the offset to end of file (a file that reads without end, such as
+    ``/proc/self/pagemap``, is read this far and no further)."""
+    pieces: list[bytes] = []
+    while cap > 0:
+        piece = os.read(fd, cap)
+        if not piece:
+            break
+        pieces.append(piece)
+        cap -= len(piece)
+    return b"".join(pieces)
+
+
+def _read_fd_chunks(fd: int, size: int) -> list[bytes]:
     if size < _PARALLEL_READ_BYTES or not hasattr(os, "pread"):
-        return [read_fd(fd, path=path)]
+        return [_read_capped(fd, read_cap(size))]
     half = size // 2
     tail: list[bytes] = []
     failure: list[BaseException] = []
@@ -296,9 +337,9 @@ def _read_fd_chunks(fd: int, size: int, path: str) -> list[bytes]:
         raise failure[0]
     if len(head) < half or len(tail[0]) < size - half:  # shrank meanwhile: read it plainly
         os.lseek(fd, 0, os.SEEK_SET)
-        return [read_fd(fd, path=path)]
+        return [_read_capped(fd, read_cap(size))]
     os.lseek(fd, size, os.SEEK_SET)
-    rest = read_fd(fd, path=path)  # grew meanwhile: what one read() to EOF would also have seen
+    rest = _read_capped(fd, READ_SLACK)  # grew meanwhile: what one read() to EOF would also have seen
     return [head, tail[0], rest] if rest else [head, tail[0]]
 
 
@@ -321,12 +362,41 @@ def _last_bytes(chunks: list[bytes]) -> bytes:
 
 
 def load_file(path: str) -> LoadedFile | None:
-    """Read and parse ``path``; ``None`` for an empty file. ``OSError`` propagates."""
-    chunks, state = read_chunks(path)
-    loaded = parse_chunks(chunks, path)
+    """Read and parse ``path``; ``None`` for an empty file. ``OSError`` propagates.
+
+    Within the limits every reader keeps (``rpcd.store.reading``): a file over ``max_session_bytes()``
+    is ``SessionFileTooLargeError``, read no further than its size; a line over ``max_line_bytes()`` is
+    skipped as it streams past (never held) and named by a warning diagnostic."""
+    fd = open_regular(path)
+    try:
+        chunks, too_long, state = _read_session(fd, path)
+    finally:
+        os.close(fd)
+    loaded = parse_chunks(chunks, path, too_long=too_long)
     if loaded is not None:
         loaded.state = state
     return loaded
+
+
+def _bounded_chunks(fd: int, cap: int, longest: int) -> tuple[list[bytes], list[int], int]:
+    """The file as chunks of whole lines, each line over ``longest`` replaced by an unreadable stand-in
+    (``_HOPELESS``); the numbers of those lines; how many bytes were read."""
+    chunks: list[bytes] = []
+    lines: list[bytes] = []
+    held = 0
+    too_long: list[int] = []
+    for number, (line, ended) in enumerate(iter_lines(fd, cap=cap, max_line=longest), 1):
+        if line is None:
+            too_long.append(number)
+            line = _HOPELESS
+        lines.append(line + b"\n" if ended else line)
+        held += len(line)
+        if held >= _PARALLEL_READ_BYTES:
+            chunks.append(b"".join(lines))
+            lines, held = [], 0
+    if lines:
+        chunks.append(b"".join(lines))
+    return chunks, too_long, os.lseek(fd, 0, os.SEEK_CUR)
 
 
 def read_header(path: str, limit: int = 1 << 20) -> dict[str, Any] | None:
@@ -379,8 +449,14 @@ def _lines(numbers: list[int]) -> str:
     return shown + (", ..." if len(numbers) > _MAX_LISTED_LINES else "")
 
 
-def _diagnostics(blank: list[int], bad: list[int]) -> list[Diagnostic]:
+def _diagnostics(blank: list[int], bad: list[int], too_long: Sequence[int] = ()) -> list[Diagnostic]:
     found: list[Diagnostic] = []
+    if too_long:  # (their stand-ins were unreadable lines too: said once, as too long)
+        skipped = frozenset(too_long)
+        bad = [number for number in bad if number not in skipped]
+        message = (f"Skipped {len(too_long)} line(s) longer than {max_line_bytes()} bytes in session file (set "
+                   f"{MAX_LINE_BYTES_ENV} to read them): line {_lines(list(too_long))}")
+        found.append(Diagnostic("warning", message))
     if bad:
         message = f"Skipped {len(bad)} unreadable line(s) in session file: line {_lines(bad)}"
         found.append(Diagnostic("warning", message))

@@ -17,7 +17,7 @@ import functools
 import os
 import re
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from typing import Any, Literal, TypeVar
 
 import attrs
@@ -301,6 +301,14 @@ class SessionManager:
     def get_entry_count(self) -> int:
         return len(self._records)
 
+    def entries_since(self, index: int, types: Container[str],
+                      roles: Container[str | None] | None = None) -> builtins.list[dict[str, Any]]:
+        """The entries from position ``index`` on (append order) whose type is in ``types`` (and, for
+        messages, whose role is in ``roles``); the others are not parsed (what a running total needs
+        after each append)."""
+        return self._entries_of([record for record in self._records[index:] if record.type in types
+                                 and (roles is None or record.type != E.MESSAGE or record.role in roles)])
+
     def get_entry(self, entry_id: str) -> dict[str, Any] | None:
         record = self._by_id.get(entry_id)
         if record is None:
@@ -378,6 +386,22 @@ class SessionManager:
         while True:
             try:
                 return build_session_context(self._context_path())
+            except CorruptRecordError as exc:
+                self._drop(exc.record)
+
+    def build_context_entries(self) -> builtins.list[dict[str, Any]]:
+        """Pi's ``buildContextEntries``: the entries the context is built from — the path to the leaf,
+        or, after a compaction, the compaction, the entries it kept and everything after it."""
+        while True:
+            try:
+                path = self._context_path()
+                last = next((i for i in range(len(path) - 1, -1, -1) if path[i].type == E.COMPACTION), None)
+                if last is None:
+                    return [record.entry for record in path]
+                compaction = path[last]
+                first_kept = key_of(compaction.entry.get("firstKeptEntryId"))
+                kept_from = next((i for i in range(last) if path[i].id == first_kept), last)
+                return [compaction.entry, *(r.entry for r in path[kept_from:last]), *(r.entry for r in path[last + 1:])]
             except CorruptRecordError as exc:
                 self._drop(exc.record)
 

@@ -40,6 +40,7 @@ from rpcd.core.files import open_regular
 from rpcd.store import entries as E
 from rpcd.store.listing import SessionInfo, SessionInfoBuilder, recency_key
 from rpcd.store.loader import parse_line
+from rpcd.store.reading import iter_lines
 
 __all__ = [
     "MAX_SNIPPETS",
@@ -67,7 +68,6 @@ MAX_UNIT_CHARS: Final = 1 << 20
 MAX_SNIPPETS: Final = 5
 SNIPPET_CONTEXT: Final = 60
 """Characters of context on each side of a hit in a snippet."""
-_READ_CHUNK: Final = 1 << 20
 
 UnitKind = Literal["session", "name", "user", "assistant", "thinking", "toolCall", "toolResult", "bash",
                    "custom", "summary"]
@@ -243,24 +243,16 @@ def entry_units(entry: Mapping[str, Any]) -> Iterator[Unit]:
 
 
 def iter_file_lines(path: str, *, start: int = 0) -> Iterator[bytes]:
-    """The complete lines of the regular file ``path`` from byte ``start`` (a FIFO or device is
-    refused unopened: ``rpcd.core.files``); a last line without its newline is included. Reads
-    ``_READ_CHUNK`` bytes at a time, up to the size the file had when opened."""
+    """The lines of the regular file ``path`` from byte ``start`` (a FIFO or device is refused
+    unopened: ``rpcd.core.files``); a last line without its newline is included, a line over
+    ``max_line_bytes()`` is skipped unheld. Up to the size the file had when opened
+    (``rpcd.store.reading.iter_lines``, the one line reader of session files)."""
     fd = open_regular(path)
     try:
-        remaining = os.fstat(fd).st_size - start
         os.lseek(fd, start, os.SEEK_SET)
-        carry = b""
-        while remaining > 0:
-            chunk = os.read(fd, min(_READ_CHUNK, remaining))
-            if not chunk:
-                break
-            remaining -= len(chunk)
-            lines = (carry + chunk).split(b"\n")
-            carry = lines.pop()
-            yield from lines
-        if carry:
-            yield carry
+        for line, _ended in iter_lines(fd, cap=max(0, os.fstat(fd).st_size - start)):
+            if line is not None:
+                yield line
     finally:
         os.close(fd)
 

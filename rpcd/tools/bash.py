@@ -22,7 +22,7 @@ import os
 import signal as signals
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final, Protocol
 
 import anyio
@@ -34,6 +34,8 @@ from rpcd.tools.environment import DEFAULT_POLICY, EnvironmentPolicy
 from rpcd.tools.errors import ToolError
 from rpcd.tools.operations import ShellExit, ShellOperations
 from rpcd.tools.output import OutputAccumulator
+from rpcd.tools.sandbox import OFF as SANDBOX_OFF
+from rpcd.tools.sandbox import SandboxPolicy, SandboxUnavailableError, sandboxed
 from rpcd.tools.truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size
 from rpcd.tools.validation import js_number_text
 
@@ -209,11 +211,12 @@ async def _pump(stream: anyio.abc.ByteReceiveStream | None, run: ShellSink) -> N
 
 async def run_shell(command: str, cwd: str, run: ShellSink, *, signal: AbortSignal, timeout: float | None,
                     env: Mapping[str, str], shell_path: str | None, shell_ops: ShellOperations | None = None,
-                    tool_call_id: str = "") -> tuple[int | None, str | None]:
+                    tool_call_id: str = "", sandbox: SandboxPolicy = SANDBOX_OFF) -> tuple[int | None, str | None]:
     """Run ``command`` with the session's shell in ``cwd``, in its own process group (the one
     runner of the bash tool and the client ``bash``) — or through ``shell_ops`` (an editor's
-    terminal); ``(exit code or None if killed by a signal, "aborted" | "timeout" | None)``.
-    Raises ``ToolError`` when it cannot start."""
+    terminal) — inside ``sandbox`` (``rpcd.tools.sandbox``); ``(exit code or None if killed by a
+    signal, "aborted" | "timeout" | None)``. Raises ``ToolError`` when it cannot start (a sandbox
+    this machine cannot give included: then nothing runs)."""
     if signal.aborted:
         return None, "aborted"
     try:
@@ -222,7 +225,10 @@ async def run_shell(command: str, cwd: str, run: ShellSink, *, signal: AbortSign
         raise ToolError(str(exc)) from None
     if not os.access(cwd, os.F_OK):
         raise ToolError(f"Working directory does not exist: {cwd}\nCannot execute bash commands.")
-    argv = [shell, *shell_args, command]
+    try:
+        argv = sandboxed([shell, *shell_args, command], cwd, sandbox)
+    except SandboxUnavailableError as exc:
+        raise ToolError(str(exc)) from None
     if shell_ops is not None:
         return await _exec_elsewhere(shell_ops, argv, cwd, run, signal, timeout, env, tool_call_id)
     try:
@@ -321,10 +327,11 @@ async def _exec_elsewhere(shell_ops: ShellOperations, argv: list[str], cwd: str,
 def create_bash_tool(cwd: str, *, agent_dir: str | None = None, shell_path: str | None = None,
                      command_prefix: str | None = None, base_env: Mapping[str, str] | None = None,
                      shell_ops: ShellOperations | None = None,
-                     env_policy: EnvironmentPolicy = DEFAULT_POLICY) -> FunctionTool:
+                     env_policy: EnvironmentPolicy = DEFAULT_POLICY,
+                     sandbox: Callable[[], SandboxPolicy] | None = None) -> FunctionTool:
     """Pi's ``createBashTool(cwd, {shellPath, commandPrefix, operations})``; ``base_env`` replaces
     ``os.environ`` (filtered by ``env_policy``); ``shell_ops`` runs the command elsewhere
-    (``rpcd.tools.operations``)."""
+    (``rpcd.tools.operations``); ``sandbox`` says, for each call, the sandbox it runs in."""
 
     async def execute(tool_call_id: str, args: dict[str, Any], ctx: ToolCallContext) -> ToolResult:
         command = args["command"]
@@ -340,7 +347,8 @@ def create_bash_tool(cwd: str, *, agent_dir: str | None = None, shell_path: str 
         try:
             timeout = _timeout_seconds(args.get("timeout"))
             code, stopped = await run_shell(command, cwd, run, signal=ctx.signal, timeout=timeout, env=env,
-                                            shell_path=shell_path, shell_ops=shell_ops, tool_call_id=tool_call_id)
+                                            shell_path=shell_path, shell_ops=shell_ops, tool_call_id=tool_call_id,
+                                            sandbox=sandbox() if sandbox is not None else SANDBOX_OFF)
         except ToolError:
             run.finish()
             raise

@@ -26,7 +26,7 @@ from rpcd.tools.edit_diff import (
 )
 from rpcd.tools.errors import ToolError, errno_code, node_error, not_a_regular_file
 from rpcd.tools.mutation_queue import file_mutation
-from rpcd.tools.operations import ReadText, WriteText
+from rpcd.tools.operations import BeforeChange, ReadText, WriteText
 from rpcd.tools.paths import resolve_to_cwd
 
 NAME: Final = "edit"
@@ -110,9 +110,10 @@ def _check(signal: AbortSignal) -> None:
 
 
 def create_edit_tool(cwd: str, *, read_text: ReadText | None = None,
-                     write_text: WriteText | None = None) -> FunctionTool:
+                     write_text: WriteText | None = None, before_change: BeforeChange | None = None) -> FunctionTool:
     """Pi's ``createEditTool(cwd)``; ``read_text`` / ``write_text`` read and write the text instead of
-    the local disk (an editor: its unsaved buffer in, its review out)."""
+    the local disk (an editor: its unsaved buffer in, its review out); ``before_change`` is called
+    before the file is read and changed (``rpcd.tools.operations``)."""
 
     async def execute(tool_call_id: str, args: dict[str, Any], ctx: ToolCallContext) -> ToolResult:
         edits = args.get("edits")
@@ -124,6 +125,9 @@ def create_edit_tool(cwd: str, *, read_text: ReadText | None = None,
 
         def work() -> ToolResult:
             _check(signal)
+            if before_change is not None:
+                before_change(absolute)
+                _check(signal)
             if not os.access(absolute, os.R_OK | os.W_OK):
                 try:
                     os.stat(absolute)

@@ -34,6 +34,11 @@ tool's own checks); an editor may answer with its unsaved buffer."""
 WriteText = Callable[[str, str], None]
 """``write_text(path, content)``: replace the file's text (its parent directory exists); an editor
 may route it through its review."""
+BeforeChange = Callable[[str], None]
+"""``before_change(path)``: called (from the tool's worker thread, after the call's own checks) before
+``write``/``edit`` touch ``path`` — locally or through ``write_text``; it may block until the front is
+ready for the change (the ACP front: until the call's ``tool_call``, with the diff from the file's
+prior text, has reached the client)."""
 
 
 @attrs.frozen
@@ -73,3 +78,4 @@ class ToolOperations:
     read_text: ReadText | None = None
     write_text: WriteText | None = None
     shell: ShellOperations | None = None
+    before_change: BeforeChange | None = None

@@ -17,6 +17,7 @@ from rpcd.tools.grep import create_grep_tool
 from rpcd.tools.ls import create_ls_tool
 from rpcd.tools.operations import ToolOperations
 from rpcd.tools.read import create_read_tool
+from rpcd.tools.sandbox import SandboxPolicy
 from rpcd.tools.write import create_write_tool
 
 BUILTIN_TOOL_NAMES: Final = ("read", "bash", "edit", "write", "grep", "find", "ls")
@@ -37,6 +38,8 @@ class ToolOptions:
     """The environment ``bash`` starts from (default: the daemon's)."""
     env_policy: EnvironmentPolicy = DEFAULT_POLICY
     """What of it ``bash`` passes on (the ``shellEnvironmentPolicy`` setting: by default, no secrets)."""
+    sandbox: Callable[[], SandboxPolicy] | None = None
+    """The sandbox each ``bash`` call runs in, asked per call (``None``: none, as in Pi)."""
     operations: ToolOperations = attrs.field(factory=ToolOperations)
     """Where ``read``/``edit``/``write`` get and put text and ``bash`` runs (default: local)."""
 
@@ -50,9 +53,10 @@ def create_builtin_tools(cwd: str, options: ToolOptions | None = None) -> dict[s
                                          read_text=ops.read_text),
         "bash": lambda: create_bash_tool(cwd, agent_dir=opts.agent_dir, shell_path=opts.shell_path,
                                          command_prefix=opts.command_prefix, base_env=opts.base_env,
-                                         shell_ops=ops.shell, env_policy=opts.env_policy),
-        "edit": lambda: create_edit_tool(cwd, read_text=ops.read_text, write_text=ops.write_text),
-        "write": lambda: create_write_tool(cwd, write_text=ops.write_text),
+                                         shell_ops=ops.shell, env_policy=opts.env_policy, sandbox=opts.sandbox),
+        "edit": lambda: create_edit_tool(cwd, read_text=ops.read_text, write_text=ops.write_text,
+                                         before_change=ops.before_change),
+        "write": lambda: create_write_tool(cwd, write_text=ops.write_text, before_change=ops.before_change),
         "grep": lambda: create_grep_tool(cwd),
         "find": lambda: create_find_tool(cwd),
         "ls": lambda: create_ls_tool(cwd),

@@ -22,6 +22,7 @@ Every failure is a result (``isError``), never an exception out of the seam: the
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
@@ -67,6 +68,9 @@ class ToolOutcome:
     is_error: bool = False
     usage: Any = None
     terminate: bool = False
+    added_tool_names: list[str] | None = None
+    """Pi's ``addedToolNames``: tools the call activated (an extension tool that called
+    ``set_active_tools``), recorded on its ``toolResult`` message."""
 
     @classmethod
     def error(cls, message: str, *, terminate: bool = False) -> ToolOutcome:
@@ -128,7 +132,8 @@ class ToolSeam:
             return ToolOutcome.error(f"Tool {name} not found")
         try:
             args = dict(raw_args) if isinstance(raw_args, Mapping) else {}
-            args = tool.prepare_arguments(args)
+            prepared = tool.prepare_arguments(args)
+            args = await prepared if inspect.isawaitable(prepared) else prepared
             validated = validate_arguments(name, tool.parameters, args)
             call = ToolCall(call_id, name, validated if isinstance(validated, dict) else {}, raw_args)
             for hook in (self.hooks.tool_call, self.hooks.authorize):
@@ -201,4 +206,11 @@ def _outcome_of(result: Any) -> ToolOutcome:
         is_error=bool(result.get("isError", False)),
         usage=result.get("usage"),
         terminate=bool(result.get("terminate", False)),
+        added_tool_names=_names(result.get("addedToolNames")),
     )
+
+
+def _names(value: Any) -> list[str] | None:
+    if not isinstance(value, list) or not value:
+        return None
+    return [name for name in value if isinstance(name, str)] or None

@@ -15,7 +15,7 @@ from __future__ import annotations
 import codecs
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import IO, Final
 
 import anyio
@@ -24,6 +24,8 @@ import attrs
 from rpcd.tools.base import AbortSignal
 from rpcd.tools.bash import TEMP_FILE_PREFIX, run_shell
 from rpcd.tools.output import create_temp_output
+from rpcd.tools.sandbox import OFF as SANDBOX_OFF
+from rpcd.tools.sandbox import SandboxPolicy
 from rpcd.tools.truncate import DEFAULT_MAX_BYTES, truncate_tail, utf16_len
 
 _ST: Final = "(?:\u0007|\u001b\\\\|\u009c)"
@@ -118,13 +120,27 @@ async def execute_user_bash(
     shell_path: str | None = None,
     timeout: float | None = None,
     on_chunk: Callable[[str], None] | None = None,
+    run: RunCommand | None = None,
+    sandbox: SandboxPolicy = SANDBOX_OFF,
 ) -> UserBashResult:
-    """Run a client's command; abort (``signal``) or ``timeout`` stops it: ``cancelled``, no exit code."""
+    """Run a client's command (inside ``sandbox``); abort (``signal``) or ``timeout`` stops it:
+    ``cancelled``, no exit code. ``run`` replaces the local shell (Pi's ``BashOperations.exec``, an
+    extension's ``user_bash`` ``operations``): ``await run(command, cwd, on_data, signal, timeout,
+    env)`` feeds the output to ``on_data`` and answers the exit code (``None``: none); the result is
+    built the same way (the extension's operations run where it says, outside rpcd's sandbox)."""
     output = _Output(on_chunk)
     try:
-        code, stopped = await run_shell(command, cwd, output, signal=signal, timeout=timeout, env=env,
-                                        shell_path=shell_path)
+        if run is not None:
+            code: int | None = await run(command, cwd, output.on_data, signal, timeout, env)
+            stopped = None
+        else:
+            code, stopped = await run_shell(command, cwd, output, signal=signal, timeout=timeout, env=env,
+                                            shell_path=shell_path, sandbox=sandbox)
     except BaseException:
         output.finish(None, True)
         raise
     return output.finish(code, stopped is not None or signal.aborted)
+
+
+RunCommand = Callable[[str, str, Callable[[bytes], None], AbortSignal, "float | None", Mapping[str, str]],
+                      Awaitable["int | None"]]

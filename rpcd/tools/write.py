@@ -10,7 +10,7 @@ from rpcd.tools.base import ABORTED_MESSAGE, FunctionTool, ToolCallContext, Tool
 from rpcd.tools.blocking import run_in_thread
 from rpcd.tools.errors import ToolError, node_error, not_a_regular_file
 from rpcd.tools.mutation_queue import file_mutation
-from rpcd.tools.operations import WriteText
+from rpcd.tools.operations import BeforeChange, WriteText
 from rpcd.tools.paths import resolve_to_cwd
 
 NAME: Final = "write"
@@ -36,8 +36,10 @@ def _mkdir_p(directory: str) -> None:
         raise node_error(exc, "mkdir", directory) from None
 
 
-def create_write_tool(cwd: str, *, write_text: WriteText | None = None) -> FunctionTool:
-    """Pi's ``createWriteTool(cwd)``; ``write_text`` writes the text instead of the local disk (an editor)."""
+def create_write_tool(cwd: str, *, write_text: WriteText | None = None,
+                      before_change: BeforeChange | None = None) -> FunctionTool:
+    """Pi's ``createWriteTool(cwd)``; ``write_text`` writes the text instead of the local disk (an editor);
+    ``before_change`` is called before anything is changed (``rpcd.tools.operations``)."""
 
     async def execute(tool_call_id: str, args: dict[str, Any], ctx: ToolCallContext) -> ToolResult:
         path_arg = args["path"]
@@ -48,6 +50,10 @@ def create_write_tool(cwd: str, *, write_text: WriteText | None = None) -> Funct
         def work() -> ToolResult:
             if signal.aborted:
                 raise ToolError(ABORTED_MESSAGE)
+            if before_change is not None:
+                before_change(absolute)
+                if signal.aborted:
+                    raise ToolError(ABORTED_MESSAGE)
             _mkdir_p(os.path.dirname(absolute))
             if signal.aborted:
                 raise ToolError(ABORTED_MESSAGE)

@@ -1,5 +1,5 @@
 """Wire handlers of the tool-approval methods: ``setApprovalPolicy``, ``listApprovalRules``,
-``revokeApprovalRule``.
+``revokeApprovalRule`` — and of ``setSandbox``, which, like the policy, is the process's.
 
 The policy and the rules belong to the process (``rpcd.core.values.ApprovalControl``, the tools'
 ``ApprovalGate``), not to the current session, so these calls do not queue behind replacements;
@@ -12,19 +12,26 @@ from __future__ import annotations
 
 import anyio
 
-from rpcd.core.values import ApprovalControl, ApprovalRule
+from rpcd.core.values import ApprovalControl, ApprovalRule, SandboxSetter
 from rpcd.host.host import SerializedHost
 from rpcd.protocol import types as t
-from rpcd.protocol.names import REVOKE_APPROVAL_RULE
+from rpcd.protocol.names import REVOKE_APPROVAL_RULE, SET_SANDBOX
 from rpcd.wire.handlers import InvalidParamsError, host_usable
 
 
 class ApprovalMethods:
     """The handlers behind the approval methods (registered from the method table with the session's)."""
 
-    def __init__(self, host: SerializedHost, control: ApprovalControl) -> None:
+    def __init__(self, host: SerializedHost, control: ApprovalControl, sandbox: SandboxSetter) -> None:
         self._host = host
         self._control = control
+        self._sandbox = sandbox
+
+    async def set_sandbox(self, params: t.SetSandboxParams) -> None:
+        await host_usable(self._host)
+        if params.mode is None and params.network is None:
+            raise InvalidParamsError(SET_SANDBOX, "give mode, network or both", "$")
+        self._sandbox.set(params.mode, params.network)
 
     async def set_approval_policy(self, params: t.SetApprovalPolicyParams) -> None:
         await host_usable(self._host)

@@ -155,7 +155,9 @@ class ClientRequests:
     # -- extension UI ---------------------------------------------------------------------
 
     def notify(self, message: str, notify_type: str = "info") -> None:
-        if self.can_ui and not self._closed:
+        # also after close(): the client cannot answer any more, but what is posted is still written
+        # while the output lasts (an extension's session_shutdown at the orderly end, as in Pi)
+        if self.can_ui:
             self._pump.post(UI_NOTIFY, {"message": message, "notifyType": notify_type})
 
     async def confirm(self, title: str, message: str, timeout: float | None = None) -> bool:
@@ -204,8 +206,9 @@ class ClientRequests:
         self._post("setEditorText", UI_SET_EDITOR_TEXT, {"text": text})
 
     def _post(self, feature: str, method: str, params: Mapping[str, Any]) -> None:
-        """A fire-and-forget UI notification, for a client that declared ``feature``."""
-        if feature in self.ui_features and not self._closed:
+        """A fire-and-forget UI notification, for a client that declared ``feature`` (also after
+        ``close()``, as ``notify``)."""
+        if feature in self.ui_features:
             self._pump.post(method, dict(params))
 
     async def _dialog(self, method: str, params: Mapping[str, Any], timeout: float | None) -> Any:

@@ -26,6 +26,7 @@ import base64
 import contextlib
 import json
 import logging
+import os
 import re
 from collections.abc import Awaitable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -43,9 +44,12 @@ from rpcd.core.values import (
     CycleModelResult,
     ForkMessage,
     ImageInput,
+    InputHandled,
     ModelDescription,
     ModelRef,
+    PromptOutcome,
     QueueSnapshot,
+    SandboxState,
     SessionState,
     SessionStats,
     SessionTree,
@@ -64,6 +68,7 @@ from rpcd.protocol.names import (
     DELETE_SESSION,
     EXPORT_HTML,
     EXPORT_JSONL,
+    EXPORT_MARKDOWN,
     FOLLOW_UP,
     GET_AVAILABLE_MODELS,
     GET_AVAILABLE_THINKING_LEVELS,
@@ -86,6 +91,7 @@ from rpcd.protocol.names import (
     SET_THINKING_LEVEL,
     STEER,
 )
+from rpcd.wire.convert import limits_info, restore_result
 from rpcd.wire.errors import WireError, WirePhase, protocol_error
 from rpcd.wire.notifications import EventPump
 from rpcd.wire.progress import Progress
@@ -117,6 +123,10 @@ class SessionLibrary(Protocol):
     def delete(self, session_file: str, current_file: str | None) -> Removed: ...
 
     def rename(self, session_file: str, name: str) -> str | None: ...
+
+    def session_path(self, ref: str, cwd: str) -> str:
+        """A session file, or the file of a session id or unique id prefix."""
+        ...
 
 
 def _iso(moment: datetime) -> str:
@@ -162,6 +172,18 @@ def register(server: Server, *handlers: object) -> None:
         server.method(spec.name, spec.params)(found[0])
 
 
+def tracked(pending: Pending[T]) -> Pending[T]:
+    """Hand the arriving request's cancellation to its host operation (for every handler module)."""
+    return _tracked(pending)
+
+
+async def answered(pump: EventPump, pending: Pending[T]) -> T:
+    """The operation's result, once the pump has flushed what it produced."""
+    result = await pending
+    await pump.drain()
+    return result
+
+
 def _tracked(pending: Pending[T]) -> Pending[T]:
     """Hand the arriving request's cancellation to its host operation."""
     call = current_call()
@@ -203,16 +225,35 @@ class SessionMethods:
         return self._replaced(pending, progress)
 
     def resume(self, params: t.ResumeParams) -> Awaitable[t.ReplacementResult]:
-        progress = self._progress(params.work_done_token, "Resuming session", params.session_path)
+        path = self._session_path(params.session_path)
+        progress = self._progress(params.work_done_token, "Resuming session", path)
         with reporting(progress.bytes_reporter()):
-            pending = _tracked(self._host.resume(params.session_path, params.cwd_override))
+            pending = _tracked(self._host.resume(path, params.cwd_override))
         return self._replaced(pending, progress)
+
+    def _session_path(self, ref: str) -> str:
+        """A session file as given, or the file of the session id / unique id prefix ``ref`` (looked
+        up now, at the request's arrival — a replacement takes its place then —, in the current
+        project first: the first line of each session file, off nothing but the loop for an id)."""
+        return self._library.session_path(ref, self._cwd())
+
+    def _cwd(self) -> str:
+        """The cwd of the session current now (the last known one when the host has none)."""
+        state = self._snapshot
+        if state is None:
+            with contextlib.suppress(HostError):
+                state = self._host.state()
+        return state.cwd if state is not None else os.getcwd()
 
     def fork(self, params: t.ForkParams) -> Awaitable[t.ForkResult]:
         return self._forked(_tracked(self._host.fork(params.entry_id)))
 
     def clone(self, params: t.CloneParams) -> Awaitable[t.ReplacementResult]:
         return self._replaced(_tracked(self._host.clone(params.entry_id)))
+
+    def reload(self, params: t.EmptyParams | None = None) -> Awaitable[t.ReplacementResult]:
+        """Pi's ``/reload``: a replacement of the current session file (reason ``reload``)."""
+        return self._replaced(_tracked(self._host.reload()))
 
     def import_jsonl(self, params: t.ImportJsonlParams) -> Awaitable[t.ReplacementResult]:
         progress = self._progress(params.work_done_token, "Importing transcript", params.path)
@@ -322,6 +363,8 @@ class SessionMethods:
             name=state.name,
             model=model,
             approval_policy=state.approval_policy,
+            limits=limits_info(state.limits) if state.limits is not None else None,
+            sandbox=_sandbox_info(state.sandbox),
         )
         self._state_answer = (key, result)
         return result
@@ -363,28 +406,36 @@ class SessionMethods:
         return paginate([summary(info) for info in infos], after, limit, sort)
 
     def delete_session(self, params: t.DeleteSessionParams) -> Awaitable[t.DeleteSessionResult]:
-        """Trash a session file; never the session current at this request's arrival."""
+        """Trash a session file; never the session current at this request's arrival. The file work
+        runs in a worker thread (in the host's queue: still behind what came before)."""
         host, library = self._host, self._library
+        cwd = self._cwd()
 
-        def delete() -> t.DeleteSessionResult:
-            removed = library.delete(params.session_file, host.session_file)
+        async def delete() -> t.DeleteSessionResult:
+            current = host.session_file
+            path = await anyio.to_thread.run_sync(library.session_path, params.session_file, cwd)
+            removed = await anyio.to_thread.run_sync(library.delete, path, current)
             return t.DeleteSessionResult(method=removed.method, trash_path=removed.trash_path)
 
-        return self._answered(_tracked(host.enqueue(DELETE_SESSION, delete)))
+        return self._answered(_tracked(host.enqueue_async(DELETE_SESSION, delete)))
 
     def rename_session(self, params: t.RenameSessionParams) -> Awaitable[t.RenameSessionResult]:
-        """Name any session file; the current session's through the session itself (``setSessionName``)."""
+        """Name any session file; the current session's through the session itself (``setSessionName``).
+        Another file is opened and appended to in a worker thread."""
         host, library = self._host, self._library
+        cwd = self._cwd()
 
-        def rename() -> t.RenameSessionResult:
-            if library.is_current(params.session_file, host.session_file):
+        async def rename() -> t.RenameSessionResult:
+            current = host.session_file
+            path = await anyio.to_thread.run_sync(library.session_path, params.session_file, cwd)
+            if await anyio.to_thread.run_sync(library.is_current, path, current):
                 host.set_session_name(params.name)
                 name = host.state().name
             else:
-                name = library.rename(params.session_file, params.name)
+                name = await anyio.to_thread.run_sync(library.rename, path, params.name)
             return t.RenameSessionResult(name=name or "")
 
-        return self._answered(_tracked(host.enqueue(RENAME_SESSION, rename)))
+        return self._answered(_tracked(host.enqueue_async(RENAME_SESSION, rename)))
 
     def export_html(self, params: t.ExportHtmlParams) -> Awaitable[t.ExportResult]:
         host = self._host
@@ -398,6 +449,16 @@ class SessionMethods:
     async def _exported(self, pending: Pending[str]) -> t.ExportResult:
         return t.ExportResult(path=await self._answered(pending))
 
+    def export_markdown(self, params: t.ExportMarkdownParams | None = None) -> Awaitable[t.ExportMarkdownResult]:
+        given = params or t.ExportMarkdownParams()
+        pending = self._host.call_async(EXPORT_MARKDOWN, lambda session: session.export_markdown(
+            given.output_path, inline=given.inline is True))
+        return self._markdown(_tracked(pending))
+
+    async def _markdown(self, pending: Pending[tuple[str | None, str | None]]) -> t.ExportMarkdownResult:
+        path, text = await self._answered(pending)
+        return t.ExportMarkdownResult(path=path, markdown=text)
+
     # -- actions --------------------------------------------------------------------------
 
     def prompt(self, params: t.PromptParams) -> Awaitable[t.PromptResult]:
@@ -410,12 +471,14 @@ class SessionMethods:
         return self._prompted(_tracked(pending), params.streaming_behavior)
 
     async def _prompted(
-        self, pending: Pending[str | CommandRan | None], streaming_behavior: t.StreamingBehavior | None
+        self, pending: Pending[PromptOutcome], streaming_behavior: t.StreamingBehavior | None
     ) -> t.PromptResult:
         outcome = await pending
         await self._pump.drain()
         if isinstance(outcome, CommandRan):
             return t.PromptResult(command=outcome.name)
+        if isinstance(outcome, InputHandled):
+            return t.PromptResult(handled=True)
         if outcome is None:
             return t.PromptResult(queued=streaming_behavior)
         return t.PromptResult(stop_reason=outcome)
@@ -608,15 +671,18 @@ class SessionMethods:
         and answers -32800."""
         pending = self._host.navigate_tree(
             params.target_id, summarize=params.summarize is True, custom_instructions=params.custom_instructions,
-            replace_instructions=params.replace_instructions, label=params.label)
+            replace_instructions=params.replace_instructions, label=params.label,
+            restore_files=params.restore_files is True)
         return self._navigated(_tracked_abortable(pending))
 
     async def _navigated(self, pending: Pending[dict[str, Any]]) -> t.NavigateTreeResult:
         result = await self._abortable(pending)
+        restored = result.get("restore")
         return t.NavigateTreeResult(
             cancelled=bool(result.get("cancelled")), leaf_id=self._host.state().leaf_id,
             aborted=True if result.get("aborted") else None, editor_text=result.get("editorText"),
             summary_entry=result.get("summaryEntry"),
+            restore=restore_result(restored) if restored is not None else None,
         )
 
     def set_label(self, params: t.SetLabelParams) -> Awaitable[None]:
@@ -777,3 +843,10 @@ def _model_description(model: ModelDescription) -> t.ModelDescription:
                          cache_read=float(cost.get("cacheRead", 0)), cache_write=float(cost.get("cacheWrite", 0))),
         credential_source=model.credential_source,
     )
+
+
+def _sandbox_info(state: SandboxState | None) -> t.SandboxInfo | None:
+    if state is None:
+        return None
+    return t.SandboxInfo(mode=state.mode, network=state.network, writable=list(state.writable),
+                         mechanism=state.mechanism, problem=state.problem)

@@ -75,6 +75,10 @@ class Editor:
         """Unsaved editor text by absolute path (reads see it; writes land here, not on disk)."""
         self.reads: list[str] = []
         self.writes: list[tuple[str, str]] = []
+        self.seen: list[tuple[str, Any]] = []
+        """What reached the editor, in arrival order: ``("update", u)``, ``("read", path)``, ``("write", path)``."""
+        self.read_delay = 0.0
+        """Seconds an ``fs/read_text_file`` answer takes (a busy editor)."""
         self.terminals: dict[str, _Terminal] = {}
         self.terminal_commands: list[tuple[str, list[str], str | None, dict[str, str]]] = []
         self.capabilities = ClientCapabilities(
@@ -103,6 +107,7 @@ class Editor:
 
     async def session_update(self, session_id: str, update: Any, **_: Any) -> None:
         self.updates.append((session_id, plain(update)))
+        self.seen.append(("update", self.updates[-1][1]))
         self._arrived.set()
 
     async def request_permission(self, session_id: str, tool_call: ToolCallUpdate, options: list[PermissionOption],
@@ -122,12 +127,16 @@ class Editor:
     async def read_text_file(self, session_id: str, path: str, line: int | None = None, limit: int | None = None,
                              **_: Any) -> ReadTextFileResponse:
         self.reads.append(path)
+        self.seen.append(("read", path))
+        if self.read_delay:
+            await asyncio.sleep(self.read_delay)
         if path in self.buffers:
             return ReadTextFileResponse(content=self.buffers[path])
         return ReadTextFileResponse(content=_disk_text(path))
 
     async def write_text_file(self, session_id: str, path: str, content: str, **_: Any) -> WriteTextFileResponse:
         self.writes.append((path, content))
+        self.seen.append(("write", path))
         self.buffers[path] = content
         return WriteTextFileResponse()
 

@@ -116,6 +116,26 @@ async def test_cancel_stops_a_streaming_turn_and_a_running_command(agent_dir: Pa
         assert after.stop_reason == "end_turn"
 
 
+async def test_usage_after_a_cancel_keeps_the_context_size(agent_dir: Path, project: Project) -> None:
+    """Issue 30.8: the aborted reply's usage (zeros) made ``usage_update.used`` drop to 0; rpcd's usage
+    rule (``rpcd.runtime.usage.valid_usage``) skips aborted and failed replies."""
+    cwd = project("p", [{"text": "a first answer"}, {"text": "word " * 2000, "chunkSize": 5, "chunkDelay": 0.01},
+                        {"text": "after the cancel"}])
+    editor = Editor()
+    async with spawn(editor, agent_dir) as (conn, _):
+        session = (await conn.new_session(cwd=str(cwd), mcp_servers=[])).session_id
+        assert (await conn.prompt(session_id=session, prompt=[text_block("hi")])).stop_reason == "end_turn"
+        (first,) = editor.of(session, "usage_update")
+        assert first["used"] > 0
+        turn = asyncio.ensure_future(conn.prompt(session_id=session, prompt=[text_block("talk")]))
+        await editor.wait_for(lambda: len(editor.of(session, "agent_message_chunk")) > 1)
+        await conn.cancel(session_id=session)
+        assert (await turn).stop_reason == "cancelled"
+        assert editor.of(session, "usage_update") == [first]  # the aborted reply says nothing of the context
+        assert (await conn.prompt(session_id=session, prompt=[text_block("again")])).stop_reason == "end_turn"
+        assert editor.of(session, "usage_update")[-1]["used"] > first["used"]
+
+
 async def test_load_replays_the_conversation_before_answering_and_reuses_a_live_host(agent_dir: Path,
                                                                                    project: Project) -> None:
     cwd = project("p", [
@@ -135,7 +155,8 @@ async def test_load_replays_the_conversation_before_answering_and_reuses_a_live_
     second = Editor()
     async with spawn(second, agent_dir) as (conn, _):
         loaded = await conn.load_session(cwd=str(cwd), session_id=session, mcp_servers=[])
-        replayed = [u for _, u in second.updates]
+        # the session's commands (at least rpcd's /reload) are announced beside the replay
+        replayed = [u for _, u in second.updates if u["sessionUpdate"] != "available_commands_update"]
         kinds = [u["sessionUpdate"] for u in replayed]
         assert kinds == ["user_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update",
                          "agent_message_chunk"]
@@ -144,7 +165,7 @@ async def test_load_replays_the_conversation_before_answering_and_reuses_a_live_
         assert replayed[3]["status"] == "completed" and replayed[3]["content"][0]["content"]["text"] == "hello\n"
         assert replayed[4]["content"]["text"] == "The notes say hello."
         assert loaded.modes is not None and loaded.modes.current_mode_id == "ask-writes"
-        assert [u for _, u in replayed_live] == replayed
+        assert [u for _, u in replayed_live if u["sessionUpdate"] != "available_commands_update"] == replayed
 
         again = await conn.prompt(session_id=session, prompt=[text_block("And now?")])
         assert again.stop_reason == "end_turn"  # this process's model runs its script from the start
@@ -225,6 +246,7 @@ async def test_templates_and_skills_are_offered_as_commands_and_run_from_a_promp
         await editor.wait_for(lambda: editor.of(session, "available_commands_update"))
         (update,) = editor.of(session, "available_commands_update")
         greet = next(c for c in update["availableCommands"] if c["name"] == "greet")
+        assert update["availableCommands"][0]["name"] == "reload"  # the reload method, as Pi's /reload
         assert greet == {"name": "greet", "description": "Greet someone", "input": {"hint": "<name>"}}
         answer = await conn.prompt(session_id=session, prompt=[text_block("/greet Ada")])
         assert answer.stop_reason == "end_turn"

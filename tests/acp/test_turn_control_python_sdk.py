@@ -151,7 +151,8 @@ async def test_thought_level_follows_the_model_and_sets_the_sessions_thinking_le
     async with spawn(editor, agent_dir) as (conn, _):
         created = await conn.new_session(cwd=str(cwd), mcp_servers=[])
         session = created.session_id
-        assert [plain(o)["id"] for o in created.config_options or []] == ["mode", "model", "thought_level"]
+        assert [plain(o)["id"] for o in created.config_options or []] == ["mode", "model", "thought_level", "sandbox",
+                                                                         "sandbox_network"]
         model = _option(created.config_options, "model")
         assert {"local/r", "plain/p"} <= set(_values(model))
 

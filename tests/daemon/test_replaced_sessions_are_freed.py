@@ -26,7 +26,7 @@ import pytest
 from rpcd.daemon.app import Daemon
 from rpcd.daemon.options import parse_options
 from rpcd.host.queue import Pending
-from rpcd.runtime.extensions.python_runner import ExtensionRunner
+from rpcd.runtime.extensions import ExtensionRunner
 from rpcd.runtime.services import Services
 from rpcd.runtime.session import AgentSession
 from rpcd.runtime.turns.agent import Agent
@@ -37,9 +37,20 @@ pytestmark = pytest.mark.anyio
 
 CYCLES = 12
 EXTENSION = """
+KEPT = {}
+
+
 def register(pi):
+    # handlers that close over pi, a ctx kept in a closure, the event bus: none may hold a runner alive
+    def on_start(event, ctx):
+        KEPT["ctx"] = ctx
+        pi.events.emit("started", pi.get_session_name())
+
+    pi.on("session_start", on_start)
     pi.on("agent_start", lambda event, ctx: None)
-    pi.on("session_shutdown", lambda event, ctx: None)
+    pi.on("session_shutdown", lambda event, ctx: pi.get_active_tools())
+    pi.events.on("started", lambda data: pi.get_flag("x"))
+    pi.register_tool("noop", "does nothing", {"type": "object"}, lambda call_id, params, ctx: {"content": []})
 """
 PER_SESSION = (AgentSession, Agent, Services, ExtensionRunner)
 PER_REQUEST = (Call, Pending)

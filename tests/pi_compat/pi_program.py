@@ -102,7 +102,8 @@ class PiRpc:
     """One ``pi --mode rpc`` process with the faux extension; JSON lines in, JSON lines out."""
 
     def __init__(self, oracle: PiOracle, *, agent_dir: Path, cwd: Path, env: Mapping[str, str],
-                 args: Sequence[str] = ("--provider", "faux", "--model", "faux-1")) -> None:
+                 args: Sequence[str] = ("--provider", "faux", "--model", "faux-1"),
+                 on_line: Callable[[dict[str, Any]], None] | None = None) -> None:
         cli = oracle.root / "node_modules" / "@earendil-works" / "pi-coding-agent" / "dist" / "cli.js"
         full_env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -120,6 +121,9 @@ class PiRpc:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=full_env, cwd=str(cwd),
         )
         self.lines: list[dict[str, Any]] = []
+        self.on_line = on_line
+        """Called (in the reader thread) with every line before it is recorded: answers Pi's
+        ``extension_ui_request`` dialogs in ``tests/pi_compat/extension_programs.py``."""
         self._cond = threading.Condition()
         self._ids = itertools.count(1)
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -129,6 +133,8 @@ class PiRpc:
         assert self.proc.stdout is not None
         for raw in self.proc.stdout:
             line = json.loads(raw)
+            if self.on_line is not None:
+                self.on_line(line)
             with self._cond:
                 self.lines.append(line)
                 self._cond.notify_all()
@@ -190,12 +196,29 @@ def _session_files(agent_dir: Path) -> list[Path]:
     return sorted((agent_dir / "sessions").rglob("*.jsonl"))
 
 
+RPCD_ONLY_EVENTS = frozenset({"checkpoint_created", "checkpoint_failed", "limit_reached"})
+
+
+def is_checkpoint(entry: Mapping[str, Any]) -> bool:
+    """rpcd's file checkpoint entry (a ``custom`` entry Pi keeps and ignores: docs/pi-compat.md)."""
+    return entry.get("type") == "custom" and entry.get("customType") == "rpcd.checkpoint"
+
+
+def rpcd_only(event: Mapping[str, Any]) -> bool:
+    """An event Pi has no counterpart of: a file checkpoint (and its entry), a spending cap."""
+    kind = event.get("type")
+    entry = event.get("entry")
+    return kind in RPCD_ONLY_EVENTS or (kind == "entry_appended" and isinstance(entry, Mapping)
+                                        and is_checkpoint(entry))
+
+
 def normalise(entries: list[dict[str, Any]]) -> list[Any]:
-    """What must match between Pi and rpcd: entry types, message roles and content, tool calls."""
+    """What must match between Pi and rpcd: entry types, message roles and content, tool calls
+    (rpcd's file checkpoints, which Pi ignores, are left out: docs/pi-compat.md)."""
     out: list[Any] = []
     for entry in entries:
         kind = entry.get("type")
-        if kind == "session":
+        if kind == "session" or is_checkpoint(entry):
             continue
         if kind == "model_change":
             out.append(("model_change", entry.get("provider"), entry.get("modelId")))
@@ -358,7 +381,7 @@ def run_rpcd(root: Path, script: list[dict[str, Any]], program: Sequence[Step], 
             d.wait(msg_id)
         state = d.call("getState")
         entries = d.call("getEntries")["entries"]
-        evts = events()
+        evts = [e for e in events() if not rpcd_only(e)]
     file_entries = []
     if state.get("sessionFile") and os.path.exists(state["sessionFile"]):
         file_entries = [json.loads(x) for x in Path(state["sessionFile"]).read_text().splitlines() if x.strip()]

@@ -254,3 +254,78 @@ def test_setting_a_name_pi_refuses_is_invalid_params_and_one_pi_accepts_is_kept(
             assert caught.value.data["errors"][0]["path"] == "$.name"
         daemon.call("setSessionName", {"name": "\x1c"})
         assert daemon.call("getState")["name"] == "\x1c"
+
+
+API_EXTENSION = textwrap.dedent(
+    '''
+    def deep(depth):
+        value = "bottom"
+        for _ in range(depth):
+            value = [value]
+        return value
+
+
+    def register(pi):
+        pi.on("input", lambda e, ctx: {"action": "transform", "text": b"raw"} if e["text"] == "bytes" else None)
+        pi.on("before_agent_start", lambda e, ctx: {
+            "message": {"customType": "planted", "content": [{"type": "text", "text": b"raw"}], "display": True},
+            "systemPrompt": e["systemPrompt"] + " (planted)"})
+        pi.on("context", lambda e, ctx: {"messages": [object()]})
+        pi.on("message_end", lambda e, ctx: {"message": {**e["message"], "content": deep(20_000)}}
+              if e["message"]["role"] == "assistant" else None)
+
+        async def hostile(args, ctx):
+            pi.send_message({"customType": "nan", "content": "n", "display": True,
+                             "details": {"x": float("nan")}})  # made JSON: the NaN is null
+            attempts = {
+                "send_message": lambda: pi.send_message({"customType": "b", "content": "c", "details": b"x"}),
+                "send_message_deep": lambda: pi.send_message({"customType": "d", "content": deep(20_000)}),
+                "set_session_name": lambda: pi.set_session_name(5),
+                "set_active_tools": lambda: pi.set_active_tools([object()]),
+                "set_label": lambda: pi.set_label(object(), "x"),
+                "send_user_message": lambda: pi.send_user_message([{"type": "text", "text": b"x"}]),
+                "register_provider": lambda: pi.register_provider("p", {"baseUrl": b"x", "models": []}),
+            }
+            refused = []
+            for name, attempt in attempts.items():
+                try:
+                    attempt()
+                except (TypeError, ValueError):
+                    refused.append(name)
+            try:
+                await pi.exec("ls", [1])
+            except TypeError:
+                refused.append("exec")
+            ctx.append_entry("refused", refused)
+
+        pi.register_command("hostile", hostile)
+    '''
+)
+
+
+def test_values_handed_to_the_extension_api_are_made_json_or_refused_and_the_daemon_serves_on(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / ".pi" / "extensions").mkdir(parents=True)
+    (project / ".pi" / "extensions" / "api.py").write_text(API_EXTENSION)
+    args = ["--agent-dir", str(tmp_path / "agent"), "--cwd", str(project), "--trust-policy", "trust"]
+    with Daemon(*args) as daemon:
+        daemon.initialize()
+        assert daemon.call("prompt", {"text": "/hostile"}) == {"command": "hostile"}
+        tree = daemon.call("getTree")["entries"]
+        (refused,) = [e["data"] for e in tree if e.get("customType") == "refused"]
+        assert refused == ["send_message", "send_message_deep", "set_session_name", "set_active_tools", "set_label",
+                           "send_user_message", "register_provider", "exec"]
+        (nan,) = [e for e in tree if e.get("customType") == "nan"]
+        assert nan["details"] == {"x": None}
+        assert daemon.call("prompt", {"text": "bytes"}) == {"stopReason": "stop"}
+        messages = daemon.call("getMessages")["messages"]
+        user = [m for m in messages if m["role"] == "user"][-1]
+        assert user["content"][0]["text"] == "bytes"  # the transform was refused
+        assert messages[-1]["role"] == "assistant" and messages[-1]["content"][0]["text"] == "echo: bytes"
+        errors = [(e["event"], e["error"]) for e in events(daemon) if e["type"] == "extension_error"]
+        assert [event for event, _ in errors] == ["input", "before_agent_start", "context", "message_end"]
+        assert all("not JSON" in text or "deep" in text for _, text in errors), errors
+        assert daemon.call("prompt", {"text": "again"}) == {"stopReason": "stop"}  # still serving
+        assert_file_reads_back(daemon, daemon.call("getMessages")["messages"])
+        assert daemon.close() == 0
+    assert b"Traceback" not in bytes(daemon.stderr_bytes)

@@ -7,7 +7,8 @@ the same facts about the same files:
 * ``--session-dir`` is where new sessions are written, and what the listing lists;
 * the orderly end is bounded by ``--exit-timeout`` (an extension that never returns);
 * a fork is the store's one fork of a file (the same entries, the same parent);
-* an extension command's ``ctx.new_session()`` replaces the session the command ran in.
+* an extension command's ``ctx.new_session()`` replaces the session the command ran in;
+* a reload (JSON-RPC's ``reload``, ACP's ``/reload``) reopens the same file with what is on disk now.
 """
 
 from __future__ import annotations
@@ -86,6 +87,12 @@ class Front:
             self.d.call("session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": text}]})
         else:
             self.d.call("prompt", {"text": text})
+
+    def reload(self, session: str) -> None:
+        if self.kind == "acp":
+            self.prompt(session, "/reload")
+        else:
+            self.d.call("reload")
 
     def leave(self, session: str) -> None:
         """Stop using ``session`` (ACP: close it; JSON-RPC: another session becomes current)."""
@@ -213,3 +220,29 @@ def test_an_extension_commands_new_session_replaces_the_session_it_ran_in(front:
     by_texts = sorted(user_texts(path) for path in saved.values())
     assert by_texts == [["after the command"], ["hello"]]
     assert user_texts(saved[session]) == ["hello"]
+
+
+RELOADED = textwrap.dedent(
+    """
+    def register(pi):
+        def started(event, ctx):
+            ctx.append_entry("started", {"reason": event["reason"], "commands": [c["name"] for c in pi.get_commands()]})
+
+        pi.on("session_start", started)
+        pi.register_command("added", "registered after the start", lambda args, ctx: None)
+    """
+)
+
+
+def test_a_reload_reopens_the_same_file_with_the_extensions_on_disk_now(front: Front) -> None:
+    session = front.open()
+    front.prompt(session, "hello")
+    (front.agent / "extensions" / "later.py").write_text(RELOADED)  # not loaded until the reload
+    front.reload(session)
+    front.prompt(session, "after the reload")
+    saved = files(front.agent / "sessions")
+    assert list(saved) == [session]
+    assert user_texts(saved[session]) == ["hello", "after the reload"]  # the context carried over
+    entries = [json.loads(line) for line in saved[session].read_text().splitlines()[1:]]
+    started = [e["data"] for e in entries if e.get("customType") == "started"]
+    assert started == [{"reason": "reload", "commands": ["added", "fresh"]}]  # later.py loads before probe.py

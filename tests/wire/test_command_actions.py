@@ -100,7 +100,7 @@ def register(pi):
             await sink.STASH["ctx"].new_session()
         except Exception as exc:
             sink.RESULTS.append(("tool-refused", type(exc).__name__))
-            return {"content": [{"type": "text", "text": str(exc)}], "isError": True}
+            raise
         return {"content": [{"type": "text", "text": "replaced?!"}]}
 
     async def hold(tool_call_id, params, ctx):

@@ -312,7 +312,9 @@ class SessionCompaction:
                 raise
             if aborted:
                 raise CompactionCancelledError("Compaction cancelled") from None
-            raise CompactionError(error_message or message) from None
+            failure = CompactionError(error_message or message)
+            failure.reason = message  # what Pi's compact() throws (its own errorMessage adds the prefix)
+            raise failure from None
         finally:
             self._end("_manual", run)
 

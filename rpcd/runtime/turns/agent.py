@@ -44,13 +44,13 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 import anyio
 import anyio.lowlevel
 
 from rpcd.core.redact import redact
-from rpcd.providers.base import ModelInfo, Provider, ProviderRequest, ToolSpec, new_assistant_message
+from rpcd.providers.base import ModelInfo, Provider, ProviderRequest, RequestHooks, ToolSpec, new_assistant_message
 from rpcd.runtime.turns.queue import InputQueues
 from rpcd.tools.base import AbortSignal, FunctionTool, ToolResult
 from rpcd.tools.seam import Prepared, ToolCall, ToolOutcome, ToolSeam
@@ -61,6 +61,9 @@ ABORTED_MESSAGE = "Request was aborted"
 RETRY_CANCELLED_MESSAGE = "Retry cancelled"
 
 Event = dict[str, Any]
+
+
+TransformContext = Callable[[list[Mapping[str, Any]]], Awaitable[Sequence[Mapping[str, Any]]]]
 
 
 class AgentSink(Protocol):
@@ -104,6 +107,8 @@ class _RunnerSeam(ToolSeam):
 
 
 ABORTED_TOOL_MESSAGE = "Operation aborted"
+LIMIT_STOP_REASON: Final = "limit"
+"""A run stopped by a spending cap before a model call (rpcd's; Pi has no caps)."""
 TRUNCATED_CALL_MESSAGE = (
     'Tool call "{name}" was not executed: the response hit the output token limit, so its arguments may be '
     "truncated. Re-issue the tool call with complete arguments."
@@ -160,6 +165,19 @@ class _Partial:
             return given
         return "".join(pieces or ())
 
+    def snapshot(self) -> dict[str, Any]:
+        """The message as streamed so far (open blocks with their text so far); nothing is closed."""
+        content = [dict(block) for block in self.content]
+        for index, pieces in self.pieces.items():
+            if index < len(content):
+                block = content[index]
+                joined = "".join(pieces)
+                if block.get("type") == "text":
+                    block["text"] = joined
+                elif block.get("type") == "thinking":
+                    block["thinking"] = joined
+        return {**self.message, "content": content}
+
     def settle(self) -> list[dict[str, Any]]:
         """The content so far with unfinished blocks closed (used on abort/error)."""
         for index, pieces in list(self.pieces.items()):
@@ -213,6 +231,19 @@ class Agent:
         """Steering / follow-up input (``rpcd.runtime.turns.queue``); the session sets it."""
         self.before_next_turn: Callable[[list[Mapping[str, Any]]], Awaitable[None]] | None = None
         """Called before each model call after the first (the session compacts there)."""
+        self.check_limits: Callable[[], Mapping[str, Any] | None] | None = None
+        """Asked before every model call (the session's spending caps): a ``limit_reached`` event
+        stops the run there, with stop reason ``limit``; queued input stays queued."""
+        self.before_tool_calls: Callable[[Sequence[str]], Awaitable[None]] | None = None
+        """Awaited with the tool names of an assistant's calls before any of them is prepared (the
+        session snapshots the project there when one may change files)."""
+        self.before_tools: Callable[[Sequence[Prepared]], Awaitable[None]] | None = None
+        """Awaited once a batch of tool calls is prepared (approved), before any of them runs (the
+        session copies the files an ``edit``/``write`` names there)."""
+        self.transform_context: TransformContext | None = None
+        """Pi's ``transformContext``: the messages one model call sends (the context itself is unchanged)."""
+        self.request_hooks: RequestHooks | None = None
+        """Handed to the provider with every request (``rpcd.providers.base.RequestHooks``)."""
         self._abort_requested = False
         self._signal = AbortSignal()
         self._scope: anyio.CancelScope | None = None
@@ -222,6 +253,11 @@ class Agent:
     @property
     def abort_requested(self) -> bool:
         return self._abort_requested
+
+    @property
+    def signal(self) -> AbortSignal:
+        """The current run's abort signal (Pi's ``agent.signal``)."""
+        return self._signal
 
     def request_abort(self) -> None:
         """Stop the run at its current model stream or tool; the run still settles."""
@@ -251,6 +287,10 @@ class Agent:
         is not asked (abort otherwise applies to the run in flight: the flag is reset here)."""
         self._abort_requested = False
         self._signal = AbortSignal()
+        limit = self._limit_hit()
+        if limit is not None:  # before anything is recorded: no run happens
+            await sink.emit(dict(limit))
+            return LIMIT_STOP_REASON
         if aborted:
             self.request_abort()
         produced: list[dict[str, Any]] = []
@@ -280,6 +320,9 @@ class Agent:
             more = True
             while more or pending:
                 if not first:
+                    limit = self._limit_hit()
+                    if limit is not None:
+                        return await self._stop_at_limit(limit, pending, sink)
                     await self._next_turn()
                     if not pending:
                         pending = self._poll_steering()
@@ -312,6 +355,19 @@ class Agent:
             pending = self._poll_follow_up()
             if not pending:
                 return stop_reason
+            limit = self._limit_hit()
+            if limit is not None:
+                return await self._stop_at_limit(limit, pending, sink)
+
+    def _limit_hit(self) -> Mapping[str, Any] | None:
+        return self.check_limits() if self.check_limits is not None and not self._abort_requested else None
+
+    async def _stop_at_limit(self, event: Mapping[str, Any], pending: list[dict[str, Any]], sink: AgentSink) -> str:
+        """A cap is reached before the next model call: the input taken for it goes back to its queue."""
+        if pending and self.queues is not None:
+            self.queues.put_back(pending)
+        await sink.emit(dict(event))
+        return LIMIT_STOP_REASON
 
     async def _next_turn(self) -> None:
         """Before each model call after the first (pi-agent-core's ``prepareNextTurn``): the
@@ -338,14 +394,6 @@ class Agent:
             self.messages.append(message)
             await emit({"type": "message_end", "message": message})
             return message
-        request = ProviderRequest(
-            model=self.model,
-            system_prompt=self.system_prompt,
-            messages=list(self.messages),
-            tools=self.tools,
-            thinking_level=self.thinking_level,
-            session_id=self.session_id,
-        )
         partial: _Partial | None = None
         final: dict[str, Any] | None = None
         retry_attempt = 0  # an auto_retry_start not yet ended (the provider is waiting to retry)
@@ -358,6 +406,19 @@ class Agent:
                 if self._abort_requested:
                     # aborted before the call (e.g. during tools): the model is not asked at all
                     await anyio.lowlevel.checkpoint()
+                messages: list[Mapping[str, Any]] = list(self.messages)
+                if self.transform_context is not None:
+                    # Pi's ``transformContext`` (the extensions' ``context`` event): what this call sends
+                    messages = list(await self.transform_context(messages))
+                request = ProviderRequest(
+                    model=self.model,
+                    system_prompt=self.system_prompt,
+                    messages=messages,
+                    tools=self.tools,
+                    thinking_level=self.thinking_level,
+                    session_id=self.session_id,
+                    hooks=self.request_hooks,
+                )
                 async with aclosing(self.provider.stream(request)) as stream:  # type: ignore[type-var]
                     async for event in stream:
                         kind = event["type"]
@@ -394,6 +455,7 @@ class Agent:
                         if fast is not None:
                             fast(update)
                         else:
+                            update["message"] = partial.snapshot()  # for extensions (clients do not get it)
                             with anyio.CancelScope(shield=True):
                                 await emit(update)
             except Exception as exc:  # a provider bug or transport failure ends the turn, not the daemon
@@ -443,11 +505,17 @@ class Agent:
     async def _execute_tool_calls(self, calls: list[Mapping[str, Any]],
                                   sink: AgentSink) -> tuple[list[dict[str, Any]], bool]:
         """Pi's parallel mode: prepare in order, run the prepared ones concurrently, then the
-        ``toolResult`` messages in call order. Calls after an abort are not started (no result)."""
-        signal = self._signal
+        ``toolResult`` messages in call order. Calls after an abort are not started (no result).
+        A batch with a call of a ``sequential`` tool (``execution_mode``) runs Pi's sequential mode."""
         seam = self.seam
+        if any(getattr(seam.tools.get(_call_parts(call)[1]), "execution_mode", None) == "sequential"
+               for call in calls):
+            return await self._execute_sequentially(calls, sink)
+        signal = self._signal
         finished: list[tuple[str, str, ToolOutcome] | None] = []
         runnable: list[tuple[int, str, str, Any, Prepared]] = []
+        if self.before_tool_calls is not None and not signal.aborted:
+            await self.before_tool_calls([_call_parts(call)[1] for call in calls])
         for call in calls:
             call_id, name, args = _call_parts(call)
             await sink.emit({"type": "tool_execution_start", "toolCallId": call_id, "toolName": name, "args": args})
@@ -460,6 +528,9 @@ class Agent:
                 runnable.append((len(finished) - 1, call_id, name, args, prepared))
             if signal.aborted:
                 break
+
+        if runnable and self.before_tools is not None and not signal.aborted:
+            await self.before_tools([entry[4] for entry in runnable])
 
         async def run_one(index: int, call_id: str, name: str, args: Any, prepared: Prepared) -> None:
             outcome = await self._run_prepared(sink, call_id, name, args, prepared)
@@ -479,6 +550,30 @@ class Agent:
             messages.append(await self._emit_result_message(sink, call_id, name, outcome))
         terminate = bool(outcomes) and all(o.terminate for o in outcomes)
         return messages, terminate
+
+    async def _execute_sequentially(self, calls: list[Mapping[str, Any]],
+                                    sink: AgentSink) -> tuple[list[dict[str, Any]], bool]:
+        """Pi's ``executeToolCallsSequential``: each call prepared, run, ended and its ``toolResult``
+        message written before the next starts; none after an abort."""
+        signal = self._signal
+        messages: list[dict[str, Any]] = []
+        outcomes: list[ToolOutcome] = []
+        if self.before_tool_calls is not None and not signal.aborted:
+            await self.before_tool_calls([_call_parts(call)[1] for call in calls])
+        for call in calls:
+            call_id, name, args = _call_parts(call)
+            await sink.emit({"type": "tool_execution_start", "toolCallId": call_id, "toolName": name, "args": args})
+            prepared = await self.seam.prepare(call_id, name, call.get("arguments"), signal)
+            if not isinstance(prepared, ToolOutcome) and self.before_tools is not None and not signal.aborted:
+                await self.before_tools([prepared])
+            outcome = prepared if isinstance(prepared, ToolOutcome) else \
+                await self._run_prepared(sink, call_id, name, args, prepared)
+            await self._emit_end(sink, call_id, name, outcome)
+            outcomes.append(outcome)
+            messages.append(await self._emit_result_message(sink, call_id, name, outcome))
+            if signal.aborted:
+                break
+        return messages, bool(outcomes) and all(o.terminate for o in outcomes)
 
     async def _run_prepared(self, sink: AgentSink, call_id: str, name: str, args: Any,
                             prepared: Prepared) -> ToolOutcome:
@@ -519,6 +614,8 @@ class Agent:
             message["details"] = outcome.details
         if outcome.usage is not None:
             message["usage"] = outcome.usage
+        if outcome.added_tool_names:
+            message["addedToolNames"] = list(outcome.added_tool_names)
         message["isError"] = outcome.is_error
         message["timestamp"] = _now_ms()
         await sink.emit({"type": "message_start", "message": message})

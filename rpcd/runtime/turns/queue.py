@@ -29,7 +29,9 @@ Kind = Literal["steering", "follow_up"]
 @attrs.define(eq=False)
 class Queued:
     kind: Kind
-    text: str
+    text: str | None
+    """What clients are shown (``queue_update``); ``None`` for an extension's custom message, which
+    Pi queues without showing it."""
     message: dict[str, Any]
 
 
@@ -57,7 +59,7 @@ class InputQueues:
         self.follow_up = PendingQueue(follow_up_mode)
         self._drained: list[Queued] = []
 
-    def add(self, kind: Kind, text: str, message: dict[str, Any]) -> None:
+    def add(self, kind: Kind, text: str | None, message: dict[str, Any]) -> None:
         (self.steering if kind == "steering" else self.follow_up).items.append(Queued(kind, text, message))
 
     def has_items(self) -> bool:
@@ -70,30 +72,42 @@ class InputQueues:
         self._drained.extend(items)
         return [item.message for item in items]
 
+    def put_back(self, messages: Sequence[dict[str, Any]]) -> None:
+        """Messages drained but not delivered (the run stopped first) go back to the front of their
+        queues, in order."""
+        for kind in ("steering", "follow_up"):
+            items = [item for item in self._drained if item.kind == kind and any(item.message is m for m in messages)]
+            if items:
+                queue = self.steering if kind == "steering" else self.follow_up
+                queue.items[:0] = items
+                self._drained = [item for item in self._drained if item not in items]
+
     def delivered(self, message: object) -> bool:
         """``message`` is being delivered (its ``message_start``): stop showing it. True if it was queued."""
         for index, item in enumerate(self._drained):
             if item.message is message:
                 del self._drained[index]
-                return True
+                return item.text is not None
         return False
 
     def snapshot(self) -> QueueSnapshot:
         def texts(kind: Kind, items: Sequence[Queued]) -> tuple[str, ...]:
-            return tuple(item.text for item in (*(i for i in self._drained if i.kind == kind), *items))
+            return tuple(item.text for item in (*(i for i in self._drained if i.kind == kind), *items)
+                         if item.text is not None)
 
         return QueueSnapshot(texts("steering", self.steering.items), texts("follow_up", self.follow_up.items))
 
     @property
     def pending_count(self) -> int:
-        return len(self._drained) + len(self.steering.items) + len(self.follow_up.items)
+        return sum(1 for item in (*self._drained, *self.steering.items, *self.follow_up.items) if item.text is not None)
 
     def clear(self) -> QueueSnapshot:
         """Drop everything the agent has not taken yet (Pi's ``clearQueue``); returns what was dropped.
 
         A message already taken is being delivered right now (its ``message_start`` follows without
         a model call in between), so it is not reported as dropped."""
-        dropped = QueueSnapshot(tuple(i.text for i in self.steering.items), tuple(i.text for i in self.follow_up.items))
+        dropped = QueueSnapshot(tuple(i.text for i in self.steering.items if i.text is not None),
+                                tuple(i.text for i in self.follow_up.items if i.text is not None))
         self.steering.items.clear()
         self.follow_up.items.clear()
         return dropped

@@ -10,7 +10,7 @@ import pytest
 
 from rpcd.core.errors import SessionDisposedError
 from rpcd.core.values import ExtensionBindings, ExtensionError
-from rpcd.runtime.extensions.python_runner import ExtensionRunner, ExtensionRuntimeNotReadyError
+from rpcd.runtime.extensions import ExtensionRunner, ExtensionRuntimeNotReadyError, load_python_extensions
 
 from ._projects import write
 
@@ -64,7 +64,7 @@ async def load_handlers(tmp_path: Path, spec: list[tuple[str, str, str]]) -> tup
         paths.append(str(write(tmp_path / "exts" / f"{name}.py", TRACE_EXT.format(trace_module="_rpcd_test_trace",
                                                                                  body=body))))
     runner = runner_for(tmp_path)
-    assert await runner.load(paths) == []
+    assert await load_python_extensions(runner, paths) == []
     return runner, trace
 
 
@@ -156,7 +156,8 @@ async def test_load_errors_become_diagnostics_and_other_extensions_still_load(tm
     missing = tmp_path / "e" / "missing.py"
 
     runner = runner_for(tmp_path)
-    diagnostics = await runner.load([str(p) for p in (broken_syntax, no_register, half, good, exits, missing)])
+    paths = [str(p) for p in (broken_syntax, no_register, half, good, exits, missing)]
+    diagnostics = await load_python_extensions(runner, paths)
 
     assert [e.path for e in runner.extensions] == [str(good)]
     assert [d.type for d in diagnostics] == ["error"] * 5
@@ -185,7 +186,7 @@ async def test_async_register_and_package_extensions_with_relative_imports(tmp_p
         """,
     )
     runner = runner_for(tmp_path)
-    assert await runner.load([str(pkg)]) == []
+    assert await load_python_extensions(runner, [str(pkg)]) == []
     tool = runner.tools["pkg_tool"]
     assert tool.extension_path == str(pkg)
     assert (await runner.execute_tool("pkg_tool", "call-1", {}))["content"][0]["text"] == "from-helper:call-1"
@@ -203,11 +204,11 @@ async def test_same_file_loaded_twice_gets_fresh_module_state(tmp_path: Path) ->
         """,
     )
     first, second = runner_for(tmp_path), runner_for(tmp_path)
-    await first.load([str(ext)])
-    await second.load([str(ext)])
+    await load_python_extensions(first, [str(ext)])
+    await load_python_extensions(second, [str(ext)])
     assert first.extensions[0].module_name != second.extensions[0].module_name
-    assert await first.emit({"type": "agent_start"}) == 1
-    assert await second.emit({"type": "agent_start"}) == 1
+    assert len(sys.modules[str(first.extensions[0].module_name)].COUNT) == 1
+    assert len(sys.modules[str(second.extensions[0].module_name)].COUNT) == 1
 
 
 async def test_failing_tool_becomes_an_error_result(tmp_path: Path) -> None:
@@ -221,7 +222,7 @@ async def test_failing_tool_becomes_an_error_result(tmp_path: Path) -> None:
         """,
     )
     runner = runner_for(tmp_path)
-    await runner.load([str(ext)])
+    await load_python_extensions(runner, [str(ext)])
     assert await runner.execute_tool("boom", "c", {}) == {
         "content": [{"type": "text", "text": "disk full"}],
         "details": {},
@@ -239,7 +240,7 @@ async def test_conflicting_tool_names_keep_the_first_with_a_warning(tmp_path: Pa
     """
     a, b = write(tmp_path / "a.py", src), write(tmp_path / "b.py", src)
     runner = runner_for(tmp_path)
-    await runner.load([str(a), str(b)])
+    await load_python_extensions(runner, [str(a), str(b)])
     assert runner.tools["t"].extension_path == str(a)
     (warning,) = runner.take_diagnostics()
     assert warning.type == "warning" and str(b) in warning.message
@@ -257,16 +258,18 @@ async def test_append_entry_needs_a_bound_session(tmp_path: Path) -> None:
             try:
                 pi.append_entry("too-early")
             except Exception as exc:
-                pi.on("agent_start", lambda e, c, k=type(exc).__name__: k)
+                TOO_EARLY.append(type(exc).__name__)
+
+        TOO_EARLY = []
         """,
     )
     runner = runner_for(tmp_path)
-    assert await runner.load([str(ext)]) == []
-    assert await runner.emit({"type": "agent_start"}) == ExtensionRuntimeNotReadyError.__name__
+    assert await load_python_extensions(runner, [str(ext)]) == []
+    assert [ExtensionRuntimeNotReadyError.__name__] == sys.modules[str(runner.extensions[0].module_name)].TOO_EARLY
 
     actions = Actions()
     runner.bind(ExtensionBindings(), actions)
-    assert await runner.emit({"type": "session_start", "reason": "startup"}) == "e1"
+    await runner.emit({"type": "session_start", "reason": "startup"})
     assert actions.appended == [("mine", {"n": 1})]
 
 
@@ -280,10 +283,10 @@ async def test_invalidated_runner_rejects_handlers_and_stale_contexts(tmp_path: 
         """,
     )
     runner = runner_for(tmp_path)
-    await runner.load([str(ext)])
+    await load_python_extensions(runner, [str(ext)])
     runner.bind(ExtensionBindings(), Actions())
     await runner.emit({"type": "session_start"})
-    module = sys.modules[runner.extensions[0].module_name]
+    module = sys.modules[str(runner.extensions[0].module_name)]
     (ctx,) = module.KEPT
     assert ctx.session_id == "sid" and ctx.cwd == str(tmp_path)
 
@@ -314,7 +317,7 @@ async def test_sys_exit_in_a_handler_or_tool_is_an_extension_error_not_a_daemon_
         """,
     )
     runner = runner_for(tmp_path)
-    assert await runner.load([str(ext)]) == []
+    assert await load_python_extensions(runner, [str(ext)]) == []
     errors: list[ExtensionError] = []
     runner.bind(ExtensionBindings(on_error=errors.append), Actions())
 

@@ -13,7 +13,7 @@ from typing import Any, Literal
 import pytest
 
 from rpcd.core.values import ExtensionBindings, ExtensionError
-from rpcd.runtime.extensions.python_runner import ExtensionRunner
+from rpcd.runtime.extensions import ExtensionRunner, load_python_extensions
 
 from ._projects import write
 from .test_extension_runner import Actions
@@ -60,7 +60,7 @@ def register(pi):
 
 async def bound_runner(tmp_path: Path, source: str) -> tuple[ExtensionRunner, list[ExtensionError], RecordingUi]:
     runner = ExtensionRunner(str(tmp_path), str(tmp_path / "agent"))
-    assert await runner.load([str(write(tmp_path / "ext.py", source))]) == []
+    assert await load_python_extensions(runner, [str(write(tmp_path / "ext.py", source))]) == []
     errors: list[ExtensionError] = []
     ui = RecordingUi()
     runner.bind(ExtensionBindings(ui=ui, on_error=errors.append), Actions())
@@ -84,12 +84,13 @@ async def test_append_entry_converts_or_raises_before_anything_is_written(tmp_pa
     runner, _, _ = await bound_runner(tmp_path, TOOLS)
     actions = runner.session_actions
     assert isinstance(actions, Actions)
-    runner.append_entry("t", {"when": datetime.datetime(2024, 1, 2), "tags": {"b", "a"}})
+    ctx = runner.create_context()
+    ctx.append_entry("t", {"when": datetime.datetime(2024, 1, 2), "tags": {"b", "a"}})
     assert actions.appended == [("t", {"when": "2024-01-02T00:00:00", "tags": ["a", "b"]})]
     with pytest.raises(TypeError, match=r"object is not JSON at \$\.o"):
-        runner.append_entry("t", {"o": object()})
+        ctx.append_entry("t", {"o": object()})
     with pytest.raises(TypeError, match="custom_type must be a string"):
-        runner.append_entry(5, {})  # type: ignore[arg-type]
+        ctx.append_entry(5, {})  # type: ignore[arg-type]
     assert len(actions.appended) == 1
 
 
@@ -115,7 +116,7 @@ def register(pi):
         return {"content": []}
     pi.register_tool("t", "d", {"type": "object", "enum": {1, 2}, "x": object()}, run)
 """
-    (diagnostic,) = await runner.load([str(write(tmp_path / "ext.py", source))])
+    (diagnostic,) = await load_python_extensions(runner, [str(write(tmp_path / "ext.py", source))])
     assert "object is not JSON at $.x" in diagnostic.message and runner.tools == {}
 
 
