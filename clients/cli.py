@@ -375,10 +375,10 @@ async def _amain(args: argparse.Namespace, reader: LineReader | None, printer: P
         handlers[AUTHORIZE_PROJECT] = probe.handler()
     if asker is not None and not args.yes and args.command in (*CHAT_COMMANDS, "prompt"):
         handlers[TOOL_AUTHORIZE] = approval_handler(asker, printer)
-    if asker is not None and args.command in (*CHAT_COMMANDS, "login"):
-        from rpcd.clients.login import prompt_handler
+    if args.command in (*CHAT_COMMANDS, "login") and (asker is not None or args.command == "login"):
+        from rpcd.clients.login import prompt_handler, unattended_handler
 
-        handlers[AUTH_PROMPT] = prompt_handler(asker)
+        handlers[AUTH_PROMPT] = prompt_handler(asker) if asker is not None else unattended_handler()
     try:
         client = await RpcdClient.spawn(
             daemon_args(args),

@@ -84,6 +84,22 @@ def prompt_handler(reader: LineReader) -> Callable[[Any], Awaitable[dict[str, An
     return answer
 
 
+def unattended_handler() -> Callable[[Any], Awaitable[dict[str, Any]]]:
+    """``rpcctl login`` with no terminal: nothing can be asked, but what needs no answer still
+    works — a device code (shown on stderr), a browser's loopback redirect (the pasted-code
+    question is left open until the redirect withdraws it); any other question is declined."""
+
+    async def answer(params: Any) -> dict[str, Any]:
+        prompt = params.get("prompt") if isinstance(params, Mapping) else None
+        if isinstance(prompt, Mapping) and prompt.get("type") == "manual_code":
+            import asyncio
+
+            await asyncio.Event().wait()  # withdrawn by the daemon when the redirect arrives
+        return {"cancelled": True}
+
+    return answer
+
+
 def providers_table(result: Mapping[str, Any]) -> str:
     from rpcd.clients.render import table
 
