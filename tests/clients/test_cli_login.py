@@ -6,7 +6,6 @@ something (the Codex method choice) is declined without a terminal, exit non-zer
 from __future__ import annotations
 
 import json
-
 from pathlib import Path
 
 from tests.clients.conftest import needs_daemon
