@@ -369,8 +369,14 @@ class ExtensionAPI:
                    timeout: float | None = None, signal: Any = None) -> dict[str, Any]:
         """Run a program (no shell) and collect its output: ``{"stdout", "stderr", "code", "killed"}``.
         ``timeout`` is milliseconds, as in Pi; ``signal`` (an abort signal) stops it."""
-        self._active()
-        return await exec_command(command, args, cwd=cwd or self._runner.cwd, timeout_ms=timeout, signal=signal)
+        where = cwd or self._active().cwd
+        if not isinstance(command, str) or not all(isinstance(a, str) for a in args):
+            raise TypeError("exec: command and args must be strings")
+        try:
+            argv, env = self._session().exec_launch([command, *args], where)
+        except PermissionError as refused:  # the sandbox is on and cannot be enforced: nothing runs
+            return {"stdout": "", "stderr": f"{refused}\n", "code": 1, "killed": False}
+        return await exec_command(argv[0], argv[1:], cwd=where, env=env, timeout_ms=timeout, signal=signal)
 
     def get_active_tools(self) -> list[str]:
         return self._session().active_tool_names()
