@@ -314,6 +314,19 @@ def build_parser(version: str = "") -> argparse.ArgumentParser:
                      help="the project (default: the current directory)")
     revoke = which.add_parser("revoke", help="forget the decision saved for a directory (it is asked again)")
     revoke.add_argument("directory", metavar="DIR", type=_directory, help="a directory with a saved decision")
+    sub = command("login", "log in to a provider as Pi's /login does (a subscription, or --with-api-key); stored in "
+                           "<agentDir>/auth.json, shared with Pi", ["rpcctl login anthropic",
+                                                                   "rpcctl login github-copilot",
+                                                                   "rpcctl login mistral --with-api-key"])
+    sub.add_argument("provider", metavar="PROVIDER", help="a provider id (`rpcctl auth` lists them)")
+    sub.add_argument("--with-api-key", dest="login_api_key", action="store_true",
+                     help="store an API key instead (asked without echo)")
+    sub.add_argument("--no-browser", dest="login_no_browser", action="store_true",
+                     help="print the login URL without opening a browser")
+    sub = command("logout", "remove a provider's stored credential from <agentDir>/auth.json",
+                  ["rpcctl logout anthropic"])
+    sub.add_argument("provider", metavar="PROVIDER")
+    command("auth", "the providers you can log in to, and what auth.json holds for each", ["rpcctl auth"])
     command("doctor", "check the setup: agent dir, session dir, settings/models/auth files, where each key "
                       "comes from, trust", ["rpcctl doctor", "rpcctl --json doctor"])
     completion = commands.add_parser("completion", help="print a shell completion script (generated from "

@@ -48,6 +48,7 @@ from acp.schema import (
     SessionResumeCapabilities,
     SetSessionConfigOptionResponse,
     SetSessionModeResponse,
+    TerminalAuthMethod,
 )
 
 import rpcd
@@ -141,13 +142,22 @@ class RpcdAgent:
             ),
             agent_info=Implementation(name="rpcd", title="rpcd (Pi-compatible coding agent)",
                                       version=rpcd.__version__),
-            auth_methods=[AuthMethodAgent(id=p.id, name=f"{p.name} API key", description=p.description)
-                          for p in providers.auth if not p.usable],
+            auth_methods=[*(AuthMethodAgent(id=p.id, name=f"{p.name} API key", description=p.description)
+                            for p in providers.auth if not p.usable),
+                          *(TerminalAuthMethod(type="terminal", id=login.id, name=f"Log in to {login.name}",
+                                               description=login.description, args=login.args)
+                            for login in providers.logins if _terminal_auth(conn.capabilities))],
         )
 
     async def authenticate(self, method_id: str, **_: Any) -> AuthenticateResponse:
         summary = await anyio.to_thread.run_sync(summarize, self.config.agent_dir)
         self.providers = summary
+        login = next((x for x in summary.logins if x.id == method_id), None)
+        if login is not None:
+            if not login.stored:  # the client ran `<agent> --login <provider>` in a terminal; it did not finish
+                raise auth_required("authenticate", f"{login.name}: no login stored yet; run `rpcd login "
+                                                    f"{login.provider}` in a terminal (or /login in pi)")
+            return AuthenticateResponse()
         provider = next((p for p in summary.auth if p.id == method_id), None)
         if provider is None:
             raise invalid_params("authenticate", [{"path": "$.methodId", "message": f"unknown method {method_id!r}"}])
@@ -465,3 +475,8 @@ def _mcp_specs(servers: Sequence[Any] | None) -> tuple[McpServer, ...]:
 def _written(session: AcpSession) -> bool:
     return session.file is not None and os.path.isfile(session.file)
 
+
+def _terminal_auth(capabilities: ClientCapabilities | None) -> bool:
+    """The client can run the agent in a terminal for a ``terminal`` auth method (``auth.terminal``)."""
+    auth = capabilities.auth if capabilities is not None else None
+    return bool(auth is not None and getattr(auth, "terminal", False))

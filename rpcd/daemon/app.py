@@ -55,6 +55,7 @@ from rpcd.wire.checkpoints import CheckpointMethods
 from rpcd.wire.client_requests import ClientRequests, UiBridge
 from rpcd.wire.handlers import SessionMethods, register
 from rpcd.wire.limits import LimitMethods
+from rpcd.wire.logins import LoginMethods
 from rpcd.wire.notifications import HOST_STATUS, EventPump, Notification
 from rpcd.wire.search import SearchMethods
 from rpcd.wire.server import Server, create_server
@@ -161,6 +162,7 @@ class Daemon:
             CheckpointMethods(self.host, self.pump),
             LimitMethods(self.host, self.pump),
             SearchMethods(self.host, self.library.search),
+            LoginMethods(self.services, self.requests),
         )
         self.disposal_failure: BaseException | None = None
         self._on_ending = on_ending
@@ -189,6 +191,7 @@ class Daemon:
             tool_approval=caps.tool_approval is not None,
             ui_features=frozenset(key for key in UI_FEATURES if isinstance(caps.extension_ui, dict)
                                   and isinstance(caps.extension_ui.get(key), dict)),
+            auth_prompt=caps.auth_prompt is not None,
         )
         self.approval.client_can_answer = self.requests.can_approve
         startup = self.host.start(self._open_runtime, persist=True)

@@ -38,6 +38,7 @@ from rpcd.tools import ApprovalRules
 if TYPE_CHECKING:
     from rpcd.core.values import TrustControl
     from rpcd.providers.base import ProviderRegistry
+    from rpcd.providers.logins import Logins
 
 __all__ = ["Lease", "ProcessServices", "ServiceRegistry"]
 
@@ -76,6 +77,16 @@ class ProcessServices:
         from rpcd.providers import default_registry
 
         return default_registry()
+
+    def logins(self) -> Logins:
+        """The logins of the agent dir's ``auth.json`` (``listAuthProviders`` / ``login`` / ``logout``; shared
+        with Pi and with every session's OAuth refreshes)."""
+        import os
+
+        from rpcd.providers.credentials import AUTH_FILE
+        from rpcd.providers.logins import logins_for
+
+        return logins_for(os.path.join(self.spec.agent_dir, AUTH_FILE))
 
     def saved_trust(self) -> TrustControl:
         """The saved project-trust decisions (``listTrust`` / ``revokeTrust``)."""
