@@ -8,6 +8,7 @@ exactly as Pi's object literals do; optional keys that are unset are left out, a
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from rpcd.core.jstext import JS_WHITESPACE as JS_WHITESPACE
@@ -156,3 +157,15 @@ def message_text(content: Any, separator: str = " ") -> str:
         for block in content
         if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
     )
+
+
+def first_user_text(entries: Iterable[Mapping[str, Any]]) -> str:
+    """The text of the first user message among ``entries`` that has any (``""``: none): what an
+    export shows as the title of a session without a name."""
+    for entry in entries:
+        message = entry.get("message")
+        if entry.get("type") == MESSAGE and isinstance(message, Mapping) and message.get("role") == "user":
+            text = message_text(message.get("content"))
+            if text.strip():
+                return text
+    return ""
