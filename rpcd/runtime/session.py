@@ -1027,6 +1027,19 @@ class AgentSession(SessionExtensionActions):
         self.record_bash_result(command, outcome, exclude_from_context)
         return outcome
 
+    def exec_launch(self, argv: Sequence[str], cwd: str) -> tuple[list[str], dict[str, str]]:
+        """How ``pi.exec`` runs ``argv``: inside the sandbox the bash tool runs in, with the environment
+        ``shellEnvironmentPolicy`` leaves (Pi's ``execCommand`` has no sandbox and passes everything;
+        a program that needs a token is given it with the policy's ``allow``)."""
+        from rpcd.tools.sandbox import SandboxUnavailableError, sandboxed
+
+        policy = sandbox_policy(self.services, self.sandbox) if self.sandbox is not None else SANDBOX_OFF
+        env = shell_env(None, policy=tool_options(self.services).env_policy)
+        try:
+            return sandboxed(argv, cwd, policy), env
+        except SandboxUnavailableError as exc:
+            raise PermissionError(str(exc)) from None
+
     def record_bash_result(self, command: str, outcome: BashOutcome, exclude_from_context: bool | None) -> None:
         """Pi's ``recordBashResult``: a ``bashExecution`` message in the context and the file; while
         a turn runs it waits for the turn's end (it must not land between a tool call and its result)."""
