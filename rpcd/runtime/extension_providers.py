@@ -105,7 +105,7 @@ def register_extension_provider(session: Any, name: str, config: Mapping[str, An
     if errors or name not in parsed.providers:
         raise ValueError("; ".join(errors) or f"register_provider: a provider config for {name!r} is required")
     existing = registry.provider(name)
-    current = _spec_of(existing)
+    current = _spec_of(name, existing)
     try:
         spec = extension_provider_spec(name, current, parsed.providers[name])
     except CompositionError as exc:
@@ -149,15 +149,16 @@ def restore_provider(registry: Any, name: str, original: Provider | None) -> Non
         registry.register(original)
 
 
-def _spec_of(provider: Provider | None) -> ProviderSpec | None:
+def _spec_of(name: str, provider: Provider | None) -> ProviderSpec | None:
+    """What ``name`` is composed of so far: the registered provider's spec, else Pi's catalog entry."""
     spec = getattr(provider, "spec", None)
     if isinstance(spec, ProviderSpec):
         return spec
     if provider is None:
         from rpcd.providers.catalog import builtin_catalog
 
-        return None if (b := builtin_catalog().providers.get(getattr(provider, "name", ""))) is None else (
-            builtin_spec(b))
+        entry = builtin_catalog().providers.get(name)
+        return builtin_spec(entry) if entry is not None else None
     return None
 
 

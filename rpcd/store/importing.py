@@ -4,7 +4,8 @@ Pi 0.85.0 copies ``x.jsonl`` to ``x.jsonl``, ``x-1.jsonl``, ``x-2.jsonl``, ... (
 create) and skips the copy when the source already is the destination. We also refuse a
 source that is not a session before copying (its first parsed line must be a header, looked
 for as Pi's ``readSessionHeader`` looks for it: within the first ``HEADER_SCAN_BYTES``, so a
-large file without a header is refused from its first lines, in one bounded read), and
+large file without a header is refused from its first lines, in one bounded read; only when no
+line parses in that first megabyte is the rest streamed, as Pi then loads the file whole), and
 ``import_session`` removes its own copy again when the session's stored cwd is missing (Pi
 leaves it behind).
 
@@ -38,7 +39,13 @@ from rpcd.store import entries as E
 from rpcd.store.loader import not_a_session
 from rpcd.store.manager import SessionManager, assert_session_cwd_exists
 from rpcd.store.paths import make_private_dirs
-from rpcd.store.reading import HEADER_SCAN_BYTES, MAX_IMPORT_BYTES_ENV, default_max_import_bytes
+from rpcd.store.reading import (
+    HEADER_SCAN_BYTES,
+    MAX_IMPORT_BYTES_ENV,
+    default_max_import_bytes,
+    iter_lines,
+    read_cap,
+)
 
 _MAX_SUFFIX = 10_000
 _CHUNK: Final = 8 << 20
@@ -203,6 +210,28 @@ def _first_parsed_line(fd: int) -> Any:
             continue  # a line that cannot be JSON (its first byte says so)
         try:
             value = codec.loads(memoryview(data)[start:end])
+        except codec.LineError:
+            continue
+        if js_truthy(value):
+            return value
+    if whole:
+        return _NOT_FOUND
+    return _first_parsed_line_streamed(fd)
+
+
+def _first_parsed_line_streamed(fd: int) -> Any:
+    """Pi's fallback when the bounded scan finds no header (``SessionManager.open`` catches
+    ``SessionHeaderScanLimitError`` and loads the file whole: a legacy header over 1 MiB, or a
+    megabyte of blank lines first, still opens): the first line that parses in the whole file,
+    streamed line by line (a line over ``max_line_bytes()`` skipped, never held) and stopped there."""
+    size = os.fstat(fd).st_size
+    os.lseek(fd, 0, os.SEEK_SET)
+    for line, _ended in iter_lines(fd, cap=read_cap(size)):
+        found = _NON_BLANK.search(line) if line is not None else None
+        if line is None or found is None or line[found.start()] not in _VALUE_START:
+            continue
+        try:
+            value = codec.loads(line)
         except codec.LineError:
             continue
         if js_truthy(value):

@@ -115,7 +115,10 @@ PROGRAMS: dict[str, ExtProgram] = {
         [("prompt", "/session-name"), ("prompt", "hello"), ("settled",), ("prompt", "/session-name  My Session "),
          ("prompt", "/session-name")], extra=["lifecycle_probe"]),
     "model-status": ExtProgram(
-        "model-status.ts", "model_status.py", [set_model("loop-2"), set_model("loop-2"), set_model("loop-1")], http=[],
+        "model-status.ts", "model_status.py",
+        [set_model("loop-2"), set_model("loop-2"),
+         ("call", "set_thinking_level", {"level": "high"}, "setThinkingLevel", {"level": "high"}),
+         ("call", "cycle_thinking_level", {}, "cycleThinkingLevel", {}), set_model("loop-1")], http=[],
         extra=["lifecycle_probe"]),
     "permission-gate": ExtProgram(
         "permission-gate.ts", "permission_gate.py", [("prompt", "clean up"), ("settled",)],
@@ -181,7 +184,7 @@ def _comparable(side: dict[str, Any]) -> dict[str, Any]:
 
 
 DEFAULT = ("input-transform", "send-user-message", "provider-payload", "dynamic-tools", "reload-runtime",
-           "permission-gate", "plan-mode", "kimi-deferred-tools", "sequential-tools", "api-probe")
+           "permission-gate", "plan-mode", "kimi-deferred-tools", "sequential-tools", "api-probe", "model-status")
 """One program per family in the default run (one Pi process each); every program with ``RPCD_LONG=1``."""
 LONG = os.environ.get("RPCD_LONG") == "1"
 

@@ -237,12 +237,15 @@ def test_an_import_streams_the_copy_and_reports_its_progress(tmp_path: Path) -> 
     assert manager.get_entries() == []  # the zeros are one unreadable line, skipped as Pi skips it
 
 
-# -- item 13 / issue 30.5: where the full load finds the header, so does the import's check, within
-# Pi's header scan (readSessionHeader's 1 MiB); past it, refused from the first lines ----------------
+# -- item 13 / issue 30.5: where the full load finds the header, so does the import's check: within
+# Pi's header scan (readSessionHeader's 1 MiB) in one read; past it streamed as Pi's full-load fallback,
+# one line held at most; a file whose first parsed line is no header refused from that line -----------
 
 
-@pytest.mark.parametrize("prefix", [b"", b"\n" * 100_000, b"null\n0\n", b"{bad json\n\x00\x00\n"])
-@pytest.mark.parametrize("header_padding", [0, 500_000])
+@pytest.mark.parametrize(
+    "prefix", [b"", b"\n" * 100_000, b"\n" * (1 << 20) + b"\n", b"null\n0\n", b"{bad json\n\x00\x00\n"]
+)
+@pytest.mark.parametrize("header_padding", [0, 500_000, 1 << 20])
 def test_an_import_accepts_every_session_a_resume_accepts(prefix: bytes, header_padding: int, tmp_path: Path) -> None:
     header = {**HEADER, "meta": "x" * header_padding}
     entry = {"type": "message", "id": "u1", "parentId": None, "timestamp": "t", "message": USER}
@@ -255,11 +258,16 @@ def test_an_import_accepts_every_session_a_resume_accepts(prefix: bytes, header_
 
 
 @pytest.mark.parametrize("first", [b"{", b"[", b"\n" * (1 << 20) + b"{"], ids=["brace", "bracket", "blank MiB"])
-def test_a_large_file_without_a_header_is_refused_from_its_first_lines(first: bytes, tmp_path: Path) -> None:
+def test_a_large_file_without_a_header_is_refused_from_its_first_lines(
+    first: bytes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A 1 GiB file (a hole: no disk used) whose first line looks like JSON and never ends: the check
-    held the whole line (+4 GB RSS for 1 GiB, 24 s) before refusing it; it reads Pi's 1 MiB header
-    scan and refuses, copying nothing."""
+    held the whole line (+4 GB RSS for 1 GiB, 24 s) before refusing it; past Pi's 1 MiB header scan it
+    streams the file holding no line longer than the readers' line limit (4 MiB here) and refuses,
+    copying nothing."""
     import tracemalloc
+
+    monkeypatch.setenv("RPCD_MAX_LINE_BYTES", str(4 << 20))
 
     source = tmp_path / "big.jsonl"
     with source.open("wb") as handle:
@@ -276,15 +284,14 @@ def test_a_large_file_without_a_header_is_refused_from_its_first_lines(first: by
     assert not (tmp_path / "sessions").exists()
 
 
-def test_a_header_past_pis_header_scan_is_refused_by_the_import(tmp_path: Path) -> None:
-    """Pi's discovery stops at 1 MiB too (its open falls back to a full load; a file Pi writes starts
-    with its header line): the import does not read further to look for one."""
+def test_a_header_past_pis_header_scan_is_imported_as_pi_imports_it(tmp_path: Path) -> None:
+    """Pi's discovery stops at 1 MiB, then its open falls back to a full load (SessionHeaderScanLimitError):
+    a header after a megabyte of blanks is still a session, for the import as for a resume."""
     source = tmp_path / "late.jsonl"
     source.write_bytes(b" " * importing.HEADER_SCAN_BYTES + b"\n" + json.dumps(HEADER).encode() + b"\n")
-    assert SessionManager.open(str(source)).get_header() == HEADER  # a resume still reads it
-    with pytest.raises(NotASessionError):
-        import_session(str(source), str(tmp_path / "sessions"))
-    assert not (tmp_path / "sessions").exists()
+    assert SessionManager.open(str(source)).get_header() == HEADER
+    imported = import_session(str(source), str(tmp_path / "sessions"), cwd_override=str(tmp_path))
+    assert imported.get_header() == HEADER
 
 
 def test_opening_a_sparse_file_holds_it_once(tmp_path: Path) -> None:

@@ -196,9 +196,6 @@ class ExtensionRunner:
         """Registered flags resolved against the process flags, defaults filled in."""
         return dict(self._flag_values)
 
-    def set_flag_value(self, name: str, value: bool | str) -> None:
-        self._flag_values[name] = value
-
     def flag_value(self, extension: Extension, name: str) -> bool | str | None:
         """Pi's ``getFlag``: only a flag this extension registered."""
         if name not in extension.flags:
