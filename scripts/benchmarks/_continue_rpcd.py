@@ -7,7 +7,10 @@ import json
 import sys
 import time
 
-from rpcd.store.listing import find_most_recent_session
+try:
+    from rpcd.store.recency import find_most_recent_session
+except ImportError:  # a checkout before the facts cache (the "before" column of the measure)
+    from rpcd.store.listing import find_most_recent_session  # type: ignore[attr-defined,no-redef]
 
 
 def main() -> None:

@@ -219,7 +219,7 @@ def rpcd_side(home: Path, project: Path, *args: str, env: Mapping[str, str] | No
               python: Sequence[str] | None = None) -> Side:
     full_env = clean_env(home, env or {})
     full_env["PYTHONPATH"] = str(REPO) + os.pathsep + full_env.get("PYTHONPATH", "")
-    argv = [*(python or [sys.executable]), "-P", "-m", "rpcd", "--agent-dir", str(home / "agent"),
+    argv = [*(python or [sys.executable, "-P"]), "-m", "rpcd", "--agent-dir", str(home / "agent"),
             "--cwd", str(project), *args]
     return Side("rpcd", argv, full_env, str(project), rpcd_request, rpcd_response_id, _rpcd_event)
 
@@ -246,7 +246,7 @@ class Context:
     chunks: int = 0
     sides: tuple[str, ...] = ("rpcd", "pi")
     python: Sequence[str] | None = None
-    """How rpcd's interpreter is started (``--profile``: under cProfile)."""
+    """How rpcd's interpreter is started before ``-m rpcd`` (default ``python -P``; ``--profile``: under cProfile)."""
     cycles: int | None = None
     """``replacements``: cycles measured after the warm-up (``None``: 2,000 with ``full``, else 200)."""
     big: bool = False

@@ -63,7 +63,7 @@ def measure_acp(ctx: Context) -> Samples:
         model.reset()
         if which == "rpcd":
             env = clean_env(home, {"PYTHONPATH": str(REPO)})
-            argv = [*(ctx.python or [sys.executable]), "-P", "-m", "rpcd", "acp", "--agent-dir", str(agent)]
+            argv = [*(ctx.python or [sys.executable, "-P"]), "-m", "rpcd", "acp", "--agent-dir", str(agent)]
         else:
             env = clean_env(home, {"PATH": f"{tools}{os.pathsep}{os.environ.get('PATH', '')}",
                                    "PI_ACP_PI_COMMAND": str(tools / "pi"), "RPCD_PI_ORACLE_DIR": str(ctx.oracle.root)})

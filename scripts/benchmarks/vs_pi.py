@@ -368,7 +368,7 @@ def profile(name: str, full: bool, out_dir: Path, top: int = 35, cycles: int | N
     out = out_dir / f"rpcd-{name}.prof"
     with tempfile.TemporaryDirectory(prefix="rpcd-bench-profile-") as tmp:
         ctx = Context(full=full, tmp=Path(tmp), oracle=oracle(), passes=1, chunks=50_000 if full else 5_000,
-                      sides=("rpcd",), python=[sys.executable, "-m", "cProfile", "-o", str(out)], cycles=cycles)
+                      sides=("rpcd",), python=[sys.executable, "-P", "-m", "cProfile", "-o", str(out)], cycles=cycles)
         if name == "resume":
             ctx.session()  # generated before the profiled process starts
         MEASURES[name][0](ctx)
