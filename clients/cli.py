@@ -17,7 +17,7 @@ import sys
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
-from rpcd.clients import render
+from rpcd.clients import render, undo
 from rpcd.clients.chat import approval_handler, chat
 from rpcd.clients.client import RpcdClient
 from rpcd.clients.errors import ClientError, DaemonDied, RpcError, RpcTimeout
@@ -169,11 +169,15 @@ async def _export(client: RpcdClient, args: argparse.Namespace) -> dict[str, Any
     """``export html|jsonl [PATH] [--force]``: the daemon never overwrites, so ``--force`` exports
     beside PATH under a fresh name and renames it over PATH (atomic: a failed export leaves PATH as
     it was)."""
+    if args.export_format == "md" and args.path == "-":
+        return dict(await client.export_markdown(inline=True))
     target = absolute(args.path) if args.path else None
 
     async def export(path: str | None) -> dict[str, Any]:
         if args.export_format == "html":
             return dict(await client.export_html(path))
+        if args.export_format == "md":
+            return dict(await client.export_markdown(path))
         assert path is not None  # argparse: jsonl takes a PATH
         return dict(await client.export_jsonl(path))
 
@@ -237,8 +241,34 @@ async def one_shot(client: RpcdClient, args: argparse.Namespace, printer: Printe
         )
         printer.result(listing, lambda r: render.sessions(r, every_project=project is None))
     elif name == "export":
-        printer.result(await _export(client, args),
-                       lambda r: f"exported to {r.get('path')}" + (" (replaced)" if r.get("replaced") else ""))
+        exported = await _export(client, args)
+        if "markdown" in exported and not printer.as_json:
+            sys.stdout.write(exported["markdown"])
+        else:
+            printer.result(exported, lambda r: f"exported to {r.get('path')}" + (" (replaced)" if r.get("replaced")
+                                                                                  else ""))
+    elif name == "undo":
+        preview = await client.restore_checkpoint(args.entry_id, files=args.files, dry_run=True, force=args.force)
+        if args.dry_run or not preview.get("files"):
+            printer.result(preview, undo.restore_report)
+        else:
+            restored = await client.restore_checkpoint(preview["entryId"], files=args.files, force=args.force)
+            printer.result(restored, undo.restore_report)
+            if any(f.get("conflict") and not f.get("applied") for f in restored["files"]):
+                return EXIT_TURN_FAILED
+    elif name == "checkpoints":
+        printer.result(await client.list_checkpoints(files=True), undo.checkpoints)
+    elif name == "search":
+        project = absolute(args.for_cwd) if args.for_cwd else None
+        printer.result(await client.search_sessions(" ".join(args.query), cwd=project, limit=args.limit,
+                                                    cursor=args.cursor), undo.search_results)
+    elif name == "limits":
+        caps = {"max_cost": args.max_cost, "max_tokens": args.max_tokens, "max_cost_per_day": args.max_cost_per_day,
+                "max_tokens_per_day": args.max_tokens_per_day}
+        if any(v is not None for v in caps.values()):
+            printer.result(await client.set_limits(**caps), undo.limits)
+        else:
+            printer.result({"limits": (await client.get_state()).get("limits")}, undo.limits)
     elif name == "tree":
         printer.result(await client.get_tree(), render.tree)
     elif name == "messages":

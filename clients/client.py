@@ -44,6 +44,7 @@ from rpcd.clients.types import (
     CycleThinkingLevelResult,
     DeleteSessionResult,
     EntriesResult,
+    ExportMarkdownResult,
     ExportResult,
     ForkMessagesResult,
     ForkResult,
@@ -51,6 +52,7 @@ from rpcd.clients.types import (
     InitializeResult,
     LastAssistantText,
     ListApprovalRulesResult,
+    ListCheckpointsResult,
     ListSessionsResult,
     ListTrustResult,
     MessagesResult,
@@ -60,15 +62,19 @@ from rpcd.clients.types import (
     PromptResult,
     QueueContents,
     QueueMode,
+    ReadSessionResult,
     RenameSessionResult,
     ReplacementResult,
+    RestoreCheckpointResult,
     RevokeApprovalRuleResult,
     RevokeTrustResult,
     SandboxMode,
     SaveTrustResult,
+    SearchSessionsResult,
     SessionSort,
     SessionState,
     SessionStats,
+    SetLimitsResult,
     StreamingBehavior,
     ThinkingLevelsResult,
     ToolAuthorizeParams,
@@ -91,6 +97,7 @@ from rpcd.protocol.names import (
     EXIT,
     EXPORT_HTML,
     EXPORT_JSONL,
+    EXPORT_MARKDOWN,
     FOLLOW_UP,
     FORK,
     GET_AVAILABLE_MODELS,
@@ -106,6 +113,7 @@ from rpcd.protocol.names import (
     IMPORT_JSONL,
     INITIALIZE,
     LIST_APPROVAL_RULES,
+    LIST_CHECKPOINTS,
     LIST_SESSIONS,
     LIST_TRUST,
     NAVIGATE_TREE,
@@ -113,17 +121,21 @@ from rpcd.protocol.names import (
     PING,
     PROGRESS,
     PROMPT,
+    READ_SESSION,
     RELOAD,
     RENAME_SESSION,
+    RESTORE_CHECKPOINT,
     RESUME,
     REVOKE_APPROVAL_RULE,
     REVOKE_TRUST,
     SAVE_TRUST,
+    SEARCH_SESSIONS,
     SET_APPROVAL_POLICY,
     SET_AUTO_COMPACTION,
     SET_AUTO_RETRY,
     SET_FOLLOW_UP_MODE,
     SET_LABEL,
+    SET_LIMITS,
     SET_MODEL,
     SET_SANDBOX,
     SET_SESSION_NAME,
@@ -647,6 +659,74 @@ class RpcdClient:
         """The current branch as a new standalone session file at ``output_path`` (absolute, new)."""
         params = {"outputPath": os.fspath(output_path)}
         return cast(ExportResult, await self.call(EXPORT_JSONL, params, timeout=timeout))
+
+    async def export_markdown(
+        self, output_path: str | os.PathLike[str] | None = None, *, inline: bool = False,
+        timeout: float | None = _UNSET,
+    ) -> ExportMarkdownResult:
+        """The current branch as Markdown, tool calls folded: written to ``output_path`` (default: in
+        the session's cwd) — ``{path}`` — or, ``inline``, answered as ``{markdown}``."""
+        params: dict[str, Any] = {"outputPath": os.fspath(output_path)} if output_path is not None else {}
+        if inline:
+            params["inline"] = True
+        return cast(ExportMarkdownResult, await self.call(EXPORT_MARKDOWN, params, timeout=timeout))
+
+    async def list_checkpoints(self, *, files: bool = False, timeout: float | None = _UNSET) -> ListCheckpointsResult:
+        """The session's file checkpoints (one before each run's first change), oldest first;
+        ``files``: with the paths each run changed."""
+        params = {"files": True} if files else {}
+        return cast(ListCheckpointsResult, await self.call(LIST_CHECKPOINTS, params, timeout=timeout))
+
+    async def restore_checkpoint(
+        self, entry_id: str | None = None, *, files: Sequence[str] | None = None, dry_run: bool = False,
+        force: bool = False, timeout: float | None = _UNSET,
+    ) -> RestoreCheckpointResult:
+        """Put back what the agent changed since a checkpoint (``entry_id`` ``None``: undo the newest
+        run); ``dry_run``: only the diffs; ``force``: also over files someone else changed since."""
+        params: dict[str, Any] = {}
+        if entry_id is not None:
+            params["entryId"] = entry_id
+        if files is not None:
+            params["files"] = [os.fspath(f) for f in files]
+        if dry_run:
+            params["dryRun"] = True
+        if force:
+            params["force"] = True
+        return cast(RestoreCheckpointResult, await self.call(RESTORE_CHECKPOINT, params, timeout=timeout))
+
+    async def set_limits(
+        self, *, max_cost: float | None = None, max_tokens: int | None = None, max_cost_per_day: float | None = None,
+        max_tokens_per_day: int | None = None, timeout: float | None = _UNSET,
+    ) -> SetLimitsResult:
+        """Spending caps for the daemon's sessions (beating the ``limits.*`` settings; none given: the
+        settings again), checked before every model call."""
+        pairs = (("maxCost", max_cost), ("maxTokens", max_tokens), ("maxCostPerDay", max_cost_per_day),
+                 ("maxTokensPerDay", max_tokens_per_day))
+        params = {key: value for key, value in pairs if value is not None}
+        return cast(SetLimitsResult, await self.call(SET_LIMITS, params, timeout=timeout))
+
+    async def search_sessions(
+        self, query: str, *, cwd: str | None = None, limit: int | None = None, cursor: str | None = None,
+        timeout: float | None = _UNSET,
+    ) -> SearchSessionsResult:
+        """Full-text search of every stored session (``cwd``: one project's) with Pi's picker syntax:
+        words, ``"phrases"``, ``re:regex``; each result names its matching entries with snippets."""
+        pairs = (("cwd", cwd), ("limit", limit), ("cursor", cursor))
+        params: dict[str, Any] = {"query": query, **{key: value for key, value in pairs if value is not None}}
+        return cast(SearchSessionsResult, await self.call(SEARCH_SESSIONS, params, timeout=timeout))
+
+    async def read_session(
+        self, session: str, *, since: str | None = None, limit: int | None = None, timeout: float | None = _UNSET,
+    ) -> ReadSessionResult:
+        """A stored session's entries without switching to it: ``session`` is a file, or an id / unique
+        id prefix; ``since``: after that entry."""
+        params: dict[str, Any] = {"sessionFile" if os.sep in session or session.endswith(".jsonl") else "sessionId":
+                                  session}
+        if since is not None:
+            params["since"] = since
+        if limit is not None:
+            params["limit"] = limit
+        return cast(ReadSessionResult, await self.call(READ_SESSION, params, timeout=timeout))
 
     async def prompt(
         self,

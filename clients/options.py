@@ -253,10 +253,37 @@ def build_parser(version: str = "") -> argparse.ArgumentParser:
                   ["rpcctl --continue export html", "rpcctl --continue export jsonl /tmp/branch.jsonl --force"])
     formats = sub.add_subparsers(dest="export_format", metavar="FORMAT", required=True)
     for name, help_text, optional in (("html", "one self-contained HTML file (default: in the session's cwd)", True),
-                                      ("jsonl", "the current branch as a new session file", False)):
+                                      ("jsonl", "the current branch as a new session file", False),
+                                      ("md", "the current branch as Markdown, tool calls folded (PATH `-`: "
+                                             "to stdout)", True)):
         fmt = formats.add_parser(name, help=help_text, description=help_text)
         fmt.add_argument("path", nargs="?" if optional else None, metavar="PATH", help="where to write")
         fmt.add_argument("--force", "-f", action="store_true", help="replace PATH if it exists (atomically)")
+    sub = command("undo", "put back the files the agent changed: the last run, or since a checkpoint "
+                          "(a preview first; a file changed by someone else since is kept unless --force)",
+                  ["rpcctl --continue undo --dry-run", "rpcctl --continue undo",
+                   "rpcctl --continue undo 3f2a9c1d --force   # an entry from `rpcctl checkpoints`"])
+    sub.add_argument("entry_id", metavar="ENTRY", nargs="?",
+                     help="a checkpoint entry (`rpcctl checkpoints`) or any entry; default: the newest run not undone")
+    sub.add_argument("--dry-run", "-n", action="store_true", help="only show what would change (with diffs)")
+    sub.add_argument("--force", action="store_true", help="also overwrite files someone else changed since")
+    sub.add_argument("--file", dest="files", action="append", metavar="PATH", help="only this file (repeatable)")
+    command("checkpoints", "list the session's file checkpoints (one before each run's first change)",
+            ["rpcctl --continue checkpoints"])
+    sub = command("search", "search every stored session's messages, tool calls and names "
+                            "(Pi's picker syntax: words, \"phrases\", re:regex)",
+                  ['rpcctl search flaky test', 'rpcctl search \'"connection refused"\' --for-cwd .',
+                   "rpcctl search 're:TODO\\(\\w+\\)'"])
+    sub.add_argument("query", nargs="+", metavar="QUERY")
+    sub.add_argument("--for-cwd", metavar="DIR", help="only this project's sessions (default: every project)")
+    sub.add_argument("--limit", type=_positive_int)
+    sub.add_argument("--cursor")
+    sub = command("limits", "show the spending caps and what was spent; set them for this daemon's sessions",
+                  ["rpcctl --continue limits", "rpcctl --continue limits --max-cost 2.50 prompt ...  # see docs"])
+    sub.add_argument("--max-cost", type=float, metavar="USD")
+    sub.add_argument("--max-tokens", type=_positive_int, metavar="N")
+    sub.add_argument("--max-cost-per-day", type=float, metavar="USD")
+    sub.add_argument("--max-tokens-per-day", type=_positive_int, metavar="N")
     command("tree", "show the session tree", ["rpcctl --continue tree"])
     command("messages", "show the current context's messages", ["rpcctl --continue messages"])
     sub = command("name", "set the session's display name", ["rpcctl --continue name 'release audit'"])

@@ -407,3 +407,104 @@ class RevokeTrustResult(TypedDict):
 class SaveTrustResult(TypedDict):
     decision: TrustDecision
 
+
+# -- file checkpoints, spending caps, full-text search (rpcd's own methods) -------------------------
+
+
+class LimitsInfo(TypedDict):
+    """Spending caps in force and what was spent (``getState.limits``, ``setLimits``)."""
+
+    cost: float
+    tokens: int
+    maxCost: NotRequired[float]
+    maxTokens: NotRequired[int]
+    maxCostPerDay: NotRequired[float]
+    maxTokensPerDay: NotRequired[int]
+    costToday: NotRequired[float]
+    tokensToday: NotRequired[int]
+    reached: NotRequired[Literal["maxCost", "maxTokens", "maxCostPerDay", "maxTokensPerDay"]]
+
+
+class SetLimitsResult(TypedDict):
+    limits: LimitsInfo | None
+
+
+class CheckpointSummary(TypedDict):
+    entryId: str
+    checkpointId: str
+    kind: Literal["git", "files"]
+    root: str
+    createdAt: str
+    reason: Literal["run", "restore"]
+    available: bool
+    finished: bool
+    restoredTo: NotRequired[str]
+    partial: NotRequired[str]
+    promptEntryId: NotRequired[str]
+    prompt: NotRequired[str]
+    changedFiles: NotRequired[list[str]]
+
+
+class ListCheckpointsResult(TypedDict):
+    checkpoints: list[CheckpointSummary]
+    undoEntryId: NotRequired[str]
+
+
+class RestoredFile(TypedDict):
+    path: str
+    action: Literal["restore", "recreate", "delete"]
+    applied: bool
+    restorable: bool
+    conflict: NotRequired[str]
+    diff: NotRequired[str]
+    binary: NotRequired[bool]
+
+
+class RestoreCheckpointResult(TypedDict):
+    entryId: str
+    checkpointId: str
+    dryRun: bool
+    files: list[RestoredFile]
+    unchanged: list[str]
+    notes: list[str]
+    restoreEntryId: NotRequired[str]
+
+
+class SearchSnippet(TypedDict):
+    kind: str
+    text: str
+    start: int
+    end: int
+    entryId: NotRequired[str]
+
+
+class SearchHit(TypedDict):
+    sessionId: str
+    sessionFile: str
+    cwd: str
+    title: str
+    createdAt: str
+    updatedAt: str
+    messageCount: int
+    matchCount: int
+    snippets: list[SearchSnippet]
+    name: NotRequired[str]
+
+
+class SearchSessionsResult(TypedDict):
+    results: list[SearchHit]
+    nextCursor: NotRequired[str]
+
+
+class ReadSessionResult(TypedDict):
+    sessionFile: str
+    header: dict[str, Any]
+    entries: list[dict[str, Any]]
+    leafId: str | None
+    nextSince: NotRequired[str]
+
+
+class ExportMarkdownResult(TypedDict):
+    path: NotRequired[str]
+    markdown: NotRequired[str]
+

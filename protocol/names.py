@@ -68,6 +68,13 @@ ABORT_RETRY: Final = "abortRetry"
 GET_LAST_ASSISTANT_TEXT: Final = "getLastAssistantText"
 GET_FORK_MESSAGES: Final = "getForkMessages"
 GET_ENTRIES: Final = "getEntries"
+# file checkpoints, spending caps, full-text search (rpcd's own: no peer has them)
+LIST_CHECKPOINTS: Final = "listCheckpoints"
+RESTORE_CHECKPOINT: Final = "restoreCheckpoint"
+SET_LIMITS: Final = "setLimits"
+SEARCH_SESSIONS: Final = "searchSessions"
+READ_SESSION: Final = "readSession"
+EXPORT_MARKDOWN: Final = "exportMarkdown"
 
 # -- notifications client -> daemon ----------------------------------------------------------------
 EXIT: Final = "exit"

@@ -56,3 +56,23 @@ class QueueContents:
 
 
 CompactionReason: TypeAlias = Literal["manual", "threshold", "overflow"]
+
+
+@attrs.frozen
+class LimitsInfo:
+    """Spending caps (settings ``limits.*``, ``setLimits``) and the spend they are checked against
+    before every model call; a cap that is absent is not set."""
+
+    cost: float
+    """The session's cost so far (USD): every reply, summary and tool-reported usage of its file."""
+    tokens: int
+    """Its tokens so far (input + output + cache read + cache write)."""
+    max_cost: float | None = None
+    max_tokens: int | None = None
+    max_cost_per_day: float | None = None
+    max_tokens_per_day: int | None = None
+    cost_today: float | None = None
+    """Every rpcd session of this agent dir since local midnight (only with a per-day cap)."""
+    tokens_today: int | None = None
+    reached: Literal["maxCost", "maxTokens", "maxCostPerDay", "maxTokensPerDay"] | None = None
+    """A cap at or over its limit: the next model call will not happen."""

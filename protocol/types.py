@@ -28,6 +28,7 @@ from rpcd.protocol.shapes import CommandSourceInfo as CommandSourceInfo
 from rpcd.protocol.shapes import CompactionReason as CompactionReason
 from rpcd.protocol.shapes import DiagnosticType as DiagnosticType
 from rpcd.protocol.shapes import HostStatus as HostStatus
+from rpcd.protocol.shapes import LimitsInfo as LimitsInfo
 from rpcd.protocol.shapes import ProgressToken as ProgressToken
 from rpcd.protocol.shapes import QueueContents as QueueContents
 from rpcd.protocol.shapes import StreamingBehavior as StreamingBehavior
@@ -68,6 +69,7 @@ if TYPE_CHECKING:
     from rpcd.protocol.results import ApprovalRule as ApprovalRule
     from rpcd.protocol.results import AvailableThinkingLevelsResult as AvailableThinkingLevelsResult
     from rpcd.protocol.results import BashResult as BashResult
+    from rpcd.protocol.results import CheckpointSummary as CheckpointSummary
     from rpcd.protocol.results import CompactionEndEvent as CompactionEndEvent
     from rpcd.protocol.results import CompactionResult as CompactionResult
     from rpcd.protocol.results import CompactionStartEvent as CompactionStartEvent
@@ -75,6 +77,7 @@ if TYPE_CHECKING:
     from rpcd.protocol.results import CycleModelResult as CycleModelResult
     from rpcd.protocol.results import CycleThinkingLevelResult as CycleThinkingLevelResult
     from rpcd.protocol.results import DeleteSessionResult as DeleteSessionResult
+    from rpcd.protocol.results import ExportMarkdownResult as ExportMarkdownResult
     from rpcd.protocol.results import ExportResult as ExportResult
     from rpcd.protocol.results import ForkMessage as ForkMessage
     from rpcd.protocol.results import ForkMessagesResult as ForkMessagesResult
@@ -86,19 +89,27 @@ if TYPE_CHECKING:
     from rpcd.protocol.results import GetTreeResult as GetTreeResult
     from rpcd.protocol.results import LastAssistantTextResult as LastAssistantTextResult
     from rpcd.protocol.results import ListApprovalRulesResult as ListApprovalRulesResult
+    from rpcd.protocol.results import ListCheckpointsResult as ListCheckpointsResult
     from rpcd.protocol.results import ListSessionsResult as ListSessionsResult
     from rpcd.protocol.results import ListTrustResult as ListTrustResult
     from rpcd.protocol.results import ModelCost as ModelCost
     from rpcd.protocol.results import ModelDescription as ModelDescription
     from rpcd.protocol.results import NavigateTreeResult as NavigateTreeResult
     from rpcd.protocol.results import PromptResult as PromptResult
+    from rpcd.protocol.results import ReadSessionResult as ReadSessionResult
     from rpcd.protocol.results import RenameSessionResult as RenameSessionResult
     from rpcd.protocol.results import ReplacementResult as ReplacementResult
+    from rpcd.protocol.results import RestoreCheckpointResult as RestoreCheckpointResult
+    from rpcd.protocol.results import RestoredFile as RestoredFile
     from rpcd.protocol.results import RevokeApprovalRuleResult as RevokeApprovalRuleResult
     from rpcd.protocol.results import RevokeTrustResult as RevokeTrustResult
     from rpcd.protocol.results import SaveTrustResult as SaveTrustResult
+    from rpcd.protocol.results import SearchHit as SearchHit
+    from rpcd.protocol.results import SearchSessionsResult as SearchSessionsResult
+    from rpcd.protocol.results import SearchSnippet as SearchSnippet
     from rpcd.protocol.results import SessionStatsResult as SessionStatsResult
     from rpcd.protocol.results import SessionSummary as SessionSummary
+    from rpcd.protocol.results import SetLimitsResult as SetLimitsResult
     from rpcd.protocol.results import TokenStats as TokenStats
     from rpcd.protocol.results import TrustDecision as TrustDecision
 
@@ -203,7 +214,8 @@ class NewSessionParams:
 @attrs.frozen
 class ResumeParams:
     session_path: str
-    """The session file to switch to."""
+    """The session file to switch to, or a session id / an id prefix only one session has (looked up
+    in the current project first, then in every project)."""
     cwd_override: str | None = None
     """Run the session in this directory instead of the one stored in the file."""
     work_done_token: ProgressToken | None = None
@@ -281,6 +293,8 @@ class GetStateResult:
     model: ModelRef | None = None
     approval_policy: ApprovalPolicy | None = None
     """The tool-approval policy in force for the session's tool calls."""
+    limits: LimitsInfo | None = None
+    """The spending caps in force and what was spent (absent: no cap is set)."""
     sandbox: SandboxInfo | None = None
     """The sandbox the session's commands run in (``--sandbox``, ``setSandbox``, the ``sandbox`` setting)."""
 
@@ -316,6 +330,10 @@ class NavigateTreeParams:
     """Use ``customInstructions`` instead of Pi's prompt (not in addition to it)."""
     label: str | None = None
     """Label the summary entry (or, without a summary, the target)."""
+    restore_files: bool | None = None
+    """Also put the files the agent changed after the target back as they were then (the first
+    file checkpoint after it, ``restoreCheckpoint``'s rules: a file changed by someone else since is
+    listed, not written); the result's ``restore`` says what happened."""
 
 
 @attrs.frozen
@@ -346,13 +364,15 @@ class ListSessionsParams:
 @attrs.frozen
 class DeleteSessionParams:
     session_file: str
-    """A session file in the session store (absolute); never the current session."""
+    """A session file in the session store (absolute), or a session id / unique id prefix; never the
+    current session."""
 
 
 @attrs.frozen
 class RenameSessionParams:
     session_file: str
-    """Any session file (absolute); the current session's is renamed as ``setSessionName`` does."""
+    """Any session file (absolute), or a session id / unique id prefix; the current session's is
+    renamed as ``setSessionName`` does."""
     name: str
 
 
@@ -360,6 +380,72 @@ class RenameSessionParams:
 class ExportHtmlParams:
     output_path: str | None = None
     """Absolute and new (never overwritten); default ``<cwd>/pi-session-<file name>.html`` (``-1``, ... if taken)."""
+
+
+@attrs.frozen
+class ExportMarkdownParams:
+    output_path: str | None = None
+    """Absolute and new (never overwritten); default ``<cwd>/pi-session-<file name>.md`` (``-1``, ... if taken)."""
+    inline: bool | None = None
+    """Answer the document as ``markdown`` instead of writing a file."""
+
+
+@attrs.frozen
+class SetLimitsParams:
+    """Caps for this daemon's sessions from now on (beating the ``limits.*`` settings); each absent
+    cap is the setting's (``{}``: the settings again)."""
+
+    max_cost: float | None = None
+    """USD, the session's cost (``getSessionStats``)."""
+    max_tokens: int | None = None
+    max_cost_per_day: float | None = None
+    """USD, every rpcd session of this agent dir since local midnight."""
+    max_tokens_per_day: int | None = None
+
+
+@attrs.frozen
+class ListCheckpointsParams:
+    files: bool | None = None
+    """Also list the files each run changed (reads both snapshots of each checkpoint)."""
+
+
+@attrs.frozen
+class RestoreCheckpointParams:
+    entry_id: str | None = None
+    """A checkpoint's entry (``listCheckpoints``), or any entry: the first checkpoint after it.
+    Absent: the newest run not undone yet (what ``rpcctl undo`` restores)."""
+    files: list[str] | None = None
+    """Only these paths (absolute, or relative to the checkpoint's root; a directory covers what is in it)."""
+    dry_run: bool | None = None
+    """Only say what would happen (with a diff per file); nothing is written."""
+    force: bool | None = None
+    """Also overwrite files someone else changed since (the restore's own checkpoint keeps them)."""
+
+
+@attrs.frozen
+class SearchSessionsParams:
+    query: str
+    """Pi's session-picker syntax: words (each must occur, case-insensitive), ``"quoted phrases"``
+    (whitespace runs count as one space), ``re:<regex>`` (case-insensitive)."""
+    cwd: str | None = None
+    """Only sessions of this working directory (default: all)."""
+    limit: int | None = None
+    """Sessions per page (default 20, at most 200)."""
+    cursor: str | None = None
+    """From a previous ``nextCursor`` of the same query."""
+
+
+@attrs.frozen
+class ReadSessionParams:
+    """A stored session read without switching to it: ``sessionFile`` or ``sessionId`` (an id, or a
+    prefix only one session has)."""
+
+    session_file: str | None = None
+    session_id: str | None = None
+    since: str | None = None
+    """Only the entries after this entry id (append order)."""
+    limit: int | None = None
+    """Entries per answer (default 1,000, at most 10,000); ``nextSince`` continues."""
 
 
 @attrs.frozen
@@ -525,8 +611,18 @@ _ELSEWHERE: dict[str, str] = {
             "GetMessagesResult",
             "GetTreeResult",
             "LastAssistantTextResult",
+            "CheckpointSummary",
+            "ExportMarkdownResult",
             "ListApprovalRulesResult",
+            "ListCheckpointsResult",
             "ListSessionsResult",
+            "ReadSessionResult",
+            "RestoreCheckpointResult",
+            "RestoredFile",
+            "SearchHit",
+            "SearchSessionsResult",
+            "SearchSnippet",
+            "SetLimitsResult",
             "ListTrustResult",
             "ModelCost",
             "ModelDescription",

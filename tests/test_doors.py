@@ -33,9 +33,10 @@ DOORS: dict[str, frozenset[str]] = {
     # the session service: below every front, it knows no wire
     "sessions": frozenset({"core", "host", "runtime", "providers", "store", "tools"}),
     "wire": frozenset({"core", "protocol", "transport", "host", "sessions"}),
-    # wire.errors only: the one exception -> error-object mapping both fronts answer with (no pygls there)
+    # wire.errors and wire.convert only: the one exception -> error-object mapping and the one core value ->
+    # wire shape conversion both fronts answer with (no pygls there)
     "acp": frozenset({"core", "protocol", "host", "runtime", "providers", "store", "tools", "transport",
-                      "sessions", "wire.errors"}),
+                      "sessions", "wire.errors", "wire.convert"}),
     "daemon": frozenset({"*"}),
     "__main__": frozenset({"daemon"}),
     "__init__": frozenset({"safe_start"}),

@@ -61,6 +61,7 @@ from rpcd.acp.errors import (
     session_not_found,
     to_request_error,
 )
+from rpcd.acp.extensions import call_extension
 from rpcd.acp.library import list_page
 from rpcd.acp.session import AcpSession, Front
 from rpcd.core.errors import SessionNotSavedError
@@ -299,6 +300,11 @@ class RpcdAgent:
             return await session.prompt(prompt)
         finally:
             forget()
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """rpcd's own methods as ACP extension methods (``_rpcd/...``: ``rpcd.acp.extensions``)."""
+        await self._ready(f"_{method}")
+        return await call_extension(method, params, self._session)
 
     async def cancel(self, session_id: str, **_: Any) -> None:
         session = self.hub.get(session_id)

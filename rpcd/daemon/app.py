@@ -51,9 +51,12 @@ from rpcd.sessions.spec import EXIT_FAILED, EXIT_OK, SessionSpec
 from rpcd.store import writer_lock
 from rpcd.transport.stdio import FLUSH_TIMEOUT, guard_stdout
 from rpcd.wire.approvals import ApprovalMethods
+from rpcd.wire.checkpoints import CheckpointMethods
 from rpcd.wire.client_requests import ClientRequests, UiBridge
 from rpcd.wire.handlers import SessionMethods, register
+from rpcd.wire.limits import LimitMethods
 from rpcd.wire.notifications import HOST_STATUS, EventPump, Notification
+from rpcd.wire.search import SearchMethods
 from rpcd.wire.server import Server, create_server
 from rpcd.wire.trust import TrustMethods
 
@@ -67,7 +70,7 @@ CURRENT: Final = "current"
 """The daemon's one host in the hub (its session id changes with every replacement)."""
 @attrs.frozen
 class StartTarget:
-    kind: Literal["new", "open", "continue", "in-memory"]
+    kind: Literal["new", "open", "session", "continue", "in-memory"]
     cwd: str
     path: str | None = None
 
@@ -76,6 +79,8 @@ def resolve_target(options: Options) -> StartTarget:
     """Which session to start with. ``--resume-last`` without a usable record means a new session."""
     if options.target == "resume" and options.resume_path is not None:
         return StartTarget("open", options.cwd, options.resume_path)
+    if options.target == "session" and options.resume_path is not None:
+        return StartTarget("session", options.cwd, options.resume_path)
     if options.target == "continue":
         return StartTarget("continue", options.cwd)
     if options.target == "in-memory":
@@ -151,6 +156,9 @@ class Daemon:
             SessionMethods(self.host, self.pump, self.library),
             ApprovalMethods(self.host, self.approval, self.sandbox),
             TrustMethods(self.host, self.services.saved_trust),
+            CheckpointMethods(self.host, self.pump),
+            LimitMethods(self.host, self.pump),
+            SearchMethods(self.host, self.library.search),
         )
         self.disposal_failure: BaseException | None = None
         self._on_ending = on_ending
@@ -296,6 +304,12 @@ def open_start_session(options: Options, session_dir: str | None = None) -> Sess
     target = resolve_target(options)
     agent_dir = options.agent_dir
     try:
+        if target.kind == "session":  # --session: a path, or a session id / unique id prefix
+            assert target.path is not None
+            from rpcd.sessions.search import SessionSearch
+
+            path = SessionSearch(agent_dir, session_dir).resolve(target.path, target.cwd).path
+            return SessionManager.open(path, session_dir, must_exist=True)
         if target.kind == "open":
             assert target.path is not None
             # Like the ``resume`` method (and unlike Pi): a mistyped --resume path is an

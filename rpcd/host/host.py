@@ -444,12 +444,13 @@ class SerializedHost:
         return self._outside("compact", lambda session: session.compact(custom_instructions))
 
     def navigate_tree(self, target_id: str, *, summarize: bool = False, custom_instructions: str | None = None,
-                      replace_instructions: bool | None = None, label: str | None = None) -> Pending[dict[str, Any]]:
+                      replace_instructions: bool | None = None, label: str | None = None,
+                      restore_files: bool = False) -> Pending[dict[str, Any]]:
         """Move the leaf of the session current at this call's place (a summary of the branch left is a
         model call, so it runs outside the queue like ``prompt``; cancelling it once it runs aborts it)."""
         return self._outside("navigateTree", lambda session: session.navigate_tree(
             target_id, summarize=summarize, custom_instructions=custom_instructions,
-            replace_instructions=replace_instructions, label=label))
+            replace_instructions=replace_instructions, label=label, restore_files=restore_files))
 
     def set_label(self, entry_id: str, label: str | None = None) -> str:
         with self._session_access("setLabel") as session:
@@ -491,6 +492,28 @@ class SerializedHost:
 
         async def body(_: Pending[T]) -> T:
             return act()
+
+        return self._submit(operation, body)
+
+    def call(self, operation: str, act: Callable[[SessionPort], T], door: str = "queue") -> Pending[T]:
+        """Queue ``act`` on the session current at its place (``enqueue`` with the session access:
+        an unusable host fails it, a failure of ``act`` is described as ``operation``'s). Only the
+        ``queue`` door (the table's usual one) is served here."""
+        if door != "queue":
+            raise ValueError(f"{operation}: door {door!r} is not served by SerializedHost.call")
+
+        async def body(_: Pending[T]) -> T:
+            with self._session_access(operation) as session:
+                return act(session)
+
+        return self._submit(operation, body)
+
+    def call_async(self, operation: str, act: Callable[[SessionPort], Awaitable[T]]) -> Pending[T]:
+        """``call`` for an ``act`` that awaits (file work off the loop); the queue waits for it."""
+
+        async def body(_: Pending[T]) -> T:
+            with self._session_access(operation) as session:
+                return await act(session)
 
         return self._submit(operation, body)
 

@@ -280,7 +280,8 @@ def resolve_session_ref(
     """Pi's ``resolveSessionPath``: a path-like ``ref`` is a path (absolute against ``cwd``); else a
     session id or id prefix, looked up in the cwd's project, then in every project: the exact id
     first, else the one session whose id starts with ``ref``. Unlike Pi (which takes the newest of
-    several matches), a prefix several sessions share is refused, naming them
+    several matches), a prefix several sessions share is refused, naming them (copies of one session, an
+    import of it, count once: the newest file)
     (``InvalidArgumentError``); nothing found is ``SessionFileNotFoundError``. Only the first line
     of each file is read."""
     if looks_like_path(ref):
@@ -335,4 +336,11 @@ def _match_id(ref: str, sessions: Sequence[tuple[str, dict[str, Any]]]) -> tuple
         raise InvalidArgumentError(
             f"Session id prefix '{ref}' is ambiguous: {len(ids)} sessions match ({shown}); give more of the id",
             param="session")
-    return sorted(matches)[0]
+    return max(matches, key=lambda item: (_mtime(item[0]), item[0]))  # copies of one session: the newest
+
+
+def _mtime(path: str) -> float:
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return 0.0

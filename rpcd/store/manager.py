@@ -17,7 +17,7 @@ import functools
 import os
 import re
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from typing import Any, Literal, TypeVar
 
 import attrs
@@ -301,6 +301,14 @@ class SessionManager:
 
     def get_entry_count(self) -> int:
         return len(self._records)
+
+    def entries_since(self, index: int, types: Container[str],
+                      roles: Container[str | None] | None = None) -> builtins.list[dict[str, Any]]:
+        """The entries from position ``index`` on (append order) whose type is in ``types`` (and, for
+        messages, whose role is in ``roles``); the others are not parsed (what a running total needs
+        after each append)."""
+        return self._entries_of([record for record in self._records[index:] if record.type in types
+                                 and (roles is None or record.type != E.MESSAGE or record.role in roles)])
 
     def get_entry(self, entry_id: str) -> dict[str, Any] | None:
         record = self._by_id.get(entry_id)

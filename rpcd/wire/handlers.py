@@ -26,6 +26,7 @@ import base64
 import contextlib
 import json
 import logging
+import os
 import re
 from collections.abc import Awaitable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -67,6 +68,7 @@ from rpcd.protocol.names import (
     DELETE_SESSION,
     EXPORT_HTML,
     EXPORT_JSONL,
+    EXPORT_MARKDOWN,
     FOLLOW_UP,
     GET_AVAILABLE_MODELS,
     GET_AVAILABLE_THINKING_LEVELS,
@@ -89,6 +91,7 @@ from rpcd.protocol.names import (
     SET_THINKING_LEVEL,
     STEER,
 )
+from rpcd.wire.convert import limits_info, restore_result
 from rpcd.wire.errors import WireError, WirePhase, protocol_error
 from rpcd.wire.notifications import EventPump
 from rpcd.wire.progress import Progress
@@ -120,6 +123,10 @@ class SessionLibrary(Protocol):
     def delete(self, session_file: str, current_file: str | None) -> Removed: ...
 
     def rename(self, session_file: str, name: str) -> str | None: ...
+
+    def session_path(self, ref: str, cwd: str) -> str:
+        """A session file, or the file of a session id or unique id prefix."""
+        ...
 
 
 def _iso(moment: datetime) -> str:
@@ -165,6 +172,18 @@ def register(server: Server, *handlers: object) -> None:
         server.method(spec.name, spec.params)(found[0])
 
 
+def tracked(pending: Pending[T]) -> Pending[T]:
+    """Hand the arriving request's cancellation to its host operation (for every handler module)."""
+    return _tracked(pending)
+
+
+async def answered(pump: EventPump, pending: Pending[T]) -> T:
+    """The operation's result, once the pump has flushed what it produced."""
+    result = await pending
+    await pump.drain()
+    return result
+
+
 def _tracked(pending: Pending[T]) -> Pending[T]:
     """Hand the arriving request's cancellation to its host operation."""
     call = current_call()
@@ -206,10 +225,25 @@ class SessionMethods:
         return self._replaced(pending, progress)
 
     def resume(self, params: t.ResumeParams) -> Awaitable[t.ReplacementResult]:
-        progress = self._progress(params.work_done_token, "Resuming session", params.session_path)
+        path = self._session_path(params.session_path)
+        progress = self._progress(params.work_done_token, "Resuming session", path)
         with reporting(progress.bytes_reporter()):
-            pending = _tracked(self._host.resume(params.session_path, params.cwd_override))
+            pending = _tracked(self._host.resume(path, params.cwd_override))
         return self._replaced(pending, progress)
+
+    def _session_path(self, ref: str) -> str:
+        """A session file as given, or the file of the session id / unique id prefix ``ref`` (looked
+        up now, at the request's arrival — a replacement takes its place then —, in the current
+        project first: the first line of each session file, off nothing but the loop for an id)."""
+        return self._library.session_path(ref, self._cwd())
+
+    def _cwd(self) -> str:
+        """The cwd of the session current now (the last known one when the host has none)."""
+        state = self._snapshot
+        if state is None:
+            with contextlib.suppress(HostError):
+                state = self._host.state()
+        return state.cwd if state is not None else os.getcwd()
 
     def fork(self, params: t.ForkParams) -> Awaitable[t.ForkResult]:
         return self._forked(_tracked(self._host.fork(params.entry_id)))
@@ -329,6 +363,7 @@ class SessionMethods:
             name=state.name,
             model=model,
             approval_policy=state.approval_policy,
+            limits=limits_info(state.limits) if state.limits is not None else None,
             sandbox=_sandbox_info(state.sandbox),
         )
         self._state_answer = (key, result)
@@ -374,10 +409,12 @@ class SessionMethods:
         """Trash a session file; never the session current at this request's arrival. The file work
         runs in a worker thread (in the host's queue: still behind what came before)."""
         host, library = self._host, self._library
+        cwd = self._cwd()
 
         async def delete() -> t.DeleteSessionResult:
             current = host.session_file
-            removed = await anyio.to_thread.run_sync(library.delete, params.session_file, current)
+            path = await anyio.to_thread.run_sync(library.session_path, params.session_file, cwd)
+            removed = await anyio.to_thread.run_sync(library.delete, path, current)
             return t.DeleteSessionResult(method=removed.method, trash_path=removed.trash_path)
 
         return self._answered(_tracked(host.enqueue_async(DELETE_SESSION, delete)))
@@ -386,14 +423,16 @@ class SessionMethods:
         """Name any session file; the current session's through the session itself (``setSessionName``).
         Another file is opened and appended to in a worker thread."""
         host, library = self._host, self._library
+        cwd = self._cwd()
 
         async def rename() -> t.RenameSessionResult:
             current = host.session_file
-            if await anyio.to_thread.run_sync(library.is_current, params.session_file, current):
+            path = await anyio.to_thread.run_sync(library.session_path, params.session_file, cwd)
+            if await anyio.to_thread.run_sync(library.is_current, path, current):
                 host.set_session_name(params.name)
                 name = host.state().name
             else:
-                name = await anyio.to_thread.run_sync(library.rename, params.session_file, params.name)
+                name = await anyio.to_thread.run_sync(library.rename, path, params.name)
             return t.RenameSessionResult(name=name or "")
 
         return self._answered(_tracked(host.enqueue_async(RENAME_SESSION, rename)))
@@ -409,6 +448,16 @@ class SessionMethods:
 
     async def _exported(self, pending: Pending[str]) -> t.ExportResult:
         return t.ExportResult(path=await self._answered(pending))
+
+    def export_markdown(self, params: t.ExportMarkdownParams | None = None) -> Awaitable[t.ExportMarkdownResult]:
+        given = params or t.ExportMarkdownParams()
+        pending = self._host.call_async(EXPORT_MARKDOWN, lambda session: session.export_markdown(
+            given.output_path, inline=given.inline is True))
+        return self._markdown(_tracked(pending))
+
+    async def _markdown(self, pending: Pending[tuple[str | None, str | None]]) -> t.ExportMarkdownResult:
+        path, text = await self._answered(pending)
+        return t.ExportMarkdownResult(path=path, markdown=text)
 
     # -- actions --------------------------------------------------------------------------
 
@@ -622,15 +671,18 @@ class SessionMethods:
         and answers -32800."""
         pending = self._host.navigate_tree(
             params.target_id, summarize=params.summarize is True, custom_instructions=params.custom_instructions,
-            replace_instructions=params.replace_instructions, label=params.label)
+            replace_instructions=params.replace_instructions, label=params.label,
+            restore_files=params.restore_files is True)
         return self._navigated(_tracked_abortable(pending))
 
     async def _navigated(self, pending: Pending[dict[str, Any]]) -> t.NavigateTreeResult:
         result = await self._abortable(pending)
+        restored = result.get("restore")
         return t.NavigateTreeResult(
             cancelled=bool(result.get("cancelled")), leaf_id=self._host.state().leaf_id,
             aborted=True if result.get("aborted") else None, editor_text=result.get("editorText"),
             summary_entry=result.get("summaryEntry"),
+            restore=restore_result(restored) if restored is not None else None,
         )
 
     def set_label(self, params: t.SetLabelParams) -> Awaitable[None]:
