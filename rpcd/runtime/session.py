@@ -228,6 +228,8 @@ class AgentSession(SessionExtensionActions):
         self._state_version = 0
         """Bumped by ``state_changed`` (``state_key``)."""
         self._state_cache: tuple[tuple[object, ...], SessionState] | None = None
+        self._caps_known: tuple[LimitOverrides, bool, bool] | None = None
+        """``set_limits``' overrides, whether any cap is configured with them, whether a per-day one is."""
         self._running = False
         self._aborted_before_run = False
         """An abort that reached this prompt before its run began (during the compaction check)."""
@@ -333,7 +335,24 @@ class AgentSession(SessionExtensionActions):
                 sm.get_leaf_ref(), sm.get_session_file(), sm.get_session_id(), queues.steering.mode,
                 queues.follow_up.mode, self.compaction.is_compacting, self.compaction.enabled_override,
                 self.retry.enabled_override, None if gate is None else (gate.override, gate.client_can_answer),
-                None if sandbox is None else (sandbox.mode, sandbox.network))
+                None if sandbox is None else (sandbox.mode, sandbox.network), self._limits_key())
+
+    def _limits_key(self) -> object:
+        """What ``limits_state`` is made of: the caps (the settings and ``set_limits``' overrides) and the
+        entries counted against them; with a per-day cap, today's spend of every process (the ledger),
+        which changes without any event here: then a key that never repeats (the state is built anew)."""
+        overrides = self.limit_overrides
+        known = self._caps_known
+        if known is None or known[0] is not overrides:
+            settings: Any = self.settings()
+            caps = configured_limits(getattr(settings, "global_settings", {}) or {},
+                                     getattr(settings, "project_settings", {}) or {}, overrides)
+            known = self._caps_known = (overrides, bool(caps), "maxCostPerDay" in caps or "maxTokensPerDay" in caps)
+        if not known[1]:
+            return None
+        if known[2]:
+            return object()
+        return overrides, self.session_manager.get_entry_count()
 
     def build_state(self) -> SessionState:
         """The state as it is now, without the cache (``state`` answers from it)."""

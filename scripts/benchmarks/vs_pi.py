@@ -20,7 +20,16 @@ Measures (rpcd | Pi):
 * ``replacements``: N cycles of ``newSession`` -> ``resume`` -> ``fork`` | ``new_session`` ->
   ``switch_session`` -> ``fork`` of one small Pi-shaped session (3 replacements a cycle; ``--full``
   N = 2,000, else 200; ``--cycles N`` sets it, e.g. the issue's 10,000): replacements/s, and VmRSS
-  after 30 warm-up cycles vs after N.
+  after 30 warm-up cycles vs after N;
+* ``turn`` and ``tools`` (``_vs_turns.py``): real turns against a loopback OpenAI-compatible model
+  replaying recorded-shape streams (``_loopback.py``, the same bytes to both): prompt -> first text
+  delta, last SSE byte -> ``agent_end``; one prompt of 200 tool calls on a generated 10,000-file tree;
+* ``acp`` (``_vs_acp.py``): ``rpcd acp`` against ``pi-acp`` + ``pi``: spawn -> ``session/new``, prompts;
+* ``continue`` and ``resume-big`` (``_vs_sessions.py``): the most-recent lookup over 1,000 sessions, the
+  start with ``--continue``; the 200,000-entry (~450 MB) resume beside the 20,000-entry one (``--big``).
+
+Beside wall times, CPU times of the process tree (``_rpc.cpu_ms``: every thread's run time from
+``/proc``) say what each side spent, which moves far less than wall time on a shared machine.
 
 The reader is the same for both (a thread ``os.read``-ing 1 MiB chunks and ``orjson``-parsing
 each line), so the client is never what limits a rate. Both run with a throw-away ``HOME`` and

@@ -27,6 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rpcd.core.errors import RpcdError
+from rpcd.core.values import LimitOverrides
 from rpcd.providers.base import ModelInfo
 from rpcd.providers.faux import FauxProvider
 from rpcd.runtime.runtime import AgentSessionRuntime
@@ -45,7 +46,8 @@ CHANGES_STATE = frozenset({
     "set_label", "label_entry", "navigate_tree", "compact", "bash", "record_bash_result", "append_custom_entry",
     "append_custom_message", "send_custom_message", "send_user_message", "flush_pending_custom", "abort",
     "request_abort", "abort_bash", "abort_retry", "dispose", "emit", "notify", "state_changed",
-    "tools_changed", "notify_commands_changed", "set_active_tools", "bind_extensions",
+    "tools_changed", "notify_commands_changed", "set_active_tools", "bind_extensions", "set_limits",
+    "restore_checkpoint",
 })
 """May change what ``state()`` shows (directly, or by what they start)."""
 NEVER_CHANGES_STATE = frozenset({
@@ -54,6 +56,7 @@ NEVER_CHANGES_STATE = frozenset({
     "messages", "fork_messages", "last_assistant_text", "stats", "export_html", "export_jsonl", "session_reader",
     "session_name", "settings", "system_prompt_options", "active_tool_names", "all_tools", "has_pending_messages",
     "is_idle", "is_project_trusted", "expand_input", "fast_update", "reload_state", "subscribe", "wait_for_idle",
+    "limits_state", "checkpoint_listing", "export_markdown", "exec_launch",
     # properties
     "approval_policy", "auto_retry_enabled", "cwd", "extension_runner", "is_disposed", "is_streaming", "model",
     "session_file", "session_id", "signal", "system_prompt", "thinking_level",
@@ -172,6 +175,10 @@ OPS: dict[str, Op] = {
     "approval_ask_all": _sync(lambda w: w.gate.set_policy("ask-all")),
     "approval_auto": _sync(lambda w: w.gate.set_policy("auto")),
     "sandbox_network_off": _sync(lambda w: w.sandbox.set(network=False)),
+    "limit_cost": _sync(lambda w: w.session.set_limits(LimitOverrides(max_cost=5.0))),
+    "limit_tokens": _sync(lambda w: w.session.set_limits(LimitOverrides(max_tokens=100_000))),
+    "limit_per_day": _sync(lambda w: w.session.set_limits(LimitOverrides(max_tokens_per_day=1_000_000))),
+    "no_limits": _sync(lambda w: w.session.set_limits(LimitOverrides())),
 }
 
 
@@ -196,7 +203,9 @@ def _check(session: AgentSession, after: str) -> None:
     fresh = session.build_state()
     cached = session.state()
     assert cached == fresh, f"stale state after {after}"
-    assert session.state() is cached  # unchanged: the same object (its encoding is reused)
+    per_day = cached.limits is not None and any(name.endswith("PerDay") for name, _ in cached.limits.caps)
+    if not per_day:  # today's spend (every process's ledger) is read again every time
+        assert session.state() is cached  # unchanged: the same object (its encoding is reused)
 
 
 @given(st.lists(st.sampled_from(sorted(OPS)), max_size=14))
@@ -231,6 +240,7 @@ SETTERS: dict[str, tuple[str, Callable[[Any], object]]] = {
     "follow_up": ("pending_message_count", lambda s: s.follow_up("later")),
     "set_label": ("leaf_id", lambda s: s.set_label(s.entries()[0][-1]["id"], "x")),
     "append_custom_entry": ("leaf_id", lambda s: s.append_custom_entry("mark", {"n": 1})),
+    "set_limits": ("limits", lambda s: s.set_limits(LimitOverrides(max_tokens=1000))),
 }
 
 
