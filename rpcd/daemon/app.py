@@ -171,7 +171,7 @@ class Daemon:
     async def run(self, serve: Callable[[Server], Awaitable[int]]) -> int:
         """Run the pump and the host's worker, serve until the orderly end, return the exit code.
         The process services (``services.registry``) live in between: closed after the host's end."""
-        async with anyio.create_task_group() as task_group, self.services.registry.serving():
+        async with anyio.create_task_group() as task_group, self.services.serving():
             self._task_group = task_group
             task_group.start_soon(self.pump.run, name="rpcd event pump")
             await task_group.start(self.host.run, name="rpcd host")
