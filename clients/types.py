@@ -64,6 +64,7 @@ ApprovalPolicy = Literal["auto", "ask-writes", "ask-all", "deny-writes"]
 SandboxMode = Literal["off", "read-only", "workspace-write"]
 ApprovalDecision = Literal["allowOnce", "allowAlways", "rejectOnce", "rejectAlways"]
 APPROVAL_POLICIES: tuple[ApprovalPolicy, ...] = ("auto", "ask-writes", "ask-all", "deny-writes")
+SANDBOX_MODES: tuple[SandboxMode, ...] = ("off", "read-only", "workspace-write")
 
 
 class ModelCost(TypedDict):
