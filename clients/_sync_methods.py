@@ -22,29 +22,39 @@ from rpcd.clients.types import (
     CycleThinkingLevelResult,
     DeleteSessionResult,
     EntriesResult,
+    ExportMarkdownResult,
     ExportResult,
     ForkMessagesResult,
     ForkResult,
     Image,
     LastAssistantText,
     ListApprovalRulesResult,
+    ListAuthProvidersResult,
+    ListCheckpointsResult,
     ListSessionsResult,
     ListTrustResult,
+    LoginResult,
+    LogoutResult,
+    McpServersResult,
     MessagesResult,
     ModelRef,
     NavigateTreeResult,
     PromptResult,
     QueueContents,
     QueueMode,
+    ReadSessionResult,
     RenameSessionResult,
     ReplacementResult,
+    RestoreCheckpointResult,
     RevokeApprovalRuleResult,
     RevokeTrustResult,
     SandboxMode,
     SaveTrustResult,
+    SearchSessionsResult,
     SessionSort,
     SessionState,
     SessionStats,
+    SetLimitsResult,
     StreamingBehavior,
     ThinkingLevelsResult,
     TreeResult,
@@ -127,6 +137,30 @@ class SyncMethods:
         'Blocking :meth:`RpcdClient.export_jsonl`: The current branch as a new standalone session file at ``output_path`` (absolute, new).'
         return self._run(self.client.export_jsonl(output_path, timeout=timeout))
 
+    def export_markdown(self, output_path: str | os.PathLike[str] | None=None, *, inline: bool=False, timeout: float | None=_UNSET) -> ExportMarkdownResult:
+        "Blocking :meth:`RpcdClient.export_markdown`: The current branch as Markdown, tool calls folded: written to ``output_path`` (default: in the session's cwd) — ``{path}`` — or, ``inline``, answered as ``{markdown}``."
+        return self._run(self.client.export_markdown(output_path, inline=inline, timeout=timeout))
+
+    def list_checkpoints(self, *, files: bool=False, timeout: float | None=_UNSET) -> ListCheckpointsResult:
+        "Blocking :meth:`RpcdClient.list_checkpoints`: The session's file checkpoints (one before each run's first change), oldest first; ``files``: with the paths each run changed."
+        return self._run(self.client.list_checkpoints(files=files, timeout=timeout))
+
+    def restore_checkpoint(self, entry_id: str | None=None, *, files: Sequence[str] | None=None, dry_run: bool=False, force: bool=False, timeout: float | None=_UNSET) -> RestoreCheckpointResult:
+        'Blocking :meth:`RpcdClient.restore_checkpoint`: Put back what the agent changed since a checkpoint (``entry_id`` ``None``: undo the newest run); ``dry_run``: only the diffs; ``force``: also over files someone else changed since.'
+        return self._run(self.client.restore_checkpoint(entry_id, files=files, dry_run=dry_run, force=force, timeout=timeout))
+
+    def set_limits(self, *, max_cost: float | None=None, max_tokens: int | None=None, max_cost_per_day: float | None=None, max_tokens_per_day: int | None=None, timeout: float | None=_UNSET) -> SetLimitsResult:
+        "Blocking :meth:`RpcdClient.set_limits`: Spending caps for the daemon's sessions (beating the ``limits.*`` settings; none given: the settings again), checked before every model call."
+        return self._run(self.client.set_limits(max_cost=max_cost, max_tokens=max_tokens, max_cost_per_day=max_cost_per_day, max_tokens_per_day=max_tokens_per_day, timeout=timeout))
+
+    def search_sessions(self, query: str, *, cwd: str | None=None, limit: int | None=None, cursor: str | None=None, timeout: float | None=_UNSET) -> SearchSessionsResult:
+        'Blocking :meth:`RpcdClient.search_sessions`: Full-text search of every stored session (``cwd``: one project\'s) with Pi\'s picker syntax: words, ``"phrases"``, ``re:regex``; each result names its matching entries with snippets.'
+        return self._run(self.client.search_sessions(query, cwd=cwd, limit=limit, cursor=cursor, timeout=timeout))
+
+    def read_session(self, session: str, *, since: str | None=None, limit: int | None=None, timeout: float | None=_UNSET) -> ReadSessionResult:
+        "Blocking :meth:`RpcdClient.read_session`: A stored session's entries without switching to it: ``session`` is a file, or an id / unique id prefix; ``since``: after that entry."
+        return self._run(self.client.read_session(session, since=since, limit=limit, timeout=timeout))
+
     def prompt(self, text: str, *, images: Sequence[Image] | None=None, streaming_behavior: StreamingBehavior | None=None, timeout: float | None=None) -> PromptResult:
         'Blocking :meth:`RpcdClient.prompt`: Run one turn; events stream meanwhile. No timeout by default: turns legitimately run long. With ``streaming_behavior`` and a turn running, the text is queued into it (``queued``).'
         return self._run(self.client.prompt(text, images=images, streaming_behavior=streaming_behavior, timeout=timeout))
@@ -207,6 +241,10 @@ class SyncMethods:
         'Blocking :meth:`RpcdClient.get_commands`: Every command a prompt can invoke now: extension commands, prompt templates, skills.'
         return self._run(self.client.get_commands(timeout=timeout))
 
+    def list_mcp_servers(self, *, timeout: float | None=_UNSET) -> McpServersResult:
+        'Blocking :meth:`RpcdClient.list_mcp_servers`: The MCP servers the current session named: status, tools, prompts, last error.'
+        return self._run(self.client.list_mcp_servers(timeout=timeout))
+
     def set_model(self, provider: str, model_id: str, *, timeout: float | None=_UNSET) -> ModelRef:
         'Blocking :meth:`RpcdClient.set_model`.'
         return self._run(self.client.set_model(provider, model_id, timeout=timeout))
@@ -238,6 +276,18 @@ class SyncMethods:
     def save_trust(self, directory: str | os.PathLike[str], trusted: bool=True, *, timeout: float | None=_UNSET) -> SaveTrustResult:
         "Blocking :meth:`RpcdClient.save_trust`: Save a trust decision for ``directory`` (Pi's ``/trust``): its settings, extensions and skills load in sessions started from now on (``trusted=False`` saves a refusal)."
         return self._run(self.client.save_trust(directory, trusted, timeout=timeout))
+
+    def list_auth_providers(self, *, timeout: float | None=_UNSET) -> ListAuthProvidersResult:
+        'Blocking :meth:`RpcdClient.list_auth_providers`: The providers ``login`` can log in to, and what auth.json (shared with Pi) holds for each.'
+        return self._run(self.client.list_auth_providers(timeout=timeout))
+
+    def login(self, provider: str, *, method: str='oauth', timeout: float | None=None) -> LoginResult:
+        "Blocking :meth:`RpcdClient.login`: Log in to ``provider`` as Pi's ``/login`` does; the person's part arrives as ``auth/prompt`` (``on_auth_prompt``) and ``auth/notify``. No timeout by default: a person is logging in."
+        return self._run(self.client.login(provider, method=method, timeout=timeout))
+
+    def logout(self, provider: str, *, timeout: float | None=_UNSET) -> LogoutResult:
+        "Blocking :meth:`RpcdClient.logout`: Remove ``provider``'s stored credential from auth.json."
+        return self._run(self.client.logout(provider, timeout=timeout))
 
     def get_available_models(self, *, timeout: float | None=_UNSET) -> AvailableModelsResult:
         "Blocking :meth:`RpcdClient.get_available_models`: The models usable now (``getAvailableModels``), in Pi's order."

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
-from rpcd.clients import render
+from rpcd.clients import render, undo
 from rpcd.clients.chat import approval_handler, chat
 from rpcd.clients.client import RpcdClient
 from rpcd.clients.errors import ClientError, DaemonDied, RpcError, RpcTimeout
@@ -42,7 +42,15 @@ from rpcd.clients.options import (
 from rpcd.clients.options import build_parser as _build_parser
 from rpcd.clients.output import BrokenStdout, EventPump, Printer, run_prompt
 from rpcd.clients.terminal import LineReader, history_path
-from rpcd.protocol.names import AUTHORIZE_PROJECT, SESSION_DIAGNOSTICS, TOOL_AUTHORIZE, UI_CONFIRM, UI_INPUT, UI_SELECT
+from rpcd.protocol.names import (
+    AUTH_PROMPT,
+    AUTHORIZE_PROJECT,
+    SESSION_DIAGNOSTICS,
+    TOOL_AUTHORIZE,
+    UI_CONFIRM,
+    UI_INPUT,
+    UI_SELECT,
+)
 
 __all__ = ["EXIT_BROKEN_PIPE", "EXIT_CANCELLED", "EXIT_DAEMON_DIED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_RPC_ERROR",
            "EXIT_TIMEOUT", "EXIT_TURN_FAILED", "EXIT_USAGE", "build_parser", "daemon_args", "main"]
@@ -169,11 +177,15 @@ async def _export(client: RpcdClient, args: argparse.Namespace) -> dict[str, Any
     """``export html|jsonl [PATH] [--force]``: the daemon never overwrites, so ``--force`` exports
     beside PATH under a fresh name and renames it over PATH (atomic: a failed export leaves PATH as
     it was)."""
+    if args.export_format == "md" and args.path == "-":
+        return dict(await client.export_markdown(inline=True))
     target = absolute(args.path) if args.path else None
 
     async def export(path: str | None) -> dict[str, Any]:
         if args.export_format == "html":
             return dict(await client.export_html(path))
+        if args.export_format == "md":
+            return dict(await client.export_markdown(path))
         assert path is not None  # argparse: jsonl takes a PATH
         return dict(await client.export_jsonl(path))
 
@@ -237,8 +249,34 @@ async def one_shot(client: RpcdClient, args: argparse.Namespace, printer: Printe
         )
         printer.result(listing, lambda r: render.sessions(r, every_project=project is None))
     elif name == "export":
-        printer.result(await _export(client, args),
-                       lambda r: f"exported to {r.get('path')}" + (" (replaced)" if r.get("replaced") else ""))
+        exported = await _export(client, args)
+        if "markdown" in exported and not printer.as_json:
+            sys.stdout.write(exported["markdown"])
+        else:
+            printer.result(exported, lambda r: f"exported to {r.get('path')}" + (" (replaced)" if r.get("replaced")
+                                                                                  else ""))
+    elif name == "undo":
+        preview = await client.restore_checkpoint(args.entry_id, files=args.files, dry_run=True, force=args.force)
+        if args.dry_run or not preview.get("files"):
+            printer.result(preview, undo.restore_report)
+        else:
+            restored = await client.restore_checkpoint(preview["entryId"], files=args.files, force=args.force)
+            printer.result(restored, undo.restore_report)
+            if any(f.get("conflict") and not f.get("applied") for f in restored["files"]):
+                return EXIT_TURN_FAILED
+    elif name == "checkpoints":
+        printer.result(await client.list_checkpoints(files=True), undo.checkpoints)
+    elif name == "search":
+        project = absolute(args.for_cwd) if args.for_cwd else None
+        printer.result(await client.search_sessions(" ".join(args.query), cwd=project, limit=args.limit,
+                                                    cursor=args.cursor), undo.search_results)
+    elif name == "limits":
+        caps = {"max_cost": args.max_cost, "max_tokens": args.max_tokens, "max_cost_per_day": args.max_cost_per_day,
+                "max_tokens_per_day": args.max_tokens_per_day}
+        if any(v is not None for v in caps.values()):
+            printer.result(await client.set_limits(**caps), undo.limits)
+        else:
+            printer.result({"limits": (await client.get_state()).get("limits")}, undo.limits)
     elif name == "tree":
         printer.result(await client.get_tree(), render.tree)
     elif name == "messages":
@@ -264,6 +302,17 @@ async def one_shot(client: RpcdClient, args: argparse.Namespace, printer: Printe
                        f" {r['rule'].get('command') or r['rule'].get('path') or '(every call)'}")
     elif name == "approvals":
         printer.result(await client.list_approval_rules(cwd=getattr(args, "for_cwd", None)), render.approval_rules)
+    elif name == "login":
+        done = await client.login(args.provider, method="api_key" if args.login_api_key else "oauth")
+        printer.result(done, lambda r: f"logged in to {r['provider']} ({r['type']}, stored in auth.json)")
+    elif name == "logout":
+        logged_out = await client.logout(args.provider)
+        printer.result(logged_out, lambda r: f"logged out of {r['provider']}" if r["removed"]
+                       else f"nothing stored for {r['provider']}")
+    elif name == "auth":
+        from rpcd.clients.login import providers_table
+
+        printer.result(await client.list_auth_providers(), providers_table)
     elif name == "trust" and args.trust_command == "revoke":
         gone = await client.revoke_trust(args.directory)
         printer.result(gone, lambda r: f"revoked: {r['decision']['directory']} "
@@ -326,6 +375,10 @@ async def _amain(args: argparse.Namespace, reader: LineReader | None, printer: P
         handlers[AUTHORIZE_PROJECT] = probe.handler()
     if asker is not None and not args.yes and args.command in (*CHAT_COMMANDS, "prompt"):
         handlers[TOOL_AUTHORIZE] = approval_handler(asker, printer)
+    if args.command in (*CHAT_COMMANDS, "login") and (asker is not None or args.command == "login"):
+        from rpcd.clients.login import prompt_handler, unattended_handler
+
+        handlers[AUTH_PROMPT] = prompt_handler(asker) if asker is not None else unattended_handler()
     try:
         client = await RpcdClient.spawn(
             daemon_args(args),
@@ -340,6 +393,10 @@ async def _amain(args: argparse.Namespace, reader: LineReader | None, printer: P
         shown = " ".join(command) if command else "python -P -m rpcd"
         raise ClientError(f"cannot start the daemon ({shown}): {exc.strerror or exc}") from exc
     pump = EventPump(client, printer)
+    if AUTH_PROMPT in handlers:
+        from rpcd.clients.login import notices
+
+        client.on_notification(notices(printer, open_browser=not getattr(args, "login_no_browser", False)))
     diagnostics: list[dict[str, Any]] = []
     client.on_notification(lambda method, params: diagnostics.extend(params.get("diagnostics") or [])
                            if method == SESSION_DIAGNOSTICS and isinstance(params, dict) else None)

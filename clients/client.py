@@ -36,6 +36,8 @@ from rpcd.clients.types import (
     SESSION_SCOPED,
     UI_NOTIFICATIONS,
     ApprovalPolicy,
+    AuthPromptParams,
+    AuthPromptResult,
     AvailableModelsResult,
     BashResult,
     CommandsResult,
@@ -44,6 +46,7 @@ from rpcd.clients.types import (
     CycleThinkingLevelResult,
     DeleteSessionResult,
     EntriesResult,
+    ExportMarkdownResult,
     ExportResult,
     ForkMessagesResult,
     ForkResult,
@@ -51,8 +54,13 @@ from rpcd.clients.types import (
     InitializeResult,
     LastAssistantText,
     ListApprovalRulesResult,
+    ListAuthProvidersResult,
+    ListCheckpointsResult,
     ListSessionsResult,
     ListTrustResult,
+    LoginResult,
+    LogoutResult,
+    McpServersResult,
     MessagesResult,
     ModelRef,
     NavigateTreeResult,
@@ -60,15 +68,19 @@ from rpcd.clients.types import (
     PromptResult,
     QueueContents,
     QueueMode,
+    ReadSessionResult,
     RenameSessionResult,
     ReplacementResult,
+    RestoreCheckpointResult,
     RevokeApprovalRuleResult,
     RevokeTrustResult,
     SandboxMode,
     SaveTrustResult,
+    SearchSessionsResult,
     SessionSort,
     SessionState,
     SessionStats,
+    SetLimitsResult,
     StreamingBehavior,
     ThinkingLevelsResult,
     ToolAuthorizeParams,
@@ -79,6 +91,7 @@ from rpcd.protocol.names import (
     ABORT,
     ABORT_BASH,
     ABORT_RETRY,
+    AUTH_PROMPT,
     AUTHORIZE_PROJECT,
     BASH,
     CLEAR_QUEUE,
@@ -91,6 +104,7 @@ from rpcd.protocol.names import (
     EXIT,
     EXPORT_HTML,
     EXPORT_JSONL,
+    EXPORT_MARKDOWN,
     FOLLOW_UP,
     FORK,
     GET_AVAILABLE_MODELS,
@@ -106,24 +120,33 @@ from rpcd.protocol.names import (
     IMPORT_JSONL,
     INITIALIZE,
     LIST_APPROVAL_RULES,
+    LIST_AUTH_PROVIDERS,
+    LIST_CHECKPOINTS,
+    LIST_MCP_SERVERS,
     LIST_SESSIONS,
     LIST_TRUST,
+    LOGIN,
+    LOGOUT,
     NAVIGATE_TREE,
     NEW_SESSION,
     PING,
     PROGRESS,
     PROMPT,
+    READ_SESSION,
     RELOAD,
     RENAME_SESSION,
+    RESTORE_CHECKPOINT,
     RESUME,
     REVOKE_APPROVAL_RULE,
     REVOKE_TRUST,
     SAVE_TRUST,
+    SEARCH_SESSIONS,
     SET_APPROVAL_POLICY,
     SET_AUTO_COMPACTION,
     SET_AUTO_RETRY,
     SET_FOLLOW_UP_MODE,
     SET_LABEL,
+    SET_LIMITS,
     SET_MODEL,
     SET_SANDBOX,
     SET_SESSION_NAME,
@@ -152,6 +175,8 @@ CLIENT_VERSION = "0.1.0"
 ProgressCallback = Callable[[dict[str, Any]], None]
 ToolAuthorizeHandler = Callable[[ToolAuthorizeParams], Awaitable[ToolAuthorizeResult] | ToolAuthorizeResult]
 """Decides one tool call (``tool/authorize``); raising or returning garbage counts as a rejection."""
+AuthPromptHandler = Callable[[AuthPromptParams], Awaitable[AuthPromptResult] | AuthPromptResult]
+"""Answers a login's question (``auth/prompt``); ``{"value": ...}``, or ``{"cancelled": true}`` to decline."""
 _UNSET: Any = object()
 
 
@@ -372,6 +397,13 @@ class RpcdClient:
         the daemon's default policy ``ask-writes``."""
         self.connection.handlers[TOOL_AUTHORIZE] = handler
 
+    def on_auth_prompt(self, handler: AuthPromptHandler) -> None:
+        """Answer a login's questions (``auth/prompt``: choose a method, paste a code, type a key) and
+        show its notices (``auth/notify`` notifications: a URL to open, a device code).
+
+        Register before ``initialize``: it declares the ``authPrompt`` capability ``login`` needs."""
+        self.connection.handlers[AUTH_PROMPT] = handler
+
     def on_notification(self, listener: Callable[[str, Any], None]) -> Callable[[], None]:
         """Call ``listener(method, params)`` for every notification, unfiltered; returns an unsubscribe."""
         self._listeners.append(listener)
@@ -506,6 +538,8 @@ class RpcdClient:
             capabilities["extensionUi"] = features
         if TOOL_AUTHORIZE in handlers:
             capabilities["toolApproval"] = {}
+        if AUTH_PROMPT in handlers:
+            capabilities["authPrompt"] = {}
         params = {
             "protocolVersion": PROTOCOL_VERSION,
             "clientInfo": {"name": CLIENT_NAME, "version": CLIENT_VERSION},
@@ -648,6 +682,74 @@ class RpcdClient:
         params = {"outputPath": os.fspath(output_path)}
         return cast(ExportResult, await self.call(EXPORT_JSONL, params, timeout=timeout))
 
+    async def export_markdown(
+        self, output_path: str | os.PathLike[str] | None = None, *, inline: bool = False,
+        timeout: float | None = _UNSET,
+    ) -> ExportMarkdownResult:
+        """The current branch as Markdown, tool calls folded: written to ``output_path`` (default: in
+        the session's cwd) — ``{path}`` — or, ``inline``, answered as ``{markdown}``."""
+        params: dict[str, Any] = {"outputPath": os.fspath(output_path)} if output_path is not None else {}
+        if inline:
+            params["inline"] = True
+        return cast(ExportMarkdownResult, await self.call(EXPORT_MARKDOWN, params, timeout=timeout))
+
+    async def list_checkpoints(self, *, files: bool = False, timeout: float | None = _UNSET) -> ListCheckpointsResult:
+        """The session's file checkpoints (one before each run's first change), oldest first;
+        ``files``: with the paths each run changed."""
+        params = {"files": True} if files else {}
+        return cast(ListCheckpointsResult, await self.call(LIST_CHECKPOINTS, params, timeout=timeout))
+
+    async def restore_checkpoint(
+        self, entry_id: str | None = None, *, files: Sequence[str] | None = None, dry_run: bool = False,
+        force: bool = False, timeout: float | None = _UNSET,
+    ) -> RestoreCheckpointResult:
+        """Put back what the agent changed since a checkpoint (``entry_id`` ``None``: undo the newest
+        run); ``dry_run``: only the diffs; ``force``: also over files someone else changed since."""
+        params: dict[str, Any] = {}
+        if entry_id is not None:
+            params["entryId"] = entry_id
+        if files is not None:
+            params["files"] = [os.fspath(f) for f in files]
+        if dry_run:
+            params["dryRun"] = True
+        if force:
+            params["force"] = True
+        return cast(RestoreCheckpointResult, await self.call(RESTORE_CHECKPOINT, params, timeout=timeout))
+
+    async def set_limits(
+        self, *, max_cost: float | None = None, max_tokens: int | None = None, max_cost_per_day: float | None = None,
+        max_tokens_per_day: int | None = None, timeout: float | None = _UNSET,
+    ) -> SetLimitsResult:
+        """Spending caps for the daemon's sessions (beating the ``limits.*`` settings; none given: the
+        settings again), checked before every model call."""
+        pairs = (("maxCost", max_cost), ("maxTokens", max_tokens), ("maxCostPerDay", max_cost_per_day),
+                 ("maxTokensPerDay", max_tokens_per_day))
+        params = {key: value for key, value in pairs if value is not None}
+        return cast(SetLimitsResult, await self.call(SET_LIMITS, params, timeout=timeout))
+
+    async def search_sessions(
+        self, query: str, *, cwd: str | None = None, limit: int | None = None, cursor: str | None = None,
+        timeout: float | None = _UNSET,
+    ) -> SearchSessionsResult:
+        """Full-text search of every stored session (``cwd``: one project's) with Pi's picker syntax:
+        words, ``"phrases"``, ``re:regex``; each result names its matching entries with snippets."""
+        pairs = (("cwd", cwd), ("limit", limit), ("cursor", cursor))
+        params: dict[str, Any] = {"query": query, **{key: value for key, value in pairs if value is not None}}
+        return cast(SearchSessionsResult, await self.call(SEARCH_SESSIONS, params, timeout=timeout))
+
+    async def read_session(
+        self, session: str, *, since: str | None = None, limit: int | None = None, timeout: float | None = _UNSET,
+    ) -> ReadSessionResult:
+        """A stored session's entries without switching to it: ``session`` is a file, or an id / unique
+        id prefix; ``since``: after that entry."""
+        params: dict[str, Any] = {"sessionFile" if os.sep in session or session.endswith(".jsonl") else "sessionId":
+                                  session}
+        if since is not None:
+            params["since"] = since
+        if limit is not None:
+            params["limit"] = limit
+        return cast(ReadSessionResult, await self.call(READ_SESSION, params, timeout=timeout))
+
     async def prompt(
         self,
         text: str,
@@ -763,6 +865,10 @@ class RpcdClient:
         """Every command a prompt can invoke now: extension commands, prompt templates, skills."""
         return cast(CommandsResult, await self.call(GET_COMMANDS, timeout=timeout))
 
+    async def list_mcp_servers(self, *, timeout: float | None = _UNSET) -> McpServersResult:
+        """The MCP servers the current session named: status, tools, prompts, last error."""
+        return cast(McpServersResult, await self.call(LIST_MCP_SERVERS, timeout=timeout))
+
     async def set_model(self, provider: str, model_id: str, *, timeout: float | None = _UNSET) -> ModelRef:
         return cast(ModelRef, await self.call(SET_MODEL, {"provider": provider, "modelId": model_id}, timeout=timeout))
 
@@ -807,6 +913,18 @@ class RpcdClient:
         load in sessions started from now on (``trusted=False`` saves a refusal)."""
         params = {"directory": os.fspath(directory), "trusted": trusted}
         return cast(SaveTrustResult, await self.call(SAVE_TRUST, params, timeout=timeout))
+    async def list_auth_providers(self, *, timeout: float | None = _UNSET) -> ListAuthProvidersResult:
+        """The providers ``login`` can log in to, and what auth.json (shared with Pi) holds for each."""
+        return cast(ListAuthProvidersResult, await self.call(LIST_AUTH_PROVIDERS, timeout=timeout))
+
+    async def login(self, provider: str, *, method: str = "oauth", timeout: float | None = None) -> LoginResult:
+        """Log in to ``provider`` as Pi's ``/login`` does; the person's part arrives as ``auth/prompt``
+        (``on_auth_prompt``) and ``auth/notify``. No timeout by default: a person is logging in."""
+        return cast(LoginResult, await self.call(LOGIN, {"provider": provider, "method": method}, timeout=timeout))
+
+    async def logout(self, provider: str, *, timeout: float | None = _UNSET) -> LogoutResult:
+        """Remove ``provider``'s stored credential from auth.json."""
+        return cast(LogoutResult, await self.call(LOGOUT, {"provider": provider}, timeout=timeout))
 
     async def get_available_models(self, *, timeout: float | None = _UNSET) -> AvailableModelsResult:
         """The models usable now (``getAvailableModels``), in Pi's order."""

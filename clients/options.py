@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from rpcd.clients.lookup import looks_like_path
-from rpcd.clients.types import APPROVAL_POLICIES
+from rpcd.clients.types import APPROVAL_POLICIES, SANDBOX_MODES
 
 EXIT_OK = 0
 EXIT_TURN_FAILED = 1
@@ -132,6 +132,11 @@ GLOBAL_OPTIONS: tuple[tuple[str, tuple[Option, ...]], ...] = (
                                    "a terminal, where you answer each question; auto otherwise)"}),
         (("--yes", "-y"), {"action": "store_true", "default": False,
                            "help": "run every tool without asking (= --approval auto)"}),
+        (("--sandbox",), {"choices": SANDBOX_MODES, "metavar": "MODE", "default": None,
+                          "help": "where bash commands may write: off, read-only, workspace-write (the project and "
+                                  "the temp dir); default: the sandbox setting, else off"}),
+        (("--sandbox-network",), {"choices": ("on", "off"), "metavar": "on|off", "default": None,
+                                  "help": "whether sandboxed commands may reach the network (default off)"}),
         (("--trust",), {"choices": ("ask", "trust", "trust-once", "deny"), "default": None,
                         "help": "answer to project-trust questions: trust (remembered in <agentDir>/trust.json), "
                                 "trust-once, deny, ask (default: ask on a terminal, else deny)"}),
@@ -253,10 +258,37 @@ def build_parser(version: str = "") -> argparse.ArgumentParser:
                   ["rpcctl --continue export html", "rpcctl --continue export jsonl /tmp/branch.jsonl --force"])
     formats = sub.add_subparsers(dest="export_format", metavar="FORMAT", required=True)
     for name, help_text, optional in (("html", "one self-contained HTML file (default: in the session's cwd)", True),
-                                      ("jsonl", "the current branch as a new session file", False)):
+                                      ("jsonl", "the current branch as a new session file", False),
+                                      ("md", "the current branch as Markdown, tool calls folded (PATH `-`: "
+                                             "to stdout)", True)):
         fmt = formats.add_parser(name, help=help_text, description=help_text)
         fmt.add_argument("path", nargs="?" if optional else None, metavar="PATH", help="where to write")
         fmt.add_argument("--force", "-f", action="store_true", help="replace PATH if it exists (atomically)")
+    sub = command("undo", "put back the files the agent changed: the last run, or since a checkpoint "
+                          "(a preview first; a file changed by someone else since is kept unless --force)",
+                  ["rpcctl --continue undo --dry-run", "rpcctl --continue undo",
+                   "rpcctl --continue undo 3f2a9c1d --force   # an entry from `rpcctl checkpoints`"])
+    sub.add_argument("entry_id", metavar="ENTRY", nargs="?",
+                     help="a checkpoint entry (`rpcctl checkpoints`) or any entry; default: the newest run not undone")
+    sub.add_argument("--dry-run", "-n", action="store_true", help="only show what would change (with diffs)")
+    sub.add_argument("--force", action="store_true", help="also overwrite files someone else changed since")
+    sub.add_argument("--file", dest="files", action="append", metavar="PATH", help="only this file (repeatable)")
+    command("checkpoints", "list the session's file checkpoints (one before each run's first change)",
+            ["rpcctl --continue checkpoints"])
+    sub = command("search", "search every stored session's messages, tool calls and names "
+                            "(Pi's picker syntax: words, \"phrases\", re:regex)",
+                  ['rpcctl search flaky test', 'rpcctl search \'"connection refused"\' --for-cwd .',
+                   "rpcctl search 're:TODO\\(\\w+\\)'"])
+    sub.add_argument("query", nargs="+", metavar="QUERY")
+    sub.add_argument("--for-cwd", metavar="DIR", help="only this project's sessions (default: every project)")
+    sub.add_argument("--limit", type=_positive_int)
+    sub.add_argument("--cursor")
+    sub = command("limits", "show the spending caps and what was spent; set them for this daemon's sessions",
+                  ["rpcctl --continue limits", "rpcctl --continue limits --max-cost 2.50 prompt ...  # see docs"])
+    sub.add_argument("--max-cost", type=float, metavar="USD")
+    sub.add_argument("--max-tokens", type=_positive_int, metavar="N")
+    sub.add_argument("--max-cost-per-day", type=float, metavar="USD")
+    sub.add_argument("--max-tokens-per-day", type=_positive_int, metavar="N")
     command("tree", "show the session tree", ["rpcctl --continue tree"])
     command("messages", "show the current context's messages", ["rpcctl --continue messages"])
     sub = command("name", "set the session's display name", ["rpcctl --continue name 'release audit'"])
@@ -287,6 +319,19 @@ def build_parser(version: str = "") -> argparse.ArgumentParser:
                      help="the project (default: the current directory)")
     revoke = which.add_parser("revoke", help="forget the decision saved for a directory (it is asked again)")
     revoke.add_argument("directory", metavar="DIR", type=_directory, help="a directory with a saved decision")
+    sub = command("login", "log in to a provider as Pi's /login does (a subscription, or --with-api-key); stored in "
+                           "<agentDir>/auth.json, shared with Pi", ["rpcctl login anthropic",
+                                                                   "rpcctl login github-copilot",
+                                                                   "rpcctl login mistral --with-api-key"])
+    sub.add_argument("provider", metavar="PROVIDER", help="a provider id (`rpcctl auth` lists them)")
+    sub.add_argument("--with-api-key", dest="login_api_key", action="store_true",
+                     help="store an API key instead (asked without echo)")
+    sub.add_argument("--no-browser", dest="login_no_browser", action="store_true",
+                     help="print the login URL without opening a browser")
+    sub = command("logout", "remove a provider's stored credential from <agentDir>/auth.json",
+                  ["rpcctl logout anthropic"])
+    sub.add_argument("provider", metavar="PROVIDER")
+    command("auth", "the providers you can log in to, and what auth.json holds for each", ["rpcctl auth"])
     command("doctor", "check the setup: agent dir, session dir, settings/models/auth files, where each key "
                       "comes from, trust", ["rpcctl doctor", "rpcctl --json doctor"])
     completion = commands.add_parser("completion", help="print a shell completion script (generated from "
@@ -317,14 +362,16 @@ DEMO_IGNORES = {"json": "--json", "events": "--events", "start_resume": "--resum
                 "approval": "--approval", "yes": "--yes", "provider": "--provider", "model": "--model",
                 "thinking": "--thinking", "api_key": "--api-key", "models": "--models", "tools": "--tools",
                 "exclude_tools": "--exclude-tools", "no_builtin_tools": "--no-builtin-tools",
-                "no_tools": "--no-tools", "no_context_files": "--no-context-files", "flags": "--flag"}
+                "no_tools": "--no-tools", "no_context_files": "--no-context-files", "flags": "--flag",
+                "sandbox": "--sandbox", "sandbox_network": "--sandbox-network"}
 
 # (attribute, daemon flag) of the options passed on as `--flag VALUE` / `--flag`
 _VALUE_FLAGS = (("start_resume", "--resume"), ("trust_policy", "--trust-policy"), ("log_level", "--log-level"),
                 ("agent_dir", "--agent-dir"), ("session_dir", "--session-dir"), ("cwd", "--cwd"),
                 ("provider", "--provider"), ("model", "--model"), ("thinking", "--thinking"),
                 ("api_key", "--api-key"), ("models", "--models"), ("tools", "--tools"),
-                ("exclude_tools", "--exclude-tools"))
+                ("exclude_tools", "--exclude-tools"), ("sandbox", "--sandbox"),
+                ("sandbox_network", "--sandbox-network"))
 _SWITCHES = (("start_continue", "--continue"), ("start_resume_last", "--resume-last"), ("in_memory", "--in-memory"),
              ("no_builtin_tools", "--no-builtin-tools"), ("no_tools", "--no-tools"),
              ("no_context_files", "--no-context-files"))

@@ -584,6 +584,43 @@ class CommandsChangedEvent:
     commands: list[CommandInfo]
 
 
+@attrs.frozen
+class LimitReachedEvent:
+    """A spending cap is reached (settings ``limits.*``, ``setLimits``): the next model call did not
+    happen; the turn ends with stop reason ``limit`` and queued input stays queued (rpcd's; Pi has
+    no caps)."""
+
+    type: Literal["limit_reached"]
+    limit: Literal["maxCost", "maxTokens", "maxCostPerDay", "maxTokensPerDay"]
+    scope: Literal["session", "day"]
+    used: float
+    """Spent so far (USD for the cost caps, tokens for the token caps)."""
+    max: float
+
+
+@attrs.frozen
+class CheckpointCreatedEvent:
+    """The files of the project were snapshotted before this run's first change (or before a
+    restore); ``entryId`` is its ``custom`` entry (``listCheckpoints``, ``restoreCheckpoint``)."""
+
+    type: Literal["checkpoint_created"]
+    entry_id: str
+    checkpoint_id: str
+    kind: Literal["git", "files"]
+    root: str
+    partial: str | None = None
+    """What the snapshot could not cover, in words (files too large, the scan's bound)."""
+
+
+@attrs.frozen
+class CheckpointFailedEvent:
+    """The files could not be snapshotted (or the snapshot at the run's end failed): the tools ran,
+    but this run's changes cannot be undone by ``restoreCheckpoint``."""
+
+    type: Literal["checkpoint_failed"]
+    message: str
+
+
 SessionEvent: TypeAlias = (
     AgentStartEvent
     | AgentEndEvent
@@ -610,6 +647,9 @@ SessionEvent: TypeAlias = (
     | EntryAppendedEvent
     | ExtensionErrorEvent
     | CommandsChangedEvent
+    | LimitReachedEvent
+    | CheckpointCreatedEvent
+    | CheckpointFailedEvent
 )
 """Every event of ``session/event``, discriminated on ``type``."""
 

@@ -14,7 +14,14 @@ import attrs
 
 from rpcd.protocol._fields import nullable
 from rpcd.protocol.outgoing import DiagnosticItem
-from rpcd.protocol.shapes import CommandInfo, QueueContents, StreamingBehavior, ThinkingLevel
+from rpcd.protocol.shapes import (
+    CommandInfo,
+    LimitsInfo,
+    McpServerInfo,
+    QueueContents,
+    StreamingBehavior,
+    ThinkingLevel,
+)
 
 
 @attrs.frozen
@@ -63,6 +70,131 @@ class GetTreeResult:
     children oldest first (entries without a known parent are roots too)."""
 
 
+@attrs.frozen
+class RestoredFile:
+    path: str
+    """Absolute."""
+    action: Literal["restore", "recreate", "delete"]
+    """``restore``: back to its old content; ``recreate``: the agent deleted it; ``delete``: the agent created it."""
+    applied: bool
+    """Written (never in a dry run)."""
+    restorable: bool
+    """``false``: its old content was not kept (over the snapshot's bounds), or it is a directory now."""
+    conflict: str | None = None
+    """Why writing it would lose someone else's change (written only with ``force``)."""
+    diff: str | None = None
+    """Unified diff from the current content to the restored one (text files, bounded)."""
+    binary: bool | None = None
+
+
+@attrs.frozen
+class RestoreCheckpointResult:
+    entry_id: str
+    """The checkpoint restored (its ``custom`` entry)."""
+    checkpoint_id: str
+    dry_run: bool
+    files: list[RestoredFile]
+    """Every file the agent changed since the checkpoint that is not already as it was."""
+    unchanged: list[str]
+    """Files it changed that are already back as they were."""
+    notes: list[str]
+    """What the snapshots could not cover (files too large, a scan's bound)."""
+    restore_entry_id: str | None = None
+    """The restore's own checkpoint (restore it to undo this restore); absent when nothing was written."""
+
+
+@attrs.frozen
+class CheckpointSummary:
+    entry_id: str
+    checkpoint_id: str
+    kind: Literal["git", "files"]
+    """``git``: a git tree of the worktree; ``files``: a bounded copy of the project's files."""
+    root: str
+    created_at: str
+    reason: Literal["run", "restore"]
+    available: bool
+    """The store still holds it (``false``: pruned, or another agent dir's)."""
+    finished: bool
+    """Its run ended and was snapshotted."""
+    restored_to: str | None = None
+    """For a restore's checkpoint: the checkpoint id it restored."""
+    partial: str | None = None
+    prompt_entry_id: str | None = None
+    """The user message whose run it belongs to."""
+    prompt: str | None = None
+    changed_files: list[str] | None = None
+    """With ``files: true``: what the run changed."""
+
+
+@attrs.frozen
+class ListCheckpointsResult:
+    checkpoints: list[CheckpointSummary]
+    """Oldest first (the session file's order)."""
+    undo_entry_id: str | None = None
+    """What ``restoreCheckpoint`` without ``entryId`` (``undo``) restores."""
+
+
+@attrs.frozen
+class SetLimitsResult:
+    limits: LimitsInfo | None = nullable()  # noqa: RUF009 - attrs field metadata (always sent, null: no cap)
+    """The caps in force now (``null``: none)."""
+
+
+@attrs.frozen
+class SearchSnippet:
+    kind: Literal["session", "name", "user", "assistant", "thinking", "toolCall", "toolResult", "bash", "custom",
+                  "summary"]
+    text: str
+    """The matching text around the first hit (``…`` where it was cut), whitespace folded."""
+    start: int
+    end: int
+    """Where the hit is in ``text`` (code points)."""
+    entry_id: str | None = None
+    """The entry it comes from (absent: the session's id and cwd)."""
+
+
+@attrs.frozen
+class SearchHit:
+    session_id: str
+    session_file: str
+    cwd: str
+    title: str
+    created_at: str
+    updated_at: str
+    message_count: int
+    match_count: int
+    """How many pieces of text matched (``snippets`` shows the first five)."""
+    snippets: list[SearchSnippet]
+    name: str | None = None
+
+
+@attrs.frozen
+class SearchSessionsResult:
+    results: list[SearchHit]
+    """Newest first (last activity), like ``listSessions``."""
+    next_cursor: str | None = None
+
+
+@attrs.frozen
+class ReadSessionResult:
+    session_file: str
+    header: dict[str, Any]
+    entries: list[dict[str, Any]]
+    """Raw, append order (after ``since``)."""
+    leaf_id: str | None = nullable()
+    """The file's leaf (its last entry), as Pi opens it."""
+    next_since: str | None = None
+    """More entries follow: pass it as ``since``."""
+
+
+@attrs.frozen
+class ExportMarkdownResult:
+    path: str | None = None
+    """The file written (absent with ``inline``)."""
+    markdown: str | None = None
+    """The document (only with ``inline``)."""
+
+
 @attrs.frozen(kw_only=True)
 class NavigateTreeResult:
     cancelled: bool
@@ -73,6 +205,8 @@ class NavigateTreeResult:
     editor_text: str | None = None
     summary_entry: dict[str, Any] | None = None
     """The ``branch_summary`` entry written."""
+    restore: RestoreCheckpointResult | None = None
+    """With ``restoreFiles``: what happened to the files (absent: no checkpoint after the target)."""
 
 
 @attrs.frozen
@@ -134,6 +268,12 @@ class PromptResult:
 class GetCommandsResult:
     commands: list[CommandInfo]
     """Extension commands, then prompt templates, then skills (Pi's ``get_commands`` order)."""
+
+
+@attrs.frozen
+class ListMcpServersResult:
+    servers: list[McpServerInfo]
+    """The MCP servers the current session named, in the order they were named."""
 
 
 @attrs.frozen
@@ -270,6 +410,43 @@ class ListTrustResult:
     """Sorted by directory."""
     diagnostics: list[DiagnosticItem]
     """A warning when ``trust.json`` cannot be used (then nothing is listed)."""
+
+
+@attrs.frozen
+class AuthProviderInfo:
+    """A provider ``login`` can log in to (Pi's ``/login`` list), with what auth.json holds for it."""
+
+    id: str
+    name: str
+    oauth: bool
+    """It has a subscription login (``login {provider}``)."""
+    api_key: bool
+    """It takes a stored API key (``login {provider, method: "api_key"}``)."""
+    subscription: bool
+    stored: Literal["oauth", "api_key"] | None = nullable()
+    """What ``<agentDir>/auth.json`` (shared with Pi) holds for it now (``null``: nothing); never a value."""
+    expires: int | None = None
+    """A stored OAuth login's access-token expiry, ms since the epoch (refreshed before it, by rpcd or Pi)."""
+
+
+@attrs.frozen
+class ListAuthProvidersResult:
+    providers: list[AuthProviderInfo]
+
+
+@attrs.frozen
+class LoginResult:
+    provider: str
+    type: Literal["oauth", "api_key"]
+    """What was stored in auth.json (never the value)."""
+    expires: int | None = None
+
+
+@attrs.frozen
+class LogoutResult:
+    provider: str
+    removed: bool
+    """``False``: auth.json held nothing for it."""
 
 
 @attrs.frozen

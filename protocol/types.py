@@ -28,6 +28,10 @@ from rpcd.protocol.shapes import CommandSourceInfo as CommandSourceInfo
 from rpcd.protocol.shapes import CompactionReason as CompactionReason
 from rpcd.protocol.shapes import DiagnosticType as DiagnosticType
 from rpcd.protocol.shapes import HostStatus as HostStatus
+from rpcd.protocol.shapes import LimitsInfo as LimitsInfo
+from rpcd.protocol.shapes import McpServerInfo as McpServerInfo
+from rpcd.protocol.shapes import McpServerStatus as McpServerStatus
+from rpcd.protocol.shapes import McpTransport as McpTransport
 from rpcd.protocol.shapes import ProgressToken as ProgressToken
 from rpcd.protocol.shapes import QueueContents as QueueContents
 from rpcd.protocol.shapes import StreamingBehavior as StreamingBehavior
@@ -40,10 +44,16 @@ if TYPE_CHECKING:
     from rpcd.protocol.events import CompactionStartEvent as CompactionStartEvent
     from rpcd.protocol.events import SessionEventParams as SessionEventParams
     from rpcd.protocol.events import SessionLifecycleParams as SessionLifecycleParams
+    from rpcd.protocol.outgoing import AuthNotifyParams as AuthNotifyParams
     from rpcd.protocol.outgoing import AuthorizeProjectParams as AuthorizeProjectParams
     from rpcd.protocol.outgoing import AuthorizeProjectResult as AuthorizeProjectResult
+    from rpcd.protocol.outgoing import AuthPromptOption as AuthPromptOption
+    from rpcd.protocol.outgoing import AuthPromptParams as AuthPromptParams
+    from rpcd.protocol.outgoing import AuthPromptResult as AuthPromptResult
+    from rpcd.protocol.outgoing import AuthPromptSpec as AuthPromptSpec
     from rpcd.protocol.outgoing import DiagnosticItem as DiagnosticItem
     from rpcd.protocol.outgoing import HostStatusParams as HostStatusParams
+    from rpcd.protocol.outgoing import McpStatusParams as McpStatusParams
     from rpcd.protocol.outgoing import ProgressBegin as ProgressBegin
     from rpcd.protocol.outgoing import ProgressEnd as ProgressEnd
     from rpcd.protocol.outgoing import ProgressParams as ProgressParams
@@ -68,12 +78,15 @@ if TYPE_CHECKING:
     from rpcd.protocol.outgoing import UiSetTitleParams as UiSetTitleParams
     from rpcd.protocol.outgoing import UiSetWidgetParams as UiSetWidgetParams
     from rpcd.protocol.results import ApprovalRule as ApprovalRule
+    from rpcd.protocol.results import AuthProviderInfo as AuthProviderInfo
     from rpcd.protocol.results import AvailableThinkingLevelsResult as AvailableThinkingLevelsResult
     from rpcd.protocol.results import BashResult as BashResult
+    from rpcd.protocol.results import CheckpointSummary as CheckpointSummary
     from rpcd.protocol.results import ContextUsage as ContextUsage
     from rpcd.protocol.results import CycleModelResult as CycleModelResult
     from rpcd.protocol.results import CycleThinkingLevelResult as CycleThinkingLevelResult
     from rpcd.protocol.results import DeleteSessionResult as DeleteSessionResult
+    from rpcd.protocol.results import ExportMarkdownResult as ExportMarkdownResult
     from rpcd.protocol.results import ExportResult as ExportResult
     from rpcd.protocol.results import ForkMessage as ForkMessage
     from rpcd.protocol.results import ForkMessagesResult as ForkMessagesResult
@@ -85,19 +98,30 @@ if TYPE_CHECKING:
     from rpcd.protocol.results import GetTreeResult as GetTreeResult
     from rpcd.protocol.results import LastAssistantTextResult as LastAssistantTextResult
     from rpcd.protocol.results import ListApprovalRulesResult as ListApprovalRulesResult
+    from rpcd.protocol.results import ListAuthProvidersResult as ListAuthProvidersResult
+    from rpcd.protocol.results import ListCheckpointsResult as ListCheckpointsResult
     from rpcd.protocol.results import ListSessionsResult as ListSessionsResult
     from rpcd.protocol.results import ListTrustResult as ListTrustResult
+    from rpcd.protocol.results import LoginResult as LoginResult
+    from rpcd.protocol.results import LogoutResult as LogoutResult
     from rpcd.protocol.results import ModelCost as ModelCost
     from rpcd.protocol.results import ModelDescription as ModelDescription
     from rpcd.protocol.results import NavigateTreeResult as NavigateTreeResult
     from rpcd.protocol.results import PromptResult as PromptResult
+    from rpcd.protocol.results import ReadSessionResult as ReadSessionResult
     from rpcd.protocol.results import RenameSessionResult as RenameSessionResult
     from rpcd.protocol.results import ReplacementResult as ReplacementResult
+    from rpcd.protocol.results import RestoreCheckpointResult as RestoreCheckpointResult
+    from rpcd.protocol.results import RestoredFile as RestoredFile
     from rpcd.protocol.results import RevokeApprovalRuleResult as RevokeApprovalRuleResult
     from rpcd.protocol.results import RevokeTrustResult as RevokeTrustResult
     from rpcd.protocol.results import SaveTrustResult as SaveTrustResult
+    from rpcd.protocol.results import SearchHit as SearchHit
+    from rpcd.protocol.results import SearchSessionsResult as SearchSessionsResult
+    from rpcd.protocol.results import SearchSnippet as SearchSnippet
     from rpcd.protocol.results import SessionStatsResult as SessionStatsResult
     from rpcd.protocol.results import SessionSummary as SessionSummary
+    from rpcd.protocol.results import SetLimitsResult as SetLimitsResult
     from rpcd.protocol.results import TokenStats as TokenStats
     from rpcd.protocol.results import TrustDecision as TrustDecision
 
@@ -143,6 +167,8 @@ class ClientCapabilities:
     """The client shows ``$/progress`` for a ``workDoneToken`` it sent."""
     tool_approval: Capability | None = None
     """The client answers ``tool/authorize`` (and the default approval policy becomes ``ask-writes``)."""
+    auth_prompt: Capability | None = None
+    """The client answers ``auth/prompt`` and shows ``auth/notify`` (what ``login`` needs)."""
 
 
 @open_object
@@ -202,7 +228,8 @@ class NewSessionParams:
 @attrs.frozen
 class ResumeParams:
     session_path: str
-    """The session file to switch to."""
+    """The session file to switch to, or a session id / an id prefix only one session has (looked up
+    in the current project first, then in every project)."""
     cwd_override: str | None = None
     """Run the session in this directory instead of the one stored in the file."""
     work_done_token: ProgressToken | None = None
@@ -280,8 +307,12 @@ class GetStateResult:
     model: ModelRef | None = None
     approval_policy: ApprovalPolicy | None = None
     """The tool-approval policy in force for the session's tool calls."""
+    limits: LimitsInfo | None = None
+    """The spending caps in force and what was spent (absent: no cap is set)."""
     sandbox: SandboxInfo | None = None
     """The sandbox the session's commands run in (``--sandbox``, ``setSandbox``, the ``sandbox`` setting)."""
+    mcp_servers: list[McpServerInfo] | None = None
+    """The MCP servers the session named and their status (absent: it names none)."""
 
 
 @attrs.frozen
@@ -315,6 +346,10 @@ class NavigateTreeParams:
     """Use ``customInstructions`` instead of Pi's prompt (not in addition to it)."""
     label: str | None = None
     """Label the summary entry (or, without a summary, the target)."""
+    restore_files: bool | None = None
+    """Also put the files the agent changed after the target back as they were then (the first
+    file checkpoint after it, ``restoreCheckpoint``'s rules: a file changed by someone else since is
+    listed, not written); the result's ``restore`` says what happened."""
 
 
 @attrs.frozen
@@ -345,13 +380,15 @@ class ListSessionsParams:
 @attrs.frozen
 class DeleteSessionParams:
     session_file: str
-    """A session file in the session store (absolute); never the current session."""
+    """A session file in the session store (absolute), or a session id / unique id prefix; never the
+    current session."""
 
 
 @attrs.frozen
 class RenameSessionParams:
     session_file: str
-    """Any session file (absolute); the current session's is renamed as ``setSessionName`` does."""
+    """Any session file (absolute), or a session id / unique id prefix; the current session's is
+    renamed as ``setSessionName`` does."""
     name: str
 
 
@@ -359,6 +396,72 @@ class RenameSessionParams:
 class ExportHtmlParams:
     output_path: str | None = None
     """Absolute and new (never overwritten); default ``<cwd>/pi-session-<file name>.html`` (``-1``, ... if taken)."""
+
+
+@attrs.frozen
+class ExportMarkdownParams:
+    output_path: str | None = None
+    """Absolute and new (never overwritten); default ``<cwd>/pi-session-<file name>.md`` (``-1``, ... if taken)."""
+    inline: bool | None = None
+    """Answer the document as ``markdown`` instead of writing a file."""
+
+
+@attrs.frozen
+class SetLimitsParams:
+    """Caps for this daemon's sessions from now on (beating the ``limits.*`` settings); each absent
+    cap is the setting's (``{}``: the settings again)."""
+
+    max_cost: float | None = None
+    """USD, the session's cost (``getSessionStats``)."""
+    max_tokens: int | None = None
+    max_cost_per_day: float | None = None
+    """USD, every rpcd session of this agent dir since local midnight."""
+    max_tokens_per_day: int | None = None
+
+
+@attrs.frozen
+class ListCheckpointsParams:
+    files: bool | None = None
+    """Also list the files each run changed (reads both snapshots of each checkpoint)."""
+
+
+@attrs.frozen
+class RestoreCheckpointParams:
+    entry_id: str | None = None
+    """A checkpoint's entry (``listCheckpoints``), or any entry: the first checkpoint after it.
+    Absent: the newest run not undone yet (what ``rpcctl undo`` restores)."""
+    files: list[str] | None = None
+    """Only these paths (absolute, or relative to the checkpoint's root; a directory covers what is in it)."""
+    dry_run: bool | None = None
+    """Only say what would happen (with a diff per file); nothing is written."""
+    force: bool | None = None
+    """Also overwrite files someone else changed since (the restore's own checkpoint keeps them)."""
+
+
+@attrs.frozen
+class SearchSessionsParams:
+    query: str
+    """Pi's session-picker syntax: words (each must occur, case-insensitive), ``"quoted phrases"``
+    (whitespace runs count as one space), ``re:<regex>`` (case-insensitive)."""
+    cwd: str | None = None
+    """Only sessions of this working directory (default: all)."""
+    limit: int | None = None
+    """Sessions per page (default 20, at most 200)."""
+    cursor: str | None = None
+    """From a previous ``nextCursor`` of the same query."""
+
+
+@attrs.frozen
+class ReadSessionParams:
+    """A stored session read without switching to it: ``sessionFile`` or ``sessionId`` (an id, or a
+    prefix only one session has)."""
+
+    session_file: str | None = None
+    session_id: str | None = None
+    since: str | None = None
+    """Only the entries after this entry id (append order)."""
+    limit: int | None = None
+    """Entries per answer (default 1,000, at most 10,000); ``nextSince`` continues."""
 
 
 @attrs.frozen
@@ -482,6 +585,19 @@ class SaveTrustParams:
 
 
 @attrs.frozen
+class LoginParams:
+    provider: str
+    """A provider id of ``listAuthProviders``."""
+    method: Literal["oauth", "api_key"] = "oauth"
+    """``oauth``: the provider's subscription login (Pi's ``/login``); ``api_key``: ask for a key and store it."""
+
+
+@attrs.frozen
+class LogoutParams:
+    provider: str
+
+
+@attrs.frozen
 class CycleModelParams:
     direction: Literal["forward", "backward"] = "forward"
 
@@ -520,13 +636,28 @@ _ELSEWHERE: dict[str, str] = {
             "ForkResult",
             "GetAvailableModelsResult",
             "GetCommandsResult",
+            "ListMcpServersResult",
             "GetEntriesResult",
             "GetMessagesResult",
             "GetTreeResult",
             "LastAssistantTextResult",
+            "CheckpointSummary",
+            "ExportMarkdownResult",
             "ListApprovalRulesResult",
+            "ListCheckpointsResult",
             "ListSessionsResult",
+            "ReadSessionResult",
+            "RestoreCheckpointResult",
+            "RestoredFile",
+            "SearchHit",
+            "SearchSessionsResult",
+            "SearchSnippet",
+            "SetLimitsResult",
             "ListTrustResult",
+            "ListAuthProvidersResult",
+            "AuthProviderInfo",
+            "LoginResult",
+            "LogoutResult",
             "ModelCost",
             "ModelDescription",
             "NavigateTreeResult",
@@ -542,10 +673,16 @@ _ELSEWHERE: dict[str, str] = {
             "TrustDecision",
         ),
         "rpcd.protocol.outgoing": (
+            "AuthNotifyParams",
+            "AuthPromptOption",
+            "AuthPromptParams",
+            "AuthPromptResult",
+            "AuthPromptSpec",
             "AuthorizeProjectParams",
             "AuthorizeProjectResult",
             "DiagnosticItem",
             "HostStatusParams",
+            "McpStatusParams",
             "ProgressBegin",
             "ProgressEnd",
             "ProgressParams",

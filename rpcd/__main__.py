@@ -1,7 +1,8 @@
-"""``python -m rpcd`` / the ``rpcd`` console script: the JSON-RPC daemon (``rpcd.daemon.app``), with
-``acp`` first the Agent Client Protocol front (``rpcd.daemon.acp``), with ``--mode rpc`` (anywhere, as
-Pi reads it) Pi's own RPC wire (``rpcd.daemon.pirpc``). Each mode imports only its own endpoint: the
-daemon never loads the ACP SDK, ``rpcd acp`` and ``rpcd --mode rpc`` never load pygls.
+"""``python -m rpcd`` / the ``rpcd`` console script: the JSON-RPC daemon (``rpcd.daemon.app``), or with
+``acp`` first, the Agent Client Protocol front (``rpcd.daemon.acp``), or with ``login`` (or ``acp --login``)
+a provider login at the terminal (``rpcd.daemon.login``), or with ``--mode rpc`` (anywhere, as Pi reads
+it) Pi's own RPC wire (``rpcd.daemon.pirpc``). Each mode imports only its own endpoint: the daemon never
+loads the ACP SDK, ``rpcd acp`` and ``rpcd --mode rpc`` never load pygls.
 
 ``run`` (the console script, ``python -m rpcd``) ends the process with ``rpcd.daemon.process.end_process``
 once ``main`` has returned: everything is flushed and fsynced by then, so the interpreter's teardown
@@ -16,6 +17,12 @@ from typing import NoReturn
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["login"] or (args[:1] == ["acp"] and "--login" in args):
+        # a login at the terminal (``rpcd acp --login P``: what an ACP client runs for a terminal auth method)
+        from rpcd.daemon.login import main as login_main
+
+        rest = [a for a in args[1:] if a != "--login"]
+        return login_main(rest)
     if args[:1] == ["acp"]:
         from rpcd.daemon.acp import main as acp_main
 

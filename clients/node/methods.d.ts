@@ -50,6 +50,54 @@ export interface AssistantMessage {
   errorMessage?: string;
 }
 
+export interface AuthNotifyParams {
+  loginId: string;
+  provider: string;
+  /** Pi's login notice: `{"type": "auth_url", "url", "instructions"}` (open it in a browser), `{"type": "device_code", "userCode", "verificationUri", "intervalSeconds"?, "expiresInSeconds"?}` (show the code, open the page), `{"type": "progress", "message"}`, `{"type": "info", "message", "links"?}`. */
+  notice: Record<string, unknown>;
+}
+
+export interface AuthPromptOption {
+  id: string;
+  label: string;
+}
+
+export interface AuthPromptParams {
+  /** One `login` request's prompts and notices share it. */
+  loginId: string;
+  provider: string;
+  prompt: AuthPromptSpec;
+}
+
+export interface AuthPromptResult {
+  /** The answer; absent (or `cancelled: true`) declines, which ends the login. */
+  value?: string;
+  cancelled?: boolean;
+}
+
+/** Pi's login prompt: `select` one of `options` (answer its `id`), `text`, `secret` (show it masked), `manual_code` (paste an authorization code or the redirect URL; withdrawn with `$/cancelRequest` when the browser's redirect reached the daemon first). */
+export interface AuthPromptSpec {
+  type: "select" | "text" | "secret" | "manual_code";
+  message: string;
+  options?: AuthPromptOption[];
+  placeholder?: string;
+}
+
+/** A provider `login` can log in to (Pi's `/login` list), with what auth.json holds for it. */
+export interface AuthProviderInfo {
+  id: string;
+  name: string;
+  /** It has a subscription login (`login {provider}`). */
+  oauth: boolean;
+  /** It takes a stored API key (`login {provider, method: "api_key"}`). */
+  apiKey: boolean;
+  subscription: boolean;
+  /** What `<agentDir>/auth.json` (shared with Pi) holds for it now (`null`: nothing); never a value. */
+  stored: ("oauth" | "api_key") | null;
+  /** A stored OAuth login's access-token expiry, ms since the epoch (refreshed before it, by rpcd or Pi). */
+  expires?: number;
+}
+
 export interface AuthorizeProjectParams {
   cwd: string;
   /** Why trust is asked (project-local extensions, settings, ...). */
@@ -142,6 +190,45 @@ export interface CancelParams {
   id: number | string;
 }
 
+/** The files of the project were snapshotted before this run's first change (or before a restore); `entryId` is its `custom` entry (`listCheckpoints`, `restoreCheckpoint`). */
+export interface CheckpointCreatedEvent {
+  type: "checkpoint_created";
+  entryId: string;
+  checkpointId: string;
+  kind: "git" | "files";
+  root: string;
+  /** What the snapshot could not cover, in words (files too large, the scan's bound). */
+  partial?: string;
+}
+
+/** The files could not be snapshotted (or the snapshot at the run's end failed): the tools ran, but this run's changes cannot be undone by `restoreCheckpoint`. */
+export interface CheckpointFailedEvent {
+  type: "checkpoint_failed";
+  message: string;
+}
+
+export interface CheckpointSummary {
+  entryId: string;
+  checkpointId: string;
+  /** `git`: a git tree of the worktree; `files`: a bounded copy of the project's files. */
+  kind: "git" | "files";
+  root: string;
+  createdAt: string;
+  reason: "run" | "restore";
+  /** The store still holds it (`false`: pruned, or another agent dir's). */
+  available: boolean;
+  /** Its run ended and was snapshotted. */
+  finished: boolean;
+  /** For a restore's checkpoint: the checkpoint id it restored. */
+  restoredTo?: string;
+  partial?: string;
+  /** The user message whose run it belongs to. */
+  promptEntryId?: string;
+  prompt?: string;
+  /** With `files: true`: what the run changed. */
+  changedFiles?: string[];
+}
+
 /** What the client can do; unknown capability keys are ignored (forward compatible). */
 export interface ClientCapabilities {
   /** The client answers `host/authorizeProject`. */
@@ -152,6 +239,8 @@ export interface ClientCapabilities {
   progress?: Record<string, unknown>;
   /** The client answers `tool/authorize` (and the default approval policy becomes `ask-writes`). */
   toolApproval?: Record<string, unknown>;
+  /** The client answers `auth/prompt` and shows `auth/notify` (what `login` needs). */
+  authPrompt?: Record<string, unknown>;
 }
 
 export interface ClientInfo {
@@ -208,7 +297,7 @@ export interface CompactionEndEvent {
   errorMessage?: string;
 }
 
-/** What a compaction produced (Pi's `CompactionResult`): the `compact` result and `compaction_end.result`. */
+/** What a compaction produced (Pi's `CompactionResult`): the `compact` result and `compaction_end.result` (one class for both). */
 export interface CompactionResult {
   summary: string;
   /** The first entry kept verbatim after the summary. */
@@ -218,7 +307,7 @@ export interface CompactionResult {
   /** A heuristic estimate over the rebuilt context (chars/4), not a provider count. */
   estimatedTokensAfter?: number;
   /** The model call(s) that wrote the summary (absent for an extension's summary without one). */
-  usage?: Record<string, unknown>;
+  usage?: Usage;
   /** `{readFiles, modifiedFiles}` for Pi's own summaries; whatever an extension stored otherwise. */
   details?: unknown;
 }
@@ -274,7 +363,7 @@ export interface CycleThinkingLevelResult {
 }
 
 export interface DeleteSessionParams {
-  /** A session file in the session store (absolute); never the current session. */
+  /** A session file in the session store (absolute), or a session id / unique id prefix; never the current session. */
   sessionFile: string;
 }
 
@@ -337,6 +426,20 @@ export interface ExportHtmlParams {
 export interface ExportJsonlParams {
   /** Absolute and new (never overwritten). */
   outputPath: string;
+}
+
+export interface ExportMarkdownParams {
+  /** Absolute and new (never overwritten); default `<cwd>/pi-session-<file name>.md` (`-1`, ... if taken). */
+  outputPath?: string;
+  /** Answer the document as `markdown` instead of writing a file. */
+  inline?: boolean;
+}
+
+export interface ExportMarkdownResult {
+  /** The file written (absent with `inline`). */
+  path?: string;
+  /** The document (only with `inline`). */
+  markdown?: string;
 }
 
 export interface ExportResult {
@@ -434,8 +537,12 @@ export interface GetStateResult {
   model?: ModelRef;
   /** The tool-approval policy in force for the session's tool calls. */
   approvalPolicy?: "auto" | "ask-writes" | "ask-all" | "deny-writes";
+  /** The spending caps in force and what was spent (absent: no cap is set). */
+  limits?: LimitsInfo;
   /** The sandbox the session's commands run in (`--sandbox`, `setSandbox`, the `sandbox` setting). */
   sandbox?: SandboxInfo;
+  /** The MCP servers the session named and their status (absent: it names none). */
+  mcpServers?: McpServerInfo[];
 }
 
 export interface GetTreeParams {
@@ -493,6 +600,33 @@ export interface LastAssistantTextResult {
   text: string | null;
 }
 
+/** A spending cap is reached (settings `limits.*`, `setLimits`): the next model call did not happen; the turn ends with stop reason `limit` and queued input stays queued (rpcd's; Pi has no caps). */
+export interface LimitReachedEvent {
+  type: "limit_reached";
+  limit: "maxCost" | "maxTokens" | "maxCostPerDay" | "maxTokensPerDay";
+  scope: "session" | "day";
+  /** Spent so far (USD for the cost caps, tokens for the token caps). */
+  used: number;
+  max: number;
+}
+
+/** Spending caps (settings `limits.*`, `setLimits`) and the spend they are checked against before every model call; a cap that is absent is not set. */
+export interface LimitsInfo {
+  /** The session's cost so far (USD): every reply, summary and tool-reported usage of its file. */
+  cost: number;
+  /** Its tokens so far (input + output + cache read + cache write). */
+  tokens: number;
+  maxCost?: number;
+  maxTokens?: number;
+  maxCostPerDay?: number;
+  maxTokensPerDay?: number;
+  /** Every rpcd session of this agent dir since local midnight (only with a per-day cap). */
+  costToday?: number;
+  tokensToday?: number;
+  /** A cap at or over its limit: the next model call will not happen. */
+  reached?: "maxCost" | "maxTokens" | "maxCostPerDay" | "maxTokensPerDay";
+}
+
 export interface ListApprovalRulesParams {
   /** Only the rules of this project (default: every project). */
   cwd?: string;
@@ -502,6 +636,27 @@ export interface ListApprovalRulesResult {
   rules: ApprovalRule[];
   /** A warning when the rules file cannot be used (then no rule applies and none is listed). */
   diagnostics: DiagnosticItem[];
+}
+
+export interface ListAuthProvidersResult {
+  providers: AuthProviderInfo[];
+}
+
+export interface ListCheckpointsParams {
+  /** Also list the files each run changed (reads both snapshots of each checkpoint). */
+  files?: boolean;
+}
+
+export interface ListCheckpointsResult {
+  /** Oldest first (the session file's order). */
+  checkpoints: CheckpointSummary[];
+  /** What `restoreCheckpoint` without `entryId` (`undo`) restores. */
+  undoEntryId?: string;
+}
+
+export interface ListMcpServersResult {
+  /** The MCP servers the current session named, in the order they were named. */
+  servers: McpServerInfo[];
 }
 
 export interface ListSessionsParams {
@@ -526,6 +681,58 @@ export interface ListTrustResult {
   decisions: TrustDecision[];
   /** A warning when `trust.json` cannot be used (then nothing is listed). */
   diagnostics: DiagnosticItem[];
+}
+
+export interface LoginParams {
+  /** A provider id of `listAuthProviders`. */
+  provider: string;
+  /** `oauth`: the provider's subscription login (Pi's `/login`); `api_key`: ask for a key and store it. */
+  method?: "oauth" | "api_key";
+}
+
+export interface LoginResult {
+  provider: string;
+  /** What was stored in auth.json (never the value). */
+  type: "oauth" | "api_key";
+  expires?: number;
+}
+
+export interface LogoutParams {
+  provider: string;
+}
+
+export interface LogoutResult {
+  provider: string;
+  /** `False`: auth.json held nothing for it. */
+  removed: boolean;
+}
+
+/** One MCP server a session named (no env values, no headers, no URL userinfo). */
+export interface McpServerInfo {
+  name: string;
+  /** `stdio`, `http` (streamable HTTP) or `sse`. */
+  transport: "stdio" | "http" | "sse";
+  /** The command line it runs, or the URL it connects to. */
+  target: string;
+  /** `starting`; `ready`; `failed` (`lastError` says why: it exited, refused to start, did not answer in time); `stopped` (no session holds it any more). */
+  status: "starting" | "ready" | "failed" | "stopped";
+  /** The server's own tool names; the session's tools are `mcp__<server>__<tool>`. */
+  tools: string[];
+  /** Its prompts; a prompt is the command `/mcp__<server>__<prompt>`. */
+  prompts: string[];
+  resources: number;
+  /** How many sessions of this process hold it (one server for every session naming the same config). */
+  sessions: number;
+  /** The `mcp.json` file that named it, or `acp` (the ACP client's `mcpServers`). */
+  source: string;
+  lastError?: string;
+  serverName?: string;
+  serverVersion?: string;
+}
+
+/** An MCP server of this process changed status (started, failed, stopped, restarted). */
+export interface McpStatusParams {
+  server: McpServerInfo;
 }
 
 /** A message is complete; `message` is authoritative and is what the session file gets. */
@@ -589,6 +796,8 @@ export interface NavigateTreeParams {
   replaceInstructions?: boolean;
   /** Label the summary entry (or, without a summary, the target). */
   label?: string;
+  /** Also put the files the agent changed after the target back as they were then (the first file checkpoint after it, `restoreCheckpoint`'s rules: a file changed by someone else since is listed, not written); the result's `restore` says what happened. */
+  restoreFiles?: boolean;
 }
 
 export interface NavigateTreeResult {
@@ -600,6 +809,8 @@ export interface NavigateTreeResult {
   editorText?: string;
   /** The `branch_summary` entry written. */
   summaryEntry?: Record<string, unknown>;
+  /** With `restoreFiles`: what happened to the files (absent: no checkpoint after the target). */
+  restore?: RestoreCheckpointResult;
 }
 
 export interface NewSessionParams {
@@ -683,8 +894,29 @@ export interface QueueUpdateEvent {
   followUp: string[];
 }
 
+/** A stored session read without switching to it: `sessionFile` or `sessionId` (an id, or a prefix only one session has). */
+export interface ReadSessionParams {
+  sessionFile?: string;
+  sessionId?: string;
+  /** Only the entries after this entry id (append order). */
+  since?: string;
+  /** Entries per answer (default 1,000, at most 10,000); `nextSince` continues. */
+  limit?: number;
+}
+
+export interface ReadSessionResult {
+  sessionFile: string;
+  header: Record<string, unknown>;
+  /** Raw, append order (after `since`). */
+  entries: Record<string, unknown>[];
+  /** The file's leaf (its last entry), as Pi opens it. */
+  leafId: string | null;
+  /** More entries follow: pass it as `since`. */
+  nextSince?: string;
+}
+
 export interface RenameSessionParams {
-  /** Any session file (absolute); the current session's is renamed as `setSessionName` does. */
+  /** Any session file (absolute), or a session id / unique id prefix; the current session's is renamed as `setSessionName` does. */
   sessionFile: string;
   name: string;
 }
@@ -706,8 +938,50 @@ export interface ReplacementResult {
   droppedQueue?: QueueContents;
 }
 
+export interface RestoreCheckpointParams {
+  /** A checkpoint's entry (`listCheckpoints`), or any entry: the first checkpoint after it. Absent: the newest run not undone yet (what `rpcctl undo` restores). */
+  entryId?: string;
+  /** Only these paths (absolute, or relative to the checkpoint's root; a directory covers what is in it). */
+  files?: string[];
+  /** Only say what would happen (with a diff per file); nothing is written. */
+  dryRun?: boolean;
+  /** Also overwrite files someone else changed since (the restore's own checkpoint keeps them). */
+  force?: boolean;
+}
+
+export interface RestoreCheckpointResult {
+  /** The checkpoint restored (its `custom` entry). */
+  entryId: string;
+  checkpointId: string;
+  dryRun: boolean;
+  /** Every file the agent changed since the checkpoint that is not already as it was. */
+  files: RestoredFile[];
+  /** Files it changed that are already back as they were. */
+  unchanged: string[];
+  /** What the snapshots could not cover (files too large, a scan's bound). */
+  notes: string[];
+  /** The restore's own checkpoint (restore it to undo this restore); absent when nothing was written. */
+  restoreEntryId?: string;
+}
+
+export interface RestoredFile {
+  /** Absolute. */
+  path: string;
+  /** `restore`: back to its old content; `recreate`: the agent deleted it; `delete`: the agent created it. */
+  action: "restore" | "recreate" | "delete";
+  /** Written (never in a dry run). */
+  applied: boolean;
+  /** `false`: its old content was not kept (over the snapshot's bounds), or it is a directory now. */
+  restorable: boolean;
+  /** Why writing it would lose someone else's change (written only with `force`). */
+  conflict?: string;
+  /** Unified diff from the current content to the restored one (text files, bounded). */
+  diff?: string;
+  binary?: boolean;
+}
+
 export interface ResumeParams {
-  /** The session file to switch to. */
+  /** The session file to switch to, or a session id / an id prefix only one session has (looked up in the current project first, then in every project). */
   sessionPath: string;
   /** Run the session in this directory instead of the one stored in the file. */
   cwdOverride?: string;
@@ -759,6 +1033,48 @@ export interface SaveTrustResult {
   decision: TrustDecision;
 }
 
+export interface SearchHit {
+  sessionId: string;
+  sessionFile: string;
+  cwd: string;
+  title: string;
+  createdAt: string;
+  updatedAt: string;
+  messageCount: number;
+  /** How many pieces of text matched (`snippets` shows the first five). */
+  matchCount: number;
+  snippets: SearchSnippet[];
+  name?: string;
+}
+
+export interface SearchSessionsParams {
+  /** Pi's session-picker syntax: words (each must occur, case-insensitive), `"quoted phrases"` (whitespace runs count as one space), `re:<regex>` (case-insensitive). */
+  query: string;
+  /** Only sessions of this working directory (default: all). */
+  cwd?: string;
+  /** Sessions per page (default 20, at most 200). */
+  limit?: number;
+  /** From a previous `nextCursor` of the same query. */
+  cursor?: string;
+}
+
+export interface SearchSessionsResult {
+  /** Newest first (last activity), like `listSessions`. */
+  results: SearchHit[];
+  nextCursor?: string;
+}
+
+export interface SearchSnippet {
+  kind: "session" | "name" | "user" | "assistant" | "thinking" | "toolCall" | "toolResult" | "bash" | "custom" | "summary";
+  /** The matching text around the first hit (`…` where it was cut), whitespace folded. */
+  text: string;
+  start: number;
+  /** Where the hit is in `text` (code points). */
+  end: number;
+  /** The entry it comes from (absent: the session's id and cwd). */
+  entryId?: string;
+}
+
 export interface ServerCapabilities {
   /** Every request method the daemon serves. */
   methods: string[];
@@ -801,7 +1117,7 @@ export interface SessionEventParams {
   /** Starts at 1 per (sessionId, generation); a client drops anything older than what it has. */
   seq: number;
   /** The AgentSession event in Pi's shape; `event.type` names it. */
-  event: AgentStartEvent | AgentEndEvent | AgentSettledEvent | TurnStartEvent | TurnEndEvent | MessageStartEvent | MessageUpdateEvent | MessageEndEvent | ToolExecutionStartEvent | ToolExecutionUpdateEvent | ToolExecutionEndEvent | QueueUpdateEvent | CompactionStartEvent | CompactionEndEvent | AutoRetryStartEvent | AutoRetryEndEvent | SummarizationRetryScheduledEvent | SummarizationRetryAttemptStartEvent | SummarizationRetryFinishedEvent | BashExecutionUpdateEvent | SessionInfoChangedEvent | ThinkingLevelChangedEvent | EntryAppendedEvent | ExtensionErrorEvent | CommandsChangedEvent;
+  event: AgentStartEvent | AgentEndEvent | AgentSettledEvent | TurnStartEvent | TurnEndEvent | MessageStartEvent | MessageUpdateEvent | MessageEndEvent | ToolExecutionStartEvent | ToolExecutionUpdateEvent | ToolExecutionEndEvent | QueueUpdateEvent | CompactionStartEvent | CompactionEndEvent | AutoRetryStartEvent | AutoRetryEndEvent | SummarizationRetryScheduledEvent | SummarizationRetryAttemptStartEvent | SummarizationRetryFinishedEvent | BashExecutionUpdateEvent | SessionInfoChangedEvent | ThinkingLevelChangedEvent | EntryAppendedEvent | ExtensionErrorEvent | CommandsChangedEvent | LimitReachedEvent | CheckpointCreatedEvent | CheckpointFailedEvent;
 }
 
 /** The session's display name changed (`setSessionName`). */
@@ -878,6 +1194,21 @@ export interface SetLabelParams {
   entryId: string;
   /** Absent: clear the entry's label. */
   label?: string;
+}
+
+/** Caps for this daemon's sessions from now on (beating the `limits.*` settings); each absent cap is the setting's (`{}`: the settings again). */
+export interface SetLimitsParams {
+  /** USD, the session's cost (`getSessionStats`). */
+  maxCost?: number;
+  maxTokens?: number;
+  /** USD, every rpcd session of this agent dir since local midnight. */
+  maxCostPerDay?: number;
+  maxTokensPerDay?: number;
+}
+
+export interface SetLimitsResult {
+  /** The caps in force now (`null`: none). */
+  limits: LimitsInfo | null;
 }
 
 export interface SetModelParams {
@@ -1279,6 +1610,12 @@ export interface RpcdMethods {
   "revokeTrust": { params: RevokeTrustParams; result: RevokeTrustResult };
   /** Save a project-trust decision for a directory (as Pi's /trust; the current session is not reloaded). */
   "saveTrust": { params: SaveTrustParams; result: SaveTrustResult };
+  /** The providers `login` can log in to, and what auth.json (shared with Pi) holds for each. */
+  "listAuthProviders": { params: Record<string, never> | undefined; result: ListAuthProvidersResult };
+  /** Log in to a provider as Pi's /login does (its OAuth flow, or an API key), asking the person through `auth/prompt` and `auth/notify`; stores the credential in auth.json. */
+  "login": { params: LoginParams; result: LoginResult };
+  /** Remove a provider's stored credential from auth.json. */
+  "logout": { params: LogoutParams; result: LogoutResult };
   /** Switch the model (errors name close matches). */
   "setModel": { params: SetModelParams; result: ModelRef };
   /** The models usable now (credentials present), in Pi's order. */
@@ -1295,6 +1632,8 @@ export interface RpcdMethods {
   "setLabel": { params: SetLabelParams; result: null };
   /** Every command a prompt can invoke now: extension commands, prompt templates, skills. */
   "getCommands": { params: Record<string, never> | undefined; result: GetCommandsResult };
+  /** The MCP servers the current session named: status, tools, prompts, last error. */
+  "listMcpServers": { params: Record<string, never> | undefined; result: ListMcpServersResult };
   /** Queue input delivered after the current tool round, before the next model call. */
   "steer": { params: QueueInputParams; result: null };
   /** Queue input delivered when the agent would otherwise stop. */
@@ -1327,6 +1666,18 @@ export interface RpcdMethods {
   "getForkMessages": { params: Record<string, never> | undefined; result: ForkMessagesResult };
   /** Raw entries in append order, optionally only those after an entry id. */
   "getEntries": { params: GetEntriesParams; result: GetEntriesResult };
+  /** The session's file checkpoints (one before each run's first change), oldest first. */
+  "listCheckpoints": { params: ListCheckpointsParams; result: ListCheckpointsResult };
+  /** Put the files the agent changed since a checkpoint back (a diff preview with dryRun; a file someone else changed since is written only with force). */
+  "restoreCheckpoint": { params: RestoreCheckpointParams; result: RestoreCheckpointResult };
+  /** Spending and token caps for this daemon's sessions, checked before every model call. */
+  "setLimits": { params: SetLimitsParams; result: SetLimitsResult };
+  /** Full-text search of every stored session (Pi's picker query syntax), with snippets and entry ids. */
+  "searchSessions": { params: SearchSessionsParams; result: SearchSessionsResult };
+  /** Read a stored session (by file, id or unique id prefix) without switching to it. */
+  "readSession": { params: ReadSessionParams; result: ReadSessionResult };
+  /** Export the current branch as readable Markdown, tool calls folded. */
+  "exportMarkdown": { params: ExportMarkdownParams; result: ExportMarkdownResult };
 }
 
 /** Every notification the daemon sends, by method: its params. */
@@ -1339,6 +1690,8 @@ export interface RpcdNotifications {
   "session/diagnostics": SessionDiagnosticsParams;
   /** The host status changed. */
   "host/status": HostStatusParams;
+  /** An MCP server of this process changed status. */
+  "mcp/status": McpStatusParams;
   /** Work-done progress for a request's workDoneToken. */
   "$/progress": ProgressParams;
   /** An extension notification for the user. */
@@ -1351,6 +1704,8 @@ export interface RpcdNotifications {
   "ui/setTitle": UiSetTitleParams;
   /** An extension puts text in the input editor (capability extensionUi.setEditorText). */
   "ui/setEditorText": UiSetEditorTextParams;
+  /** A login shows the person something: a URL to open, a device code (capability authPrompt). */
+  "auth/notify": AuthNotifyParams;
 }
 
 /** What the daemon asks the client (declared capabilities only): params and the answer. */
@@ -1367,4 +1722,6 @@ export interface RpcdServerRequests {
   "ui/editor": { params: UiEditorParams; result: UiEditorResult };
   /** May this tool call run? (capability toolApproval) */
   "tool/authorize": { params: ToolAuthorizeParams; result: ToolAuthorizeResult };
+  /** A login asks the person (capability authPrompt). */
+  "auth/prompt": { params: AuthPromptParams; result: AuthPromptResult };
 }

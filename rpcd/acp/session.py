@@ -62,6 +62,7 @@ from rpcd.core.values import (
 )
 from rpcd.host.host import Pending, SerializedHost
 from rpcd.host.port import Binding, HostSubscription, SessionPort
+from rpcd.protocol.converter import unstructure
 from rpcd.protocol.errors import ErrorCode
 from rpcd.protocol.methods import session_door
 from rpcd.protocol.names import (
@@ -79,6 +80,7 @@ from rpcd.sessions.hub import dispose_bounded
 from rpcd.sessions.spec import SessionSpec
 from rpcd.store import SessionManager
 from rpcd.tools import ToolOperations
+from rpcd.wire.convert import limits_info
 
 log = logging.getLogger("rpcd.acp.session")
 
@@ -89,10 +91,12 @@ STOP_REASONS: Final[Mapping[str, StopReason]] = {
     "length": "max_tokens",
     "aborted": "cancelled",
     "toolUse": "max_turn_requests",
+    "limit": "max_turn_requests",
 }
 """Pi's last ``stopReason`` → ACP's. ``toolUse`` at the end of a turn means the loop stopped after
 tool results without asking the model again: every tool result of that round asked to end the run
-(``terminate``, an extension's tool). There is no round limit (as in Pi)."""
+(``terminate``, an extension's tool). There is no round limit (as in Pi). ``limit`` (rpcd's): a
+spending cap stopped the turn before a model call (``_meta["rpcd/stopReason"]`` says so)."""
 MODES: Final[Mapping[ApprovalPolicy, tuple[str, str]]] = {
     "auto": ("Auto", "Every tool runs without asking (Pi's behaviour)"),
     "ask-writes": ("Ask before changes", "Reads run; edits, writes, commands and extension tools ask first"),
@@ -200,7 +204,7 @@ class AcpSession:
         self.on_moved: Callable[[str | None], None] | None = None
         """Told the file this session holds after its host replaced its session (the hub's records)."""
         self.translator = EventTranslator(self.cwd, self.stream.push, old_text=self._old_text,
-                                          context_window=self._context_window)
+                                          context_window=self._context_window, limits=self.limits)
         self.bindings = _Bindings(self)
         self.editor_files = EditorFiles(conn, self.id) if conn.can_read_files else None
         self.host: SerializedHost | None = None
@@ -472,7 +476,8 @@ class AcpSession:
                 message = last.get("errorMessage")
                 raise provider_failure(PROMPT_METHOD, message if isinstance(message, str) else "",
                                        cwd=self.cwd, session_path=self.file)
-            return PromptResponse(stop_reason=STOP_REASONS.get(reason, "end_turn"))
+            meta = {"rpcd/stopReason": reason} if reason == "limit" else None
+            return PromptResponse(stop_reason=STOP_REASONS.get(reason, "end_turn"), field_meta=meta)
         finally:
             self._turn = None
             if self._title is not None:  # refused before it was recorded: the next prompt titles it
@@ -557,6 +562,15 @@ class AcpSession:
             self.stream.close()
 
     # -- helpers for the translator ------------------------------------------------------------------
+
+    def limits(self) -> dict[str, Any] | None:
+        """The spending caps as ``getState.limits`` shows them (``None``: none set)."""
+        try:
+            state = self.require_host().state().limits
+        except Exception:
+            return None
+        info = limits_info(state)
+        return unstructure(info) if info is not None else None
 
     def _context_window(self) -> int | None:
         try:

@@ -59,6 +59,8 @@ __all__ = ["Deferred", "EventTranslator", "Update", "commands_update", "replay",
 
 Update = Any
 """One ``session/update`` variant of the SDK (``AgentMessageChunk``, ``ToolCallStart``, …)."""
+LIMITS_META: Final = "rpcd/limits"
+"""The ``_meta`` key of ``usage_update`` that carries the spending caps (``getState.limits``'s shape)."""
 Deferred = Callable[[], Awaitable[Update | None]]
 """An update that needs I/O first (a file's current text); the stream awaits it in its place."""
 ToolContent = ContentToolCallContent | FileEditToolCallContent | TerminalToolCallContent
@@ -138,11 +140,15 @@ class EventTranslator:
     """One ACP session's live events → updates (pushes them through ``emit``)."""
 
     def __init__(self, cwd: str, emit: Callable[[Update | Deferred], None], *, old_text: OldText,
-                 context_window: Callable[[], int | None]) -> None:
+                 context_window: Callable[[], int | None],
+                 limits: Callable[[], dict[str, Any] | None] = lambda: None) -> None:
         self.cwd = cwd
         self._emit = emit
         self._old_text = old_text
         self._context_window = context_window
+        self._limits = limits
+        """The session's spending caps as ``getState.limits`` shows them (``None``: no cap): every
+        ``usage_update`` carries them in ``_meta["rpcd/limits"]``."""
         self._calls: dict[str, _Call] = {}
         self.cost = 0.0
         """Cumulative cost of the session's assistant messages (``usage.cost.total``)."""
@@ -166,6 +172,8 @@ class EventTranslator:
             if isinstance(message, Mapping) and message.get("role") == "assistant":
                 self.last_assistant = message
                 self._usage(message)
+        elif kind == "limit_reached":
+            self._limit(event)
         elif kind == "commands_changed":
             commands = event.get("commands")
             self._emit(commands_update(commands if isinstance(commands, list) else []))
@@ -265,9 +273,22 @@ class EventTranslator:
         size = self._context_window()
         if size is None or usage is None:
             return
+        limits = self._limits()
         used = calculate_context_tokens(usage)
         self._emit(UsageUpdate(session_update="usage_update", used=used, size=size,
-                               cost=Cost(amount=self.cost, currency="USD")))
+                               cost=Cost(amount=self.cost, currency="USD"),
+                               field_meta={LIMITS_META: limits} if limits is not None else None))
+
+    def _limit(self, event: Mapping[str, Any]) -> None:
+        """A spending cap stopped the turn before a model call: the user reads why (the prompt's
+        answer is ``max_turn_requests`` with ``_meta["rpcd/stopReason"]: "limit"``)."""
+        name, used, cap = event.get("limit"), event.get("used"), event.get("max")
+        money = name in ("maxCost", "maxCostPerDay")
+        shown = (f"{used:.4f} of {cap:.4f} USD" if money else f"{used} of {cap} tokens") \
+            if isinstance(used, int | float) and isinstance(cap, int | float) else ""
+        text = f"\n\n[Stopped before the next model call: the spending cap {name} is reached ({shown}).]"
+        self._emit(AgentMessageChunk(session_update="agent_message_chunk", content=_text_block(text),
+                                     field_meta={"rpcd/limitReached": dict(event)}))
 
 
 RELOAD_COMMAND: Final = "/reload"

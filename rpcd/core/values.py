@@ -118,11 +118,34 @@ class SessionState:
     auto_retry_enabled: bool = True
     approval_policy: ApprovalPolicy | None = None
     """The tool-approval policy in force for this session (``None``: the runtime has no gate)."""
+    limits: LimitsState | None = None
+    """The spending caps in force and what was spent (``rpcd.runtime.limits``)."""
     sandbox: SandboxState | None = None
     """The sandbox of its commands (``None``: the runtime has no sandbox control: never sandboxed)."""
     pi_model: Mapping[str, Any] | None = attrs.field(default=None, eq=False)
     """The current model as Pi's ``Model`` object (``ModelInfo.pi``: Pi's keys in Pi's order, never a
     credential), for the front that speaks Pi's own wire; ``None`` without a model."""
+    mcp_servers: tuple[McpServerState, ...] = ()
+    """The MCP servers the session named, with their status."""
+
+
+@attrs.frozen
+class LimitsState:
+    """The caps in force (``limits.*`` settings, ``setLimits``) beside what the session (and, when a
+    per-day cap is set, the day) has spent."""
+
+    caps: tuple[tuple[str, float], ...]
+    """``(name, cap)``: ``maxCost``, ``maxTokens``, ``maxCostPerDay``, ``maxTokensPerDay`` — those set."""
+    cost: float
+    tokens: int
+    cost_today: float | None = None
+    """Only when a per-day cap is set (the day's ledger is read only then)."""
+    tokens_today: int | None = None
+    reached: str | None = None
+    """The first cap at or over its limit: the next model call will not happen."""
+
+    def cap(self, name: str) -> float | None:
+        return dict(self.caps).get(name)
 
 
 @attrs.frozen
@@ -138,6 +161,30 @@ class SandboxState:
     mechanism: SandboxMechanism | None = None
     writable: tuple[str, ...] = ()
     problem: str | None = None
+
+
+@attrs.frozen
+class McpServerState:
+    """One MCP server a session named, as ``listMcpServers``, ``getState`` and ``mcp/status`` show it
+    (no env values, no headers, no URL userinfo)."""
+
+    name: str
+    transport: str
+    """``stdio``, ``http`` (streamable HTTP) or ``sse``."""
+    target: str
+    """The command line it runs, or the URL it connects to."""
+    status: Literal["starting", "ready", "failed", "stopped"]
+    tools: tuple[str, ...] = ()
+    """The server's own tool names (the session calls them ``mcp__<server>__<tool>``)."""
+    prompts: tuple[str, ...] = ()
+    resources: int = 0
+    sessions: int = 0
+    """How many sessions of this process hold it."""
+    last_error: str | None = None
+    server_name: str | None = None
+    server_version: str | None = None
+    source: str = ""
+    """The ``mcp.json`` file that named it, or the front (``acp``)."""
 
 
 @attrs.frozen
@@ -475,3 +522,76 @@ class CycleModelResult:
     model: ModelDescription
     thinking_level: str
     is_scoped: bool
+
+
+@attrs.frozen
+class LimitOverrides:
+    """What ``setLimits`` chose (``None``: the ``limits.*`` setting applies)."""
+
+    max_cost: float | None = None
+    max_tokens: int | None = None
+    max_cost_per_day: float | None = None
+    max_tokens_per_day: int | None = None
+
+    def get(self, name: str) -> float | None:
+        value: float | None = {"maxCost": self.max_cost, "maxTokens": self.max_tokens,
+                               "maxCostPerDay": self.max_cost_per_day,
+                               "maxTokensPerDay": self.max_tokens_per_day}[name]
+        return value
+
+
+@attrs.frozen
+class CheckpointInfo:
+    """One file checkpoint of a session (``listCheckpoints``)."""
+
+    entry_id: str
+    checkpoint_id: str
+    kind: str
+    root: str
+    created_at: str
+    reason: str
+    available: bool
+    """The store still holds it (``False``: pruned, or another agent dir's)."""
+    finished: bool
+    """Its run ended and was snapshotted (``False``: running, or the daemon died first)."""
+    restored_to: str | None = None
+    partial: str | None = None
+    prompt_entry_id: str | None = None
+    """The user message whose run it belongs to."""
+    prompt: str | None = None
+    """That message's text, shortened."""
+    changed: tuple[str, ...] | None = None
+    """The paths its run changed (absolute), when asked for."""
+
+
+@attrs.frozen
+class CheckpointListing:
+    checkpoints: tuple[CheckpointInfo, ...]
+    undo_entry_id: str | None
+    """What a restore without an entry (``undo``) restores."""
+
+
+@attrs.frozen
+class RestoredFile:
+    """One file of a restore (``rpcd.store.checkpoints.FileChange`` across the rooms)."""
+
+    path: str
+    action: str
+    applied: bool
+    restorable: bool
+    conflict: str | None = None
+    diff: str | None = None
+    binary: bool = False
+
+
+@attrs.frozen
+class RestoreOutcome:
+    entry_id: str
+    checkpoint_id: str
+    dry_run: bool
+    files: tuple[RestoredFile, ...]
+    unchanged: tuple[str, ...]
+    notes: tuple[str, ...]
+    restore_entry_id: str | None = None
+    """The entry of the restore's own checkpoint (undo the restore by restoring it)."""
+

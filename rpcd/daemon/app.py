@@ -41,7 +41,7 @@ from rpcd.host.failures import FailureContext, Phase, attach_context, context_of
 from rpcd.host.host import Pending, SerializedHost
 from rpcd.host.port import RuntimePort
 from rpcd.protocol import types as t
-from rpcd.protocol.names import UI_FEATURES
+from rpcd.protocol.names import MCP_STATUS, UI_FEATURES
 from rpcd.sessions.actions import HostCommandActions, shutdown_when_idle
 from rpcd.sessions.compose import Composer, FrontHooks
 from rpcd.sessions.hub import SessionHub, dispose_bounded, log_failure
@@ -51,13 +51,18 @@ from rpcd.sessions.spec import EXIT_FAILED, EXIT_OK, SessionSpec
 from rpcd.store import writer_lock
 from rpcd.transport.stdio import FLUSH_TIMEOUT, guard_stdout
 from rpcd.wire.approvals import ApprovalMethods
+from rpcd.wire.checkpoints import CheckpointMethods
 from rpcd.wire.client_requests import ClientRequests, UiBridge
 from rpcd.wire.handlers import SessionMethods, register
+from rpcd.wire.limits import LimitMethods
+from rpcd.wire.logins import LoginMethods
 from rpcd.wire.notifications import HOST_STATUS, EventPump, Notification
+from rpcd.wire.search import SearchMethods
 from rpcd.wire.server import Server, create_server
 from rpcd.wire.trust import TrustMethods
 
 if TYPE_CHECKING:
+    from rpcd.core.values import McpServerState
     from rpcd.runtime.resources.trust import ProjectTrustContext, TrustDecision
     from rpcd.store import SessionManager
 
@@ -67,7 +72,7 @@ CURRENT: Final = "current"
 """The daemon's one host in the hub (its session id changes with every replacement)."""
 @attrs.frozen
 class StartTarget:
-    kind: Literal["new", "open", "continue", "in-memory"]
+    kind: Literal["new", "open", "session", "continue", "in-memory"]
     cwd: str
     path: str | None = None
 
@@ -76,6 +81,8 @@ def resolve_target(options: Options) -> StartTarget:
     """Which session to start with. ``--resume-last`` without a usable record means a new session."""
     if options.target == "resume" and options.resume_path is not None:
         return StartTarget("open", options.cwd, options.resume_path)
+    if options.target == "session" and options.resume_path is not None:
+        return StartTarget("session", options.cwd, options.resume_path)
     if options.target == "continue":
         return StartTarget("continue", options.cwd)
     if options.target == "in-memory":
@@ -114,6 +121,7 @@ class Daemon:
         self.journal = HostJournal(options.journal_path)
         self.services = ProcessServices(options.spec, journal=self.journal)
         self.composer = Composer(options.spec, self.services)
+        self.composer.on_mcp_status = self._post_mcp_status  # the process's MCP servers: mcp/status
         self.location: SessionLocation = self.services.location
         """Where session files live (``--session-dir``, the variable, the setting, else per project)."""
         self.library = self.services.library
@@ -152,6 +160,10 @@ class Daemon:
             SessionMethods(self.host, self.pump, self.library),
             ApprovalMethods(self.host, self.approval, self.sandbox),
             TrustMethods(self.host, self.services.saved_trust),
+            CheckpointMethods(self.host, self.pump),
+            LimitMethods(self.host, self.pump),
+            SearchMethods(self.host, self.library.search),
+            LoginMethods(self.services, self.requests),
         )
         self.disposal_failure: BaseException | None = None
         self._on_ending = on_ending
@@ -160,7 +172,7 @@ class Daemon:
     async def run(self, serve: Callable[[Server], Awaitable[int]]) -> int:
         """Run the pump and the host's worker, serve until the orderly end, return the exit code.
         The process services (``services.registry``) live in between: closed after the host's end."""
-        async with anyio.create_task_group() as task_group, self.services.registry.serving():
+        async with anyio.create_task_group() as task_group, self.services.serving():
             self._task_group = task_group
             task_group.start_soon(self.pump.run, name="rpcd event pump")
             await task_group.start(self.host.run, name="rpcd host")
@@ -180,6 +192,7 @@ class Daemon:
             tool_approval=caps.tool_approval is not None,
             ui_features=frozenset(key for key in UI_FEATURES if isinstance(caps.extension_ui, dict)
                                   and isinstance(caps.extension_ui.get(key), dict)),
+            auth_prompt=caps.auth_prompt is not None,
         )
         self.approval.client_can_answer = self.requests.can_approve
         startup = self.host.start(self._open_runtime, persist=True)
@@ -220,6 +233,12 @@ class Daemon:
 
     def _post_status(self, status: str, generation: int) -> None:
         self.pump.post(HOST_STATUS, {"status": status, "generation": generation})
+
+    def _post_mcp_status(self, state: McpServerState) -> None:
+        from rpcd.protocol.converter import unstructure
+        from rpcd.wire.handlers import mcp_server_result
+
+        self.pump.post(MCP_STATUS, {"server": unstructure(mcp_server_result(state))})
 
     async def _persist(self, session_file: str | None, cwd: str) -> None:
         """Record the current session in the host journal.
@@ -280,6 +299,12 @@ def open_start_session(options: Options, session_dir: str | None = None) -> Sess
     target = resolve_target(options)
     agent_dir = options.agent_dir
     try:
+        if target.kind == "session":  # --session: a path, or a session id / unique id prefix
+            assert target.path is not None
+            from rpcd.sessions.search import SessionSearch
+
+            path = SessionSearch(agent_dir, session_dir).resolve(target.path, target.cwd).path
+            return SessionManager.open(path, session_dir, must_exist=True)
         if target.kind == "open":
             assert target.path is not None
             # Like the ``resume`` method (and unlike Pi): a mistyped --resume path is an

@@ -30,7 +30,7 @@ from rpcd.transport import DEFAULT_MAX_MESSAGE_BYTES
 
 JOURNAL_RELATIVE: Final = os.path.join("rpcd", "journal.json")
 
-TargetKind = Literal["new", "resume", "continue", "in-memory", "resume-last"]
+TargetKind = Literal["new", "resume", "session", "continue", "in-memory", "resume-last"]
 
 
 @attrs.frozen
@@ -108,6 +108,11 @@ def build_parser(prog: str = "rpcd") -> argparse.ArgumentParser:
     parser.add_argument("--cwd", help="working directory of a new session (default: the process cwd)")
     target = parser.add_mutually_exclusive_group()
     target.add_argument("--resume", metavar="PATH", help="start with this session file")
+    target.add_argument(
+        "--session", metavar="PATH|ID",
+        help="start with this session: a file, or a session id / an id prefix only one session has (this "
+             "project's first, then every project's), as Pi's --session",
+    )
     target.add_argument(
         "--continue", dest="continue_", action="store_true",
         help="start with the most recent session of the cwd (else a new one)",
@@ -272,6 +277,8 @@ def parse_options(argv: Sequence[str], prog: str = "rpcd") -> Options:
     target: TargetKind = "new"
     if ns.resume:
         target = "resume"
+    elif ns.session:
+        target = "session"
     elif ns.continue_:
         target = "continue"
     elif ns.in_memory:
@@ -283,7 +290,7 @@ def parse_options(argv: Sequence[str], prog: str = "rpcd") -> Options:
         cwd_given=bool(ns.cwd),
         agent_dir=agent_dir,
         target=target,
-        resume_path=os.path.abspath(ns.resume) if ns.resume else None,
+        resume_path=os.path.abspath(ns.resume) if ns.resume else ns.session,
         trust_policy=ns.trust_policy,
         trust_timeout=ns.trust_timeout,
         ui_timeout=ns.ui_timeout,

@@ -16,6 +16,7 @@ import attrs
 
 from rpcd.core.values import (
     BashOutcome,
+    CheckpointListing,
     CommandInfo,
     CycleModelResult,
     Diagnostic,
@@ -24,12 +25,16 @@ from rpcd.core.values import (
     ForkMessage,
     ForkPosition,
     ImageInput,
+    LimitOverrides,
+    LimitsState,
+    McpServerState,
     ModelDescription,
     ModelRef,
     PromptOutcome,
     QueueMode,
     QueueSnapshot,
     ReplaceResult,
+    RestoreOutcome,
     SessionState,
     SessionStats,
     SessionTree,
@@ -85,6 +90,10 @@ class SessionPort(Protocol):
 
     def commands(self) -> list[CommandInfo]:
         """Every command a prompt can invoke now (extension commands, templates, skills)."""
+        ...
+
+    def mcp_servers(self) -> list[McpServerState]:
+        """The MCP servers the session named: status, tools, last error."""
         ...
 
     # -- turn control (Pi's AgentSession) ---------------------------------------------------
@@ -162,7 +171,8 @@ class SessionPort(Protocol):
     def set_auto_compaction(self, enabled: bool) -> None: ...
 
     async def navigate_tree(self, target_id: str, *, summarize: bool = False, custom_instructions: str | None = None,
-                            replace_instructions: bool | None = None, label: str | None = None) -> dict[str, Any]:
+                            replace_instructions: bool | None = None, label: str | None = None,
+                            restore_files: bool = False) -> dict[str, Any]:
         """Pi's ``navigateTree``: ``{cancelled, aborted?, editorText?, summaryEntry?}``."""
         ...
 
@@ -182,6 +192,24 @@ class SessionPort(Protocol):
 
     async def export_html(self, output_path: str | None = None) -> str:
         """Pi's ``exportToHtml``; returns the path written (never an existing file)."""
+        ...
+
+    async def export_markdown(self, output_path: str | None = None,
+                              inline: bool = False) -> tuple[str | None, str | None]:
+        """The current branch as Markdown: ``(path written, None)`` or, ``inline``, ``(None, text)``."""
+        ...
+
+    def set_limits(self, overrides: LimitOverrides) -> LimitsState | None:
+        """Spending caps beating the settings; the caps in force after (``None``: none)."""
+        ...
+
+    def checkpoint_listing(self, files: bool = False) -> CheckpointListing:
+        """The session's file checkpoints and what ``undo`` restores."""
+        ...
+
+    async def restore_checkpoint(self, entry_id: str | None, *, files: Sequence[str] | None = None,
+                                 force: bool = False, dry_run: bool = False) -> RestoreOutcome:
+        """Restore a file checkpoint (``None``: what ``undo`` restores)."""
         ...
 
     def export_jsonl(self, output_path: str) -> str:

@@ -17,6 +17,8 @@ A step (a JSON object in a script file, or a dict passed to ``push``):
 * ``{"content": [{"text": ...}, {"thinking": ...}, {"toolCall": {...}}, ...]}`` —
   explicit block order instead of the keys above;
 * ``"stopReason"`` (``stop`` | ``length`` | ``toolUse`` | ``error``), ``"errorMessage"``;
+* ``"cost"`` — what the reply costs in USD (its ``usage.cost``; the faux model is otherwise free),
+  for spending caps;
 * ``"chunkSize"`` (characters per delta, default 16) and ``"chunkDelay"`` (seconds
   slept before each delta, default 0: a bare scheduling point, so abort still lands
   mid-stream).
@@ -98,6 +100,8 @@ class FauxStep:
     error_message: str | None = None
     chunk_size: int | None = None
     chunk_delay: float | None = None
+    cost: float | None = None
+    """What the reply costs (USD, its ``usage.cost.total``; default 0: the faux model is free)."""
 
 
 def _tool_block(raw: Any) -> FauxBlock:
@@ -170,12 +174,17 @@ def parse_step(raw: Mapping[str, Any] | FauxStep) -> FauxStep:
     chunk_delay = raw.get("chunkDelay")
     if chunk_delay is not None and (not isinstance(chunk_delay, int | float) or chunk_delay < 0):
         raise FauxScriptError("'chunkDelay' must be a non-negative number")
+    cost = raw.get("cost")
+    if cost is not None and (isinstance(cost, bool) or not isinstance(cost, int | float) or not math.isfinite(cost)
+                             or cost < 0):
+        raise FauxScriptError("'cost' must be a non-negative number")
     return FauxStep(
         blocks=tuple(blocks),
         stop_reason=stop_reason,
         error_message=str(error_message) if error_message is not None else None,
         chunk_size=chunk_size,
         chunk_delay=float(chunk_delay) if chunk_delay is not None else None,
+        cost=float(cost) if cost is not None else None,
     )
 
 
@@ -369,6 +378,8 @@ class FauxProvider:
         usage["input"] = _estimate_tokens(sum(len(content_text(m.get("content"), "")) for m in request.messages))
         usage["output"] = _estimate_tokens(output_chars)
         usage["totalTokens"] = usage["input"] + usage["output"]
+        if step.cost:
+            usage["cost"] = {"input": step.cost, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": step.cost}
         message["usage"] = usage
         message["stopReason"] = stop_reason
         if stop_reason == "error":

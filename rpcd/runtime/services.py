@@ -25,15 +25,17 @@ import fnmatch
 import glob
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
 from rpcd.core.files import read_regular
 from rpcd.core.values import Diagnostic
-from rpcd.runtime.extensions import ExtensionRunner, discover_extensions, load_python_extensions
+from rpcd.runtime.extensions import ExtensionRunner
+from rpcd.runtime.extensions.loading import ScriptLoaderSource, load_extensions
 from rpcd.runtime.resources.context_files import ContextFile, load_context_files
 from rpcd.runtime.resources.discovery import Resource, SourceInfo, path_resources, resolve_resources
+from rpcd.runtime.resources.extension_paths import discover_extensions, expand_extension_path, split_by_kind
 from rpcd.runtime.resources.prompt_templates import PromptTemplate, load_prompt_templates
 from rpcd.runtime.resources.settings import (
     CONFIG_DIR_NAME,
@@ -55,6 +57,10 @@ from rpcd.runtime.resources.trust import (
 )
 from rpcd.tools import ApprovalGate, ToolOperations, ToolSelection
 from rpcd.tools.sandbox import SandboxControl
+
+if TYPE_CHECKING:
+    from rpcd.mcp.config import ServerConfig
+    from rpcd.mcp.pool import McpPool
 
 __all__ = [
     "AuthorizeProject",
@@ -101,10 +107,19 @@ class ProcessInputs:
     """``--skill PATH`` (absolute; a file or a folder of skills), after the discovered ones."""
     no_skills: bool = False
     """``--no-skills``: no discovered or settings-listed skills (``skill_paths`` still load)."""
+    script_loader: ScriptLoaderSource | None = attrs.field(default=None, eq=False)
+    """How TypeScript/JavaScript extensions are loaded (the process's Node extension host), asked only
+    when a session has one; ``None``: each is a diagnostic (not loaded)."""
     prompt_template_paths: tuple[str, ...] = ()
     """``--prompt-template PATH`` (absolute; a file or a folder of templates)."""
     no_prompt_templates: bool = False
     """``--no-prompt-templates``: no discovered or settings-listed templates."""
+    mcp_pool: McpPool | None = attrs.field(default=None, eq=False)
+    """The process's MCP pool (``rpcd.mcp.pool``): a session's servers are started, or shared with
+    the sessions already naming them, before its ``session_start``; ``None``: no MCP servers."""
+    mcp_servers: tuple[ServerConfig, ...] = ()
+    """Servers the front names for every session it makes (ACP's ``mcpServers``), after those of
+    the ``mcp.json`` files (a name given twice: the front's wins)."""
 
 
 @attrs.frozen
@@ -147,6 +162,7 @@ async def create_services(
     global_settings = (global_data, global_error)
 
     runner = ExtensionRunner(cwd, agent_dir, process_inputs.flags)
+    scripts = process_inputs.script_loader
     sources: dict[str, dict[str, Any]] = {}
     user_paths = [] if process_inputs.no_extensions else [
         *_tagged(discover_extensions(os.path.join(agent_dir, EXTENSIONS_DIR_NAME)), sources, "auto", "user", agent_dir),
@@ -154,7 +170,8 @@ async def create_services(
     ]
     process_paths, refused = _process_extension_paths(process_inputs.extension_paths)
     _tagged(process_paths, sources, "cli", "temporary", None)
-    load_errors = await load_python_extensions(runner, _dedupe([*user_paths, *process_paths]), sources.__getitem__)
+    load_errors = await load_extensions(runner, split_by_kind(_dedupe([*user_paths, *process_paths])),
+                                        sources.__getitem__, scripts)
     load_errors[:0] = refused
 
     trust_errors: list[Diagnostic] = []
@@ -191,6 +208,7 @@ async def create_services(
 
     settings = load_settings(cwd, agent_dir, project_trusted=trust.trusted, global_settings=global_settings)
     diagnostics += settings.diagnostics
+    diagnostics += _package_diagnostics(settings)
 
     project_dir = os.path.join(cwd, CONFIG_DIR_NAME)
     if trust.trusted and not process_inputs.no_extensions:
@@ -200,7 +218,8 @@ async def create_services(
             *_tagged(_settings_extension_paths(settings.project_settings, base=project_dir), sources, "local",
                      "project", project_dir),
         ]
-        load_errors += await load_python_extensions(runner, _dedupe(project_paths), sources.__getitem__)
+        load_errors += await load_extensions(runner, split_by_kind(_dedupe(project_paths)), sources.__getitem__,
+                                             scripts)
 
     def resources(kind: Literal["skills", "prompts"]) -> list[Resource]:
         return resolve_resources(
@@ -287,7 +306,8 @@ def _dedupe(paths: Sequence[str]) -> list[str]:
 
 
 def _process_extension_paths(paths: Sequence[str]) -> tuple[list[str], list[Diagnostic]]:
-    """Absolute paths only: a directory without ``__init__.py`` is a folder of extensions."""
+    """Absolute paths only: a directory is the extensions it declares (``index.ts``, a ``package.json``
+    manifest, ``__init__.py``), else a folder of extensions."""
     accepted: list[str] = []
     refused: list[Diagnostic] = []
     for path in paths:
@@ -296,10 +316,7 @@ def _process_extension_paths(paths: Sequence[str]) -> tuple[list[str], list[Diag
                 Diagnostic("error", f'Failed to load extension "{path}": process extension paths must be absolute')
             )
             continue
-        if os.path.isdir(path) and not os.path.isfile(os.path.join(path, "__init__.py")):
-            accepted += discover_extensions(path)
-        else:
-            accepted.append(path)
+        accepted += expand_extension_path(path)
     return accepted, refused
 
 
@@ -326,10 +343,7 @@ def _settings_extension_paths(settings: Mapping[str, Any], *, base: str) -> list
             target = _anchor(entry.removeprefix("+"), base)
             matches = sorted(glob.glob(target)) if glob.has_magic(target) else [target]
             for match in matches:
-                if os.path.isdir(match) and not os.path.isfile(os.path.join(match, "__init__.py")):
-                    included += discover_extensions(match)
-                else:
-                    included.append(match)
+                included += expand_extension_path(match)
     return [
         p for p in included
         if p not in excluded_exact and not any(fnmatch.fnmatch(p, pat) for pat in excluded_patterns)
@@ -352,6 +366,25 @@ def _read_prompt_file(name: str, cwd: str, agent_dir: str, trusted: bool) -> str
         except OSError:
             continue
     return None
+
+
+PACKAGES_NOT_LOADED = ("rpcd does not load Pi packages yet: the extensions, skills and prompt templates it brings "
+                       "are missing from this session (`pi list` lists them)")
+
+
+def _package_diagnostics(settings: Settings) -> list[Diagnostic]:
+    """A warning for every entry of the ``packages`` settings (Pi's ``pi install``): not loaded."""
+    out: list[Diagnostic] = []
+    for scope, data in (("user", settings.global_settings), ("project", settings.project_settings)):
+        entries = data.get("packages")
+        if not isinstance(entries, list):
+            continue
+        for entry in entries:
+            source = entry.get("source") if isinstance(entry, Mapping) else entry
+            if isinstance(source, str) and source.strip():
+                out.append(Diagnostic("warning", f'Pi package "{source}" ({scope} settings) was not loaded: '
+                                                 f"{PACKAGES_NOT_LOADED}"))
+    return out
 
 
 def _flag_diagnostics(runner: ExtensionRunner, flags: Mapping[str, bool | str]) -> list[Diagnostic]:

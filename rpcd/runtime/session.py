@@ -33,13 +33,14 @@ import os
 import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import anyio.to_thread
 import attrs
 
 from rpcd.core.errors import (
+    CompactionError,
     ContextOverflowError,
     InputNotSupportedError,
     InvalidArgumentError,
@@ -52,6 +53,7 @@ from rpcd.core.jstext import content_text, js_trim
 from rpcd.core.values import (
     ApprovalPolicy,
     BashOutcome,
+    CheckpointListing,
     CommandInfo,
     CycleModelResult,
     Diagnostic,
@@ -61,11 +63,15 @@ from rpcd.core.values import (
     ForkMessage,
     ImageInput,
     InputHandled,
+    LimitOverrides,
+    LimitsState,
+    McpServerState,
     ModelDescription,
     ModelRef,
     PromptOutcome,
     QueueMode,
     QueueSnapshot,
+    RestoreOutcome,
     SessionEvent,
     SessionState,
     SessionStats,
@@ -77,8 +83,17 @@ from rpcd.providers import thinking
 from rpcd.providers.base import ModelInfo, ProviderRegistry, ToolSpec
 from rpcd.providers.model_selection import ModelInputs, Selection, select_session_model
 from rpcd.providers.thinking import DEFAULT_THINKING_LEVEL, THINKING_LEVELS
+from rpcd.runtime.checkpointing import SessionCheckpoints
 from rpcd.runtime.compaction import SessionCompaction
 from rpcd.runtime.extensions import ExtensionRunner, turn_scope
+from rpcd.runtime.limits import (
+    BILLED_ROLES,
+    BILLED_TYPES,
+    UsageMeter,
+    configured_limits,
+    limit_reached,
+    usage_totals,
+)
 from rpcd.runtime.resources import commands as command_input
 from rpcd.runtime.resources.prompt_templates import PromptTemplate
 from rpcd.runtime.resources.skills import Skill
@@ -93,13 +108,14 @@ from rpcd.runtime.session_extensions import (
     user_bash_result,
 )
 from rpcd.runtime.tool_set import ToolSet
-from rpcd.runtime.turns.agent import Agent, Event
+from rpcd.runtime.turns.agent import LIMIT_STOP_REASON, Agent, Event
 from rpcd.runtime.turns.queue import InputQueues, Kind
 from rpcd.runtime.turns.retry import SessionRetry
 from rpcd.runtime.usage import context_usage, session_stats
 from rpcd.store import SessionManager
 from rpcd.store.entries import THINKING_LEVEL_CHANGE
 from rpcd.store.records import Record
+from rpcd.store.usage_ledger import UsageLedger
 from rpcd.tools import (
     POLICY_SETTING,
     AbortSignal,
@@ -120,12 +136,17 @@ from rpcd.tools.bash import SESSION_ENV_KEYS, shell_env
 from rpcd.tools.sandbox import OFF as SANDBOX_OFF
 from rpcd.tools.sandbox import SandboxControl, SandboxPolicy, describe
 
+if TYPE_CHECKING:
+    from rpcd.mcp.session import SessionMcp
+
 _log = logging.getLogger("rpcd.runtime.session")
 
 __all__ = ["DEFAULT_THINKING_LEVEL", "THINKING_LEVELS", "AgentSession", "create_agent_session"]
 IMAGE_MIME_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 """What a prompt's images may be (the types every image-taking provider accepts inline)."""
 QUEUE_MODES: tuple[QueueMode, ...] = ("all", "one-at-a-time")
+HELD_LIMITS = "rpcdLimitOverrides"
+"""Where ``setLimits``' caps are held for the process's later sessions (in memory, never written)."""
 
 
 @attrs.frozen
@@ -179,6 +200,7 @@ class AgentSession(SessionExtensionActions):
         model_inputs: ModelInputs | None = None,
         approval: ApprovalGate | None = None,
         sandbox: SandboxControl | None = None,
+        mcp: SessionMcp | None = None,
     ) -> None:
         self.session_manager = session_manager
         self.registry = registry
@@ -191,6 +213,8 @@ class AgentSession(SessionExtensionActions):
         self.last_context_overflow: ContextOverflowError | None = None
         """The overflow the last run ended with (after recovery: the one recovery could not fix)."""
         self.approval = approval
+        self.mcp = mcp
+        """The MCP servers this session holds (its tools, prompt commands); let go of on ``dispose``."""
         """The process's approval gate (``None``: every tool runs, as in Pi)."""
         self.sandbox = sandbox
         """Which sandbox its commands run in (``None``: never one, as in Pi)."""
@@ -208,6 +232,11 @@ class AgentSession(SessionExtensionActions):
         self._runner: ExtensionRunner | None = runner if isinstance(runner, ExtensionRunner) else None
         self._subs: list[_Subscription] = []
         self._snapshot: tuple[_Subscription, ...] = ()
+        self._state_version = 0
+        """Bumped by ``state_changed`` (``state_key``)."""
+        self._state_cache: tuple[tuple[object, ...], SessionState] | None = None
+        self._caps_known: tuple[LimitOverrides, bool, bool] | None = None
+        """``set_limits``' overrides, whether any cap is configured with them, whether a per-day one is."""
         self._running = False
         self._aborted_before_run = False
         """An abort that reached this prompt before its run began (during the compaction check)."""
@@ -241,6 +270,18 @@ class AgentSession(SessionExtensionActions):
         """The services' skills and templates, with what extensions add (``resources_discover``)."""
         self.late_diagnostics: list[Diagnostic] = []
         """Diagnostics found after the factory (loading what ``resources_discover`` named)."""
+        held = getattr(services, "held_settings", None)
+        chosen = held.get(HELD_LIMITS) if held is not None else None
+        self.limit_overrides = LimitOverrides(**chosen) if isinstance(chosen, dict) else LimitOverrides()
+        """What ``set_limits`` chose (beats the ``limits.*`` settings), here or in an earlier session."""
+        self._meter = UsageMeter()
+        self._ledger: UsageLedger | None = None
+        agent.check_limits = lambda: owner._limit_event()  # through the weak proxy: no cycle via the agent
+        self.checkpoints = SessionCheckpoints(owner, getattr(services, "agent_dir", None),
+                                              lambda key: owner._setting(key), lambda: owner.tool_set.profiles())
+        """The file checkpoints of this session's runs (``rpcd.runtime.checkpointing``)."""
+        agent.before_tool_calls = self.checkpoints.before_tool_calls
+        agent.before_tools = self.checkpoints.before_tools
 
     # -- identity / state ------------------------------------------------------------
 
@@ -273,6 +314,55 @@ class AgentSession(SessionExtensionActions):
         return self.agent.thinking_level
 
     def state(self) -> SessionState:
+        """The session's state, built again only when something it is made of changed (``state_key``):
+        ``getState`` is polled, and an unchanged answer is then the very same object (whose encoding
+        the wire reuses)."""
+        key = self.state_key()
+        cached = self._state_cache
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        state = self.build_state()
+        self._state_cache = (key, state)
+        return state
+
+    def state_changed(self) -> None:
+        """Something ``state()`` shows changed: bump the state version. ``_notify`` calls it for every
+        event but a streamed ``message_update`` (queue, name, compaction, retry, run and entry events),
+        the setters that emit nothing call it themselves."""
+        self._state_version += 1
+
+    def state_key(self) -> tuple[object, ...]:
+        """What ``state()`` is made of, read cheaply: the state version (``state_changed``) and the
+        inputs that others change without an event of this session (the agent's messages, model and
+        thinking level, the file's leaf and name, the overrides of compaction and retry, the
+        process-wide approval gate and sandbox). ``tests/runtime/test_state_version.py`` drives every
+        mutating call and checks that ``state()`` always equals ``build_state()``."""
+        agent, sm, queues, gate, sandbox = self.agent, self.session_manager, self.queues, self.approval, self.sandbox
+        return (self._state_version, self._running, len(agent.messages), agent.model, agent.thinking_level,
+                sm.get_leaf_ref(), sm.get_session_file(), sm.get_session_id(), queues.steering.mode,
+                queues.follow_up.mode, self.compaction.is_compacting, self.compaction.enabled_override,
+                self.retry.enabled_override, None if gate is None else (gate.override, gate.client_can_answer),
+                None if sandbox is None else (sandbox.mode, sandbox.network), self._limits_key())
+
+    def _limits_key(self) -> object:
+        """What ``limits_state`` is made of: the caps (the settings and ``set_limits``' overrides) and the
+        entries counted against them; with a per-day cap, today's spend of every process (the ledger),
+        which changes without any event here: then a key that never repeats (the state is built anew)."""
+        overrides = self.limit_overrides
+        known = self._caps_known
+        if known is None or known[0] is not overrides:
+            settings: Any = self.settings()
+            caps = configured_limits(getattr(settings, "global_settings", {}) or {},
+                                     getattr(settings, "project_settings", {}) or {}, overrides)
+            known = self._caps_known = (overrides, bool(caps), "maxCostPerDay" in caps or "maxTokensPerDay" in caps)
+        if not known[1]:
+            return None
+        if known[2]:
+            return object()
+        return overrides, self.session_manager.get_entry_count()
+
+    def build_state(self) -> SessionState:
+        """The state as it is now, without the cache (``state`` answers from it)."""
         model = self.agent.model
         return SessionState(
             session_id=self.session_id,
@@ -291,8 +381,10 @@ class AgentSession(SessionExtensionActions):
             auto_compaction_enabled=self.compaction.auto_enabled,
             auto_retry_enabled=self.auto_retry_enabled,
             approval_policy=self.approval_policy,
+            limits=self.limits_state(),
             pi_model=model.pi_object() if model is not None else None,
             sandbox=describe(sandbox_policy(self.services, self.sandbox), self.cwd) if self.sandbox else None,
+            mcp_servers=tuple(self.mcp.statuses()) if self.mcp is not None else (),
         )
 
     @property
@@ -332,6 +424,8 @@ class AgentSession(SessionExtensionActions):
         self._notify(event)
 
     def _notify(self, event: SessionEvent) -> None:
+        if event.get("type") != "message_update":
+            self._state_version += 1  # ``state_changed``, inline: every event but a streamed delta
         for sub in self._snapshot:
             if sub.owner is None:
                 continue
@@ -377,6 +471,9 @@ class AgentSession(SessionExtensionActions):
                 if message.get("stopReason") not in ("error", "length"):
                     self.compaction.overflow_recovery_attempted = False
                 self.retry.on_assistant_end(message)
+                self._record_usage(message)
+        elif kind == "agent_end":
+            await self.checkpoints.end_run()
 
     async def _emit_to_extensions(self, runner: ExtensionRunner, event: Event) -> None:
         """Pi's ``_emitExtensionEvent``: each agent event in the shape extensions get (turns numbered,
@@ -455,6 +552,9 @@ class AgentSession(SessionExtensionActions):
             ran = await command_input.run_extension_command(self._live_runner(), text)
             if ran is not None:
                 return ran
+            if self.mcp is not None and not self._disposed:
+                expanded = await self.mcp.expand(text)  # /mcp__<server>__<prompt> args: the server's prompt
+                text = expanded if expanded is not None else text
         if self.compaction.manual_running:
             raise SessionBusyError(
                 "Cannot submit a prompt while compaction is in progress. Wait for compaction to finish and retry.",
@@ -490,6 +590,10 @@ class AgentSession(SessionExtensionActions):
             self.flush_pending_custom()
             user = {"role": "user", "content": content, "timestamp": _now_ms()}
             with turn_scope(self):
+                limit = self._limit_event()
+                if limit is not None:  # a cap is reached: no model call, nothing recorded
+                    self._notify(limit)
+                    return LIMIT_STOP_REASON
                 last = self._last_assistant()
                 if last is not None:
                     await self.compaction.check(last, skip_aborted_check=False)
@@ -580,12 +684,18 @@ class AgentSession(SessionExtensionActions):
 
     def commands(self, *, offered: bool = True) -> list[CommandInfo]:
         """Every command a prompt can invoke now, in Pi's order: extension commands, prompt
-        templates, skills (``skill:name``). ``offered``: what clients are offered (``getCommands``,
-        ``commands_changed``, ACP's available commands): the setting ``enableSkillCommands: false``
-        leaves the skills out, as Pi's editor stops offering them (``/skill:name`` still expands)."""
+        templates, skills (``skill:name``); then the MCP servers' prompts (``mcp__<server>__<prompt>``).
+        ``offered``: what clients are offered (``getCommands``, ``commands_changed``, ACP's available
+        commands): the setting ``enableSkillCommands: false`` leaves the skills out, as Pi's editor stops
+        offering them (``/skill:name`` still expands)."""
         hidden = offered and self._setting("enableSkillCommands") is False
-        return command_input.list_commands(self._runner, templates=self.prompt_templates,
-                                           skills=() if hidden else self.skills)
+        listed = command_input.list_commands(self._runner, templates=self.prompt_templates,
+                                             skills=() if hidden else self.skills)
+        return [*listed, *self.mcp.commands()] if self.mcp is not None else listed
+
+    def mcp_servers(self) -> list[McpServerState]:
+        """The MCP servers this session named: status, tools, last error."""
+        return self.mcp.statuses() if self.mcp is not None else []
 
     def notify_commands_changed(self, previous: Sequence[CommandInfo]) -> None:
         """``commands_changed`` to the subscribers when this session's commands differ from ``previous``."""
@@ -611,6 +721,16 @@ class AgentSession(SessionExtensionActions):
         first (``rpcd.runtime.turns.retry``); a run that ended with input still queued (aborted, a model
         error) goes on with it, steering first."""
         while not self._disposed:
+            if stop_reason == LIMIT_STOP_REASON:
+                break  # queued input stays queued: the next prompt (a cap raised) takes it
+            limit = self._limit_event()
+            if limit is not None:
+                # the reply is complete, but what would follow (a retry, compaction, queued input)
+                # calls the model again: none of it happens
+                if self.queues.has_items() or self.retry.waiting:
+                    self._notify(limit)
+                    stop_reason = LIMIT_STOP_REASON
+                break
             if await self.retry.after_run():
                 stop_reason = await self.agent.run([], self, will_retry=self.retry.will_retry)
                 continue
@@ -641,7 +761,9 @@ class AgentSession(SessionExtensionActions):
 
     async def compact(self, custom_instructions: str | None = None) -> dict[str, Any]:
         """Pi's manual ``compact``: aborts a running turn first; returns Pi's compaction result.
-        Raises ``CompactionError`` / ``CompactionCancelledError`` when nothing was written."""
+        Raises ``CompactionError`` / ``CompactionCancelledError`` when nothing was written (also when
+        a spending cap is reached: the summary is a model call)."""
+        self._refuse_over_limit("compact")
         return await self.compaction.compact(custom_instructions)
 
     def set_auto_compaction(self, enabled: bool) -> None:
@@ -650,11 +772,25 @@ class AgentSession(SessionExtensionActions):
         self._hold(enabled, "compaction", "enabled")
 
     async def navigate_tree(self, target_id: str, *, summarize: bool = False, custom_instructions: str | None = None,
-                            replace_instructions: bool | None = None, label: str | None = None) -> dict[str, Any]:
-        """Pi's ``navigateTree``: move the leaf within this file (see ``rpcd.runtime.compaction``)."""
-        return await self.compaction.navigate_tree(target_id, summarize=summarize,
-                                                   custom_instructions=custom_instructions,
-                                                   replace_instructions=replace_instructions, label=label)
+                            replace_instructions: bool | None = None, label: str | None = None,
+                            restore_files: bool = False) -> dict[str, Any]:
+        """Pi's ``navigateTree``: move the leaf within this file (see ``rpcd.runtime.compaction``).
+
+        ``restore_files``: once the leaf moved, the files the agent changed after ``target_id`` go back
+        to how they were then (the first checkpoint recorded after it; ``restore_checkpoint``'s
+        rules: a file changed by someone else since is listed in ``restore``, not written)."""
+        if summarize:
+            self._refuse_over_limit("the branch summary")
+        if restore_files and self._running:
+            raise SessionBusyError("Cannot restore files while a turn is running; abort it first",
+                                   cwd=self.cwd, session_path=self.session_file)
+        checkpoint = self.checkpoints.first_after(target_id) if restore_files else None
+        result = await self.compaction.navigate_tree(target_id, summarize=summarize,
+                                                     custom_instructions=custom_instructions,
+                                                     replace_instructions=replace_instructions, label=label)
+        if restore_files and not result.get("cancelled") and not result.get("aborted"):
+            result["restore"] = None if checkpoint is None else await self.checkpoints.restore(checkpoint)
+        return result
 
     def set_label(self, entry_id: str, label: str | None = None) -> str:
         """Pi's ``setLabel``: a ``label`` entry for ``entry_id`` (``None`` clears its label)."""
@@ -819,6 +955,63 @@ class AgentSession(SessionExtensionActions):
         if self.retry.waiting:
             self.retry.cancel()
 
+    # -- spending caps -------------------------------------------------------------------------
+
+    def set_limits(self, overrides: LimitOverrides) -> LimitsState | None:
+        """``setLimits``: these caps beat the settings from now on, for this session and the ones
+        that replace it; returns the caps in force and the spend."""
+        self.limit_overrides = overrides
+        self._hold(attrs.asdict(overrides), HELD_LIMITS)
+        return self.limits_state()
+
+    def limits_state(self) -> LimitsState | None:
+        """The caps in force (``rpcd.runtime.limits``) and what was spent against them; ``None``
+        when no cap is set (then nothing is counted: a resumed session's bodies stay unparsed)."""
+        settings: Any = self.settings()
+        caps = configured_limits(getattr(settings, "global_settings", {}) or {},
+                                 getattr(settings, "project_settings", {}) or {}, self.limit_overrides)
+        if not caps:
+            return None
+        sm = self.session_manager
+        count = sm.get_entry_count()
+        meter = self._meter
+        if count != meter.seen:
+            meter.update(sm.entries_since(meter.seen, BILLED_TYPES, BILLED_ROLES) if count > meter.seen else (), count)
+            if meter.seen != count:  # the manager changed under it (fewer entries): count again
+                meter.update(sm.entries_since(0, BILLED_TYPES, BILLED_ROLES), count)
+        cost_today = tokens_today = None
+        if "maxCostPerDay" in caps or "maxTokensPerDay" in caps:
+            ledger = self._usage_ledger()
+            tokens_today, cost_today = ledger.today() if ledger is not None else (0, 0.0)
+        state = LimitsState(caps=tuple(caps.items()), cost=meter.cost, tokens=meter.tokens,
+                            cost_today=cost_today, tokens_today=tokens_today)
+        event = limit_reached(state)
+        return attrs.evolve(state, reached=event["limit"]) if event is not None else state
+
+    def _limit_event(self) -> dict[str, Any] | None:
+        """The ``limit_reached`` event when a cap is reached (asked before every model call)."""
+        state = self.limits_state()
+        return limit_reached(state) if state is not None else None
+
+    def _refuse_over_limit(self, what: str) -> None:
+        event = self._limit_event()
+        if event is not None:
+            raise CompactionError(f"Spending cap {event['limit']} reached ({event['used']} of {event['max']}): "
+                                  f"{what} would call the model; raise the cap with setLimits first")
+
+    def _usage_ledger(self) -> UsageLedger | None:
+        agent_dir = getattr(self.services, "agent_dir", None)
+        if self._ledger is None and agent_dir and self.session_manager.is_persisted():
+            self._ledger = UsageLedger(agent_dir)
+        return self._ledger
+
+    def _record_usage(self, message: Mapping[str, Any]) -> None:
+        usage = message.get("usage")
+        ledger = self._usage_ledger() if isinstance(usage, Mapping) else None
+        if ledger is not None and isinstance(usage, Mapping):
+            tokens, cost = usage_totals(usage)
+            ledger.record(self.session_id, tokens, cost)
+
     # -- reads ---------------------------------------------------------------------------------
 
     def stats(self) -> SessionStats:
@@ -914,6 +1107,19 @@ class AgentSession(SessionExtensionActions):
                               truncated=result.truncated, full_output_path=result.full_output_path)
         self.record_bash_result(command, outcome, exclude_from_context)
         return outcome
+
+    def exec_launch(self, argv: Sequence[str], cwd: str) -> tuple[list[str], dict[str, str]]:
+        """How ``pi.exec`` runs ``argv``: inside the sandbox the bash tool runs in, with the environment
+        ``shellEnvironmentPolicy`` leaves (Pi's ``execCommand`` has no sandbox and passes everything;
+        a program that needs a token is given it with the policy's ``allow``)."""
+        from rpcd.tools.sandbox import SandboxUnavailableError, sandboxed
+
+        policy = sandbox_policy(self.services, self.sandbox) if self.sandbox is not None else SANDBOX_OFF
+        env = shell_env(None, policy=tool_options(self.services).env_policy)
+        try:
+            return sandboxed(argv, cwd, policy), env
+        except SandboxUnavailableError as exc:
+            raise PermissionError(str(exc)) from None
 
     def record_bash_result(self, command: str, outcome: BashOutcome, exclude_from_context: bool | None) -> None:
         """Pi's ``recordBashResult``: a ``bashExecution`` message in the context and the file; while
@@ -1093,6 +1299,47 @@ class AgentSession(SessionExtensionActions):
         page = await anyio.to_thread.run_sync(lambda: render_html(export).encode("utf-8"))
         return write_new_file(path, page)
 
+    async def export_markdown(self, output_path: str | None = None,
+                              inline: bool = False) -> tuple[str | None, str | None]:
+        """The current branch as Markdown (``rpcd.store.export_markdown``): written to ``output_path``
+        (absolute and new; default ``pi-session-<file name>.md`` in the cwd, ``-1``, ... when taken) —
+        ``(path, None)`` — or, ``inline``, answered as ``(None, text)``. Rendered in a worker thread."""
+        from rpcd.store.export_markdown import MarkdownExport, render_markdown
+        from rpcd.store.library import check_output_path, unused_path, write_new_file
+
+        sm = self.session_manager
+        session_file = sm.get_session_file()
+        export = MarkdownExport(header=dict(sm.get_header()), branch=sm.get_branch(), name=sm.get_session_name(),
+                                session_file=session_file, labels=sm.get_labels())
+        if inline:
+            return None, await anyio.to_thread.run_sync(lambda: render_markdown(export))
+        if output_path is not None:
+            path = check_output_path(output_path)
+        else:
+            if not sm.is_persisted() or session_file is None:
+                raise SessionNotSavedError("An in-memory session has no file name: give outputPath (or inline)",
+                                           cwd=self.cwd)
+            stem = os.path.basename(session_file).removesuffix(".jsonl")
+            path = unused_path(self.cwd, f"pi-session-{stem}", ".md")
+        text = await anyio.to_thread.run_sync(lambda: render_markdown(export).encode("utf-8"))
+        return write_new_file(path, text), None
+
+    # -- file checkpoints ----------------------------------------------------------------------
+
+    def checkpoint_listing(self, files: bool = False) -> CheckpointListing:
+        """The session's file checkpoints, oldest first (``rpcd.runtime.checkpointing``)."""
+        return self.checkpoints.listing(files=files)
+
+    async def restore_checkpoint(self, entry_id: str | None, *, files: Sequence[str] | None = None,
+                                 force: bool = False, dry_run: bool = False) -> RestoreOutcome:
+        """Put the files the agent changed since a checkpoint back (``rpcd.store.checkpoints.restore``);
+        ``entry_id`` ``None``: the newest run not undone yet. Refused while a turn runs (its tools may be
+        writing the same files)."""
+        if self._running and not dry_run:
+            raise SessionBusyError("Cannot restore files while a turn is running; abort it first",
+                                   cwd=self.cwd, session_path=self.session_file)
+        return await self.checkpoints.restore(entry_id, files=files, force=force, dry_run=dry_run)
+
     def export_jsonl(self, output_path: str) -> str:
         """Pi's ``exportToJsonl``: the current branch as a new standalone session file at ``output_path``."""
         from rpcd.store.library import export_branch_jsonl
@@ -1105,6 +1352,8 @@ class AgentSession(SessionExtensionActions):
         """Apply the host's bindings to the runner, then emit this session's ``session_start`` and
         ``resources_discover`` (Pi's ``bindExtensions``)."""
         self.bindings = bindings
+        if self.mcp is not None:
+            self.mcp.bind_ui(bindings.ui)  # an MCP server's questions (elicitation) go to this UI
         runner = self._runner
         if runner is None:
             return
@@ -1211,6 +1460,8 @@ class AgentSession(SessionExtensionActions):
                 runner.invalidate()
             except Exception:
                 _log.exception("extension runner invalidation failed")
+        if self.mcp is not None:
+            self.mcp.release()  # its servers go back to the pool (stopped when no session holds them)
         # Let go of the file: another rpcd process may take it now (an in-memory fork keeps using
         # this manager for the next session; it holds no lock).
         if release_file:
@@ -1275,10 +1526,11 @@ def tool_options(services: Any) -> ToolOptions:
 
 
 def session_tool_set(services: Any, selection: ToolSelection, operations: ToolOperations | None = None,
-                     sandbox: SandboxControl | None = None) -> ToolSet:
+                     sandbox: SandboxControl | None = None, mcp: SessionMcp | None = None) -> ToolSet:
     """The tools of a session in ``services.cwd`` (``rpcd.runtime.tool_set``): built-ins bound to the
-    cwd (rebuilt for every replacement; their I/O through ``operations`` when given) and the
-    extensions' tools, selected as Pi selects them."""
+    cwd (rebuilt for every replacement; their I/O through ``operations`` when given), the
+    extensions' tools, selected as Pi selects them, then the MCP servers' tools (selected as the
+    extensions' are)."""
     options = tool_options(services)
     if operations is not None:
         options = attrs.evolve(options, operations=operations)
@@ -1289,14 +1541,16 @@ def session_tool_set(services: Any, selection: ToolSelection, operations: ToolOp
     runner = getattr(services, "extensions", None)
     return ToolSet(builtin=create_builtin_tools(services.cwd, options),
                    runner=runner if isinstance(runner, ExtensionRunner) else None,
-                   selection=selection, default_tools=default_tools)
+                   selection=selection, default_tools=default_tools,
+                   mcp_tools=mcp.tools() if mcp is not None else None,
+                   mcp_profiles=mcp.profiles() if mcp is not None else None)
 
 
 def session_tools(services: Any, selection: ToolSelection, operations: ToolOperations | None = None,
-                  sandbox: SandboxControl | None = None) -> dict[str, Tool]:
+                  sandbox: SandboxControl | None = None, mcp: SessionMcp | None = None) -> dict[str, Tool]:
     """The tools a session in ``services.cwd`` starts with, in Pi's order; an extension tool with a
     built-in's name takes its place."""
-    return session_tool_set(services, selection, operations, sandbox).active_tools()
+    return session_tool_set(services, selection, operations, sandbox, mcp).active_tools()
 
 
 def _prompt_parts(tools: Mapping[str, Tool]) -> tuple[dict[str, str], list[str]]:
@@ -1399,6 +1653,7 @@ def create_agent_session(
     approval: ApprovalGate | None = None,
     tool_operations: ToolOperations | None = None,
     sandbox: SandboxControl | None = None,
+    mcp: SessionMcp | None = None,
 ) -> tuple[AgentSession, Selection]:
     """Build a session over ``session_manager`` with ``services``; returns it and the model
     ``Selection`` (its ``fallback_message`` is Pi's ``Could not restore model p/m. Using p2/m2``,
@@ -1448,10 +1703,10 @@ def create_agent_session(
     )
     session = AgentSession(
         session_manager=sm, services=services, agent=agent, session_start_event=session_start_event,
-        registry=registry, model_inputs=inputs, approval=approval, sandbox=sandbox,
+        registry=registry, model_inputs=inputs, approval=approval, sandbox=sandbox, mcp=mcp,
     )
     owner = weakref.proxy(session)
-    session.tool_set = session_tool_set(services, tool_selection or ToolSelection(), tool_operations, sandbox)
+    session.tool_set = session_tool_set(services, tool_selection or ToolSelection(), tool_operations, sandbox, mcp)
     session.extra_tools = list(extra_tools)
     agent.seam = ToolSeam({}, _SessionHooks(owner).hooks())
     session._apply_tools()

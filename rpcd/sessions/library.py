@@ -32,6 +32,7 @@ import attrs
 from rpcd.core.errors import SessionInUseError
 from rpcd.runtime.resources.settings import load_settings
 from rpcd.runtime.resources.trust import TrustStore
+from rpcd.sessions.search import SessionSearch
 from rpcd.store.paths import SESSION_DIR_ENV, default_session_dir, expand_path
 
 if TYPE_CHECKING:
@@ -107,6 +108,8 @@ class SessionLibrary:
         self.agent_dir = agent_dir
         self.location = location
         self.journal = journal
+        self.search = SessionSearch(agent_dir, location.directory)
+        """Full-text search, reading and id lookup of the stored sessions (``rpcd.sessions.search``)."""
 
     @property
     def session_dir(self) -> str | None:
@@ -194,7 +197,18 @@ class SessionLibrary:
             record = self.journal.read()
             if record is not None and record.session_file is not None and _same_file(record.session_file, path):
                 self.journal.write(None, record.cwd)
-        return delete_session_file(path, self.store_dirs(path))
+        removed = delete_session_file(path, self.store_dirs(path))
+        self.search.forget(path)  # its text must not outlive it in the search index
+        return removed
+
+    def session_path(self, ref: str, cwd: str) -> str:
+        """``ref`` as a session file: a path as given, else the session with that id or unique id
+        prefix (this project first, then every project)."""
+        from rpcd.store.listing import looks_like_path
+
+        if os.path.isabs(ref) or looks_like_path(ref):
+            return ref
+        return self.search.resolve(ref, cwd).path
 
     def rename(self, session_file: str, name: str) -> str | None:
         from rpcd.store.library import rename_session_file

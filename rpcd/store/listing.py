@@ -8,7 +8,8 @@ socket or device named ``*.jsonl`` is skipped without being opened for a blockin
 "Most recent" has one definition here, ``recency_key``: a session's last user/assistant
 activity (Pi's ``SessionInfo.modified``: the newest message timestamp, else the header's
 time, else the file's mtime), ties broken by path. The listing sorts by it and ``--continue``
-(``find_most_recent_session``) picks its maximum, so the session a client sees first is the
+(``rpcd.store.recency.find_most_recent_session``, from a cache of these facts) picks its maximum, so
+the session a client sees first is the
 one ``--continue`` resumes. (Pi's own ``--continue`` takes the newest file *mtime* instead;
 docs/pi-compat.md.)
 """
@@ -226,22 +227,6 @@ def list_all_sessions(
     return _newest_first(info for info in map(build_session_info, files) if info is not None)
 
 
-def find_most_recent_session(
-    cwd: str, directory: str, *, custom_dir: bool = False, agent_dir: str | None = None
-) -> str | None:
-    """The session ``list_sessions`` would list first (``recency_key``), among files whose header is
-    valid (and, in a custom dir, whose cwd matches)."""
-    filter_cwd = _filters_by_cwd(directory, cwd, custom_dir, agent_dir)
-    candidates: list[SessionInfo] = []
-    for path in _jsonl_files(directory):
-        info = build_session_info(path)
-        if info is not None and not (filter_cwd and info.cwd != cwd):
-            candidates.append(info)
-    if not candidates:
-        return None
-    return max(candidates, key=recency_key).path
-
-
 # -- search ------------------------------------------------------------------------------------
 
 _QUOTED = re.compile(r'"([^"]*)"|(\S+)')
@@ -296,7 +281,8 @@ def resolve_session_ref(
     """Pi's ``resolveSessionPath``: a path-like ``ref`` is a path (absolute against ``cwd``); else a
     session id or id prefix, looked up in the cwd's project, then in every project: the exact id
     first, else the one session whose id starts with ``ref``. Unlike Pi (which takes the newest of
-    several matches), a prefix several sessions share is refused, naming them
+    several matches), a prefix several sessions share is refused, naming them (copies of one session, an
+    import of it, count once: the newest file)
     (``InvalidArgumentError``); nothing found is ``SessionFileNotFoundError``. Only the first line
     of each file is read."""
     if looks_like_path(ref):
@@ -351,4 +337,11 @@ def _match_id(ref: str, sessions: Sequence[tuple[str, dict[str, Any]]]) -> tuple
         raise InvalidArgumentError(
             f"Session id prefix '{ref}' is ambiguous: {len(ids)} sessions match ({shown}); give more of the id",
             param="session")
-    return sorted(matches)[0]
+    return max(matches, key=lambda item: (_mtime(item[0]), item[0]))  # copies of one session: the newest
+
+
+def _mtime(path: str) -> float:
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return 0.0

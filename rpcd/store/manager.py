@@ -17,7 +17,7 @@ import functools
 import os
 import re
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from typing import Any, Literal, TypeVar
 
 import attrs
@@ -37,9 +37,10 @@ from rpcd.store import _fs, codec, writer_lock
 from rpcd.store import entries as E
 from rpcd.store._ids import file_timestamp, iso_now, js_date_ms, new_entry_id, uuid7, validate_session_id
 from rpcd.store.context import SessionContext, build_session_context
-from rpcd.store.listing import SessionInfo, find_most_recent_session, list_sessions
+from rpcd.store.listing import SessionInfo, list_sessions
 from rpcd.store.loader import LoadedFile, load_file, not_a_session
 from rpcd.store.paths import default_session_dir, make_private_dirs
+from rpcd.store.recency import find_most_recent_session
 from rpcd.store.records import (
     UNDEFINED,
     CorruptRecordError,
@@ -297,6 +298,14 @@ class SessionManager:
 
     def get_entry_count(self) -> int:
         return len(self._records)
+
+    def entries_since(self, index: int, types: Container[str],
+                      roles: Container[str | None] | None = None) -> builtins.list[dict[str, Any]]:
+        """The entries from position ``index`` on (append order) whose type is in ``types`` (and, for
+        messages, whose role is in ``roles``); the others are not parsed (what a running total needs
+        after each append)."""
+        return self._entries_of([record for record in self._records[index:] if record.type in types
+                                 and (roles is None or record.type != E.MESSAGE or record.role in roles)])
 
     def get_entry(self, entry_id: str) -> dict[str, Any] | None:
         record = self._by_id.get(entry_id)

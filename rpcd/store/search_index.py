@@ -73,6 +73,8 @@ BUSY_TIMEOUT_MS: Final = 10_000
 RACY_NS: Final = 2_000_000_000
 """A file modified this close to when it was indexed may have changed again within the same mtime
 tick (git's "racy" files): its matching stat is not trusted, it is read again."""
+BATCH: Final = 200
+"""Files (re)indexed per transaction."""
 EDGE: Final = 64
 """Bytes kept from the start of the file and from just before the indexed end (the append check)."""
 _MIN_NEEDLE: Final = 3
@@ -320,6 +322,7 @@ class SearchIndex:
             f"SELECT path, {columns} FROM file")} if len(files) > 50 else {}
         ids: dict[str, int] = {}
         present = set(files)
+        stale: list[tuple[str, _Stat]] = []
         for path in files:
             now = _stat(path)
             if now is None:
@@ -331,9 +334,13 @@ class SearchIndex:
                 if row[5] is not None:
                     ids[path] = row[0]
                 continue
-            file_id = self._index_file(db, path, now)
-            if file_id is not None:
-                ids[path] = file_id
+            stale.append((path, now))
+        for at in range(0, len(stale), BATCH):
+            with _transaction(db):  # one commit per batch: a first build of 1,000 files is not 1,000 commits
+                for path, now in stale[at:at + BATCH]:
+                    file_id = self._index_file(db, path, now)
+                    if file_id is not None:
+                        ids[path] = file_id
         if directories:
             self._drop_missing(db, directories, present)
         return ids
@@ -352,44 +359,44 @@ class SearchIndex:
         db.execute("DELETE FROM file WHERE id = ?", (file_id,))
 
     def _index_file(self, db: sqlite3.Connection, path: str, now: _Stat) -> int | None:
-        """(Re)index ``path``: from where it stopped when the file only grew, else from its start."""
-        with _transaction(db):
-            row = db.execute("SELECT id, dev, ino, indexed, head, tail, state FROM file WHERE path = ?",
-                             (path,)).fetchone()
-            try:
-                fd = open_regular(path)
-            except OSError:
+        """(Re)index ``path`` (in the caller's transaction): from where it stopped when the file only
+        grew, else from its start."""
+        row = db.execute("SELECT id, dev, ino, indexed, head, tail, state FROM file WHERE path = ?",
+                         (path,)).fetchone()
+        try:
+            fd = open_regular(path)
+        except OSError:
+            if row is not None:
+                self._drop(db, row[0])
+            return None
+        try:
+            start, builder = 0, SessionInfoBuilder()
+            if row is not None and row[6] is not None and self._only_grew(fd, row, now):
+                start, builder = row[3], _builder_from(row[6])
+                file_id = row[0]
+            else:
                 if row is not None:
                     self._drop(db, row[0])
-                return None
-            try:
-                start, builder = 0, SessionInfoBuilder()
-                if row is not None and row[6] is not None and self._only_grew(fd, row, now):
-                    start, builder = row[3], _builder_from(row[6])
-                    file_id = row[0]
-                else:
-                    if row is not None:
-                        self._drop(db, row[0])
-                    file_id = db.execute(
-                        "INSERT INTO file(path, dev, ino, size, mtime_ns, indexed, head, tail) "
-                        "VALUES (?, 0, 0, 0, 0, 0, x'', x'')", (path,)).lastrowid
-                    assert file_id is not None
-                indexed, units, session = self._read(fd, start, now.size, builder)
-                head = os.pread(fd, EDGE, 0)
-                tail = os.pread(fd, min(EDGE, indexed), indexed - min(EDGE, indexed))
-            finally:
-                os.close(fd)
-            state = _builder_state(builder) if session else None
-            db.execute("UPDATE file SET dev = ?, ino = ?, size = ?, mtime_ns = ?, indexed = ?, head = ?, tail = ?, "
-                       "state = ?, indexed_at = ? WHERE id = ?",
-                       (now.dev, now.ino, now.size, now.mtime_ns, indexed, head, tail, state, time.time_ns(),
-                        file_id))
-            if session:
-                db.executemany("INSERT INTO unit(file, entry, kind, text) VALUES (?, ?, ?, ?)",
-                               [(file_id, u.entry_id, u.kind, u.text) for u in units])
-            else:
-                db.execute("DELETE FROM unit WHERE file = ?", (file_id,))
-            return file_id if session else None
+                file_id = db.execute(
+                    "INSERT INTO file(path, dev, ino, size, mtime_ns, indexed, head, tail) "
+                    "VALUES (?, 0, 0, 0, 0, 0, x'', x'')", (path,)).lastrowid
+                assert file_id is not None
+            indexed, units, session = self._read(fd, start, now.size, builder)
+            head = os.pread(fd, EDGE, 0)
+            tail = os.pread(fd, min(EDGE, indexed), indexed - min(EDGE, indexed))
+        finally:
+            os.close(fd)
+        state = _builder_state(builder) if session else None
+        db.execute("UPDATE file SET dev = ?, ino = ?, size = ?, mtime_ns = ?, indexed = ?, head = ?, tail = ?, "
+                   "state = ?, indexed_at = ? WHERE id = ?",
+                   (now.dev, now.ino, now.size, now.mtime_ns, indexed, head, tail, state, time.time_ns(),
+                    file_id))
+        if session:
+            db.executemany("INSERT INTO unit(file, entry, kind, text) VALUES (?, ?, ?, ?)",
+                           [(file_id, u.entry_id, u.kind, u.text) for u in units])
+        else:
+            db.execute("DELETE FROM unit WHERE file = ?", (file_id,))
+        return file_id if session else None
 
     @staticmethod
     def _only_grew(fd: int, row: Any, now: _Stat) -> bool:

@@ -27,6 +27,7 @@ import base64
 import contextlib
 import json
 import logging
+import os
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -44,6 +45,7 @@ from rpcd.core.values import (
     CycleModelResult,
     ImageInput,
     InputHandled,
+    McpServerState,
     ModelDescription,
     ModelRef,
     PromptOutcome,
@@ -66,12 +68,14 @@ from rpcd.protocol.names import (
     DELETE_SESSION,
     EXPORT_HTML,
     EXPORT_JSONL,
+    EXPORT_MARKDOWN,
     FOLLOW_UP,
     GET_AVAILABLE_MODELS,
     GET_COMMANDS,
     GET_ENTRIES,
     GET_MESSAGES,
     GET_TREE,
+    LIST_MCP_SERVERS,
     LIST_SESSIONS,
     NAVIGATE_TREE,
     PROMPT,
@@ -80,6 +84,7 @@ from rpcd.protocol.names import (
     STEER,
 )
 from rpcd.wire.calls import generic_handler, session_call, tracked
+from rpcd.wire.convert import limits_info, restore_result
 from rpcd.wire.errors import WireError, WirePhase, protocol_error
 from rpcd.wire.notifications import EventPump
 from rpcd.wire.progress import Progress
@@ -111,6 +116,10 @@ class SessionLibrary(Protocol):
     def delete(self, session_file: str, current_file: str | None) -> Removed: ...
 
     def rename(self, session_file: str, name: str) -> str | None: ...
+
+    def session_path(self, ref: str, cwd: str) -> str:
+        """A session file, or the file of a session id or unique id prefix."""
+        ...
 
 
 def _iso(moment: datetime) -> str:
@@ -161,6 +170,13 @@ def register(server: Server, *handlers: object) -> None:
 _tracked = tracked
 
 
+async def answered(pump: EventPump, pending: Pending[T]) -> T:
+    """The operation's result, once the pump has flushed what it produced."""
+    result = await pending
+    await pump.drain()
+    return result
+
+
 def _tracked_abortable(pending: Pending[T]) -> Pending[T]:
     """Like ``_tracked``, but a request cancelled once its operation runs answers -32800 too: the work
     is stopped (its running-cancel), awaited, and then the cancellation is delivered."""
@@ -194,10 +210,25 @@ class SessionMethods:
         return self._replaced(pending, progress)
 
     def resume(self, params: t.ResumeParams) -> Awaitable[t.ReplacementResult]:
-        progress = self._progress(params.work_done_token, "Resuming session", params.session_path)
+        path = self._session_path(params.session_path)
+        progress = self._progress(params.work_done_token, "Resuming session", path)
         with reporting(progress.bytes_reporter()):
-            pending = _tracked(self._host.resume(params.session_path, params.cwd_override))
+            pending = _tracked(self._host.resume(path, params.cwd_override))
         return self._replaced(pending, progress)
+
+    def _session_path(self, ref: str) -> str:
+        """A session file as given, or the file of the session id / unique id prefix ``ref`` (looked
+        up now, at the request's arrival — a replacement takes its place then —, in the current
+        project first: the first line of each session file, off nothing but the loop for an id)."""
+        return self._library.session_path(ref, self._cwd())
+
+    def _cwd(self) -> str:
+        """The cwd of the session current now (the last known one when the host has none)."""
+        state = self._snapshot
+        if state is None:
+            with contextlib.suppress(HostError):
+                state = self._host.state()
+        return state.cwd if state is not None else os.getcwd()
 
     def fork(self, params: t.ForkParams) -> Awaitable[t.ForkResult]:
         return self._forked(_tracked(self._host.fork(params.entry_id)))
@@ -325,7 +356,9 @@ class SessionMethods:
             name=state.name,
             model=model,
             approval_policy=state.approval_policy,
+            limits=limits_info(state.limits) if state.limits is not None else None,
             sandbox=_sandbox_info(state.sandbox),
+            mcp_servers=[mcp_server_result(s) for s in state.mcp_servers] if state.mcp_servers else None,
         )
         self._state_answer = (key, result)
         return result
@@ -369,10 +402,12 @@ class SessionMethods:
         """Trash a session file; never the session current at this request's arrival. The file work
         runs in a worker thread (in the host's queue: still behind what came before)."""
         library = self._library
+        cwd = self._cwd()
 
         async def delete(session: SessionPort) -> t.DeleteSessionResult:
             current = session.session_file
-            removed = await anyio.to_thread.run_sync(library.delete, params.session_file, current)
+            path = await anyio.to_thread.run_sync(library.session_path, params.session_file, cwd)
+            removed = await anyio.to_thread.run_sync(library.delete, path, current)
             return t.DeleteSessionResult(method=removed.method, trash_path=removed.trash_path)
 
         return self._answered(self._call(DELETE_SESSION, delete))
@@ -381,14 +416,16 @@ class SessionMethods:
         """Name any session file; the current session's through the session itself (``setSessionName``).
         Another file is opened and appended to in a worker thread."""
         library = self._library
+        cwd = self._cwd()
 
         async def rename(session: SessionPort) -> t.RenameSessionResult:
             current = session.session_file
-            if await anyio.to_thread.run_sync(library.is_current, params.session_file, current):
+            path = await anyio.to_thread.run_sync(library.session_path, params.session_file, cwd)
+            if await anyio.to_thread.run_sync(library.is_current, path, current):
                 session.set_session_name(params.name)
                 name = session.state().name
             else:
-                name = await anyio.to_thread.run_sync(library.rename, params.session_file, params.name)
+                name = await anyio.to_thread.run_sync(library.rename, path, params.name)
             return t.RenameSessionResult(name=name or "")
 
         return self._answered(self._call(RENAME_SESSION, rename))
@@ -401,6 +438,16 @@ class SessionMethods:
 
     async def _exported(self, pending: Pending[str]) -> t.ExportResult:
         return t.ExportResult(path=await self._answered(pending))
+
+    def export_markdown(self, params: t.ExportMarkdownParams | None = None) -> Awaitable[t.ExportMarkdownResult]:
+        given = params or t.ExportMarkdownParams()
+        pending = session_call(self._host, EXPORT_MARKDOWN, lambda session: session.export_markdown(
+            given.output_path, inline=given.inline is True))
+        return self._markdown(_tracked(pending))
+
+    async def _markdown(self, pending: Pending[tuple[str | None, str | None]]) -> t.ExportMarkdownResult:
+        path, text = await self._answered(pending)
+        return t.ExportMarkdownResult(path=path, markdown=text)
 
     # -- actions --------------------------------------------------------------------------
 
@@ -440,6 +487,12 @@ class SessionMethods:
 
     def get_commands(self, params: t.EmptyParams | None = None) -> Awaitable[t.GetCommandsResult]:
         return self._commands(self._call(GET_COMMANDS, lambda session: session.commands()))
+
+    def list_mcp_servers(self, params: t.EmptyParams | None = None) -> Awaitable[t.ListMcpServersResult]:
+        return self._mcp_servers(self._call(LIST_MCP_SERVERS, lambda session: session.mcp_servers()))
+
+    async def _mcp_servers(self, pending: Pending[list[McpServerState]]) -> t.ListMcpServersResult:
+        return t.ListMcpServersResult(servers=[mcp_server_result(s) for s in await pending])
 
     async def _commands(self, pending: Pending[list[CommandInfo]]) -> t.GetCommandsResult:
         commands = await pending
@@ -529,15 +582,18 @@ class SessionMethods:
         and answers -32800."""
         pending = session_call(self._host, NAVIGATE_TREE, lambda session: session.navigate_tree(
             params.target_id, summarize=params.summarize is True, custom_instructions=params.custom_instructions,
-            replace_instructions=params.replace_instructions, label=params.label))
+            replace_instructions=params.replace_instructions, label=params.label,
+            restore_files=params.restore_files is True))
         return self._navigated(_tracked_abortable(pending))
 
     async def _navigated(self, pending: Pending[dict[str, Any]]) -> t.NavigateTreeResult:
         result = await self._abortable(pending)
+        restored = result.get("restore")
         return t.NavigateTreeResult(
             cancelled=bool(result.get("cancelled")), leaf_id=self._host.state().leaf_id,
             aborted=True if result.get("aborted") else None, editor_text=result.get("editorText"),
             summary_entry=result.get("summaryEntry"),
+            restore=restore_result(restored) if restored is not None else None,
         )
 
     async def _answered(self, pending: Pending[T]) -> T:
@@ -571,6 +627,17 @@ def _replacement_fields(outcome: ReplacementOutcome) -> dict[str, Any]:
         "session_file": outcome.session_file,
         "dropped_queue": queue_contents(outcome.dropped_queue) if outcome.dropped_queue is not None else None,
     }
+
+
+def mcp_server_result(state: McpServerState) -> t.McpServerInfo:
+    """An MCP server's status as ``listMcpServers``, ``getState`` and ``mcp/status`` carry it."""
+    transport: t.McpTransport = "http" if state.transport == "http" else "sse" if state.transport == "sse" else "stdio"
+    return t.McpServerInfo(
+        name=state.name, transport=transport, target=state.target, status=state.status,
+        tools=list(state.tools), prompts=list(state.prompts), resources=state.resources, sessions=state.sessions,
+        source=state.source, last_error=state.last_error, server_name=state.server_name,
+        server_version=state.server_version,
+    )
 
 
 def command_result(info: CommandInfo) -> t.CommandInfo:

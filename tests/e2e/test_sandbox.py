@@ -88,3 +88,40 @@ def test_acp_offers_the_sandbox_as_a_config_option_per_session(tmp_path: Path, l
     assert seen["options"]["sandbox_network"].current_value == "off"
     assert seen["after"]["sandbox"] == "workspace-write"
     assert (project / "by-tool").exists() and not (outside / "by-tool").exists()
+
+
+EXEC_EXTENSION = '''
+import json
+
+
+def register(pi):
+    async def run(args, ctx):
+        target = args.strip()
+        done = await pi.exec("sh", ["-c", f"printenv PLANTED_API_KEY; echo x > {target} && echo WROTE"])
+        pi.append_entry("exec-result", {"target": target, **done})
+
+    pi.register_command("write-to", run)
+'''
+
+
+def test_an_extensions_exec_runs_in_the_sandbox_the_bash_tool_runs_in(tmp_path: Path, listener: int) -> None:  # noqa: F811
+    """``pi.exec`` (Pi has no sandbox) runs under ``--sandbox`` as the bash tool does: it writes the project,
+    not beside it; with the sandbox off it writes anywhere again; it never sees the daemon's secrets."""
+    agent, project, outside, env = _places(tmp_path, listener)
+    (agent / "extensions").mkdir()
+    (agent / "extensions" / "exec_probe.py").write_text(EXEC_EXTENSION)
+    secret = "sk-planted-0123456789abcdef"
+    with Daemon("--agent-dir", str(agent), "--cwd", str(project), "--sandbox", "workspace-write",
+                env={**env, "PLANTED_API_KEY": secret}) as daemon:
+        daemon.initialize()
+        for target in (project / "by-exec", outside / "by-exec"):
+            assert daemon.call("prompt", {"text": f"/write-to {target}"}) == {"command": "write-to"}
+        daemon.call("setSandbox", {"mode": "off"})
+        assert daemon.call("prompt", {"text": f"/write-to {outside / 'after-off'}"}) == {"command": "write-to"}
+        entries = daemon.call("getEntries")["entries"]
+    results = {Path(e["data"]["target"]).name + ("@" + Path(e["data"]["target"]).parent.name): e["data"]
+               for e in entries if e.get("customType") == "exec-result"}
+    assert results["by-exec@project"]["code"] == 0 and (project / "by-exec").exists()
+    assert results["by-exec@outside"]["code"] != 0 and not (outside / "by-exec").exists()
+    assert results["after-off@outside"]["code"] == 0 and (outside / "after-off").exists()
+    assert all(secret not in r["stdout"] for r in results.values())

@@ -200,12 +200,29 @@ def _session_files(agent_dir: Path) -> list[Path]:
     return sorted((agent_dir / "sessions").rglob("*.jsonl"))
 
 
+RPCD_ONLY_EVENTS = frozenset({"checkpoint_created", "checkpoint_failed", "limit_reached"})
+
+
+def is_checkpoint(entry: Mapping[str, Any]) -> bool:
+    """rpcd's file checkpoint entry (a ``custom`` entry Pi keeps and ignores: docs/pi-compat.md)."""
+    return entry.get("type") == "custom" and entry.get("customType") == "rpcd.checkpoint"
+
+
+def rpcd_only(event: Mapping[str, Any]) -> bool:
+    """An event Pi has no counterpart of: a file checkpoint (and its entry), a spending cap."""
+    kind = event.get("type")
+    entry = event.get("entry")
+    return kind in RPCD_ONLY_EVENTS or (kind == "entry_appended" and isinstance(entry, Mapping)
+                                        and is_checkpoint(entry))
+
+
 def normalise(entries: list[dict[str, Any]]) -> list[Any]:
-    """What must match between Pi and rpcd: entry types, message roles and content, tool calls."""
+    """What must match between Pi and rpcd: entry types, message roles and content, tool calls
+    (rpcd's file checkpoints, which Pi ignores, are left out: docs/pi-compat.md)."""
     out: list[Any] = []
     for entry in entries:
         kind = entry.get("type")
-        if kind == "session":
+        if kind == "session" or is_checkpoint(entry):
             continue
         if kind == "model_change":
             out.append(("model_change", entry.get("provider"), entry.get("modelId")))
@@ -377,7 +394,7 @@ def run_rpcd(root: Path, script: list[dict[str, Any]], program: Sequence[Step], 
             d.wait(msg_id)
         state = d.call("getState")
         entries = d.call("getEntries")["entries"]
-        evts = events()
+        evts = [e for e in events() if not rpcd_only(e)]
     file_entries = []
     if state.get("sessionFile") and os.path.exists(state["sessionFile"]):
         file_entries = [json.loads(x) for x in Path(state["sessionFile"]).read_text().splitlines() if x.strip()]

@@ -279,3 +279,21 @@ def test_the_store_is_pruned_by_age_and_size_oldest_first(repo: Path, tmp_path: 
     newest = records[-1]
     assert store.load(newest.id) is not None
     assert restore(store, [newest], dry_run=True).changes == ()  # what it needs is still there
+
+
+@pytest.mark.parametrize("with_git", [True, False], ids=["git", "plain"])
+def test_an_agent_dir_inside_the_project_is_never_snapshotted(tmp_path: Path, with_git: bool) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "code.py").write_text("x\n")
+    if with_git:
+        git(project, "init", "-q")
+    agent = project / ".pi-agent"
+    (agent / "sessions").mkdir(parents=True)
+    (agent / "sessions" / "s.jsonl").write_text('{"type":"session"}\n')
+    store = CheckpointStore(str(agent))
+    first = run_agent(store, project, lambda: (project / "code.py").write_text("y\n"))
+    second = run_agent(store, project, lambda: None)  # the store grew inside the project meanwhile
+    backend = store.backend_of(second)
+    assert sorted(backend.tree(second.before)) == ["code.py"]
+    assert [Path(c.path).name for c in restore(store, [first]).changes] == ["code.py"]

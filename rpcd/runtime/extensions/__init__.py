@@ -18,7 +18,7 @@ from .context import (
     SessionActions,
     turn_scope,
 )
-from .python_runner import ExtensionAPI, discover_extensions, load_python_extensions
+from .python_runner import ExtensionAPI, load_python_extensions
 from .registry import Extension, RegisteredCommand, RegisteredTool
 from .runner import SESSION_BEFORE_EVENTS, ExtensionRunner, ResolvedCommand
 
@@ -35,7 +35,6 @@ __all__ = [
     "RegisteredTool",
     "ResolvedCommand",
     "SessionActions",
-    "discover_extensions",
     "load_python_extensions",
     "turn_scope",
 ]

@@ -7,7 +7,8 @@ then says ``killed``. After the program exits its output is read until the pipes
 for 100 ms, so a detached child holding them open cannot hang the caller (Pi's
 ``waitForChildProcess``). A program that cannot be started answers ``code: 1`` with nothing
 collected, and one ended by a signal ``code: 0``, as Pi's does. The result is
-``{"stdout", "stderr", "code", "killed"}``.
+``{"stdout", "stderr", "code", "killed"}``. ``env`` is the program's environment (the session hands the
+sandboxed command line and the policy's environment: ``SessionActions.exec_launch``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import contextlib
 import os
 import signal as signals
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -28,14 +29,14 @@ MAX_OUTPUT_BYTES = 64 * 1024 * 1024
 """Per stream: output beyond it is dropped (a runaway program must not exhaust the daemon)."""
 
 
-async def exec_command(command: str, args: Sequence[str] = (), *, cwd: str, timeout_ms: float | None = None,
-                       signal: Any = None) -> dict[str, Any]:
+async def exec_command(command: str, args: Sequence[str] = (), *, cwd: str, env: Mapping[str, str] | None = None,
+                       timeout_ms: float | None = None, signal: Any = None) -> dict[str, Any]:
     if not isinstance(command, str) or not all(isinstance(a, str) for a in args):
         raise TypeError("exec: command and args must be strings")
     if timeout_ms is not None and (isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int | float)):
         raise TypeError("exec: timeout must be a number of milliseconds")
     try:
-        process = await anyio.open_process([command, *args], cwd=cwd, stdin=subprocess.DEVNULL,
+        process = await anyio.open_process([command, *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                                            start_new_session=True)
     except OSError:
         return {"stdout": "", "stderr": "", "code": 1, "killed": False}

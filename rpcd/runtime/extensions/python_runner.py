@@ -369,8 +369,14 @@ class ExtensionAPI:
                    timeout: float | None = None, signal: Any = None) -> dict[str, Any]:
         """Run a program (no shell) and collect its output: ``{"stdout", "stderr", "code", "killed"}``.
         ``timeout`` is milliseconds, as in Pi; ``signal`` (an abort signal) stops it."""
-        self._active()
-        return await exec_command(command, args, cwd=cwd or self._runner.cwd, timeout_ms=timeout, signal=signal)
+        where = cwd or self._active().cwd
+        if not isinstance(command, str) or not all(isinstance(a, str) for a in args):
+            raise TypeError("exec: command and args must be strings")
+        try:
+            argv, env = self._session().exec_launch([command, *args], where)
+        except PermissionError as refused:  # the sandbox is on and cannot be enforced: nothing runs
+            return {"stdout": "", "stderr": f"{refused}\n", "code": 1, "killed": False}
+        return await exec_command(argv[0], argv[1:], cwd=where, env=env, timeout_ms=timeout, signal=signal)
 
     def get_active_tools(self) -> list[str]:
         return self._session().active_tool_names()
@@ -526,29 +532,3 @@ def forget_modules(module_name: str) -> None:
 
 
 _forget_modules = forget_modules
-
-
-def discover_extensions(directory: str) -> list[str]:
-    """Modules directly in ``directory``: ``*.py`` files and packages, sorted by name.
-
-    Names starting with ``_`` or ``.`` are helpers, not extensions. A directory that cannot be
-    listed (permissions, a symlink loop) contributes nothing: it must not make ``create_services``
-    raise, which would turn a replacement into a terminal failure.
-    """
-    try:
-        names = sorted(os.listdir(directory))
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-    except OSError as exc:
-        _log.warning("cannot list extension directory %s: %s", directory, exc.strerror or type(exc).__name__)
-        return []
-    found: list[str] = []
-    for name in names:
-        if name.startswith(("_", ".")):
-            continue
-        full = os.path.join(directory, name)
-        is_module = name.endswith(".py") and os.path.isfile(full)
-        if is_module or os.path.isfile(os.path.join(full, "__init__.py")):
-            found.append(full)
-    return found
-

@@ -105,7 +105,7 @@ def canonical(path: str) -> str:
         return path
 
 
-def _listdir(directory: str) -> list[os.DirEntry[str]]:
+def list_dir(directory: str) -> list[os.DirEntry[str]]:
     """Node's ``readdirSync`` (sorted by name, byte order); an unreadable directory is empty."""
     try:
         with os.scandir(directory) as entries:
@@ -114,7 +114,7 @@ def _listdir(directory: str) -> list[os.DirEntry[str]]:
         return []
 
 
-def _kind(entry: os.DirEntry[str]) -> tuple[bool, bool] | None:
+def entry_kind(entry: os.DirEntry[str]) -> tuple[bool, bool] | None:
     """``(is_dir, is_file)``, following a symlink; ``None`` for a broken symlink."""
     try:
         if entry.is_symlink():
@@ -125,7 +125,7 @@ def _kind(entry: os.DirEntry[str]) -> tuple[bool, bool] | None:
         return None
 
 
-class _Ignore:
+class IgnoreRules:
     """The ``ignore`` matcher Pi builds while walking: every ignore file's rules, prefixed with
     its directory relative to the walk's root (one matcher shared by the whole walk)."""
 
@@ -172,7 +172,7 @@ def _prefix_ignore_pattern(line: str, prefix: str) -> str | None:
     return "!" + prefixed if negated else prefixed
 
 
-def _rel(path: str, root: str) -> str:
+def relative_posix(path: str, root: str) -> str:
     return os.path.relpath(path, root).replace(os.sep, "/")
 
 
@@ -185,28 +185,28 @@ def collect_skill_entries(directory: str, mode: Literal["pi", "agents"]) -> list
     its sub-folders."""
     out: list[str] = []
     if os.path.isdir(directory):
-        _skill_walk(directory, mode, _Ignore(), directory, out)
+        _skill_walk(directory, mode, IgnoreRules(), directory, out)
     return out
 
 
-def _skill_walk(directory: str, mode: str, ignore: _Ignore, root: str, out: list[str]) -> None:
+def _skill_walk(directory: str, mode: str, ignore: IgnoreRules, root: str, out: list[str]) -> None:
     ignore.add_dir(directory, root)
-    entries = _listdir(directory)
+    entries = list_dir(directory)
     for entry in entries:
         if entry.name != "SKILL.md":
             continue
-        kind = _kind(entry)
-        if kind is not None and kind[1] and not ignore.ignores(_rel(entry.path, root)):
+        kind = entry_kind(entry)
+        if kind is not None and kind[1] and not ignore.ignores(relative_posix(entry.path, root)):
             out.append(entry.path)
             return
     for entry in entries:
         if entry.name.startswith(".") or entry.name == "node_modules":
             continue
-        kind = _kind(entry)
+        kind = entry_kind(entry)
         if kind is None:
             continue
         is_dir, is_file = kind
-        relative = _rel(entry.path, root)
+        relative = relative_posix(entry.path, root)
         markdown = (is_file and entry.name.endswith(".md") and not ignore.ignores(relative)
                     and ((mode == "pi" and directory == root) or (mode == "agents" and directory != root)))
         if markdown:
@@ -222,13 +222,13 @@ def collect_prompt_entries(directory: str) -> list[str]:
     out: list[str] = []
     if not os.path.isdir(directory):
         return out
-    ignore = _Ignore()
+    ignore = IgnoreRules()
     ignore.add_dir(directory, directory)
-    for entry in _listdir(directory):
+    for entry in list_dir(directory):
         if entry.name.startswith(".") or entry.name == "node_modules":
             continue
-        kind = _kind(entry)
-        if kind is None or ignore.ignores(_rel(entry.path, directory)):
+        kind = entry_kind(entry)
+        if kind is None or ignore.ignores(relative_posix(entry.path, directory)):
             continue
         if kind[1] and entry.name.endswith(".md"):
             out.append(entry.path)
@@ -239,20 +239,20 @@ def collect_files(directory: str, suffix: str) -> list[str]:
     """``collectFiles``: every ``*<suffix>`` file under ``directory``, recursively."""
     out: list[str] = []
     if os.path.isdir(directory):
-        _files_walk(directory, suffix, _Ignore(), directory, out)
+        _files_walk(directory, suffix, IgnoreRules(), directory, out)
     return out
 
 
-def _files_walk(directory: str, suffix: str, ignore: _Ignore, root: str, out: list[str]) -> None:
+def _files_walk(directory: str, suffix: str, ignore: IgnoreRules, root: str, out: list[str]) -> None:
     ignore.add_dir(directory, root)
-    for entry in _listdir(directory):
+    for entry in list_dir(directory):
         if entry.name.startswith(".") or entry.name == "node_modules":
             continue
-        kind = _kind(entry)
+        kind = entry_kind(entry)
         if kind is None:
             continue
         is_dir, is_file = kind
-        relative = _rel(entry.path, root)
+        relative = relative_posix(entry.path, root)
         if ignore.ignores(relative + "/" if is_dir else relative):
             continue
         if is_dir:
@@ -316,11 +316,11 @@ def _candidates(path: str, base_dir: str) -> tuple[list[str], list[str]]:
     """What a pattern is matched against: the path relative to the base, its name, the full path;
     for a ``SKILL.md`` also its folder (relative, name, full)."""
     posix = path.replace(os.sep, "/")
-    names = [_rel(path, base_dir), os.path.basename(path), posix]
+    names = [relative_posix(path, base_dir), os.path.basename(path), posix]
     folder: list[str] = []
     if os.path.basename(path) == "SKILL.md":
         parent = os.path.dirname(path)
-        folder = [_rel(parent, base_dir), os.path.basename(parent), parent.replace(os.sep, "/")]
+        folder = [relative_posix(parent, base_dir), os.path.basename(parent), parent.replace(os.sep, "/")]
     return names, folder
 
 

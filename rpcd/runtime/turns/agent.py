@@ -44,7 +44,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 import anyio
 import anyio.lowlevel
@@ -107,6 +107,8 @@ class _RunnerSeam(ToolSeam):
 
 
 ABORTED_TOOL_MESSAGE = "Operation aborted"
+LIMIT_STOP_REASON: Final = "limit"
+"""A run stopped by a spending cap before a model call (rpcd's; Pi has no caps)."""
 TRUNCATED_CALL_MESSAGE = (
     'Tool call "{name}" was not executed: the response hit the output token limit, so its arguments may be '
     "truncated. Re-issue the tool call with complete arguments."
@@ -229,6 +231,15 @@ class Agent:
         """Steering / follow-up input (``rpcd.runtime.turns.queue``); the session sets it."""
         self.before_next_turn: Callable[[list[Mapping[str, Any]]], Awaitable[None]] | None = None
         """Called before each model call after the first (the session compacts there)."""
+        self.check_limits: Callable[[], Mapping[str, Any] | None] | None = None
+        """Asked before every model call (the session's spending caps): a ``limit_reached`` event
+        stops the run there, with stop reason ``limit``; queued input stays queued."""
+        self.before_tool_calls: Callable[[Sequence[str]], Awaitable[None]] | None = None
+        """Awaited with the tool names of an assistant's calls before any of them is prepared (the
+        session snapshots the project there when one may change files)."""
+        self.before_tools: Callable[[Sequence[Prepared]], Awaitable[None]] | None = None
+        """Awaited once a batch of tool calls is prepared (approved), before any of them runs (the
+        session copies the files an ``edit``/``write`` names there)."""
         self.transform_context: TransformContext | None = None
         """Pi's ``transformContext``: the messages one model call sends (the context itself is unchanged)."""
         self.request_hooks: RequestHooks | None = None
@@ -276,6 +287,10 @@ class Agent:
         is not asked (abort otherwise applies to the run in flight: the flag is reset here)."""
         self._abort_requested = False
         self._signal = AbortSignal()
+        limit = self._limit_hit()
+        if limit is not None:  # before anything is recorded: no run happens
+            await sink.emit(dict(limit))
+            return LIMIT_STOP_REASON
         if aborted:
             self.request_abort()
         produced: list[dict[str, Any]] = []
@@ -305,6 +320,9 @@ class Agent:
             more = True
             while more or pending:
                 if not first:
+                    limit = self._limit_hit()
+                    if limit is not None:
+                        return await self._stop_at_limit(limit, pending, sink)
                     await self._next_turn()
                     if not pending:
                         pending = self._poll_steering()
@@ -337,6 +355,19 @@ class Agent:
             pending = self._poll_follow_up()
             if not pending:
                 return stop_reason
+            limit = self._limit_hit()
+            if limit is not None:
+                return await self._stop_at_limit(limit, pending, sink)
+
+    def _limit_hit(self) -> Mapping[str, Any] | None:
+        return self.check_limits() if self.check_limits is not None and not self._abort_requested else None
+
+    async def _stop_at_limit(self, event: Mapping[str, Any], pending: list[dict[str, Any]], sink: AgentSink) -> str:
+        """A cap is reached before the next model call: the input taken for it goes back to its queue."""
+        if pending and self.queues is not None:
+            self.queues.put_back(pending)
+        await sink.emit(dict(event))
+        return LIMIT_STOP_REASON
 
     async def _next_turn(self) -> None:
         """Before each model call after the first (pi-agent-core's ``prepareNextTurn``): the
@@ -483,6 +514,8 @@ class Agent:
         signal = self._signal
         finished: list[tuple[str, str, ToolOutcome] | None] = []
         runnable: list[tuple[int, str, str, Any, Prepared]] = []
+        if self.before_tool_calls is not None and not signal.aborted:
+            await self.before_tool_calls([_call_parts(call)[1] for call in calls])
         for call in calls:
             call_id, name, args = _call_parts(call)
             await sink.emit({"type": "tool_execution_start", "toolCallId": call_id, "toolName": name, "args": args})
@@ -495,6 +528,9 @@ class Agent:
                 runnable.append((len(finished) - 1, call_id, name, args, prepared))
             if signal.aborted:
                 break
+
+        if runnable and self.before_tools is not None and not signal.aborted:
+            await self.before_tools([entry[4] for entry in runnable])
 
         async def run_one(index: int, call_id: str, name: str, args: Any, prepared: Prepared) -> None:
             outcome = await self._run_prepared(sink, call_id, name, args, prepared)
@@ -522,10 +558,14 @@ class Agent:
         signal = self._signal
         messages: list[dict[str, Any]] = []
         outcomes: list[ToolOutcome] = []
+        if self.before_tool_calls is not None and not signal.aborted:
+            await self.before_tool_calls([_call_parts(call)[1] for call in calls])
         for call in calls:
             call_id, name, args = _call_parts(call)
             await sink.emit({"type": "tool_execution_start", "toolCallId": call_id, "toolName": name, "args": args})
             prepared = await self.seam.prepare(call_id, name, call.get("arguments"), signal)
+            if not isinstance(prepared, ToolOutcome) and self.before_tools is not None and not signal.aborted:
+                await self.before_tools([prepared])
             outcome = prepared if isinstance(prepared, ToolOutcome) else \
                 await self._run_prepared(sink, call_id, name, args, prepared)
             await self._emit_end(sink, call_id, name, outcome)

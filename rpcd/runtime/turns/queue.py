@@ -72,6 +72,16 @@ class InputQueues:
         self._drained.extend(items)
         return [item.message for item in items]
 
+    def put_back(self, messages: Sequence[dict[str, Any]]) -> None:
+        """Messages drained but not delivered (the run stopped first) go back to the front of their
+        queues, in order."""
+        for kind in ("steering", "follow_up"):
+            items = [item for item in self._drained if item.kind == kind and any(item.message is m for m in messages)]
+            if items:
+                queue = self.steering if kind == "steering" else self.follow_up
+                queue.items[:0] = items
+                self._drained = [item for item in self._drained if item not in items]
+
     def delivered(self, message: object) -> bool:
         """``message`` is being delivered (its ``message_start``): stop showing it. True if it was queued."""
         for index, item in enumerate(self._drained):

@@ -27,7 +27,6 @@ import stat
 from collections.abc import Iterator
 from typing import Final
 
-from rpcd.core.durable import replace_file
 from rpcd.core.files import FileTooLargeError
 from rpcd.store.checkpoints.cas import BlobStore
 from rpcd.store.checkpoints.model import MODE_LINK, Entry, Kind, Limits, Snapshot, Tree, mode_of, stat_oid
@@ -45,8 +44,11 @@ SKIPPED_DIRS: Final = frozenset({
 class FilesBackend:
     kind: Kind = "files"
 
-    def __init__(self, store_dir: str, root: str, blobs: BlobStore, limits: Limits) -> None:
+    def __init__(self, store_dir: str, root: str, blobs: BlobStore, limits: Limits,
+                 exclude: tuple[str, ...] = ()) -> None:
         self.root = root
+        self.exclude = frozenset(os.path.realpath(p) for p in exclude)
+        """Directories never entered (the agent dir: the store itself, the transcripts)."""
         self.blobs = blobs
         self.limits = limits
         key = hashlib.sha256(root.encode("utf-8", "surrogateescape")).hexdigest()[:20]
@@ -68,8 +70,8 @@ class FilesBackend:
             key: list[int | str] = [info.st_size, info.st_mtime_ns, info.st_ino, mode]
             cached = cache.get(rel)
             oid: str | None = None
-            if cached is not None and cached[:4] == key and self.blobs.has(str(cached[4])):
-                oid = str(cached[4])
+            if cached is not None and cached[:4] == key:
+                oid = str(cached[4])  # the store drops every stat cache when it prunes a blob
             elif mode == MODE_LINK:
                 with contextlib.suppress(OSError):
                     oid = self.blobs.put(os.fsencode(os.readlink(os.path.join(self.root, rel))))
@@ -113,7 +115,8 @@ class FilesBackend:
                 except OSError:
                     continue
                 if stat.S_ISDIR(info.st_mode):
-                    if child.name not in SKIPPED_DIRS:
+                    if child.name not in SKIPPED_DIRS and not (
+                            self.exclude and os.path.realpath(child.path) in self.exclude):
                         subdirs.append(rel)
                 elif stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode):
                     yield rel, info
@@ -144,9 +147,14 @@ class FilesBackend:
         return files if isinstance(files, dict) else {}
 
     def _save_cache(self, files: dict[str, list[int | str]]) -> None:
+        """Replaced by a rename, not fsynced: a cache lost in a crash only costs a re-read."""
         make_private_dirs(os.path.dirname(self.cache_path))
+        tmp = f"{self.cache_path}.{os.getpid()}.tmp"
         with contextlib.suppress(OSError):
-            replace_file(self.cache_path, json.dumps({"root": self.root, "files": files}).encode())
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "wb") as out:
+                out.write(json.dumps({"root": self.root, "files": files}).encode())
+            os.replace(tmp, self.cache_path)
 
 
 def read_current(path: str, blobs: BlobStore, limits: Limits) -> Entry | None:

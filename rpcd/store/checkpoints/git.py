@@ -102,8 +102,12 @@ def find_worktree(cwd: str) -> tuple[str, str] | None:
 class GitBackend:
     kind: Kind = "git"
 
-    def __init__(self, store_dir: str, top: str, repo_objects: str, limits: Limits) -> None:
+    def __init__(self, store_dir: str, top: str, repo_objects: str, limits: Limits,
+                 exclude: tuple[str, ...] = ()) -> None:
         self.root = top
+        self.excluded = [rel for rel in (os.path.relpath(os.path.realpath(p), top) for p in exclude)
+                         if not rel.startswith("..") and rel != "."]
+        """Directories inside the worktree that are never snapshotted (the agent dir)."""
         self.repo_objects = repo_objects
         self.limits = limits
         key = hashlib.sha256(top.encode("utf-8", "surrogateescape")).hexdigest()[:20]
@@ -146,6 +150,9 @@ class GitBackend:
                 text = theirs.read(1 << 20)
         except OSError:
             text = b""
+        if self.excluded:
+            text += b"\n# rpcd: the agent dir\n" + b"".join(
+                b"/" + _escape_pattern(p).encode("utf-8", "surrogateescape") + b"/\n" for p in self.excluded)
         listed = sorted(set(oversize))
         if listed:
             text += b"\n" + _OVERSIZE_MARK.encode() + b"".join(

@@ -47,6 +47,8 @@ class CheckpointError(OSError):
 
 class CheckpointStore:
     def __init__(self, agent_dir: str, limits: Limits | None = None) -> None:
+        self.agent_dir = os.path.realpath(agent_dir)
+        """Never part of a snapshot, even inside the project (it holds the store and the transcripts)."""
         self.directory = os.path.join(agent_dir, STORE_DIR)
         self.limits = limits or Limits()
         self.blobs = BlobStore(os.path.join(self.directory, "blobs"))
@@ -64,16 +66,16 @@ class CheckpointStore:
         """Git tree snapshots in a git worktree (the whole worktree), file copies elsewhere (``cwd``)."""
         found = find_worktree(cwd)
         if found is not None:
-            return GitBackend(self.directory, found[0], found[1], self.limits)
-        return FilesBackend(self.directory, os.path.realpath(cwd), self.blobs, self.limits)
+            return GitBackend(self.directory, found[0], found[1], self.limits, exclude=(self.agent_dir,))
+        return FilesBackend(self.directory, os.path.realpath(cwd), self.blobs, self.limits, exclude=(self.agent_dir,))
 
     def backend_of(self, record: Record) -> Backend:
         if record.kind == "git":
             found = find_worktree(record.root)
             if found is None or found[0] != record.root:
                 raise CheckpointError(f"the git worktree of this checkpoint is gone: {record.root}")
-            return GitBackend(self.directory, found[0], found[1], self.limits)
-        return FilesBackend(self.directory, record.root, self.blobs, self.limits)
+            return GitBackend(self.directory, found[0], found[1], self.limits, exclude=(self.agent_dir,))
+        return FilesBackend(self.directory, record.root, self.blobs, self.limits, exclude=(self.agent_dir,))
 
     # -- taking checkpoints ---------------------------------------------------------------------
 
@@ -194,9 +196,13 @@ class CheckpointStore:
                         if isinstance(oid, str):
                             needed.add(oid)
         old = time.time() - BLOB_GRACE_S
+        removed = False
         for oid, _, mtime in self.blobs.oids():
             if oid not in needed and mtime < old:
                 self.blobs.remove(oid)
+                removed = True
+        if removed:  # a stat cache may name a blob just dropped: the next snapshot reads its files again
+            shutil.rmtree(os.path.join(self.directory, "scans"), ignore_errors=True)
         git_root = os.path.join(self.directory, "git")
         with contextlib.suppress(OSError):
             for name in os.listdir(git_root):

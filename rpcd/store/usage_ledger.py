@@ -1,0 +1,94 @@
+"""The day's usage ledger: one line per model reply of every rpcd session of an agent dir
+(``<agentDir>/rpcd/usage/<local date>.jsonl``), for the per-day caps (``rpcd.runtime.limits``).
+
+A line is ``{"t": ms, "s": session id, "tokens": n, "cost": usd}``, appended with one ``write``
+on an ``O_APPEND`` descriptor (several processes may append at once; a line that small is never
+interleaved). Reading sums the file, then only what was appended since the last read. A torn or
+foreign line is skipped. Files are 0600 in a 0700 directory; days older than ``KEEP_DAYS`` are
+deleted when a new day's file is created. Only persisted sessions write it (``--in-memory`` writes
+nothing); Pi's own sessions do not, so a day's total is rpcd's spend.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+import time
+from typing import Final
+
+from rpcd.store.paths import make_private_dirs
+
+__all__ = ["UsageLedger"]
+
+LEDGER_DIR: Final = os.path.join("rpcd", "usage")
+KEEP_DAYS: Final = 31
+
+
+def _day(moment: float | None = None) -> str:
+    return time.strftime("%Y-%m-%d", time.localtime(moment))
+
+
+class UsageLedger:
+    """The ledger of one agent dir; thread-safe."""
+
+    def __init__(self, agent_dir: str) -> None:
+        self.directory = os.path.join(agent_dir, LEDGER_DIR)
+        self._lock = threading.Lock()
+        self._day = ""
+        self._offset = 0
+        self._tokens = 0
+        self._cost = 0.0
+
+    def _path(self, day: str) -> str:
+        return os.path.join(self.directory, f"{day}.jsonl")
+
+    def record(self, session_id: str, tokens: int, cost: float) -> None:
+        """Append one model reply's usage to today's file (best effort: a full disk loses the line)."""
+        if tokens <= 0 and cost <= 0:
+            return
+        line = json.dumps({"t": int(time.time() * 1000), "s": session_id, "tokens": tokens, "cost": cost},
+                          separators=(",", ":")).encode() + b"\n"
+        path = self._path(_day())
+        with contextlib.suppress(OSError):
+            make_private_dirs(self.directory)
+            new = not os.path.exists(path)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+            try:
+                os.write(fd, line)
+            finally:
+                os.close(fd)
+            if new:
+                self._forget_old_days()
+
+    def today(self) -> tuple[int, float]:
+        """``(tokens, cost)`` recorded today by every process."""
+        with self._lock:
+            day = _day()
+            if day != self._day:
+                self._day, self._offset, self._tokens, self._cost = day, 0, 0, 0.0
+            try:
+                with open(self._path(day), "rb") as ledger:
+                    ledger.seek(self._offset)
+                    data = ledger.read()
+            except OSError:
+                return self._tokens, self._cost
+            end = data.rfind(b"\n") + 1  # a line still being written is read next time
+            for raw in data[:end].split(b"\n"):
+                with contextlib.suppress(ValueError, TypeError, AttributeError):
+                    entry = json.loads(raw)
+                    tokens, cost = entry.get("tokens"), entry.get("cost")
+                    if isinstance(tokens, int) and isinstance(cost, int | float):
+                        self._tokens += tokens
+                        self._cost += float(cost)
+            self._offset += end
+            return self._tokens, self._cost
+
+    def _forget_old_days(self) -> None:
+        cutoff = _day(time.time() - KEEP_DAYS * 86400)
+        with contextlib.suppress(OSError):
+            for name in os.listdir(self.directory):
+                if name.endswith(".jsonl") and name[:-6] < cutoff:
+                    with contextlib.suppress(OSError):
+                        os.unlink(os.path.join(self.directory, name))
