@@ -15,7 +15,7 @@ from typing import Any
 
 from tests.driver import DAEMON, daemon_env
 from tests.pi_compat.oracle import PiOracle
-from tests.pirpc.wire import EXTENSION, Normaliser, join_deltas, stats_tokens
+from tests.pirpc.wire import EXTENSION, NO_CHECKPOINTS, Normaliser, join_deltas, stats_tokens
 
 HERE = Path(__file__).resolve().parent
 SCRIPT = [{"text": "hello from the model"},
@@ -41,6 +41,7 @@ def _run(oracle: PiOracle, root: Path, side: str) -> dict[str, Any]:
         argv = [str(cli), str(project), *model, "-e", str(EXTENSION)]
     else:
         script.write_text(json.dumps({"steps": SCRIPT, "chunkSize": 8}))
+        (agent / "settings.json").write_text(json.dumps(NO_CHECKPOINTS))  # a custom entry Pi never writes
         env = daemon_env({**env, "RPCD_SHIM_ARGV": json.dumps(DAEMON)})
         argv = [str(HERE / "rpcd_shim.mjs"), str(project), *model]
     done = subprocess.run([str(oracle.node), str(HERE / "rpc_client.mjs"), *argv], env=env, capture_output=True,

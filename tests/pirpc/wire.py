@@ -38,7 +38,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from tests.driver import DAEMON, daemon_env
 from tests.pi_compat.oracle import PiOracle
@@ -214,6 +214,10 @@ def _ping(line: Mapping[str, Any]) -> bool:
 # -- the two sides -----------------------------------------------------------------------------------
 
 
+NO_CHECKPOINTS: Final = {"checkpoints": {"enabled": False}}
+"""rpcd's settings for a byte-for-byte comparison with Pi: no file checkpoint entries."""
+
+
 def _dirs(root: Path, side: str, script: Sequence[Mapping[str, Any]] | Mapping[str, Any],
           agent_files: Mapping[str, Any] | None) -> tuple[Path, Path, Path, Path]:
     base = root / side
@@ -245,8 +249,13 @@ def pi_wire(oracle: PiOracle, root: Path, script: Sequence[Mapping[str, Any]], *
 def rpcd_wire(root: Path, script: Sequence[Mapping[str, Any]], *args: str, agent_files: Mapping[str, Any] | None = None,
               ui: Ui | None = None, model_args: Sequence[str] = ("--provider", "faux", "--model", "faux-1"),
               extensions: Sequence[Path] = ()) -> Wire:
-    """``rpcd --mode rpc`` with its faux model playing ``script`` (streamed in small chunks)."""
-    base, agent, project, script_file = _dirs(root, "rpcd", {"steps": list(script), "chunkSize": 8}, agent_files)
+    """``rpcd --mode rpc`` with its faux model playing ``script`` (streamed in small chunks), file
+    checkpoints off: the lines and files are compared with Pi's byte for byte, and a checkpoint is a
+    ``custom`` entry Pi never writes (docs/pi-compat.md, "File checkpoints" and "Pi's own RPC wire")."""
+    files = dict(agent_files or {})
+    settings = files.get("settings.json", {})
+    files["settings.json"] = {**NO_CHECKPOINTS, **(json.loads(settings) if isinstance(settings, str) else settings)}
+    base, agent, project, script_file = _dirs(root, "rpcd", {"steps": list(script), "chunkSize": 8}, files)
     env = daemon_env({"HOME": str(agent), "PI_CODING_AGENT_DIR": str(agent), "RPCD_FAUX_SCRIPT": str(script_file)})
     loaded = [item for path in extensions for item in ("-e", str(path))]
     return Wire([*DAEMON, "--mode", "rpc", *model_args, *loaded, *args], env=env, cwd=project, root=base, ui=ui)
