@@ -1,7 +1,7 @@
 """Benchmark runner: ``scripts/bench [--full] [--json FILE] [section ...]``.
 
 ``scripts/bench --vs-pi [measure ...]`` runs rpcd against real Pi 0.85.0, interleaved, at the
-issue's sizes (``benchmarks/vs_pi.py``; measures: spawn exit getstate turn tools acp resume resume-big continue
+issue's sizes (``benchmarks/vs_pi.py``; measures: spawn exit getstate turn tools acp pirpc resume resume-big continue
 events replacements; ``--big`` adds resume-big, the 200,000-entry session).
 ``scripts/bench --profile NAME`` profiles one vs-pi measure (the daemon under cProfile) or one
 in-process section (cProfile around its ``run``) and prints the top functions.

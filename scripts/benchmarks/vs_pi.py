@@ -25,6 +25,8 @@ Measures (rpcd | Pi):
   replaying recorded-shape streams (``_loopback.py``, the same bytes to both): prompt -> first text
   delta, last SSE byte -> ``agent_end``; one prompt of 200 tool calls on a generated 10,000-file tree;
 * ``acp`` (``_vs_acp.py``): ``rpcd acp`` against ``pi-acp`` + ``pi``: spawn -> ``session/new``, prompts;
+* ``pirpc`` (``_vs_pirpc.py``): ``rpcd --mode rpc`` (Pi's own wire) against ``pi --mode rpc``, the same
+  lines: ``get_state`` round trip p50/p90, streamed ``message_update`` events/s of one faux turn;
 * ``continue`` and ``resume-big`` (``_vs_sessions.py``): the most-recent lookup over 1,000 sessions, the
   start with ``--continue``; the 200,000-entry (~450 MB) resume beside the 20,000-entry one (``--big``).
 
@@ -51,7 +53,7 @@ from typing import Any
 
 import orjson
 
-from benchmarks import _vs_acp, _vs_sessions, _vs_turns
+from benchmarks import _vs_acp, _vs_pirpc, _vs_sessions, _vs_turns
 from benchmarks._harness import Measurement, percentile
 from benchmarks._rpc import rss_kb
 from benchmarks._sides import (
@@ -338,6 +340,7 @@ MEASURES: dict[str, tuple[Callable[[Context], Samples], RowsFunction]] = {
     "turn": (_vs_turns.measure_turn, _passes(_vs_turns.rows_turn)),
     "tools": (_vs_turns.measure_tools, _passes(_vs_turns.rows_tools)),
     "acp": (_vs_acp.measure_acp, _passes(_vs_acp.rows_acp)),
+    "pirpc": (_vs_pirpc.measure_pirpc, _passes(_vs_pirpc.rows_pirpc)),
     "resume": (measure_resume, _rows("resume")),
     "resume-big": (_vs_sessions.measure_resume_big, _passes(_vs_sessions.rows_resume_big)),
     "continue": (_vs_sessions.measure_continue, _passes(_vs_sessions.rows_continue)),
