@@ -56,6 +56,15 @@ FlagType: TypeAlias = Literal["boolean", "string"]
 ExecutionMode: TypeAlias = Literal["sequential", "parallel"]
 
 
+class ScriptError(Exception):
+    """What extension code hosted elsewhere threw (or why it gave no answer): reported with its own
+    message, as Pi reports a TypeScript extension's error (``extension_error.error`` is the message)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
 @attrs.frozen
 class RegisteredTool:
     """Pi's ``ToolDefinition`` minus its TUI renderers (``renderCall``/``renderResult`` draw in Pi's

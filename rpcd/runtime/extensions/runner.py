@@ -56,7 +56,15 @@ from .context import (
     UiPromptTracker,
     weak,
 )
-from .registry import Extension, FlagDefinition, Handler, RegisteredCommand, RegisteredTool, ShortcutDefinition
+from .registry import (
+    Extension,
+    FlagDefinition,
+    Handler,
+    RegisteredCommand,
+    RegisteredTool,
+    ScriptError,
+    ShortcutDefinition,
+)
 
 _log = logging.getLogger(__name__)
 
@@ -69,7 +77,10 @@ in that extension, not a request to stop rpcd. Cancellation and ``KeyboardInterr
 
 
 def describe(exc: BaseException) -> str:
-    """An extension failure as it is reported: the type and the (redacted) message."""
+    """An extension failure as it is reported: the type and the (redacted) message (a hosted
+    extension's error: its message alone, as Pi reports it)."""
+    if isinstance(exc, ScriptError):
+        return redact(exc.message)
     text = str(exc)
     return redact(f"{type(exc).__name__}: {text}" if text else type(exc).__name__)
 
