@@ -49,11 +49,9 @@ class ExtensionHostService:
 
     def _npm_command(self) -> Sequence[str] | None:
         """Pi's ``npmCommand`` setting (global), how the host's packages are installed."""
-        from rpcd.runtime.resources.settings import load_global_settings
+        from rpcd.runtime.extensions.node.setup import npm_command_setting
 
-        value = load_global_settings(self._agent_dir)[0].get("npmCommand")
-        return [str(v) for v in value] if isinstance(value, list) and value and all(isinstance(v, str) for v in value) \
-            else None
+        return npm_command_setting(self._agent_dir)
 
     @property
     def host(self) -> NodeHost | None:

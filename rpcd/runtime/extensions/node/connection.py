@@ -28,10 +28,12 @@ import signal as signals
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
 from typing import Any
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 import orjson
 
 from rpcd.core.redact import redact
@@ -51,6 +53,12 @@ ABORT_GRACE_S = 3.0
 """How long a call whose turn was aborted may still take before it is given up."""
 STDERR_TAIL = 20
 MAX_LINE = 64 * 1024 * 1024
+
+_serving: ContextVar[str | None] = ContextVar("rpcd_node_serving", default=None)
+"""The host's synchronous call (``"s<n>"``) being answered here: a call into the host it sets off
+(the handlers of an event it emits) is marked ``nested`` with it, and the host runs that call while
+it waits for the answer — as Pi runs a ``void emit``'s handlers up to their first await inside the
+call that emitted."""
 
 
 class HostGone(Exception):
@@ -181,8 +189,12 @@ class HostConnection:
             raise self._gone
         call_id = next(self._ids)
         pending = self._pending[call_id] = _Pending()
+        sent = {**params, "call": call_id}
+        nested = _serving.get()
+        if nested is not None:
+            sent["nested"] = nested
         try:
-            self._queue({"jsonrpc": "2.0", "id": call_id, "method": method, "params": {**params, "call": call_id}})
+            self._queue({"jsonrpc": "2.0", "id": call_id, "method": method, "params": sent})
             if budget is None and signal is None:
                 await pending.done.wait()
             else:
@@ -336,10 +348,14 @@ class HostConnection:
         if pending is not None:
             pending.waiting_on_daemon += 1
         answer: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}
+        synchronous = isinstance(request_id, str) and request_id.startswith("s")
+        _serving.set(request_id if synchronous else None)
         try:
             with anyio.CancelScope() as scope:
                 self._served[request_id] = scope
                 answer["result"] = await self._serve(method, params)
+            if synchronous:  # what the call set off (an emit's handlers) goes down the pipe before its answer
+                await anyio.lowlevel.checkpoint()
             if scope.cancelled_caught:
                 answer["error"] = {"code": -32800, "message": "cancelled"}
         except Exception as exc:  # the extension API refused the call: the extension gets the error
