@@ -42,7 +42,7 @@ import attrs
 from rpcd.store.entries import CHECKPOINT_CUSTOM_TYPE
 from tests.driver import Daemon
 from tests.pi_compat.oracle import PiOracle
-from tests.pi_compat.pi_program import FAUX_ABORT_ERROR, PiRpc, is_checkpoint, rpcd_only
+from tests.pi_compat.pi_program import FAUX_ABORT_ERROR, PiRpc
 
 PORTS = Path(__file__).resolve().with_name("extension_ports")
 TIMEOUT = 60.0
@@ -448,8 +448,6 @@ def run_rpcd(root: Path, program: ExtProgram, base_url: str | None = None,
 
 def _result(*, entries: list[dict[str, Any]], ui: list[tuple[Any, ...]], events: list[dict[str, Any]],
             answers: list[dict[str, Any]], state: Mapping[str, Any], cwd: Path) -> dict[str, Any]:
-    entries = [e for e in entries if not is_checkpoint(e)]  # rpcd's file checkpoints: docs/pi-compat.md
-    events = [e for e in events if not rpcd_only(e)]
     return {
         "entries": normalise_entries([e for e in entries if not _rpcd_checkpoint(e)]),
         "ui": ui,
