@@ -17,9 +17,20 @@ if TYPE_CHECKING:
     from rpcd.runtime.extensions.loading import ScriptLoader
     from rpcd.runtime.extensions.node.service import NodeHost
 
-__all__ = ["EXTENSION_HOST", "ExtensionHostService"]
+__all__ = ["EXTENSION_HOST", "ExtensionHostService", "npm_command_setting"]
 
 EXTENSION_HOST: Final = "extension-host"
+
+
+def npm_command_setting(agent_dir: str) -> list[str] | None:
+    """Pi's ``npmCommand`` setting (global settings of ``agent_dir``): how the host's packages are
+    installed — a command and its arguments (``None``: ``npm``)."""
+    from rpcd.runtime.resources.settings import load_global_settings
+
+    value = load_global_settings(agent_dir)[0].get("npmCommand")
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return list(value)
+    return None
 
 
 class Registry(Protocol):
@@ -48,9 +59,6 @@ class ExtensionHostService:
             yield host
 
     def _npm_command(self) -> Sequence[str] | None:
-        """Pi's ``npmCommand`` setting (global), how the host's packages are installed."""
-        from rpcd.runtime.extensions.node.setup import npm_command_setting
-
         return npm_command_setting(self._agent_dir)
 
     @property

@@ -12,6 +12,9 @@ One Node host per daemon, one daemon per test (the failure test reuses its host 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
 import textwrap
 from collections.abc import Mapping
 from pathlib import Path
@@ -19,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.driver import Daemon
+from tests.driver import DAEMON, Daemon, daemon_env
 from tests.node_host import node_host_env
 
 GOOD = """
@@ -191,3 +194,42 @@ def test_without_a_usable_node_each_typescript_extension_is_a_diagnostic(tmp_pat
         (warning,) = [m for m in _diagnostics(d) if "good.ts" in m]
         assert "was not loaded" in warning and f"$RPCD_NODE={missing} is not an executable file" in warning
         assert "ts-hello" not in [c["name"] for c in d.call("getCommands")["commands"]]
+
+
+def _setup(env: Mapping[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*DAEMON, "extensions", "setup", *args], capture_output=True, text=True, timeout=900,
+                          env=daemon_env(env), check=False)
+
+
+def test_extensions_setup_says_what_is_ready_and_why_not(tmp_path: Path, node_env: dict[str, str]) -> None:
+    done = _setup(node_env)
+    assert done.returncode == 0, done.stderr
+    assert f"Node: {node_env['RPCD_NODE']} (v22." in done.stdout
+    assert "Extension host packages: already installed in" in done.stdout
+    refused = _setup({**node_env, "RPCD_NODE": str(tmp_path / "none")})
+    assert refused.returncode == 1 and refused.stdout == ""
+    assert f"$RPCD_NODE={tmp_path / 'none'} is not an executable file" in refused.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.environ.get("RPCD_LONG") != "1", reason="an npm ci of its own (30 s+): RPCD_LONG=1")
+def test_extensions_setup_installs_from_the_lockfile_with_the_npm_command_setting(
+        tmp_path: Path, node_env: dict[str, str]) -> None:
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    log = tmp_path / "npm.log"
+    wrapper = tmp_path / "my-npm"
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.skip("no npm on PATH")
+    wrapper.write_text(f'#!/bin/sh\necho "$@" >> {log}\nexec {npm} "$@"\n')
+    wrapper.chmod(0o755)
+    (agent / "settings.json").write_text(json.dumps({"npmCommand": [str(wrapper)]}))
+    env = {**node_env, "RPCD_EXTENSION_HOST_DIR": str(tmp_path / "cache")}
+    done = _setup(env, "--agent-dir", str(agent), "--offline")
+    assert done.returncode == 0, done.stderr
+    assert "installed (npm ci," in done.stdout
+    assert log.read_text().startswith("ci --ignore-scripts")
+    (installed,) = (tmp_path / "cache").glob("extension-host-*/node_modules/@earendil-works/pi-coding-agent")
+    assert json.loads((installed / "package.json").read_text())["version"] == "0.85.0"
+    assert "already installed" in _setup(env, "--agent-dir", str(agent)).stdout

@@ -119,7 +119,8 @@ PROGRAMS: dict[str, ExtProgram] = {
         "model-status.ts", "model_status.py",
         [set_model("loop-2"), set_model("loop-2"),
          ("call", "set_thinking_level", {"level": "high"}, "setThinkingLevel", {"level": "high"}),
-         ("call", "cycle_thinking_level", {}, "cycleThinkingLevel", {}), set_model("loop-1")], http=[],
+         ("call", "cycle_thinking_level", {}, "cycleThinkingLevel", {}), set_model("loop-1"),
+         ("waitUi", "notify", 8)], http=[],  # a TypeScript handler may still run after the setter answered
         extra=["lifecycle_probe"]),
     "permission-gate": ExtProgram(
         "permission-gate.ts", "permission_gate.py", [("prompt", "clean up"), ("settled",)],

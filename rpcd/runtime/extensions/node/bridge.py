@@ -30,7 +30,7 @@ import logging
 import math
 import os
 import weakref
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -106,6 +106,21 @@ class ScriptListener:
 
     def __call__(self, data: Any) -> None:
         self._link.bridge.notify("deliver", {"listener": self.listener_id, "data": data})
+
+
+class HostedHandler:
+    """An event handler of a TypeScript extension: called alone (``invoke``: its value and its changes
+    to the event count), or with the host's other handlers of the event in one call (``run_batch``)."""
+
+    def __init__(self, bridge: NodeExtensions, link: RunnerLink, ext_id: int, index: int, event_type: str) -> None:
+        self.hosted_by = bridge
+        self.link = link
+        self.ext_id = ext_id
+        self.index = index
+        self.event_type = event_type
+
+    async def __call__(self, event: dict[str, Any], ctx: Any) -> Any:
+        return await self.hosted_by.invoke(self, event, ctx)
 
 
 class RunnerLink:
@@ -298,23 +313,51 @@ class NodeExtensions:
         return {"runner": link.rid, "kind": kind, "id": object_id, "cwd": link.runner.cwd,
                 "mode": bindings.mode if bindings is not None else "rpc", "hasUI": has_ui}, object_id
 
-    def _handler(self, link: RunnerLink, ext_id: int, index: int, event_type: str) -> Callable[..., Any]:
-        async def handler(event: dict[str, Any], ctx: Any) -> Any:
-            ref, object_id = self._ctx_ref(link, ctx, "event")
-            sent = {k: v for k, v in event.items() if k != "signal"}
+    def _handler(self, link: RunnerLink, ext_id: int, index: int, event_type: str) -> HostedHandler:
+        return HostedHandler(self, link, ext_id, index, event_type)
+
+    async def invoke(self, handler: HostedHandler, event: dict[str, Any], ctx: Any) -> Any:
+        """One handler, its value and its changes to the event (``tool_call``'s input ...) written back."""
+        link = handler.link
+        ref, object_id = self._ctx_ref(link, ctx, "event")
+        sent = {k: v for k, v in event.items() if k != "signal"}
+        try:
+            answer = await self.connection.request(
+                "invoke", {"ext": handler.ext_id, "handler": handler.index, "event": sent, "ctx": ref},
+                budget=HANDLER_BUDGET_S, signal=_turn_signal(ctx))
+        except (HostCallError, HostGone, CallAbandoned) as exc:
+            raise _failure(exc, f"{handler.event_type} handler") from None
+        finally:
+            link.objects.pop(object_id, None)
+        for key, value in (answer.get("changed") or {}).items():
+            _write_back(event, key, value)
+        return answer.get("result")
+
+    def run_batch(self, handlers: Sequence[tuple[Extension, Any]], event: Mapping[str, Any],
+                  ctx: Any) -> Awaitable[list[tuple[Extension, BaseException]]]:
+        """The runner's :class:`~rpcd.runtime.extensions.registry.HandlerHost`: handlers of one event
+        (values unused) in one request, sent now; the host runs them one after the other."""
+        hosted = [(extension, handler) for extension, handler in handlers if isinstance(handler, HostedHandler)]
+        link = hosted[0][1].link
+        ref, object_id = self._ctx_ref(link, ctx, "event")
+        sent = {k: v for k, v in event.items() if k != "signal"}
+        event_type = str(event.get("type"))
+        started = self.connection.start(
+            "invokeAll", {"handlers": [[h.ext_id, h.index] for _, h in hosted], "event": sent, "ctx": ref},
+            budget=HANDLER_BUDGET_S * len(hosted), signal=_turn_signal(ctx))
+
+        async def answered() -> list[tuple[Extension, BaseException]]:
             try:
-                answer = await self.connection.request(
-                    "invoke", {"ext": ext_id, "handler": index, "event": sent, "ctx": ref},
-                    budget=HANDLER_BUDGET_S, signal=_turn_signal(ctx))
+                answer = await started
             except (HostCallError, HostGone, CallAbandoned) as exc:
-                raise _failure(exc, f"{event_type} handler") from None
+                return [(extension, _failure(exc, f"{event_type} handler")) for extension, _ in hosted]
             finally:
                 link.objects.pop(object_id, None)
-            for key, value in (answer.get("changed") or {}).items():
-                _write_back(event, key, value)
-            return answer.get("result")
+            errors = answer.get("errors") if isinstance(answer, Mapping) else None
+            return [(hosted[i][0], ScriptError(str(message))) for i, message in enumerate(errors or ())
+                    if message is not None and i < len(hosted)]
 
-        return handler
+        return answered()
 
     def _tool(self, link: RunnerLink, ext_id: int, path: str, spec: Mapping[str, Any]) -> RegisteredTool:
         name = str(spec.get("name"))

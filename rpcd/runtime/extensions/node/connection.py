@@ -185,16 +185,29 @@ class HostConnection:
                       signal: Any = None) -> Any:
         """Call ``method``; raises :class:`HostCallError` (the host's error), :class:`HostGone`, or
         :class:`CallAbandoned` (``budget`` spent, or ``signal`` aborted and the grace period over)."""
+        return await self.start(method, params, budget=budget, signal=signal)
+
+    def start(self, method: str, params: dict[str, Any], *, budget: float | None = None,
+              signal: Any = None) -> Awaitable[Any]:
+        """:meth:`request`, sent now: the awaitable gives its answer."""
         if self._gone is not None:
-            raise self._gone
+            gone = self._gone
+
+            async def failed() -> Any:
+                raise gone
+
+            return failed()
         call_id = next(self._ids)
         pending = self._pending[call_id] = _Pending()
         sent = {**params, "call": call_id}
         nested = _serving.get()
         if nested is not None:
             sent["nested"] = nested
+        self._queue({"jsonrpc": "2.0", "id": call_id, "method": method, "params": sent})
+        return self._finish(call_id, pending, budget, signal)
+
+    async def _finish(self, call_id: int, pending: _Pending, budget: float | None, signal: Any) -> Any:
         try:
-            self._queue({"jsonrpc": "2.0", "id": call_id, "method": method, "params": sent})
             if budget is None and signal is None:
                 await pending.done.wait()
             else:

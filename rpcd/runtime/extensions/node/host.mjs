@@ -248,7 +248,12 @@ function handle(message) {
   }
 }
 
-/** The event loop's turn: everything that came, in order (never inside a synchronous call). */
+/**
+ * The event loop's turn: what came, in order (never inside a synchronous call). After a request the
+ * rest waits for the next turn, so what the request's code does before its first real await (the
+ * microtasks of handlers that do not wait) comes first, as in Pi, where the next RPC command is a
+ * later turn of the event loop.
+ */
 function pump() {
   if (syncStack.length > 0) return;
   pull();
@@ -261,6 +266,10 @@ function pump() {
       return;
     }
     handle(message);
+    if (message.method !== undefined && message.id !== undefined && message.id !== null) {
+      if (inbox.length > 0) setImmediate(pump);
+      return;
+    }
   }
 }
 
@@ -931,6 +940,29 @@ requestHandlers.set("invoke", async (params) => {
     if (after !== before) out.changed = { [key]: after === undefined ? null : JSON.parse(after) };
   }
   return out;
+});
+
+// The handlers of one event that only notifies (their values unused), run as Pi's emit runs them: one
+// after the other, each awaited, a failure reported and the next run (batched: one round trip).
+requestHandlers.set("invokeAll", async (params) => {
+  const ctx = createContext(params.ctx);
+  const event = params.event;
+  const errors = [];
+  for (const [ext, index] of params.handlers) {
+    const record = extensions.get(ext);
+    if (record === undefined) {
+      errors.push(STALE_MESSAGE);
+      continue;
+    }
+    try {
+      await callContext.run({ call: params.call, runner: params.ctx.runner, ext: record.path },
+        () => record.handlerList[index](event, ctx));
+      errors.push(null);
+    } catch (error) {
+      errors.push(message(error));
+    }
+  }
+  return { errors };
 });
 
 requestHandlers.set("tool", async (params) => {

@@ -13,24 +13,14 @@ import os
 import sys
 from collections.abc import Sequence
 
-from .locate import NodeUnavailable, ensure_host_packages, find_node
+from rpcd.runtime.extensions.node.locate import NodeUnavailable, ensure_host_packages, find_node
+from rpcd.sessions.extension_host import npm_command_setting
+from rpcd.store.paths import get_agent_dir
 
-__all__ = ["main", "npm_command_setting"]
-
-
-def npm_command_setting(agent_dir: str) -> list[str] | None:
-    """Pi's ``npmCommand`` setting (global settings of ``agent_dir``): a command and its arguments."""
-    from rpcd.runtime.resources.settings import load_global_settings
-
-    value = load_global_settings(agent_dir)[0].get("npmCommand")
-    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-        return list(value)
-    return None
+__all__ = ["main"]
 
 
 def main(argv: Sequence[str]) -> int:
-    from rpcd.store.paths import get_agent_dir
-
     parser = argparse.ArgumentParser(prog="rpcd extensions setup",
                                      description="Install the TypeScript/JavaScript extension host's Node packages.")
     parser.add_argument("--agent-dir", help="Pi's agent dir, for its npmCommand setting "
