@@ -14,13 +14,38 @@ import pytest
 from tests.node_host import node_host_env
 from tests.pi_compat.extension_programs import run_both
 from tests.pi_compat.oracle import PiOracle
-from tests.pi_compat.test_extension_ports_against_pi import PROGRAMS, assert_same_behaviour
+from tests.pi_compat.extension_programs import ExtProgram
+from tests.pi_compat.test_extension_ports_against_pi import PROGRAMS as PORTED
+from tests.pi_compat.test_extension_ports_against_pi import assert_same_behaviour, call
+
+TYPESCRIPT_ONLY: dict[str, ExtProgram] = {
+    "hello": ExtProgram("hello.ts", "", [("prompt", "greet the world"), ("settled",)],
+                        script=[call("hello", {"name": "World"}), {"text": "greeted"}]),
+    "rpc-demo": ExtProgram(
+        "rpc-demo.ts", "",
+        [("prompt", "clean up"), ("settled",), ("prompt", "/rpc-input"), ("prompt", "/rpc-input"),
+         ("prompt", "/rpc-editor"), ("prompt", "/rpc-prefill"), ("call", "new_session", {}, "newSession", {})],
+        script=[call("bash", {"command": "sudo rm -rf ./nothing"}), call("bash", {"command": "echo fine"}, "call_2"),
+                {"text": "done"}],
+        ui={"select": {"value": "Block"}, "input": [{"value": "forty-two"}, {"cancelled": True}],
+            "editor": {"value": "a\nb"}, "confirm": {"confirmed": False}}),
+    "status-line": ExtProgram("status-line.ts", "", [("prompt", "one"), ("settled",), ("prompt", "two"), ("settled",)],
+                              script=[{"text": "first"}, {"text": "second"}]),
+    "widget-placement": ExtProgram("widget-placement.ts", "", [("prompt", "hi"), ("settled",)],
+                                   script=[{"text": "hello"}]),
+    "pirate": ExtProgram("pirate.ts", "", [("prompt", "/pirate"), ("prompt", "ahoy"), ("settled",), ("prompt", "/pirate")],
+                         script=[{"text": "arr"}]),
+}
+"""Pi's examples that need no Python port to be compared: Pi's TypeScript in both."""
+
+PROGRAMS = {**PORTED, **TYPESCRIPT_ONLY}
 
 
-DEFAULT = ("api-probe", "plan-mode", "permission-gate", "session-name")
+DEFAULT = ("api-probe", "plan-mode", "rpc-demo", "session-name")
 """A few programs in the default run (the API probe covers most members; plan-mode is a directory
-extension with a helper module; session-name a synchronous call that sets off handlers); every
-program with ``RPCD_LONG=1``."""
+extension with a helper module; rpc-demo Pi's RPC-mode UI demo: a blocking tool_call gate, every
+dialog, session_before_switch; session-name a synchronous call that sets off handlers); every program
+with ``RPCD_LONG=1``."""
 
 
 def _programs() -> list[Any]:
