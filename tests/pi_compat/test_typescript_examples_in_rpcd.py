@@ -12,9 +12,8 @@ from typing import Any
 import pytest
 
 from tests.node_host import node_host_env
-from tests.pi_compat.extension_programs import run_both
+from tests.pi_compat.extension_programs import ExtProgram, run_both
 from tests.pi_compat.oracle import PiOracle
-from tests.pi_compat.extension_programs import ExtProgram
 from tests.pi_compat.test_extension_ports_against_pi import PROGRAMS as PORTED
 from tests.pi_compat.test_extension_ports_against_pi import assert_same_behaviour, call
 
