@@ -32,7 +32,8 @@ TYPESCRIPT_ONLY: dict[str, ExtProgram] = {
                               script=[{"text": "first"}, {"text": "second"}]),
     "widget-placement": ExtProgram("widget-placement.ts", "", [("prompt", "hi"), ("settled",)],
                                    script=[{"text": "hello"}]),
-    "pirate": ExtProgram("pirate.ts", "", [("prompt", "/pirate"), ("prompt", "ahoy"), ("settled",), ("prompt", "/pirate")],
+    "pirate": ExtProgram("pirate.ts", "",
+                         [("prompt", "/pirate"), ("prompt", "ahoy"), ("settled",), ("prompt", "/pirate")],
                          script=[{"text": "arr"}]),
 }
 """Pi's examples that need no Python port to be compared: Pi's TypeScript in both."""
