@@ -158,7 +158,10 @@ def register(server: Server, *handlers: object) -> None:
         if spec.name in server.method_names:
             continue
         found = [getattr(h, handler_name(spec.name)) for h in handlers if hasattr(h, handler_name(spec.name))]
-        if not found and spec.session is not None:  # a plain session call: the one generic handler
+        if spec.session is not None:  # a plain session call: the one generic handler, never one of its own
+            if found:
+                raise LookupError(f"{spec.name} is a plain session call (session={spec.session!r}) "
+                                  f"and has a handler {handler_name(spec.name)!r} too")
             found = [h._plain(spec) for h in handlers if isinstance(h, SessionMethods)]
         if len(found) != 1:
             raise LookupError(f"{spec.name}: {len(found)} handlers named {handler_name(spec.name)!r}, not one")
