@@ -17,6 +17,8 @@ from rpcd.protocol.names import (
     ABORT,
     ABORT_BASH,
     ABORT_RETRY,
+    AUTH_NOTIFY,
+    AUTH_PROMPT,
     AUTHORIZE_PROJECT,
     BASH,
     CANCEL_REQUEST,
@@ -48,9 +50,14 @@ from rpcd.protocol.names import (
     IMPORT_JSONL,
     INITIALIZE,
     LIST_APPROVAL_RULES,
+    LIST_AUTH_PROVIDERS,
     LIST_CHECKPOINTS,
+    LIST_MCP_SERVERS,
     LIST_SESSIONS,
     LIST_TRUST,
+    LOGIN,
+    LOGOUT,
+    MCP_STATUS,
     NAVIGATE_TREE,
     NEW_SESSION,
     PING,
@@ -242,6 +249,15 @@ _BEFORE_EVENTS: Final[tuple[MethodSpec, ...]] = (
     _req(SAVE_TRUST, t.SaveTrustParams, "SaveTrustResult",
          "Save a project-trust decision for a directory (as Pi's /trust; the current session is not reloaded).",
          *_HOST_ERRORS, door="process"),
+    _req(LIST_AUTH_PROVIDERS, t.EmptyParams, "ListAuthProvidersResult",
+         "The providers `login` can log in to, and what auth.json (shared with Pi) holds for each.",
+         door="process"),
+    _req(LOGIN, t.LoginParams, "LoginResult",
+         "Log in to a provider as Pi's /login does (its OAuth flow, or an API key), asking the person through "
+         "`auth/prompt` and `auth/notify`; stores the credential in auth.json.",
+         ErrorCode.LOGIN_FAILED, ErrorCode.LOGIN_CANCELLED, door="process"),
+    _req(LOGOUT, t.LogoutParams, "LogoutResult", "Remove a provider's stored credential from auth.json.",
+         ErrorCode.LOGIN_FAILED, door="process"),
     _req(SET_MODEL, t.SetModelParams, t.ModelRef, "Switch the model (errors name close matches).", *_HOST_ERRORS,
          ErrorCode.MODEL_NOT_FOUND, ErrorCode.PROVIDER_ERROR, door="queue"),
     _req(GET_AVAILABLE_MODELS, t.EmptyParams, "GetAvailableModelsResult",
@@ -262,6 +278,9 @@ _BEFORE_EVENTS: Final[tuple[MethodSpec, ...]] = (
          ErrorCode.INVALID_ENTRY, ErrorCode.SESSION_WRITE_FAILED, door="queue", session="set_label"),
     _req(GET_COMMANDS, t.EmptyParams, "GetCommandsResult",
          "Every command a prompt can invoke now: extension commands, prompt templates, skills.", *_HOST_ERRORS,
+         door="queue"),
+    _req(LIST_MCP_SERVERS, t.EmptyParams, "ListMcpServersResult",
+         "The MCP servers the current session named: status, tools, prompts, last error.", *_HOST_ERRORS,
          door="queue"),
     # turn control
     _req(STEER, t.QueueInputParams, None,
@@ -342,6 +361,7 @@ _AFTER_EVENTS: Final[tuple[MethodSpec, ...]] = (
     # notifications daemon -> client
     _note(SESSION_DIAGNOSTICS, "SessionDiagnosticsParams", "Diagnostics of a replacement (redacted)."),
     _note(HOST_STATUS, "HostStatusParams", "The host status changed."),
+    _note(MCP_STATUS, "McpStatusParams", "An MCP server of this process changed status."),
     _note(PROGRESS, "ProgressParams", "Work-done progress for a request's workDoneToken."),
     _note(UI_NOTIFY, "UiNotifyParams", "An extension notification for the user."),
     _note(UI_SET_STATUS, "UiSetStatusParams", "An extension's status entry (capability extensionUi.setStatus)."),
@@ -362,6 +382,10 @@ _AFTER_EVENTS: Final[tuple[MethodSpec, ...]] = (
                "Extension multi-line editor dialog (capability extensionUi.editor)."),
     MethodSpec(TOOL_AUTHORIZE, "ToolAuthorizeParams", "ToolAuthorizeResult", "request", "server->client",
                "May this tool call run? (capability toolApproval)"),
+    MethodSpec(AUTH_PROMPT, "AuthPromptParams", "AuthPromptResult", "request", "server->client",
+               "A login asks the person (capability authPrompt)."),
+    _note(AUTH_NOTIFY, "AuthNotifyParams", "A login shows the person something: a URL to open, a device code "
+                                           "(capability authPrompt)."),
 )
 
 if TYPE_CHECKING:

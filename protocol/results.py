@@ -17,6 +17,7 @@ from rpcd.protocol.outgoing import DiagnosticItem
 from rpcd.protocol.shapes import (
     CommandInfo,
     LimitsInfo,
+    McpServerInfo,
     QueueContents,
     StreamingBehavior,
     ThinkingLevel,
@@ -270,6 +271,12 @@ class GetCommandsResult:
 
 
 @attrs.frozen
+class ListMcpServersResult:
+    servers: list[McpServerInfo]
+    """The MCP servers the current session named, in the order they were named."""
+
+
+@attrs.frozen
 class CycleThinkingLevelResult:
     level: ThinkingLevel | None = nullable()  # noqa: RUF009 - attrs field, not a dataclass default
     """The new level; ``null`` when the model does not reason (nothing changed)."""
@@ -403,6 +410,43 @@ class ListTrustResult:
     """Sorted by directory."""
     diagnostics: list[DiagnosticItem]
     """A warning when ``trust.json`` cannot be used (then nothing is listed)."""
+
+
+@attrs.frozen
+class AuthProviderInfo:
+    """A provider ``login`` can log in to (Pi's ``/login`` list), with what auth.json holds for it."""
+
+    id: str
+    name: str
+    oauth: bool
+    """It has a subscription login (``login {provider}``)."""
+    api_key: bool
+    """It takes a stored API key (``login {provider, method: "api_key"}``)."""
+    subscription: bool
+    stored: Literal["oauth", "api_key"] | None = nullable()
+    """What ``<agentDir>/auth.json`` (shared with Pi) holds for it now (``null``: nothing); never a value."""
+    expires: int | None = None
+    """A stored OAuth login's access-token expiry, ms since the epoch (refreshed before it, by rpcd or Pi)."""
+
+
+@attrs.frozen
+class ListAuthProvidersResult:
+    providers: list[AuthProviderInfo]
+
+
+@attrs.frozen
+class LoginResult:
+    provider: str
+    type: Literal["oauth", "api_key"]
+    """What was stored in auth.json (never the value)."""
+    expires: int | None = None
+
+
+@attrs.frozen
+class LogoutResult:
+    provider: str
+    removed: bool
+    """``False``: auth.json held nothing for it."""
 
 
 @attrs.frozen

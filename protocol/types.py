@@ -29,6 +29,9 @@ from rpcd.protocol.shapes import CompactionReason as CompactionReason
 from rpcd.protocol.shapes import DiagnosticType as DiagnosticType
 from rpcd.protocol.shapes import HostStatus as HostStatus
 from rpcd.protocol.shapes import LimitsInfo as LimitsInfo
+from rpcd.protocol.shapes import McpServerInfo as McpServerInfo
+from rpcd.protocol.shapes import McpServerStatus as McpServerStatus
+from rpcd.protocol.shapes import McpTransport as McpTransport
 from rpcd.protocol.shapes import ProgressToken as ProgressToken
 from rpcd.protocol.shapes import QueueContents as QueueContents
 from rpcd.protocol.shapes import StreamingBehavior as StreamingBehavior
@@ -41,10 +44,16 @@ if TYPE_CHECKING:
     from rpcd.protocol.events import CompactionStartEvent as CompactionStartEvent
     from rpcd.protocol.events import SessionEventParams as SessionEventParams
     from rpcd.protocol.events import SessionLifecycleParams as SessionLifecycleParams
+    from rpcd.protocol.outgoing import AuthNotifyParams as AuthNotifyParams
     from rpcd.protocol.outgoing import AuthorizeProjectParams as AuthorizeProjectParams
     from rpcd.protocol.outgoing import AuthorizeProjectResult as AuthorizeProjectResult
+    from rpcd.protocol.outgoing import AuthPromptOption as AuthPromptOption
+    from rpcd.protocol.outgoing import AuthPromptParams as AuthPromptParams
+    from rpcd.protocol.outgoing import AuthPromptResult as AuthPromptResult
+    from rpcd.protocol.outgoing import AuthPromptSpec as AuthPromptSpec
     from rpcd.protocol.outgoing import DiagnosticItem as DiagnosticItem
     from rpcd.protocol.outgoing import HostStatusParams as HostStatusParams
+    from rpcd.protocol.outgoing import McpStatusParams as McpStatusParams
     from rpcd.protocol.outgoing import ProgressBegin as ProgressBegin
     from rpcd.protocol.outgoing import ProgressEnd as ProgressEnd
     from rpcd.protocol.outgoing import ProgressParams as ProgressParams
@@ -69,6 +78,7 @@ if TYPE_CHECKING:
     from rpcd.protocol.outgoing import UiSetTitleParams as UiSetTitleParams
     from rpcd.protocol.outgoing import UiSetWidgetParams as UiSetWidgetParams
     from rpcd.protocol.results import ApprovalRule as ApprovalRule
+    from rpcd.protocol.results import AuthProviderInfo as AuthProviderInfo
     from rpcd.protocol.results import AvailableThinkingLevelsResult as AvailableThinkingLevelsResult
     from rpcd.protocol.results import BashResult as BashResult
     from rpcd.protocol.results import CheckpointSummary as CheckpointSummary
@@ -88,9 +98,12 @@ if TYPE_CHECKING:
     from rpcd.protocol.results import GetTreeResult as GetTreeResult
     from rpcd.protocol.results import LastAssistantTextResult as LastAssistantTextResult
     from rpcd.protocol.results import ListApprovalRulesResult as ListApprovalRulesResult
+    from rpcd.protocol.results import ListAuthProvidersResult as ListAuthProvidersResult
     from rpcd.protocol.results import ListCheckpointsResult as ListCheckpointsResult
     from rpcd.protocol.results import ListSessionsResult as ListSessionsResult
     from rpcd.protocol.results import ListTrustResult as ListTrustResult
+    from rpcd.protocol.results import LoginResult as LoginResult
+    from rpcd.protocol.results import LogoutResult as LogoutResult
     from rpcd.protocol.results import ModelCost as ModelCost
     from rpcd.protocol.results import ModelDescription as ModelDescription
     from rpcd.protocol.results import NavigateTreeResult as NavigateTreeResult
@@ -154,6 +167,8 @@ class ClientCapabilities:
     """The client shows ``$/progress`` for a ``workDoneToken`` it sent."""
     tool_approval: Capability | None = None
     """The client answers ``tool/authorize`` (and the default approval policy becomes ``ask-writes``)."""
+    auth_prompt: Capability | None = None
+    """The client answers ``auth/prompt`` and shows ``auth/notify`` (what ``login`` needs)."""
 
 
 @open_object
@@ -296,6 +311,8 @@ class GetStateResult:
     """The spending caps in force and what was spent (absent: no cap is set)."""
     sandbox: SandboxInfo | None = None
     """The sandbox the session's commands run in (``--sandbox``, ``setSandbox``, the ``sandbox`` setting)."""
+    mcp_servers: list[McpServerInfo] | None = None
+    """The MCP servers the session named and their status (absent: it names none)."""
 
 
 @attrs.frozen
@@ -568,6 +585,19 @@ class SaveTrustParams:
 
 
 @attrs.frozen
+class LoginParams:
+    provider: str
+    """A provider id of ``listAuthProviders``."""
+    method: Literal["oauth", "api_key"] = "oauth"
+    """``oauth``: the provider's subscription login (Pi's ``/login``); ``api_key``: ask for a key and store it."""
+
+
+@attrs.frozen
+class LogoutParams:
+    provider: str
+
+
+@attrs.frozen
 class CycleModelParams:
     direction: Literal["forward", "backward"] = "forward"
 
@@ -606,6 +636,7 @@ _ELSEWHERE: dict[str, str] = {
             "ForkResult",
             "GetAvailableModelsResult",
             "GetCommandsResult",
+            "ListMcpServersResult",
             "GetEntriesResult",
             "GetMessagesResult",
             "GetTreeResult",
@@ -623,6 +654,10 @@ _ELSEWHERE: dict[str, str] = {
             "SearchSnippet",
             "SetLimitsResult",
             "ListTrustResult",
+            "ListAuthProvidersResult",
+            "AuthProviderInfo",
+            "LoginResult",
+            "LogoutResult",
             "ModelCost",
             "ModelDescription",
             "NavigateTreeResult",
@@ -638,10 +673,16 @@ _ELSEWHERE: dict[str, str] = {
             "TrustDecision",
         ),
         "rpcd.protocol.outgoing": (
+            "AuthNotifyParams",
+            "AuthPromptOption",
+            "AuthPromptParams",
+            "AuthPromptResult",
+            "AuthPromptSpec",
             "AuthorizeProjectParams",
             "AuthorizeProjectResult",
             "DiagnosticItem",
             "HostStatusParams",
+            "McpStatusParams",
             "ProgressBegin",
             "ProgressEnd",
             "ProgressParams",

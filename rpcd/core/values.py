@@ -122,6 +122,8 @@ class SessionState:
     """The spending caps in force and what was spent (``rpcd.runtime.limits``)."""
     sandbox: SandboxState | None = None
     """The sandbox of its commands (``None``: the runtime has no sandbox control: never sandboxed)."""
+    mcp_servers: tuple[McpServerState, ...] = ()
+    """The MCP servers the session named, with their status."""
 
 
 @attrs.frozen
@@ -156,6 +158,30 @@ class SandboxState:
     mechanism: SandboxMechanism | None = None
     writable: tuple[str, ...] = ()
     problem: str | None = None
+
+
+@attrs.frozen
+class McpServerState:
+    """One MCP server a session named, as ``listMcpServers``, ``getState`` and ``mcp/status`` show it
+    (no env values, no headers, no URL userinfo)."""
+
+    name: str
+    transport: str
+    """``stdio``, ``http`` (streamable HTTP) or ``sse``."""
+    target: str
+    """The command line it runs, or the URL it connects to."""
+    status: Literal["starting", "ready", "failed", "stopped"]
+    tools: tuple[str, ...] = ()
+    """The server's own tool names (the session calls them ``mcp__<server>__<tool>``)."""
+    prompts: tuple[str, ...] = ()
+    resources: int = 0
+    sessions: int = 0
+    """How many sessions of this process hold it."""
+    last_error: str | None = None
+    server_name: str | None = None
+    server_version: str | None = None
+    source: str = ""
+    """The ``mcp.json`` file that named it, or the front (``acp``)."""
 
 
 @attrs.frozen

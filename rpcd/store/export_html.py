@@ -275,13 +275,7 @@ def _tree_html(tree: _Tree, anchors: Mapping[int, str], labels: Mapping[str, str
 def _title(export: HtmlExport) -> str:
     if export.name:
         return export.name
-    for entry in export.entries:
-        message = entry.get("message")
-        if entry.get("type") == E.MESSAGE and isinstance(message, Mapping) and message.get("role") == "user":
-            text = _snippet(_text_of(message.get("content")))
-            if text:
-                return text
-    return f"Session {export.header.get('id', '')}"
+    return _snippet(E.first_user_text(export.entries)) or f"Session {export.header.get('id', '')}"
 
 
 def render_html(export: HtmlExport) -> str:

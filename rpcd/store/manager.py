@@ -37,9 +37,10 @@ from rpcd.store import _fs, codec, writer_lock
 from rpcd.store import entries as E
 from rpcd.store._ids import file_timestamp, iso_now, js_date_ms, new_entry_id, uuid7, validate_session_id
 from rpcd.store.context import SessionContext, build_session_context
-from rpcd.store.listing import SessionInfo, find_most_recent_session, list_sessions
+from rpcd.store.listing import SessionInfo, list_sessions
 from rpcd.store.loader import LoadedFile, load_file, not_a_session
 from rpcd.store.paths import default_session_dir, make_private_dirs
+from rpcd.store.recency import find_most_recent_session
 from rpcd.store.records import (
     UNDEFINED,
     CorruptRecordError,

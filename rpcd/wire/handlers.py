@@ -45,6 +45,7 @@ from rpcd.core.values import (
     CycleModelResult,
     ImageInput,
     InputHandled,
+    McpServerState,
     ModelDescription,
     ModelRef,
     PromptOutcome,
@@ -74,6 +75,7 @@ from rpcd.protocol.names import (
     GET_ENTRIES,
     GET_MESSAGES,
     GET_TREE,
+    LIST_MCP_SERVERS,
     LIST_SESSIONS,
     NAVIGATE_TREE,
     PROMPT,
@@ -359,6 +361,7 @@ class SessionMethods:
             approval_policy=state.approval_policy,
             limits=limits_info(state.limits) if state.limits is not None else None,
             sandbox=_sandbox_info(state.sandbox),
+            mcp_servers=[mcp_server_result(s) for s in state.mcp_servers] if state.mcp_servers else None,
         )
         self._state_answer = (key, result)
         return result
@@ -487,6 +490,12 @@ class SessionMethods:
 
     def get_commands(self, params: t.EmptyParams | None = None) -> Awaitable[t.GetCommandsResult]:
         return self._commands(self._call(GET_COMMANDS, lambda session: session.commands()))
+
+    def list_mcp_servers(self, params: t.EmptyParams | None = None) -> Awaitable[t.ListMcpServersResult]:
+        return self._mcp_servers(self._call(LIST_MCP_SERVERS, lambda session: session.mcp_servers()))
+
+    async def _mcp_servers(self, pending: Pending[list[McpServerState]]) -> t.ListMcpServersResult:
+        return t.ListMcpServersResult(servers=[mcp_server_result(s) for s in await pending])
 
     async def _commands(self, pending: Pending[list[CommandInfo]]) -> t.GetCommandsResult:
         commands = await pending
@@ -621,6 +630,17 @@ def _replacement_fields(outcome: ReplacementOutcome) -> dict[str, Any]:
         "session_file": outcome.session_file,
         "dropped_queue": queue_contents(outcome.dropped_queue) if outcome.dropped_queue is not None else None,
     }
+
+
+def mcp_server_result(state: McpServerState) -> t.McpServerInfo:
+    """An MCP server's status as ``listMcpServers``, ``getState`` and ``mcp/status`` carry it."""
+    transport: t.McpTransport = "http" if state.transport == "http" else "sse" if state.transport == "sse" else "stdio"
+    return t.McpServerInfo(
+        name=state.name, transport=transport, target=state.target, status=state.status,
+        tools=list(state.tools), prompts=list(state.prompts), resources=state.resources, sessions=state.sessions,
+        source=state.source, last_error=state.last_error, server_name=state.server_name,
+        server_version=state.server_version,
+    )
 
 
 def command_result(info: CommandInfo) -> t.CommandInfo:
