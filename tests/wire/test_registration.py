@@ -48,15 +48,18 @@ class _Again:
     def get_messages(self, params: object) -> None: ...
 
 
-@pytest.mark.parametrize(("extra", "clash"), [(_Twice, "plain session call"), (_Again, "2 handlers")])
-def test_two_handlers_of_one_row_are_refused_at_registration(tmp_path: object, extra: type, clash: str) -> None:
+@pytest.mark.parametrize(("row", "extra", "clash"), [("setSessionName", _Twice, "plain session call"),
+                                                    ("getMessages", _Again, "2 handlers")])
+def test_two_handlers_of_one_row_are_refused_at_registration(tmp_path: object, monkeypatch: pytest.MonkeyPatch,
+                                                             row: str, extra: type, clash: str) -> None:
     """Two places serving one row (a plain session call with a handler of its own, or two handler
     objects naming the same method) fail at start-up instead of one silently winning."""
-    from rpcd.wire.handlers import register
+    from rpcd.wire import handlers as module
     from rpcd.wire.server import create_server
 
     daemon = Daemon(parse_options(["--in-memory", "--agent-dir", str(tmp_path)]))
     sessions = SessionMethods(daemon.host, daemon.pump, daemon.library)
+    monkeypatch.setattr(module, "client_requests", lambda: [s for s in client_requests() if s.name == row])
+    module.register(create_server(), sessions)  # alone, it serves the row
     with pytest.raises(LookupError, match=clash):
-        register(create_server(), sessions, ApprovalMethods(daemon.host, daemon.approval, daemon.sandbox),
-                 TrustMethods(daemon.host, daemon.services.saved_trust), extra())
+        module.register(create_server(), sessions, extra())
