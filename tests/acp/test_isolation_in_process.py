@@ -39,7 +39,7 @@ async def front(agent_dir: Path, editor: Editor) -> AsyncIterator[tuple[ClientSi
         agent = RpcdAgent(AcpConfig(ProcessSpec(agent_dir=str(agent_dir))), group)
         conn = AcpConnection(agent, agent_side)
         agent.attach(conn)
-        async with agent.services.serving():  # the process services, as rpcd/acp/app.py runs them
+        async with agent.services.serving():  # the process services (the MCP pool), as rpcd acp runs them
             group.start_soon(conn.serve)
             client = ClientSideConnection(editor, client_side, use_unstable_protocol=True)
             try:
@@ -49,7 +49,7 @@ async def front(agent_dir: Path, editor: Editor) -> AsyncIterator[tuple[ClientSi
                 await agent.close_all()
                 await client.close()
                 await conn.close()
-                group.cancel_scope.cancel()
+        group.cancel_scope.cancel()
 
 
 def _failing_for(cwd: Path, monkeypatch: pytest.MonkeyPatch) -> None:
