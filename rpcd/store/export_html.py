@@ -23,6 +23,7 @@ from typing import Any
 
 import attrs
 
+from rpcd.core.jstext import content_text
 from rpcd.store import codec
 from rpcd.store import entries as E
 
@@ -108,7 +109,7 @@ class _Tree:
 
 
 def _text_of(content: Any) -> str:
-    return E.message_text(content)
+    return content_text(content, " ")
 
 
 def _snippet(text: str) -> str:
