@@ -27,11 +27,12 @@ DOORS: dict[str, frozenset[str]] = {
     "transport": frozenset({"core", "protocol"}),
     "store": frozenset({"core"}),
     "tools": frozenset({"core"}),
+    "mcp": frozenset({"core", "tools"}),  # MCP servers as session tools: no session, no front
     "providers": frozenset({"core"}),  # Pi's pi-ai: nothing of the session above it
-    "runtime": frozenset({"core", "store", "tools", "providers"}),
+    "runtime": frozenset({"core", "store", "tools", "providers", "mcp"}),
     "host": frozenset({"core"}),
     # the session service: below every front, it knows no wire
-    "sessions": frozenset({"core", "host", "runtime", "providers", "store", "tools"}),
+    "sessions": frozenset({"core", "host", "runtime", "providers", "store", "tools", "mcp"}),
     "wire": frozenset({"core", "protocol", "transport", "host", "sessions"}),
     # wire.errors and wire.convert only: the one exception -> error-object mapping and the one core value ->
     # wire shape conversion both fronts answer with (no pygls there)

@@ -349,7 +349,11 @@ def decode_chunk(event: SseEvent, provider: str) -> Any:
 
 
 def request_redactor(env: Mapping[str, str] | None, secrets: Sequence[str]) -> Redactor:
-    return Redactor(env=os.environ if env is None else env, extra_secrets=tuple(s for s in secrets if s))
+    """The redactor of one request: the environment's secrets and this request's values — a header's
+    ``Bearer <token>`` also as the bare token (servers echo it without the scheme)."""
+    values = [s for s in secrets if s]
+    values += [s.split(" ", 1)[1] for s in values if s[:7].lower() in ("bearer ", "basic ") and " " in s]
+    return Redactor(env=os.environ if env is None else env, extra_secrets=tuple(values))
 
 
 def unauthorized_message(provider: str, status: int) -> str:

@@ -133,6 +133,8 @@ class RemoteProvider:
         self._models = _models(spec)
         self._infos = _infos(spec)
         self._check: AuthCheck | bool | None = False  # False: not checked yet
+        self._checked_at: object = None
+        """auth.json's revision when ``_check`` was made (a login, logout or refresh changes it)."""
 
     def __repr__(self) -> str:
         return f"RemoteProvider(name={self.name!r}, models={len(self._models)})"
@@ -181,8 +183,10 @@ class RemoteProvider:
         return self._models.get(model_id)
 
     def auth_check(self) -> AuthCheck | None:
-        if self._check is False:
+        revision = self.credentials.revision
+        if self._check is False or revision != self._checked_at:
             self._check = self.credentials.check(self.spec)
+            self._checked_at = revision
         return self._check if isinstance(self._check, AuthCheck) else None
 
     @property

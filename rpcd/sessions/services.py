@@ -20,6 +20,7 @@ tries again).
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
@@ -39,6 +40,7 @@ from rpcd.tools import ApprovalRules
 if TYPE_CHECKING:
     from rpcd.core.values import TrustControl
     from rpcd.providers.base import ProviderRegistry
+    from rpcd.providers.logins import Logins
 
 __all__ = ["Lease", "ProcessServices", "ServiceRegistry"]
 
@@ -79,6 +81,16 @@ class ProcessServices:
         from rpcd.providers import default_registry
 
         return default_registry()
+
+    def logins(self) -> Logins:
+        """The logins of the agent dir's ``auth.json`` (``listAuthProviders`` / ``login`` / ``logout``; shared
+        with Pi and with every session's OAuth refreshes)."""
+        import os
+
+        from rpcd.providers.credentials import AUTH_FILE
+        from rpcd.providers.logins import logins_for
+
+        return logins_for(os.path.join(self.spec.agent_dir, AUTH_FILE))
 
     @contextlib.asynccontextmanager
     async def serving(self) -> AsyncIterator[ProcessServices]:
@@ -169,7 +181,12 @@ class ServiceRegistry:
         live = self._live.get(name)
         if live is None:
             live = self._live[name] = _Live()
-            self._task_group.start_soon(self._run, name, factory, live, name=f"rpcd service {name}")
+            group = self._task_group
+
+            def start() -> None:  # in an empty context: the service must not keep the first lease's request alive
+                group.start_soon(self._run, name, factory, live, name=f"rpcd service {name}")
+
+            contextvars.Context().run(start)
         live.users += 1
         await live.ready.wait()
         if live.failure is not None:

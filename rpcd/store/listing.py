@@ -28,6 +28,7 @@ import attrs
 
 from rpcd.core.errors import InvalidArgumentError, SessionFileNotFoundError
 from rpcd.core.files import open_regular
+from rpcd.core.jstext import content_text
 from rpcd.store import entries as E
 from rpcd.store._ids import parse_iso
 from rpcd.store.loader import parse_line, read_header
@@ -147,7 +148,7 @@ class SessionInfoBuilder:
             moment = parse_iso(entry.get("timestamp"))
             if moment is not None:
                 self.last_activity = max(self.last_activity or 0, moment.timestamp() * 1000)
-        text = E.message_text(message.get("content"))
+        text = content_text(message.get("content"), " ")
         if text:
             self.texts.append(text)
             if not self.first_message and role == "user":
