@@ -8,7 +8,7 @@ contract.
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, Required, TypedDict
 
 from rpcd.protocol.names import PROTOCOL_VERSION as PROTOCOL_VERSION  # re-exported for the library
 from rpcd.protocol.names import SESSION_SCOPED as SESSION_SCOPED
@@ -64,6 +64,7 @@ ApprovalPolicy = Literal["auto", "ask-writes", "ask-all", "deny-writes"]
 SandboxMode = Literal["off", "read-only", "workspace-write"]
 ApprovalDecision = Literal["allowOnce", "allowAlways", "rejectOnce", "rejectAlways"]
 APPROVAL_POLICIES: tuple[ApprovalPolicy, ...] = ("auto", "ask-writes", "ask-all", "deny-writes")
+SANDBOX_MODES: tuple[SandboxMode, ...] = ("off", "read-only", "workspace-write")
 
 
 class ModelCost(TypedDict):
@@ -118,6 +119,8 @@ class SessionState(TypedDict):
     pendingMessageCount: int
     approvalPolicy: NotRequired[ApprovalPolicy]
     sandbox: NotRequired[SandboxInfo]
+    mcpServers: NotRequired[list[McpServerInfo]]
+    """The MCP servers the session named (absent: none)."""
 
 
 class SandboxInfo(TypedDict):
@@ -242,6 +245,27 @@ class CommandInfo(TypedDict):
 
 class CommandsResult(TypedDict):
     commands: list[CommandInfo]
+
+
+class McpServerInfo(TypedDict):
+    """One MCP server the session named (``listMcpServers``, ``getState.mcpServers``, ``mcp/status``)."""
+
+    name: str
+    transport: Literal["stdio", "http", "sse"]
+    target: str
+    status: Literal["starting", "ready", "failed", "stopped"]
+    tools: list[str]
+    prompts: list[str]
+    resources: int
+    sessions: int
+    source: str
+    lastError: NotRequired[str]
+    serverName: NotRequired[str]
+    serverVersion: NotRequired[str]
+
+
+class McpServersResult(TypedDict):
+    servers: list[McpServerInfo]
 
 
 UI_NOTIFICATIONS = UI_NOTIFICATION_FEATURES
@@ -406,6 +430,52 @@ class RevokeTrustResult(TypedDict):
 
 class SaveTrustResult(TypedDict):
     decision: TrustDecision
+class AuthProviderInfo(TypedDict, total=False):
+    id: Required[str]
+    name: Required[str]
+    oauth: Required[bool]
+    apiKey: Required[bool]
+    subscription: Required[bool]
+    stored: Required[Literal["oauth", "api_key"] | None]
+    expires: int
+
+
+class ListAuthProvidersResult(TypedDict):
+    providers: list[AuthProviderInfo]
+
+
+class LoginResult(TypedDict, total=False):
+    provider: Required[str]
+    type: Required[Literal["oauth", "api_key"]]
+    expires: int
+
+
+class LogoutResult(TypedDict):
+    provider: str
+    removed: bool
+
+
+class AuthPromptOption(TypedDict):
+    id: str
+    label: str
+
+
+class AuthPrompt(TypedDict, total=False):
+    type: Required[Literal["select", "text", "secret", "manual_code"]]
+    message: Required[str]
+    options: list[AuthPromptOption]
+    placeholder: str
+
+
+class AuthPromptParams(TypedDict):
+    loginId: str
+    provider: str
+    prompt: AuthPrompt
+
+
+class AuthPromptResult(TypedDict, total=False):
+    value: str
+    cancelled: bool
 
 
 # -- file checkpoints, spending caps, full-text search (rpcd's own methods) -------------------------

@@ -12,7 +12,7 @@ from typing import Any, Literal, TypeAlias
 
 import attrs
 
-from rpcd.protocol.shapes import ApprovalDecision, DiagnosticType, HostStatus, ProgressToken, ToolKind
+from rpcd.protocol.shapes import ApprovalDecision, DiagnosticType, HostStatus, McpServerInfo, ProgressToken, ToolKind
 
 
 @attrs.frozen
@@ -34,6 +34,13 @@ class SessionDiagnosticsParams:
 class HostStatusParams:
     status: HostStatus
     generation: int
+
+
+@attrs.frozen
+class McpStatusParams:
+    """An MCP server of this process changed status (started, failed, stopped, restarted)."""
+
+    server: McpServerInfo
 
 
 @attrs.frozen
@@ -70,6 +77,50 @@ class ProgressParams:
 class UiNotifyParams:
     message: str
     notify_type: DiagnosticType = "info"
+
+
+@attrs.frozen
+class AuthPromptOption:
+    id: str
+    label: str
+
+
+@attrs.frozen
+class AuthPromptSpec:
+    """Pi's login prompt: ``select`` one of ``options`` (answer its ``id``), ``text``, ``secret`` (show
+    it masked), ``manual_code`` (paste an authorization code or the redirect URL; withdrawn with
+    ``$/cancelRequest`` when the browser's redirect reached the daemon first)."""
+
+    type: Literal["select", "text", "secret", "manual_code"]
+    message: str
+    options: list[AuthPromptOption] | None = None
+    placeholder: str | None = None
+
+
+@attrs.frozen
+class AuthPromptParams:
+    login_id: str
+    """One ``login`` request's prompts and notices share it."""
+    provider: str
+    prompt: AuthPromptSpec
+
+
+@attrs.frozen
+class AuthPromptResult:
+    value: str | None = None
+    """The answer; absent (or ``cancelled: true``) declines, which ends the login."""
+    cancelled: bool | None = None
+
+
+@attrs.frozen
+class AuthNotifyParams:
+    login_id: str
+    provider: str
+    notice: dict[str, Any]
+    """Pi's login notice: ``{"type": "auth_url", "url", "instructions"}`` (open it in a browser),
+    ``{"type": "device_code", "userCode", "verificationUri", "intervalSeconds"?, "expiresInSeconds"?}``
+    (show the code, open the page), ``{"type": "progress", "message"}``, ``{"type": "info", "message",
+    "links"?}``."""
 
 
 @attrs.frozen

@@ -50,6 +50,54 @@ export interface AssistantMessage {
   errorMessage?: string;
 }
 
+export interface AuthNotifyParams {
+  loginId: string;
+  provider: string;
+  /** Pi's login notice: `{"type": "auth_url", "url", "instructions"}` (open it in a browser), `{"type": "device_code", "userCode", "verificationUri", "intervalSeconds"?, "expiresInSeconds"?}` (show the code, open the page), `{"type": "progress", "message"}`, `{"type": "info", "message", "links"?}`. */
+  notice: Record<string, unknown>;
+}
+
+export interface AuthPromptOption {
+  id: string;
+  label: string;
+}
+
+export interface AuthPromptParams {
+  /** One `login` request's prompts and notices share it. */
+  loginId: string;
+  provider: string;
+  prompt: AuthPromptSpec;
+}
+
+export interface AuthPromptResult {
+  /** The answer; absent (or `cancelled: true`) declines, which ends the login. */
+  value?: string;
+  cancelled?: boolean;
+}
+
+/** Pi's login prompt: `select` one of `options` (answer its `id`), `text`, `secret` (show it masked), `manual_code` (paste an authorization code or the redirect URL; withdrawn with `$/cancelRequest` when the browser's redirect reached the daemon first). */
+export interface AuthPromptSpec {
+  type: "select" | "text" | "secret" | "manual_code";
+  message: string;
+  options?: AuthPromptOption[];
+  placeholder?: string;
+}
+
+/** A provider `login` can log in to (Pi's `/login` list), with what auth.json holds for it. */
+export interface AuthProviderInfo {
+  id: string;
+  name: string;
+  /** It has a subscription login (`login {provider}`). */
+  oauth: boolean;
+  /** It takes a stored API key (`login {provider, method: "api_key"}`). */
+  apiKey: boolean;
+  subscription: boolean;
+  /** What `<agentDir>/auth.json` (shared with Pi) holds for it now (`null`: nothing); never a value. */
+  stored: ("oauth" | "api_key") | null;
+  /** A stored OAuth login's access-token expiry, ms since the epoch (refreshed before it, by rpcd or Pi). */
+  expires?: number;
+}
+
 export interface AuthorizeProjectParams {
   cwd: string;
   /** Why trust is asked (project-local extensions, settings, ...). */
@@ -191,6 +239,8 @@ export interface ClientCapabilities {
   progress?: Record<string, unknown>;
   /** The client answers `tool/authorize` (and the default approval policy becomes `ask-writes`). */
   toolApproval?: Record<string, unknown>;
+  /** The client answers `auth/prompt` and shows `auth/notify` (what `login` needs). */
+  authPrompt?: Record<string, unknown>;
 }
 
 export interface ClientInfo {
@@ -247,7 +297,7 @@ export interface CompactionEndEvent {
   errorMessage?: string;
 }
 
-/** What a compaction produced (Pi's `CompactionResult`): the `compact` result and `compaction_end.result`. */
+/** What a compaction produced (Pi's `CompactionResult`): the `compact` result and `compaction_end.result` (one class for both). */
 export interface CompactionResult {
   summary: string;
   /** The first entry kept verbatim after the summary. */
@@ -257,7 +307,7 @@ export interface CompactionResult {
   /** A heuristic estimate over the rebuilt context (chars/4), not a provider count. */
   estimatedTokensAfter?: number;
   /** The model call(s) that wrote the summary (absent for an extension's summary without one). */
-  usage?: Record<string, unknown>;
+  usage?: Usage;
   /** `{readFiles, modifiedFiles}` for Pi's own summaries; whatever an extension stored otherwise. */
   details?: unknown;
 }
@@ -491,6 +541,8 @@ export interface GetStateResult {
   limits?: LimitsInfo;
   /** The sandbox the session's commands run in (`--sandbox`, `setSandbox`, the `sandbox` setting). */
   sandbox?: SandboxInfo;
+  /** The MCP servers the session named and their status (absent: it names none). */
+  mcpServers?: McpServerInfo[];
 }
 
 export interface GetTreeParams {
@@ -586,6 +638,10 @@ export interface ListApprovalRulesResult {
   diagnostics: DiagnosticItem[];
 }
 
+export interface ListAuthProvidersResult {
+  providers: AuthProviderInfo[];
+}
+
 export interface ListCheckpointsParams {
   /** Also list the files each run changed (reads both snapshots of each checkpoint). */
   files?: boolean;
@@ -596,6 +652,11 @@ export interface ListCheckpointsResult {
   checkpoints: CheckpointSummary[];
   /** What `restoreCheckpoint` without `entryId` (`undo`) restores. */
   undoEntryId?: string;
+}
+
+export interface ListMcpServersResult {
+  /** The MCP servers the current session named, in the order they were named. */
+  servers: McpServerInfo[];
 }
 
 export interface ListSessionsParams {
@@ -620,6 +681,58 @@ export interface ListTrustResult {
   decisions: TrustDecision[];
   /** A warning when `trust.json` cannot be used (then nothing is listed). */
   diagnostics: DiagnosticItem[];
+}
+
+export interface LoginParams {
+  /** A provider id of `listAuthProviders`. */
+  provider: string;
+  /** `oauth`: the provider's subscription login (Pi's `/login`); `api_key`: ask for a key and store it. */
+  method?: "oauth" | "api_key";
+}
+
+export interface LoginResult {
+  provider: string;
+  /** What was stored in auth.json (never the value). */
+  type: "oauth" | "api_key";
+  expires?: number;
+}
+
+export interface LogoutParams {
+  provider: string;
+}
+
+export interface LogoutResult {
+  provider: string;
+  /** `False`: auth.json held nothing for it. */
+  removed: boolean;
+}
+
+/** One MCP server a session named (no env values, no headers, no URL userinfo). */
+export interface McpServerInfo {
+  name: string;
+  /** `stdio`, `http` (streamable HTTP) or `sse`. */
+  transport: "stdio" | "http" | "sse";
+  /** The command line it runs, or the URL it connects to. */
+  target: string;
+  /** `starting`; `ready`; `failed` (`lastError` says why: it exited, refused to start, did not answer in time); `stopped` (no session holds it any more). */
+  status: "starting" | "ready" | "failed" | "stopped";
+  /** The server's own tool names; the session's tools are `mcp__<server>__<tool>`. */
+  tools: string[];
+  /** Its prompts; a prompt is the command `/mcp__<server>__<prompt>`. */
+  prompts: string[];
+  resources: number;
+  /** How many sessions of this process hold it (one server for every session naming the same config). */
+  sessions: number;
+  /** The `mcp.json` file that named it, or `acp` (the ACP client's `mcpServers`). */
+  source: string;
+  lastError?: string;
+  serverName?: string;
+  serverVersion?: string;
+}
+
+/** An MCP server of this process changed status (started, failed, stopped, restarted). */
+export interface McpStatusParams {
+  server: McpServerInfo;
 }
 
 /** A message is complete; `message` is authoritative and is what the session file gets. */
@@ -1497,6 +1610,12 @@ export interface RpcdMethods {
   "revokeTrust": { params: RevokeTrustParams; result: RevokeTrustResult };
   /** Save a project-trust decision for a directory (as Pi's /trust; the current session is not reloaded). */
   "saveTrust": { params: SaveTrustParams; result: SaveTrustResult };
+  /** The providers `login` can log in to, and what auth.json (shared with Pi) holds for each. */
+  "listAuthProviders": { params: Record<string, never> | undefined; result: ListAuthProvidersResult };
+  /** Log in to a provider as Pi's /login does (its OAuth flow, or an API key), asking the person through `auth/prompt` and `auth/notify`; stores the credential in auth.json. */
+  "login": { params: LoginParams; result: LoginResult };
+  /** Remove a provider's stored credential from auth.json. */
+  "logout": { params: LogoutParams; result: LogoutResult };
   /** Switch the model (errors name close matches). */
   "setModel": { params: SetModelParams; result: ModelRef };
   /** The models usable now (credentials present), in Pi's order. */
@@ -1513,6 +1632,8 @@ export interface RpcdMethods {
   "setLabel": { params: SetLabelParams; result: null };
   /** Every command a prompt can invoke now: extension commands, prompt templates, skills. */
   "getCommands": { params: Record<string, never> | undefined; result: GetCommandsResult };
+  /** The MCP servers the current session named: status, tools, prompts, last error. */
+  "listMcpServers": { params: Record<string, never> | undefined; result: ListMcpServersResult };
   /** Queue input delivered after the current tool round, before the next model call. */
   "steer": { params: QueueInputParams; result: null };
   /** Queue input delivered when the agent would otherwise stop. */
@@ -1569,6 +1690,8 @@ export interface RpcdNotifications {
   "session/diagnostics": SessionDiagnosticsParams;
   /** The host status changed. */
   "host/status": HostStatusParams;
+  /** An MCP server of this process changed status. */
+  "mcp/status": McpStatusParams;
   /** Work-done progress for a request's workDoneToken. */
   "$/progress": ProgressParams;
   /** An extension notification for the user. */
@@ -1581,6 +1704,8 @@ export interface RpcdNotifications {
   "ui/setTitle": UiSetTitleParams;
   /** An extension puts text in the input editor (capability extensionUi.setEditorText). */
   "ui/setEditorText": UiSetEditorTextParams;
+  /** A login shows the person something: a URL to open, a device code (capability authPrompt). */
+  "auth/notify": AuthNotifyParams;
 }
 
 /** What the daemon asks the client (declared capabilities only): params and the answer. */
@@ -1597,4 +1722,6 @@ export interface RpcdServerRequests {
   "ui/editor": { params: UiEditorParams; result: UiEditorResult };
   /** May this tool call run? (capability toolApproval) */
   "tool/authorize": { params: ToolAuthorizeParams; result: ToolAuthorizeResult };
+  /** A login asks the person (capability authPrompt). */
+  "auth/prompt": { params: AuthPromptParams; result: AuthPromptResult };
 }

@@ -148,6 +148,13 @@ class InputNotSupportedError(RuntimeFailure):
     kind = "InputNotSupported"
 
 
+class McpServerError(RuntimeFailure):
+    """An MCP server failed a request that is not a tool call (a prompt's ``prompts/get``): it is
+    not running, did not answer in time, or answered with an error."""
+
+    kind = "McpServerFailed"
+
+
 class CompactionError(RuntimeFailure):
     """A compaction or branch summary did not happen: nothing to compact, the summary call failed
     (or stopped at its token cap), an extension's result was unusable. Nothing was written."""
@@ -168,6 +175,19 @@ class ProviderError(RuntimeFailure):
     """The model provider failed (auth, rate limit after retries, transport)."""
 
     kind = "ProviderError"
+
+
+class LoginFailedError(RuntimeFailure):
+    """A login or logout did not happen (no such login, the client cannot be asked, an OAuth
+    endpoint failed, auth.json could not be written); auth.json is as it was."""
+
+    kind = "LoginFailed"
+
+
+class LoginCancelledError(RuntimeFailure):
+    """The person declined a login prompt (or it was withdrawn); nothing was stored."""
+
+    kind = "LoginCancelled"
 
 
 class ContextOverflowError(ProviderError):

@@ -41,7 +41,7 @@ from rpcd.host.failures import FailureContext, Phase, attach_context, context_of
 from rpcd.host.host import Pending, SerializedHost
 from rpcd.host.port import RuntimePort
 from rpcd.protocol import types as t
-from rpcd.protocol.names import UI_FEATURES
+from rpcd.protocol.names import MCP_STATUS, UI_FEATURES
 from rpcd.sessions.actions import HostCommandActions
 from rpcd.sessions.compose import Composer, FrontHooks
 from rpcd.sessions.hub import SessionHub, dispose_bounded, log_failure
@@ -55,12 +55,14 @@ from rpcd.wire.checkpoints import CheckpointMethods
 from rpcd.wire.client_requests import ClientRequests, UiBridge
 from rpcd.wire.handlers import SessionMethods, register
 from rpcd.wire.limits import LimitMethods
+from rpcd.wire.logins import LoginMethods
 from rpcd.wire.notifications import HOST_STATUS, EventPump, Notification
 from rpcd.wire.search import SearchMethods
 from rpcd.wire.server import Server, create_server
 from rpcd.wire.trust import TrustMethods
 
 if TYPE_CHECKING:
+    from rpcd.core.values import McpServerState
     from rpcd.runtime.resources.trust import ProjectTrustContext, TrustDecision
     from rpcd.store import SessionManager
 
@@ -119,6 +121,7 @@ class Daemon:
         self.journal = HostJournal(options.journal_path)
         self.services = ProcessServices(options.spec, journal=self.journal)
         self.composer = Composer(options.spec, self.services)
+        self.composer.on_mcp_status = self._post_mcp_status  # the process's MCP servers: mcp/status
         self.location: SessionLocation = self.services.location
         """Where session files live (``--session-dir``, the variable, the setting, else per project)."""
         self.library = self.services.library
@@ -159,6 +162,7 @@ class Daemon:
             CheckpointMethods(self.host, self.pump),
             LimitMethods(self.host, self.pump),
             SearchMethods(self.host, self.library.search),
+            LoginMethods(self.services, self.requests),
         )
         self.disposal_failure: BaseException | None = None
         self._on_ending = on_ending
@@ -167,7 +171,7 @@ class Daemon:
     async def run(self, serve: Callable[[Server], Awaitable[int]]) -> int:
         """Run the pump and the host's worker, serve until the orderly end, return the exit code.
         The process services (``services.registry``) live in between: closed after the host's end."""
-        async with anyio.create_task_group() as task_group, self.services.registry.serving():
+        async with anyio.create_task_group() as task_group, self.services.serving():
             self._task_group = task_group
             task_group.start_soon(self.pump.run, name="rpcd event pump")
             await task_group.start(self.host.run, name="rpcd host")
@@ -187,6 +191,7 @@ class Daemon:
             tool_approval=caps.tool_approval is not None,
             ui_features=frozenset(key for key in UI_FEATURES if isinstance(caps.extension_ui, dict)
                                   and isinstance(caps.extension_ui.get(key), dict)),
+            auth_prompt=caps.auth_prompt is not None,
         )
         self.approval.client_can_answer = self.requests.can_approve
         startup = self.host.start(self._open_runtime, persist=True)
@@ -228,6 +233,12 @@ class Daemon:
     def _post_status(self, status: str, generation: int) -> None:
         self.pump.post(HOST_STATUS, {"status": status, "generation": generation})
 
+    def _post_mcp_status(self, state: McpServerState) -> None:
+        from rpcd.protocol.converter import unstructure
+        from rpcd.wire.handlers import mcp_server_result
+
+        self.pump.post(MCP_STATUS, {"server": unstructure(mcp_server_result(state))})
+
     async def _persist(self, session_file: str | None, cwd: str) -> None:
         """Record the current session in the host journal.
 
@@ -263,7 +274,7 @@ class Daemon:
                 await host.wait_idle()
 
             try:
-                await host.enqueue_async("shutdown", idle)
+                await host.call("shutdown", lambda _: idle())  # behind everything requested before it
             except Exception as exc:  # the host went away meanwhile: end anyway
                 log_failure("extension shutdown: waiting for idle failed", exc)
             self.server.request_stop("an extension asked to shut down")
