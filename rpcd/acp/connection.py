@@ -15,7 +15,7 @@ handler can register itself for ``$/cancel_request`` under its JSON-RPC id.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Protocol, TypeVar
 
 import anyio
@@ -121,6 +121,12 @@ class AcpConnection:
     def has_terminal(self) -> bool:
         return bool(self.capabilities.terminal)
 
+    @property
+    def can_elicit_forms(self) -> bool:
+        """The client takes ``elicitation/create`` in form mode (ACP unstable)."""
+        elicitation = self.capabilities.elicitation
+        return bool(elicitation is not None and elicitation.form is not None)
+
     # -- calls to the client --------------------------------------------------------------------
 
     async def session_update(self, session_id: str, update: SessionUpdate) -> None:
@@ -130,6 +136,14 @@ class AcpConnection:
                                  options: Sequence[PermissionOption]) -> RequestPermissionResponse:
         request = RequestPermissionRequest(session_id=session_id, tool_call=tool_call, options=list(options))
         return await self._request(CLIENT_METHODS["session_request_permission"], request, RequestPermissionResponse)
+
+    async def create_elicitation(self, session_id: str, message: str, schema: Mapping[str, Any]) -> dict[str, Any]:
+        """``elicitation/create`` (form mode, session scope): the client's answer as it came
+        (``{action: accept|decline|cancel, content?}``). The schema goes as given (an MCP server's
+        own): the SDK's model of it would drop what it does not know."""
+        params = {"sessionId": session_id, "message": message, "mode": "form", "requestedSchema": dict(schema)}
+        raw = await self._conn.send_request(CLIENT_METHODS["elicitation_create"], params)
+        return raw if isinstance(raw, dict) else {}
 
     async def read_text_file(self, session_id: str, path: str) -> ReadTextFileResponse:
         return await self._request(CLIENT_METHODS["fs_read_text_file"],

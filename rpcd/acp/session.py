@@ -43,6 +43,7 @@ from rpcd.acp.errors import invalid_params, provider_failure, request_error, to_
 from rpcd.acp.permissions import tool_approver, trust_asker
 from rpcd.acp.prompt import PROMPT_METHOD, at_blocks, build_prompt
 from rpcd.acp.stream import UpdateStream
+from rpcd.acp.ui import AcpUi
 from rpcd.acp.updates import RELOAD_COMMAND, EventTranslator, commands_update, replay
 from rpcd.core.files import read_regular
 from rpcd.core.values import (
@@ -128,7 +129,7 @@ class _Bindings:
         self.diagnostics: list[Diagnostic] = []
 
     def extension_bindings(self, session: SessionPort) -> ExtensionBindings:
-        return ExtensionBindings(mode="rpc", ui=None, on_error=self._on_extension_error,
+        return ExtensionBindings(mode="rpc", ui=self._session.ui, on_error=self._on_extension_error,
                                  tool_approver=self._session.approver if self._session.approver else None,
                                  command_actions=self._session.actions, spawn=self._spawn)
 
@@ -188,6 +189,8 @@ class AcpSession:
         self.sandbox = front.composer.sandbox_control()
         """This session's sandbox (its ``sandbox`` / ``sandbox_network`` options), like its mode."""
         self.approver = tool_approver(conn, self.id, self.stream, front.composer.spec.approval_timeout)
+        self.ui = AcpUi(conn, self.id, self.stream, front.composer.spec.ui_timeout)
+        """Its extensions' dialogs and its MCP servers' elicitations, asked through the editor."""
         self.actions = HostCommandActions()
         """An extension command's ``ctx.new_session()`` / ``fork`` / ``switch_session`` on this host."""
         self.on_moved: Callable[[str | None], None] | None = None
