@@ -39,6 +39,7 @@ from acp.schema import (
     PromptCapabilities,
     PromptResponse,
     ResumeSessionResponse,
+    SessionAdditionalDirectoriesCapabilities,
     SessionCapabilities,
     SessionCloseCapabilities,
     SessionDeleteCapabilities,
@@ -137,6 +138,7 @@ class RpcdAgent:
                     list=SessionListCapabilities(), resume=SessionResumeCapabilities(),
                     close=SessionCloseCapabilities(), delete=SessionDeleteCapabilities(),
                     fork=SessionForkCapabilities(),
+                    additional_directories=SessionAdditionalDirectoriesCapabilities(),
                 ),
             ),
             agent_info=Implementation(name="rpcd", title="rpcd (Pi-compatible coding agent)",
@@ -162,8 +164,9 @@ class RpcdAgent:
         method = "session/new"
         await self._ready(method)
         self._check_cwd(method, cwd)
+        roots = _roots(method, additional_directories)
         manager = self.composer.new_manager(_normal(cwd))
-        session = await self._open(method, manager, mcp_servers)
+        session = await self._open(method, manager, mcp_servers, roots)
         await self._remember(session, mode=None)  # no file until its first reply: its id must survive the process
         return NewSessionResponse(session_id=session.id, modes=session.modes(),
                                   config_options=list(session.config_options()),
@@ -173,7 +176,8 @@ class RpcdAgent:
                            additional_directories: list[str] | None = None, **_: Any) -> LoadSessionResponse:
         method = "session/load"
         await self._ready(method)
-        session = await self._live_or_open(method, session_id, cwd, mcp_servers)
+        session = await self._live_or_open(method, session_id, cwd, mcp_servers,
+                                           _roots(method, additional_directories))
         await session.replay_history()
         return LoadSessionResponse(modes=session.modes(), config_options=list(session.config_options()),
                                    field_meta=_diagnostics_meta(session.diagnostics))
@@ -182,7 +186,8 @@ class RpcdAgent:
                              mcp_servers: list[Any] | None = None, **_: Any) -> ResumeSessionResponse:
         method = "session/resume"
         await self._ready(method)
-        session = await self._live_or_open(method, session_id, cwd, mcp_servers)
+        session = await self._live_or_open(method, session_id, cwd, mcp_servers,
+                                           _roots(method, additional_directories))
         return ResumeSessionResponse(modes=session.modes(), config_options=list(session.config_options()),
                                      field_meta=_diagnostics_meta(session.diagnostics))
 
@@ -243,6 +248,7 @@ class RpcdAgent:
                            mcp_servers: list[Any] | None = None, **meta: Any) -> ForkSessionResponse:
         method = "session/fork"
         await self._ready(method)
+        roots = _roots(method, additional_directories)
         entry_id = meta.get(FORK_ENTRY_META)
         if entry_id is not None and not isinstance(entry_id, str):
             raise invalid_params(method, [{"path": f"$._meta['{FORK_ENTRY_META}']", "message": "expected a string"}])
@@ -268,7 +274,7 @@ class RpcdAgent:
             manager, selected = await anyio.to_thread.run_sync(branch)
         except Exception as exc:
             raise to_request_error(exc, method) from None
-        forked = await self._open(method, manager, mcp_servers)
+        forked = await self._open(method, manager, mcp_servers, roots)
         meta_out: dict[str, Any] = _diagnostics_meta(forked.diagnostics)
         if selected is not None:
             meta_out["rpcd/selectedText"] = selected
@@ -322,6 +328,15 @@ class RpcdAgent:
         await session.stream.drain()
         return SetSessionConfigOptionResponse(config_options=options)
 
+    async def set_session_model(self, session_id: str, model_id: str, **_: Any) -> dict[str, Any]:
+        """The legacy ``session/set_model {sessionId, modelId}``: the ``model`` option (``provider/modelId``)."""
+        method = "session/set_model"
+        await self._ready(method)
+        session = self._session(method, session_id)
+        session.set_config_option("model", model_id, method=method, path="$.modelId")
+        await session.stream.drain()  # its config_option_update before its answer
+        return {}
+
     # -- shutdown ------------------------------------------------------------------------------------------
 
     async def cancel_all(self) -> None:
@@ -374,10 +389,12 @@ class RpcdAgent:
         if must_exist and not os.path.isdir(cwd):
             raise invalid_params(method, [{"path": "$.cwd", "message": f"not a directory: {cwd}"}])
 
-    async def _open(self, method: str, manager: SessionManager, mcp_servers: Sequence[Any] | None = None) -> AcpSession:
+    async def _open(self, method: str, manager: SessionManager, mcp_servers: Sequence[Any] | None = None,
+                    roots: tuple[str, ...] = ()) -> AcpSession:
         """A new host for ``manager``'s session, registered in the hub; its file held by no other host."""
         front = self._require_front(method)
-        session = AcpSession(front, manager, SessionSpec(manager.get_cwd(), mcp_servers=_mcp_specs(mcp_servers)))
+        session = AcpSession(front, manager, SessionSpec(manager.get_cwd(), mcp_servers=_mcp_specs(mcp_servers),
+                                                         additional_directories=roots))
 
         async def build() -> AcpSession:
             try:
@@ -397,8 +414,11 @@ class RpcdAgent:
         return session
 
     async def _live_or_open(self, method: str, session_id: str, cwd: str,
-                            mcp_servers: Sequence[Any] | None = None) -> AcpSession:
+                            mcp_servers: Sequence[Any] | None = None, roots: tuple[str, ...] = ()) -> AcpSession:
         self._check_cwd(method, cwd, must_exist=False)
+        live = self.hub.get(session_id)
+        if live is not None:  # the client sends the whole list again with each load/resume
+            live.sandbox.extra_roots = roots
 
         async def open_() -> AcpSession:
             path = await anyio.to_thread.run_sync(self.services.library.find, session_id, cwd)
@@ -414,7 +434,7 @@ class RpcdAgent:
                     manager = await anyio.to_thread.run_sync(self.composer.open_manager, found, cwd)
             except Exception as exc:
                 raise to_request_error(exc, method) from None
-            session = await self._open(method, manager, mcp_servers)
+            session = await self._open(method, manager, mcp_servers, roots)
             if record is not None and record.mode is not None:
                 session.restore_mode(record.mode)  # the mode it had: reported by the answer
             return session
@@ -441,6 +461,18 @@ class RpcdAgent:
 
 def _normal(path: str) -> str:
     return os.path.normpath(path)
+
+
+def _roots(method: str, directories: Sequence[str] | None) -> tuple[str, ...]:
+    """``additionalDirectories``: absolute paths (normalised, in order, each once); another is ``-32602``."""
+    roots: list[str] = []
+    for index, directory in enumerate(directories or ()):
+        if not os.path.isabs(directory):
+            raise invalid_params(method, [{"path": f"$.additionalDirectories[{index}]",
+                                           "message": f"must be an absolute path: {directory!r}"}])
+        if (normal := _normal(directory)) not in roots:
+            roots.append(normal)
+    return tuple(roots)
 
 
 def _mcp_specs(servers: Sequence[Any] | None) -> tuple[McpServer, ...]:

@@ -2,8 +2,9 @@
 and the client-side methods rpcd calls (``session/update``, ``session/request_permission``,
 ``fs/*``, ``terminal/*``), each with the SDK's schema types.
 
-Why not the SDK's ``AgentSideConnection``: its router (0.12) has no ``session/delete`` and no
-``$/cancel_request``; this one is the SDK's ``build_agent_router`` with those two routes added.
+Why not the SDK's ``AgentSideConnection``: its router (0.12) has no ``session/delete``, no
+``$/cancel_request``, no ``logout`` and no legacy ``session/set_model``; this one is the SDK's
+``build_agent_router`` with those routes added.
 Parameter errors keep the SDK's validation (its pydantic models) but are answered in rpcd's
 shape: ``-32602`` with ``data.errors`` naming each offending path.
 
@@ -45,7 +46,7 @@ from acp.schema import (
     WriteTextFileRequest,
 )
 from acp.utils import normalize_result, serialize_params
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rpcd.acp.errors import invalid_params
 from rpcd.acp.stdio import REQUEST_ID
@@ -55,6 +56,17 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 
 SESSION_DELETE: Final = "session/delete"
 CANCEL_REQUEST: Final = "$/cancel_request"
+SESSION_SET_MODEL: Final = "session/set_model"
+"""The legacy (pre-config-options) model switch older clients still send: an alias of the ``model`` option."""
+
+
+class SetSessionModelRequest(BaseModel):
+    """``session/set_model`` (ACP's unstable schema before 1.19 had it; the SDK no longer does)."""
+
+    model_config = ConfigDict(populate_by_name=True)
+    session_id: str = Field(alias="sessionId")
+    model_id: str = Field(alias="modelId")
+    field_meta: dict[str, Any] | None = Field(default=None, alias="_meta")
 
 __all__ = ["REQUEST_ID", "AcpConnection", "MessageTransport", "SessionUpdate"]
 
@@ -80,6 +92,8 @@ class AcpConnection:
         router.route_request(SESSION_DELETE, DeleteSessionRequest, agent, "delete_session",
                              adapt_result=normalize_result)
         router.route_notification(CANCEL_REQUEST, CancelRequestNotification, agent, "cancel_request")
+        router.route_request(SESSION_SET_MODEL, SetSessionModelRequest, agent, "set_session_model",
+                             adapt_result=normalize_result)
         self._router = router
         self._transport = _Answering(transport)
         self._conn = Connection(self._dispatch, self._transport, listening=False)

@@ -186,7 +186,7 @@ class AcpSession:
         conn = front.conn
         self.stream = UpdateStream(self.id, conn.session_update)
         self.gate = front.composer.approval_gate(client_can_answer=True)
-        self.sandbox = front.composer.sandbox_control()
+        self.sandbox = front.composer.sandbox_control(self.spec)
         """This session's sandbox (its ``sandbox`` / ``sandbox_network`` options), like its mode."""
         self.approver = tool_approver(conn, self.id, self.stream, front.composer.spec.approval_timeout)
         self.ui = AcpUi(conn, self.id, self.stream, front.composer.spec.ui_timeout)
@@ -371,16 +371,16 @@ class AcpSession:
         if policy is not None:
             self.gate.set_policy(policy)
 
-    def set_config_option(self, config_id: str, value: str | bool) -> list[SessionConfigOptionSelect]:
-        method = "session/set_config_option"
+    def set_config_option(self, config_id: str, value: str | bool, *, method: str = "session/set_config_option",
+                          path: str = "$.value") -> list[SessionConfigOptionSelect]:
         if not isinstance(value, str):
-            raise invalid_params(method, [{"path": "$.value", "message": "expected a string"}])
+            raise invalid_params(method, [{"path": path, "message": "expected a string"}])
         if config_id == "mode":
             self.set_mode(value, method=method)
         elif config_id == "model":
             provider, sep, model_id = value.partition("/")
             if not sep or not provider or not model_id:
-                raise invalid_params(method, [{"path": "$.value", "message": "expected provider/modelId"}])
+                raise invalid_params(method, [{"path": path, "message": "expected provider/modelId"}])
             try:
                 self.require_host().set_model(provider, model_id)
             except Exception as exc:
@@ -424,6 +424,7 @@ class AcpSession:
                                 "A turn is already running in this session; cancel it or wait for it to end",
                                 cwd=self.cwd, session_path=self.file)
         turn = self._turn = _Turn()
+        self.translator.begin_turn()
         self._title_from(prompt.text)
         try:
             if turn.cancelled:
@@ -447,8 +448,9 @@ class AcpSession:
                 await self.stream.drain()
                 return PromptResponse(stop_reason="cancelled")
             await self.stream.drain()
+            usage = self.translator.turn_usage()
             if turn.cancelled:
-                return PromptResponse(stop_reason="cancelled")
+                return PromptResponse(stop_reason="cancelled", usage=usage)
             if isinstance(outcome, CommandRan | InputHandled):
                 return PromptResponse(stop_reason="end_turn")  # an extension took the input instead of a turn
             reason = outcome
@@ -460,7 +462,7 @@ class AcpSession:
                 raise provider_failure(PROMPT_METHOD, message if isinstance(message, str) else "",
                                        cwd=self.cwd, session_path=self.file)
             meta = {"rpcd/stopReason": reason} if reason == "limit" else None
-            return PromptResponse(stop_reason=STOP_REASONS.get(reason, "end_turn"), field_meta=meta)
+            return PromptResponse(stop_reason=STOP_REASONS.get(reason, "end_turn"), usage=usage, field_meta=meta)
         finally:
             self._turn = None
             if self._title is not None:  # refused before it was recorded: the next prompt titles it

@@ -45,6 +45,7 @@ from acp.schema import (
     ToolCallProgress,
     ToolCallStart,
     UnstructuredCommandInput,
+    Usage,
     UsageUpdate,
     UserMessageChunk,
 )
@@ -152,6 +153,8 @@ class EventTranslator:
         self._calls: dict[str, _Call] = {}
         self.cost = 0.0
         """Cumulative cost of the session's assistant messages (``usage.cost.total``)."""
+        self._turn_tokens: dict[str, int] = dict.fromkeys(_TURN_TOKENS, 0)
+        self._turn_replies = 0
         self.last_assistant: Mapping[str, Any] | None = None
         """The last assistant message that ended (its ``stopReason`` / ``errorMessage`` decide a turn's answer)."""
 
@@ -267,8 +270,29 @@ class EventTranslator:
                                     status="failed" if failed else "completed", content=content,
                                     locations=locations))
 
+    def begin_turn(self) -> None:
+        """A ``session/prompt`` starts: its usage is counted from zero."""
+        self._turn_tokens = dict.fromkeys(_TURN_TOKENS, 0)
+        self._turn_replies = 0
+
+    def turn_usage(self) -> Usage | None:
+        """The tokens of the turn's assistant replies, summed (``PromptResponse.usage``); ``None``
+        when no reply ended (a refused or withdrawn prompt, a command that ran instead)."""
+        if not self._turn_replies:
+            return None
+        tokens = self._turn_tokens
+        return Usage(total_tokens=tokens["totalTokens"], input_tokens=tokens["input"], output_tokens=tokens["output"],
+                     cached_read_tokens=tokens["cacheRead"], cached_write_tokens=tokens["cacheWrite"])
+
     def _usage(self, message: Mapping[str, Any]) -> None:
         self.cost += _cost_of(message)
+        raw = message.get("usage")
+        if isinstance(raw, Mapping):
+            self._turn_replies += 1
+            for key in _TURN_TOKENS:
+                value = raw.get(key)
+                if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                    self._turn_tokens[key] += value
         usage = valid_usage(message)  # an aborted or failed reply's zeros are no context size
         size = self._context_window()
         if size is None or usage is None:
@@ -314,6 +338,10 @@ def commands_update(commands: Sequence[Mapping[str, Any]]) -> AvailableCommandsU
             else None,
         ))
     return AvailableCommandsUpdate(session_update="available_commands_update", available_commands=available)
+
+
+_TURN_TOKENS: Final = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
+"""Pi's ``usage`` token fields summed into a turn's ``PromptResponse.usage``."""
 
 
 def _cost_of(message: Mapping[str, Any]) -> float:
