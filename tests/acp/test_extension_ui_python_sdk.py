@@ -8,6 +8,7 @@ and an MCP form asked field by field (its enum/boolean fields as permission opti
 from __future__ import annotations
 
 from pathlib import Path
+
 import pytest
 from acp import text_block
 from acp.schema import McpServerStdio
