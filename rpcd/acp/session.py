@@ -25,6 +25,7 @@ import anyio.to_thread
 import attrs
 from acp.exceptions import RequestError
 from acp.schema import (
+    AgentMessageChunk,
     ConfigOptionUpdate,
     CurrentModeUpdate,
     PromptResponse,
@@ -34,6 +35,7 @@ from acp.schema import (
     SessionMode,
     SessionModeState,
     StopReason,
+    TextContentBlock,
 )
 
 from rpcd.acp.config import AcpConfig
@@ -104,6 +106,17 @@ SANDBOX_NAMES: Final[Mapping[SandboxMode, tuple[str, str]]] = {
     "workspace-write": ("Workspace", "Commands may write the project and the temp dir only"),
 }
 """The ``sandbox`` option's choices (``rpcd.tools.sandbox``)."""
+REPLACED_META: Final = "rpcd/replaced"
+"""``session_info_update``'s ``_meta`` key after an extension command replaced the session."""
+REPLACEMENT_NOTES: Final[Mapping[str, str]] = {
+    "newSession": "A new session started; the conversation above is no longer in the model's context",
+    "fork": "Forked into a new session; the model's context ends before the message it forked at",
+    "clone": "Copied into a new session with the same conversation",
+    "resume": "Switched to another session; its conversation follows",
+    "importJsonl": "Switched to an imported session; its conversation follows",
+}
+REPLAYED_REPLACEMENTS: Final = frozenset({"resume", "importJsonl"})
+"""Replacements into another conversation: its history is replayed to the editor."""
 TITLE_CHARS: Final = 100
 OLD_TEXT_LIMIT: Final = 4 * 1024 * 1024
 """A file larger than this shows as new text only in a ``write`` diff."""
@@ -126,6 +139,8 @@ class _Bindings:
     def __init__(self, session: AcpSession) -> None:
         self._session = session
         self.live = False
+        self.bound_once = False
+        """A session was bound before: the next binding (but a reload's) is a replacement."""
         self.diagnostics: list[Diagnostic] = []
 
     def extension_bindings(self, session: SessionPort) -> ExtensionBindings:
@@ -140,8 +155,11 @@ class _Bindings:
     def subscribe(self, binding: Binding) -> HostSubscription:
         listener: EventListener = self._session.on_event
         release = binding.session.subscribe(listener)
-        self.live = True
+        replaced = self.bound_once and binding.operation != "reload"
+        self.live = self.bound_once = True
         self._session.moved_to(binding.session.session_file)  # a replacement (an extension command) moves it
+        if replaced:
+            self._session.announce_replacement(binding)
         done = False
 
         def unsubscribe(reason: str) -> None:
@@ -514,6 +532,31 @@ class AcpSession:
             log.info("commands unavailable: %s", type(exc).__name__, extra={"sessionId": self.id})
             return
         self.stream.push(commands_update([command_to_wire(c) for c in commands]))
+
+    def announce_replacement(self, binding: Binding) -> None:
+        """An extension command's ``ctx.new_session()`` / ``fork()`` / ``switch_session()`` replaced
+        the session inside this ACP session (its ``sessionId`` stays the client's handle): the editor
+        hears which session it is now in — a ``session_info_update`` (its title, and
+        ``_meta["rpcd/replaced"]``: the operation, Pi's session id, its file) and a note — and, for a
+        switch to another conversation, that conversation's history, as ``session/load`` replays it."""
+        session = binding.session
+        try:
+            state = session.state()
+            messages = session.messages() if binding.operation in REPLAYED_REPLACEMENTS else []
+        except Exception as exc:  # the session fails on its own; the announcement is only courtesy
+            log.info("replacement not announced: %s", type(exc).__name__, extra={"sessionId": self.id})
+            return
+        file = session.session_file
+        self._titled = state.message_count > 0
+        self.stream.push(SessionInfoUpdate(session_update="session_info_update", title=state.name, field_meta={
+            REPLACED_META: {"operation": binding.operation, "sessionId": session.session_id, "sessionFile": file}}))
+        what = REPLACEMENT_NOTES.get(binding.operation, "The session was replaced")
+        where = f": {file}" if file else " (not saved yet)"
+        self.stream.push(AgentMessageChunk(session_update="agent_message_chunk", content=TextContentBlock(
+            type="text", text=f"\n\n[{what}{where}]\n\n")))
+        self.translator.add_cost(messages)
+        for update in replay(messages, self.cwd):
+            self.stream.push(update)
 
     # -- replay -------------------------------------------------------------------------------------
 
