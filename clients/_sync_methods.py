@@ -29,9 +29,12 @@ from rpcd.clients.types import (
     Image,
     LastAssistantText,
     ListApprovalRulesResult,
+    ListAuthProvidersResult,
     ListCheckpointsResult,
     ListSessionsResult,
     ListTrustResult,
+    LoginResult,
+    LogoutResult,
     McpServersResult,
     MessagesResult,
     ModelRef,
@@ -273,6 +276,18 @@ class SyncMethods:
     def save_trust(self, directory: str | os.PathLike[str], trusted: bool=True, *, timeout: float | None=_UNSET) -> SaveTrustResult:
         "Blocking :meth:`RpcdClient.save_trust`: Save a trust decision for ``directory`` (Pi's ``/trust``): its settings, extensions and skills load in sessions started from now on (``trusted=False`` saves a refusal)."
         return self._run(self.client.save_trust(directory, trusted, timeout=timeout))
+
+    def list_auth_providers(self, *, timeout: float | None=_UNSET) -> ListAuthProvidersResult:
+        'Blocking :meth:`RpcdClient.list_auth_providers`: The providers ``login`` can log in to, and what auth.json (shared with Pi) holds for each.'
+        return self._run(self.client.list_auth_providers(timeout=timeout))
+
+    def login(self, provider: str, *, method: str='oauth', timeout: float | None=None) -> LoginResult:
+        "Blocking :meth:`RpcdClient.login`: Log in to ``provider`` as Pi's ``/login`` does; the person's part arrives as ``auth/prompt`` (``on_auth_prompt``) and ``auth/notify``. No timeout by default: a person is logging in."
+        return self._run(self.client.login(provider, method=method, timeout=timeout))
+
+    def logout(self, provider: str, *, timeout: float | None=_UNSET) -> LogoutResult:
+        "Blocking :meth:`RpcdClient.logout`: Remove ``provider``'s stored credential from auth.json."
+        return self._run(self.client.logout(provider, timeout=timeout))
 
     def get_available_models(self, *, timeout: float | None=_UNSET) -> AvailableModelsResult:
         "Blocking :meth:`RpcdClient.get_available_models`: The models usable now (``getAvailableModels``), in Pi's order."

@@ -42,7 +42,15 @@ from rpcd.clients.options import (
 from rpcd.clients.options import build_parser as _build_parser
 from rpcd.clients.output import BrokenStdout, EventPump, Printer, run_prompt
 from rpcd.clients.terminal import LineReader, history_path
-from rpcd.protocol.names import AUTHORIZE_PROJECT, SESSION_DIAGNOSTICS, TOOL_AUTHORIZE, UI_CONFIRM, UI_INPUT, UI_SELECT
+from rpcd.protocol.names import (
+    AUTH_PROMPT,
+    AUTHORIZE_PROJECT,
+    SESSION_DIAGNOSTICS,
+    TOOL_AUTHORIZE,
+    UI_CONFIRM,
+    UI_INPUT,
+    UI_SELECT,
+)
 
 __all__ = ["EXIT_BROKEN_PIPE", "EXIT_CANCELLED", "EXIT_DAEMON_DIED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_RPC_ERROR",
            "EXIT_TIMEOUT", "EXIT_TURN_FAILED", "EXIT_USAGE", "build_parser", "daemon_args", "main"]
@@ -294,6 +302,17 @@ async def one_shot(client: RpcdClient, args: argparse.Namespace, printer: Printe
                        f" {r['rule'].get('command') or r['rule'].get('path') or '(every call)'}")
     elif name == "approvals":
         printer.result(await client.list_approval_rules(cwd=getattr(args, "for_cwd", None)), render.approval_rules)
+    elif name == "login":
+        done = await client.login(args.provider, method="api_key" if args.login_api_key else "oauth")
+        printer.result(done, lambda r: f"logged in to {r['provider']} ({r['type']}, stored in auth.json)")
+    elif name == "logout":
+        logged_out = await client.logout(args.provider)
+        printer.result(logged_out, lambda r: f"logged out of {r['provider']}" if r["removed"]
+                       else f"nothing stored for {r['provider']}")
+    elif name == "auth":
+        from rpcd.clients.login import providers_table
+
+        printer.result(await client.list_auth_providers(), providers_table)
     elif name == "trust" and args.trust_command == "revoke":
         gone = await client.revoke_trust(args.directory)
         printer.result(gone, lambda r: f"revoked: {r['decision']['directory']} "
@@ -356,6 +375,10 @@ async def _amain(args: argparse.Namespace, reader: LineReader | None, printer: P
         handlers[AUTHORIZE_PROJECT] = probe.handler()
     if asker is not None and not args.yes and args.command in (*CHAT_COMMANDS, "prompt"):
         handlers[TOOL_AUTHORIZE] = approval_handler(asker, printer)
+    if args.command in (*CHAT_COMMANDS, "login") and (asker is not None or args.command == "login"):
+        from rpcd.clients.login import prompt_handler, unattended_handler
+
+        handlers[AUTH_PROMPT] = prompt_handler(asker) if asker is not None else unattended_handler()
     try:
         client = await RpcdClient.spawn(
             daemon_args(args),
@@ -370,6 +393,10 @@ async def _amain(args: argparse.Namespace, reader: LineReader | None, printer: P
         shown = " ".join(command) if command else "python -P -m rpcd"
         raise ClientError(f"cannot start the daemon ({shown}): {exc.strerror or exc}") from exc
     pump = EventPump(client, printer)
+    if AUTH_PROMPT in handlers:
+        from rpcd.clients.login import notices
+
+        client.on_notification(notices(printer, open_browser=not getattr(args, "login_no_browser", False)))
     diagnostics: list[dict[str, Any]] = []
     client.on_notification(lambda method, params: diagnostics.extend(params.get("diagnostics") or [])
                            if method == SESSION_DIAGNOSTICS and isinstance(params, dict) else None)

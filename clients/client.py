@@ -36,6 +36,8 @@ from rpcd.clients.types import (
     SESSION_SCOPED,
     UI_NOTIFICATIONS,
     ApprovalPolicy,
+    AuthPromptParams,
+    AuthPromptResult,
     AvailableModelsResult,
     BashResult,
     CommandsResult,
@@ -52,9 +54,12 @@ from rpcd.clients.types import (
     InitializeResult,
     LastAssistantText,
     ListApprovalRulesResult,
+    ListAuthProvidersResult,
     ListCheckpointsResult,
     ListSessionsResult,
     ListTrustResult,
+    LoginResult,
+    LogoutResult,
     McpServersResult,
     MessagesResult,
     ModelRef,
@@ -86,6 +91,7 @@ from rpcd.protocol.names import (
     ABORT,
     ABORT_BASH,
     ABORT_RETRY,
+    AUTH_PROMPT,
     AUTHORIZE_PROJECT,
     BASH,
     CLEAR_QUEUE,
@@ -114,10 +120,13 @@ from rpcd.protocol.names import (
     IMPORT_JSONL,
     INITIALIZE,
     LIST_APPROVAL_RULES,
+    LIST_AUTH_PROVIDERS,
     LIST_CHECKPOINTS,
     LIST_MCP_SERVERS,
     LIST_SESSIONS,
     LIST_TRUST,
+    LOGIN,
+    LOGOUT,
     NAVIGATE_TREE,
     NEW_SESSION,
     PING,
@@ -166,6 +175,8 @@ CLIENT_VERSION = "0.1.0"
 ProgressCallback = Callable[[dict[str, Any]], None]
 ToolAuthorizeHandler = Callable[[ToolAuthorizeParams], Awaitable[ToolAuthorizeResult] | ToolAuthorizeResult]
 """Decides one tool call (``tool/authorize``); raising or returning garbage counts as a rejection."""
+AuthPromptHandler = Callable[[AuthPromptParams], Awaitable[AuthPromptResult] | AuthPromptResult]
+"""Answers a login's question (``auth/prompt``); ``{"value": ...}``, or ``{"cancelled": true}`` to decline."""
 _UNSET: Any = object()
 
 
@@ -386,6 +397,13 @@ class RpcdClient:
         the daemon's default policy ``ask-writes``."""
         self.connection.handlers[TOOL_AUTHORIZE] = handler
 
+    def on_auth_prompt(self, handler: AuthPromptHandler) -> None:
+        """Answer a login's questions (``auth/prompt``: choose a method, paste a code, type a key) and
+        show its notices (``auth/notify`` notifications: a URL to open, a device code).
+
+        Register before ``initialize``: it declares the ``authPrompt`` capability ``login`` needs."""
+        self.connection.handlers[AUTH_PROMPT] = handler
+
     def on_notification(self, listener: Callable[[str, Any], None]) -> Callable[[], None]:
         """Call ``listener(method, params)`` for every notification, unfiltered; returns an unsubscribe."""
         self._listeners.append(listener)
@@ -520,6 +538,8 @@ class RpcdClient:
             capabilities["extensionUi"] = features
         if TOOL_AUTHORIZE in handlers:
             capabilities["toolApproval"] = {}
+        if AUTH_PROMPT in handlers:
+            capabilities["authPrompt"] = {}
         params = {
             "protocolVersion": PROTOCOL_VERSION,
             "clientInfo": {"name": CLIENT_NAME, "version": CLIENT_VERSION},
@@ -893,6 +913,18 @@ class RpcdClient:
         load in sessions started from now on (``trusted=False`` saves a refusal)."""
         params = {"directory": os.fspath(directory), "trusted": trusted}
         return cast(SaveTrustResult, await self.call(SAVE_TRUST, params, timeout=timeout))
+    async def list_auth_providers(self, *, timeout: float | None = _UNSET) -> ListAuthProvidersResult:
+        """The providers ``login`` can log in to, and what auth.json (shared with Pi) holds for each."""
+        return cast(ListAuthProvidersResult, await self.call(LIST_AUTH_PROVIDERS, timeout=timeout))
+
+    async def login(self, provider: str, *, method: str = "oauth", timeout: float | None = None) -> LoginResult:
+        """Log in to ``provider`` as Pi's ``/login`` does; the person's part arrives as ``auth/prompt``
+        (``on_auth_prompt``) and ``auth/notify``. No timeout by default: a person is logging in."""
+        return cast(LoginResult, await self.call(LOGIN, {"provider": provider, "method": method}, timeout=timeout))
+
+    async def logout(self, provider: str, *, timeout: float | None = _UNSET) -> LogoutResult:
+        """Remove ``provider``'s stored credential from auth.json."""
+        return cast(LogoutResult, await self.call(LOGOUT, {"provider": provider}, timeout=timeout))
 
     async def get_available_models(self, *, timeout: float | None = _UNSET) -> AvailableModelsResult:
         """The models usable now (``getAvailableModels``), in Pi's order."""

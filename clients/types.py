@@ -8,7 +8,7 @@ contract.
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, Required, TypedDict
 
 from rpcd.protocol.names import PROTOCOL_VERSION as PROTOCOL_VERSION  # re-exported for the library
 from rpcd.protocol.names import SESSION_SCOPED as SESSION_SCOPED
@@ -64,6 +64,7 @@ ApprovalPolicy = Literal["auto", "ask-writes", "ask-all", "deny-writes"]
 SandboxMode = Literal["off", "read-only", "workspace-write"]
 ApprovalDecision = Literal["allowOnce", "allowAlways", "rejectOnce", "rejectAlways"]
 APPROVAL_POLICIES: tuple[ApprovalPolicy, ...] = ("auto", "ask-writes", "ask-all", "deny-writes")
+SANDBOX_MODES: tuple[SandboxMode, ...] = ("off", "read-only", "workspace-write")
 
 
 class ModelCost(TypedDict):
@@ -429,6 +430,52 @@ class RevokeTrustResult(TypedDict):
 
 class SaveTrustResult(TypedDict):
     decision: TrustDecision
+class AuthProviderInfo(TypedDict, total=False):
+    id: Required[str]
+    name: Required[str]
+    oauth: Required[bool]
+    apiKey: Required[bool]
+    subscription: Required[bool]
+    stored: Required[Literal["oauth", "api_key"] | None]
+    expires: int
+
+
+class ListAuthProvidersResult(TypedDict):
+    providers: list[AuthProviderInfo]
+
+
+class LoginResult(TypedDict, total=False):
+    provider: Required[str]
+    type: Required[Literal["oauth", "api_key"]]
+    expires: int
+
+
+class LogoutResult(TypedDict):
+    provider: str
+    removed: bool
+
+
+class AuthPromptOption(TypedDict):
+    id: str
+    label: str
+
+
+class AuthPrompt(TypedDict, total=False):
+    type: Required[Literal["select", "text", "secret", "manual_code"]]
+    message: Required[str]
+    options: list[AuthPromptOption]
+    placeholder: str
+
+
+class AuthPromptParams(TypedDict):
+    loginId: str
+    provider: str
+    prompt: AuthPrompt
+
+
+class AuthPromptResult(TypedDict, total=False):
+    value: str
+    cancelled: bool
 
 
 # -- file checkpoints, spending caps, full-text search (rpcd's own methods) -------------------------

@@ -93,6 +93,14 @@ WHEN: dict[ErrorCode, str] = {
         "``prompts/get``): it is not running, did not answer in time, or answered an error. Nothing was "
         "recorded. (A failing MCP *tool* is a tool error result, never this code.)"
     ),
+    ErrorCode.LOGIN_FAILED: (
+        "A ``login`` / ``logout`` did not happen: the provider has no such login, the client cannot answer "
+        "``auth/prompt``, an OAuth endpoint refused or failed, or ``auth.json`` could not be written "
+        "(``LoginFailed``). ``auth.json`` is as it was; the message names the provider and the step, never a token."
+    ),
+    ErrorCode.LOGIN_CANCELLED: (
+        "The person declined a ``auth/prompt`` (or the request was withdrawn, or timed out); nothing was stored."
+    ),
 }
 """When each code is used (the OpenRPC document and docs/protocol.md carry the same text)."""
 
@@ -125,6 +133,8 @@ DEFAULT_MESSAGES: dict[ErrorCode, str] = {
     ErrorCode.INPUT_NOT_SUPPORTED: "Input not supported",
     ErrorCode.COMPACTION_FAILED: "Compaction failed",
     ErrorCode.MCP_SERVER_FAILED: "MCP server failed",
+    ErrorCode.LOGIN_FAILED: "Login failed",
+    ErrorCode.LOGIN_CANCELLED: "Login cancelled",
 }
 
 
@@ -141,6 +151,8 @@ CODE_BY_KIND: Final[dict[str, ErrorCode]] = {
     "InputNotSupported": ErrorCode.INPUT_NOT_SUPPORTED,
     "CompactionFailed": ErrorCode.COMPACTION_FAILED,
     "ProviderError": ErrorCode.PROVIDER_ERROR,
+    "LoginFailed": ErrorCode.LOGIN_FAILED,
+    "LoginCancelled": ErrorCode.LOGIN_CANCELLED,
     "HostDisposed": ErrorCode.HOST_DISPOSED,
     "HostUnavailable": ErrorCode.HOST_UNAVAILABLE,
     "SessionDisposed": ErrorCode.HOST_UNAVAILABLE,
@@ -211,19 +223,6 @@ class RpcError(Exception):
         self.code = code
         self.message = message
         self.data = data
-
-    @classmethod
-    def from_error(cls, error: Any) -> RpcError:
-        """Build from a wire ``error`` object (a dict); tolerant of missing members."""
-        if not isinstance(error, dict):
-            return cls(int(ErrorCode.INTERNAL_ERROR), "malformed error object", error)
-        code = error.get("code")
-        message = error.get("message")
-        return cls(
-            code if isinstance(code, int) and not isinstance(code, bool) else int(ErrorCode.INTERNAL_ERROR),
-            message if isinstance(message, str) else "",
-            error.get("data"),
-        )
 
     @property
     def name(self) -> str:

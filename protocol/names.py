@@ -46,6 +46,9 @@ REVOKE_APPROVAL_RULE: Final = "revokeApprovalRule"
 LIST_TRUST: Final = "listTrust"
 REVOKE_TRUST: Final = "revokeTrust"
 SAVE_TRUST: Final = "saveTrust"
+LIST_AUTH_PROVIDERS: Final = "listAuthProviders"
+LOGIN: Final = "login"
+LOGOUT: Final = "logout"
 GET_AVAILABLE_MODELS: Final = "getAvailableModels"
 CYCLE_MODEL: Final = "cycleModel"
 COMPACT: Final = "compact"
@@ -95,6 +98,7 @@ UI_SET_STATUS: Final = "ui/setStatus"
 UI_SET_WIDGET: Final = "ui/setWidget"
 UI_SET_TITLE: Final = "ui/setTitle"
 UI_SET_EDITOR_TEXT: Final = "ui/setEditorText"
+AUTH_NOTIFY: Final = "auth/notify"
 SESSION_SCOPED: Final = frozenset({SESSION_EVENT, SESSION_LIFECYCLE})
 """Notifications that carry ``sessionId``/``generation``/``seq``."""
 
@@ -105,6 +109,7 @@ UI_SELECT: Final = "ui/select"
 UI_INPUT: Final = "ui/input"
 UI_EDITOR: Final = "ui/editor"
 TOOL_AUTHORIZE: Final = "tool/authorize"
+AUTH_PROMPT: Final = "auth/prompt"
 
 # -- capability keys -------------------------------------------------------------------------------
 UI_EDITOR_FEATURE: Final = "editor"
@@ -148,6 +153,8 @@ class ErrorCode(enum.IntEnum):
     INPUT_NOT_SUPPORTED = -32043
     COMPACTION_FAILED = -32044
     MCP_SERVER_FAILED = -32045
+    LOGIN_FAILED = -32046
+    LOGIN_CANCELLED = -32047
 
 
 def error_name(code: int, unknown: str = "ERROR") -> str:

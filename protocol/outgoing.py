@@ -80,6 +80,50 @@ class UiNotifyParams:
 
 
 @attrs.frozen
+class AuthPromptOption:
+    id: str
+    label: str
+
+
+@attrs.frozen
+class AuthPromptSpec:
+    """Pi's login prompt: ``select`` one of ``options`` (answer its ``id``), ``text``, ``secret`` (show
+    it masked), ``manual_code`` (paste an authorization code or the redirect URL; withdrawn with
+    ``$/cancelRequest`` when the browser's redirect reached the daemon first)."""
+
+    type: Literal["select", "text", "secret", "manual_code"]
+    message: str
+    options: list[AuthPromptOption] | None = None
+    placeholder: str | None = None
+
+
+@attrs.frozen
+class AuthPromptParams:
+    login_id: str
+    """One ``login`` request's prompts and notices share it."""
+    provider: str
+    prompt: AuthPromptSpec
+
+
+@attrs.frozen
+class AuthPromptResult:
+    value: str | None = None
+    """The answer; absent (or ``cancelled: true``) declines, which ends the login."""
+    cancelled: bool | None = None
+
+
+@attrs.frozen
+class AuthNotifyParams:
+    login_id: str
+    provider: str
+    notice: dict[str, Any]
+    """Pi's login notice: ``{"type": "auth_url", "url", "instructions"}`` (open it in a browser),
+    ``{"type": "device_code", "userCode", "verificationUri", "intervalSeconds"?, "expiresInSeconds"?}``
+    (show the code, open the page), ``{"type": "progress", "message"}``, ``{"type": "info", "message",
+    "links"?}``."""
+
+
+@attrs.frozen
 class AuthorizeProjectParams:
     cwd: str
     reasons: list[str]

@@ -16,7 +16,6 @@ from rpcd.protocol._fields import nullable
 from rpcd.protocol.outgoing import DiagnosticItem
 from rpcd.protocol.shapes import (
     CommandInfo,
-    CompactionReason,
     LimitsInfo,
     McpServerInfo,
     QueueContents,
@@ -69,24 +68,6 @@ class GetTreeResult:
     tree: list[dict[str, Any]] | None = None
     """With ``nested``: Pi's ``get_tree`` roots, each node ``{entry, children, label?, labelTimestamp?}``,
     children oldest first (entries without a known parent are roots too)."""
-
-
-@attrs.frozen
-class CompactionResult:
-    """What a compaction produced (Pi's ``CompactionResult``): the ``compact`` result and
-    ``compaction_end.result``."""
-
-    summary: str
-    first_kept_entry_id: str
-    """The first entry kept verbatim after the summary."""
-    tokens_before: int
-    """The estimated context size before compaction."""
-    estimated_tokens_after: int | None = None
-    """A heuristic estimate over the rebuilt context (chars/4), not a provider count."""
-    usage: dict[str, Any] | None = None
-    """The model call(s) that wrote the summary (absent for an extension's summary without one)."""
-    details: Any = None
-    """``{readFiles, modifiedFiles}`` for Pi's own summaries; whatever an extension stored otherwise."""
 
 
 @attrs.frozen
@@ -226,33 +207,6 @@ class NavigateTreeResult:
     """The ``branch_summary`` entry written."""
     restore: RestoreCheckpointResult | None = None
     """With ``restoreFiles``: what happened to the files (absent: no checkpoint after the target)."""
-
-
-@attrs.frozen
-class CompactionStartEvent:
-    """Session event: a compaction begins."""
-
-    type: Literal["compaction_start"]
-    reason: CompactionReason
-
-
-@attrs.frozen(kw_only=True)
-class CompactionEndEvent:
-    """Session event: a compaction ended — ``result`` when it succeeded, ``aborted`` or
-    ``errorMessage`` otherwise (nothing was written then)."""
-
-    type: Literal["compaction_end"]
-    reason: CompactionReason
-    aborted: bool
-    will_retry: bool
-    """``overflow`` only: the overflowed turn is retried on the compacted context."""
-    result: CompactionResult | None = None
-    error_message: str | None = None
-
-
-SESSION_EVENT_TYPES: tuple[type[Any], ...] = (CompactionStartEvent, CompactionEndEvent)
-"""Session events with a published shape (``session/event``'s ``event``); the others are Pi's
-as documented in docs/rpc-surface.md."""
 
 
 @attrs.frozen
@@ -456,6 +410,43 @@ class ListTrustResult:
     """Sorted by directory."""
     diagnostics: list[DiagnosticItem]
     """A warning when ``trust.json`` cannot be used (then nothing is listed)."""
+
+
+@attrs.frozen
+class AuthProviderInfo:
+    """A provider ``login`` can log in to (Pi's ``/login`` list), with what auth.json holds for it."""
+
+    id: str
+    name: str
+    oauth: bool
+    """It has a subscription login (``login {provider}``)."""
+    api_key: bool
+    """It takes a stored API key (``login {provider, method: "api_key"}``)."""
+    subscription: bool
+    stored: Literal["oauth", "api_key"] | None = nullable()
+    """What ``<agentDir>/auth.json`` (shared with Pi) holds for it now (``null``: nothing); never a value."""
+    expires: int | None = None
+    """A stored OAuth login's access-token expiry, ms since the epoch (refreshed before it, by rpcd or Pi)."""
+
+
+@attrs.frozen
+class ListAuthProvidersResult:
+    providers: list[AuthProviderInfo]
+
+
+@attrs.frozen
+class LoginResult:
+    provider: str
+    type: Literal["oauth", "api_key"]
+    """What was stored in auth.json (never the value)."""
+    expires: int | None = None
+
+
+@attrs.frozen
+class LogoutResult:
+    provider: str
+    removed: bool
+    """``False``: auth.json held nothing for it."""
 
 
 @attrs.frozen

@@ -39,10 +39,18 @@ from rpcd.protocol.shapes import ThinkingLevel as ThinkingLevel
 from rpcd.protocol.shapes import ToolKind as ToolKind
 
 if TYPE_CHECKING:
+    from rpcd.protocol.events import CompactionEndEvent as CompactionEndEvent
+    from rpcd.protocol.events import CompactionResult as CompactionResult
+    from rpcd.protocol.events import CompactionStartEvent as CompactionStartEvent
     from rpcd.protocol.events import SessionEventParams as SessionEventParams
     from rpcd.protocol.events import SessionLifecycleParams as SessionLifecycleParams
+    from rpcd.protocol.outgoing import AuthNotifyParams as AuthNotifyParams
     from rpcd.protocol.outgoing import AuthorizeProjectParams as AuthorizeProjectParams
     from rpcd.protocol.outgoing import AuthorizeProjectResult as AuthorizeProjectResult
+    from rpcd.protocol.outgoing import AuthPromptOption as AuthPromptOption
+    from rpcd.protocol.outgoing import AuthPromptParams as AuthPromptParams
+    from rpcd.protocol.outgoing import AuthPromptResult as AuthPromptResult
+    from rpcd.protocol.outgoing import AuthPromptSpec as AuthPromptSpec
     from rpcd.protocol.outgoing import DiagnosticItem as DiagnosticItem
     from rpcd.protocol.outgoing import HostStatusParams as HostStatusParams
     from rpcd.protocol.outgoing import McpStatusParams as McpStatusParams
@@ -69,14 +77,11 @@ if TYPE_CHECKING:
     from rpcd.protocol.outgoing import UiSetStatusParams as UiSetStatusParams
     from rpcd.protocol.outgoing import UiSetTitleParams as UiSetTitleParams
     from rpcd.protocol.outgoing import UiSetWidgetParams as UiSetWidgetParams
-    from rpcd.protocol.results import SESSION_EVENT_TYPES as SESSION_EVENT_TYPES
     from rpcd.protocol.results import ApprovalRule as ApprovalRule
+    from rpcd.protocol.results import AuthProviderInfo as AuthProviderInfo
     from rpcd.protocol.results import AvailableThinkingLevelsResult as AvailableThinkingLevelsResult
     from rpcd.protocol.results import BashResult as BashResult
     from rpcd.protocol.results import CheckpointSummary as CheckpointSummary
-    from rpcd.protocol.results import CompactionEndEvent as CompactionEndEvent
-    from rpcd.protocol.results import CompactionResult as CompactionResult
-    from rpcd.protocol.results import CompactionStartEvent as CompactionStartEvent
     from rpcd.protocol.results import ContextUsage as ContextUsage
     from rpcd.protocol.results import CycleModelResult as CycleModelResult
     from rpcd.protocol.results import CycleThinkingLevelResult as CycleThinkingLevelResult
@@ -93,9 +98,12 @@ if TYPE_CHECKING:
     from rpcd.protocol.results import GetTreeResult as GetTreeResult
     from rpcd.protocol.results import LastAssistantTextResult as LastAssistantTextResult
     from rpcd.protocol.results import ListApprovalRulesResult as ListApprovalRulesResult
+    from rpcd.protocol.results import ListAuthProvidersResult as ListAuthProvidersResult
     from rpcd.protocol.results import ListCheckpointsResult as ListCheckpointsResult
     from rpcd.protocol.results import ListSessionsResult as ListSessionsResult
     from rpcd.protocol.results import ListTrustResult as ListTrustResult
+    from rpcd.protocol.results import LoginResult as LoginResult
+    from rpcd.protocol.results import LogoutResult as LogoutResult
     from rpcd.protocol.results import ModelCost as ModelCost
     from rpcd.protocol.results import ModelDescription as ModelDescription
     from rpcd.protocol.results import NavigateTreeResult as NavigateTreeResult
@@ -159,6 +167,8 @@ class ClientCapabilities:
     """The client shows ``$/progress`` for a ``workDoneToken`` it sent."""
     tool_approval: Capability | None = None
     """The client answers ``tool/authorize`` (and the default approval policy becomes ``ask-writes``)."""
+    auth_prompt: Capability | None = None
+    """The client answers ``auth/prompt`` and shows ``auth/notify`` (what ``login`` needs)."""
 
 
 @open_object
@@ -575,6 +585,19 @@ class SaveTrustParams:
 
 
 @attrs.frozen
+class LoginParams:
+    provider: str
+    """A provider id of ``listAuthProviders``."""
+    method: Literal["oauth", "api_key"] = "oauth"
+    """``oauth``: the provider's subscription login (Pi's ``/login``); ``api_key``: ask for a key and store it."""
+
+
+@attrs.frozen
+class LogoutParams:
+    provider: str
+
+
+@attrs.frozen
 class CycleModelParams:
     direction: Literal["forward", "backward"] = "forward"
 
@@ -595,14 +618,14 @@ class CancelParams:
 _ELSEWHERE: dict[str, str] = {
     name: module
     for module, names in {
-        "rpcd.protocol.events": ("SessionEventParams", "SessionLifecycleParams"),
+        "rpcd.protocol.events": (
+            "CompactionEndEvent", "CompactionResult", "CompactionStartEvent", "SessionEventParams",
+            "SessionLifecycleParams",
+        ),
         "rpcd.protocol.results": (
             "ApprovalRule",
             "AvailableThinkingLevelsResult",
             "BashResult",
-            "CompactionEndEvent",
-            "CompactionResult",
-            "CompactionStartEvent",
             "ContextUsage",
             "CycleModelResult",
             "CycleThinkingLevelResult",
@@ -631,6 +654,10 @@ _ELSEWHERE: dict[str, str] = {
             "SearchSnippet",
             "SetLimitsResult",
             "ListTrustResult",
+            "ListAuthProvidersResult",
+            "AuthProviderInfo",
+            "LoginResult",
+            "LogoutResult",
             "ModelCost",
             "ModelDescription",
             "NavigateTreeResult",
@@ -640,13 +667,17 @@ _ELSEWHERE: dict[str, str] = {
             "RevokeApprovalRuleResult",
             "RevokeTrustResult",
             "SaveTrustResult",
-            "SESSION_EVENT_TYPES",
             "SessionStatsResult",
             "SessionSummary",
             "TokenStats",
             "TrustDecision",
         ),
         "rpcd.protocol.outgoing": (
+            "AuthNotifyParams",
+            "AuthPromptOption",
+            "AuthPromptParams",
+            "AuthPromptResult",
+            "AuthPromptSpec",
             "AuthorizeProjectParams",
             "AuthorizeProjectResult",
             "DiagnosticItem",

@@ -1,5 +1,6 @@
 """``python -m rpcd`` / the ``rpcd`` console script: the JSON-RPC daemon (``rpcd.daemon.app``), or with
-``acp`` first, the Agent Client Protocol front (``rpcd.daemon.acp``). Each mode imports only its own
+``acp`` first, the Agent Client Protocol front (``rpcd.daemon.acp``), or with ``login`` (or ``acp --login``)
+a provider login at the terminal (``rpcd.daemon.login``). Each mode imports only its own
 endpoint: the daemon never loads the ACP SDK, ``rpcd acp`` never loads pygls.
 
 ``run`` (the console script, ``python -m rpcd``) ends the process with ``rpcd.daemon.process.end_process``
@@ -15,6 +16,12 @@ from typing import NoReturn
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["login"] or (args[:1] == ["acp"] and "--login" in args):
+        # a login at the terminal (``rpcd acp --login P``: what an ACP client runs for a terminal auth method)
+        from rpcd.daemon.login import main as login_main
+
+        rest = [a for a in args[1:] if a != "--login"]
+        return login_main(rest)
     if args[:1] == ["acp"]:
         from rpcd.daemon.acp import main as acp_main
 

@@ -51,7 +51,7 @@ SUB_DOORS: dict[str, frozenset[str]] = {
     "runtime.extensions": frozenset({"core"}),
     "runtime.compaction": frozenset({"core", "store", "tools", "providers", "runtime.turns"}),
 }
-PYGLS_ONLY_IN = {"rpcd/wire/server.py"}
+PYGLS_ONLY_IN = {"rpcd/wire/peer.py"}  # the daemon->client request correlator, imported on first use
 THIRD_PARTY_FREE = {"clients"}  # stdlib only: a fast start, no pygls/attrs/cattrs/anyio
 LAZY_ONLY = {"rpcd/clients/views.py": {"rich"}}
 """Third-party packages a stdlib-only room may import inside a function (on first use), never at import time:

@@ -50,6 +50,54 @@ export interface AssistantMessage {
   errorMessage?: string;
 }
 
+export interface AuthNotifyParams {
+  loginId: string;
+  provider: string;
+  /** Pi's login notice: `{"type": "auth_url", "url", "instructions"}` (open it in a browser), `{"type": "device_code", "userCode", "verificationUri", "intervalSeconds"?, "expiresInSeconds"?}` (show the code, open the page), `{"type": "progress", "message"}`, `{"type": "info", "message", "links"?}`. */
+  notice: Record<string, unknown>;
+}
+
+export interface AuthPromptOption {
+  id: string;
+  label: string;
+}
+
+export interface AuthPromptParams {
+  /** One `login` request's prompts and notices share it. */
+  loginId: string;
+  provider: string;
+  prompt: AuthPromptSpec;
+}
+
+export interface AuthPromptResult {
+  /** The answer; absent (or `cancelled: true`) declines, which ends the login. */
+  value?: string;
+  cancelled?: boolean;
+}
+
+/** Pi's login prompt: `select` one of `options` (answer its `id`), `text`, `secret` (show it masked), `manual_code` (paste an authorization code or the redirect URL; withdrawn with `$/cancelRequest` when the browser's redirect reached the daemon first). */
+export interface AuthPromptSpec {
+  type: "select" | "text" | "secret" | "manual_code";
+  message: string;
+  options?: AuthPromptOption[];
+  placeholder?: string;
+}
+
+/** A provider `login` can log in to (Pi's `/login` list), with what auth.json holds for it. */
+export interface AuthProviderInfo {
+  id: string;
+  name: string;
+  /** It has a subscription login (`login {provider}`). */
+  oauth: boolean;
+  /** It takes a stored API key (`login {provider, method: "api_key"}`). */
+  apiKey: boolean;
+  subscription: boolean;
+  /** What `<agentDir>/auth.json` (shared with Pi) holds for it now (`null`: nothing); never a value. */
+  stored: ("oauth" | "api_key") | null;
+  /** A stored OAuth login's access-token expiry, ms since the epoch (refreshed before it, by rpcd or Pi). */
+  expires?: number;
+}
+
 export interface AuthorizeProjectParams {
   cwd: string;
   /** Why trust is asked (project-local extensions, settings, ...). */
@@ -191,6 +239,8 @@ export interface ClientCapabilities {
   progress?: Record<string, unknown>;
   /** The client answers `tool/authorize` (and the default approval policy becomes `ask-writes`). */
   toolApproval?: Record<string, unknown>;
+  /** The client answers `auth/prompt` and shows `auth/notify` (what `login` needs). */
+  authPrompt?: Record<string, unknown>;
 }
 
 export interface ClientInfo {
@@ -247,7 +297,7 @@ export interface CompactionEndEvent {
   errorMessage?: string;
 }
 
-/** What a compaction produced (Pi's `CompactionResult`): the `compact` result and `compaction_end.result`. */
+/** What a compaction produced (Pi's `CompactionResult`): the `compact` result and `compaction_end.result` (one class for both). */
 export interface CompactionResult {
   summary: string;
   /** The first entry kept verbatim after the summary. */
@@ -257,7 +307,7 @@ export interface CompactionResult {
   /** A heuristic estimate over the rebuilt context (chars/4), not a provider count. */
   estimatedTokensAfter?: number;
   /** The model call(s) that wrote the summary (absent for an extension's summary without one). */
-  usage?: Record<string, unknown>;
+  usage?: Usage;
   /** `{readFiles, modifiedFiles}` for Pi's own summaries; whatever an extension stored otherwise. */
   details?: unknown;
 }
@@ -588,6 +638,10 @@ export interface ListApprovalRulesResult {
   diagnostics: DiagnosticItem[];
 }
 
+export interface ListAuthProvidersResult {
+  providers: AuthProviderInfo[];
+}
+
 export interface ListCheckpointsParams {
   /** Also list the files each run changed (reads both snapshots of each checkpoint). */
   files?: boolean;
@@ -627,6 +681,30 @@ export interface ListTrustResult {
   decisions: TrustDecision[];
   /** A warning when `trust.json` cannot be used (then nothing is listed). */
   diagnostics: DiagnosticItem[];
+}
+
+export interface LoginParams {
+  /** A provider id of `listAuthProviders`. */
+  provider: string;
+  /** `oauth`: the provider's subscription login (Pi's `/login`); `api_key`: ask for a key and store it. */
+  method?: "oauth" | "api_key";
+}
+
+export interface LoginResult {
+  provider: string;
+  /** What was stored in auth.json (never the value). */
+  type: "oauth" | "api_key";
+  expires?: number;
+}
+
+export interface LogoutParams {
+  provider: string;
+}
+
+export interface LogoutResult {
+  provider: string;
+  /** `False`: auth.json held nothing for it. */
+  removed: boolean;
 }
 
 /** One MCP server a session named (no env values, no headers, no URL userinfo). */
@@ -1532,6 +1610,12 @@ export interface RpcdMethods {
   "revokeTrust": { params: RevokeTrustParams; result: RevokeTrustResult };
   /** Save a project-trust decision for a directory (as Pi's /trust; the current session is not reloaded). */
   "saveTrust": { params: SaveTrustParams; result: SaveTrustResult };
+  /** The providers `login` can log in to, and what auth.json (shared with Pi) holds for each. */
+  "listAuthProviders": { params: Record<string, never> | undefined; result: ListAuthProvidersResult };
+  /** Log in to a provider as Pi's /login does (its OAuth flow, or an API key), asking the person through `auth/prompt` and `auth/notify`; stores the credential in auth.json. */
+  "login": { params: LoginParams; result: LoginResult };
+  /** Remove a provider's stored credential from auth.json. */
+  "logout": { params: LogoutParams; result: LogoutResult };
   /** Switch the model (errors name close matches). */
   "setModel": { params: SetModelParams; result: ModelRef };
   /** The models usable now (credentials present), in Pi's order. */
@@ -1620,6 +1704,8 @@ export interface RpcdNotifications {
   "ui/setTitle": UiSetTitleParams;
   /** An extension puts text in the input editor (capability extensionUi.setEditorText). */
   "ui/setEditorText": UiSetEditorTextParams;
+  /** A login shows the person something: a URL to open, a device code (capability authPrompt). */
+  "auth/notify": AuthNotifyParams;
 }
 
 /** What the daemon asks the client (declared capabilities only): params and the answer. */
@@ -1636,4 +1722,6 @@ export interface RpcdServerRequests {
   "ui/editor": { params: UiEditorParams; result: UiEditorResult };
   /** May this tool call run? (capability toolApproval) */
   "tool/authorize": { params: ToolAuthorizeParams; result: ToolAuthorizeResult };
+  /** A login asks the person (capability authPrompt). */
+  "auth/prompt": { params: AuthPromptParams; result: AuthPromptResult };
 }

@@ -49,6 +49,7 @@ from acp.schema import (
     SessionResumeCapabilities,
     SetSessionConfigOptionResponse,
     SetSessionModeResponse,
+    TerminalAuthMethod,
 )
 
 import rpcd
@@ -143,13 +144,22 @@ class RpcdAgent:
             ),
             agent_info=Implementation(name="rpcd", title="rpcd (Pi-compatible coding agent)",
                                       version=rpcd.__version__),
-            auth_methods=[AuthMethodAgent(id=p.id, name=f"{p.name} API key", description=p.description)
-                          for p in providers.auth if not p.usable],
+            auth_methods=[*(AuthMethodAgent(id=p.id, name=f"{p.name} API key", description=p.description)
+                            for p in providers.auth if not p.usable),
+                          *(TerminalAuthMethod(type="terminal", id=login.id, name=f"Log in to {login.name}",
+                                               description=login.description, args=login.args)
+                            for login in providers.logins if _terminal_auth(conn.capabilities))],
         )
 
     async def authenticate(self, method_id: str, **_: Any) -> AuthenticateResponse:
         summary = await anyio.to_thread.run_sync(summarize, self.config.agent_dir)
         self.providers = summary
+        login = next((x for x in summary.logins if x.id == method_id), None)
+        if login is not None:
+            if not login.stored:  # the client ran `<agent> --login <provider>` in a terminal; it did not finish
+                raise auth_required("authenticate", f"{login.name}: no login stored yet; run `rpcd login "
+                                                    f"{login.provider}` in a terminal (or /login in pi)")
+            return AuthenticateResponse()
         provider = next((p for p in summary.auth if p.id == method_id), None)
         if provider is None:
             raise invalid_params("authenticate", [{"path": "$.methodId", "message": f"unknown method {method_id!r}"}])
@@ -169,7 +179,7 @@ class RpcdAgent:
         session = await self._open(method, manager, mcp_servers, roots)
         await self._remember(session, mode=None)  # no file until its first reply: its id must survive the process
         return NewSessionResponse(session_id=session.id, modes=session.modes(),
-                                  config_options=list(session.config_options()),
+                                  config_options=list(await session.config_options()),
                                   field_meta=_diagnostics_meta(session.diagnostics))
 
     async def load_session(self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None,
@@ -179,7 +189,7 @@ class RpcdAgent:
         session = await self._live_or_open(method, session_id, cwd, mcp_servers,
                                            _roots(method, additional_directories))
         await session.replay_history()
-        return LoadSessionResponse(modes=session.modes(), config_options=list(session.config_options()),
+        return LoadSessionResponse(modes=session.modes(), config_options=list(await session.config_options()),
                                    field_meta=_diagnostics_meta(session.diagnostics))
 
     async def resume_session(self, session_id: str, cwd: str, additional_directories: list[str] | None = None,
@@ -188,7 +198,7 @@ class RpcdAgent:
         await self._ready(method)
         session = await self._live_or_open(method, session_id, cwd, mcp_servers,
                                            _roots(method, additional_directories))
-        return ResumeSessionResponse(modes=session.modes(), config_options=list(session.config_options()),
+        return ResumeSessionResponse(modes=session.modes(), config_options=list(await session.config_options()),
                                      field_meta=_diagnostics_meta(session.diagnostics))
 
     async def list_sessions(self, cwd: str | None = None, cursor: str | None = None,
@@ -279,7 +289,7 @@ class RpcdAgent:
         if selected is not None:
             meta_out["rpcd/selectedText"] = selected
         return ForkSessionResponse(session_id=forked.id, modes=forked.modes(),
-                                   config_options=list(forked.config_options()), field_meta=meta_out)
+                                   config_options=list(await forked.config_options()), field_meta=meta_out)
 
     # -- a session's own calls ------------------------------------------------------------------------------
 
@@ -313,7 +323,7 @@ class RpcdAgent:
     async def set_session_mode(self, session_id: str, mode_id: str, **_: Any) -> SetSessionModeResponse:
         await self._ready("session/set_mode")
         session = self._session("session/set_mode", session_id)
-        session.set_mode(mode_id)
+        await session.set_mode(mode_id)
         await self._remember(session, mode=session.mode())
         await session.stream.drain()  # its current_mode_update before its answer
         return SetSessionModeResponse()
@@ -322,7 +332,7 @@ class RpcdAgent:
                                 **_: Any) -> SetSessionConfigOptionResponse:
         await self._ready("session/set_config_option")
         session = self._session("session/set_config_option", session_id)
-        options: list[Any] = list(session.set_config_option(config_id, value))
+        options: list[Any] = list(await session.set_config_option(config_id, value))
         if config_id == "mode":
             await self._remember(session, mode=session.mode())
         await session.stream.drain()
@@ -333,7 +343,7 @@ class RpcdAgent:
         method = "session/set_model"
         await self._ready(method)
         session = self._session(method, session_id)
-        session.set_config_option("model", model_id, method=method, path="$.modelId")
+        await session.set_config_option("model", model_id, method=method, path="$.modelId")
         await session.stream.drain()  # its config_option_update before its answer
         return {}
 
@@ -410,7 +420,8 @@ class RpcdAgent:
             raise request_error(ErrorCode.SESSION_BUSY, method, "SessionInUse", str(held),
                                 session_path=session.file) from None
         session.on_moved = lambda file: self.hub.refile(session.id, file)
-        session.announce_commands()  # queued now, sent after this request's answer (it is written first)
+        # its place in the host's FIFO taken now; sent after this request's answer (it is written first)
+        self._task_group.start_soon(session.announce_commands)
         return session
 
     async def _live_or_open(self, method: str, session_id: str, cwd: str,
@@ -496,3 +507,8 @@ def _mcp_specs(servers: Sequence[Any] | None) -> tuple[McpServer, ...]:
 def _written(session: AcpSession) -> bool:
     return session.file is not None and os.path.isfile(session.file)
 
+
+def _terminal_auth(capabilities: ClientCapabilities | None) -> bool:
+    """The client can run the agent in a terminal for a ``terminal`` auth method (``auth.terminal``)."""
+    auth = capabilities.auth if capabilities is not None else None
+    return bool(auth is not None and getattr(auth, "terminal", False))

@@ -8,6 +8,12 @@ the agent checks; ``authenticate`` re-reads ``auth.json`` and the environment an
 every call (Pi reloads ``models.json`` and ``auth.json`` too); nothing secret leaves.
 
 ``images``: whether some model usable now takes image input.
+
+``logins``: one ``terminal`` auth method per provider with a subscription login (Pi's ``/login``:
+Anthropic, OpenAI Codex, GitHub Copilot, xAI, OpenRouter, Kimi Code, Radius), offered to a client that
+declared ``auth.terminal``: it runs the agent's command with ``--login <provider>`` in a terminal
+(``rpcd.daemon.login``, the same flows as the JSON-RPC ``login``), then ``authenticate`` finds the login
+stored in ``auth.json``.
 """
 
 from __future__ import annotations
@@ -37,9 +43,32 @@ class ProviderAuth:
 
 
 @attrs.frozen
+class ProviderLogin:
+    id: str
+    """``login:<provider>`` (the auth method's id)."""
+    provider: str
+    name: str
+    stored: bool
+    """An OAuth login for it is in auth.json now."""
+
+    @property
+    def args(self) -> list[str]:
+        return ["--login", self.provider]
+
+    @property
+    def description(self) -> str:
+        return (f"Log in to {self.name} in a terminal (rpcd login {self.provider}); the login is stored in "
+                f"<agentDir>/{AUTH_FILE}, shared with Pi.")
+
+
+LOGIN_PREFIX = "login:"
+
+
+@attrs.frozen
 class ProviderSummary:
     auth: tuple[ProviderAuth, ...]
     images: bool
+    logins: tuple[ProviderLogin, ...] = ()
 
 
 def _implemented(provider: RemoteProvider) -> bool:
@@ -65,4 +94,14 @@ def summarize(agent_dir: str) -> ProviderSummary:
             id=provider.name, name=provider.spec.display_name or provider.name, env=names, usable=bool(usable),
             why="" if usable else provider.credentials.why_unusable(provider.spec),
         ))
-    return ProviderSummary(tuple(auths), images)
+    return ProviderSummary(tuple(auths), images, _logins(agent_dir))
+
+
+def _logins(agent_dir: str) -> tuple[ProviderLogin, ...]:
+    import os
+
+    from rpcd.providers.logins import logins_for
+
+    logins = logins_for(os.path.join(agent_dir, AUTH_FILE))
+    return tuple(ProviderLogin(id=f"{LOGIN_PREFIX}{p.id}", provider=p.id, name=p.name, stored=p.stored == "oauth")
+                 for p in logins.providers() if p.oauth)

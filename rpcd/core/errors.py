@@ -177,6 +177,19 @@ class ProviderError(RuntimeFailure):
     kind = "ProviderError"
 
 
+class LoginFailedError(RuntimeFailure):
+    """A login or logout did not happen (no such login, the client cannot be asked, an OAuth
+    endpoint failed, auth.json could not be written); auth.json is as it was."""
+
+    kind = "LoginFailed"
+
+
+class LoginCancelledError(RuntimeFailure):
+    """The person declined a login prompt (or it was withdrawn); nothing was stored."""
+
+    kind = "LoginCancelled"
+
+
 class ContextOverflowError(ProviderError):
     """The request did not fit the model's context window — the one type for this condition,
     whatever the API (``rpcd.providers.failures.context_overflow`` recognises it).

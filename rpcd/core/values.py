@@ -6,8 +6,9 @@ store, the runtime, the host and the wire can all speak them without importing e
 host's port (``rpcd.host.port``) is written in these types.
 
 
-Events are plain ``dict`` objects in Pi's shapes (``{"type": "message_update", ...}``):
-they go to the wire as they are, so there is no second model of them to keep in sync.
+Events are plain ``dict`` objects in Pi's shapes (``{"type": "message_update", ...}``): they go to
+the wire as they are. Their published shapes are the wire contract's (``rpcd.protocol.events``,
+checked against every event the tests see), not a model the rooms below the fronts build or read.
 """
 
 from __future__ import annotations

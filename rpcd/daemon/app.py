@@ -55,6 +55,7 @@ from rpcd.wire.checkpoints import CheckpointMethods
 from rpcd.wire.client_requests import ClientRequests, UiBridge
 from rpcd.wire.handlers import SessionMethods, register
 from rpcd.wire.limits import LimitMethods
+from rpcd.wire.logins import LoginMethods
 from rpcd.wire.notifications import HOST_STATUS, EventPump, Notification
 from rpcd.wire.search import SearchMethods
 from rpcd.wire.server import Server, create_server
@@ -161,6 +162,7 @@ class Daemon:
             CheckpointMethods(self.host, self.pump),
             LimitMethods(self.host, self.pump),
             SearchMethods(self.host, self.library.search),
+            LoginMethods(self.services, self.requests),
         )
         self.disposal_failure: BaseException | None = None
         self._on_ending = on_ending
@@ -169,7 +171,7 @@ class Daemon:
     async def run(self, serve: Callable[[Server], Awaitable[int]]) -> int:
         """Run the pump and the host's worker, serve until the orderly end, return the exit code.
         The process services (``services.registry``) live in between: closed after the host's end."""
-        async with anyio.create_task_group() as task_group, self.services.registry.serving():
+        async with anyio.create_task_group() as task_group, self.services.serving():
             self._task_group = task_group
             task_group.start_soon(self.pump.run, name="rpcd event pump")
             await task_group.start(self.host.run, name="rpcd host")
@@ -189,6 +191,7 @@ class Daemon:
             tool_approval=caps.tool_approval is not None,
             ui_features=frozenset(key for key in UI_FEATURES if isinstance(caps.extension_ui, dict)
                                   and isinstance(caps.extension_ui.get(key), dict)),
+            auth_prompt=caps.auth_prompt is not None,
         )
         self.approval.client_can_answer = self.requests.can_approve
         startup = self.host.start(self._open_runtime, persist=True)
@@ -271,7 +274,7 @@ class Daemon:
                 await host.wait_idle()
 
             try:
-                await host.enqueue_async("shutdown", idle)
+                await host.call("shutdown", lambda _: idle())  # behind everything requested before it
             except Exception as exc:  # the host went away meanwhile: end anyway
                 log_failure("extension shutdown: waiting for idle failed", exc)
             self.server.request_stop("an extension asked to shut down")

@@ -32,11 +32,11 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
+from rpcd.core.errors import LoginFailedError
 from rpcd.core.files import read_regular
 from rpcd.core.values import Diagnostic
 from rpcd.providers.models_config import (
     ProviderSpec,
-    UnresolvedValueError,
     config_value_env_names,
     is_command_value,
     resolve_config_value,
@@ -60,7 +60,7 @@ class CredentialError(Exception):
     """Credentials for a provider exist but cannot be used (message names no value)."""
 
 
-class LoginError(CredentialError):
+class LoginError(CredentialError, LoginFailedError):
     """A login, logout or OAuth refresh failed; the message names the provider and the step, never a token."""
 
 
@@ -99,9 +99,9 @@ AUTH_FILE_LIMIT = 4 << 20
 """auth.json larger than this is refused with a diagnostic (Pi writes a few entries)."""
 
 
-def load_auth_file(agent_dir: str) -> tuple[dict[str, StoredCredential], list[Diagnostic]]:
-    """``<agentDir>/auth.json`` in Pi's format; a broken file or entry is a diagnostic."""
-    path = os.path.join(agent_dir, AUTH_FILE)
+def load_auth_file(agent_dir: str, *, path: str | None = None) -> tuple[dict[str, StoredCredential], list[Diagnostic]]:
+    """``<agentDir>/auth.json`` (or ``path``) in Pi's format; a broken file or entry is a diagnostic."""
+    path = path or os.path.join(agent_dir, AUTH_FILE)
     try:
         text = read_regular(path, AUTH_FILE_LIMIT).decode("utf-8-sig")
     except FileNotFoundError:
@@ -151,6 +151,25 @@ def _parse_entry(entry: Any) -> StoredCredential | None:
     return StoredCredential(type=str(kind))
 
 
+_LIVE: dict[str, tuple[object, dict[str, StoredCredential]]] = {}
+
+
+def _live(path: str, snapshot: Mapping[str, StoredCredential]) -> Mapping[str, StoredCredential]:
+    from rpcd.providers.authfile import revision
+
+    current = revision(path)
+    if current is None:
+        return {}
+    cached = _LIVE.get(path)
+    if cached is not None and cached[0] == current:
+        return cached[1]
+    stored, diagnostics = load_auth_file(os.path.dirname(path), path=path)
+    if diagnostics and not stored:
+        return snapshot  # unreadable right now (Pi writing it in place?): keep what we had
+    _LIVE[path] = (current, stored)
+    return stored
+
+
 @attrs.frozen
 class Credentials:
     """One snapshot of every credential source (built per session creation)."""
@@ -176,7 +195,23 @@ class Credentials:
         key = self.runtime_keys.get(provider)
         if key:
             return StoredCredential(type="api_key", key=key)
-        return self.stored.get(provider)
+        return self.entries().get(provider)
+
+    def entries(self) -> Mapping[str, StoredCredential]:
+        """The stored credentials as auth.json holds them now: re-read when the file changed (a login,
+        a logout or a refresh by rpcd or Pi), like Pi's ``readLatestData``; the snapshot otherwise."""
+        if self.auth_path is None:
+            return self.stored
+        return _live(self.auth_path, self.stored)
+
+    @property
+    def revision(self) -> object:
+        """Changes whenever ``entries`` may have (what availability checks are cached against)."""
+        if self.auth_path is None:
+            return None
+        from rpcd.providers.authfile import revision
+
+        return revision(self.auth_path)
 
     def source_kind(self, provider: str) -> str:
         if provider in self.runtime_keys:
@@ -339,14 +374,6 @@ class Credentials:
                 raise CredentialError(f'Provider "{spec.name}": authHeader requires a resolved API key')
             headers["Authorization"] = f"Bearer {api_key}"
         return ResolvedAuth(api_key=api_key, headers=headers, source=source, env=scoped_env)
-
-
-def model_headers(raw: Mapping[str, str], provider: str, env: Mapping[str, str] | None = None) -> dict[str, str]:
-    """models.json model-level headers, resolved."""
-    try:
-        return resolve_headers(raw, env=env, what=f'model header of provider "{provider}":')
-    except UnresolvedValueError:
-        raise
 
 
 def env_names(spec: ProviderSpec) -> tuple[str, ...]:

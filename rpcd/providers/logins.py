@@ -22,14 +22,14 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import anyio
 import attrs
 
 from rpcd.providers.authfile import AuthFile, AuthFileError, Entry
 from rpcd.providers.credentials import LoginError
-from rpcd.providers.oauth import FLOW_MODULES, Credential, Interaction, LoginCancelled, OAuthAuth, OAuthError
+from rpcd.providers.oauth import FLOW_MODULES, FLOWS, Credential, Interaction, LoginCancelled, OAuthAuth, OAuthError
 from rpcd.providers.oauth import flow as oauth_flow
 
 MIN_VALIDITY_MS: Final = 5 * 60 * 1000
@@ -46,7 +46,7 @@ class AuthProvider:
     oauth: bool
     api_key: bool
     subscription: bool = False
-    stored: str | None = None
+    stored: Literal["oauth", "api_key"] | None = None
     """What auth.json holds for it now: ``oauth``, ``api_key`` or ``None``."""
     expires: int | None = None
     """The stored OAuth access token's expiry (ms since the epoch), when there is one."""
@@ -94,12 +94,14 @@ class Logins:
             if not oauth and not api_key:
                 continue
             entry = stored.get(provider.id)
-            kind = entry.get("type") if isinstance(entry, dict) and entry.get("type") in ("oauth", "api_key") else None
+            kind: Literal["oauth", "api_key"] | None = None
+            if isinstance(entry, dict) and entry.get("type") in ("oauth", "api_key"):
+                kind = "oauth" if entry["type"] == "oauth" else "api_key"
             expires = entry.get("expires") if kind == "oauth" and isinstance(entry, dict) else None
-            flow = oauth_flow(provider.id) if oauth else None
+            flow = FLOWS.get(provider.id)
             out.append(AuthProvider(
                 id=provider.id, name=flow.name if flow is not None else provider.name, oauth=oauth, api_key=api_key,
-                subscription=bool(flow.subscription) if flow is not None else False, stored=kind,
+                subscription=flow.subscription if flow is not None else False, stored=kind,
                 expires=int(expires) if isinstance(expires, int | float) and not isinstance(expires, bool) else None))
         return out
 
@@ -114,8 +116,10 @@ class Logins:
                 raise LoginError(f"{provider} has no OAuth login (use method api_key)")
             try:
                 credential = await flow.login(interaction, self.env)
-            except (LoginCancelled, OAuthError):
+            except LoginCancelled:
                 raise
+            except OAuthError as exc:
+                raise OAuthError(_redacted(str(exc))) from None
             except AuthFileError as exc:
                 raise LoginError(str(exc)) from None
         elif method == "api_key":
@@ -180,7 +184,9 @@ class Logins:
             try:
                 post = await self.file.modify(provider, refresh)
             except OAuthError as exc:
-                raise LoginError(f"OAuth refresh failed for {provider}: {exc}. Log in again "
+                # an endpoint may echo what it was sent (the refresh token) in its error description
+                text = _redacted(str(exc), current, self.file.entry(provider))
+                raise LoginError(f"OAuth refresh failed for {provider}: {text}. Log in again "
                                  f"(rpcctl login {provider}, or /login in pi)") from None
             except AuthFileError as exc:
                 raise LoginError(f"OAuth refresh for {provider}: {exc}") from None
@@ -193,6 +199,14 @@ class Logins:
         if flow is None:
             return OAuthAuth(api_key=str(credential.get("access") or ""))
         return flow.to_auth(credential, self.env)
+
+
+def _redacted(text: str, *entries: Mapping[str, Any] | None) -> str:
+    """``text`` with every token of ``entries`` (and the usual secret shapes) masked."""
+    from rpcd.core.redact import Redactor
+
+    values = tuple(str(e[k]) for e in entries if e for k in ("access", "refresh", "key") if e.get(k))
+    return Redactor(extra_secrets=values).redact(text)
 
 
 _LOGINS: dict[str, Logins] = {}

@@ -39,10 +39,8 @@ import attrs
 from rpcd.core.files import read_regular
 from rpcd.core.jsonc import strip_jsonc
 from rpcd.core.values import Diagnostic, ModelRef
-from rpcd.providers.base import ModelInfo
+from rpcd.providers.base import DEFAULT_CONTEXT_WINDOW, DEFAULT_MAX_TOKENS, ModelInfo
 
-DEFAULT_CONTEXT_WINDOW = 128_000
-DEFAULT_MAX_TOKENS = 16_384
 OPENAI_COMPLETIONS_API = "openai-completions"
 COMMAND_TIMEOUT_S = 10.0
 """Bound on a ``!command`` key lookup: a hung password manager must not hang a turn."""

@@ -49,7 +49,7 @@ from rpcd.core.errors import (
     SessionBusyError,
     SessionNotSavedError,
 )
-from rpcd.core.jstext import js_trim
+from rpcd.core.jstext import content_text, js_trim
 from rpcd.core.values import (
     ApprovalPolicy,
     BashOutcome,
@@ -113,7 +113,7 @@ from rpcd.runtime.turns.queue import InputQueues, Kind
 from rpcd.runtime.turns.retry import SessionRetry
 from rpcd.runtime.usage import context_usage, session_stats
 from rpcd.store import SessionManager
-from rpcd.store.entries import THINKING_LEVEL_CHANGE, message_text
+from rpcd.store.entries import THINKING_LEVEL_CHANGE
 from rpcd.store.records import Record
 from rpcd.store.usage_ledger import UsageLedger
 from rpcd.tools import (
@@ -232,6 +232,11 @@ class AgentSession(SessionExtensionActions):
         self._runner: ExtensionRunner | None = runner if isinstance(runner, ExtensionRunner) else None
         self._subs: list[_Subscription] = []
         self._snapshot: tuple[_Subscription, ...] = ()
+        self._state_version = 0
+        """Bumped by ``state_changed`` (``state_key``)."""
+        self._state_cache: tuple[tuple[object, ...], SessionState] | None = None
+        self._caps_known: tuple[LimitOverrides, bool, bool] | None = None
+        """``set_limits``' overrides, whether any cap is configured with them, whether a per-day one is."""
         self._running = False
         self._aborted_before_run = False
         """An abort that reached this prompt before its run began (during the compaction check)."""
@@ -309,6 +314,55 @@ class AgentSession(SessionExtensionActions):
         return self.agent.thinking_level
 
     def state(self) -> SessionState:
+        """The session's state, built again only when something it is made of changed (``state_key``):
+        ``getState`` is polled, and an unchanged answer is then the very same object (whose encoding
+        the wire reuses)."""
+        key = self.state_key()
+        cached = self._state_cache
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        state = self.build_state()
+        self._state_cache = (key, state)
+        return state
+
+    def state_changed(self) -> None:
+        """Something ``state()`` shows changed: bump the state version. ``_notify`` calls it for every
+        event but a streamed ``message_update`` (queue, name, compaction, retry, run and entry events),
+        the setters that emit nothing call it themselves."""
+        self._state_version += 1
+
+    def state_key(self) -> tuple[object, ...]:
+        """What ``state()`` is made of, read cheaply: the state version (``state_changed``) and the
+        inputs that others change without an event of this session (the agent's messages, model and
+        thinking level, the file's leaf and name, the overrides of compaction and retry, the
+        process-wide approval gate and sandbox). ``tests/runtime/test_state_version.py`` drives every
+        mutating call and checks that ``state()`` always equals ``build_state()``."""
+        agent, sm, queues, gate, sandbox = self.agent, self.session_manager, self.queues, self.approval, self.sandbox
+        return (self._state_version, self._running, len(agent.messages), agent.model, agent.thinking_level,
+                sm.get_leaf_ref(), sm.get_session_file(), sm.get_session_id(), queues.steering.mode,
+                queues.follow_up.mode, self.compaction.is_compacting, self.compaction.enabled_override,
+                self.retry.enabled_override, None if gate is None else (gate.override, gate.client_can_answer),
+                None if sandbox is None else (sandbox.mode, sandbox.network), self._limits_key())
+
+    def _limits_key(self) -> object:
+        """What ``limits_state`` is made of: the caps (the settings and ``set_limits``' overrides) and the
+        entries counted against them; with a per-day cap, today's spend of every process (the ledger),
+        which changes without any event here: then a key that never repeats (the state is built anew)."""
+        overrides = self.limit_overrides
+        known = self._caps_known
+        if known is None or known[0] is not overrides:
+            settings: Any = self.settings()
+            caps = configured_limits(getattr(settings, "global_settings", {}) or {},
+                                     getattr(settings, "project_settings", {}) or {}, overrides)
+            known = self._caps_known = (overrides, bool(caps), "maxCostPerDay" in caps or "maxTokensPerDay" in caps)
+        if not known[1]:
+            return None
+        if known[2]:
+            return object()
+        return overrides, self.session_manager.get_entry_count()
+
+    def build_state(self) -> SessionState:
+        """The state as it is now, without the cache (``state`` answers from it)."""
         model = self.agent.model
         return SessionState(
             session_id=self.session_id,
@@ -369,6 +423,8 @@ class AgentSession(SessionExtensionActions):
         self._notify(event)
 
     def _notify(self, event: SessionEvent) -> None:
+        if event.get("type") != "message_update":
+            self._state_version += 1  # ``state_changed``, inline: every event but a streamed delta
         for sub in self._snapshot:
             if sub.owner is None:
                 continue
@@ -980,7 +1036,7 @@ class AgentSession(SessionExtensionActions):
             message = entry.get("message")
             if entry.get("type") != "message" or not isinstance(message, Mapping) or message.get("role") != "user":
                 continue
-            text = message_text(message.get("content"), "")
+            text = content_text(message.get("content"), "")
             if text:
                 out.append(ForkMessage(entry_id=str(entry["id"]), text=text))
         return out

@@ -5,7 +5,8 @@
   ``trustOnce`` answers (``trust_memory``) and the saved ones (``saved_trust``);
 * what the setters chose for the process's later sessions (``held_settings``, as Pi's persisted settings);
 * what rpcd remembers of a session beyond its file (``records``: a never-written session, its mode);
-* the provider registry each host's sessions use (``provider_registry``);
+* the provider registry each host's sessions use (``provider_registry``), and the connections their
+  model calls keep open between calls (``serving``);
 * the lazily started services (``registry``): the MCP client pool (issue 33) and the TypeScript
   extension host (issue 32) register there and are started on first use.
 
@@ -38,6 +39,7 @@ from rpcd.tools import ApprovalRules
 if TYPE_CHECKING:
     from rpcd.core.values import TrustControl
     from rpcd.providers.base import ProviderRegistry
+    from rpcd.providers.logins import Logins
 
 __all__ = ["Lease", "ProcessServices", "ServiceRegistry"]
 
@@ -76,6 +78,25 @@ class ProcessServices:
         from rpcd.providers import default_registry
 
         return default_registry()
+
+    def logins(self) -> Logins:
+        """The logins of the agent dir's ``auth.json`` (``listAuthProviders`` / ``login`` / ``logout``; shared
+        with Pi and with every session's OAuth refreshes)."""
+        import os
+
+        from rpcd.providers.credentials import AUTH_FILE
+        from rpcd.providers.logins import logins_for
+
+        return logins_for(os.path.join(self.spec.agent_dir, AUTH_FILE))
+
+    @contextlib.asynccontextmanager
+    async def serving(self) -> AsyncIterator[ProcessServices]:
+        """The services' life in a front (its whole run): the lazily started ones (``registry``) and the
+        model connections kept between calls (``rpcd.providers.http.keep_connections``)."""
+        from rpcd.providers.http import keep_connections
+
+        async with self.registry.serving(), keep_connections():
+            yield self
 
     def saved_trust(self) -> TrustControl:
         """The saved project-trust decisions (``listTrust`` / ``revokeTrust``)."""

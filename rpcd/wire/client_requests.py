@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 
 import anyio
 import attrs
 
 from rpcd.core.values import APPROVAL_DECISIONS, ToolApprovalAnswer, WidgetPlacement
 from rpcd.protocol.names import (
+    AUTH_NOTIFY,
+    AUTH_PROMPT,
     AUTHORIZE_PROJECT,
     TOOL_AUTHORIZE,
     UI_CONFIRM,
@@ -41,6 +43,9 @@ from rpcd.wire.notifications import EventPump
 
 log = logging.getLogger(__name__)
 
+
+DEFAULT_AUTH_TIMEOUT: Final = 900.0
+"""How long a login waits for the person's answer (a device code is valid for 15 minutes)."""
 
 TrustAnswer: TypeAlias = Literal["trust", "trustOnce", "deny"]
 SendRequest = Callable[[str, Mapping[str, Any]], Awaitable[Any]]
@@ -85,16 +90,20 @@ class ClientRequests:
         self.ui_timeout = ui_timeout
         self.can_approve = False
         """The client declared ``toolApproval``: it is asked ``tool/authorize`` before tool calls."""
+        self.can_prompt_auth = False
+        """The client declared ``authPrompt``: a ``login`` asks it ``auth/prompt`` and shows ``auth/notify``."""
+        self.auth_timeout = DEFAULT_AUTH_TIMEOUT
         self.approval_timeout = DEFAULT_APPROVAL_TIMEOUT
         self._pending: set[anyio.CancelScope] = set()
         self._closed = False
 
     def declare(self, *, authorize_project: bool, extension_ui: bool, tool_approval: bool = False,
-                ui_features: frozenset[str] = frozenset()) -> None:
+                ui_features: frozenset[str] = frozenset(), auth_prompt: bool = False) -> None:
         """What the client declared in ``initialize``: only those requests are ever sent to it."""
         self.can_authorize = authorize_project
         self.can_ui = extension_ui
         self.can_approve = tool_approval
+        self.can_prompt_auth = auth_prompt
         self.ui_features = ui_features if extension_ui else frozenset()
 
     @property
@@ -243,6 +252,31 @@ class ClientRequests:
             return _refused("the client's approval answer was invalid (decision must be one of "
                             f"{', '.join(APPROVAL_DECISIONS)}; reason a string)")
         return ToolApprovalAnswer(decision, reason)
+
+
+    # -- logins -----------------------------------------------------------------------------
+
+    async def auth_prompt(self, params: Mapping[str, Any]) -> str | None:
+        """Ask ``auth/prompt``; the answer, or ``None`` when declined (no capability, a timeout, an error,
+        a malformed or cancelled answer, a client gone). Cancelling the caller withdraws the request."""
+        if not self.can_prompt_auth:
+            return None
+        await self._pump.drain()  # the notices before it (the URL to open) reach the client first
+        try:
+            answer = await self._ask(AUTH_PROMPT, params, self.auth_timeout)
+        except (TimeoutError, _Gone):
+            return None
+        except Exception as exc:
+            log.info("auth/prompt answered with an error (%s); the login is cancelled", type(exc).__name__)
+            return None
+        if not isinstance(answer, Mapping) or answer.get("cancelled") is True:
+            return None
+        value = answer.get("value")
+        return value if isinstance(value, str) else None
+
+    def auth_notify(self, params: Mapping[str, Any]) -> None:
+        if self.can_prompt_auth and not self._closed:
+            self._pump.post(AUTH_NOTIFY, dict(params))
 
 
 def _refused(reason: str) -> ToolApprovalAnswer:

@@ -318,7 +318,7 @@ async def test_a_login_logged_out_meanwhile_is_not_resurrected(server: SseServer
     assert spec is not None
     message = final(await collect(provider, ProviderRequest(model=spec.info(), system_prompt="", messages=[
         {"role": "user", "content": [{"type": "text", "text": "hi"}], "timestamp": 1}])))
-    assert message["stopReason"] == "error" and "logged out" in message["errorMessage"]
+    assert message["stopReason"] == "error" and "No API key" in message["errorMessage"]  # auth.json is read anew
     assert json.loads((agent / "auth.json").read_text()) == {}
 
 

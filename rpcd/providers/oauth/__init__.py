@@ -22,16 +22,19 @@ from typing import Any, Final, Protocol
 
 import attrs
 
+from rpcd.core.errors import LoginCancelledError, LoginFailedError
+
 Notice = Mapping[str, Any]
 Prompt = Mapping[str, Any]
 Credential = dict[str, Any]
 
 
-class LoginCancelled(Exception):
-    """The person cancelled (declined a prompt, closed the dialog) or the login was aborted."""
+LoginCancelled = LoginCancelledError
+"""The person cancelled (declined a prompt, closed the dialog) or the login was aborted (core's type:
+a front's prompt raises it too)."""
 
 
-class OAuthError(Exception):
+class OAuthError(LoginFailedError):
     """A login or refresh failed; the message names the step and the status, never a token."""
 
 
@@ -67,21 +70,30 @@ class OAuthFlow(Protocol):
     def to_auth(self, credential: Mapping[str, Any], env: Mapping[str, str]) -> OAuthAuth: ...
 
 
-FLOW_MODULES: Final = {
-    "anthropic": "anthropic",
-    "openai-codex": "openai_codex",
-    "github-copilot": "github_copilot",
-    "xai": "xai",
-    "openrouter": "openrouter",
-    "kimi-coding": "kimi",
-    "radius": "radius",
+@attrs.frozen
+class FlowInfo:
+    module: str
+    name: str
+    subscription: bool
+
+
+FLOWS: Final = {
+    "anthropic": FlowInfo("anthropic", "Anthropic (Claude Pro/Max)", True),
+    "openai-codex": FlowInfo("openai_codex", "OpenAI (ChatGPT Plus/Pro)", True),
+    "github-copilot": FlowInfo("github_copilot", "GitHub Copilot", True),
+    "xai": FlowInfo("xai", "xAI (Grok/X subscription)", True),
+    "openrouter": FlowInfo("openrouter", "OpenRouter OAuth", False),
+    "kimi-coding": FlowInfo("kimi", "Kimi Code (subscription)", True),
+    "radius": FlowInfo("radius", "Radius", False),
 }
-"""Every provider Pi 0.85.0 can log in to with OAuth, and the module of its flow."""
+"""Every provider Pi 0.85.0 can log in to with OAuth: its flow's module, name (Pi's), and whether it
+is a subscription (listing them imports no flow)."""
+FLOW_MODULES: Final = frozenset(FLOWS)
 
 
 def flow(provider: str) -> OAuthFlow | None:
-    module = FLOW_MODULES.get(provider)
-    if module is None:
+    info = FLOWS.get(provider)
+    if info is None:
         return None
-    loaded: OAuthFlow = importlib.import_module(f"{__name__}.{module}").FLOW
+    loaded: OAuthFlow = importlib.import_module(f"{__name__}.{info.module}").FLOW
     return loaded

@@ -12,7 +12,7 @@ import base64
 from collections.abc import Mapping
 from typing import Any, Final
 
-from rpcd.providers.oauth import Credential, Interaction, LoginCancelled, OAuthAuth, OAuthError
+from rpcd.providers.oauth import FLOWS, Credential, Interaction, LoginCancelled, OAuthAuth, OAuthError
 from rpcd.providers.oauth import common as c
 
 PROVIDER: Final = "anthropic"
@@ -55,8 +55,8 @@ def _detail(answer: c.Answer) -> str:
 
 class AnthropicFlow:
     provider = PROVIDER
-    name = "Anthropic (Claude Pro/Max)"
-    subscription = True
+    name = FLOWS[PROVIDER].name
+    subscription = FLOWS[PROVIDER].subscription
 
     async def login(self, interaction: Interaction, env: Mapping[str, str]) -> Credential:
         keys = c.pkce()

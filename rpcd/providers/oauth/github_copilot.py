@@ -19,7 +19,7 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 from rpcd.providers.assembly import mapping_field
-from rpcd.providers.oauth import Credential, Interaction, LoginCancelled, OAuthAuth, OAuthError
+from rpcd.providers.oauth import FLOWS, Credential, Interaction, LoginCancelled, OAuthAuth, OAuthError
 from rpcd.providers.oauth import common as c
 
 PROVIDER: Final = "github-copilot"
@@ -135,8 +135,8 @@ async def _enable(token: str, model_ids: list[str], enterprise: str | None, env:
 
 class CopilotFlow:
     provider = PROVIDER
-    name = "GitHub Copilot"
-    subscription = True
+    name = FLOWS[PROVIDER].name
+    subscription = FLOWS[PROVIDER].subscription
 
     async def login(self, interaction: Interaction, env: Mapping[str, str]) -> Credential:
         answer = await interaction.prompt({"type": "text", "message": "GitHub Enterprise URL/domain (blank for "

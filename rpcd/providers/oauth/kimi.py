@@ -12,7 +12,7 @@ from typing import Any, Final
 
 import anyio
 
-from rpcd.providers.oauth import Credential, Interaction, OAuthAuth, OAuthError
+from rpcd.providers.oauth import FLOWS, Credential, Interaction, OAuthAuth, OAuthError
 from rpcd.providers.oauth import common as c
 
 PROVIDER: Final = "kimi-coding"
@@ -39,8 +39,8 @@ def _tokens(body: Mapping[str, Any], operation: str) -> Credential:
 
 class KimiFlow:
     provider = PROVIDER
-    name = "Kimi Code (subscription)"
-    subscription = True
+    name = FLOWS[PROVIDER].name
+    subscription = FLOWS[PROVIDER].subscription
 
     async def login(self, interaction: Interaction, env: Mapping[str, str]) -> Credential:
         host = _host(env)

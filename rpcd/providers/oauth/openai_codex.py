@@ -14,7 +14,7 @@ import secrets
 from collections.abc import Mapping
 from typing import Any, Final
 
-from rpcd.providers.oauth import Credential, Interaction, LoginCancelled, OAuthAuth, OAuthError
+from rpcd.providers.oauth import FLOWS, Credential, Interaction, LoginCancelled, OAuthAuth, OAuthError
 from rpcd.providers.oauth import common as c
 
 PROVIDER: Final = "openai-codex"
@@ -68,8 +68,8 @@ def _error(answer: c.Answer) -> str:
 
 class CodexFlow:
     provider = PROVIDER
-    name = "OpenAI (ChatGPT Plus/Pro)"
-    subscription = True
+    name = FLOWS[PROVIDER].name
+    subscription = FLOWS[PROVIDER].subscription
 
     async def login(self, interaction: Interaction, env: Mapping[str, str]) -> Credential:
         method = await interaction.prompt({"type": "select", "message": "Select OpenAI Codex login method:",

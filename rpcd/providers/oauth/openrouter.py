@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any, Final
 
-from rpcd.providers.oauth import Credential, Interaction, LoginCancelled, OAuthAuth, OAuthError
+from rpcd.providers.oauth import FLOWS, Credential, Interaction, LoginCancelled, OAuthAuth, OAuthError
 from rpcd.providers.oauth import common as c
 
 PROVIDER: Final = "openrouter"
@@ -47,8 +47,8 @@ async def _exchange(code: str, verifier: str, env: Mapping[str, str]) -> Credent
 
 class OpenRouterFlow:
     provider = PROVIDER
-    name = "OpenRouter OAuth"
-    subscription = False
+    name = FLOWS[PROVIDER].name
+    subscription = FLOWS[PROVIDER].subscription
 
     async def login(self, interaction: Interaction, env: Mapping[str, str]) -> Credential:
         keys = c.pkce()

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any, Final
 
-from rpcd.providers.oauth import Credential, Interaction, LoginCancelled, OAuthAuth, OAuthError
+from rpcd.providers.oauth import FLOWS, Credential, Interaction, LoginCancelled, OAuthAuth, OAuthError
 from rpcd.providers.oauth import common as c
 
 PROVIDER: Final = "radius"
@@ -64,8 +64,8 @@ async def _token(env: Mapping[str, str], form: Mapping[str, str]) -> Credential:
 
 class RadiusFlow:
     provider = PROVIDER
-    name = "Radius"
-    subscription = False
+    name = FLOWS[PROVIDER].name
+    subscription = FLOWS[PROVIDER].subscription
 
     async def login(self, interaction: Interaction, env: Mapping[str, str]) -> Credential:
         method = await interaction.prompt({"type": "select", "message": f"Sign in to {self.name}:", "options": [

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from rpcd.providers.oauth import Credential, Interaction, OAuthAuth, OAuthError
+from rpcd.providers.oauth import FLOWS, Credential, Interaction, OAuthAuth, OAuthError
 from rpcd.providers.oauth import common as c
 
 PROVIDER: Final = "xai"
@@ -59,8 +59,8 @@ async def _post(url: str, form: Mapping[str, str], what: str) -> c.Answer:
 
 class XaiFlow:
     provider = PROVIDER
-    name = "xAI (Grok/X subscription)"
-    subscription = True
+    name = FLOWS[PROVIDER].name
+    subscription = FLOWS[PROVIDER].subscription
 
     async def login(self, interaction: Interaction, env: Mapping[str, str]) -> Credential:
         answer = await _post(c.endpoint(PROVIDER, "device_url", DEVICE_URL, env),
