@@ -23,17 +23,21 @@ import anyio
 import anyio.abc
 import anyio.to_thread
 from acp.schema import (
+    AgentAuthCapabilities,
     AgentCapabilities,
     AuthenticateResponse,
-    AuthMethodAgent,
+    AuthEnvVar,
     ClientCapabilities,
     CloseSessionResponse,
     DeleteSessionResponse,
+    EnvVarAuthMethod,
     ForkSessionResponse,
     Implementation,
     InitializeResponse,
     ListSessionsResponse,
     LoadSessionResponse,
+    LogoutCapabilities,
+    LogoutResponse,
     McpCapabilities,
     NewSessionResponse,
     PromptCapabilities,
@@ -53,7 +57,7 @@ from acp.schema import (
 )
 
 import rpcd
-from rpcd.acp.auth import ProviderSummary, summarize
+from rpcd.acp.auth import ProviderAuth, ProviderSummary, summarize
 from rpcd.acp.config import AcpConfig
 from rpcd.acp.connection import AcpConnection, request_scoped
 from rpcd.acp.errors import (
@@ -80,6 +84,9 @@ from rpcd.store.manager import NOT_SAVED_MESSAGE
 log = logging.getLogger("rpcd.acp.agent")
 
 PROTOCOL_VERSION: Final = 1
+LOGOUT_PROVIDER_META: Final = "rpcd/provider"
+"""``logout``'s ``_meta`` key naming the one provider to log out of."""
+LOGGED_OUT_META: Final = "rpcd/loggedOut"
 FORK_ENTRY_META: Final = "rpcd/entryId"
 """``session/fork``'s ``_meta`` key naming a user message to fork before (Pi's ``fork``); without
 it the fork is a clone at the source's current leaf."""
@@ -135,6 +142,7 @@ class RpcdAgent:
                 # images: some model usable now takes them (each prompt is checked against its session's model)
                 prompt_capabilities=PromptCapabilities(image=providers.images, audio=False, embedded_context=True),
                 mcp_capabilities=McpCapabilities(http=True, sse=True),  # and stdio, which every agent takes
+                auth=AgentAuthCapabilities(logout=LogoutCapabilities()),
                 session_capabilities=SessionCapabilities(
                     list=SessionListCapabilities(), resume=SessionResumeCapabilities(),
                     close=SessionCloseCapabilities(), delete=SessionDeleteCapabilities(),
@@ -144,8 +152,7 @@ class RpcdAgent:
             ),
             agent_info=Implementation(name="rpcd", title="rpcd (Pi-compatible coding agent)",
                                       version=rpcd.__version__),
-            auth_methods=[*(AuthMethodAgent(id=p.id, name=f"{p.name} API key", description=p.description)
-                            for p in providers.auth if not p.usable),
+            auth_methods=[*(_env_method(p) for p in providers.auth if not p.usable),
                           *(TerminalAuthMethod(type="terminal", id=login.id, name=f"Log in to {login.name}",
                                                description=login.description, args=login.args)
                             for login in providers.logins if _terminal_auth(conn.capabilities))],
@@ -166,6 +173,34 @@ class RpcdAgent:
         if not provider.usable:
             raise auth_required("authenticate", f"{provider.name}: {provider.why}")
         return AuthenticateResponse()
+
+    async def logout(self, **meta: Any) -> LogoutResponse:
+        """ACP's ``logout``: the OAuth logins stored in ``auth.json`` are removed (what the ``terminal``
+        methods and Pi's ``/login`` store; API keys stay, as the environment's do); with
+        ``_meta["rpcd/provider"]`` only that provider's entry, whatever it holds. ``auth.json`` is
+        shared with Pi: Pi is logged out too, as by its ``/logout``. The answer's
+        ``_meta["rpcd/loggedOut"]`` names the providers whose entries went."""
+        method = "logout"
+        await self._ready(method)
+        only = meta.get(LOGOUT_PROVIDER_META)
+        if only is not None and not isinstance(only, str):
+            raise invalid_params(method, [{"path": f"$._meta['{LOGOUT_PROVIDER_META}']",
+                                           "message": "expected a provider id"}])
+        logins = self.services.logins()
+        known = await anyio.to_thread.run_sync(logins.providers)
+        if only is not None and all(p.id != only for p in known):
+            raise invalid_params(method, [{"path": f"$._meta['{LOGOUT_PROVIDER_META}']",
+                                           "message": f"unknown provider {only!r}"}])
+        targets = [only] if only is not None else [p.id for p in known if p.stored == "oauth"]
+        removed: list[str] = []
+        try:
+            for provider in targets:
+                if await logins.logout(provider):
+                    removed.append(provider)
+        except Exception as exc:
+            raise to_request_error(exc, method) from None
+        self.providers = await anyio.to_thread.run_sync(summarize, self.config.agent_dir)
+        return LogoutResponse(field_meta={LOGGED_OUT_META: removed})
 
     # -- sessions -----------------------------------------------------------------------------------------
 
@@ -506,6 +541,18 @@ def _mcp_specs(servers: Sequence[Any] | None) -> tuple[McpServer, ...]:
 
 def _written(session: AcpSession) -> bool:
     return session.file is not None and os.path.isfile(session.file)
+
+
+def _env_method(provider: ProviderAuth) -> EnvVarAuthMethod:
+    """A provider that takes a key from the environment as ACP's ``env_var`` method (the client asks
+    for the key and starts rpcd again with it; a client that knows only ``agent`` methods reads the
+    same id, name and description): its ``*_API_KEY`` variable first and required, the others it
+    also reads optional."""
+    names = sorted(provider.env, key=lambda name: not name.endswith("_API_KEY"))
+    return EnvVarAuthMethod(type="env_var", id=provider.id, name=f"{provider.name} API key",
+                            description=provider.description,
+                            vars=[AuthEnvVar(name=name, label=f"{provider.name} ({name})", secret=True,
+                                             optional=index > 0) for index, name in enumerate(names)])
 
 
 def _terminal_auth(capabilities: ClientCapabilities | None) -> bool:

@@ -22,7 +22,7 @@ from typing import Any, Final, Protocol, TypeVar
 import anyio
 from acp.agent.router import build_agent_router
 from acp.connection import Connection
-from acp.meta import CLIENT_METHODS
+from acp.meta import AGENT_METHODS, CLIENT_METHODS
 from acp.schema import (
     CancelRequestNotification,
     ClientCapabilities,
@@ -31,6 +31,7 @@ from acp.schema import (
     DeleteSessionRequest,
     EnvVariable,
     KillTerminalRequest,
+    LogoutRequest,
     PermissionOption,
     ReadTextFileRequest,
     ReadTextFileResponse,
@@ -94,6 +95,7 @@ class AcpConnection:
         router.route_notification(CANCEL_REQUEST, CancelRequestNotification, agent, "cancel_request")
         router.route_request(SESSION_SET_MODEL, SetSessionModelRequest, agent, "set_session_model",
                              adapt_result=normalize_result)
+        router.route_request(AGENT_METHODS["logout"], LogoutRequest, agent, "logout", adapt_result=normalize_result)
         self._router = router
         self._transport = _Answering(transport)
         self._conn = Connection(self._dispatch, self._transport, listening=False)
