@@ -551,8 +551,9 @@ class AcpSession:
             commands = await self._call(GET_COMMANDS, lambda session: session.commands())
         except Exception as exc:
             log.info("commands unavailable: %s", type(exc).__name__, extra={"sessionId": self.id})
-            return
-        self.stream.push(commands_update([command_to_wire(c) for c in commands]))
+        else:
+            self.stream.push(commands_update([command_to_wire(c) for c in commands]))
+        self.ui.release()  # an extension's notices of the session's start, held until now
 
     def announce_replacement(self, binding: Binding) -> None:
         """An extension command's ``ctx.new_session()`` / ``fork()`` / ``switch_session()`` replaced

@@ -14,7 +14,8 @@ an MCP server's elicitations — asked through the editor.
 * ``notify`` → an ``agent_message_chunk`` (``[warning] …`` / ``[error] …`` prefixed); ``set_title``
   → ``session_info_update`` ``title``; ``set_status`` → ``session_info_update`` with the footer
   entries in ``_meta["rpcd/status"]``; ``set_widget`` / ``set_editor_text`` have no ACP counterpart
-  and are dropped.
+  and are dropped. Notices sent while the session starts (its ``session_start`` handlers) are held
+  until the client has the session's id (after the ``session/new`` / ``load`` answer).
 
 Every dialog resolves to Pi's cancel default (``False`` / ``None`` / MCP ``cancel``) on a
 cancellation, an error, a gone client or its timeout (the dialog's own, else ``--ui-timeout``).
@@ -63,6 +64,9 @@ class AcpUi:
         self._stream = stream
         self._timeout = timeout
         self._status: dict[str, str] = {}
+        self._held: list[Any] | None = []
+        """Notices of the session's start (``session_start`` handlers run before the client knows the
+        session's id): sent once the session was announced (:meth:`release`)."""
         if not conn.can_elicit_forms:
             self.elicit = None  # type: ignore[assignment]  # rpcd.mcp.elicitation asks field by field then
 
@@ -101,19 +105,19 @@ class AcpUi:
 
     def notify(self, message: str, notify_type: Literal["info", "warning", "error"] = "info") -> None:
         prefix = "" if notify_type == "info" else f"[{notify_type}] "
-        self._stream.push(AgentMessageChunk(session_update="agent_message_chunk",
-                                            content=TextContentBlock(type="text", text=f"{prefix}{message}\n")))
+        self._push(AgentMessageChunk(session_update="agent_message_chunk",
+                                     content=TextContentBlock(type="text", text=f"{prefix}{message}\n")))
 
     def set_status(self, key: str, text: str | None) -> None:
         if text is None:
             self._status.pop(key, None)
         else:
             self._status[key] = text
-        self._stream.push(SessionInfoUpdate(session_update="session_info_update",
-                                            field_meta={STATUS_META: dict(self._status)}))
+        self._push(SessionInfoUpdate(session_update="session_info_update",
+                                     field_meta={STATUS_META: dict(self._status)}))
 
     def set_title(self, title: str) -> None:
-        self._stream.push(SessionInfoUpdate(session_update="session_info_update", title=title))
+        self._push(SessionInfoUpdate(session_update="session_info_update", title=title))
 
     def set_widget(self, key: str, lines: Sequence[str] | None, placement: WidgetPlacement = "aboveEditor") -> None:
         log.debug("widget %s dropped (ACP has no widgets)", key, extra={"sessionId": self._session_id})
@@ -121,7 +125,20 @@ class AcpUi:
     def set_editor_text(self, text: str) -> None:
         log.debug("editor text dropped (ACP has no prompt editor to fill)", extra={"sessionId": self._session_id})
 
+    def release(self) -> None:
+        """The client knows the session now (its ``session/new`` / ``load`` answer is written first):
+        the notices held since its start follow."""
+        held, self._held = self._held, None
+        for update in held or ():
+            self._stream.push(update)
+
     # -- internals ------------------------------------------------------------------------------
+
+    def _push(self, update: Any) -> None:
+        if self._held is not None:
+            self._held.append(update)
+        else:
+            self._stream.push(update)
 
     async def _ask(self, title: str, message: str | None, options: tuple[PermissionOption, ...],
                    timeout: float | None) -> str | None:

@@ -31,6 +31,10 @@ def register(pi):
         ctx.ui.notify(f"ok={ok} pick={pick} name={name}", "warning")
 
     pi.register_command("ask", "Asks three things", ask)
+
+    async def started(event, ctx):
+        ctx.ui.notify("ask extension ready")  # before the client knows the session: held until it does
+    pi.on("session_start", started)
 """
 
 
@@ -74,6 +78,7 @@ async def test_extension_dialogs_and_mcp_forms_go_to_an_editor_that_takes_forms(
     assert text_form["mode"]["requestedSchema"]["properties"]["value"] == {
         "type": "string", "title": "Your name", "description": "e.g. Ada"}
     assert text_form["mode"]["sessionId"] == session
+    assert editor.text_of(session).startswith("ask extension ready\n")
     assert "ok=True pick=green name=Ada" in editor.text_of(session)
     assert "[warning] ok=True" in editor.text_of(session)
     infos = editor.of(session, "session_info_update")
