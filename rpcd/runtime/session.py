@@ -335,14 +335,16 @@ class AgentSession(SessionExtensionActions):
         """What ``state()`` is made of, read cheaply: the state version (``state_changed``) and the
         inputs that others change without an event of this session (the agent's messages, model and
         thinking level, the file's leaf and name, the overrides of compaction and retry, the
-        process-wide approval gate and sandbox). ``tests/runtime/test_state_version.py`` drives every
-        mutating call and checks that ``state()`` always equals ``build_state()``."""
+        process-wide approval gate and sandbox, the MCP servers' statuses, which their connections
+        change). ``tests/runtime/test_state_version.py`` drives every mutating call and checks that
+        ``state()`` always equals ``build_state()``."""
         agent, sm, queues, gate, sandbox = self.agent, self.session_manager, self.queues, self.approval, self.sandbox
         return (self._state_version, self._running, len(agent.messages), agent.model, agent.thinking_level,
                 sm.get_leaf_ref(), sm.get_session_file(), sm.get_session_id(), queues.steering.mode,
                 queues.follow_up.mode, self.compaction.is_compacting, self.compaction.enabled_override,
                 self.retry.enabled_override, None if gate is None else (gate.override, gate.client_can_answer),
-                None if sandbox is None else (sandbox.mode, sandbox.network), self._limits_key())
+                None if sandbox is None else (sandbox.mode, sandbox.network), self._limits_key(),
+                None if self.mcp is None else tuple(self.mcp.statuses()))
 
     def _limits_key(self) -> object:
         """What ``limits_state`` is made of: the caps (the settings and ``set_limits``' overrides) and the

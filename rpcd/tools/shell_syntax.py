@@ -72,6 +72,8 @@ def simple_command_words(command: str) -> list[str] | None:
         words.append(word)
     if not words or not words[0] or words[0] in RESERVED_WORDS or text.startswith("-"):
         return None  # ``bash -c -x…`` would read a leading ``-`` as its own options
+    if words[0].startswith("%"):
+        return None  # bash runs a command word starting with ``%`` (even quoted) as ``fg %…``
     return words
 
 

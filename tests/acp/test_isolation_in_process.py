@@ -39,7 +39,7 @@ async def front(agent_dir: Path, editor: Editor) -> AsyncIterator[tuple[ClientSi
         agent = RpcdAgent(AcpConfig(ProcessSpec(agent_dir=str(agent_dir))), group)
         conn = AcpConnection(agent, agent_side)
         agent.attach(conn)
-        async with agent.services.registry.serving():  # the process services (the MCP pool), as rpcd acp runs them
+        async with agent.services.serving():  # the process services (the MCP pool), as rpcd acp runs them
             group.start_soon(conn.serve)
             client = ClientSideConnection(editor, client_side, use_unstable_protocol=True)
             try:

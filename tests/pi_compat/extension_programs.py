@@ -344,7 +344,10 @@ def run_pi(oracle: PiOracle, root: Path, program: ExtProgram, base_url: str | No
     )
 
 
-def run_rpcd(root: Path, program: ExtProgram, base_url: str | None = None) -> dict[str, Any]:
+def run_rpcd(root: Path, program: ExtProgram, base_url: str | None = None,
+             typescript: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """rpcd with the Python port, or — ``typescript``: ``{"oracle", "env"}`` — with Pi's TypeScript
+    example itself in rpcd's Node extension host (``env``: where that host's Node and packages are)."""
     agent_dir, cwd = root / "rd-agent", root / "rd-project"
     agent_dir.mkdir(parents=True)
     cwd.mkdir(parents=True)
@@ -361,13 +364,19 @@ def run_rpcd(root: Path, program: ExtProgram, base_url: str | None = None) -> di
     answers = _Answers(program.ui)
     handlers = {f"ui/{method}": (lambda params, method=method: _rpcd_answer(answers.next(method), method))
                 for method in DIALOGS}
-    args = ["--agent-dir", str(agent_dir), "--cwd", str(cwd), "-e", str(PORTS / program.port),
-            *(a for stem in program.extra for a in ("-e", str(PORTS / f"{stem}.py"))), *program.args,
+    if typescript is None:
+        extensions = [str(PORTS / program.port), *(str(PORTS / f"{stem}.py") for stem in program.extra)]
+    else:
+        extensions = [str(example(typescript["oracle"], program.example)),
+                      *(str(PORTS / f"{stem}.ts") for stem in program.extra)]
+    args = ["--agent-dir", str(agent_dir), "--cwd", str(cwd), *(a for path in extensions for a in ("-e", path)),
+            *program.args,
             *(a for name, value in program.flags.items()
               for a in ("--flag", name if value is True else f"{name}={value}"))]
     answers_out: list[dict[str, Any]] = []
     prompt_ids: list[Any] = []
-    with Daemon(*args, env={"RPCD_FAUX_SCRIPT": str(script_file), "HOME": str(agent_dir)}, handlers=handlers) as d:
+    env = {"RPCD_FAUX_SCRIPT": str(script_file), "HOME": str(agent_dir), **(typescript or {}).get("env", {})}
+    with Daemon(*args, env=env, handlers=handlers) as d:
         d.initialize({"extensionUi": {"editor": {}, "setStatus": {}, "setWidget": {}, "setTitle": {},
                                       "setEditorText": {}}})
 
@@ -470,8 +479,10 @@ def _rpcd_only(event: Mapping[str, Any]) -> bool:
     return entry.get("type") != "custom" or _rpcd_checkpoint(entry)
 
 
-def run_both(oracle: PiOracle, root: Path, program: ExtProgram) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Pi and rpcd at once; with ``program.http`` each gets its own loopback server with the same replies."""
+def run_both(oracle: PiOracle, root: Path, program: ExtProgram,
+             typescript: Mapping[str, str] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Pi and rpcd at once; with ``program.http`` each gets its own loopback server with the same replies.
+    ``typescript`` (the Node host's environment): rpcd runs Pi's TypeScript example, not the port."""
     with ExitStack() as stack:
         urls: list[str | None] = [None, None]
         servers: list[Any] = []
@@ -486,7 +497,8 @@ def run_both(oracle: PiOracle, root: Path, program: ExtProgram) -> tuple[dict[st
                 urls[side] = server.base_url
         with ThreadPoolExecutor(max_workers=1) as pool:
             theirs = pool.submit(run_pi, oracle, root, program, urls[0])
-            mine = run_rpcd(root, program, urls[1])
+            mine = run_rpcd(root, program, urls[1],
+                            None if typescript is None else {"oracle": oracle, "env": typescript})
             pi = theirs.result()
         for side, server in zip((pi, mine), servers, strict=False):
             side["raw_bodies"] = [request.body for request in server.requests]
