@@ -80,6 +80,7 @@ class Logins:
     # -- listing ---------------------------------------------------------------------------
 
     def providers(self) -> list[AuthProvider]:
+        from rpcd.providers.ambient import KEY_LOGIN_VALUES
         from rpcd.providers.catalog import builtin_catalog
 
         try:
@@ -90,7 +91,7 @@ class Logins:
         for provider in builtin_catalog().providers.values():
             auth = provider.auth
             oauth = provider.id in FLOW_MODULES
-            api_key = bool(auth.api_key and auth.stored)
+            api_key = bool(auth.api_key and (auth.stored or provider.id in KEY_LOGIN_VALUES))
             if not oauth and not api_key:
                 continue
             entry = stored.get(provider.id)
@@ -123,10 +124,17 @@ class Logins:
             except AuthFileError as exc:
                 raise LoginError(str(exc)) from None
         elif method == "api_key":
-            key = await interaction.prompt({"type": "secret", "message": f"Enter the API key for {provider}"})
+            from rpcd.providers.ambient import KEY_LOGIN_MESSAGES, KEY_LOGIN_VALUES
+
+            message = KEY_LOGIN_MESSAGES.get(provider, f"Enter the API key for {provider}")
+            key = await interaction.prompt({"type": "secret", "message": message})
             if not key.strip():
                 raise LoginCancelled("No key entered")
             credential = {"type": "api_key", "key": key.strip()}
+            values = {name: (await interaction.prompt({"type": "text", "message": text})).strip()
+                      for name, text in KEY_LOGIN_VALUES.get(provider, ())}
+            if values:
+                credential["env"] = values
         else:
             raise LoginError(f"Unknown login method {method!r} (oauth or api_key)")
 

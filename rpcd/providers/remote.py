@@ -263,6 +263,11 @@ class RemoteProvider:
         auth, headers = await anyio.to_thread.run_sync(self._resolve, spec, oauth)
         if oauth is not None and oauth.base_url:
             spec = attrs.evolve(spec, base_url=oauth.base_url)  # GitHub Copilot's per-account endpoint
+        if "{" in spec.base_url and auth.env:
+            from rpcd.providers.ambient import CLOUDFLARE_PROVIDERS, cloudflare_base_url
+
+            if self.name in CLOUDFLARE_PROVIDERS:  # Cloudflare's account / gateway ids
+                spec = attrs.evolve(spec, base_url=cloudflare_base_url(spec.base_url, auth.env))
         ctx = CallContext(
             system_prompt=request.system_prompt,
             messages=convert_to_llm(request.messages),
@@ -280,11 +285,11 @@ class RemoteProvider:
                  **{k: v for k, v in auth.env.items() if v}},
         )
         hooks = request.hooks
-        removed: list[str] = []
+        removed: list[str] = list(auth.removed_headers)
         if hooks is not None:
             # Pi's ``transformHeaders`` (before_provider_headers): the option headers, changed in place
             changed = await hooks.headers(dict(ctx.options_headers))
-            removed = [name for name, value in changed.items() if value is None]
+            removed += [name for name, value in changed.items() if value is None]
             ctx = attrs.evolve(ctx, attribution={}, auth=attrs.evolve(ctx.auth, headers={}),
                                headers={name: value for name, value in changed.items() if value is not None})
         try:
@@ -294,15 +299,17 @@ class RemoteProvider:
             http_request, parser = module.build_request(spec, ctx), module.Parser(message, spec, ctx)
         except StreamError as exc:
             raise StreamError(Redactor(extra_secrets=auth.secrets).redact(str(exc))) from None
-        if hooks is not None:
+        if removed:
             gone = {name.lower() for name in removed}
-            kept = {name: value for name, value in http_request.headers.items() if name.lower() not in gone}
+            http_request = attrs.evolve(http_request, headers={
+                name: value for name, value in http_request.headers.items() if name.lower() not in gone})
+        if hooks is not None:
             # Pi's ``onPayload`` (before_provider_request): the body each handler returns is sent
             body = await hooks.payload(dict(http_request.body))
             if not isinstance(body, Mapping):
                 raise StreamError("a before_provider_request handler replaced the payload with something that "
                                   "is not a JSON object")
-            http_request = attrs.evolve(http_request, headers=kept, body=body)
+            http_request = attrs.evolve(http_request, body=body)
         return http_request, parser
 
     def _resolve(self, spec: ModelSpec, oauth: OAuthAuth | None = None) -> tuple[Any, dict[str, str]]:

@@ -93,19 +93,26 @@ function installRedirect(redirect) {
   return () => { globalThis.fetch = original; };
 }
 
-async function runtimeStream(request) {
-  // the environment is restored afterwards: other requests share this process
+// run(request) with the request's environment, restored afterwards: other requests share this process
+async function withRequestEnv(request, run) {
   const touched = [...(request.unset ?? []), ...Object.keys(request.env ?? {})];
   const saved = Object.fromEntries(touched.map((name) => [name, process.env[name]]));
-  const restoreFetch = installRedirect(request.redirect);
   try {
-    return await runtimeStreamIn(request);
+    return await run(request);
   } finally {
-    restoreFetch();
     for (const [name, value] of Object.entries(saved)) {
       if (value === undefined) delete process.env[name];
       else process.env[name] = value;
     }
+  }
+}
+
+async function runtimeStream(request) {
+  const restoreFetch = installRedirect(request.redirect);
+  try {
+    return await withRequestEnv(request, runtimeStreamIn);
+  } finally {
+    restoreFetch();
   }
 }
 
@@ -131,7 +138,11 @@ async function runtimeStreamIn({ agentDir, env, unset, settings, provider, model
   return { events, message: await s.result(), model };
 }
 
-async function available({ agentDir, env, unset }) {
+async function available(request) {
+  return withRequestEnv(request, availableIn);
+}
+
+async function availableIn({ agentDir, env, unset }) {
   setEnv(env, unset);
   const runtime = await ModelRuntime.create({
     authPath: join(agentDir, "auth.json"),

@@ -230,6 +230,45 @@ async def test_an_api_key_login_and_logout(oauth: JsonServer, tmp_path: Path) ->
                                                               "openrouter", "kimi-coding", "radius"}
 
 
+class Answers:
+    """A person answering each prompt by its message."""
+
+    def __init__(self, answers: dict[str, str]) -> None:
+        self.answers = answers
+        self.prompts: list[dict[str, Any]] = []
+
+    def notify(self, notice: Any) -> None:
+        raise AssertionError(f"a key login shows nothing: {notice}")
+
+    async def prompt(self, prompt: Any) -> str:
+        self.prompts.append(dict(prompt))
+        return self.answers[prompt["message"]]
+
+
+async def test_cloudflare_key_logins_store_the_ids_as_pi_does(tmp_path: Path) -> None:
+    """pi-ai ``cloudflare*Auth.login``: the key, then the account id (and the gateway id); the entry's
+    ``env`` holds them, and the stored login makes the provider's models usable."""
+    logins = Logins(str(tmp_path / "auth.json"), {})
+    listed = {p.id: p for p in logins.providers()}
+    assert listed["cloudflare-ai-gateway"].api_key and listed["cloudflare-workers-ai"].api_key
+    person = Answers({"Enter Cloudflare API key": "cf-key-0123456789", "Enter Cloudflare account ID": "acct-1 ",
+                      "Enter Cloudflare AI Gateway ID": "gw-1"})
+    await logins.login("cloudflare-ai-gateway", person, method="api_key")
+    await logins.login("cloudflare-workers-ai", person, method="api_key")
+    assert [(p["type"], p["message"]) for p in person.prompts] == [
+        ("secret", "Enter Cloudflare API key"), ("text", "Enter Cloudflare account ID"),
+        ("text", "Enter Cloudflare AI Gateway ID"),
+        ("secret", "Enter Cloudflare API key"), ("text", "Enter Cloudflare account ID")]
+    assert auth_json(tmp_path) == {
+        "cloudflare-ai-gateway": {"type": "api_key", "key": "cf-key-0123456789",
+                                  "env": {"CLOUDFLARE_ACCOUNT_ID": "acct-1", "CLOUDFLARE_GATEWAY_ID": "gw-1"}},
+        "cloudflare-workers-ai": {"type": "api_key", "key": "cf-key-0123456789",
+                                  "env": {"CLOUDFLARE_ACCOUNT_ID": "acct-1"}}}
+    providers, _ = build_providers(str(tmp_path), env={})
+    usable = {p.name for p in providers if p.auth_check() is not None}
+    assert {"cloudflare-ai-gateway", "cloudflare-workers-ai"} <= usable
+
+
 # -- refresh through a model request -------------------------------------------------------------
 
 
