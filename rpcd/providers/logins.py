@@ -111,6 +111,7 @@ class Logins:
     async def login(self, provider: str, interaction: Interaction, method: str = "oauth") -> Entry:
         """Run the login and store its credential; answers what was stored."""
         credential: Credential
+        flow = None
         if method == "oauth":
             flow = oauth_flow(provider)
             if flow is None:
@@ -146,7 +147,23 @@ class Logins:
         except AuthFileError as exc:
             raise LoginError(f"Logged in to {provider}, but the credential could not be stored: {exc}") from None
         assert stored is not None
+        list_models = getattr(flow, "models", None)
+        if list_models is not None:
+            await self._store_models(provider, list_models, stored, interaction)
         return stored
+
+    async def _store_models(self, provider: str, list_models: Any, credential: Entry,
+                            interaction: Interaction) -> None:
+        """A login whose models come from the provider (Radius): listed now and kept in Pi's
+        ``models-store.json`` beside auth.json, as Pi's model refresh after a login keeps them."""
+        from rpcd.providers.models_store import store_models
+
+        try:
+            models = await list_models(credential, self.env)
+            await store_models(os.path.dirname(self.file.path), provider, models)
+        except (OAuthError, AuthFileError) as exc:
+            interaction.notify({"type": "info", "message": f"Logged in to {provider}, but its models could not be "
+                                                           f"listed: {_redacted(str(exc), credential)}"})
 
     async def logout(self, provider: str) -> bool:
         try:

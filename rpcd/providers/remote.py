@@ -49,10 +49,12 @@ from rpcd.providers.models_config import (
     ModelSpec,
     ProviderSpec,
     UnresolvedValueError,
+    builtin_spec,
     compose_providers,
     load_models_config,
     resolve_headers,
 )
+from rpcd.providers.models_store import RADIUS, with_stored_models
 
 if TYPE_CHECKING:
     import httpx
@@ -157,11 +159,24 @@ class RemoteProvider:
         self._infos.append(info)
         return info
 
+    def _follow_store(self) -> None:
+        """Radius's models are the ones stored in ``models-store.json`` (``models_store``): follow the
+        file, so a login (by rpcd or Pi) shows its models at once, as its credentials show."""
+        if self.name != RADIUS or self.spec.configured or self.credentials.auth_path is None:
+            return
+        agent_dir = os.path.dirname(self.credentials.auth_path)
+        builtin = with_stored_models(builtin_catalog(), agent_dir).providers.get(self.name)
+        if builtin is not None and builtin is not self.spec.builtin:
+            self.spec = builtin_spec(builtin)
+            self._models, self._infos, self._check = _models(self.spec), _infos(self.spec), False
+
     def models(self) -> list[ModelInfo]:
+        self._follow_store()
         return list(self._infos)
 
     def usable_models(self) -> list[ModelInfo]:
         """The models usable now: none without credentials, else those of an implemented API."""
+        self._follow_store()
         check = self.auth_check()
         if check is None:
             return []
@@ -173,6 +188,7 @@ class RemoteProvider:
         return usable
 
     def model_spec(self, model_id: str) -> ModelSpec | None:
+        self._follow_store()
         return self._models.get(model_id)
 
     def auth_check(self) -> AuthCheck | None:
@@ -365,7 +381,7 @@ def build_providers(
 ) -> tuple[list[RemoteProvider], list[Diagnostic]]:
     """Every provider Pi would know for ``agent_dir`` (catalog, models.json, auth.json)."""
     config = load_models_config(agent_dir)
-    specs, compose_diagnostics = compose_providers(builtin_catalog(), config)
+    specs, compose_diagnostics = compose_providers(with_stored_models(builtin_catalog(), agent_dir), config)
     stored, auth_diagnostics = load_auth_file(agent_dir)
     credentials = Credentials(stored=stored, runtime_keys=dict(runtime_keys or {}), env=env,
                               auth_path=os.path.join(agent_dir, AUTH_FILE))
