@@ -1,7 +1,8 @@
 """``python -m rpcd`` / the ``rpcd`` console script: the JSON-RPC daemon (``rpcd.daemon.app``), or with
 ``acp`` first, the Agent Client Protocol front (``rpcd.daemon.acp``), or with ``login`` (or ``acp --login``)
 a provider login at the terminal (``rpcd.daemon.login``). Each mode imports only its own
-endpoint: the daemon never loads the ACP SDK, ``rpcd acp`` never loads pygls.
+endpoint: the daemon never loads the ACP SDK, ``rpcd acp`` never loads pygls. ``rpcd extensions setup``
+installs the TypeScript extension host's packages ahead of time (``rpcd.daemon.extensions_setup``).
 
 ``run`` (the console script, ``python -m rpcd``) ends the process with ``rpcd.daemon.process.end_process``
 once ``main`` has returned: everything is flushed and fsynced by then, so the interpreter's teardown
@@ -26,6 +27,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from rpcd.daemon.acp import main as acp_main
 
         return acp_main(args[1:])
+    if args[:2] == ["extensions", "setup"]:
+        from rpcd.daemon.extensions_setup import main as setup_main
+
+        return setup_main(args[2:])
     from rpcd.daemon.app import main as daemon_main
 
     return daemon_main(args)

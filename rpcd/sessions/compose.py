@@ -75,7 +75,7 @@ class Composer:
             prompt_template_paths=spec.prompt_template_paths, no_prompt_templates=spec.no_prompt_templates,
             tool_selection=spec.tool_selection, trust_memory=self.services.trust_memory,
             held_settings=self.services.held_settings, approval=hooks.approval, tool_operations=hooks.tool_operations,
-            sandbox=hooks.sandbox,
+            sandbox=hooks.sandbox, script_loader=self.services.extension_host.script_loader,
         )
 
     def factory(self, session: SessionSpec, hooks: FrontHooks) -> RuntimeFactory:

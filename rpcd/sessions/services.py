@@ -29,6 +29,7 @@ import anyio.abc
 
 from rpcd.runtime.resources.settings import HeldSettings
 from rpcd.runtime.resources.trust import SessionTrustMemory
+from rpcd.sessions.extension_host import ExtensionHostService
 from rpcd.sessions.library import Journal, SessionLibrary, SessionLocation, resolve_session_dir
 from rpcd.sessions.records import SessionRecords
 from rpcd.sessions.spec import ProcessSpec
@@ -66,6 +67,8 @@ class ProcessServices:
         self.records = SessionRecords(spec.agent_dir)
         """What rpcd remembers of a session beyond its file (a never-written session's cwd, its mode)."""
         self.registry = ServiceRegistry()
+        self.extension_host = ExtensionHostService(self.registry, agent_dir=spec.agent_dir, cwd=spec.cwd)
+        """The TypeScript/JavaScript extension host (Node), started by the first session that needs it."""
         self._provider_registry = provider_registry
 
     def provider_registry(self) -> ProviderRegistry:

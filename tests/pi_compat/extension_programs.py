@@ -39,6 +39,7 @@ from typing import Any
 
 import attrs
 
+from rpcd.store.entries import CHECKPOINT_CUSTOM_TYPE
 from tests.driver import Daemon
 from tests.pi_compat.oracle import PiOracle
 from tests.pi_compat.pi_program import FAUX_ABORT_ERROR, PiRpc
@@ -343,7 +344,10 @@ def run_pi(oracle: PiOracle, root: Path, program: ExtProgram, base_url: str | No
     )
 
 
-def run_rpcd(root: Path, program: ExtProgram, base_url: str | None = None) -> dict[str, Any]:
+def run_rpcd(root: Path, program: ExtProgram, base_url: str | None = None,
+             typescript: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """rpcd with the Python port, or — ``typescript``: ``{"oracle", "env"}`` — with Pi's TypeScript
+    example itself in rpcd's Node extension host (``env``: where that host's Node and packages are)."""
     agent_dir, cwd = root / "rd-agent", root / "rd-project"
     agent_dir.mkdir(parents=True)
     cwd.mkdir(parents=True)
@@ -360,13 +364,19 @@ def run_rpcd(root: Path, program: ExtProgram, base_url: str | None = None) -> di
     answers = _Answers(program.ui)
     handlers = {f"ui/{method}": (lambda params, method=method: _rpcd_answer(answers.next(method), method))
                 for method in DIALOGS}
-    args = ["--agent-dir", str(agent_dir), "--cwd", str(cwd), "-e", str(PORTS / program.port),
-            *(a for stem in program.extra for a in ("-e", str(PORTS / f"{stem}.py"))), *program.args,
+    if typescript is None:
+        extensions = [str(PORTS / program.port), *(str(PORTS / f"{stem}.py") for stem in program.extra)]
+    else:
+        extensions = [str(example(typescript["oracle"], program.example)),
+                      *(str(PORTS / f"{stem}.ts") for stem in program.extra)]
+    args = ["--agent-dir", str(agent_dir), "--cwd", str(cwd), *(a for path in extensions for a in ("-e", path)),
+            *program.args,
             *(a for name, value in program.flags.items()
               for a in ("--flag", name if value is True else f"{name}={value}"))]
     answers_out: list[dict[str, Any]] = []
     prompt_ids: list[Any] = []
-    with Daemon(*args, env={"RPCD_FAUX_SCRIPT": str(script_file), "HOME": str(agent_dir)}, handlers=handlers) as d:
+    env = {"RPCD_FAUX_SCRIPT": str(script_file), "HOME": str(agent_dir), **(typescript or {}).get("env", {})}
+    with Daemon(*args, env=env, handlers=handlers) as d:
         d.initialize({"extensionUi": {"editor": {}, "setStatus": {}, "setWidget": {}, "setTitle": {},
                                       "setEditorText": {}}})
 
@@ -439,7 +449,7 @@ def run_rpcd(root: Path, program: ExtProgram, base_url: str | None = None) -> di
 def _result(*, entries: list[dict[str, Any]], ui: list[tuple[Any, ...]], events: list[dict[str, Any]],
             answers: list[dict[str, Any]], state: Mapping[str, Any], cwd: Path) -> dict[str, Any]:
     return {
-        "entries": normalise_entries(entries),
+        "entries": normalise_entries([e for e in entries if not _rpcd_checkpoint(e)]),
         "ui": ui,
         "events": [e["type"] for e in events if e.get("type") not in STREAMED and not _rpcd_only(e)],
         "errors": [(os.path.splitext(os.path.basename(str(e.get("extensionPath"))))[0], e.get("event"))
@@ -451,16 +461,28 @@ def _result(*, entries: list[dict[str, Any]], ui: list[tuple[Any, ...]], events:
     }
 
 
+def _rpcd_checkpoint(entry: Mapping[str, Any]) -> bool:
+    """rpcd's file checkpoint entries (docs/pi-compat.md, "File checkpoints"): a ``custom`` entry Pi
+    keeps out of the context, written before a run's first tool that may change files."""
+    return entry.get("type") == "custom" and entry.get("customType") == CHECKPOINT_CUSTOM_TYPE
+
+
 def _rpcd_only(event: Mapping[str, Any]) -> bool:
     """Events rpcd sends and Pi does not, on purpose (docs/pi-compat.md): ``entry_appended`` for the
-    entries rpcd's store appends itself (compactions, branch summaries, labels), ``commands_changed``."""
-    if event.get("type") == "commands_changed":
+    entries rpcd's store appends itself (compactions, branch summaries, labels, file checkpoints),
+    ``commands_changed``, ``checkpoint_created``/``checkpoint_failed``."""
+    if event.get("type") in ("commands_changed", "checkpoint_created", "checkpoint_failed"):
         return True
-    return event.get("type") == "entry_appended" and (event.get("entry") or {}).get("type") != "custom"
+    if event.get("type") != "entry_appended":
+        return False
+    entry = event.get("entry") or {}
+    return entry.get("type") != "custom" or _rpcd_checkpoint(entry)
 
 
-def run_both(oracle: PiOracle, root: Path, program: ExtProgram) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Pi and rpcd at once; with ``program.http`` each gets its own loopback server with the same replies."""
+def run_both(oracle: PiOracle, root: Path, program: ExtProgram,
+             typescript: Mapping[str, str] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Pi and rpcd at once; with ``program.http`` each gets its own loopback server with the same replies.
+    ``typescript`` (the Node host's environment): rpcd runs Pi's TypeScript example, not the port."""
     with ExitStack() as stack:
         urls: list[str | None] = [None, None]
         servers: list[Any] = []
@@ -475,7 +497,8 @@ def run_both(oracle: PiOracle, root: Path, program: ExtProgram) -> tuple[dict[st
                 urls[side] = server.base_url
         with ThreadPoolExecutor(max_workers=1) as pool:
             theirs = pool.submit(run_pi, oracle, root, program, urls[0])
-            mine = run_rpcd(root, program, urls[1])
+            mine = run_rpcd(root, program, urls[1],
+                            None if typescript is None else {"oracle": oracle, "env": typescript})
             pi = theirs.result()
         for side, server in zip((pi, mine), servers, strict=False):
             side["raw_bodies"] = [request.body for request in server.requests]

@@ -43,9 +43,16 @@ class EventBus:
 
         return unsubscribe
 
-    def emit(self, channel: str, data: Any = None) -> None:
+    def emit(self, channel: str, data: Any = None, *, hosted: object = None) -> list[Any]:
+        """Call every listener of ``channel``. ``hosted`` (an emit made by extensions hosted elsewhere,
+        whose own listeners that host runs itself): listeners whose ``hosted_by`` is it are not called
+        here; their listener ids are returned, in subscription order."""
         value = to_json(data)
+        skipped: list[Any] = []
         for listener, path in list(self._listeners.get(str(channel), ())):
+            if hosted is not None and getattr(listener, "hosted_by", None) is hosted:
+                skipped.append(getattr(listener, "listener_id", None))
+                continue
             try:
                 outcome = listener(_fresh(value))
             except Exception:
@@ -61,6 +68,7 @@ class EventBus:
                         _log.exception("Event handler error (%s) in %s", channel, path)
 
                 self._spawn(finish, extension_path=path, event=f"events:{channel}")
+        return skipped
 
     def clear(self) -> None:
         self._listeners.clear()

@@ -56,6 +56,33 @@ FlagType: TypeAlias = Literal["boolean", "string"]
 ExecutionMode: TypeAlias = Literal["sequential", "parallel"]
 
 
+class ScriptError(Exception):
+    """What extension code hosted elsewhere threw (or why it gave no answer): reported with its own
+    message, as Pi reports a TypeScript extension's error (``extension_error.error`` is the message)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class HandlerHost(Protocol):
+    """Where handlers hosted elsewhere run (the Node extension host): a handler with ``hosted_by``
+    set to one is run with the consecutive handlers of the same host in one call (``run_batch``), as
+    that host runs them — one after the other, each awaited, as Pi's ``emit`` runs them."""
+
+    def run_batch(self, handlers: Sequence[tuple[Extension, Handler]], event: Mapping[str, Any],
+                  ctx: Any) -> Awaitable[list[tuple[Extension, BaseException]]]:
+        """Start them now (before this returns: what they do comes before what is sent later); the
+        awaitable gives the failures, by extension, in order."""
+        ...
+
+
+def hosted_by(handler: Handler) -> HandlerHost | None:
+    """The host that runs ``handler`` (``None``: it runs here)."""
+    host = getattr(handler, "hosted_by", None)
+    return host if host is not None and hasattr(host, "run_batch") else None
+
+
 @attrs.frozen
 class RegisteredTool:
     """Pi's ``ToolDefinition`` minus its TUI renderers (``renderCall``/``renderResult`` draw in Pi's

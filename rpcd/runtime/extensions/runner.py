@@ -56,7 +56,16 @@ from .context import (
     UiPromptTracker,
     weak,
 )
-from .registry import Extension, FlagDefinition, Handler, RegisteredCommand, RegisteredTool, ShortcutDefinition
+from .registry import (
+    Extension,
+    FlagDefinition,
+    Handler,
+    RegisteredCommand,
+    RegisteredTool,
+    ScriptError,
+    ShortcutDefinition,
+    hosted_by,
+)
 
 _log = logging.getLogger(__name__)
 
@@ -68,8 +77,20 @@ EXTENSION_FAILURES = (Exception, SystemExit)
 in that extension, not a request to stop rpcd. Cancellation and ``KeyboardInterrupt`` propagate."""
 
 
+def _hosted_run(handlers: Sequence[tuple[Extension, Handler]], start: int,
+                host: Any) -> list[tuple[Extension, Handler]]:
+    """The handlers from ``start`` on that ``host`` runs, up to the first it does not."""
+    end = start
+    while end < len(handlers) and hosted_by(handlers[end][1]) is host:
+        end += 1
+    return list(handlers[start:end])
+
+
 def describe(exc: BaseException) -> str:
-    """An extension failure as it is reported: the type and the (redacted) message."""
+    """An extension failure as it is reported: the type and the (redacted) message (a hosted
+    extension's error: its message alone, as Pi reports it)."""
+    if isinstance(exc, ScriptError):
+        return redact(exc.message)
     text = str(exc)
     return redact(f"{type(exc).__name__}: {text}" if text else type(exc).__name__)
 
@@ -338,6 +359,19 @@ class ExtensionRunner:
             return
         ctx = ExtensionContext(self)
         for index, (extension, handler) in enumerate(handlers):
+            host = hosted_by(handler)
+            if host is not None:  # started now with the host's handlers after it; the rest after them
+                run = _hosted_run(handlers, index, host)
+                started = host.run_batch(run, dict(event), ctx)
+                rest = handlers[index + len(run):]
+
+                async def finish_hosted(started: Any = started, rest: list[tuple[Extension, Handler]] = rest) -> None:
+                    self._report(await started, event_type)
+                    if not self.is_invalidated:
+                        await self._run_all(rest, event_type, event, ctx)
+
+                self.spawn(finish_hosted, extension_path="<runtime>", event=event_type)
+                return
             try:
                 outcome = handler(dict(event), ctx)
             except EXTENSION_FAILURES as exc:
@@ -360,10 +394,30 @@ class ExtensionRunner:
             await pending
         except EXTENSION_FAILURES as exc:
             self._failed(extension, event_type, exc)
-        for following, handler in rest:
+        if not self.is_invalidated:
+            await self._run_all(rest, event_type, event, ctx)
+
+    async def _run_all(self, handlers: Sequence[tuple[Extension, Handler]], event_type: str, event: Mapping[str, Any],
+                       ctx: ExtensionContext) -> None:
+        """Every handler in order, their values unused; the handlers of one host in one call each run
+        (batched event forwarding)."""
+        index = 0
+        while index < len(handlers):
             if self.is_invalidated:
                 return
-            await self._call(following, handler, event_type, dict(event), ctx)
+            extension, handler = handlers[index]
+            host = hosted_by(handler)
+            if host is None:
+                await self._call(extension, handler, event_type, dict(event), ctx)
+                index += 1
+                continue
+            run = _hosted_run(handlers, index, host)
+            self._report(await host.run_batch(run, dict(event), ctx), event_type)
+            index += len(run)
+
+    def _report(self, failures: Sequence[tuple[Extension, BaseException]], event_type: str) -> None:
+        for extension, exc in failures:
+            self._failed(extension, event_type, exc)
 
     async def _call(self, extension: Extension, handler: Handler, event_type: str, event: dict[str, Any],
                     ctx: ExtensionContext) -> tuple[bool, Any]:
@@ -392,6 +446,9 @@ class ExtensionRunner:
         short_circuit = event_type in SESSION_BEFORE_EVENTS
         ctx = ExtensionContext(self)
         result: Any = None
+        if not short_circuit:
+            await self._run_all(self._handlers(event_type), event_type, event, ctx)
+            return None
         for extension, handler in self._handlers(event_type):
             ok, outcome = await self._call(extension, handler, event_type, dict(event), ctx)
             if ok and short_circuit and truthy(outcome):

@@ -67,7 +67,8 @@ def register(pi: Any) -> None:
                options=sorted(k for k, v in options.items() if v is not None),
                selectedTools=options.get("selectedTools"),
                promptHasTools="probe_tool" in ctx.get_system_prompt(),
-               entries=[e["type"] for e in ctx.session_manager.get_entries()],
+               entries=[f"custom:{e.get('customType')}" if e["type"] == "custom" else e["type"]
+                        for e in ctx.session_manager.get_entries()],
                branch=len(ctx.session_manager.get_branch()),
                registry=found["id"] if found else None)
 

@@ -82,7 +82,7 @@ export default function (pi) {
         options: Object.keys(options).filter((k) => options[k] !== undefined).sort(),
         selectedTools: options.selectedTools ?? null,
         promptHasTools: ctx.getSystemPrompt().includes("probe_tool"),
-        entries: ctx.sessionManager.getEntries().map((e) => e.type),
+        entries: ctx.sessionManager.getEntries().map((e) => (e.type === "custom" ? `custom:${e.customType}` : e.type)),
         branch: ctx.sessionManager.getBranch().length,
         registry: ctx.modelRegistry.find(ctx.model?.provider ?? "", ctx.model?.id ?? "")?.id ?? null,
       });

@@ -1,0 +1,66 @@
+"""Pi's own example extensions, TypeScript as Pi ships them, run in rpcd's Node extension host beside
+real ``pi --mode rpc`` running the same file: the session files, the session events, the extension UI
+requests, the extension errors and the request bodies are equal (``extension_programs.py`` normalises
+both sides; the differences Pi documents are the ones the Python ports' test allows)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.node_host import node_host_env
+from tests.pi_compat.extension_programs import ExtProgram, run_both
+from tests.pi_compat.oracle import PiOracle
+from tests.pi_compat.test_extension_ports_against_pi import PROGRAMS as PORTED
+from tests.pi_compat.test_extension_ports_against_pi import assert_same_behaviour, call
+
+TYPESCRIPT_ONLY: dict[str, ExtProgram] = {
+    "hello": ExtProgram("hello.ts", "", [("prompt", "greet the world"), ("settled",)],
+                        script=[call("hello", {"name": "World"}), {"text": "greeted"}]),
+    "rpc-demo": ExtProgram(
+        "rpc-demo.ts", "",
+        [("prompt", "clean up"), ("settled",), ("prompt", "/rpc-input"), ("prompt", "/rpc-input"),
+         ("prompt", "/rpc-editor"), ("prompt", "/rpc-prefill"), ("call", "new_session", {}, "newSession", {})],
+        script=[call("bash", {"command": "sudo rm -rf ./nothing"}), call("bash", {"command": "echo fine"}, "call_2"),
+                {"text": "done"}],
+        ui={"select": {"value": "Block"}, "input": [{"value": "forty-two"}, {"cancelled": True}],
+            "editor": {"value": "a\nb"}, "confirm": {"confirmed": False}}),
+    "status-line": ExtProgram("status-line.ts", "", [("prompt", "one"), ("settled",), ("prompt", "two"), ("settled",)],
+                              script=[{"text": "first"}, {"text": "second"}]),
+    "widget-placement": ExtProgram("widget-placement.ts", "", [("prompt", "hi"), ("settled",)],
+                                   script=[{"text": "hello"}]),
+    "pirate": ExtProgram("pirate.ts", "",
+                         [("prompt", "/pirate"), ("prompt", "ahoy"), ("settled",), ("prompt", "/pirate")],
+                         script=[{"text": "arr"}]),
+}
+"""Pi's examples that need no Python port to be compared: Pi's TypeScript in both."""
+
+PROGRAMS = {**PORTED, **TYPESCRIPT_ONLY}
+
+
+DEFAULT = ("api-probe", "plan-mode", "rpc-demo", "session-name")
+"""A few programs in the default run (the API probe covers most members; plan-mode is a directory
+extension with a helper module; rpc-demo Pi's RPC-mode UI demo: a blocking tool_call gate, every
+dialog, session_before_switch; session-name a synchronous call that sets off handlers); every program
+with ``RPCD_LONG=1``."""
+
+
+def _programs() -> list[Any]:
+    long_only = [pytest.mark.slow, pytest.mark.skipif(os.environ.get("RPCD_LONG") != "1",
+                                                      reason="long variant: RPCD_LONG=1")]
+    return [name if name in DEFAULT else pytest.param(name, marks=long_only) for name in PROGRAMS]
+
+
+@pytest.fixture(scope="module")
+def node_env() -> dict[str, str]:
+    return node_host_env()
+
+
+@pytest.mark.parametrize("name", _programs())
+def test_pi_s_typescript_example_behaves_the_same_in_rpcd(pi_oracle: PiOracle, node_env: dict[str, str],
+                                                            tmp_path: Path, name: str) -> None:
+    pi, ours = run_both(pi_oracle, tmp_path, PROGRAMS[name], typescript=node_env)
+    assert_same_behaviour(name, pi, ours)
