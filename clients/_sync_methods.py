@@ -35,6 +35,7 @@ from rpcd.clients.types import (
     ListTrustResult,
     LoginResult,
     LogoutResult,
+    McpServersResult,
     MessagesResult,
     ModelRef,
     NavigateTreeResult,
@@ -239,6 +240,10 @@ class SyncMethods:
     def get_commands(self, *, timeout: float | None=_UNSET) -> CommandsResult:
         'Blocking :meth:`RpcdClient.get_commands`: Every command a prompt can invoke now: extension commands, prompt templates, skills.'
         return self._run(self.client.get_commands(timeout=timeout))
+
+    def list_mcp_servers(self, *, timeout: float | None=_UNSET) -> McpServersResult:
+        'Blocking :meth:`RpcdClient.list_mcp_servers`: The MCP servers the current session named: status, tools, prompts, last error.'
+        return self._run(self.client.list_mcp_servers(timeout=timeout))
 
     def set_model(self, provider: str, model_id: str, *, timeout: float | None=_UNSET) -> ModelRef:
         'Blocking :meth:`RpcdClient.set_model`.'

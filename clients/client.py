@@ -60,6 +60,7 @@ from rpcd.clients.types import (
     ListTrustResult,
     LoginResult,
     LogoutResult,
+    McpServersResult,
     MessagesResult,
     ModelRef,
     NavigateTreeResult,
@@ -121,6 +122,7 @@ from rpcd.protocol.names import (
     LIST_APPROVAL_RULES,
     LIST_AUTH_PROVIDERS,
     LIST_CHECKPOINTS,
+    LIST_MCP_SERVERS,
     LIST_SESSIONS,
     LIST_TRUST,
     LOGIN,
@@ -862,6 +864,10 @@ class RpcdClient:
     async def get_commands(self, *, timeout: float | None = _UNSET) -> CommandsResult:
         """Every command a prompt can invoke now: extension commands, prompt templates, skills."""
         return cast(CommandsResult, await self.call(GET_COMMANDS, timeout=timeout))
+
+    async def list_mcp_servers(self, *, timeout: float | None = _UNSET) -> McpServersResult:
+        """The MCP servers the current session named: status, tools, prompts, last error."""
+        return cast(McpServersResult, await self.call(LIST_MCP_SERVERS, timeout=timeout))
 
     async def set_model(self, provider: str, model_id: str, *, timeout: float | None = _UNSET) -> ModelRef:
         return cast(ModelRef, await self.call(SET_MODEL, {"provider": provider, "modelId": model_id}, timeout=timeout))

@@ -82,6 +82,10 @@ def report(agent: Path, cwd: str, state: dict[str, Any], models: dict[str, Any],
                  "detail": f"not trusted yet: project settings/extensions are ignored until you trust it "
                            f"(`rpcctl trust add {cwd}`, or /trust in chat)"}
     problems = [d for d in diagnostics if d.get("type") in ("warning", "error")]
+    servers = [s for s in state.get("mcpServers") or () if isinstance(s, dict)]
+    problems += [{"type": "warning", "message": f"MCP server {s.get('name')} is {s.get('status')}: "
+                                                f"{s.get('lastError') or 'no error recorded'}"}
+                 for s in servers if s.get("status") != "ready"]
     if not [p for p in providers if p != "faux"]:
         problems.append({"type": "warning", "message": "no provider has credentials (only the offline faux model)"})
     return {
@@ -94,6 +98,7 @@ def report(agent: Path, cwd: str, state: dict[str, Any], models: dict[str, Any],
         "credentials": sources,
         "model": state.get("model"),
         "trust": trust,
+        "mcpServers": servers,
         "diagnostics": diagnostics,
         "ok": not [p for p in problems if p.get("type") == "error"] and all(
             f.get("valid") is not False for f in files.values()),
@@ -117,6 +122,10 @@ def human(result: dict[str, Any]) -> str:
         for p in result["providers"]) or "(none with credentials)"))
     rows.append(("model", f"{model.get('provider')}/{model.get('modelId')}" if model else "-"))
     rows.append(("trust", trust["detail"] + reasons))
+    for server in result.get("mcpServers") or ():
+        tools = len(server.get("tools") or ())
+        rows.append((f"mcp {server.get('name')}", f"{server.get('status')}  {server.get('transport')} "
+                                                 f"{server.get('target')}  ({tools} tools)"))
     lines = [f"{key:<22} {value}" for key, value in rows]
     lines += [f"{problem.get('type')}: {problem.get('message')}" for problem in result["problems"]]
     lines.append("ok" if result["ok"] else "problems found")

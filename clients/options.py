@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from rpcd.clients.lookup import looks_like_path
-from rpcd.clients.types import APPROVAL_POLICIES
+from rpcd.clients.types import APPROVAL_POLICIES, SANDBOX_MODES
 
 EXIT_OK = 0
 EXIT_TURN_FAILED = 1
@@ -132,6 +132,11 @@ GLOBAL_OPTIONS: tuple[tuple[str, tuple[Option, ...]], ...] = (
                                    "a terminal, where you answer each question; auto otherwise)"}),
         (("--yes", "-y"), {"action": "store_true", "default": False,
                            "help": "run every tool without asking (= --approval auto)"}),
+        (("--sandbox",), {"choices": SANDBOX_MODES, "metavar": "MODE", "default": None,
+                          "help": "where bash commands may write: off, read-only, workspace-write (the project and "
+                                  "the temp dir); default: the sandbox setting, else off"}),
+        (("--sandbox-network",), {"choices": ("on", "off"), "metavar": "on|off", "default": None,
+                                  "help": "whether sandboxed commands may reach the network (default off)"}),
         (("--trust",), {"choices": ("ask", "trust", "trust-once", "deny"), "default": None,
                         "help": "answer to project-trust questions: trust (remembered in <agentDir>/trust.json), "
                                 "trust-once, deny, ask (default: ask on a terminal, else deny)"}),
@@ -357,14 +362,16 @@ DEMO_IGNORES = {"json": "--json", "events": "--events", "start_resume": "--resum
                 "approval": "--approval", "yes": "--yes", "provider": "--provider", "model": "--model",
                 "thinking": "--thinking", "api_key": "--api-key", "models": "--models", "tools": "--tools",
                 "exclude_tools": "--exclude-tools", "no_builtin_tools": "--no-builtin-tools",
-                "no_tools": "--no-tools", "no_context_files": "--no-context-files", "flags": "--flag"}
+                "no_tools": "--no-tools", "no_context_files": "--no-context-files", "flags": "--flag",
+                "sandbox": "--sandbox", "sandbox_network": "--sandbox-network"}
 
 # (attribute, daemon flag) of the options passed on as `--flag VALUE` / `--flag`
 _VALUE_FLAGS = (("start_resume", "--resume"), ("trust_policy", "--trust-policy"), ("log_level", "--log-level"),
                 ("agent_dir", "--agent-dir"), ("session_dir", "--session-dir"), ("cwd", "--cwd"),
                 ("provider", "--provider"), ("model", "--model"), ("thinking", "--thinking"),
                 ("api_key", "--api-key"), ("models", "--models"), ("tools", "--tools"),
-                ("exclude_tools", "--exclude-tools"))
+                ("exclude_tools", "--exclude-tools"), ("sandbox", "--sandbox"),
+                ("sandbox_network", "--sandbox-network"))
 _SWITCHES = (("start_continue", "--continue"), ("start_resume_last", "--resume-last"), ("in_memory", "--in-memory"),
              ("no_builtin_tools", "--no-builtin-tools"), ("no_tools", "--no-tools"),
              ("no_context_files", "--no-context-files"))

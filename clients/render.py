@@ -84,9 +84,23 @@ def state(result: Mapping[str, Any]) -> str:
         ("streaming", result.get("isStreaming")),
         ("messages", result.get("messageCount")),
         ("approval", result.get("approvalPolicy", "-")),
+        ("sandbox", _sandbox(result.get("sandbox"))),
     ]
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
+
+
+def _sandbox(sandbox: Any) -> str:
+    """``getState.sandbox`` in one line: ``workspace-write (bwrap, no network)``, or why it cannot be enforced."""
+    if not isinstance(sandbox, Mapping):
+        return "-"
+    mode = str(sandbox.get("mode", "-"))
+    if mode == "off":
+        return mode
+    if sandbox.get("problem"):
+        return f"{mode} (cannot be enforced: {sandbox['problem']})"
+    network = "network" if sandbox.get("network") else "no network"
+    return f"{mode} ({sandbox.get('mechanism', '?')}, {network})"
 
 
 APPROVAL_PREVIEW_CHARS = 400

@@ -64,6 +64,7 @@ ApprovalPolicy = Literal["auto", "ask-writes", "ask-all", "deny-writes"]
 SandboxMode = Literal["off", "read-only", "workspace-write"]
 ApprovalDecision = Literal["allowOnce", "allowAlways", "rejectOnce", "rejectAlways"]
 APPROVAL_POLICIES: tuple[ApprovalPolicy, ...] = ("auto", "ask-writes", "ask-all", "deny-writes")
+SANDBOX_MODES: tuple[SandboxMode, ...] = ("off", "read-only", "workspace-write")
 
 
 class ModelCost(TypedDict):
@@ -118,6 +119,8 @@ class SessionState(TypedDict):
     pendingMessageCount: int
     approvalPolicy: NotRequired[ApprovalPolicy]
     sandbox: NotRequired[SandboxInfo]
+    mcpServers: NotRequired[list[McpServerInfo]]
+    """The MCP servers the session named (absent: none)."""
 
 
 class SandboxInfo(TypedDict):
@@ -242,6 +245,27 @@ class CommandInfo(TypedDict):
 
 class CommandsResult(TypedDict):
     commands: list[CommandInfo]
+
+
+class McpServerInfo(TypedDict):
+    """One MCP server the session named (``listMcpServers``, ``getState.mcpServers``, ``mcp/status``)."""
+
+    name: str
+    transport: Literal["stdio", "http", "sse"]
+    target: str
+    status: Literal["starting", "ready", "failed", "stopped"]
+    tools: list[str]
+    prompts: list[str]
+    resources: int
+    sessions: int
+    source: str
+    lastError: NotRequired[str]
+    serverName: NotRequired[str]
+    serverVersion: NotRequired[str]
+
+
+class McpServersResult(TypedDict):
+    servers: list[McpServerInfo]
 
 
 UI_NOTIFICATIONS = UI_NOTIFICATION_FEATURES

@@ -88,6 +88,11 @@ WHEN: dict[ErrorCode, str] = {
         "compacted, the summary call failed or hit its token cap; ``CompactionCancelled``: aborted, or an "
         "extension cancelled it). Nothing was written; the session is as it was."
     ),
+    ErrorCode.MCP_SERVER_FAILED: (
+        "An MCP server failed a request made for the caller (``McpServerFailed``: a prompt command's "
+        "``prompts/get``): it is not running, did not answer in time, or answered an error. Nothing was "
+        "recorded. (A failing MCP *tool* is a tool error result, never this code.)"
+    ),
     ErrorCode.LOGIN_FAILED: (
         "A ``login`` / ``logout`` did not happen: the provider has no such login, the client cannot answer "
         "``auth/prompt``, an OAuth endpoint refused or failed, or ``auth.json`` could not be written "
@@ -127,6 +132,7 @@ DEFAULT_MESSAGES: dict[ErrorCode, str] = {
     ErrorCode.PROVIDER_ERROR: "Provider error",
     ErrorCode.INPUT_NOT_SUPPORTED: "Input not supported",
     ErrorCode.COMPACTION_FAILED: "Compaction failed",
+    ErrorCode.MCP_SERVER_FAILED: "MCP server failed",
     ErrorCode.LOGIN_FAILED: "Login failed",
     ErrorCode.LOGIN_CANCELLED: "Login cancelled",
 }
@@ -152,6 +158,7 @@ CODE_BY_KIND: Final[dict[str, ErrorCode]] = {
     "SessionDisposed": ErrorCode.HOST_UNAVAILABLE,
     "FactoryError": ErrorCode.REPLACEMENT_FAILED,
     "InvalidParams": ErrorCode.INVALID_PARAMS,
+    "McpServerFailed": ErrorCode.MCP_SERVER_FAILED,
 }
 """A failure's stable ``kind`` (``rpcd.core.errors.RpcdError.kind``, the ``type`` of its error item)
 -> its code. A kind not listed here takes the code of the nearest listed kind among its bases."""
@@ -216,19 +223,6 @@ class RpcError(Exception):
         self.code = code
         self.message = message
         self.data = data
-
-    @classmethod
-    def from_error(cls, error: Any) -> RpcError:
-        """Build from a wire ``error`` object (a dict); tolerant of missing members."""
-        if not isinstance(error, dict):
-            return cls(int(ErrorCode.INTERNAL_ERROR), "malformed error object", error)
-        code = error.get("code")
-        message = error.get("message")
-        return cls(
-            code if isinstance(code, int) and not isinstance(code, bool) else int(ErrorCode.INTERNAL_ERROR),
-            message if isinstance(message, str) else "",
-            error.get("data"),
-        )
 
     @property
     def name(self) -> str:

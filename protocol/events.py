@@ -243,17 +243,20 @@ class ToolResultPayload:
 @open_object
 @attrs.frozen
 class CompactionResult:
-    """What a compaction produced (Pi's ``CompactionResult``)."""
+    """What a compaction produced (Pi's ``CompactionResult``): the ``compact`` result and
+    ``compaction_end.result`` (one class for both)."""
 
     summary: str
     first_kept_entry_id: str
     """The first entry kept verbatim after the summary."""
     tokens_before: int
+    """The estimated context size before compaction."""
     estimated_tokens_after: int | None = None
-    """A heuristic estimate over the rebuilt context, not a provider count."""
+    """A heuristic estimate over the rebuilt context (chars/4), not a provider count."""
     usage: Usage | None = None
-    """The model call(s) that wrote the summary."""
+    """The model call(s) that wrote the summary (absent for an extension's summary without one)."""
     details: Any = None
+    """``{readFiles, modifiedFiles}`` for Pi's own summaries; whatever an extension stored otherwise."""
 
 
 # -- streamed deltas of an assistant message (``message_update.assistantMessageEvent``) ------------

@@ -38,6 +38,7 @@ RENAME_SESSION: Final = "renameSession"
 EXPORT_HTML: Final = "exportHtml"
 EXPORT_JSONL: Final = "exportJsonl"
 GET_COMMANDS: Final = "getCommands"
+LIST_MCP_SERVERS: Final = "listMcpServers"
 SET_APPROVAL_POLICY: Final = "setApprovalPolicy"
 SET_SANDBOX: Final = "setSandbox"
 LIST_APPROVAL_RULES: Final = "listApprovalRules"
@@ -90,6 +91,7 @@ SESSION_EVENT: Final = "session/event"
 SESSION_LIFECYCLE: Final = "session/lifecycle"
 SESSION_DIAGNOSTICS: Final = "session/diagnostics"
 HOST_STATUS: Final = "host/status"
+MCP_STATUS: Final = "mcp/status"
 PROGRESS: Final = "$/progress"
 UI_NOTIFY: Final = "ui/notify"
 UI_SET_STATUS: Final = "ui/setStatus"
@@ -150,8 +152,9 @@ class ErrorCode(enum.IntEnum):
     PROVIDER_ERROR = -32042
     INPUT_NOT_SUPPORTED = -32043
     COMPACTION_FAILED = -32044
-    LOGIN_FAILED = -32045
-    LOGIN_CANCELLED = -32046
+    MCP_SERVER_FAILED = -32045
+    LOGIN_FAILED = -32046
+    LOGIN_CANCELLED = -32047
 
 
 def error_name(code: int, unknown: str = "ERROR") -> str:

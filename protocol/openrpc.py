@@ -24,7 +24,7 @@ from rpcd.protocol._fields import camel, is_nullable, is_open
 from rpcd.protocol.converter import _discriminator, _is_union
 from rpcd.protocol.errors import DEFAULT_MESSAGES, WHEN, ErrorCode, ErrorData
 from rpcd.protocol.methods import METHODS, MethodSpec
-from rpcd.protocol.types import PROTOCOL_VERSION, SESSION_EVENT_TYPES, EmptyParams
+from rpcd.protocol.types import PROTOCOL_VERSION, EmptyParams
 
 DOCUMENT = Path(__file__).with_name("openrpc.json")
 _NONE = type(None)
@@ -38,11 +38,17 @@ _SCALARS: dict[Any, dict[str, Any]] = {
 }
 
 
+class NameClash(TypeError):
+    """Two different classes would publish one schema name: the document could only describe one."""
+
+
 class _Schemas:
-    """Collects one named schema per attrs class, referenced by ``$ref``."""
+    """Collects one named schema per attrs class, referenced by ``$ref``; two different classes of one
+    name are refused (``NameClash``), never one silently published for both."""
 
     def __init__(self) -> None:
         self.components: dict[str, dict[str, Any]] = {}
+        self._classes: dict[str, type[Any]] = {}
 
     def of(self, tp: Any) -> dict[str, Any]:
         if tp in _SCALARS:
@@ -70,6 +76,10 @@ class _Schemas:
         raise TypeError(f"no schema for {tp!r}")
 
     def _define(self, cls: type[Any]) -> None:
+        known = self._classes.setdefault(cls.__name__, cls)
+        if known is not cls:
+            raise NameClash(f"two classes are named {cls.__name__}: {known.__module__}.{known.__qualname__} and "
+                            f"{cls.__module__}.{cls.__qualname__}; the schema name must say which")
         if cls.__name__ in self.components:
             return
         self.components[cls.__name__] = {}  # placeholder: breaks recursion
@@ -148,8 +158,6 @@ def build_document() -> dict[str, Any]:
     schemas = _Schemas()
     methods = [_method(spec, schemas) for spec in METHODS.values()]
     schemas.of(ErrorData)
-    for event in SESSION_EVENT_TYPES:
-        schemas.of(event)
     data_ref = {"$ref": "#/components/schemas/ErrorData"}
     errors = {
         code.name: {"code": int(code), "message": DEFAULT_MESSAGES[code], "data": data_ref} for code in ErrorCode

@@ -12,7 +12,7 @@ from typing import Any, Literal, TypeAlias
 
 import attrs
 
-from rpcd.protocol.shapes import ApprovalDecision, DiagnosticType, HostStatus, ProgressToken, ToolKind
+from rpcd.protocol.shapes import ApprovalDecision, DiagnosticType, HostStatus, McpServerInfo, ProgressToken, ToolKind
 
 
 @attrs.frozen
@@ -34,6 +34,13 @@ class SessionDiagnosticsParams:
 class HostStatusParams:
     status: HostStatus
     generation: int
+
+
+@attrs.frozen
+class McpStatusParams:
+    """An MCP server of this process changed status (started, failed, stopped, restarted)."""
+
+    server: McpServerInfo
 
 
 @attrs.frozen

@@ -16,8 +16,8 @@ from rpcd.protocol._fields import nullable
 from rpcd.protocol.outgoing import DiagnosticItem
 from rpcd.protocol.shapes import (
     CommandInfo,
-    CompactionReason,
     LimitsInfo,
+    McpServerInfo,
     QueueContents,
     StreamingBehavior,
     ThinkingLevel,
@@ -68,24 +68,6 @@ class GetTreeResult:
     tree: list[dict[str, Any]] | None = None
     """With ``nested``: Pi's ``get_tree`` roots, each node ``{entry, children, label?, labelTimestamp?}``,
     children oldest first (entries without a known parent are roots too)."""
-
-
-@attrs.frozen
-class CompactionResult:
-    """What a compaction produced (Pi's ``CompactionResult``): the ``compact`` result and
-    ``compaction_end.result``."""
-
-    summary: str
-    first_kept_entry_id: str
-    """The first entry kept verbatim after the summary."""
-    tokens_before: int
-    """The estimated context size before compaction."""
-    estimated_tokens_after: int | None = None
-    """A heuristic estimate over the rebuilt context (chars/4), not a provider count."""
-    usage: dict[str, Any] | None = None
-    """The model call(s) that wrote the summary (absent for an extension's summary without one)."""
-    details: Any = None
-    """``{readFiles, modifiedFiles}`` for Pi's own summaries; whatever an extension stored otherwise."""
 
 
 @attrs.frozen
@@ -228,33 +210,6 @@ class NavigateTreeResult:
 
 
 @attrs.frozen
-class CompactionStartEvent:
-    """Session event: a compaction begins."""
-
-    type: Literal["compaction_start"]
-    reason: CompactionReason
-
-
-@attrs.frozen(kw_only=True)
-class CompactionEndEvent:
-    """Session event: a compaction ended — ``result`` when it succeeded, ``aborted`` or
-    ``errorMessage`` otherwise (nothing was written then)."""
-
-    type: Literal["compaction_end"]
-    reason: CompactionReason
-    aborted: bool
-    will_retry: bool
-    """``overflow`` only: the overflowed turn is retried on the compacted context."""
-    result: CompactionResult | None = None
-    error_message: str | None = None
-
-
-SESSION_EVENT_TYPES: tuple[type[Any], ...] = (CompactionStartEvent, CompactionEndEvent)
-"""Session events with a published shape (``session/event``'s ``event``); the others are Pi's
-as documented in docs/rpc-surface.md."""
-
-
-@attrs.frozen
 class SessionSummary:
     session_id: str
     session_file: str
@@ -313,6 +268,12 @@ class PromptResult:
 class GetCommandsResult:
     commands: list[CommandInfo]
     """Extension commands, then prompt templates, then skills (Pi's ``get_commands`` order)."""
+
+
+@attrs.frozen
+class ListMcpServersResult:
+    servers: list[McpServerInfo]
+    """The MCP servers the current session named, in the order they were named."""
 
 
 @attrs.frozen

@@ -47,6 +47,36 @@ class CommandInfo:
     """E.g. ``<file> [focus]`` (prompt templates' ``argument-hint``)."""
 
 
+McpServerStatus: TypeAlias = Literal["starting", "ready", "failed", "stopped"]
+McpTransport: TypeAlias = Literal["stdio", "http", "sse"]
+
+
+@attrs.frozen(kw_only=True)
+class McpServerInfo:
+    """One MCP server a session named (no env values, no headers, no URL userinfo)."""
+
+    name: str
+    transport: McpTransport
+    """``stdio``, ``http`` (streamable HTTP) or ``sse``."""
+    target: str
+    """The command line it runs, or the URL it connects to."""
+    status: McpServerStatus
+    """``starting``; ``ready``; ``failed`` (``lastError`` says why: it exited, refused to start, did not
+    answer in time); ``stopped`` (no session holds it any more)."""
+    tools: list[str]
+    """The server's own tool names; the session's tools are ``mcp__<server>__<tool>``."""
+    prompts: list[str]
+    """Its prompts; a prompt is the command ``/mcp__<server>__<prompt>``."""
+    resources: int
+    sessions: int
+    """How many sessions of this process hold it (one server for every session naming the same config)."""
+    source: str
+    """The ``mcp.json`` file that named it, or ``acp`` (the ACP client's ``mcpServers``)."""
+    last_error: str | None = None
+    server_name: str | None = None
+    server_version: str | None = None
+
+
 @attrs.frozen
 class QueueContents:
     """Queued input, in delivery order."""

@@ -29,6 +29,9 @@ from rpcd.protocol.shapes import CompactionReason as CompactionReason
 from rpcd.protocol.shapes import DiagnosticType as DiagnosticType
 from rpcd.protocol.shapes import HostStatus as HostStatus
 from rpcd.protocol.shapes import LimitsInfo as LimitsInfo
+from rpcd.protocol.shapes import McpServerInfo as McpServerInfo
+from rpcd.protocol.shapes import McpServerStatus as McpServerStatus
+from rpcd.protocol.shapes import McpTransport as McpTransport
 from rpcd.protocol.shapes import ProgressToken as ProgressToken
 from rpcd.protocol.shapes import QueueContents as QueueContents
 from rpcd.protocol.shapes import StreamingBehavior as StreamingBehavior
@@ -36,6 +39,9 @@ from rpcd.protocol.shapes import ThinkingLevel as ThinkingLevel
 from rpcd.protocol.shapes import ToolKind as ToolKind
 
 if TYPE_CHECKING:
+    from rpcd.protocol.events import CompactionEndEvent as CompactionEndEvent
+    from rpcd.protocol.events import CompactionResult as CompactionResult
+    from rpcd.protocol.events import CompactionStartEvent as CompactionStartEvent
     from rpcd.protocol.events import SessionEventParams as SessionEventParams
     from rpcd.protocol.events import SessionLifecycleParams as SessionLifecycleParams
     from rpcd.protocol.outgoing import AuthNotifyParams as AuthNotifyParams
@@ -47,6 +53,7 @@ if TYPE_CHECKING:
     from rpcd.protocol.outgoing import AuthPromptSpec as AuthPromptSpec
     from rpcd.protocol.outgoing import DiagnosticItem as DiagnosticItem
     from rpcd.protocol.outgoing import HostStatusParams as HostStatusParams
+    from rpcd.protocol.outgoing import McpStatusParams as McpStatusParams
     from rpcd.protocol.outgoing import ProgressBegin as ProgressBegin
     from rpcd.protocol.outgoing import ProgressEnd as ProgressEnd
     from rpcd.protocol.outgoing import ProgressParams as ProgressParams
@@ -70,15 +77,11 @@ if TYPE_CHECKING:
     from rpcd.protocol.outgoing import UiSetStatusParams as UiSetStatusParams
     from rpcd.protocol.outgoing import UiSetTitleParams as UiSetTitleParams
     from rpcd.protocol.outgoing import UiSetWidgetParams as UiSetWidgetParams
-    from rpcd.protocol.results import SESSION_EVENT_TYPES as SESSION_EVENT_TYPES
     from rpcd.protocol.results import ApprovalRule as ApprovalRule
     from rpcd.protocol.results import AuthProviderInfo as AuthProviderInfo
     from rpcd.protocol.results import AvailableThinkingLevelsResult as AvailableThinkingLevelsResult
     from rpcd.protocol.results import BashResult as BashResult
     from rpcd.protocol.results import CheckpointSummary as CheckpointSummary
-    from rpcd.protocol.results import CompactionEndEvent as CompactionEndEvent
-    from rpcd.protocol.results import CompactionResult as CompactionResult
-    from rpcd.protocol.results import CompactionStartEvent as CompactionStartEvent
     from rpcd.protocol.results import ContextUsage as ContextUsage
     from rpcd.protocol.results import CycleModelResult as CycleModelResult
     from rpcd.protocol.results import CycleThinkingLevelResult as CycleThinkingLevelResult
@@ -308,6 +311,8 @@ class GetStateResult:
     """The spending caps in force and what was spent (absent: no cap is set)."""
     sandbox: SandboxInfo | None = None
     """The sandbox the session's commands run in (``--sandbox``, ``setSandbox``, the ``sandbox`` setting)."""
+    mcp_servers: list[McpServerInfo] | None = None
+    """The MCP servers the session named and their status (absent: it names none)."""
 
 
 @attrs.frozen
@@ -613,14 +618,14 @@ class CancelParams:
 _ELSEWHERE: dict[str, str] = {
     name: module
     for module, names in {
-        "rpcd.protocol.events": ("SessionEventParams", "SessionLifecycleParams"),
+        "rpcd.protocol.events": (
+            "CompactionEndEvent", "CompactionResult", "CompactionStartEvent", "SessionEventParams",
+            "SessionLifecycleParams",
+        ),
         "rpcd.protocol.results": (
             "ApprovalRule",
             "AvailableThinkingLevelsResult",
             "BashResult",
-            "CompactionEndEvent",
-            "CompactionResult",
-            "CompactionStartEvent",
             "ContextUsage",
             "CycleModelResult",
             "CycleThinkingLevelResult",
@@ -631,6 +636,7 @@ _ELSEWHERE: dict[str, str] = {
             "ForkResult",
             "GetAvailableModelsResult",
             "GetCommandsResult",
+            "ListMcpServersResult",
             "GetEntriesResult",
             "GetMessagesResult",
             "GetTreeResult",
@@ -661,7 +667,6 @@ _ELSEWHERE: dict[str, str] = {
             "RevokeApprovalRuleResult",
             "RevokeTrustResult",
             "SaveTrustResult",
-            "SESSION_EVENT_TYPES",
             "SessionStatsResult",
             "SessionSummary",
             "TokenStats",
@@ -677,6 +682,7 @@ _ELSEWHERE: dict[str, str] = {
             "AuthorizeProjectResult",
             "DiagnosticItem",
             "HostStatusParams",
+            "McpStatusParams",
             "ProgressBegin",
             "ProgressEnd",
             "ProgressParams",

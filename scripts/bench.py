@@ -1,7 +1,8 @@
 """Benchmark runner: ``scripts/bench [--full] [--json FILE] [section ...]``.
 
 ``scripts/bench --vs-pi [measure ...]`` runs rpcd against real Pi 0.85.0, interleaved, at the
-issue's sizes (``benchmarks/vs_pi.py``; measures: spawn exit resume events getstate replacements).
+issue's sizes (``benchmarks/vs_pi.py``; measures: spawn exit getstate turn tools acp resume resume-big continue
+events replacements; ``--big`` adds resume-big, the 200,000-entry session).
 ``scripts/bench --profile NAME`` profiles one vs-pi measure (the daemon under cProfile) or one
 in-process section (cProfile around its ``run``) and prints the top functions.
 
@@ -40,6 +41,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="rpcd against real Pi 0.85.0 at the issue's sizes; positional names are its measures")
     parser.add_argument("--passes", type=int, help="--vs-pi: interleaved passes (default 5)")
     parser.add_argument("--profile", metavar="NAME", help="profile a vs-pi measure or a section and print the top")
+    parser.add_argument("--big", action="store_true",
+                        help="--vs-pi: also resume the 200,000-entry (~450 MB) session (measure resume-big)")
     parser.add_argument("--cycles", type=int, help="--vs-pi/--profile replacements: cycles after the warm-up "
                                                    "(default 2,000; the issue's RSS goal is stated over 10,000)")
     args = parser.parse_args(argv)
@@ -51,7 +54,8 @@ def main(argv: list[str] | None = None) -> int:
         unknown = sorted(set(args.sections) - set(vs_pi.MEASURES))
         if unknown:
             parser.error(f"unknown vs-pi measures: {unknown} (known: {list(vs_pi.MEASURES)})")
-        rows = vs_pi.run(full=True, only=args.sections or None, passes=args.passes or 5, cycles=args.cycles)
+        rows = vs_pi.run(full=True, only=args.sections or None, passes=args.passes or 5, cycles=args.cycles,
+                         big=args.big)
         print(format_table(rows, title="rpcd vs Pi 0.85.0 (ratio rpcd/Pi)"), flush=True)
         if args.json:
             Path(args.json).write_text(json.dumps([m.as_dict() for m in rows], indent=2))

@@ -43,6 +43,7 @@ def provider_env_names() -> list[str]:
 def _tool_locations(real_home: Path) -> dict[str, str]:
     """Variables that keep home-based tools where they are (only for what exists, only if unset)."""
     from tests.acp.ts_sdk import sdk_dir
+    from tests.mcp.npm_servers import SERVERS_VERSION as MCP_SERVERS_VERSION
     from tests.pi_compat.oracle import oracle_dir
 
     # Created on first use, so pinned even before they exist: a fresh machine installs the Pi
@@ -50,6 +51,7 @@ def _tool_locations(real_home: Path) -> dict[str, str]:
     created_on_use = {
         "RPCD_PI_ORACLE_DIR": oracle_dir(),  # the Pi install the compatibility tests use
         "RPCD_ACP_SDK_DIR": sdk_dir(),  # the TypeScript ACP SDK the ACP tests use as a client
+        "RPCD_MCP_SERVERS_DIR": real_home / ".cache" / "rpcd" / f"mcp-servers-{MCP_SERVERS_VERSION}",
         "NPM_CONFIG_CACHE": real_home / ".npm",
     }
     only_if_present = {

@@ -27,11 +27,12 @@ DOORS: dict[str, frozenset[str]] = {
     "transport": frozenset({"core", "protocol"}),
     "store": frozenset({"core"}),
     "tools": frozenset({"core"}),
+    "mcp": frozenset({"core", "tools"}),  # MCP servers as session tools: no session, no front
     "providers": frozenset({"core"}),  # Pi's pi-ai: nothing of the session above it
-    "runtime": frozenset({"core", "store", "tools", "providers"}),
+    "runtime": frozenset({"core", "store", "tools", "providers", "mcp"}),
     "host": frozenset({"core"}),
     # the session service: below every front, it knows no wire
-    "sessions": frozenset({"core", "host", "runtime", "providers", "store", "tools"}),
+    "sessions": frozenset({"core", "host", "runtime", "providers", "store", "tools", "mcp"}),
     "wire": frozenset({"core", "protocol", "transport", "host", "sessions"}),
     # wire.errors and wire.convert only: the one exception -> error-object mapping and the one core value ->
     # wire shape conversion both fronts answer with (no pygls there)
@@ -50,7 +51,7 @@ SUB_DOORS: dict[str, frozenset[str]] = {
     "runtime.extensions": frozenset({"core"}),
     "runtime.compaction": frozenset({"core", "store", "tools", "providers", "runtime.turns"}),
 }
-PYGLS_ONLY_IN = {"rpcd/wire/server.py"}
+PYGLS_ONLY_IN = {"rpcd/wire/peer.py"}  # the daemon->client request correlator, imported on first use
 THIRD_PARTY_FREE = {"clients"}  # stdlib only: a fast start, no pygls/attrs/cattrs/anyio
 LAZY_ONLY = {"rpcd/clients/views.py": {"rich"}}
 """Third-party packages a stdlib-only room may import inside a function (on first use), never at import time:

@@ -297,7 +297,7 @@ export interface CompactionEndEvent {
   errorMessage?: string;
 }
 
-/** What a compaction produced (Pi's `CompactionResult`): the `compact` result and `compaction_end.result`. */
+/** What a compaction produced (Pi's `CompactionResult`): the `compact` result and `compaction_end.result` (one class for both). */
 export interface CompactionResult {
   summary: string;
   /** The first entry kept verbatim after the summary. */
@@ -307,7 +307,7 @@ export interface CompactionResult {
   /** A heuristic estimate over the rebuilt context (chars/4), not a provider count. */
   estimatedTokensAfter?: number;
   /** The model call(s) that wrote the summary (absent for an extension's summary without one). */
-  usage?: Record<string, unknown>;
+  usage?: Usage;
   /** `{readFiles, modifiedFiles}` for Pi's own summaries; whatever an extension stored otherwise. */
   details?: unknown;
 }
@@ -541,6 +541,8 @@ export interface GetStateResult {
   limits?: LimitsInfo;
   /** The sandbox the session's commands run in (`--sandbox`, `setSandbox`, the `sandbox` setting). */
   sandbox?: SandboxInfo;
+  /** The MCP servers the session named and their status (absent: it names none). */
+  mcpServers?: McpServerInfo[];
 }
 
 export interface GetTreeParams {
@@ -652,6 +654,11 @@ export interface ListCheckpointsResult {
   undoEntryId?: string;
 }
 
+export interface ListMcpServersResult {
+  /** The MCP servers the current session named, in the order they were named. */
+  servers: McpServerInfo[];
+}
+
 export interface ListSessionsParams {
   /** Only sessions of this working directory (default: all). */
   cwd?: string;
@@ -698,6 +705,34 @@ export interface LogoutResult {
   provider: string;
   /** `False`: auth.json held nothing for it. */
   removed: boolean;
+}
+
+/** One MCP server a session named (no env values, no headers, no URL userinfo). */
+export interface McpServerInfo {
+  name: string;
+  /** `stdio`, `http` (streamable HTTP) or `sse`. */
+  transport: "stdio" | "http" | "sse";
+  /** The command line it runs, or the URL it connects to. */
+  target: string;
+  /** `starting`; `ready`; `failed` (`lastError` says why: it exited, refused to start, did not answer in time); `stopped` (no session holds it any more). */
+  status: "starting" | "ready" | "failed" | "stopped";
+  /** The server's own tool names; the session's tools are `mcp__<server>__<tool>`. */
+  tools: string[];
+  /** Its prompts; a prompt is the command `/mcp__<server>__<prompt>`. */
+  prompts: string[];
+  resources: number;
+  /** How many sessions of this process hold it (one server for every session naming the same config). */
+  sessions: number;
+  /** The `mcp.json` file that named it, or `acp` (the ACP client's `mcpServers`). */
+  source: string;
+  lastError?: string;
+  serverName?: string;
+  serverVersion?: string;
+}
+
+/** An MCP server of this process changed status (started, failed, stopped, restarted). */
+export interface McpStatusParams {
+  server: McpServerInfo;
 }
 
 /** A message is complete; `message` is authoritative and is what the session file gets. */
@@ -1597,6 +1632,8 @@ export interface RpcdMethods {
   "setLabel": { params: SetLabelParams; result: null };
   /** Every command a prompt can invoke now: extension commands, prompt templates, skills. */
   "getCommands": { params: Record<string, never> | undefined; result: GetCommandsResult };
+  /** The MCP servers the current session named: status, tools, prompts, last error. */
+  "listMcpServers": { params: Record<string, never> | undefined; result: ListMcpServersResult };
   /** Queue input delivered after the current tool round, before the next model call. */
   "steer": { params: QueueInputParams; result: null };
   /** Queue input delivered when the agent would otherwise stop. */
@@ -1653,6 +1690,8 @@ export interface RpcdNotifications {
   "session/diagnostics": SessionDiagnosticsParams;
   /** The host status changed. */
   "host/status": HostStatusParams;
+  /** An MCP server of this process changed status. */
+  "mcp/status": McpStatusParams;
   /** Work-done progress for a request's workDoneToken. */
   "$/progress": ProgressParams;
   /** An extension notification for the user. */

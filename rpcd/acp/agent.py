@@ -89,15 +89,6 @@ def _diagnostics_meta(diagnostics: Sequence[Diagnostic]) -> dict[str, Any]:
     return {DIAGNOSTICS_META: [{"type": d.type, "message": d.message} for d in diagnostics]}
 
 
-def _mcp_diagnostics(mcp_servers: Sequence[Any] | None) -> list[Diagnostic]:
-    """MCP servers are not run by rpcd: said, never silently ignored."""
-    if not mcp_servers:
-        return []
-    names = ", ".join(str(getattr(server, "name", "?")) for server in mcp_servers)
-    return [Diagnostic("warning", f"MCP servers are not supported by rpcd (mcpCapabilities: false); not started: "
-                                  f"{names}")]
-
-
 class RpcdAgent:
     """The ACP ``Agent`` (the SDK's router calls these with the request's fields as keywords)."""
 
@@ -142,7 +133,7 @@ class RpcdAgent:
                 load_session=True,
                 # images: some model usable now takes them (each prompt is checked against its session's model)
                 prompt_capabilities=PromptCapabilities(image=providers.images, audio=False, embedded_context=True),
-                mcp_capabilities=McpCapabilities(http=False, sse=False),
+                mcp_capabilities=McpCapabilities(http=True, sse=True),  # and stdio, which every agent takes
                 session_capabilities=SessionCapabilities(
                     list=SessionListCapabilities(), resume=SessionResumeCapabilities(),
                     close=SessionCloseCapabilities(), delete=SessionDeleteCapabilities(),
@@ -184,10 +175,9 @@ class RpcdAgent:
         manager = self.composer.new_manager(_normal(cwd))
         session = await self._open(method, manager, mcp_servers)
         await self._remember(session, mode=None)  # no file until its first reply: its id must survive the process
-        extra = _mcp_diagnostics(mcp_servers)
         return NewSessionResponse(session_id=session.id, modes=session.modes(),
-                                  config_options=list(session.config_options()),
-                                  field_meta=_diagnostics_meta([*session.diagnostics, *extra]))
+                                  config_options=list(await session.config_options()),
+                                  field_meta=_diagnostics_meta(session.diagnostics))
 
     async def load_session(self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None,
                            additional_directories: list[str] | None = None, **_: Any) -> LoadSessionResponse:
@@ -195,18 +185,16 @@ class RpcdAgent:
         await self._ready(method)
         session = await self._live_or_open(method, session_id, cwd, mcp_servers)
         await session.replay_history()
-        return LoadSessionResponse(modes=session.modes(), config_options=list(session.config_options()),
-                                   field_meta=_diagnostics_meta([*session.diagnostics,
-                                                                 *_mcp_diagnostics(mcp_servers)]))
+        return LoadSessionResponse(modes=session.modes(), config_options=list(await session.config_options()),
+                                   field_meta=_diagnostics_meta(session.diagnostics))
 
     async def resume_session(self, session_id: str, cwd: str, additional_directories: list[str] | None = None,
                              mcp_servers: list[Any] | None = None, **_: Any) -> ResumeSessionResponse:
         method = "session/resume"
         await self._ready(method)
         session = await self._live_or_open(method, session_id, cwd, mcp_servers)
-        return ResumeSessionResponse(modes=session.modes(), config_options=list(session.config_options()),
-                                     field_meta=_diagnostics_meta([*session.diagnostics,
-                                                                   *_mcp_diagnostics(mcp_servers)]))
+        return ResumeSessionResponse(modes=session.modes(), config_options=list(await session.config_options()),
+                                     field_meta=_diagnostics_meta(session.diagnostics))
 
     async def list_sessions(self, cwd: str | None = None, cursor: str | None = None,
                             **_: Any) -> ListSessionsResponse:
@@ -291,11 +279,11 @@ class RpcdAgent:
         except Exception as exc:
             raise to_request_error(exc, method) from None
         forked = await self._open(method, manager, mcp_servers)
-        meta_out: dict[str, Any] = _diagnostics_meta([*forked.diagnostics, *_mcp_diagnostics(mcp_servers)])
+        meta_out: dict[str, Any] = _diagnostics_meta(forked.diagnostics)
         if selected is not None:
             meta_out["rpcd/selectedText"] = selected
         return ForkSessionResponse(session_id=forked.id, modes=forked.modes(),
-                                   config_options=list(forked.config_options()), field_meta=meta_out)
+                                   config_options=list(await forked.config_options()), field_meta=meta_out)
 
     # -- a session's own calls ------------------------------------------------------------------------------
 
@@ -329,7 +317,7 @@ class RpcdAgent:
     async def set_session_mode(self, session_id: str, mode_id: str, **_: Any) -> SetSessionModeResponse:
         await self._ready("session/set_mode")
         session = self._session("session/set_mode", session_id)
-        session.set_mode(mode_id)
+        await session.set_mode(mode_id)
         await self._remember(session, mode=session.mode())
         await session.stream.drain()  # its current_mode_update before its answer
         return SetSessionModeResponse()
@@ -338,7 +326,7 @@ class RpcdAgent:
                                 **_: Any) -> SetSessionConfigOptionResponse:
         await self._ready("session/set_config_option")
         session = self._session("session/set_config_option", session_id)
-        options: list[Any] = list(session.set_config_option(config_id, value))
+        options: list[Any] = list(await session.set_config_option(config_id, value))
         if config_id == "mode":
             await self._remember(session, mode=session.mode())
         await session.stream.drain()
@@ -415,7 +403,8 @@ class RpcdAgent:
             raise request_error(ErrorCode.SESSION_BUSY, method, "SessionInUse", str(held),
                                 session_path=session.file) from None
         session.on_moved = lambda file: self.hub.refile(session.id, file)
-        session.announce_commands()  # queued now, sent after this request's answer (it is written first)
+        # its place in the host's FIFO taken now; sent after this request's answer (it is written first)
+        self._task_group.start_soon(session.announce_commands)
         return session
 
     async def _live_or_open(self, method: str, session_id: str, cwd: str,

@@ -35,7 +35,7 @@ async def serve(config: AcpConfig, in_fd: int, out_fd: int, *, on_ending: Callab
         agent = RpcdAgent(config, group)
         conn = AcpConnection(agent, transport)
         agent.attach(conn)
-        async with agent.services.registry.serving():
+        async with agent.services.serving():
             ended = anyio.Event()  # the orderly end has begun (the end of input, or a signal)
 
             def begin_end(_: int) -> None:

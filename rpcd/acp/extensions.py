@@ -24,6 +24,8 @@ from rpcd.core.values import LimitOverrides
 from rpcd.host.host import Pending
 from rpcd.protocol import types as t
 from rpcd.protocol.converter import ParamsError, structure, unstructure
+from rpcd.protocol.methods import session_door
+from rpcd.protocol.names import EXPORT_MARKDOWN, LIST_CHECKPOINTS, RESTORE_CHECKPOINT, SET_LIMITS
 from rpcd.wire.convert import checkpoint_summary, limits_info, restore_result
 
 PREFIX: Final = "rpcd/"
@@ -32,15 +34,17 @@ PREFIX: Final = "rpcd/"
 
 async def _list(session: AcpSession, params: t.ListCheckpointsParams) -> Any:
     host = session.require_host()
-    listing = await host.call("listCheckpoints", lambda s: s.checkpoint_listing(params.files is True))
+    listing = await host.call(LIST_CHECKPOINTS, lambda s: s.checkpoint_listing(params.files is True),
+                              session_door(LIST_CHECKPOINTS))
     return t.ListCheckpointsResult(checkpoints=[checkpoint_summary(c) for c in listing.checkpoints],
                                    undo_entry_id=listing.undo_entry_id)
 
 
 async def _restore(session: AcpSession, params: t.RestoreCheckpointParams) -> Any:
     host = session.require_host()
-    outcome = await host.call_async("restoreCheckpoint", lambda s: s.restore_checkpoint(
-        params.entry_id, files=params.files, force=params.force is True, dry_run=params.dry_run is True))
+    outcome = await host.call(RESTORE_CHECKPOINT, lambda s: s.restore_checkpoint(
+        params.entry_id, files=params.files, force=params.force is True, dry_run=params.dry_run is True),
+        session_door(RESTORE_CHECKPOINT))
     return restore_result(outcome)
 
 
@@ -48,14 +52,15 @@ async def _set_limits(session: AcpSession, params: t.SetLimitsParams) -> Any:
     host = session.require_host()
     overrides = LimitOverrides(max_cost=params.max_cost, max_tokens=params.max_tokens,
                                max_cost_per_day=params.max_cost_per_day, max_tokens_per_day=params.max_tokens_per_day)
-    state = await host.call("setLimits", lambda s: s.set_limits(overrides))
+    state = await host.call(SET_LIMITS, lambda s: s.set_limits(overrides), session_door(SET_LIMITS))
     return t.SetLimitsResult(limits=limits_info(state))
 
 
 async def _markdown(session: AcpSession, params: t.ExportMarkdownParams) -> Any:
     host = session.require_host()
-    pending: Pending[tuple[str | None, str | None]] = host.call_async(
-        "exportMarkdown", lambda s: s.export_markdown(params.output_path, inline=params.inline is True))
+    pending: Pending[tuple[str | None, str | None]] = host.call(
+        EXPORT_MARKDOWN, lambda s: s.export_markdown(params.output_path, inline=params.inline is True),
+        session_door(EXPORT_MARKDOWN))
     path, text = await pending
     return t.ExportMarkdownResult(path=path, markdown=text)
 

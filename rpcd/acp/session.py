@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import anyio
 import anyio.abc
@@ -64,6 +64,15 @@ from rpcd.host.host import Pending, SerializedHost
 from rpcd.host.port import Binding, HostSubscription, SessionPort
 from rpcd.protocol.converter import unstructure
 from rpcd.protocol.errors import ErrorCode
+from rpcd.protocol.methods import session_door
+from rpcd.protocol.names import (
+    GET_AVAILABLE_MODELS,
+    GET_AVAILABLE_THINKING_LEVELS,
+    GET_COMMANDS,
+    GET_MESSAGES,
+    SET_MODEL,
+    SET_THINKING_LEVEL,
+)
 from rpcd.runtime.resources.commands import command_to_wire
 from rpcd.sessions.actions import HostCommandActions
 from rpcd.sessions.compose import Composer, FrontHooks
@@ -74,6 +83,8 @@ from rpcd.tools import ToolOperations
 from rpcd.wire.convert import limits_info
 
 log = logging.getLogger("rpcd.acp.session")
+
+T = TypeVar("T")
 
 STOP_REASONS: Final[Mapping[str, StopReason]] = {
     "stop": "end_turn",
@@ -204,6 +215,7 @@ class AcpSession:
         """The title a new session gets from its first prompt, sent once that prompt is recorded."""
         self._offered: list[dict[str, Any]] | None = None
         """The config options last sent (in an answer or a ``config_option_update``)."""
+        self._refreshing = anyio.Lock()
         self.closed = False
 
     # -- opening ------------------------------------------------------------------------------------
@@ -266,7 +278,7 @@ class AcpSession:
         self.translator.on_event(event)
         kind = event.get("type")
         if kind == "thinking_level_changed":  # set by the client, or clamped by a model switch
-            self.refresh_config()
+            self.front.task_group.start_soon(self.refresh_config)
         elif kind == "message_start" and self._title is not None:
             message = event.get("message")
             if isinstance(message, Mapping) and message.get("role") == "user":
@@ -289,15 +301,21 @@ class AcpSession:
             SessionMode(id=policy, name=name, description=description) for policy, (name, description) in MODES.items()
         ])
 
-    def config_options(self) -> list[SessionConfigOptionSelect]:
+    def _call(self, name: str, act: Callable[[SessionPort], T]) -> Pending[T]:
+        """``act(session)`` through the door the method table gives ``name`` (as the JSON-RPC front's)."""
+        return self.require_host().call(name, act, session_door(name))
+
+    async def config_options(self) -> list[SessionConfigOptionSelect]:
         host = self.require_host()
+        models = await self._call(GET_AVAILABLE_MODELS, lambda session: session.available_models())
+        levels = await self._call(GET_AVAILABLE_THINKING_LEVELS, lambda session: session.available_thinking_levels())
         state = host.state()
+        self._windows.update({(m.provider, m.id): m.context_window for m in models})
         options = [SessionConfigOptionSelect(
             type="select", id="mode", name="Mode", category="mode", current_value=self.mode(),
             options=[SessionConfigSelectOption(value=policy, name=name, description=description)
                      for policy, (name, description) in MODES.items()],
         )]
-        models = host.available_models()
         current = f"{state.model.provider}/{state.model.model_id}" if state.model is not None else None
         choices = [SessionConfigSelectOption(value=f"{m.provider}/{m.id}", name=m.name or m.id,
                                              description=f"{m.provider} · {m.context_window} tokens")
@@ -309,7 +327,6 @@ class AcpSession:
                 type="select", id="model", name="Model", category="model",
                 current_value=current or choices[0].value, options=choices,
             ))
-        levels = host.available_thinking_levels()
         if levels:
             level = state.thinking_level
             named = levels if level in levels else [level, *levels]
@@ -337,22 +354,24 @@ class AcpSession:
         self._offered = [option.model_dump(mode="json", by_alias=True, exclude_none=True) for option in options]
         return options
 
-    def refresh_config(self) -> None:
+    async def refresh_config(self) -> None:
         """A ``config_option_update`` when the options differ from those last sent (the model's
         levels, the current level, the model): nothing before the session's first answer offered
-        them, nothing when nothing changed."""
-        if self.host is None or self._offered is None or self.closed:
-            return
-        previous = self._offered
-        try:
-            options = self.config_options()
-        except Exception as exc:  # a host that became unusable has no options to update
-            log.info("config options unavailable: %s", type(exc).__name__, extra={"sessionId": self.id})
-            return
-        if self._offered != previous:
-            self.stream.push(ConfigOptionUpdate(session_update="config_option_update", config_options=list(options)))
+        them, nothing when nothing changed. One refresh at a time: two never send the same update."""
+        async with self._refreshing:
+            if self.host is None or self._offered is None or self.closed:
+                return
+            previous = self._offered
+            try:
+                options = await self.config_options()
+            except Exception as exc:  # a host that became unusable has no options to update
+                log.info("config options unavailable: %s", type(exc).__name__, extra={"sessionId": self.id})
+                return
+            if self._offered != previous:
+                self.stream.push(ConfigOptionUpdate(session_update="config_option_update",
+                                                    config_options=list(options)))
 
-    def set_mode(self, mode_id: str, *, method: str = "session/set_mode") -> None:
+    async def set_mode(self, mode_id: str, *, method: str = "session/set_mode") -> None:
         policy = next((p for p in APPROVAL_POLICIES if p == mode_id), None)
         if policy is None:
             raise invalid_params(method, [{"path": "$.modeId", "message": f"unknown mode {mode_id!r}; one of "
@@ -360,7 +379,7 @@ class AcpSession:
         self.gate.set_policy(policy)
         self.stream.push(CurrentModeUpdate(session_update="current_mode_update", current_mode_id=policy))
         self.stream.push(ConfigOptionUpdate(session_update="config_option_update",
-                                            config_options=list(self.config_options())))
+                                            config_options=list(await self.config_options())))
 
     def restore_mode(self, mode: str) -> None:
         """The mode this session had in an earlier process (``rpcd.sessions.records``); an unknown one is ignored."""
@@ -368,30 +387,31 @@ class AcpSession:
         if policy is not None:
             self.gate.set_policy(policy)
 
-    def set_config_option(self, config_id: str, value: str | bool) -> list[SessionConfigOptionSelect]:
+    async def set_config_option(self, config_id: str, value: str | bool) -> list[SessionConfigOptionSelect]:
         method = "session/set_config_option"
         if not isinstance(value, str):
             raise invalid_params(method, [{"path": "$.value", "message": "expected a string"}])
         if config_id == "mode":
-            self.set_mode(value, method=method)
+            await self.set_mode(value, method=method)
         elif config_id == "model":
             provider, sep, model_id = value.partition("/")
             if not sep or not provider or not model_id:
                 raise invalid_params(method, [{"path": "$.value", "message": "expected provider/modelId"}])
             try:
-                self.require_host().set_model(provider, model_id)
+                await self._call(SET_MODEL, lambda session: session.set_model(provider, model_id))
             except Exception as exc:
                 raise to_request_error(exc, method) from None
         elif config_id == "thought_level":
             host = self.require_host()
             try:
-                levels = host.available_thinking_levels()
+                levels = await self._call(GET_AVAILABLE_THINKING_LEVELS,
+                                          lambda session: session.available_thinking_levels())
                 if value not in levels:
                     model = host.state().model
                     name = f"{model.provider}/{model.model_id}" if model is not None else "the session"
                     raise invalid_params(method, [{"path": "$.value", "message": f"unknown thinking level {value!r} "
                                                    f"for {name}; one of {', '.join(levels)}"}])
-                host.set_thinking_level(value)
+                await self._call(SET_THINKING_LEVEL, lambda session: session.set_thinking_level(value))
             except RequestError:
                 raise
             except Exception as exc:
@@ -408,8 +428,8 @@ class AcpSession:
             self.sandbox.set(network=value == "on")
         else:
             raise invalid_params(method, [{"path": "$.configId", "message": f"unknown config option {config_id!r}"}])
-        self.refresh_config()  # a model switch changes the levels (and may clamp the level)
-        return self.config_options()
+        await self.refresh_config()  # a model switch changes the levels (and may clamp the level)
+        return await self.config_options()
 
     # -- turns --------------------------------------------------------------------------------------
 
@@ -500,11 +520,11 @@ class AcpSession:
         except Exception:
             return self.file
 
-    def announce_commands(self) -> None:
+    async def announce_commands(self) -> None:
         """``available_commands_update`` with the session's commands (templates, skills, extension
         commands); later changes follow as ``commands_changed`` events."""
         try:
-            commands = self.require_host().commands()
+            commands = await self._call(GET_COMMANDS, lambda session: session.commands())
         except Exception as exc:
             log.info("commands unavailable: %s", type(exc).__name__, extra={"sessionId": self.id})
             return
@@ -514,8 +534,7 @@ class AcpSession:
 
     async def replay_history(self) -> None:
         """``session/load``: the conversation so far as updates, all sent before the answer."""
-        host = self.require_host()
-        messages = host.messages()
+        messages = await self._call(GET_MESSAGES, lambda session: [dict(m) for m in session.messages()])
         self._titled = bool(messages)
         self.translator.add_cost(messages)
         for update in replay(messages, self.cwd):
@@ -559,11 +578,7 @@ class AcpSession:
             model = host.state().model
             if model is None:
                 return None
-            key = (model.provider, model.model_id)
-            if key not in self._windows:
-                for described in host.available_models():
-                    self._windows[(described.provider, described.id)] = described.context_window
-            return self._windows.get(key)
+            return self._windows.get((model.provider, model.model_id))  # known from the offered models
         except Exception:
             return None
 

@@ -148,6 +148,13 @@ class InputNotSupportedError(RuntimeFailure):
     kind = "InputNotSupported"
 
 
+class McpServerError(RuntimeFailure):
+    """An MCP server failed a request that is not a tool call (a prompt's ``prompts/get``): it is
+    not running, did not answer in time, or answered with an error."""
+
+    kind = "McpServerFailed"
+
+
 class CompactionError(RuntimeFailure):
     """A compaction or branch summary did not happen: nothing to compact, the summary call failed
     (or stopped at its token cap), an extension's result was unusable. Nothing was written."""

@@ -47,15 +47,6 @@ def check_regular(path: str) -> os.stat_result:
     return info
 
 
-def is_regular_file(path: str) -> bool:
-    """Whether ``path`` names (maybe through symlinks) a regular file; never opens it."""
-    try:
-        check_regular(path)
-    except OSError:
-        return False
-    return True
-
-
 def open_regular(path: str, flags: int = os.O_RDONLY) -> int:
     """A descriptor of the regular file ``path`` names (``flags`` plus non-blocking, close-on-exec).
 

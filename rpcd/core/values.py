@@ -6,8 +6,9 @@ store, the runtime, the host and the wire can all speak them without importing e
 host's port (``rpcd.host.port``) is written in these types.
 
 
-Events are plain ``dict`` objects in Pi's shapes (``{"type": "message_update", ...}``):
-they go to the wire as they are, so there is no second model of them to keep in sync.
+Events are plain ``dict`` objects in Pi's shapes (``{"type": "message_update", ...}``): they go to
+the wire as they are. Their published shapes are the wire contract's (``rpcd.protocol.events``,
+checked against every event the tests see), not a model the rooms below the fronts build or read.
 """
 
 from __future__ import annotations
@@ -121,6 +122,8 @@ class SessionState:
     """The spending caps in force and what was spent (``rpcd.runtime.limits``)."""
     sandbox: SandboxState | None = None
     """The sandbox of its commands (``None``: the runtime has no sandbox control: never sandboxed)."""
+    mcp_servers: tuple[McpServerState, ...] = ()
+    """The MCP servers the session named, with their status."""
 
 
 @attrs.frozen
@@ -155,6 +158,30 @@ class SandboxState:
     mechanism: SandboxMechanism | None = None
     writable: tuple[str, ...] = ()
     problem: str | None = None
+
+
+@attrs.frozen
+class McpServerState:
+    """One MCP server a session named, as ``listMcpServers``, ``getState`` and ``mcp/status`` show it
+    (no env values, no headers, no URL userinfo)."""
+
+    name: str
+    transport: str
+    """``stdio``, ``http`` (streamable HTTP) or ``sse``."""
+    target: str
+    """The command line it runs, or the URL it connects to."""
+    status: Literal["starting", "ready", "failed", "stopped"]
+    tools: tuple[str, ...] = ()
+    """The server's own tool names (the session calls them ``mcp__<server>__<tool>``)."""
+    prompts: tuple[str, ...] = ()
+    resources: int = 0
+    sessions: int = 0
+    """How many sessions of this process hold it."""
+    last_error: str | None = None
+    server_name: str | None = None
+    server_version: str | None = None
+    source: str = ""
+    """The ``mcp.json`` file that named it, or the front (``acp``)."""
 
 
 @attrs.frozen

@@ -41,7 +41,7 @@ from rpcd.host.failures import FailureContext, Phase, attach_context, context_of
 from rpcd.host.host import Pending, SerializedHost
 from rpcd.host.port import RuntimePort
 from rpcd.protocol import types as t
-from rpcd.protocol.names import UI_FEATURES
+from rpcd.protocol.names import MCP_STATUS, UI_FEATURES
 from rpcd.sessions.actions import HostCommandActions
 from rpcd.sessions.compose import Composer, FrontHooks
 from rpcd.sessions.hub import SessionHub, dispose_bounded, log_failure
@@ -62,6 +62,7 @@ from rpcd.wire.server import Server, create_server
 from rpcd.wire.trust import TrustMethods
 
 if TYPE_CHECKING:
+    from rpcd.core.values import McpServerState
     from rpcd.runtime.resources.trust import ProjectTrustContext, TrustDecision
     from rpcd.store import SessionManager
 
@@ -120,6 +121,7 @@ class Daemon:
         self.journal = HostJournal(options.journal_path)
         self.services = ProcessServices(options.spec, journal=self.journal)
         self.composer = Composer(options.spec, self.services)
+        self.composer.on_mcp_status = self._post_mcp_status  # the process's MCP servers: mcp/status
         self.location: SessionLocation = self.services.location
         """Where session files live (``--session-dir``, the variable, the setting, else per project)."""
         self.library = self.services.library
@@ -169,7 +171,7 @@ class Daemon:
     async def run(self, serve: Callable[[Server], Awaitable[int]]) -> int:
         """Run the pump and the host's worker, serve until the orderly end, return the exit code.
         The process services (``services.registry``) live in between: closed after the host's end."""
-        async with anyio.create_task_group() as task_group, self.services.registry.serving():
+        async with anyio.create_task_group() as task_group, self.services.serving():
             self._task_group = task_group
             task_group.start_soon(self.pump.run, name="rpcd event pump")
             await task_group.start(self.host.run, name="rpcd host")
@@ -231,6 +233,12 @@ class Daemon:
     def _post_status(self, status: str, generation: int) -> None:
         self.pump.post(HOST_STATUS, {"status": status, "generation": generation})
 
+    def _post_mcp_status(self, state: McpServerState) -> None:
+        from rpcd.protocol.converter import unstructure
+        from rpcd.wire.handlers import mcp_server_result
+
+        self.pump.post(MCP_STATUS, {"server": unstructure(mcp_server_result(state))})
+
     async def _persist(self, session_file: str | None, cwd: str) -> None:
         """Record the current session in the host journal.
 
@@ -266,7 +274,7 @@ class Daemon:
                 await host.wait_idle()
 
             try:
-                await host.enqueue_async("shutdown", idle)
+                await host.call("shutdown", lambda _: idle())  # behind everything requested before it
             except Exception as exc:  # the host went away meanwhile: end anyway
                 log_failure("extension shutdown: waiting for idle failed", exc)
             self.server.request_stop("an extension asked to shut down")

@@ -4,8 +4,9 @@ One ``SerializedHost`` owns one runtime (through ``rpcd.host.port.RuntimePort`` 
 the single door request code goes through. It adds what the runtime deliberately lacks:
 
 * **One FIFO, taken at arrival** (``rpcd.host.queue``). The startup, every replacement
-  (new/resume/fork/clone/import), ``prompt``, ``abort``, the session reads and writes queued with
-  ``enqueue`` and the final disposal get their place synchronously, when they are requested, and
+  (new/resume/fork/clone/import), ``prompt``, ``abort``, every session call (the one generic
+  ``call``, through the door the method table gives its method: ``queue`` or ``outside``) and the
+  final disposal get their place synchronously, when they are requested, and
   the host's worker task (``run``) runs them one at a time in that order. A prompt holds its
   place only until its turn has started; the turn then runs outside the queue, in the host's
   task group, as in Pi (a later replacement aborts it in its teardown). A queued operation whose
@@ -21,8 +22,9 @@ the single door request code goes through. It adds what the runtime deliberately
 * **One owner of the generation and the current session.** The host counts generations and hands
   the bindings each session with its generation and the operation that bound it (``Binding``).
 
-The raw runtime and session objects are never handed out: request code calls
-``prompt``/``abort``/``state``/... here, which check availability first.
+The raw runtime and session objects are never handed out: request code calls ``call`` (or
+``prompt``/``abort``/``state``/``probe``) here, which check availability first; a session method
+needs no forwarder of its own.
 """
 
 from __future__ import annotations
@@ -30,9 +32,10 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import enum
+import inspect
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
-from typing import Any, Final, Literal, NoReturn, TypeAlias, TypeVar
+from typing import Any, Final, Literal, NoReturn, TypeAlias, TypeVar, overload
 
 import anyio
 import anyio.abc
@@ -40,21 +43,12 @@ import attrs
 
 from rpcd.core.errors import HostDisposedError, HostError, HostUnavailableError, InvalidEntryError
 from rpcd.core.values import (
-    BashOutcome,
-    CommandInfo,
-    CycleModelResult,
     Diagnostic,
-    ForkMessage,
     ImageInput,
-    ModelDescription,
-    ModelRef,
     PromptOutcome,
-    QueueMode,
     QueueSnapshot,
     ReplaceResult,
     SessionState,
-    SessionStats,
-    SessionTree,
     StreamingBehavior,
 )
 from rpcd.host.failures import (
@@ -68,7 +62,7 @@ from rpcd.host.failures import (
 from rpcd.host.port import Binding, HostBindings, HostSubscription, RuntimePort, SessionPort
 from rpcd.host.queue import HostQueue, Pending
 
-__all__ = ["HostState", "HostStatus", "Pending", "ReplacementOutcome", "SerializedHost", "StatusListener"]
+__all__ = ["CallDoor", "HostState", "HostStatus", "Pending", "ReplacementOutcome", "SerializedHost", "StatusListener"]
 
 logger = logging.getLogger(__name__)
 
@@ -76,6 +70,8 @@ T = TypeVar("T")
 HostStatus: TypeAlias = Literal["starting", "ready", "replacing", "unusable", "disposed"]
 StatusListener: TypeAlias = Callable[[HostStatus, int], None]
 RuntimeOpener: TypeAlias = Callable[[], Awaitable[RuntimePort]]
+CallDoor: TypeAlias = Literal["queue", "outside"]
+"""The doors of ``SerializedHost.call`` (``rpcd.protocol.methods.SESSION_DOORS``: the same two names)."""
 
 # Set in the host's worker task (and inherited by tasks an operation starts), so a callback that
 # re-enters the host from inside an operation fails instead of waiting for itself forever.
@@ -429,99 +425,53 @@ class SerializedHost:
             self._describe_access(error, "getState")
             raise
 
-    def messages(self) -> list[dict[str, Any]]:
-        with self._session_access("getMessages") as session:
-            return [dict(message) for message in session.messages()]
-
-    def tree(self, nested: bool = False) -> SessionTree:
-        with self._session_access("getTree") as session:
-            return session.tree(nested)
-
-    def compact(self, custom_instructions: str | None = None) -> Pending[dict[str, Any]]:
-        """Compact the session current at this call's place, outside the queue like ``prompt``: a later
-        replacement aborts the compaction in its teardown (nothing is written then), and so does
-        cancelling this once it runs (``CompactionCancelledError``)."""
-        return self._outside("compact", lambda session: session.compact(custom_instructions))
-
-    def navigate_tree(self, target_id: str, *, summarize: bool = False, custom_instructions: str | None = None,
-                      replace_instructions: bool | None = None, label: str | None = None,
-                      restore_files: bool = False) -> Pending[dict[str, Any]]:
-        """Move the leaf of the session current at this call's place (a summary of the branch left is a
-        model call, so it runs outside the queue like ``prompt``; cancelling it once it runs aborts it)."""
-        return self._outside("navigateTree", lambda session: session.navigate_tree(
-            target_id, summarize=summarize, custom_instructions=custom_instructions,
-            replace_instructions=replace_instructions, label=label, restore_files=restore_files))
-
-    def set_label(self, entry_id: str, label: str | None = None) -> str:
-        with self._session_access("setLabel") as session:
-            return session.set_label(entry_id, label)
-
-    def set_auto_compaction(self, enabled: bool) -> None:
-        with self._session_access("setAutoCompaction") as session:
-            session.set_auto_compaction(enabled)
-
-    def set_session_name(self, name: str) -> None:
-        with self._session_access("setSessionName") as session:
-            session.set_session_name(name)
-
-    def commands(self) -> list[CommandInfo]:
-        with self._session_access("getCommands") as session:
-            return session.commands()
-
-    def set_model(self, provider: str, model_id: str) -> ModelRef:
-        """Switch the current session's model (it appends one entry and never replaces the session).
-        A running turn keeps its model."""
-        with self._session_access("setModel") as session:
-            return session.set_model(provider, model_id)
-
-    def cycle_model(self, direction: str = "forward") -> CycleModelResult | None:
-        """Switch the current session to the next usable model (it appends entries and never replaces
-        the session)."""
-        with self._session_access("cycleModel") as session:
-            return session.cycle_model(direction)
-
-    def available_models(self) -> list[ModelDescription]:
-        with self._session_access("getAvailableModels") as session:
-            return session.available_models()
-
     # -- session calls in arrival order --------------------------------------------------
 
-    def enqueue(self, operation: str, act: Callable[[], T]) -> Pending[T]:
-        """Queue ``act`` (e.g. ``lambda: host.set_session_name(name)``) behind everything requested
-        before this call: pipelined ``newSession`` + ``setSessionName`` names the *new* session."""
+    def probe(self, operation: str, act: Callable[[SessionPort], T]) -> T:
+        """``act(session)`` now, on the current session, without queueing: the probe door (the health
+        probe ``getState`` is one, spelled out in ``state``). Unavailable (starting, replacing,
+        unusable, disposed) fails at once; a failure carries this operation's context."""
+        with self._session_access(operation) as session:
+            return act(session)
 
-        async def body(_: Pending[T]) -> T:
-            return act()
+    @overload
+    def call(  # an awaitable result is awaited, never returned
+        self, operation: str, act: Callable[[SessionPort], Awaitable[T]], door: CallDoor = "queue",
+        *, stop: Callable[[SessionPort], Coroutine[Any, Any, None]] | None = None,
+    ) -> Pending[T]: ...
 
-        return self._submit(operation, body)
+    @overload
+    def call(self, operation: str, act: Callable[[SessionPort], T], door: CallDoor = "queue") -> Pending[T]: ...
 
-    def call(self, operation: str, act: Callable[[SessionPort], T], door: str = "queue") -> Pending[T]:
-        """Queue ``act`` on the session current at its place (``enqueue`` with the session access:
-        an unusable host fails it, a failure of ``act`` is described as ``operation``'s). Only the
-        ``queue`` door (the table's usual one) is served here."""
-        if door != "queue":
-            raise ValueError(f"{operation}: door {door!r} is not served by SerializedHost.call")
+    def call(
+        self,
+        operation: str,
+        act: Callable[[SessionPort], Any],
+        door: CallDoor = "queue",
+        *,
+        stop: Callable[[SessionPort], Coroutine[Any, Any, None]] | None = None,
+    ) -> Pending[Any]:
+        """THE session call: ``act(session)`` on the session current at this call's place in the FIFO,
+        taken now (at the request's arrival), through ``door`` — the method table's column
+        (``rpcd.protocol.methods.door_of``), which every front passes:
 
-        async def body(_: Pending[T]) -> T:
+        * ``queue``: ``act`` runs in the queue (awaited if it returns an awaitable): pipelined
+          ``newSession`` + ``setSessionName`` names the *new* session;
+        * ``outside``: once its place comes, ``act``'s awaitable runs outside the queue in the host's
+          task group (a turn, a compaction, a client command), so a later replacement aborts it in its
+          teardown; cancelling it while queued withdraws it, once it runs ``stop`` (default: abort the
+          session's turn) stops it and it still settles with the work's outcome.
+
+        A failure of the access (no usable session) or of ``act`` carries this operation's context."""
+        if door == "outside":
+            return self._outside(operation, act, stop)
+
+        async def body(_: Pending[Any]) -> Any:
             with self._session_access(operation) as session:
-                return act(session)
-
-        return self._submit(operation, body)
-
-    def call_async(self, operation: str, act: Callable[[SessionPort], Awaitable[T]]) -> Pending[T]:
-        """``call`` for an ``act`` that awaits (file work off the loop); the queue waits for it."""
-
-        async def body(_: Pending[T]) -> T:
-            with self._session_access(operation) as session:
-                return await act(session)
-
-        return self._submit(operation, body)
-
-    def enqueue_async(self, operation: str, act: Callable[[], Awaitable[T]]) -> Pending[T]:
-        """``enqueue`` for an ``act`` that awaits (e.g. ``exportHtml``); the queue waits for it."""
-
-        async def body(_: Pending[T]) -> T:
-            return await act()
+                result = act(session)
+                if inspect.isawaitable(result):
+                    result = await result
+                return result
 
         return self._submit(operation, body)
 
@@ -611,94 +561,6 @@ class SerializedHost:
             await session.abort()
         except Exception:
             logger.exception("aborting a cancelled prompt's turn failed")
-
-    async def export_html(self, output_path: str | None = None) -> str:
-        """Export the current session as one HTML file (the wire queues it: ``enqueue_async``)."""
-        with self._session_access("exportHtml") as session:
-            return await session.export_html(output_path)
-
-    def export_jsonl(self, output_path: str) -> str:
-        """Export the current branch as a new standalone session file."""
-        with self._session_access("exportJsonl") as session:
-            return session.export_jsonl(output_path)
-
-    # -- turn control (session calls that never replace the session; the wire queues each at its
-    #    request's arrival with ``enqueue``, like ``set_model``) ------------------------------
-
-    def steer(self, text: str, images: Sequence[ImageInput] = ()) -> None:
-        with self._session_access("steer") as session:
-            session.steer(text, images)
-
-    def follow_up(self, text: str, images: Sequence[ImageInput] = ()) -> None:
-        with self._session_access("followUp") as session:
-            session.follow_up(text, images)
-
-    def clear_queue(self) -> QueueSnapshot:
-        with self._session_access("clearQueue") as session:
-            return session.clear_queue()
-
-    def set_steering_mode(self, mode: QueueMode) -> None:
-        with self._session_access("setSteeringMode") as session:
-            session.set_steering_mode(mode)
-
-    def set_follow_up_mode(self, mode: QueueMode) -> None:
-        with self._session_access("setFollowUpMode") as session:
-            session.set_follow_up_mode(mode)
-
-    def set_thinking_level(self, level: str) -> str:
-        with self._session_access("setThinkingLevel") as session:
-            return session.set_thinking_level(level)
-
-    def cycle_thinking_level(self) -> str | None:
-        with self._session_access("cycleThinkingLevel") as session:
-            return session.cycle_thinking_level()
-
-    def available_thinking_levels(self) -> list[str]:
-        with self._session_access("getAvailableThinkingLevels") as session:
-            return session.available_thinking_levels()
-
-    def stats(self) -> SessionStats:
-        with self._session_access("getSessionStats") as session:
-            return session.stats()
-
-    def set_auto_retry(self, enabled: bool) -> None:
-        with self._session_access("setAutoRetry") as session:
-            session.set_auto_retry(enabled)
-
-    def abort_retry(self) -> None:
-        with self._session_access("abortRetry") as session:
-            session.abort_retry()
-
-    def last_assistant_text(self) -> str | None:
-        with self._session_access("getLastAssistantText") as session:
-            return session.last_assistant_text()
-
-    def fork_messages(self) -> list[ForkMessage]:
-        with self._session_access("getForkMessages") as session:
-            return session.fork_messages()
-
-    def entries(self, since: str | None = None) -> tuple[list[dict[str, Any]], str | float | None]:
-        with self._session_access("getEntries") as session:
-            return session.entries(since)
-
-    def bash(self, command: str, *, exclude_from_context: bool | None = None, timeout: float | None = None,
-             request_id: int | str | None = None) -> Pending[BashOutcome]:
-        """Run a client command in the session current at this call's place, outside the queue like a
-        turn (a later replacement stops it in its teardown and it resolves ``cancelled``); cancelling
-        it once it runs stops it (``abort_bash``) and it still resolves."""
-
-        async def stop(session: SessionPort) -> None:
-            try:
-                session.abort_bash()
-            except Exception:
-                logger.exception("stopping a cancelled bash command failed")
-
-        return self._outside("bash", lambda session: session.bash(
-            command, exclude_from_context=exclude_from_context, timeout=timeout, request_id=request_id), stop)
-
-    def abort_bash(self) -> None:
-        with self._session_access("abortBash") as session:
-            session.abort_bash()
 
     @contextlib.contextmanager
     def _session_access(self, operation: str) -> Iterator[SessionPort]:

@@ -27,6 +27,7 @@ from rpcd.core.values import (
     ImageInput,
     LimitOverrides,
     LimitsState,
+    McpServerState,
     ModelDescription,
     ModelRef,
     PromptOutcome,
@@ -87,6 +88,10 @@ class SessionPort(Protocol):
 
     def commands(self) -> list[CommandInfo]:
         """Every command a prompt can invoke now (extension commands, templates, skills)."""
+        ...
+
+    def mcp_servers(self) -> list[McpServerState]:
+        """The MCP servers the session named: status, tools, last error."""
         ...
 
     # -- turn control (Pi's AgentSession) ---------------------------------------------------

@@ -70,20 +70,6 @@ def _compat(model: ModelSpec, key: str, default: Any) -> Any:
     return default if value is None else value
 
 
-def _supports_tool_references(model: ModelSpec) -> bool:
-    value = model.compat.get("supportsToolReferences")
-    if isinstance(value, bool):
-        return value
-    if model.provider != "anthropic" or "haiku" in model.id:
-        return False
-    match = re.match(r"^claude-(?:opus|sonnet|fable)-(\d+)(?:-(\d+))?(?:-|$)", model.id)
-    if not match:
-        return False
-    major = int(match.group(1))
-    minor = int(match.group(2)) if match.group(2) and len(match.group(2)) < 8 else 0
-    return major > 4 or (major == 4 and minor >= 5)
-
-
 def _cache_control(model: ModelSpec, retention: str) -> dict[str, Any] | None:
     if retention == "none":
         return None

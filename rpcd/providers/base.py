@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Final, Protocol, runtime_checkable
 
 import attrs
 
@@ -43,6 +43,10 @@ from rpcd.providers.thinking import clamp_thinking_level, supported_thinking_lev
 
 AssistantMessageEvent = dict[str, Any]
 """One streamed event in Pi's shape; ``event["type"]`` names it."""
+
+DEFAULT_CONTEXT_WINDOW: Final = 128_000
+"""A model's context window when nothing says otherwise (pi-ai's default; models.json's too)."""
+DEFAULT_MAX_TOKENS: Final = 16_384
 
 
 @attrs.frozen
@@ -54,8 +58,8 @@ class ModelInfo:
     name: str
     api: str
     reasoning: bool = False
-    context_window: int = 128_000
-    max_tokens: int = 16_384
+    context_window: int = DEFAULT_CONTEXT_WINDOW
+    max_tokens: int = DEFAULT_MAX_TOKENS
     input: tuple[str, ...] = ("text",)
     cost: Mapping[str, Any] = attrs.field(factory=dict, eq=False)
     """Per-million-token rates ``{input, output, cacheRead, cacheWrite, tiers?}``."""
@@ -179,10 +183,6 @@ class ProviderRegistry:
         self._providers.pop(name, None)
         if self._default is not None and self._default[0] == name:
             self._default = None
-
-    def set_default(self, provider_name: str, model_id: str) -> None:
-        self.resolve(provider_name, model_id)  # validate
-        self._default = (provider_name, model_id)
 
     def providers(self) -> list[Provider]:
         return list(self._providers.values())

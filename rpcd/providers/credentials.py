@@ -37,7 +37,6 @@ from rpcd.core.files import read_regular
 from rpcd.core.values import Diagnostic
 from rpcd.providers.models_config import (
     ProviderSpec,
-    UnresolvedValueError,
     config_value_env_names,
     is_command_value,
     resolve_config_value,
@@ -384,14 +383,6 @@ class Credentials:
                 raise CredentialError(f'Provider "{spec.name}": authHeader requires a resolved API key')
             headers["Authorization"] = f"Bearer {api_key}"
         return ResolvedAuth(api_key=api_key, headers=headers, source=source, env=scoped_env, removed_headers=removed)
-
-
-def model_headers(raw: Mapping[str, str], provider: str, env: Mapping[str, str] | None = None) -> dict[str, str]:
-    """models.json model-level headers, resolved."""
-    try:
-        return resolve_headers(raw, env=env, what=f'model header of provider "{provider}":')
-    except UnresolvedValueError:
-        raise
 
 
 def env_names(spec: ProviderSpec) -> tuple[str, ...]:

@@ -48,6 +48,7 @@ import attrs
 
 from rpcd.core import codec
 from rpcd.core.files import read_regular
+from rpcd.core.jstext import content_text
 from rpcd.providers.base import (
     AssistantMessageEvent,
     ModelInfo,
@@ -212,21 +213,11 @@ def load_script(path: str | os.PathLike[str]) -> FauxScript:
         raise FauxScriptError(f"faux script {os.fspath(path)}: {exc}") from exc
 
 
-def message_text(message: Mapping[str, Any]) -> str:
-    """Text blocks of a message joined without separator (string content as is)."""
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(b.get("text", "") for b in content if isinstance(b, Mapping) and b.get("type") == "text")
-    return ""
-
-
 def default_reply(messages: Sequence[Mapping[str, Any]]) -> FauxStep:
     """The generated reply used when the queue is empty: ``echo: <last user text>``."""
     for message in reversed(messages):
         if message.get("role") == "user":
-            text = message_text(message)
+            text = content_text(message.get("content"), "")
             return FauxStep(blocks=(FauxBlock("text", text=f"echo: {text}" if text else "echo:"),))
     return FauxStep(blocks=(FauxBlock("text", text="echo:"),))
 
@@ -278,9 +269,6 @@ class FauxProvider:
 
     def push(self, *steps: Mapping[str, Any] | FauxStep) -> None:
         self._queue.extend(parse_step(s) for s in steps)
-
-    def set_steps(self, steps: Iterable[Mapping[str, Any] | FauxStep]) -> None:
-        self._queue = deque(parse_step(s) for s in steps)
 
     def pending(self) -> int:
         return len(self._queue)
@@ -369,7 +357,7 @@ class FauxProvider:
         )
         message = new_assistant_message(model, content)
         usage = empty_usage()
-        usage["input"] = _estimate_tokens(sum(len(message_text(m)) for m in request.messages))
+        usage["input"] = _estimate_tokens(sum(len(content_text(m.get("content"), "")) for m in request.messages))
         usage["output"] = _estimate_tokens(output_chars)
         usage["totalTokens"] = usage["input"] + usage["output"]
         if step.cost:

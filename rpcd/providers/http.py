@@ -28,6 +28,8 @@ says *what* to send (``HttpRequest``) and *how to read* the events it gets back 
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import json
 import logging
@@ -382,8 +384,7 @@ async def stream_call(
 
     message = parser.message
     redactor = request_redactor(env, request.secrets)
-    async with httpx.AsyncClient(timeout=timeouts.to_httpx(), transport=transport,
-                                 verify=tls_context()) as client:
+    async with _client(timeouts, transport) as client:
         retry_index = 0
         while True:
             body = request.content if request.content is not None else encode_body(request.body)
@@ -437,6 +438,76 @@ async def stream_call(
             await anyio.sleep(delay)
 
 
+class HttpClients:
+    """The httpx clients kept for the life of ``keep_connections()``: a model call then goes over the
+    connection (and TLS session) an earlier call left open, as Pi's ``fetch`` reuses its own, instead of
+    a new client, TCP connection and TLS handshake for every call (every turn and every tool round).
+    One client per TLS context; the timeouts go with each request. An aborted stream closes its
+    connection (httpx does not keep a connection whose response was not read to the end)."""
+
+    def __init__(self) -> None:
+        self._clients: dict[int, tuple[ssl.SSLContext, httpx.AsyncClient]] = {}
+
+    def client(self, verify: ssl.SSLContext) -> httpx.AsyncClient:
+        found = self._clients.get(id(verify))
+        if found is None or found[0] is not verify:
+            import httpx
+
+            found = self._clients[id(verify)] = (verify, httpx.AsyncClient(verify=verify))
+        return found[1]
+
+    async def aclose(self) -> None:
+        clients, self._clients = list(self._clients.values()), {}
+        for _, client in clients:
+            await client.aclose()
+
+
+_KEPT: contextvars.ContextVar[HttpClients | None] = contextvars.ContextVar("rpcd_http_clients", default=None)
+
+
+@contextlib.asynccontextmanager
+async def keep_connections() -> AsyncIterator[HttpClients]:
+    """Model calls made in this context (and the tasks started in it) share kept-alive connections;
+    they are closed when it ends. Outside it (a provider used on its own, the tests) each call has
+    its own client, closed with the call."""
+    clients = HttpClients()
+    token = _KEPT.set(clients)
+    try:
+        yield clients
+    finally:
+        _KEPT.reset(token)
+        with anyio.CancelScope(shield=True):
+            await clients.aclose()
+
+
+@contextlib.asynccontextmanager
+async def _client(timeouts: Timeouts, transport: httpx.AsyncBaseTransport | None) -> AsyncIterator[httpx.AsyncClient]:
+    """The kept client of this context (``keep_connections``), else one for this call only (always for
+    an injected ``transport``)."""
+    _no_sniffio_search()
+    kept = _KEPT.get() if transport is None else None
+    if kept is not None:
+        yield kept.client(tls_context())
+        return
+    import httpx
+
+    async with httpx.AsyncClient(timeout=timeouts.to_httpx(), transport=transport, verify=tls_context()) as client:
+        yield client
+
+
+@functools.cache
+def _no_sniffio_search() -> None:
+    """httpcore asks ``import sniffio`` on every request (several times); without sniffio installed (it
+    is not a dependency) each attempt searched every ``sys.path`` entry again (~0.1-0.3 ms each). A
+    ``None`` in ``sys.modules`` is Python's own "known to be absent": the import fails at once, and the
+    same way."""
+    import importlib.util
+    import sys
+
+    if "sniffio" not in sys.modules and importlib.util.find_spec("sniffio") is None:
+        sys.modules["sniffio"] = None  # type: ignore[assignment]
+
+
 def tls_context() -> ssl.SSLContext:
     """The TLS context every outgoing connection of the providers uses (built once per CA setting)."""
     return _ssl_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
@@ -456,7 +527,7 @@ class _open:
 
     def __init__(self, client: httpx.AsyncClient, url: str, body: bytes, headers: Mapping[str, str],
                  timeouts: Timeouts) -> None:
-        self._cm = client.stream("POST", url, content=body, headers=dict(headers))
+        self._cm = client.stream("POST", url, content=body, headers=dict(headers), timeout=timeouts.to_httpx())
         self._bound = timeouts.headers
 
     async def __aenter__(self) -> httpx.Response:

@@ -31,7 +31,7 @@ from typing import Any, Protocol
 
 import attrs
 
-from rpcd.core.errors import ModelNotFoundError, ProviderError
+from rpcd.core.errors import ProviderError
 from rpcd.core.model_inputs import ModelInputs
 from rpcd.core.values import Diagnostic
 from rpcd.providers.base import ModelInfo, Provider, ProviderRegistry
@@ -358,7 +358,6 @@ def select_session_model(
     asked: list[str] = []  # what was configured or requested and could not be used
     chosen: tuple[Provider, ModelInfo] | None = None
     thinking: str | None = None
-    explicit_thinking = False
     fallback_message: str | None = None
 
     cli = cli if cli is not None else resolve_cli_model(registry, inputs.provider, inputs.model, inputs.thinking)
@@ -374,7 +373,7 @@ def select_session_model(
         if reason is None and cli.provider is not None:
             chosen = (cli.provider, cli.model)
             if cli.thinking_level and not inputs.thinking:
-                thinking, explicit_thinking = cli.thinking_level, True
+                thinking = cli.thinking_level
         else:
             asked.append(f"--model {_ref(cli.model)} cannot be used: {reason}")
 
@@ -385,11 +384,11 @@ def select_session_model(
         entry = next((s for s in scoped if (s.model.provider, s.model.id) == saved), scoped[0])
         chosen = (entry.provider, entry.model)
         if entry.thinking_level and not inputs.thinking:
-            thinking, explicit_thinking = entry.thinking_level, True
+            thinking = entry.thinking_level
 
     if inputs.thinking:
         if is_thinking_level(inputs.thinking):
-            thinking, explicit_thinking = inputs.thinking, True
+            thinking = inputs.thinking
         else:
             diagnostics.append(Diagnostic("warning", f'--thinking {inputs.thinking}: not a thinking level '
                                                      f'({", ".join(THINKING_LEVELS)}); ignored'))
@@ -446,7 +445,6 @@ def select_session_model(
     if thinking is None:
         thinking = settings_thinking_default(settings) or DEFAULT_THINKING_LEVEL
     level = model.clamp_thinking(thinking) if model is not None else "off"
-    del explicit_thinking
     return Selection(
         provider=chosen[0] if chosen is not None else None,
         model=model,
@@ -601,6 +599,3 @@ def cycle_model(
                              settings=settings, explicit_thinking=level, notify=notify)
     return CycleResult(model=model, thinking_level=new_level, is_scoped=bool(scoped))
 
-
-def model_not_found(provider: str, model_id: str) -> ModelNotFoundError:
-    return ModelNotFoundError(f"Model not found: {provider}/{model_id}")

@@ -37,11 +37,10 @@ from typing import Any
 import attrs
 
 from rpcd.core.files import read_regular
+from rpcd.core.jsonc import strip_jsonc
 from rpcd.core.values import Diagnostic, ModelRef
-from rpcd.providers.base import ModelInfo
+from rpcd.providers.base import DEFAULT_CONTEXT_WINDOW, DEFAULT_MAX_TOKENS, ModelInfo
 
-DEFAULT_CONTEXT_WINDOW = 128_000
-DEFAULT_MAX_TOKENS = 16_384
 OPENAI_COMPLETIONS_API = "openai-completions"
 COMMAND_TIMEOUT_S = 10.0
 """Bound on a ``!command`` key lookup: a hung password manager must not hang a turn."""
@@ -209,7 +208,7 @@ def load_models_config(agent_dir: str | os.PathLike[str]) -> ModelsConfig:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "unreadable"
         return ModelsConfig(diagnostics=(_diag("error", f"Could not read {path}: {reason}"),), source=str(path))
     try:
-        raw = json.loads(_strip_json_comments(text))
+        raw = json.loads(strip_jsonc(text))  # Pi accepts // and /* */ comments in models.json
     except json.JSONDecodeError as exc:
         # position only: the message of a decode error can quote the offending text (a key)
         return ModelsConfig(
@@ -217,41 +216,6 @@ def load_models_config(agent_dir: str | os.PathLike[str]) -> ModelsConfig:
             source=str(path),
         )
     return parse_models_config(raw, source=str(path))
-
-
-def _strip_json_comments(text: str) -> str:
-    """Pi accepts ``//`` and ``/* */`` comments in models.json (outside strings)."""
-    if "/" not in text:
-        return text
-    out: list[str] = []
-    i, n = 0, len(text)
-    in_string = False
-    while i < n:
-        ch = text[i]
-        if in_string:
-            out.append(ch)
-            if ch == "\\" and i + 1 < n:
-                out.append(text[i + 1])
-                i += 2
-                continue
-            if ch == '"':
-                in_string = False
-            i += 1
-            continue
-        if ch == '"':
-            in_string = True
-            out.append(ch)
-            i += 1
-        elif text.startswith("//", i):
-            end = text.find("\n", i)
-            i = n if end == -1 else end
-        elif text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            i = n if end == -1 else end + 2
-        else:
-            out.append(ch)
-            i += 1
-    return "".join(out)
 
 
 def parse_models_config(raw: Any, *, source: str = "models.json") -> ModelsConfig:

@@ -36,7 +36,14 @@ from rpcd.core.values import Diagnostic
 from rpcd.providers.attribution import attribution_headers, install_telemetry_enabled
 from rpcd.providers.base import AssistantMessageEvent, ModelInfo, ProviderRequest, new_assistant_message
 from rpcd.providers.catalog import builtin_catalog
-from rpcd.providers.credentials import AUTH_FILE, AuthCheck, CredentialError, Credentials, load_auth_file
+from rpcd.providers.credentials import (
+    AMBIENT_PROVIDERS,
+    AUTH_FILE,
+    AuthCheck,
+    CredentialError,
+    Credentials,
+    load_auth_file,
+)
 from rpcd.providers.http import (
     MAX_ERROR_CHARS,
     HttpRequest,
@@ -275,8 +282,10 @@ class RemoteProvider:
         from rpcd.providers.call import CallContext  # a request's machinery: on the first request
         from rpcd.providers.transform import convert_to_llm
 
-        # a ``!command`` key runs a subprocess: keep it off the event loop
-        auth, headers = await anyio.to_thread.run_sync(self._resolve, spec, oauth)
+        if self._resolve_may_block(spec):  # a ``!command`` key runs a subprocess: keep it off the event loop
+            auth, headers = await anyio.to_thread.run_sync(self._resolve, spec, oauth)
+        else:
+            auth, headers = self._resolve(spec, oauth)
         if oauth is not None and oauth.base_url:
             spec = attrs.evolve(spec, base_url=oauth.base_url)  # GitHub Copilot's per-account endpoint
         if "{" in spec.base_url and auth.env:
@@ -327,6 +336,21 @@ class RemoteProvider:
                                   "is not a JSON object")
             http_request = attrs.evolve(http_request, body=body)
         return http_request, parser
+
+    def _resolve_may_block(self, spec: ModelSpec) -> bool:
+        """Whether resolving a request's key and headers may run a command (a ``!command`` value) or read
+        an ambient credential chain (Bedrock's, Vertex's): that runs in a worker thread. Anything else is
+        dictionary and environment lookups, done inline: the hand-off to a thread cost more than they do
+        (and under load, whole milliseconds before the request could leave)."""
+        if self.name in AMBIENT_PROVIDERS:
+            return True
+        values = [*self.spec.headers.values(), *spec.headers.values()]
+        credential = self.credentials.credential(self.name)
+        if credential is not None and credential.key:
+            values.append(credential.key)
+        if self.spec.api_key is not None:
+            values.append(self.spec.api_key)
+        return any(value.startswith("!") for value in values)
 
     def _resolve(self, spec: ModelSpec, oauth: OAuthAuth | None = None) -> tuple[Any, dict[str, str]]:
         auth = self.credentials.resolve(self.spec, oauth)

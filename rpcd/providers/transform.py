@@ -225,10 +225,6 @@ def transform_messages(
     return result
 
 
-def text_of(blocks: Any, sep: str = "\n") -> str:
-    return sep.join(str(b.get("text", "")) for b in blocks or () if isinstance(b, Mapping) and b.get("type") == "text")
-
-
 # -- token estimates (pi-ai utils/estimate.ts) ------------------------------------------------
 
 CHARS_PER_TOKEN: Final = 4

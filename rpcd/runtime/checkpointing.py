@@ -28,6 +28,7 @@ from typing import Any, Protocol
 import anyio.to_thread
 
 from rpcd.core.errors import InvalidArgumentError, InvalidEntryError
+from rpcd.core.jstext import content_text
 from rpcd.core.values import CheckpointInfo, CheckpointListing, RestoredFile, RestoreOutcome
 from rpcd.store import SessionManager
 from rpcd.store import entries as E
@@ -280,7 +281,7 @@ def _prompt_of(sm: SessionManager, entry_id: str) -> tuple[str | None, str | Non
     for entry in reversed(sm.get_branch(entry_id)):
         message = entry.get("message")
         if entry.get("type") == E.MESSAGE and isinstance(message, Mapping) and message.get("role") == "user":
-            text = " ".join(E.message_text(message.get("content")).split())
+            text = " ".join(content_text(message.get("content"), " ").split())
             return str(entry["id"]), (text[:117] + "…") if len(text) > 120 else text
     return None, None
 

@@ -36,6 +36,8 @@ from rpcd.tools.sandbox import sandbox_diagnostics
 if TYPE_CHECKING:
     import httpx
 
+    from rpcd.mcp.session import SessionMcp
+
 FAUX_SCRIPT_SETTING = "fauxScript"
 
 
@@ -98,6 +100,26 @@ def refresh_providers(
     return diagnostics
 
 
+async def open_mcp(process_inputs: ProcessInputs, services: Any, diagnostics: list[Diagnostic]) -> SessionMcp | None:
+    """The MCP servers of a session in ``services.cwd``: the ``mcp.json`` files (the project's only
+    when it is trusted) and the front's list, started or shared through the process's pool. Nothing
+    MCP is imported when no file exists and the front names none."""
+    pool = process_inputs.mcp_pool
+    if pool is None:
+        return None
+    from rpcd.mcp.config import dedupe, load_file_configs
+    from rpcd.mcp.session import SessionMcp
+
+    files = load_file_configs(services.cwd, services.agent_dir, project_trusted=services.project_trusted)
+    diagnostics.extend(files.diagnostics)
+    configs = dedupe([*files.servers, *process_inputs.mcp_servers])
+    if not configs:
+        return None
+    mcp = await SessionMcp.open(pool, configs)
+    diagnostics.extend(mcp.diagnostics())
+    return mcp
+
+
 def make_default_factory(
     process_inputs: ProcessInputs,
     *,
@@ -137,17 +159,24 @@ def make_default_factory(
             diagnostics += process_inputs.approval.diagnostics(services.settings.get(POLICY_SETTING))
         if process_inputs.sandbox is not None:
             diagnostics += sandbox_diagnostics(process_inputs.sandbox, *configured_sandbox(services), services.cwd)
-        session, selection = create_agent_session(
-            services=services,
-            session_manager=session_manager,
-            registry=registry,
-            session_start_event=session_start_event,
-            model_inputs=inputs,
-            tool_selection=process_inputs.tool_selection,
-            approval=process_inputs.approval,
-            tool_operations=process_inputs.tool_operations,
-            sandbox=process_inputs.sandbox,
-        )
+        mcp = await open_mcp(process_inputs, services, diagnostics)
+        try:
+            session, selection = create_agent_session(
+                services=services,
+                session_manager=session_manager,
+                registry=registry,
+                session_start_event=session_start_event,
+                model_inputs=inputs,
+                tool_selection=process_inputs.tool_selection,
+                approval=process_inputs.approval,
+                tool_operations=process_inputs.tool_operations,
+                sandbox=process_inputs.sandbox,
+                mcp=mcp,
+            )
+        except BaseException:
+            if mcp is not None:
+                mcp.release()
+            raise
         diagnostics.extend(selection.diagnostics)
         return CreateRuntimeResult(
             session=session, services=services, diagnostics=diagnostics,

@@ -25,7 +25,7 @@ import fnmatch
 import glob
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
@@ -57,6 +57,10 @@ from rpcd.runtime.resources.trust import (
 )
 from rpcd.tools import ApprovalGate, ToolOperations, ToolSelection
 from rpcd.tools.sandbox import SandboxControl
+
+if TYPE_CHECKING:
+    from rpcd.mcp.config import ServerConfig
+    from rpcd.mcp.pool import McpPool
 
 __all__ = [
     "AuthorizeProject",
@@ -110,6 +114,12 @@ class ProcessInputs:
     """``--prompt-template PATH`` (absolute; a file or a folder of templates)."""
     no_prompt_templates: bool = False
     """``--no-prompt-templates``: no discovered or settings-listed templates."""
+    mcp_pool: McpPool | None = attrs.field(default=None, eq=False)
+    """The process's MCP pool (``rpcd.mcp.pool``): a session's servers are started, or shared with
+    the sessions already naming them, before its ``session_start``; ``None``: no MCP servers."""
+    mcp_servers: tuple[ServerConfig, ...] = ()
+    """Servers the front names for every session it makes (ACP's ``mcpServers``), after those of
+    the ``mcp.json`` files (a name given twice: the front's wins)."""
 
 
 @attrs.frozen

@@ -33,7 +33,7 @@ import os
 import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import anyio.to_thread
@@ -49,7 +49,7 @@ from rpcd.core.errors import (
     SessionBusyError,
     SessionNotSavedError,
 )
-from rpcd.core.jstext import js_trim
+from rpcd.core.jstext import content_text, js_trim
 from rpcd.core.values import (
     ApprovalPolicy,
     BashOutcome,
@@ -65,6 +65,7 @@ from rpcd.core.values import (
     InputHandled,
     LimitOverrides,
     LimitsState,
+    McpServerState,
     ModelDescription,
     ModelRef,
     PromptOutcome,
@@ -112,7 +113,7 @@ from rpcd.runtime.turns.queue import InputQueues, Kind
 from rpcd.runtime.turns.retry import SessionRetry
 from rpcd.runtime.usage import context_usage, session_stats
 from rpcd.store import SessionManager
-from rpcd.store.entries import THINKING_LEVEL_CHANGE, message_text
+from rpcd.store.entries import THINKING_LEVEL_CHANGE
 from rpcd.store.records import Record
 from rpcd.store.usage_ledger import UsageLedger
 from rpcd.tools import (
@@ -134,6 +135,9 @@ from rpcd.tools import (
 from rpcd.tools.bash import SESSION_ENV_KEYS, shell_env
 from rpcd.tools.sandbox import OFF as SANDBOX_OFF
 from rpcd.tools.sandbox import SandboxControl, SandboxPolicy, describe
+
+if TYPE_CHECKING:
+    from rpcd.mcp.session import SessionMcp
 
 _log = logging.getLogger("rpcd.runtime.session")
 
@@ -196,6 +200,7 @@ class AgentSession(SessionExtensionActions):
         model_inputs: ModelInputs | None = None,
         approval: ApprovalGate | None = None,
         sandbox: SandboxControl | None = None,
+        mcp: SessionMcp | None = None,
     ) -> None:
         self.session_manager = session_manager
         self.registry = registry
@@ -208,6 +213,8 @@ class AgentSession(SessionExtensionActions):
         self.last_context_overflow: ContextOverflowError | None = None
         """The overflow the last run ended with (after recovery: the one recovery could not fix)."""
         self.approval = approval
+        self.mcp = mcp
+        """The MCP servers this session holds (its tools, prompt commands); let go of on ``dispose``."""
         """The process's approval gate (``None``: every tool runs, as in Pi)."""
         self.sandbox = sandbox
         """Which sandbox its commands run in (``None``: never one, as in Pi)."""
@@ -225,6 +232,11 @@ class AgentSession(SessionExtensionActions):
         self._runner: ExtensionRunner | None = runner if isinstance(runner, ExtensionRunner) else None
         self._subs: list[_Subscription] = []
         self._snapshot: tuple[_Subscription, ...] = ()
+        self._state_version = 0
+        """Bumped by ``state_changed`` (``state_key``)."""
+        self._state_cache: tuple[tuple[object, ...], SessionState] | None = None
+        self._caps_known: tuple[LimitOverrides, bool, bool] | None = None
+        """``set_limits``' overrides, whether any cap is configured with them, whether a per-day one is."""
         self._running = False
         self._aborted_before_run = False
         """An abort that reached this prompt before its run began (during the compaction check)."""
@@ -302,6 +314,57 @@ class AgentSession(SessionExtensionActions):
         return self.agent.thinking_level
 
     def state(self) -> SessionState:
+        """The session's state, built again only when something it is made of changed (``state_key``):
+        ``getState`` is polled, and an unchanged answer is then the very same object (whose encoding
+        the wire reuses)."""
+        key = self.state_key()
+        cached = self._state_cache
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        state = self.build_state()
+        self._state_cache = (key, state)
+        return state
+
+    def state_changed(self) -> None:
+        """Something ``state()`` shows changed: bump the state version. ``_notify`` calls it for every
+        event but a streamed ``message_update`` (queue, name, compaction, retry, run and entry events),
+        the setters that emit nothing call it themselves."""
+        self._state_version += 1
+
+    def state_key(self) -> tuple[object, ...]:
+        """What ``state()`` is made of, read cheaply: the state version (``state_changed``) and the
+        inputs that others change without an event of this session (the agent's messages, model and
+        thinking level, the file's leaf and name, the overrides of compaction and retry, the
+        process-wide approval gate and sandbox, the MCP servers' statuses, which their connections
+        change). ``tests/runtime/test_state_version.py`` drives every mutating call and checks that
+        ``state()`` always equals ``build_state()``."""
+        agent, sm, queues, gate, sandbox = self.agent, self.session_manager, self.queues, self.approval, self.sandbox
+        return (self._state_version, self._running, len(agent.messages), agent.model, agent.thinking_level,
+                sm.get_leaf_ref(), sm.get_session_file(), sm.get_session_id(), queues.steering.mode,
+                queues.follow_up.mode, self.compaction.is_compacting, self.compaction.enabled_override,
+                self.retry.enabled_override, None if gate is None else (gate.override, gate.client_can_answer),
+                None if sandbox is None else (sandbox.mode, sandbox.network), self._limits_key(),
+                None if self.mcp is None else tuple(self.mcp.statuses()))
+
+    def _limits_key(self) -> object:
+        """What ``limits_state`` is made of: the caps (the settings and ``set_limits``' overrides) and the
+        entries counted against them; with a per-day cap, today's spend of every process (the ledger),
+        which changes without any event here: then a key that never repeats (the state is built anew)."""
+        overrides = self.limit_overrides
+        known = self._caps_known
+        if known is None or known[0] is not overrides:
+            settings: Any = self.settings()
+            caps = configured_limits(getattr(settings, "global_settings", {}) or {},
+                                     getattr(settings, "project_settings", {}) or {}, overrides)
+            known = self._caps_known = (overrides, bool(caps), "maxCostPerDay" in caps or "maxTokensPerDay" in caps)
+        if not known[1]:
+            return None
+        if known[2]:
+            return object()
+        return overrides, self.session_manager.get_entry_count()
+
+    def build_state(self) -> SessionState:
+        """The state as it is now, without the cache (``state`` answers from it)."""
         model = self.agent.model
         return SessionState(
             session_id=self.session_id,
@@ -322,6 +385,7 @@ class AgentSession(SessionExtensionActions):
             approval_policy=self.approval_policy,
             limits=self.limits_state(),
             sandbox=describe(sandbox_policy(self.services, self.sandbox), self.cwd) if self.sandbox else None,
+            mcp_servers=tuple(self.mcp.statuses()) if self.mcp is not None else (),
         )
 
     @property
@@ -361,6 +425,8 @@ class AgentSession(SessionExtensionActions):
         self._notify(event)
 
     def _notify(self, event: SessionEvent) -> None:
+        if event.get("type") != "message_update":
+            self._state_version += 1  # ``state_changed``, inline: every event but a streamed delta
         for sub in self._snapshot:
             if sub.owner is None:
                 continue
@@ -482,6 +548,9 @@ class AgentSession(SessionExtensionActions):
             ran = await command_input.run_extension_command(self._live_runner(), text)
             if ran is not None:
                 return ran
+            if self.mcp is not None and not self._disposed:
+                expanded = await self.mcp.expand(text)  # /mcp__<server>__<prompt> args: the server's prompt
+                text = expanded if expanded is not None else text
         if self.compaction.manual_running:
             raise SessionBusyError(
                 "Cannot submit a prompt while compaction is in progress. Wait for compaction to finish and retry.",
@@ -609,12 +678,18 @@ class AgentSession(SessionExtensionActions):
 
     def commands(self, *, offered: bool = True) -> list[CommandInfo]:
         """Every command a prompt can invoke now, in Pi's order: extension commands, prompt
-        templates, skills (``skill:name``). ``offered``: what clients are offered (``getCommands``,
-        ``commands_changed``, ACP's available commands): the setting ``enableSkillCommands: false``
-        leaves the skills out, as Pi's editor stops offering them (``/skill:name`` still expands)."""
+        templates, skills (``skill:name``); then the MCP servers' prompts (``mcp__<server>__<prompt>``).
+        ``offered``: what clients are offered (``getCommands``, ``commands_changed``, ACP's available
+        commands): the setting ``enableSkillCommands: false`` leaves the skills out, as Pi's editor stops
+        offering them (``/skill:name`` still expands)."""
         hidden = offered and self._setting("enableSkillCommands") is False
-        return command_input.list_commands(self._runner, templates=self.prompt_templates,
-                                           skills=() if hidden else self.skills)
+        listed = command_input.list_commands(self._runner, templates=self.prompt_templates,
+                                             skills=() if hidden else self.skills)
+        return [*listed, *self.mcp.commands()] if self.mcp is not None else listed
+
+    def mcp_servers(self) -> list[McpServerState]:
+        """The MCP servers this session named: status, tools, last error."""
+        return self.mcp.statuses() if self.mcp is not None else []
 
     def notify_commands_changed(self, previous: Sequence[CommandInfo]) -> None:
         """``commands_changed`` to the subscribers when this session's commands differ from ``previous``."""
@@ -963,7 +1038,7 @@ class AgentSession(SessionExtensionActions):
             message = entry.get("message")
             if entry.get("type") != "message" or not isinstance(message, Mapping) or message.get("role") != "user":
                 continue
-            text = message_text(message.get("content"), "")
+            text = content_text(message.get("content"), "")
             if text:
                 out.append(ForkMessage(entry_id=str(entry["id"]), text=text))
         return out
@@ -1271,6 +1346,8 @@ class AgentSession(SessionExtensionActions):
         """Apply the host's bindings to the runner, then emit this session's ``session_start`` and
         ``resources_discover`` (Pi's ``bindExtensions``)."""
         self.bindings = bindings
+        if self.mcp is not None:
+            self.mcp.bind_ui(bindings.ui)  # an MCP server's questions (elicitation) go to this UI
         runner = self._runner
         if runner is None:
             return
@@ -1377,6 +1454,8 @@ class AgentSession(SessionExtensionActions):
                 runner.invalidate()
             except Exception:
                 _log.exception("extension runner invalidation failed")
+        if self.mcp is not None:
+            self.mcp.release()  # its servers go back to the pool (stopped when no session holds them)
         # Let go of the file: another rpcd process may take it now (an in-memory fork keeps using
         # this manager for the next session; it holds no lock).
         if release_file:
@@ -1441,10 +1520,11 @@ def tool_options(services: Any) -> ToolOptions:
 
 
 def session_tool_set(services: Any, selection: ToolSelection, operations: ToolOperations | None = None,
-                     sandbox: SandboxControl | None = None) -> ToolSet:
+                     sandbox: SandboxControl | None = None, mcp: SessionMcp | None = None) -> ToolSet:
     """The tools of a session in ``services.cwd`` (``rpcd.runtime.tool_set``): built-ins bound to the
-    cwd (rebuilt for every replacement; their I/O through ``operations`` when given) and the
-    extensions' tools, selected as Pi selects them."""
+    cwd (rebuilt for every replacement; their I/O through ``operations`` when given), the
+    extensions' tools, selected as Pi selects them, then the MCP servers' tools (selected as the
+    extensions' are)."""
     options = tool_options(services)
     if operations is not None:
         options = attrs.evolve(options, operations=operations)
@@ -1455,14 +1535,16 @@ def session_tool_set(services: Any, selection: ToolSelection, operations: ToolOp
     runner = getattr(services, "extensions", None)
     return ToolSet(builtin=create_builtin_tools(services.cwd, options),
                    runner=runner if isinstance(runner, ExtensionRunner) else None,
-                   selection=selection, default_tools=default_tools)
+                   selection=selection, default_tools=default_tools,
+                   mcp_tools=mcp.tools() if mcp is not None else None,
+                   mcp_profiles=mcp.profiles() if mcp is not None else None)
 
 
 def session_tools(services: Any, selection: ToolSelection, operations: ToolOperations | None = None,
-                  sandbox: SandboxControl | None = None) -> dict[str, Tool]:
+                  sandbox: SandboxControl | None = None, mcp: SessionMcp | None = None) -> dict[str, Tool]:
     """The tools a session in ``services.cwd`` starts with, in Pi's order; an extension tool with a
     built-in's name takes its place."""
-    return session_tool_set(services, selection, operations, sandbox).active_tools()
+    return session_tool_set(services, selection, operations, sandbox, mcp).active_tools()
 
 
 def _prompt_parts(tools: Mapping[str, Tool]) -> tuple[dict[str, str], list[str]]:
@@ -1565,6 +1647,7 @@ def create_agent_session(
     approval: ApprovalGate | None = None,
     tool_operations: ToolOperations | None = None,
     sandbox: SandboxControl | None = None,
+    mcp: SessionMcp | None = None,
 ) -> tuple[AgentSession, Selection]:
     """Build a session over ``session_manager`` with ``services``; returns it and the model
     ``Selection`` (its ``fallback_message`` is Pi's ``Could not restore model p/m. Using p2/m2``,
@@ -1614,10 +1697,10 @@ def create_agent_session(
     )
     session = AgentSession(
         session_manager=sm, services=services, agent=agent, session_start_event=session_start_event,
-        registry=registry, model_inputs=inputs, approval=approval, sandbox=sandbox,
+        registry=registry, model_inputs=inputs, approval=approval, sandbox=sandbox, mcp=mcp,
     )
     owner = weakref.proxy(session)
-    session.tool_set = session_tool_set(services, tool_selection or ToolSelection(), tool_operations, sandbox)
+    session.tool_set = session_tool_set(services, tool_selection or ToolSelection(), tool_operations, sandbox, mcp)
     session.extra_tools = list(extra_tools)
     agent.seam = ToolSeam({}, _SessionHooks(owner).hooks())
     session._apply_tools()

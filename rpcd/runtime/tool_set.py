@@ -135,15 +135,19 @@ class ToolSet:
     """The registry and active set of one session."""
 
     def __init__(self, *, builtin: Mapping[str, Tool], runner: ExtensionRunner | None, selection: ToolSelection,
-                 default_tools: Sequence[str] | None) -> None:
+                 default_tools: Sequence[str] | None, mcp_tools: Mapping[str, Tool] | None = None,
+                 mcp_profiles: Mapping[str, ToolProfile] | None = None) -> None:
         self._builtin = dict(builtin)
+        self._mcp = dict(mcp_tools or {})
+        """The session's MCP servers' tools (``mcp__<server>__<tool>``), after the extensions'."""
+        self._mcp_profiles = dict(mcp_profiles or {})
         self._runner = runner
         self._selection = selection
         self._default_tools = default_tools
         self.registry: dict[str, Tool] = {}
         self.active: list[str] = []
         self._rebuild_registry()
-        extension_names = [n for n in self._extension_tools() if self._allowed(n)]
+        extension_names = [n for n in [*self._extension_tools(), *self._mcp] if self._allowed(n)]
         initial = active_tool_names(selection, default_tools=default_tools, builtin=BUILTIN_TOOL_NAMES,
                                     extension_tools=extension_names)
         self.active = [n for n in initial if n in self.registry]
@@ -167,6 +171,9 @@ class ToolSet:
         for name, definition in self._extension_tools().items():
             if self._allowed(name) and runner is not None:
                 registry[name] = ExtensionTool(runner, definition, lambda: owner.active)
+        for name, tool in self._mcp.items():
+            if self._allowed(name) and name not in registry:
+                registry[name] = tool
         self.registry = registry
 
     def refresh(self) -> bool:
@@ -192,8 +199,10 @@ class ToolSet:
 
     def profiles(self) -> dict[str, ToolProfile]:
         """How the approval gate classifies each tool: a built-in by its name; an extension's tool (also
-        one that took a built-in's name) by its own ``read_only`` declaration."""
+        one that took a built-in's name) by its own ``read_only`` declaration; an MCP tool by its server's
+        ``readOnlyHint``."""
         return {name: (extension_profile(tool.definition.read_only) if isinstance(tool, ExtensionTool)
+                       else self._mcp_profiles[name] if name in self._mcp_profiles and tool is self._mcp.get(name)
                        else builtin_profile(name)) for name, tool in self.registry.items()}
 
     def describe(self) -> list[dict[str, Any]]:
@@ -207,6 +216,9 @@ class ToolSet:
                 info["promptGuidelines"] = list(tool.prompt_guidelines)
             if isinstance(tool, ExtensionTool) and runner is not None:
                 info["sourceInfo"] = dict(runner.source_info(tool.definition.extension_path))
+            elif tool is self._mcp.get(name):
+                info["sourceInfo"] = {"path": f"mcp:{getattr(tool, 'server', '')}", "source": "mcp",
+                                      "scope": "temporary", "origin": "top-level"}
             else:
                 info["sourceInfo"] = builtin_source_info(name)
             out.append(info)

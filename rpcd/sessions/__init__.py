@@ -12,7 +12,7 @@
   rename, delete (trash, writer lock);
 * ``actions`` — an extension command's session actions, as host calls.
 
-Doors: ``rpcd.core``, ``rpcd.host``, ``rpcd.runtime``, ``rpcd.providers``, ``rpcd.store`` and
-``rpcd.tools``; never a front (``rpcd.wire``, ``rpcd.acp``), ``rpcd.protocol`` or the daemon: it
-knows no wire.
+Doors: ``rpcd.core``, ``rpcd.host``, ``rpcd.runtime``, ``rpcd.providers``, ``rpcd.store``,
+``rpcd.tools`` and ``rpcd.mcp`` (the MCP pool is the registry's ``mcp`` service); never a front
+(``rpcd.wire``, ``rpcd.acp``), ``rpcd.protocol`` or the daemon: it knows no wire.
 """

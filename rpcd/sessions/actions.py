@@ -59,15 +59,18 @@ class HostCommandActions:
 
     async def navigate_tree(self, target_id: str, *, summarize: bool = False, custom_instructions: str | None = None,
                             replace_instructions: bool | None = None, label: str | None = None) -> Mapping[str, Any]:
-        return await self._require().navigate_tree(
+        result: Mapping[str, Any] = await self._require().call("navigateTree", lambda session: session.navigate_tree(
             target_id, summarize=summarize, custom_instructions=custom_instructions,
-            replace_instructions=replace_instructions, label=label)
+            replace_instructions=replace_instructions, label=label), "outside")  # the table's door of navigateTree
+        return result
 
     async def reload(self) -> None:
         await self._require().reload()
 
     async def compact(self, custom_instructions: str | None = None) -> Mapping[str, Any]:
-        return await self._require().compact(custom_instructions)
+        result: Mapping[str, Any] = await self._require().call(
+            "compact", lambda session: session.compact(custom_instructions), "outside")  # the table's door of compact
+        return result
 
     async def run_turn(self, operation: str, work: Callable[[], Awaitable[Any]]) -> Any:
         return await self._require().run_for_session(operation, work)

@@ -11,26 +11,50 @@ dir, the session managers of new sessions and forks) is decided here, once, for 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio.abc
 import attrs
 
-from rpcd.core.values import ForkPosition
+from rpcd.core.values import ForkPosition, McpServerState
 from rpcd.host.host import SerializedHost
 from rpcd.host.port import HostBindings, RuntimePort
-from rpcd.sessions.services import ProcessServices
+from rpcd.sessions.services import Lease, ProcessServices
 from rpcd.sessions.spec import ProcessSpec, SessionSpec
 from rpcd.tools import ApprovalGate, ToolOperations
 from rpcd.tools.sandbox import SandboxControl
 
 if TYPE_CHECKING:
+    from rpcd.mcp.config import ServerConfig
+    from rpcd.mcp.pool import McpPool
     from rpcd.runtime.resources.trust import AuthorizeProject
     from rpcd.runtime.runtime import RuntimeFactory
     from rpcd.runtime.services import ProcessInputs
     from rpcd.store import SessionManager
 
-__all__ = ["Composer", "FrontHooks"]
+__all__ = ["Composer", "FrontHooks", "mcp_configs"]
+
+MCP_SERVICE: Final = "mcp"
+"""The process service holding the MCP pool (``rpcd.mcp.pool``)."""
+CLIENT_SOURCE: Final = "client"
+"""Where a server a front's client named comes from (``listMcpServers``' ``source``)."""
+
+
+def mcp_configs(session: SessionSpec) -> tuple[ServerConfig, ...]:
+    """The servers ``session``'s client named (ACP's ``mcpServers``) as the MCP room's configs; a
+    stdio server runs in the session's cwd. The ``mcp.json`` files are read by the factory, once the
+    project's trust is known."""
+    if not session.mcp_servers:
+        return ()
+    from rpcd.mcp.config import ServerConfig
+
+    return tuple(ServerConfig(
+        name=server.name, transport=server.transport, command=server.command, args=server.args,
+        env=tuple(server.env.items()), cwd=session.cwd if server.transport == "stdio" else None,
+        url=server.url, headers=tuple(server.headers.items()), source=CLIENT_SOURCE,
+    ) for server in session.mcp_servers)
 
 
 @attrs.frozen
@@ -49,6 +73,32 @@ class Composer:
     def __init__(self, spec: ProcessSpec, services: ProcessServices) -> None:
         self.spec = spec
         self.services = services
+        self.on_mcp_status: Callable[[McpServerState], None] | None = None
+        """Told of every status change of the process's MCP servers (the JSON-RPC front's ``mcp/status``)."""
+        self._mcp_lease: Lease[Any] | None = None
+        if not services.registry.provided(MCP_SERVICE):
+            services.registry.provide(MCP_SERVICE, self._running_mcp_pool)
+
+    @contextlib.asynccontextmanager
+    async def _running_mcp_pool(self) -> AsyncIterator[McpPool]:
+        from rpcd.mcp.pool import running_pool
+
+        async with running_pool() as pool:
+            pool.subscribe(self._mcp_status)
+            yield pool
+
+    def _mcp_status(self, state: McpServerState) -> None:
+        if self.on_mcp_status is not None:
+            self.on_mcp_status(state)
+
+    async def mcp_pool(self) -> McpPool:
+        """The process's MCP pool (the registry's ``mcp`` service), held by this composer from the
+        first session on until the registry closes (the orderly end): a replacement that names the same
+        servers finds them running."""
+        if self._mcp_lease is None:
+            self._mcp_lease = await self.services.registry.lease(MCP_SERVICE)
+        pool: McpPool = self._mcp_lease.value
+        return pool
 
     @property
     def session_dir(self) -> str | None:
@@ -63,7 +113,7 @@ class Composer:
         """A sandbox control starting at ``--sandbox`` / ``--sandbox-network``."""
         return SandboxControl(self.spec.sandbox, self.spec.sandbox_network)
 
-    def process_inputs(self, session: SessionSpec, hooks: FrontHooks) -> ProcessInputs:
+    def process_inputs(self, session: SessionSpec, hooks: FrontHooks, mcp_pool: McpPool | None = None) -> ProcessInputs:
         """The process-global inputs of ``session``'s factory (the one place a session's inputs are
         assembled: an MCP server's tools, a TypeScript extension host join here)."""
         from rpcd.runtime.services import ProcessInputs
@@ -76,13 +126,14 @@ class Composer:
             tool_selection=spec.tool_selection, trust_memory=self.services.trust_memory,
             held_settings=self.services.held_settings, approval=hooks.approval, tool_operations=hooks.tool_operations,
             sandbox=hooks.sandbox, script_loader=self.services.extension_host.script_loader,
+            mcp_pool=mcp_pool, mcp_servers=mcp_configs(session),
         )
 
-    def factory(self, session: SessionSpec, hooks: FrontHooks) -> RuntimeFactory:
+    def factory(self, session: SessionSpec, hooks: FrontHooks, mcp_pool: McpPool | None = None) -> RuntimeFactory:
         from rpcd.runtime.factory import make_default_factory
 
         return make_default_factory(
-            self.process_inputs(session, hooks), authorize_project=hooks.authorize_project,
+            self.process_inputs(session, hooks, mcp_pool), authorize_project=hooks.authorize_project,
             provider_registry=self.services.provider_registry(), model_inputs=self.spec.model_inputs,
         )
 
@@ -92,8 +143,9 @@ class Composer:
         from rpcd.runtime.runtime import create_runtime
 
         try:
+            pool = await self.mcp_pool()
             runtime: RuntimePort = await create_runtime(
-                self.factory(session, hooks), cwd=manager.get_cwd(), agent_dir=self.spec.agent_dir,
+                self.factory(session, hooks, pool), cwd=manager.get_cwd(), agent_dir=self.spec.agent_dir,
                 session_manager=manager, session_dir=self.session_dir,
             )
         except BaseException:

@@ -5,7 +5,8 @@
   ``trustOnce`` answers (``trust_memory``) and the saved ones (``saved_trust``);
 * what the setters chose for the process's later sessions (``held_settings``, as Pi's persisted settings);
 * what rpcd remembers of a session beyond its file (``records``: a never-written session, its mode);
-* the provider registry each host's sessions use (``provider_registry``);
+* the provider registry each host's sessions use (``provider_registry``), and the connections their
+  model calls keep open between calls (``serving``);
 * the lazily started services (``registry``): the MCP client pool (issue 33) and the TypeScript
   extension host (issue 32) register there and are started on first use.
 
@@ -19,6 +20,7 @@ tries again).
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
@@ -89,6 +91,15 @@ class ProcessServices:
         from rpcd.providers.logins import logins_for
 
         return logins_for(os.path.join(self.spec.agent_dir, AUTH_FILE))
+
+    @contextlib.asynccontextmanager
+    async def serving(self) -> AsyncIterator[ProcessServices]:
+        """The services' life in a front (its whole run): the lazily started ones (``registry``) and the
+        model connections kept between calls (``rpcd.providers.http.keep_connections``)."""
+        from rpcd.providers.http import keep_connections
+
+        async with self.registry.serving(), keep_connections():
+            yield self
 
     def saved_trust(self) -> TrustControl:
         """The saved project-trust decisions (``listTrust`` / ``revokeTrust``)."""
@@ -170,7 +181,12 @@ class ServiceRegistry:
         live = self._live.get(name)
         if live is None:
             live = self._live[name] = _Live()
-            self._task_group.start_soon(self._run, name, factory, live, name=f"rpcd service {name}")
+            group = self._task_group
+
+            def start() -> None:  # in an empty context: the service must not keep the first lease's request alive
+                group.start_soon(self._run, name, factory, live, name=f"rpcd service {name}")
+
+            contextvars.Context().run(start)
         live.users += 1
         await live.ready.wait()
         if live.failure is not None:

@@ -8,9 +8,11 @@ exactly as Pi's object literals do; optional keys that are unset are left out, a
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from rpcd.core.jstext import JS_WHITESPACE as JS_WHITESPACE
+from rpcd.core.jstext import content_text
 from rpcd.core.jstext import js_trim as js_trim
 from rpcd.core.jstext import js_truthy as js_truthy
 
@@ -145,14 +147,13 @@ def session_info(entry_id: str, parent_id: str | None, timestamp: str, name: str
     return {**base(SESSION_INFO, entry_id, parent_id, timestamp), "name": name}
 
 
-def message_text(content: Any, separator: str = " ") -> str:
-    """Text blocks of a message ``content`` (a string is its own text)."""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return ""
-    return separator.join(
-        block["text"]
-        for block in content
-        if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
-    )
+def first_user_text(entries: Iterable[Mapping[str, Any]]) -> str:
+    """The text of the first user message among ``entries`` that has any (``""``: none): what an
+    export shows as the title of a session without a name."""
+    for entry in entries:
+        message = entry.get("message")
+        if entry.get("type") == MESSAGE and isinstance(message, Mapping) and message.get("role") == "user":
+            text = content_text(message.get("content"), " ")
+            if text.strip():
+                return text
+    return ""

@@ -23,6 +23,7 @@ from typing import Any
 
 import attrs
 
+from rpcd.core.jstext import content_text
 from rpcd.store import codec
 from rpcd.store import entries as E
 
@@ -108,7 +109,7 @@ class _Tree:
 
 
 def _text_of(content: Any) -> str:
-    return E.message_text(content)
+    return content_text(content, " ")
 
 
 def _snippet(text: str) -> str:
@@ -274,13 +275,7 @@ def _tree_html(tree: _Tree, anchors: Mapping[int, str], labels: Mapping[str, str
 def _title(export: HtmlExport) -> str:
     if export.name:
         return export.name
-    for entry in export.entries:
-        message = entry.get("message")
-        if entry.get("type") == E.MESSAGE and isinstance(message, Mapping) and message.get("role") == "user":
-            text = _snippet(_text_of(message.get("content")))
-            if text:
-                return text
-    return f"Session {export.header.get('id', '')}"
+    return _snippet(E.first_user_text(export.entries)) or f"Session {export.header.get('id', '')}"
 
 
 def render_html(export: HtmlExport) -> str:

@@ -67,13 +67,7 @@ def render_markdown(export: MarkdownExport) -> str:
 def _title(export: MarkdownExport) -> str:
     if export.name:
         return export.name
-    for entry in export.branch:
-        message = entry.get("message")
-        if entry.get("type") == E.MESSAGE and isinstance(message, Mapping) and message.get("role") == "user":
-            text = _one_line(E.message_text(message.get("content")), 80)
-            if text:
-                return text
-    return f"Session {export.header.get('id', '')}"
+    return _one_line(E.first_user_text(export.branch), 80) or f"Session {export.header.get('id', '')}"
 
 
 def _facts(export: MarkdownExport) -> list[str]:

@@ -8,7 +8,8 @@ socket or device named ``*.jsonl`` is skipped without being opened for a blockin
 "Most recent" has one definition here, ``recency_key``: a session's last user/assistant
 activity (Pi's ``SessionInfo.modified``: the newest message timestamp, else the header's
 time, else the file's mtime), ties broken by path. The listing sorts by it and ``--continue``
-(``find_most_recent_session``) picks its maximum, so the session a client sees first is the
+(``rpcd.store.recency.find_most_recent_session``, from a cache of these facts) picks its maximum, so
+the session a client sees first is the
 one ``--continue`` resumes. (Pi's own ``--continue`` takes the newest file *mtime* instead;
 docs/pi-compat.md.)
 """
@@ -27,6 +28,7 @@ import attrs
 
 from rpcd.core.errors import InvalidArgumentError, SessionFileNotFoundError
 from rpcd.core.files import open_regular
+from rpcd.core.jstext import content_text
 from rpcd.store import entries as E
 from rpcd.store._ids import parse_iso
 from rpcd.store.loader import parse_line, read_header
@@ -146,7 +148,7 @@ class SessionInfoBuilder:
             moment = parse_iso(entry.get("timestamp"))
             if moment is not None:
                 self.last_activity = max(self.last_activity or 0, moment.timestamp() * 1000)
-        text = E.message_text(message.get("content"))
+        text = content_text(message.get("content"), " ")
         if text:
             self.texts.append(text)
             if not self.first_message and role == "user":
@@ -223,22 +225,6 @@ def list_all_sessions(
             projects = []
         files = [path for name in projects for path in _jsonl_files(os.path.join(root, name))]
     return _newest_first(info for info in map(build_session_info, files) if info is not None)
-
-
-def find_most_recent_session(
-    cwd: str, directory: str, *, custom_dir: bool = False, agent_dir: str | None = None
-) -> str | None:
-    """The session ``list_sessions`` would list first (``recency_key``), among files whose header is
-    valid (and, in a custom dir, whose cwd matches)."""
-    filter_cwd = _filters_by_cwd(directory, cwd, custom_dir, agent_dir)
-    candidates: list[SessionInfo] = []
-    for path in _jsonl_files(directory):
-        info = build_session_info(path)
-        if info is not None and not (filter_cwd and info.cwd != cwd):
-            candidates.append(info)
-    if not candidates:
-        return None
-    return max(candidates, key=recency_key).path
 
 
 # -- search ------------------------------------------------------------------------------------

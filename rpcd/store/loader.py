@@ -464,6 +464,3 @@ def _diagnostics(blank: list[int], bad: list[int], too_long: Sequence[int] = ())
         found.append(Diagnostic("info", f"Skipped {len(blank)} blank line(s) in session file: line {_lines(blank)}"))
     return found
 
-
-def file_size(path: str) -> int:
-    return os.stat(path).st_size

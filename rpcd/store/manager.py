@@ -31,14 +31,16 @@ from rpcd.core.errors import (
     StoreError,
 )
 from rpcd.core.files import NotARegularFileError
+from rpcd.core.jstext import content_text
 from rpcd.core.values import Diagnostic, ModelRef
 from rpcd.store import _fs, codec, writer_lock
 from rpcd.store import entries as E
 from rpcd.store._ids import file_timestamp, iso_now, js_date_ms, new_entry_id, uuid7, validate_session_id
 from rpcd.store.context import SessionContext, build_session_context
-from rpcd.store.listing import SessionInfo, find_most_recent_session, list_sessions
+from rpcd.store.listing import SessionInfo, list_sessions
 from rpcd.store.loader import LoadedFile, load_file, not_a_session
 from rpcd.store.paths import default_session_dir, make_private_dirs
+from rpcd.store.recency import find_most_recent_session
 from rpcd.store.records import (
     UNDEFINED,
     CorruptRecordError,
@@ -290,10 +292,6 @@ class SessionManager:
     def is_flushed(self) -> bool:
         """True once the session file exists with every entry so far (always False in memory)."""
         return self._persist and self._flushed
-
-    def has_conversation(self) -> bool:
-        """Any user or assistant message (Pi: ``createAgentSession`` treats the session as existing)."""
-        return any(r.type == E.MESSAGE and r.role in ("user", "assistant") for r in self._records)
 
     def get_entries(self) -> builtins.list[dict[str, Any]]:
         return self._entries_of(builtins.list(self._records))
@@ -607,7 +605,7 @@ class SessionManager:
         if position == "at":
             return ForkPoint(entry_id)
         message = record.entry.get("message") or {}
-        return ForkPoint(record.parent_id, E.message_text(message.get("content"), ""))
+        return ForkPoint(record.parent_id, content_text(message.get("content"), ""))
 
     @classmethod
     def fork_file(cls, source: str, session_dir: str | None, entry_id: str | None,

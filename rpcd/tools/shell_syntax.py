@@ -72,6 +72,8 @@ def simple_command_words(command: str) -> list[str] | None:
         words.append(word)
     if not words or not words[0] or words[0] in RESERVED_WORDS or text.startswith("-"):
         return None  # ``bash -c -x…`` would read a leading ``-`` as its own options
+    if words[0].startswith("%"):
+        return None  # bash runs a command word starting with ``%`` (even quoted) as ``fg %…``
     return words
 
 
@@ -485,6 +487,13 @@ _RISKY_OPTIONS: Final[dict[tuple[str, str | None], tuple[str, ...]]] = {
     ("make", None): ("--eval", "-E"),
     ("npm", None): ("--script-shell",),
     ("zip", None): ("-T", "--test", "--unzip-command"),
+    ("rg", None): ("--pre",),
+    ("fd", None): ("-x", "--exec", "-X", "--exec-batch"),
+    ("fdfind", None): ("-x", "--exec", "-X", "--exec-batch"),
+    ("sort", None): ("--compress-program",),
+    ("split", None): ("--filter",),
+    ("man", None): ("-P", "--pager", "-H", "--html"),
+    ("git", "grep"): ("-O", "--open-files-in-pager"),
     ("git", "rebase"): ("-x", "--exec"),
     ("git", "clone"): ("-u", "--upload-pack", "-c", "--config", "--template"),
     ("git", "fetch"): ("--upload-pack",),
@@ -496,8 +505,9 @@ _RISKY_OPTIONS: Final[dict[tuple[str, str | None], tuple[str, ...]]] = {
     ("git", "mergetool"): ("-t", "--tool"),
 }
 """Options that make an otherwise plain program run another command (``(program, subcommand)``; ``None``:
-wherever they appear). ``--long`` matches itself and ``--long=…``; ``-x`` matches inside any bundle of short
-options (``-avze``); a single-dash long option (``find -exec``) matches only itself."""
+wherever they appear). ``--long`` matches itself, ``--long=…`` and every abbreviation of it (``--to-comm=sh``:
+GNU getopt_long, argp and git take any unambiguous prefix of a long option); ``-x`` matches inside any bundle of
+short options (``-avze``); a single-dash long option (``find -exec``) matches only itself."""
 _GIT_COMMANDS: Final = frozenset({
     "add", "am", "annotate", "apply", "archive", "blame", "branch", "bundle", "checkout", "cherry", "cherry-pick",
     "clean", "clone", "commit", "count-objects", "describe", "diff", "difftool", "fetch", "format-patch", "fsck",
@@ -540,7 +550,8 @@ def runs_other_commands(words: Sequence[str]) -> str | None:
 
 def _is_option(word: str, option: str) -> bool:
     if option.startswith("--"):
-        return word == option or word.startswith(option + "=")
+        name = word.split("=", 1)[0]
+        return len(name) > 2 and name.startswith("--") and option.startswith(name)
     if len(option) == 2:  # -x, also bundled: -avze
         return word.startswith("-") and not word.startswith("--") and option[1] in word[1:]
     return word == option

@@ -11,10 +11,14 @@ Output: one writer thread owns the file descriptor and the loop only *enqueues* 
 that stops reading makes the queue grow, never the loop stall — ``pending()`` (messages, bytes)
 lets every producer bound it (``rpcd.transport.Transport.wait_writable``). One shortcut, taken only
 where it cannot block: when nothing is queued or being written and the pipe is empty (``FIONREAD``
-is 0: the client read everything, as between a request and its answer), a message of at most
-``PIPE_BUF`` bytes is written at once by the caller; into an empty pipe such a write is atomic and
-cannot block (free bytes alone would not do: a pipe is a ring of pages, and small writes can leave
-every page partly used). Everything else goes through the queue, in order, by the one writer.
+is 0: the client read everything, as between a request and its answer, or between two batches of a
+streamed turn), a message — or a batch of notifications — of at most the pipe's capacity
+(``F_GETPIPE_SZ``, 64 KiB at most; ``PIPE_BUF`` where it cannot be asked) is written at once by the
+caller: an empty pipe has every page free, so such a write cannot block (free bytes alone would not
+do: a pipe is a ring of pages, and small writes can leave every page partly used), and nothing else
+writes meanwhile (the writer thread takes a batch only under the same lock). No thread hand-off, so
+no wait for the writer thread to get the interpreter while the loop is busy. Everything else goes
+through the queue, in order, by the one writer.
 """
 
 from __future__ import annotations
@@ -44,6 +48,9 @@ READ_CHUNK: Final = 64 * 1024
 MAX_PENDING_CHUNKS: Final = 64
 """Chunks read but not yet taken by the loop (4 MiB); beyond that nothing more is read."""
 _PIPE_BUF: Final = select.PIPE_BUF
+_DIRECT_MAX: Final = 64 * 1024
+"""The most written at once into an empty pipe (its capacity, if smaller)."""
+_F_GETPIPE_SZ: Final = getattr(fcntl, "F_GETPIPE_SZ", 1032)
 
 
 def guard_stdout() -> int:
@@ -231,6 +238,15 @@ def _is_pipe(fd: int) -> bool:
     return True
 
 
+def _direct_limit(fd: int) -> int:
+    """What an empty pipe ``fd`` takes without blocking: its capacity (at most ``_DIRECT_MAX``)."""
+    try:
+        size = fcntl.fcntl(fd, _F_GETPIPE_SZ) if sys.platform.startswith("linux") else _PIPE_BUF
+    except OSError:
+        return _PIPE_BUF
+    return max(_PIPE_BUF, min(size, _DIRECT_MAX))
+
+
 def _pipe_unread(fd: int) -> int:
     """Bytes written to the pipe ``fd`` and not yet read by the other side."""
     unread: int = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, _INT))[0]
@@ -260,6 +276,7 @@ class QueuedWriter:
         self._broken = False
         self._cond = threading.Condition()
         self._direct = _is_pipe(fd)
+        self._direct_limit = _direct_limit(fd) if self._direct else 0
         self._thread = threading.Thread(target=self._run, name="rpcd-stdout", daemon=True)
         self._thread.start()
 
@@ -279,35 +296,57 @@ class QueuedWriter:
         with self._cond:
             if self._closed or self._broken:
                 return
-            if self._direct and not self._messages and len(data) <= _PIPE_BUF:
-                # Nothing queued or being written (the writer thread takes a batch only under this lock).
-                try:
-                    if _pipe_unread(self._fd) == 0:  # an empty pipe has every page free: this cannot block
-                        written = os.write(self._fd, data)
-                        if written == len(data):
-                            return
-                        data = data[written:]  # cannot happen (atomic): the rest queued, never lost
-                except OSError as exc:
-                    self._mark_broken(exc)
+            rest = self._write_at_once(data)
+            if rest is None:
+                return
             if not self._broken:
-                self._queue.append(data)
+                self._queue.append(rest)
                 self._messages += 1
-                self._bytes += len(data)
+                self._bytes += len(rest)
                 self._cond.notify()
                 return
         self._broke()
 
     def put_many(self, frames: Sequence[bytes]) -> None:
-        """``put`` of each frame, in order, with one lock and one wake-up of the writer."""
+        """``put`` of each frame, in order, with one lock and one wake-up of the writer (or none: a batch
+        that fits an empty pipe is written at once)."""
         if not frames:
             return
         with self._cond:
             if self._closed or self._broken:
                 return
-            self._queue.extend(frames)
-            self._messages += len(frames)
-            self._bytes += sum(map(len, frames))
-            self._cond.notify()
+            if self._direct and not self._messages:
+                data = b"".join(frames)
+                rest = self._write_at_once(data)
+                if rest is None:
+                    return
+                if rest is not data:  # cannot happen (an empty pipe took less): the rest queued, never lost
+                    frames = [rest]
+            if self._broken:
+                broken = True
+            else:
+                broken = False
+                self._queue.extend(frames)
+                self._messages += len(frames)
+                self._bytes += sum(map(len, frames))
+                self._cond.notify()
+        if broken:
+            self._broke()
+
+    def _write_at_once(self, data: bytes) -> bytes | None:
+        """Under ``_cond``: write ``data`` now if that cannot block (see the module doc); ``None`` when it
+        was written whole, else what is left to queue (``data`` itself when nothing was written)."""
+        if not self._direct or self._messages or len(data) > self._direct_limit:
+            return data
+        # Nothing queued or being written (the writer thread takes a batch only under this lock).
+        try:
+            if _pipe_unread(self._fd) != 0:
+                return data
+            written = os.write(self._fd, data)  # an empty pipe has every page free: this cannot block
+        except OSError as exc:
+            self._mark_broken(exc)
+            return data
+        return None if written == len(data) else data[written:]
 
     def idle(self) -> bool:
         return self._messages == 0

@@ -14,8 +14,9 @@ from rpcd.core.values import CheckpointListing, RestoreOutcome
 from rpcd.host.host import Pending, SerializedHost
 from rpcd.protocol import types as t
 from rpcd.protocol.names import LIST_CHECKPOINTS, RESTORE_CHECKPOINT
+from rpcd.wire.calls import session_call, tracked
 from rpcd.wire.convert import checkpoint_summary, restore_result
-from rpcd.wire.handlers import answered, tracked
+from rpcd.wire.handlers import answered
 from rpcd.wire.notifications import EventPump
 
 
@@ -26,7 +27,7 @@ class CheckpointMethods:
 
     def list_checkpoints(self, params: t.ListCheckpointsParams | None = None) -> Awaitable[t.ListCheckpointsResult]:
         files = params is not None and params.files is True
-        pending = tracked(self._host.call(LIST_CHECKPOINTS, lambda session: session.checkpoint_listing(files)))
+        pending = tracked(session_call(self._host, LIST_CHECKPOINTS, lambda session: session.checkpoint_listing(files)))
         return self._listed(pending)
 
     async def _listed(self, pending: Pending[CheckpointListing]) -> t.ListCheckpointsResult:
@@ -37,7 +38,7 @@ class CheckpointMethods:
     def restore_checkpoint(self, params: t.RestoreCheckpointParams | None = None
                            ) -> Awaitable[t.RestoreCheckpointResult]:
         given = params or t.RestoreCheckpointParams()
-        pending = tracked(self._host.call_async(RESTORE_CHECKPOINT, lambda session: session.restore_checkpoint(
+        pending = tracked(session_call(self._host, RESTORE_CHECKPOINT, lambda session: session.restore_checkpoint(
             given.entry_id, files=given.files, force=given.force is True, dry_run=given.dry_run is True)))
         return self._restored(pending)
 

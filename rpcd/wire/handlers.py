@@ -7,8 +7,9 @@ ping) is served by the method of :class:`SessionMethods` named after it (``newSe
 wire and the host:
 
 * a handler is called at its request's *arrival*, in arrival order. Every call that acts on the
-  current session takes its place in the host's FIFO right there (``host.new_session()``,
-  ``host.prompt(...)``, ``host.enqueue(...)``) and hands the request's cancellation to that host
+  current session takes its place in the host's FIFO right there (``host.new_session()``, or the one
+  generic ``host.call(name, act, door)`` through the door the method table gives the method:
+  ``rpcd.wire.calls``) and hands the request's cancellation to that host
   operation (``_tracked``): still queued -> withdrawn, -32800; started -> it settles and answers
   normally (a prompt's turn is aborted and it answers ``aborted``);
 * a handler answers only after the event pump has flushed what the operation produced,
@@ -28,7 +29,7 @@ import json
 import logging
 import os
 import re
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 
@@ -42,55 +43,47 @@ from rpcd.core.values import (
     CommandInfo,
     CommandRan,
     CycleModelResult,
-    ForkMessage,
     ImageInput,
     InputHandled,
+    McpServerState,
     ModelDescription,
     ModelRef,
     PromptOutcome,
     QueueSnapshot,
     SandboxState,
     SessionState,
-    SessionStats,
     SessionTree,
 )
 from rpcd.host.failures import SessionBindingFailure, context_of
 from rpcd.host.host import Pending, ReplacementOutcome, SerializedHost
+from rpcd.host.port import SessionPort
 from rpcd.protocol import types as t
 from rpcd.protocol.errors import ErrorCode, ErrorItem
-from rpcd.protocol.methods import client_requests
+from rpcd.protocol.methods import MethodSpec, client_requests
 from rpcd.protocol.names import (
-    ABORT_BASH,
-    ABORT_RETRY,
-    CLEAR_QUEUE,
+    ABORT,
+    BASH,
+    COMPACT,
     CYCLE_MODEL,
-    CYCLE_THINKING_LEVEL,
     DELETE_SESSION,
     EXPORT_HTML,
     EXPORT_JSONL,
     EXPORT_MARKDOWN,
     FOLLOW_UP,
     GET_AVAILABLE_MODELS,
-    GET_AVAILABLE_THINKING_LEVELS,
     GET_COMMANDS,
     GET_ENTRIES,
-    GET_FORK_MESSAGES,
-    GET_LAST_ASSISTANT_TEXT,
     GET_MESSAGES,
-    GET_SESSION_STATS,
     GET_TREE,
+    LIST_MCP_SERVERS,
     LIST_SESSIONS,
+    NAVIGATE_TREE,
+    PROMPT,
     RENAME_SESSION,
-    SET_AUTO_COMPACTION,
-    SET_AUTO_RETRY,
-    SET_FOLLOW_UP_MODE,
-    SET_LABEL,
     SET_MODEL,
-    SET_SESSION_NAME,
-    SET_STEERING_MODE,
-    SET_THINKING_LEVEL,
     STEER,
 )
+from rpcd.wire.calls import generic_handler, session_call, tracked
 from rpcd.wire.convert import limits_info, restore_result
 from rpcd.wire.errors import WireError, WirePhase, protocol_error
 from rpcd.wire.notifications import EventPump
@@ -167,14 +160,14 @@ def register(server: Server, *handlers: object) -> None:
         if spec.name in server.method_names:
             continue
         found = [getattr(h, handler_name(spec.name)) for h in handlers if hasattr(h, handler_name(spec.name))]
+        if not found and spec.session is not None:  # a plain session call: the one generic handler
+            found = [h._plain(spec) for h in handlers if isinstance(h, SessionMethods)]
         if len(found) != 1:
             raise LookupError(f"{spec.name}: {len(found)} handlers named {handler_name(spec.name)!r}, not one")
         server.method(spec.name, spec.params)(found[0])
 
 
-def tracked(pending: Pending[T]) -> Pending[T]:
-    """Hand the arriving request's cancellation to its host operation (for every handler module)."""
-    return _tracked(pending)
+_tracked = tracked
 
 
 async def answered(pump: EventPump, pending: Pending[T]) -> T:
@@ -182,14 +175,6 @@ async def answered(pump: EventPump, pending: Pending[T]) -> T:
     result = await pending
     await pump.drain()
     return result
-
-
-def _tracked(pending: Pending[T]) -> Pending[T]:
-    """Hand the arriving request's cancellation to its host operation."""
-    call = current_call()
-    if call is not None:
-        call.on_cancel = pending.cancel
-    return pending
 
 
 def _tracked_abortable(pending: Pending[T]) -> Pending[T]:
@@ -303,6 +288,14 @@ class SessionMethods:
         finally:
             await self._pump.drain()
 
+    def _plain(self, spec: MethodSpec) -> Callable[[Any], Awaitable[Any]]:
+        """The handler of a plain session call of the table (``spec.session``)."""
+        return generic_handler(self._host, spec, self._answered)
+
+    def _call(self, name: str, act: Callable[[SessionPort], Any]) -> Pending[Any]:
+        """``act(session)`` through the door the table gives ``name``, the request's cancellation handed on."""
+        return _tracked(session_call(self._host, name, act))
+
     # -- reads ----------------------------------------------------------------------------
 
     def get_state(self, params: t.EmptyParams | None = None) -> Awaitable[t.GetStateResult]:
@@ -365,12 +358,13 @@ class SessionMethods:
             approval_policy=state.approval_policy,
             limits=limits_info(state.limits) if state.limits is not None else None,
             sandbox=_sandbox_info(state.sandbox),
+            mcp_servers=[mcp_server_result(s) for s in state.mcp_servers] if state.mcp_servers else None,
         )
         self._state_answer = (key, result)
         return result
 
     def get_messages(self, params: t.EmptyParams | None = None) -> Awaitable[t.GetMessagesResult]:
-        return self._messages(_tracked(self._host.enqueue(GET_MESSAGES, self._host.messages)))
+        return self._messages(self._call(GET_MESSAGES, lambda session: [dict(m) for m in session.messages()]))
 
     async def _messages(self, pending: Pending[list[dict[str, object]]]) -> t.GetMessagesResult:
         messages = await pending
@@ -378,9 +372,8 @@ class SessionMethods:
         return t.GetMessagesResult(messages=messages)
 
     def get_tree(self, params: t.GetTreeParams | None = None) -> Awaitable[t.GetTreeResult]:
-        host = self._host
         nested = params is not None and params.nested is True
-        return self._tree(_tracked(host.enqueue(GET_TREE, lambda: host.tree(nested))))
+        return self._tree(self._call(GET_TREE, lambda session: session.tree(nested)))
 
     async def _tree(self, pending: Pending[SessionTree]) -> t.GetTreeResult:
         tree = await pending
@@ -408,50 +401,47 @@ class SessionMethods:
     def delete_session(self, params: t.DeleteSessionParams) -> Awaitable[t.DeleteSessionResult]:
         """Trash a session file; never the session current at this request's arrival. The file work
         runs in a worker thread (in the host's queue: still behind what came before)."""
-        host, library = self._host, self._library
+        library = self._library
         cwd = self._cwd()
 
-        async def delete() -> t.DeleteSessionResult:
-            current = host.session_file
+        async def delete(session: SessionPort) -> t.DeleteSessionResult:
+            current = session.session_file
             path = await anyio.to_thread.run_sync(library.session_path, params.session_file, cwd)
             removed = await anyio.to_thread.run_sync(library.delete, path, current)
             return t.DeleteSessionResult(method=removed.method, trash_path=removed.trash_path)
 
-        return self._answered(_tracked(host.enqueue_async(DELETE_SESSION, delete)))
+        return self._answered(self._call(DELETE_SESSION, delete))
 
     def rename_session(self, params: t.RenameSessionParams) -> Awaitable[t.RenameSessionResult]:
         """Name any session file; the current session's through the session itself (``setSessionName``).
         Another file is opened and appended to in a worker thread."""
-        host, library = self._host, self._library
+        library = self._library
         cwd = self._cwd()
 
-        async def rename() -> t.RenameSessionResult:
-            current = host.session_file
+        async def rename(session: SessionPort) -> t.RenameSessionResult:
+            current = session.session_file
             path = await anyio.to_thread.run_sync(library.session_path, params.session_file, cwd)
             if await anyio.to_thread.run_sync(library.is_current, path, current):
-                host.set_session_name(params.name)
-                name = host.state().name
+                session.set_session_name(params.name)
+                name = session.state().name
             else:
                 name = await anyio.to_thread.run_sync(library.rename, path, params.name)
             return t.RenameSessionResult(name=name or "")
 
-        return self._answered(_tracked(host.enqueue_async(RENAME_SESSION, rename)))
+        return self._answered(self._call(RENAME_SESSION, rename))
 
     def export_html(self, params: t.ExportHtmlParams) -> Awaitable[t.ExportResult]:
-        host = self._host
-        pending = host.enqueue_async(EXPORT_HTML, lambda: host.export_html(params.output_path))
-        return self._exported(_tracked(pending))
+        return self._exported(self._call(EXPORT_HTML, lambda session: session.export_html(params.output_path)))
 
     def export_jsonl(self, params: t.ExportJsonlParams) -> Awaitable[t.ExportResult]:
-        host = self._host
-        return self._exported(_tracked(host.enqueue(EXPORT_JSONL, lambda: host.export_jsonl(params.output_path))))
+        return self._exported(self._call(EXPORT_JSONL, lambda session: session.export_jsonl(params.output_path)))
 
     async def _exported(self, pending: Pending[str]) -> t.ExportResult:
         return t.ExportResult(path=await self._answered(pending))
 
     def export_markdown(self, params: t.ExportMarkdownParams | None = None) -> Awaitable[t.ExportMarkdownResult]:
         given = params or t.ExportMarkdownParams()
-        pending = self._host.call_async(EXPORT_MARKDOWN, lambda session: session.export_markdown(
+        pending = session_call(self._host, EXPORT_MARKDOWN, lambda session: session.export_markdown(
             given.output_path, inline=given.inline is True))
         return self._markdown(_tracked(pending))
 
@@ -466,9 +456,10 @@ class SessionMethods:
         never starts (-32800), a cancelled running one aborts the turn and answers ``aborted``. With
         ``streamingBehavior`` and a turn running at its place, the text is queued into that turn and
         this answers at once (``queued``)."""
-        pending = self._host.prompt(params.text, images=_images(params.images),
-                                    streaming_behavior=params.streaming_behavior)
-        return self._prompted(_tracked(pending), params.streaming_behavior)
+        images, behavior = _images(params.images), params.streaming_behavior
+        pending = self._call(PROMPT, lambda session: session.prompt(params.text, images=images,
+                                                                    streaming_behavior=behavior))
+        return self._prompted(pending, params.streaming_behavior)
 
     async def _prompted(
         self, pending: Pending[PromptOutcome], streaming_behavior: t.StreamingBehavior | None
@@ -484,15 +475,10 @@ class SessionMethods:
         return t.PromptResult(stop_reason=outcome)
 
     def abort(self, params: t.EmptyParams | None = None) -> Awaitable[None]:
-        return self._answered(_tracked(self._host.abort()))
-
-    def set_session_name(self, params: t.SetSessionNameParams) -> Awaitable[None]:
-        host = self._host
-        return self._answered(_tracked(host.enqueue(SET_SESSION_NAME, lambda: host.set_session_name(params.name))))
+        return self._answered(self._call(ABORT, lambda session: session.abort()))
 
     def set_model(self, params: t.SetModelParams) -> Awaitable[t.ModelRef]:
-        host = self._host
-        return self._model(_tracked(host.enqueue(SET_MODEL, lambda: host.set_model(params.provider, params.model_id))))
+        return self._model(self._call(SET_MODEL, lambda session: session.set_model(params.provider, params.model_id)))
 
     async def _model(self, pending: Pending[ModelRef]) -> t.ModelRef:
         ref = await pending
@@ -500,7 +486,13 @@ class SessionMethods:
         return t.ModelRef(ref.provider, ref.model_id)
 
     def get_commands(self, params: t.EmptyParams | None = None) -> Awaitable[t.GetCommandsResult]:
-        return self._commands(_tracked(self._host.enqueue(GET_COMMANDS, self._host.commands)))
+        return self._commands(self._call(GET_COMMANDS, lambda session: session.commands()))
+
+    def list_mcp_servers(self, params: t.EmptyParams | None = None) -> Awaitable[t.ListMcpServersResult]:
+        return self._mcp_servers(self._call(LIST_MCP_SERVERS, lambda session: session.mcp_servers()))
+
+    async def _mcp_servers(self, pending: Pending[list[McpServerState]]) -> t.ListMcpServersResult:
+        return t.ListMcpServersResult(servers=[mcp_server_result(s) for s in await pending])
 
     async def _commands(self, pending: Pending[list[CommandInfo]]) -> t.GetCommandsResult:
         commands = await pending
@@ -508,7 +500,7 @@ class SessionMethods:
         return t.GetCommandsResult(commands=[command_result(c) for c in commands])
 
     def get_available_models(self, params: t.EmptyParams | None = None) -> Awaitable[t.GetAvailableModelsResult]:
-        return self._models(_tracked(self._host.enqueue(GET_AVAILABLE_MODELS, self._host.available_models)))
+        return self._models(self._call(GET_AVAILABLE_MODELS, lambda session: session.available_models()))
 
     async def _models(self, pending: Pending[list[ModelDescription]]) -> t.GetAvailableModelsResult:
         models = await pending
@@ -516,14 +508,13 @@ class SessionMethods:
         return t.GetAvailableModelsResult(models=[_model_description(m) for m in models])
 
     def cycle_model(self, params: t.CycleModelParams | None = None) -> Awaitable[t.CycleModelResult]:
-        host = self._host
         direction = params.direction if params is not None else "forward"
 
-        def cycle() -> tuple[CycleModelResult | None, str]:
-            result = host.cycle_model(direction)
-            return result, host.state().thinking_level
+        def cycle(session: SessionPort) -> tuple[CycleModelResult | None, str]:
+            result = session.cycle_model(direction)
+            return result, session.state().thinking_level
 
-        return self._cycled(_tracked(host.enqueue(CYCLE_MODEL, cycle)))
+        return self._cycled(self._call(CYCLE_MODEL, cycle))
 
     async def _cycled(self, pending: Pending[tuple[CycleModelResult | None, str]]) -> t.CycleModelResult:
         result, thinking_level = await pending
@@ -536,81 +527,29 @@ class SessionMethods:
     # -- turn control (each queued at its request's arrival, like ``setModel``) ------------------
 
     def steer(self, params: t.QueueInputParams) -> Awaitable[None]:
-        host, images = self._host, _images(params.images)
-        return self._answered(_tracked(host.enqueue(STEER, lambda: host.steer(params.text, images))))
+        images = _images(params.images)
+        return self._answered(self._call(STEER, lambda session: session.steer(params.text, images)))
 
     def follow_up(self, params: t.QueueInputParams) -> Awaitable[None]:
-        host, images = self._host, _images(params.images)
-        return self._answered(_tracked(host.enqueue(FOLLOW_UP, lambda: host.follow_up(params.text, images))))
-
-    def set_steering_mode(self, params: t.SetQueueModeParams) -> Awaitable[None]:
-        host = self._host
-        return self._answered(_tracked(host.enqueue(SET_STEERING_MODE, lambda: host.set_steering_mode(params.mode))))
-
-    def set_follow_up_mode(self, params: t.SetQueueModeParams) -> Awaitable[None]:
-        host = self._host
-        return self._answered(_tracked(host.enqueue(SET_FOLLOW_UP_MODE, lambda: host.set_follow_up_mode(params.mode))))
-
-    def clear_queue(self, params: t.EmptyParams | None = None) -> Awaitable[t.QueueContents]:
-        return self._cleared(_tracked(self._host.enqueue(CLEAR_QUEUE, self._host.clear_queue)))
-
-    async def _cleared(self, pending: Pending[QueueSnapshot]) -> t.QueueContents:
-        return queue_contents(await self._answered(pending))
-
-    def set_thinking_level(self, params: t.SetThinkingLevelParams) -> Awaitable[None]:
-        host = self._host
-
-        def set_level() -> None:
-            host.set_thinking_level(params.level)
-
-        return self._answered(_tracked(host.enqueue(SET_THINKING_LEVEL, set_level)))
-
-    def cycle_thinking_level(self, params: t.EmptyParams | None = None) -> Awaitable[t.CycleThinkingLevelResult]:
-        host = self._host
-        return self._thinking_cycled(_tracked(host.enqueue(CYCLE_THINKING_LEVEL, host.cycle_thinking_level)))
-
-    async def _thinking_cycled(self, pending: Pending[str | None]) -> t.CycleThinkingLevelResult:
-        level = await self._answered(pending)
-        return t.CycleThinkingLevelResult(level=level)  # type: ignore[arg-type]  # the session's levels are Pi's
-
-    def get_available_thinking_levels(
-        self, params: t.EmptyParams | None = None
-    ) -> Awaitable[t.AvailableThinkingLevelsResult]:
-        host = self._host
-        return self._levels(_tracked(host.enqueue(GET_AVAILABLE_THINKING_LEVELS, host.available_thinking_levels)))
-
-    async def _levels(self, pending: Pending[list[str]]) -> t.AvailableThinkingLevelsResult:
-        return t.AvailableThinkingLevelsResult(levels=await self._answered(pending))  # type: ignore[arg-type]
-
-    def get_session_stats(self, params: t.EmptyParams | None = None) -> Awaitable[t.SessionStatsResult]:
-        return self._stats(_tracked(self._host.enqueue(GET_SESSION_STATS, self._host.stats)))
-
-    async def _stats(self, pending: Pending[SessionStats]) -> t.SessionStatsResult:
-        stats = await self._answered(pending)
-        usage = stats.context_usage
-        tokens = stats.tokens
-        return t.SessionStatsResult(
-            session_id=stats.session_id,
-            session_file=stats.session_file,
-            user_messages=stats.user_messages,
-            assistant_messages=stats.assistant_messages,
-            tool_calls=stats.tool_calls,
-            tool_results=stats.tool_results,
-            total_messages=stats.total_messages,
-            tokens=t.TokenStats(input=tokens.input, output=tokens.output, cache_read=tokens.cache_read,
-                                cache_write=tokens.cache_write, total=tokens.total),
-            cost=stats.cost,
-            context_usage=(t.ContextUsage(context_window=usage.context_window, tokens=usage.tokens,
-                                          percent=usage.percent) if usage is not None else None),
-        )
+        images = _images(params.images)
+        return self._answered(self._call(FOLLOW_UP, lambda session: session.follow_up(params.text, images)))
 
     def bash(self, params: t.BashParams) -> Awaitable[t.BashResult]:
         """Run the command in the session current at this request's arrival, outside the queue (like a
         turn); a cancelled request still queued never starts (-32800), a running one is stopped and
         still answers (``cancelled: true``). Its ``bash_execution_update`` events carry this request's id."""
         call = current_call()
-        pending = self._host.bash(params.command, exclude_from_context=params.exclude_from_context,
-                                  timeout=params.timeout, request_id=call.id if call is not None else None)
+        request_id = call.id if call is not None else None
+
+        async def stop(session: SessionPort) -> None:  # the request was cancelled while it runs
+            try:
+                session.abort_bash()
+            except Exception:
+                log.exception("stopping a cancelled bash command failed")
+
+        pending = session_call(self._host, BASH, lambda session: session.bash(
+            params.command, exclude_from_context=params.exclude_from_context, timeout=params.timeout,
+            request_id=request_id), stop=stop)
         return self._bashed(_tracked(pending))
 
     async def _bashed(self, pending: Pending[BashOutcome]) -> t.BashResult:
@@ -618,32 +557,8 @@ class SessionMethods:
         return t.BashResult(output=outcome.output, exit_code=outcome.exit_code, cancelled=outcome.cancelled,
                             truncated=outcome.truncated, full_output_path=outcome.full_output_path)
 
-    def abort_bash(self, params: t.EmptyParams | None = None) -> Awaitable[None]:
-        return self._answered(_tracked(self._host.enqueue(ABORT_BASH, self._host.abort_bash)))
-
-    def set_auto_retry(self, params: t.SetAutoRetryParams) -> Awaitable[None]:
-        host = self._host
-        return self._answered(_tracked(host.enqueue(SET_AUTO_RETRY, lambda: host.set_auto_retry(params.enabled))))
-
-    def abort_retry(self, params: t.EmptyParams | None = None) -> Awaitable[None]:
-        return self._answered(_tracked(self._host.enqueue(ABORT_RETRY, self._host.abort_retry)))
-
-    def get_last_assistant_text(self, params: t.EmptyParams | None = None) -> Awaitable[t.LastAssistantTextResult]:
-        return self._last_text(_tracked(self._host.enqueue(GET_LAST_ASSISTANT_TEXT, self._host.last_assistant_text)))
-
-    async def _last_text(self, pending: Pending[str | None]) -> t.LastAssistantTextResult:
-        return t.LastAssistantTextResult(text=await self._answered(pending))
-
-    def get_fork_messages(self, params: t.EmptyParams | None = None) -> Awaitable[t.ForkMessagesResult]:
-        return self._fork_messages(_tracked(self._host.enqueue(GET_FORK_MESSAGES, self._host.fork_messages)))
-
-    async def _fork_messages(self, pending: Pending[list[ForkMessage]]) -> t.ForkMessagesResult:
-        messages = await self._answered(pending)
-        return t.ForkMessagesResult(messages=[t.ForkMessage(entry_id=m.entry_id, text=m.text) for m in messages])
-
     def get_entries(self, params: t.GetEntriesParams) -> Awaitable[t.GetEntriesResult]:
-        host = self._host
-        return self._entries(_tracked(host.enqueue(GET_ENTRIES, lambda: host.entries(params.since))))
+        return self._entries(self._call(GET_ENTRIES, lambda session: session.entries(params.since)))
 
     async def _entries(self, pending: Pending[tuple[list[dict[str, Any]], str | float | None]]) -> t.GetEntriesResult:
         entries, leaf_id = await self._answered(pending)
@@ -655,24 +570,20 @@ class SessionMethods:
         """Compact the session current at this request's arrival; a cancelled request aborts the
         compaction (nothing is written) and answers -32800."""
         custom = params.custom_instructions if params is not None else None
-        return self._compacted(_tracked_abortable(self._host.compact(custom)))
+        return self._compacted(_tracked_abortable(session_call(self._host, COMPACT,
+                                                               lambda session: session.compact(custom))))
 
     async def _compacted(self, pending: Pending[dict[str, Any]]) -> t.CompactionResult:
         result: dict[str, Any] = await self._abortable(pending)
         return compaction_result(result)
 
-    def set_auto_compaction(self, params: t.SetAutoCompactionParams) -> Awaitable[None]:
-        host = self._host
-        return self._answered(_tracked(host.enqueue(SET_AUTO_COMPACTION,
-                                                    lambda: host.set_auto_compaction(params.enabled))))
-
     def navigate_tree(self, params: t.NavigateTreeParams) -> Awaitable[t.NavigateTreeResult]:
         """Move the leaf; a cancelled request aborts a branch summary in progress (nothing is written)
         and answers -32800."""
-        pending = self._host.navigate_tree(
+        pending = session_call(self._host, NAVIGATE_TREE, lambda session: session.navigate_tree(
             params.target_id, summarize=params.summarize is True, custom_instructions=params.custom_instructions,
             replace_instructions=params.replace_instructions, label=params.label,
-            restore_files=params.restore_files is True)
+            restore_files=params.restore_files is True))
         return self._navigated(_tracked_abortable(pending))
 
     async def _navigated(self, pending: Pending[dict[str, Any]]) -> t.NavigateTreeResult:
@@ -684,14 +595,6 @@ class SessionMethods:
             summary_entry=result.get("summaryEntry"),
             restore=restore_result(restored) if restored is not None else None,
         )
-
-    def set_label(self, params: t.SetLabelParams) -> Awaitable[None]:
-        host = self._host
-
-        def label() -> None:
-            host.set_label(params.entry_id, params.label)
-
-        return self._answered(_tracked(host.enqueue(SET_LABEL, label)))
 
     async def _answered(self, pending: Pending[T]) -> T:
         """The operation's result, once the pump has flushed what it produced."""
@@ -724,6 +627,17 @@ def _replacement_fields(outcome: ReplacementOutcome) -> dict[str, Any]:
         "session_file": outcome.session_file,
         "dropped_queue": queue_contents(outcome.dropped_queue) if outcome.dropped_queue is not None else None,
     }
+
+
+def mcp_server_result(state: McpServerState) -> t.McpServerInfo:
+    """An MCP server's status as ``listMcpServers``, ``getState`` and ``mcp/status`` carry it."""
+    transport: t.McpTransport = "http" if state.transport == "http" else "sse" if state.transport == "sse" else "stdio"
+    return t.McpServerInfo(
+        name=state.name, transport=transport, target=state.target, status=state.status,
+        tools=list(state.tools), prompts=list(state.prompts), resources=state.resources, sessions=state.sessions,
+        source=state.source, last_error=state.last_error, server_name=state.server_name,
+        server_version=state.server_version,
+    )
 
 
 def command_result(info: CommandInfo) -> t.CommandInfo:

@@ -8,8 +8,9 @@ from rpcd.core.values import LimitOverrides, LimitsState
 from rpcd.host.host import Pending, SerializedHost
 from rpcd.protocol import types as t
 from rpcd.protocol.names import SET_LIMITS
+from rpcd.wire.calls import session_call, tracked
 from rpcd.wire.convert import limits_info
-from rpcd.wire.handlers import InvalidParamsError, answered, tracked
+from rpcd.wire.handlers import InvalidParamsError, answered
 from rpcd.wire.notifications import EventPump
 
 
@@ -27,7 +28,7 @@ class LimitMethods:
                 raise InvalidParamsError(SET_LIMITS, f"{camel} must be a number >= 0", f"$.{camel}")
         overrides = LimitOverrides(max_cost=given.max_cost, max_tokens=given.max_tokens,
                                    max_cost_per_day=given.max_cost_per_day, max_tokens_per_day=given.max_tokens_per_day)
-        return self._set(tracked(self._host.call(SET_LIMITS, lambda session: session.set_limits(overrides))))
+        return self._set(tracked(session_call(self._host, SET_LIMITS, lambda session: session.set_limits(overrides))))
 
     async def _set(self, pending: Pending[LimitsState | None]) -> t.SetLimitsResult:
         return t.SetLimitsResult(limits=limits_info(await answered(self._pump, pending)))

@@ -14,9 +14,10 @@ daemon's memory to the bound, not to what it asked for.
 
     NEW --initialize--> READY --shutdown--> SHUT_DOWN --exit / EOF--> (process ends)
 
-pygls is imported here only, behind ``_PyglsPeer``: it correlates the daemon's requests to the
-client (trust prompt, extension UI) with the client's answers. Every private member of it this
-module touches was checked against the pinned pygls 2.1.1 and is marked so.
+The daemon's own requests to the client (trust prompt, extension UI, tool approval) are correlated
+with the client's answers by ``rpcd.wire.peer.ClientPeer`` (pygls), made when the daemon first asks
+the client something: nothing the daemon answers needs pygls or lsprotocol, so neither is imported
+before then.
 
 Build one with ``create_server(...)`` (no module singleton), register extra methods with
 ``@server.method(name, ParamsType)``, run with ``await server.serve(source, sink)`` (or
@@ -31,20 +32,16 @@ import itertools
 import logging
 import os
 from collections.abc import Awaitable, Callable, Generator, Iterable
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import anyio
 import anyio.abc
 import attrs
-from lsprotocol.types import ResponseError
-from pygls.exceptions import JsonRpcException
-from pygls.protocol import JsonRPCProtocol, default_converter
-from pygls.server import JsonRPCServer
 
 import rpcd
 from rpcd.host.failures import context_of
 from rpcd.protocol.converter import ParamsError, structure, unstructure
-from rpcd.protocol.errors import ErrorCode, ErrorItem, ErrorObject, RpcError
+from rpcd.protocol.errors import ErrorCode, ErrorItem, ErrorObject
 from rpcd.protocol.names import CANCEL_METHODS, CANCEL_REQUEST, EXIT, INITIALIZE, PING, SHUTDOWN
 from rpcd.protocol.types import (
     PROTOCOL_VERSION,
@@ -63,6 +60,9 @@ from rpcd.transport.framing import NEED_DATA, Frame, Garbage, Oversized
 from rpcd.transport.signals import watch_end_signals
 from rpcd.transport.stdio import FLUSH_TIMEOUT, QueuedWriter, StdinReader, guard_stdout
 from rpcd.wire.errors import WireError, WirePhase, protocol_error, report_bug, to_error, to_wire_dict
+
+if TYPE_CHECKING:
+    from rpcd.wire.peer import ClientPeer
 
 log = logging.getLogger("rpcd.server")
 
@@ -140,57 +140,6 @@ class _Method:
     allowed_before_init: bool = False
 
 
-class _Protocol(JsonRPCProtocol):
-    """pygls' protocol with its output redirected to the server."""
-
-    sink: Callable[[Any], None]
-
-    # pygls 2.1.1: ``_send_data`` is the one method ``send_request``/``notify`` write through.
-    def _send_data(self, data: Any) -> None:
-        if data:
-            self.sink(data)
-
-
-class _PyglsPeer:
-    """Daemon->client requests over pygls' ``JsonRPCProtocol``: ids -> futures, error answers -> exceptions."""
-
-    def __init__(self, send_envelope: Callable[[Any], None]) -> None:
-        self._server = JsonRPCServer(_Protocol, default_converter)
-        protocol = self._server.protocol
-        assert isinstance(protocol, _Protocol)
-        protocol.sink = send_envelope
-        self._protocol = protocol
-
-    def send(self, method: str, params: Any, msg_id: str) -> asyncio.Future[Any]:
-        future: asyncio.Future[Any] = self._protocol.send_request_async(method, params, msg_id=msg_id)
-        return future
-
-    def pending(self, msg_id: object) -> bool:
-        # pygls 2.1.1: ``_request_futures`` holds the futures of requests not answered yet.
-        return msg_id in self._protocol._request_futures
-
-    def forget(self, msg_id: str) -> None:
-        # pygls 2.1.1 never drops a request that timed out or was cancelled: these two tables leak otherwise.
-        self._protocol._request_futures.pop(msg_id, None)
-        self._protocol._result_types.pop(msg_id, None)
-
-    def answer(self, response: Response) -> bool:
-        """Deliver the client's answer; ``False`` if no request of ours has that id."""
-        if response.id is None or not self.pending(response.id):
-            return False
-        error = None
-        if response.error is not None:
-            code, message = response.error.get("code"), response.error.get("message")
-            error = ResponseError(
-                code=code if isinstance(code, int) and not isinstance(code, bool) else int(ErrorCode.INTERNAL_ERROR),
-                message=message if isinstance(message, str) else "",
-                data=response.error.get("data"),
-            )
-        # pygls 2.1.1: ``_handle_response`` resolves the future (an error answer becomes JsonRpcException).
-        self._protocol._handle_response(response.id, None if error is not None else response.result, error)
-        return True
-
-
 class Server:
     """One JSON-RPC endpoint over one byte stream pair. See the module docstring for the lifecycle."""
 
@@ -222,7 +171,8 @@ class Server:
         """The task dispatching the rest of a chunk taken at once that reached the outbound bound."""
         self._encoded: tuple[object, bytes] | None = None
         """The last immutable result answered and its encoding (``Ready(..., immutable=True)``)."""
-        self._peer = _PyglsPeer(self._send_envelope)
+        self._peer: ClientPeer | None = None
+        """The correlator of the daemon's requests to the client (``_client_peer``: made on first use)."""
         self._ids = itertools.count(1)
         self._task_group: anyio.abc.TaskGroup | None = None
         self._stop: anyio.Event | None = None
@@ -275,18 +225,28 @@ class Server:
         ``$/cancelRequest`` for it. A client error answer raises ``protocol.errors.RpcError``.
         """
         msg_id = f"rpcd-{next(self._ids)}"
-        future = self._peer.send(method, unstructure(params) if params is not None else None, msg_id)
+        peer = self._client_peer()
+        future = peer.send(method, unstructure(params) if params is not None else None, msg_id)
         try:
             with anyio.fail_after(CLIENT_REQUEST_TIMEOUT if timeout is None else timeout):
-                return await future
-        except JsonRpcException as exc:
-            raise RpcError(exc.code, exc.message, exc.data) from None
+                return await peer.result(future)
         except BaseException:
-            if self._peer.pending(msg_id):  # no answer arrived
+            if peer.pending(msg_id):  # no answer arrived
                 self.send_notification(CANCEL_REQUEST, {"id": msg_id})
             raise
         finally:
-            self._peer.forget(msg_id)
+            peer.forget(msg_id)
+
+    def _client_peer(self) -> ClientPeer:
+        if self._peer is None:
+            from rpcd.wire.peer import ClientPeer
+
+            self._peer = ClientPeer(self._send_envelope)
+        return self._peer
+
+    def _pending_client_request(self, msg_id: object) -> bool:
+        """A request of the daemon to the client with this id awaits its answer."""
+        return self._peer is not None and self._peer.pending(msg_id)
 
     async def initialize_answered(self) -> None:
         """Until the ``initialize`` response was handed to the transport (the startup handshake)."""
@@ -366,7 +326,7 @@ class Server:
         elif isinstance(message, Notification):
             self._on_notification(message)
         elif isinstance(message, Response):
-            if not self._peer.answer(message):
+            if self._peer is None or not self._peer.answer(message):
                 # Unknown, or the id of a client request in flight (a stray answer to nothing of ours).
                 log.warning("response to an unknown request id ignored")
         else:
@@ -411,7 +371,7 @@ class Server:
         """Why a request is answered at once with an error, by the lifecycle rules (or ``None``)."""
         if method is None:
             return ErrorCode.METHOD_NOT_FOUND, f"unknown method {request.method!r}", WirePhase.DISPATCH
-        if self._peer.pending(request.id):
+        if self._pending_client_request(request.id):
             # Taking this id would make the client's answer to our pending request ambiguous.
             return ErrorCode.INVALID_REQUEST, "this id is used by a pending request of the daemon", WirePhase.ENVELOPE
         if self.shutdown_requested:

@@ -8,7 +8,8 @@ times "lower is better" and for rates "higher is better" (``higher_is_better``).
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 
@@ -35,6 +36,16 @@ class Measurement:
 
 def median(values: Sequence[float]) -> float:
     return statistics.median(values)
+
+
+def times_ms(fn: Callable[[], object], runs: int) -> list[float]:
+    """Wall-clock milliseconds of ``runs`` calls of ``fn``."""
+    out = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - start) * 1000)
+    return out
 
 
 def percentile(values: Sequence[float], pct: float) -> float:

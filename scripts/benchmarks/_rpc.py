@@ -31,6 +31,41 @@ def rss_kb(pid: int, field: str = "VmRSS") -> int:
     raise RuntimeError(f"{field} not in /proc/{pid}/status")
 
 
+_TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as handle:
+                found += [int(p) for p in handle.read().split()]
+    except OSError:
+        pass
+    return found
+
+
+def cpu_ms(pid: int) -> float:
+    """CPU time a live process and its live descendants have used so far, in ms: every thread's run time
+    (``/proc/<pid>/task/*/schedstat``, nanoseconds) plus what their reaped children used (``cutime`` +
+    ``cstime``, clock ticks). On a shared machine this moves far less than wall time does."""
+    total = 0.0
+    stack = [pid]
+    while stack:
+        current = stack.pop()
+        try:
+            for task in os.listdir(f"/proc/{current}/task"):
+                with open(f"/proc/{current}/task/{task}/schedstat") as handle:
+                    total += int(handle.read().split()[0]) / 1e6
+            with open(f"/proc/{current}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+            total += (int(fields[13]) + int(fields[14])) * _TICK_MS  # cutime, cstime
+        except (OSError, IndexError, ValueError):
+            continue  # it ended meanwhile
+        stack.extend(_children(current))
+    return total
+
+
 class Daemon:
     def __init__(self, args: Sequence[str], env: Mapping[str, str] | None = None) -> None:
         full_env = {k: v for k, v in os.environ.items() if not k.startswith(("PI_", "RPCD_"))}

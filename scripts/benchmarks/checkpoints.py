@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from benchmarks._harness import Measurement, median
+from benchmarks._harness import Measurement, median, times_ms
 
 REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
@@ -41,12 +41,7 @@ WORDS = (
 
 
 def _ms(fn: Callable[[], object], runs: int = RUNS) -> list[float]:
-    out = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        out.append((time.perf_counter() - start) * 1000)
-    return out
+    return times_ms(fn, runs)
 
 
 def _git(root: Path, *args: str) -> str:

@@ -2,10 +2,10 @@
 Pi 0.85.0's own picker search on the same files (ratio = ours / baseline).
 
 Files: ``SESSIONS`` small generated sessions (``tests/store/search_corpus``: ~12 entries, phrases
-planted) in one directory, plus ``HEAVY`` larger ones (``benchmarks.store``'s generator, ~40
-entries with 6 KB tool outputs) with ``--full``. Rows: the first query (builds the index), a warm
-query for a planted phrase, one every session matches (one page of 20), a regular expression, the
-refresh after one session grew; each beside the streaming search (every file read and parsed,
+planted) in one directory; with ``--full`` also ``HEAVY`` larger ones (``benchmarks.store``'s
+generator, ~40 entries with 6 KB tool outputs) beside 20 small planted ones. Rows: the first query
+(builds the index), a warm query for a planted phrase, one every session matches (one page of 20),
+a regular expression, the refresh after one session grew; each beside the streaming search (every file read and parsed,
 the fallback when SQLite has no FTS5) and, where the work is the same, Pi's
 ``SessionManager.list`` + ``filterAndSortSessions`` (Pi has no full-text index: its picker loads
 every session's text, then matches). Memory: Python's peak allocation during one warm query
@@ -24,7 +24,7 @@ import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
-from benchmarks._harness import Measurement, median
+from benchmarks._harness import Measurement, median, times_ms
 from benchmarks.store import generate_session
 
 REPO = Path(__file__).resolve().parents[2]
@@ -42,12 +42,7 @@ CWD = "/work/project"
 
 
 def _ms(fn: Callable[[], object], runs: int = RUNS) -> list[float]:
-    out = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        out.append((time.perf_counter() - start) * 1000)
-    return out
+    return times_ms(fn, runs)
 
 
 def _peak_kb(fn: Callable[[], object]) -> float:
@@ -144,5 +139,5 @@ def run(full: bool) -> list[Measurement]:
     with tempfile.TemporaryDirectory(prefix="rpcd-bench-search-") as tmp:
         rows = _section(Path(tmp) / "small", FULL_SESSIONS if full else SESSIONS, 0)
         if full:
-            rows += _section(Path(tmp) / "heavy", 0, FULL_HEAVY)
+            rows += _section(Path(tmp) / "heavy", 20, FULL_HEAVY)  # 20 planted sessions among them
         return rows

@@ -31,7 +31,8 @@ if str(REPO) not in sys.path:
 from rpcd.store import SessionManager, writer_lock  # noqa: E402
 from rpcd.store.export_html import HtmlExport, render_html  # noqa: E402
 from rpcd.store.library import export_branch_jsonl, write_new_file  # noqa: E402
-from rpcd.store.listing import find_most_recent_session, list_sessions, parse_query, session_matches  # noqa: E402
+from rpcd.store.listing import list_sessions, parse_query, session_matches  # noqa: E402
+from rpcd.store.recency import find_most_recent_session  # noqa: E402
 
 CWD = "/tmp/pi-oracle-project"  # the generator's header cwd
 SESSIONS, FULL_SESSIONS = 100, 400

@@ -65,15 +65,19 @@ def _usage(rng: random.Random) -> dict[str, Any]:
     }
 
 
-def generate_session(path: Path, entries: int, seed: int = 7, cwd: str = "/tmp/pi-oracle-project") -> str:
-    """Write a Pi-shaped session of about ``entries`` entries (its header names ``cwd``); returns the leaf id."""
+def generate_session(path: Path, entries: int, seed: int = 7, cwd: str = "/tmp/pi-oracle-project", *,
+                     clock_ms: int = 1_768_000_000_000,
+                     session_id: str = "01a2299b-6554-768a-81d0-5db5415d7189") -> str:
+    """Write a Pi-shaped session of about ``entries`` entries (its header names ``cwd``, its entries are
+    1.5 s apart from ``clock_ms``); returns the leaf id. Written as it is made (a 200,000-entry file
+    is ~450 MB)."""
     rng = random.Random(seed)
-    lines: list[bytes] = []
+    handle = open(path, "wb", buffering=1 << 20)  # noqa: SIM115 - closed at the end of this function
     counter = 0
-    clock = 1_768_000_000_000
+    clock = clock_ms
 
     def add(entry: dict[str, Any]) -> str:
-        lines.append(orjson.dumps(entry))
+        handle.write(orjson.dumps(entry) + b"\n")
         return str(entry.get("id"))
 
     def new_id() -> str:
@@ -86,7 +90,7 @@ def generate_session(path: Path, entries: int, seed: int = 7, cwd: str = "/tmp/p
         clock += 1500
         return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(clock / 1000)) + f".{clock % 1000:03d}Z"
 
-    add({"type": "session", "version": 3, "id": "01a2299b-6554-768a-81d0-5db5415d7189", "timestamp": stamp(),
+    add({"type": "session", "version": 3, "id": session_id, "timestamp": stamp(),
          "cwd": cwd})  # fmt: skip
     leaf = add({"type": "model_change", "id": new_id(), "parentId": None, "timestamp": stamp(),
                 "provider": "anthropic", "modelId": "claude-sonnet-4-5"})  # fmt: skip
@@ -125,7 +129,7 @@ def generate_session(path: Path, entries: int, seed: int = 7, cwd: str = "/tmp/p
                         "details": {"readFiles": [], "modifiedFiles": []}})  # fmt: skip
             leaf = add({"type": "custom", "customType": "checkpoint", "data": {"turn": turn}, "id": new_id(),
                         "parentId": leaf, "timestamp": stamp()})  # fmt: skip
-    path.write_bytes(b"\n".join(lines) + b"\n")
+    handle.close()
     return leaf
 
 

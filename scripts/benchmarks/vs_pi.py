@@ -20,7 +20,16 @@ Measures (rpcd | Pi):
 * ``replacements``: N cycles of ``newSession`` -> ``resume`` -> ``fork`` | ``new_session`` ->
   ``switch_session`` -> ``fork`` of one small Pi-shaped session (3 replacements a cycle; ``--full``
   N = 2,000, else 200; ``--cycles N`` sets it, e.g. the issue's 10,000): replacements/s, and VmRSS
-  after 30 warm-up cycles vs after N.
+  after 30 warm-up cycles vs after N;
+* ``turn`` and ``tools`` (``_vs_turns.py``): real turns against a loopback OpenAI-compatible model
+  replaying recorded-shape streams (``_loopback.py``, the same bytes to both): prompt -> first text
+  delta, last SSE byte -> ``agent_end``; one prompt of 200 tool calls on a generated 10,000-file tree;
+* ``acp`` (``_vs_acp.py``): ``rpcd acp`` against ``pi-acp`` + ``pi``: spawn -> ``session/new``, prompts;
+* ``continue`` and ``resume-big`` (``_vs_sessions.py``): the most-recent lookup over 1,000 sessions, the
+  start with ``--continue``; the 200,000-entry (~450 MB) resume beside the 20,000-entry one (``--big``).
+
+Beside wall times, CPU times of the process tree (``_rpc.cpu_ms``: every thread's run time from
+``/proc``) say what each side spent, which moves far less than wall time on a shared machine.
 
 The reader is the same for both (a thread ``os.read``-ing 1 MiB chunks and ``orjson``-parsing
 each line), so the client is never what limits a rate. Both run with a throw-away ``HOME`` and
@@ -30,275 +39,60 @@ session, 5 passes); the default is CI-sized.
 
 from __future__ import annotations
 
-import contextlib
-import itertools
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from benchmarks import _vs_acp, _vs_sessions, _vs_turns
 from benchmarks._harness import Measurement, percentile
-from benchmarks._rpc import REPO, rss_kb
+from benchmarks._rpc import rss_kb
+from benchmarks._sides import (
+    TIMEOUT_S,
+    Context,
+    Proc,
+    Samples,
+    Side,
+    clean_env,
+    interleave,
+    load,
+    oracle,
+    rpcd_request,
+    running,
+    side_for,
+)
 from benchmarks.store import generate_session
 
 HERE = Path(__file__).resolve().parent
 PI_STREAM_EXTENSION = HERE / "_faux_stream_pi.mjs"
 CHUNK = "0123456789abcdef"
-MEASURES = ("spawn", "exit", "resume", "events", "getstate", "replacements")
-TIMEOUT_S = 300.0
-
-
-def _oracle() -> Any:
-    sys.path.insert(0, str(REPO))
-    from tests.pi_compat.oracle import ensure_oracle
-
-    return ensure_oracle()
-
-
-def load() -> str:
-    one, five, _ = os.getloadavg()
-    return f"load {one:.2f}/{five:.2f} on {os.cpu_count()} cpus"
-
-
-# -- one process speaking NDJSON -------------------------------------------------------------------
-
-
-@dataclass
-class Side:
-    """How to spawn and speak to one implementation (rpcd's JSON-RPC or Pi's typed commands)."""
-
-    name: str
-    argv: list[str]
-    env: dict[str, str]
-    cwd: str
-    request: Callable[[str, str, Mapping[str, Any]], dict[str, Any]]
-    response_id: Callable[[dict[str, Any]], Any]
-    event_of: Callable[[dict[str, Any]], dict[str, Any] | None]
-    methods: dict[str, str] = field(default_factory=dict)
-
-
-class Proc:
-    def __init__(self, side: Side, on_event: Callable[[dict[str, Any], float], None] | None = None) -> None:
-        self.side = side
-        self.started = time.perf_counter()
-        self.proc = subprocess.Popen(side.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, env=side.env, cwd=side.cwd)
-        self._cond = threading.Condition()
-        self._responses: dict[Any, dict[str, Any]] = {}
-        self._ids = itertools.count(1)
-        self._on_event = on_event
-        self.eof = False
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
-        pending = b""
-        while True:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                break
-            lines = (pending + chunk).split(b"\n")
-            pending = lines.pop()
-            now = time.perf_counter()
-            for line in lines:
-                message = orjson.loads(line)
-                msg_id = self.side.response_id(message)
-                if msg_id is not None:
-                    with self._cond:
-                        self._responses[msg_id] = message
-                        self._cond.notify_all()
-                elif self._on_event is not None:
-                    event = self.side.event_of(message)
-                    if event is not None:
-                        self._on_event(event, now)
-        with self._cond:
-            self.eof = True
-            self._cond.notify_all()
-
-    def send(self, method: str, params: Mapping[str, Any] | None = None) -> str:
-        msg_id = f"b{next(self._ids)}"
-        data = orjson.dumps(self.side.request(msg_id, self.side.methods.get(method, method), params or {})) + b"\n"
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(data)
-        self.proc.stdin.flush()
-        return msg_id
-
-    def wait(self, msg_id: str) -> dict[str, Any]:
-        deadline = time.monotonic() + TIMEOUT_S
-        with self._cond:
-            while msg_id not in self._responses:
-                if self.eof or time.monotonic() > deadline:
-                    raise RuntimeError(f"{self.side.name}: no answer to {msg_id} (eof={self.eof})")
-                self._cond.wait(1.0)
-            response = self._responses.pop(msg_id)
-        if "error" in response or response.get("success") is False:
-            raise RuntimeError(f"{self.side.name}: request {msg_id} failed: {response.get('error')}")
-        return response
-
-    def call(self, method: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        return self.wait(self.send(method, params))
-
-    def ready(self) -> None:
-        """The first session answer: rpcd needs ``initialize`` first, Pi answers commands at once."""
-        if self.side.name == "rpcd":
-            self.call("initialize", {"protocolVersion": 1, "clientInfo": {"name": "bench"}})
-        self.call("getState")
-
-    def close(self) -> float:
-        """End of input → the process is gone; returns that time in seconds."""
-        started = time.perf_counter()
-        assert self.proc.stdin is not None
-        with contextlib.suppress(OSError):
-            self.proc.stdin.close()
-        try:
-            self.proc.wait(60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(10)
-            raise RuntimeError(f"{self.side.name} did not exit within 60 s of its input closing") from None
-        return time.perf_counter() - started
-
-
-@contextlib.contextmanager
-def running(side: Side, on_event: Callable[[dict[str, Any], float], None] | None = None) -> Iterator[Proc]:
-    proc = Proc(side, on_event)
-    try:
-        yield proc
-    finally:
-        if proc.proc.poll() is None:
-            proc.close()
-
-
-def _rpcd_request(msg_id: str, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
-    message: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}
-    if params:
-        message["params"] = dict(params)
-    return message
-
-
-def _rpcd_event(message: dict[str, Any]) -> dict[str, Any] | None:
-    if message.get("method") == "session/event":
-        event: dict[str, Any] = message["params"]["event"]
-        return event
-    return None
-
-
-def _pi_request(msg_id: str, kind: str, params: Mapping[str, Any]) -> dict[str, Any]:
-    return {"type": kind, "id": msg_id, **params}
-
-
-def _pi_event(message: dict[str, Any]) -> dict[str, Any] | None:
-    return None if message.get("type") in ("response", "extension_ui_request") else message
-
-
-def _clean_env(home: Path, extra: Mapping[str, str]) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PI_", "RPCD_"))}
-    env.update(HOME=str(home), PI_CODING_AGENT_DIR=str(home / "agent"), PI_OFFLINE="1", PI_TELEMETRY="0",
-               NO_COLOR="1", RPCD_LOG_LEVEL="warning")
-    env.update(extra)
-    return env
-
-
-def rpcd_side(home: Path, project: Path, *args: str, env: Mapping[str, str] | None = None,
-              python: Sequence[str] | None = None) -> Side:
-    full_env = _clean_env(home, env or {})
-    full_env["PYTHONPATH"] = str(REPO) + os.pathsep + full_env.get("PYTHONPATH", "")
-    argv = [*(python or [sys.executable]), "-P", "-m", "rpcd", "--agent-dir", str(home / "agent"),
-            "--cwd", str(project), *args]
-    return Side("rpcd", argv, full_env, str(project), _rpcd_request, lambda m: m.get("id") if "method" not in m
-                else None, _rpcd_event)
-
-
-def pi_side(oracle: Any, home: Path, project: Path, *args: str, env: Mapping[str, str] | None = None) -> Side:
-    cli = oracle.root / "node_modules" / "@earendil-works" / "pi-coding-agent" / "dist" / "bundle" / "cli.js"
-    full_env = _clean_env(home, {"RPCD_PI_ORACLE_DIR": str(oracle.root), **(env or {})})
-    methods = {"getState": "get_state", "resume": "switch_session", "prompt": "prompt", "newSession": "new_session",
-               "fork": "fork"}
-    return Side("pi", [str(oracle.node), str(cli), "--mode", "rpc", *args], full_env, str(project), _pi_request,
-                lambda m: m.get("id") if m.get("type") == "response" else None, _pi_event, methods)
-
-
-# -- the measures ------------------------------------------------------------------------------------
-
-
-@dataclass
-class Context:
-    full: bool
-    tmp: Path
-    oracle: Any
-    passes: int
-    session_file: Path | None = None
-    chunks: int = 0
-    sides: tuple[str, ...] = ("rpcd", "pi")
-    python: Sequence[str] | None = None
-    """How rpcd's interpreter is started (``--profile``: under cProfile)."""
-    cycles: int | None = None
-    """``replacements``: cycles measured after the warm-up (``None``: 2,000 with ``full``, else 200)."""
-
-    def home(self, name: str) -> tuple[Path, Path]:
-        home = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=self.tmp))
-        project = home / "project"
-        project.mkdir()
-        (home / "agent").mkdir()
-        return home, project
-
-    def session(self) -> Path:
-        if self.session_file is None:
-            directory = self.tmp / "large"
-            directory.mkdir()
-            project = self.tmp / "large-project"
-            project.mkdir()
-            self.session_file = directory / "large.jsonl"
-            generate_session(self.session_file, 20_000 if self.full else 2_000, cwd=str(project))
-        return self.session_file
-
-
-def interleave(ctx: Context, one: Callable[[str], dict[str, float]]) -> dict[str, dict[str, list[float]]]:
-    """``one(side)`` returns named samples; pass k runs rpcd first when k is even, Pi first when odd."""
-    samples: dict[str, dict[str, list[float]]] = {"rpcd": {}, "pi": {}}
-    for index in range(ctx.passes):
-        for side in ctx.sides if index % 2 == 0 else ctx.sides[::-1]:
-            for key, value in one(side).items():
-                samples[side].setdefault(key, []).append(value)
-    return samples
-
-
-def _side(ctx: Context, which: str, *args: str, rpcd_args: Sequence[str] = (), pi_args: Sequence[str] = (),
-          rpcd_env: Mapping[str, str] | None = None, pi_env: Mapping[str, str] | None = None) -> Side:
-    home, project = ctx.home(which)
-    if which == "rpcd":
-        return rpcd_side(home, project, *args, *rpcd_args, env=rpcd_env, python=ctx.python)
-    return pi_side(ctx.oracle, home, project, *args, *pi_args, env=pi_env)
-
 
 _FLOOR = (
-    "import sys, json\nimport pygls.server, lsprotocol.types\nline = sys.stdin.readline()\n"
+    "import sys, json\nline = sys.stdin.readline()\n"
     "sys.stdout.write(json.dumps({'jsonrpc': '2.0', 'id': json.loads(line)['id'], 'result': None}) + '\\n')\n"
     "sys.stdout.flush()\nsys.stdin.read()\n"
 )
-"""The floor while the wire is pygls: a process that imports pygls + lsprotocol and answers one line."""
+"""The floor of Python: a bare interpreter (``-I``, no site-packages) answering one NDJSON line."""
 
 
-def measure_spawn(ctx: Context) -> dict[str, dict[str, list[float]]]:
+def measure_spawn(ctx: Context) -> Samples:
     def one(which: str) -> dict[str, float]:
-        side = _side(ctx, which)
+        side = side_for(ctx, which)
         with running(side) as proc:
             proc.ready()
             answered = time.perf_counter() - proc.started
-        result = {"spawn_ms": answered * 1000}
+            cpu = proc.cpu_ms()
+        result = {"spawn_ms": answered * 1000, "spawn_cpu_ms": cpu}
         if which == "rpcd":  # the floor runs beside rpcd's pass
             home, project = ctx.home("floor")
-            floor = Side("floor", [sys.executable, "-c", _FLOOR], _clean_env(home, {}), str(project), _rpcd_request,
+            floor = Side("floor", [sys.executable, "-I", "-c", _FLOOR], clean_env(home, {}), str(project), rpcd_request,
                          lambda m: m.get("id"), lambda m: None)
             with running(floor) as proc:
                 proc.call("ping")
@@ -308,22 +102,23 @@ def measure_spawn(ctx: Context) -> dict[str, dict[str, list[float]]]:
     return interleave(ctx, one)
 
 
-def measure_exit(ctx: Context) -> dict[str, dict[str, list[float]]]:
+def measure_exit(ctx: Context) -> Samples:
     def one(which: str) -> dict[str, float]:
-        side = _side(ctx, which)
+        side = side_for(ctx, which)
         proc = Proc(side)
         proc.ready()
         after_close = proc.close()
-        return {"whole_ms": (time.perf_counter() - proc.started) * 1000, "exit_ms": after_close * 1000}
+        return {"whole_ms": (time.perf_counter() - proc.started) * 1000, "exit_ms": after_close * 1000,
+                "life_cpu_ms": proc.life_cpu_ms}
 
     return interleave(ctx, one)
 
 
-def measure_resume(ctx: Context) -> dict[str, dict[str, list[float]]]:
+def measure_resume(ctx: Context) -> Samples:
     path = str(ctx.session())
 
     def one(which: str) -> dict[str, float]:
-        side = _side(ctx, which)
+        side = side_for(ctx, which)
         proc = Proc(side)
         proc.ready()
         rss_before = rss_kb(proc.proc.pid)
@@ -342,7 +137,7 @@ def measure_resume(ctx: Context) -> dict[str, dict[str, list[float]]]:
     return interleave(ctx, one)
 
 
-def measure_events(ctx: Context) -> dict[str, dict[str, list[float]]]:
+def measure_events(ctx: Context) -> Samples:
     chunks = ctx.chunks
     script = ctx.tmp / "events-script.json"
     script.write_bytes(orjson.dumps({"steps": [{"text": CHUNK, "repeat": chunks}], "chunkSize": len(CHUNK)}))
@@ -362,7 +157,7 @@ def measure_events(ctx: Context) -> dict[str, dict[str, list[float]]]:
                 ended_at[0] = now
                 ended.set()
 
-        side = _side(ctx, which, rpcd_args=["--in-memory"], rpcd_env={"RPCD_FAUX_SCRIPT": str(script)},
+        side = side_for(ctx, which, rpcd_args=["--in-memory"], rpcd_env={"RPCD_FAUX_SCRIPT": str(script)},
                      pi_args=["--no-session", "-e", str(PI_STREAM_EXTENSION), "--provider", "faux", "--model",
                               "faux-1"],
                      pi_env={"RPCD_BENCH_CHUNK": CHUNK, "RPCD_BENCH_CHUNKS": str(chunks)})
@@ -396,11 +191,11 @@ def _round_trips(proc: Proc, method: str, count: int, warmup: int = 200) -> list
     return times
 
 
-def measure_getstate(ctx: Context) -> dict[str, dict[str, list[float]]]:
+def measure_getstate(ctx: Context) -> Samples:
     count = 5_000 if ctx.full else 1_000
 
     def one(which: str) -> dict[str, float]:
-        side = _side(ctx, which)
+        side = side_for(ctx, which)
         with running(side) as proc:
             proc.ready()
             get_state = percentile(_round_trips(proc, "getState", count), 50)
@@ -408,7 +203,7 @@ def measure_getstate(ctx: Context) -> dict[str, dict[str, list[float]]]:
         result = {"getstate_us": get_state, "ping_us": ping}
         if which == "rpcd":  # the bare echo loop runs beside rpcd's pass: the floor of Python + a pipe
             home, project = ctx.home("echo")
-            echo = Side("echo", [sys.executable, "-c", _ECHO], _clean_env(home, {}), str(project), _rpcd_request,
+            echo = Side("echo", [sys.executable, "-c", _ECHO], clean_env(home, {}), str(project), rpcd_request,
                         lambda m: m.get("id"), lambda m: None)
             with running(echo) as proc:
                 result["echo_us"] = percentile(_round_trips(proc, "ping", count), 50)
@@ -417,7 +212,7 @@ def measure_getstate(ctx: Context) -> dict[str, dict[str, list[float]]]:
     return interleave(ctx, one)
 
 
-def measure_replacements(ctx: Context) -> dict[str, dict[str, list[float]]]:
+def measure_replacements(ctx: Context) -> Samples:
     cycles = ctx.cycles or (2_000 if ctx.full else 200)
     warmup = 30
     source = ctx.tmp / "cycle-source.jsonl"
@@ -433,7 +228,7 @@ def measure_replacements(ctx: Context) -> dict[str, dict[str, list[float]]]:
         proc.call("fork", {"entryId": first_user})
 
     def one(which: str) -> dict[str, float]:
-        side = _side(ctx, which)
+        side = side_for(ctx, which)
         with running(side) as proc:
             proc.ready()
             for _ in range(warmup):
@@ -453,23 +248,25 @@ def measure_replacements(ctx: Context) -> dict[str, dict[str, list[float]]]:
 # -- rows ------------------------------------------------------------------------------------------------
 
 
-def _med(samples: dict[str, dict[str, list[float]]], side: str, key: str) -> float:
+def _med(samples: Samples, side: str, key: str) -> float:
     return statistics.median(samples[side][key])
 
 
-def _spread(samples: dict[str, dict[str, list[float]]], side: str, key: str, unit: str) -> str:
+def _spread(samples: Samples, side: str, key: str, unit: str) -> str:
     values = samples[side][key]
     return f"{side} {min(values):.0f}-{max(values):.0f} {unit}"
 
 
-def rows_for(name: str, samples: dict[str, dict[str, list[float]]], ctx: Context, loads: str) -> list[Measurement]:
+def rows_for(name: str, samples: Samples, ctx: Context, loads: str) -> list[Measurement]:
     passes = f"median of {ctx.passes} interleaved passes; {loads}"
     if name == "spawn":
         return [Measurement("spawn -> first session answer (getState)", _med(samples, "rpcd", "spawn_ms"), "ms",
                             "pi --mode rpc -> get_state", _med(samples, "pi", "spawn_ms"),
                             note=f"{passes}; {_spread(samples, 'rpcd', 'spawn_ms', 'ms')}, "
                                  f"{_spread(samples, 'pi', 'spawn_ms', 'ms')}"),
-                Measurement("  floor: python importing pygls + lsprotocol, answering one line",
+                Measurement("  CPU time to that answer (all threads)", _med(samples, "rpcd", "spawn_cpu_ms"), "ms",
+                            "Pi, same", _med(samples, "pi", "spawn_cpu_ms")),
+                Measurement("  floor: bare python -I answering one NDJSON line",
                             _med(samples, "rpcd", "floor_ms"), "ms", "pi --mode rpc -> get_state",
                             _med(samples, "pi", "spawn_ms"))]
     if name == "exit":
@@ -478,6 +275,8 @@ def rows_for(name: str, samples: dict[str, dict[str, list[float]]], ctx: Context
                         "ms", "Pi, same", _med(samples, "pi", "whole_ms"), note=passes),
             Measurement("  of which: end of input -> exit", _med(samples, "rpcd", "exit_ms"), "ms", "Pi, same",
                         _med(samples, "pi", "exit_ms"), note=passes),
+            Measurement("  CPU time of the whole process", _med(samples, "rpcd", "life_cpu_ms"), "ms", "Pi, same",
+                        _med(samples, "pi", "life_cpu_ms")),
         ]
     if name == "resume":
         size = os.path.getsize(ctx.session()) / 1e6
@@ -521,28 +320,48 @@ def rows_for(name: str, samples: dict[str, dict[str, list[float]]], ctx: Context
     raise ValueError(name)
 
 
-MEASURE_FUNCTIONS: dict[str, Callable[[Context], dict[str, dict[str, list[float]]]]] = {
-    "spawn": measure_spawn,
-    "exit": measure_exit,
-    "resume": measure_resume,
-    "events": measure_events,
-    "getstate": measure_getstate,
-    "replacements": measure_replacements,
+RowsFunction = Callable[[Samples, Context, str], list[Measurement]]
+
+
+def _rows(name: str) -> RowsFunction:
+    return lambda samples, ctx, loads: rows_for(name, samples, ctx, loads)
+
+
+def _passes(rows: RowsFunction) -> RowsFunction:
+    return lambda samples, ctx, loads: rows(samples, ctx, f"median of {ctx.passes} interleaved passes; {loads}")
+
+
+MEASURES: dict[str, tuple[Callable[[Context], Samples], RowsFunction]] = {
+    "spawn": (measure_spawn, _rows("spawn")),
+    "exit": (measure_exit, _rows("exit")),
+    "getstate": (measure_getstate, _rows("getstate")),
+    "turn": (_vs_turns.measure_turn, _passes(_vs_turns.rows_turn)),
+    "tools": (_vs_turns.measure_tools, _passes(_vs_turns.rows_tools)),
+    "acp": (_vs_acp.measure_acp, _passes(_vs_acp.rows_acp)),
+    "resume": (measure_resume, _rows("resume")),
+    "resume-big": (_vs_sessions.measure_resume_big, _passes(_vs_sessions.rows_resume_big)),
+    "continue": (_vs_sessions.measure_continue, _passes(_vs_sessions.rows_continue)),
+    "events": (measure_events, _rows("events")),
+    "replacements": (measure_replacements, _rows("replacements")),
 }
+"""Every measure: what it samples, and its rows. ``resume-big`` runs only when named or with ``big``."""
+DEFAULT_SKIPPED = ("resume-big",)
 
 
 def run(full: bool, only: Sequence[str] | None = None, passes: int | None = None,
-        cycles: int | None = None) -> list[Measurement]:
-    oracle = _oracle()
+        cycles: int | None = None, big: bool = False) -> list[Measurement]:
+    found = oracle()
     rows: list[Measurement] = []
+    names = list(only or [name for name in MEASURES if big or name not in DEFAULT_SKIPPED])
     with tempfile.TemporaryDirectory(prefix="rpcd-bench-vs-pi-") as tmp:
-        ctx = Context(full=full, tmp=Path(tmp), oracle=oracle, passes=passes or (5 if full else 3),
-                      chunks=50_000 if full else 5_000, cycles=cycles)
-        for name in only or MEASURES:
+        ctx = Context(full=full, tmp=Path(tmp), oracle=found, passes=passes or (5 if full else 3),
+                      chunks=50_000 if full else 5_000, cycles=cycles, big=big)
+        for name in names:
             before = load()
             print(f"[bench] vs-pi {name} ({before}) ...", file=sys.stderr, flush=True)
-            samples = MEASURE_FUNCTIONS[name](ctx)
-            rows += rows_for(name, samples, ctx, f"{before} -> {load()}")
+            measure, rows_of = MEASURES[name]
+            samples = measure(ctx)
+            rows += rows_of(samples, ctx, f"{before} -> {load()}")
     return rows
 
 
@@ -555,14 +374,13 @@ def profile(name: str, full: bool, out_dir: Path, top: int = 35, cycles: int | N
     import io
     import pstats
 
-    oracle = _oracle()
     out = out_dir / f"rpcd-{name}.prof"
     with tempfile.TemporaryDirectory(prefix="rpcd-bench-profile-") as tmp:
-        ctx = Context(full=full, tmp=Path(tmp), oracle=oracle, passes=1, chunks=50_000 if full else 5_000,
-                      sides=("rpcd",), python=[sys.executable, "-m", "cProfile", "-o", str(out)], cycles=cycles)
+        ctx = Context(full=full, tmp=Path(tmp), oracle=oracle(), passes=1, chunks=50_000 if full else 5_000,
+                      sides=("rpcd",), python=[sys.executable, "-P", "-m", "cProfile", "-o", str(out)], cycles=cycles)
         if name == "resume":
             ctx.session()  # generated before the profiled process starts
-        MEASURE_FUNCTIONS[name](ctx)
+        MEASURES[name][0](ctx)
     text = io.StringIO()
     stats = pstats.Stats(str(out), stream=text)
     stats.sort_stats("cumulative").print_stats(top)

@@ -39,16 +39,17 @@ async def front(agent_dir: Path, editor: Editor) -> AsyncIterator[tuple[ClientSi
         agent = RpcdAgent(AcpConfig(ProcessSpec(agent_dir=str(agent_dir))), group)
         conn = AcpConnection(agent, agent_side)
         agent.attach(conn)
-        group.start_soon(conn.serve)
-        client = ClientSideConnection(editor, client_side, use_unstable_protocol=True)
-        try:
-            await client.initialize(protocol_version=1, client_capabilities=editor.capabilities)
-            yield client, agent
-        finally:
-            await agent.close_all()
-            await client.close()
-            await conn.close()
-            group.cancel_scope.cancel()
+        async with agent.services.serving():  # the process services (the MCP pool), as rpcd acp runs them
+            group.start_soon(conn.serve)
+            client = ClientSideConnection(editor, client_side, use_unstable_protocol=True)
+            try:
+                await client.initialize(protocol_version=1, client_capabilities=editor.capabilities)
+                yield client, agent
+            finally:
+                await agent.close_all()
+                await client.close()
+                await conn.close()
+        group.cancel_scope.cancel()
 
 
 def _failing_for(cwd: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -38,7 +38,7 @@ async def test_initialize_is_required_first_and_answers_what_rpcd_can_do(agent_d
         assert caps.prompt_capabilities is not None
         assert (caps.prompt_capabilities.image, caps.prompt_capabilities.audio,
                 caps.prompt_capabilities.embedded_context) == (True, False, True)  # images: the faux model takes them
-        assert caps.mcp_capabilities is not None and not caps.mcp_capabilities.http and not caps.mcp_capabilities.sse
+        assert caps.mcp_capabilities is not None and caps.mcp_capabilities.http and caps.mcp_capabilities.sse
         sessions = caps.session_capabilities
         assert sessions is not None
         assert all(getattr(sessions, name) is not None for name in ("list", "resume", "close", "delete", "fork"))

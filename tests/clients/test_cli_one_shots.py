@@ -123,14 +123,22 @@ def test_one_shot_new_names_no_file_and_trust_approvals_list_bare(tmp_path: Path
 def test_pi_flags_reach_the_daemon(tmp_path: Path) -> None:
     args = build_parser().parse_args(["--model", "faux/faux-1", "--thinking", "high", "--provider", "faux",
                                       "--api-key", "k", "--session-dir", "/s", "-t", "read,bash", "-nc", "-xt",
-                                      "write", "--flag", "x=1", "state"])
+                                      "write", "--flag", "x=1", "--sandbox", "workspace-write",
+                                      "--sandbox-network", "on", "state"])
     assert daemon_args(args) == ["--session-dir", "/s", "--provider", "faux", "--model", "faux/faux-1",
                                  "--thinking", "high", "--api-key", "k", "--tools", "read,bash",
-                                 "--exclude-tools", "write", "--no-context-files", "--flag", "x=1"]
+                                 "--exclude-tools", "write", "--sandbox", "workspace-write", "--sandbox-network",
+                                 "on", "--no-context-files", "--flag", "x=1"]
     ctl = Ctl(tmp_path)
     state = ctl.json("--model", "faux/faux-1", "--thinking", "low", "--session-dir", str(tmp_path / "s"), "state")
     assert state["model"] == {"provider": "faux", "modelId": "faux-1"}
     assert state["sessionFile"].startswith(str(tmp_path / "s"))
+    assert state["sandbox"]["mode"] == "off"
+    # the sandbox: passed on, and shown by `state` (enforced by bwrap/Landlock, or why it cannot be)
+    sandboxed = ctl.json("--sandbox", "read-only", "state")["sandbox"]
+    assert (sandboxed["mode"], sandboxed["network"]) == ("read-only", False)
+    line = next(x for x in ctl("--sandbox", "read-only", "state").stdout.splitlines() if x.startswith("sandbox"))
+    assert line.split(None, 1)[1].startswith("read-only (")
 
 
 def test_json_chat_prints_each_turns_result_and_thinking_off_a_terminal_is_framed(tmp_path: Path) -> None:

@@ -14,6 +14,10 @@ from pathlib import Path
 from tests.driver import Daemon
 
 LATER_ONLY = (
+    "pygls",  # the correlator of the daemon's own requests to the client (rpcd.wire.peer): on the first one
+    "lsprotocol",
+    "lsprotocol.types",  # ~0.5 s of the start-up when pygls was imported with the wire
+    "rpcd.wire.peer",
     "rpcd.protocol.events",  # the published event shapes: OpenRPC and the contract tests read them
     "rpcd.protocol.results",  # what later requests answer
     "rpcd.protocol.outgoing",  # what the daemon sends (diagnostics, progress, extension UI, prompts)

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +17,8 @@ import pytest
 
 from tests.driver import Daemon, RpcFailure, events_of
 from tests.e2e.projects import read_jsonl
+from tests.store.test_checkpoints import git
+from tests.store.test_checkpoints import tree_bytes as files
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -28,22 +28,6 @@ AGENT_CALLS = [
     {"name": "bash", "arguments": {"command": "echo appended >> data.csv; rm gone.txt; printf 'x' > by_bash.txt"},
      "id": "c-bash"},
 ]
-
-
-def git(repo: Path, *args: str) -> str:
-    env = {"PATH": os.environ["PATH"], "HOME": str(repo.parent), "GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "t",
-           "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
-    return subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True).stdout
-
-
-def files(root: Path) -> dict[str, bytes]:
-    found = {}
-    for base, dirs, names in os.walk(root):
-        dirs[:] = [d for d in dirs if d != ".git"]
-        for name in names:
-            path = Path(base, name)
-            found[str(path.relative_to(root))] = path.read_bytes()
-    return found
 
 
 def repo_state(repo: Path) -> dict[str, str]:

@@ -155,7 +155,7 @@ async def real_world(task_group: anyio.abc.TaskGroup, tmp_path: Path) -> World:
                                      task_group=task_group)
     for text in ("What files are here?", "Second question", "Third question"):
         assert await host.prompt(text) == "stop"
-    tree = host.tree().entries
+    tree = host.probe("getTree", lambda session: session.tree()).entries
     users = [e["id"] for e in tree if e["type"] == "message" and e["message"]["role"] == "user"]
     non_user = next(e["id"] for e in tree if e["type"] == "message" and e["message"]["role"] == "assistant")
     original = host.session_file

@@ -216,7 +216,7 @@ async def test_session_calls_wait_for_replacements_requested_before_them(harness
     harness.steps.pause("factory")
 
     async def name_it() -> None:
-        await host.enqueue("setSessionName", lambda: host.set_session_name("named after the replacement"))
+        await host.call("setSessionName", lambda session: session.set_session_name("named after the replacement"))
 
     async with anyio.create_task_group() as tg:
         with harness.steps.released_on_exit():
@@ -235,7 +235,7 @@ async def test_waiting_for_queued_replacements_fails_at_once_on_a_disposed_host(
     assert host is not None
     await host.dispose()
     with pytest.raises(HostDisposedError):
-        await host.enqueue("getMessages", host.messages)
+        await host.call("getMessages", lambda session: session.messages())
 
 
 async def _prompt_and_finish(harness: Harness) -> str:

@@ -220,7 +220,8 @@ async def test_real_replacements_switch_cwd_report_diagnostics_once_and_journal_
     record = w.bindings.journal.read()
     assert record is not None and (record.session_file, record.cwd) == (beta_file, str(w.beta))
 
-    user_entry = next(e for e in host.tree().entries if e.get("type") == "message")
+    entries = host.probe("getTree", lambda session: session.tree()).entries
+    user_entry = next(e for e in entries if e.get("type") == "message")
     forked = await host.fork(str(user_entry["id"]))
     assert forked.selected_text == "hello" and forked.generation == 2 and forked.cwd == str(w.beta)
 

@@ -1,4 +1,5 @@
-"""``host.set_model``: availability-checked like every session call, failures described, never terminal."""
+"""``setModel`` through the host's probe door (``host.probe``): availability-checked like every session
+call, failures described, never terminal."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ pytestmark = pytest.mark.anyio
 async def test_set_model_switches_the_current_sessions_model(harness: Harness) -> None:
     host = harness.host
     assert host is not None
-    assert host.set_model("local", "test-model") == ModelRef("local", "test-model")
+    switched = host.probe("setModel", lambda session: session.set_model("local", "test-model"))
+    assert switched == ModelRef("local", "test-model")
     assert host.state().model == ModelRef("local", "test-model")
 
 
@@ -24,7 +26,7 @@ async def test_unknown_model_is_described_and_leaves_the_host_ready(harness: Har
     host = harness.host
     assert host is not None
     with pytest.raises(ModelNotFoundError) as failure:
-        host.set_model("nope", "none")
+        host.probe("setModel", lambda session: session.set_model("nope", "none"))
     context = context_of(failure.value)
     assert context is not None
     assert (context.operation, context.phase, context.terminal) == ("setModel", Phase.SESSION_ACCESS, False)
@@ -44,12 +46,12 @@ async def test_set_model_during_a_replacement_is_refused_not_applied_to_the_outg
             tg.start_soon(host.resume, OTHER_FILE)
             await harness.steps.reached("factory")
             with pytest.raises(HostUnavailableError) as failure:
-                host.set_model("faux", "faux-1")
+                host.probe("setModel", lambda session: session.set_model("faux", "faux-1"))
             context = context_of(failure.value)
             assert context is not None and (context.phase, context.terminal) == (Phase.AVAILABILITY, False)
             harness.steps.release("factory")
     assert outgoing.model is None and harness.runtime.session.model is None
-    assert host.set_model("faux", "faux-1") == ModelRef("faux", "faux-1")
+    assert host.probe("setModel", lambda session: session.set_model("faux", "faux-1")) == ModelRef("faux", "faux-1")
 
 
 async def test_set_model_after_dispose_is_the_disposed_error(harness: Harness) -> None:
@@ -57,4 +59,4 @@ async def test_set_model_after_dispose_is_the_disposed_error(harness: Harness) -
     assert host is not None
     await host.dispose()
     with pytest.raises(HostDisposedError):
-        host.set_model("faux", "faux-1")
+        host.probe("setModel", lambda session: session.set_model("faux", "faux-1"))

@@ -114,6 +114,8 @@ class Reply:
     """Stop sending after this many events; wait until the client leaves or the server stops."""
     drop: bool = False
     """Close the connection without any response (a dropped connection before the headers)."""
+    keep_alive: bool = False
+    """Keep the connection open after a whole stream (as api.openai.com does) instead of closing it."""
     frames: list[bytes] | None = None
     """Binary frames sent instead of SSE events (Bedrock's AWS event stream: ``aws_frames``)."""
     stream_type: str = "text/event-stream; charset=utf-8"
@@ -230,7 +232,9 @@ class SseServer:
                     self.wfile.flush()
                 except (BrokenPipeError, ConnectionResetError):
                     server.disconnected.set()
-                self.close_connection = True
+                    self.close_connection = True
+                    return
+                self.close_connection = not reply.keep_alive
 
             def _chunk(self, data: bytes) -> None:
                 self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")

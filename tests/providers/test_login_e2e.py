@@ -138,10 +138,10 @@ async def test_device_code_decline_and_missing_capability(server: SseServer, tmp
             assert code["userCode"] == "GROK-4242" and code["verificationUri"] == "https://accounts.x.ai/device"
             with pytest.raises(RpcError) as declined:
                 await client.login("openai-codex")  # asks for the method first: declined
-            assert declined.value.code == -32046
+            assert declined.value.code == -32047
             with pytest.raises(RpcError) as unknown:
                 await client.login("faux")
-            assert unknown.value.code == -32045 and "anthropic" in unknown.value.message
+            assert unknown.value.code == -32046 and "anthropic" in unknown.value.message
             assert set(json.loads((agent / "auth.json").read_text())) == {"xai"}
             # Radius's models come with its login (the gateway's config): usable at once
             assert await client.login("radius")
@@ -151,4 +151,4 @@ async def test_device_code_decline_and_missing_capability(server: SseServer, tmp
         async with bare:
             with pytest.raises(RpcError) as refused:
                 await bare.login("xai")
-            assert refused.value.code == -32045 and "authPrompt" in refused.value.message
+            assert refused.value.code == -32046 and "authPrompt" in refused.value.message

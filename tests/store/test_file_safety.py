@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 from rpcd.core.errors import NotASessionError, SessionFileTooLargeError, SessionWriteError
 from rpcd.core.files import NotARegularFileError, read_regular
 from rpcd.store import SessionManager, import_session, import_session_file, importing, loader
-from rpcd.store.listing import find_most_recent_session, list_sessions
+from rpcd.store.listing import list_sessions
+from rpcd.store.recency import find_most_recent_session
 
 T = TypeVar("T")
 USER = {"role": "user", "content": "hi", "timestamp": 1}

@@ -13,12 +13,12 @@ from hypothesis import strategies as st
 from rpcd.store import SessionManager
 from rpcd.store.listing import (
     build_session_info,
-    find_most_recent_session,
     list_all_sessions,
     list_sessions,
     parse_query,
     session_matches,
 )
+from rpcd.store.recency import find_most_recent_session
 
 CWD = "/work/project"
 

@@ -118,6 +118,11 @@ WRAPPERS = [
     "tar -cI 'sh -c x' -f a.tar .", "rsync -avze ssh a b", "make --eval='x:;touch y' x",
     "npm exec cowsay", "npx cowsay", "uv run python", "poetry run x", "docker run --rm -v /:/h alpine",
     "kubectl exec pod -- sh", "ssh host rm x", "vim -c '!ls'",
+    # options that run a command, and the abbreviations getopt_long / argp / git accept for a long one
+    "rg --pre=rm x src", "rg --pre rm x src", "fd -x rm", "fd . -X rm", "fd --exec rm", "fdfind --exec-batch rm",
+    "git grep -Otouch x", "git grep --open-files-in-pager=touch x", "git grep --open-files=touch x",
+    "sort --compress-program=sh -S 1 f", "split --filter=sh f", "split --filt=sh f", "man -P sh ls",
+    "tar -xf a.tar --to-comm=sh", "tar -cf a.tar --use-compress=sh .", "make test --eva=x",
 ]
 
 

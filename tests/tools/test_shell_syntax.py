@@ -145,6 +145,7 @@ _EXAMPLES = 3000 if LONG else 150
 @example("ls -d .#;echo pwned>F")
 @example("ls ~root")
 @example("ls \\\nx")
+@example("'%'")
 def test_a_command_read_as_one_simple_command_is_exactly_that_to_bash(bash: Bash, command: str) -> None:
     words = simple_command_words(command)
     if words is None:

@@ -198,7 +198,7 @@ async def _world(tmp_path: Path, task_group: anyio.abc.TaskGroup) -> World:
 
 
 def user_entry_ids(host: SerializedHost) -> list[str]:
-    return [str(e["id"]) for e in host.tree().entries
+    return [str(e["id"]) for e in host.probe("getTree", lambda session: session.tree()).entries
             if e.get("type") == "message" and e["message"]["role"] == "user"]
 
 
@@ -288,7 +288,7 @@ async def test_a_stashed_ctx_used_inside_a_turn_is_refused_not_deadlocked(w: Wor
     assert await w.prompt("use it") == "stop"
     assert sink.RESULTS == [("tool-refused", "CommandContextError")]
     assert w.host.generation == 0
-    messages = w.host.messages()
+    messages = w.host.probe("getMessages", lambda session: session.messages())
     tool_result = next(m for m in messages if m["role"] == "toolResult")
     assert tool_result["isError"] is True and "inside a turn" in tool_result["content"][0]["text"]
 

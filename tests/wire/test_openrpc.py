@@ -40,3 +40,33 @@ def test_document_names_every_method_and_every_error_code() -> None:
 def test_every_error_code_is_documented() -> None:
     assert set(WHEN) == set(ErrorCode) == set(DEFAULT_MESSAGES)
     assert all(len(text) > 10 for text in WHEN.values())
+
+
+def test_two_classes_of_one_name_fail_the_generator() -> None:
+    """The generator used to keep the first class of a name and publish it for both (the closed
+    ``CompactionResult`` of the results stood for the session event's): now it refuses."""
+    import attrs
+    import pytest
+
+    from rpcd.protocol.openrpc import NameClash, _Schemas
+
+    def first() -> type[object]:
+        @attrs.frozen
+        class Twin:
+            value: int
+
+        return Twin
+
+    def second() -> type[object]:
+        @attrs.frozen
+        class Twin:
+            value: str
+
+        return Twin
+
+    schemas = _Schemas()
+    one, other = first(), second()
+    schemas.of(one)
+    schemas.of(one)  # the same class again is fine
+    with pytest.raises(NameClash, match="two classes are named Twin"):
+        schemas.of(other)

@@ -56,10 +56,6 @@ def _role_is(record: Record, roles: frozenset[str]) -> bool:
     return False
 
 
-def is_cut_point(record: Record) -> bool:
-    return _role_is(record, CUT_POINT_ROLES)
-
-
 def is_turn_start(record: Record) -> bool:
     return _role_is(record, TURN_START_ROLES)
 

@@ -34,7 +34,7 @@ import anyio
 
 from rpcd.core.jstext import content_text, js_truthy
 from rpcd.core.redact import redact
-from rpcd.providers.base import ModelInfo, Provider, ProviderRequest, new_assistant_message
+from rpcd.providers.base import DEFAULT_CONTEXT_WINDOW, ModelInfo, Provider, ProviderRequest, new_assistant_message
 from rpcd.providers.failures import is_retryable_assistant_error
 from rpcd.runtime.compaction.branch import prepare_branch_entries
 from rpcd.runtime.compaction.prepare import CompactionPreparation
@@ -58,7 +58,6 @@ from rpcd.tools.base import AbortSignal
 
 _log = logging.getLogger("rpcd.runtime.compaction")
 
-DEFAULT_BRANCH_CONTEXT_WINDOW = 128_000
 BRANCH_SUMMARY_MAX_TOKENS = 4096
 NO_CONTENT_TO_SUMMARIZE = "No content to summarize"
 
@@ -325,7 +324,7 @@ async def generate_branch_summary(entries: Sequence[dict[str, Any]], summarizer:
                                   replace_instructions: bool | None = None) -> dict[str, Any]:
     """Pi's ``generateBranchSummary``: ``{summary, usage?, readFiles, modifiedFiles}``,
     ``{aborted: True}`` or ``{error}``."""
-    context_window = summarizer.model.context_window or DEFAULT_BRANCH_CONTEXT_WINDOW
+    context_window = summarizer.model.context_window or DEFAULT_CONTEXT_WINDOW
     prepared = prepare_branch_entries(entries, context_window - reserve_tokens)
     if not prepared.messages:
         return {"summary": NO_CONTENT_TO_SUMMARIZE}
