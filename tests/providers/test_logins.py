@@ -315,6 +315,47 @@ async def test_an_expiring_token_is_refreshed_before_the_request(server: SseServ
     assert len(tokens.calls()) == 1  # still valid: not refreshed again
 
 
+async def test_an_expired_copilot_token_is_exchanged_again_before_the_request(oauth: JsonServer,
+                                                                             tmp_path: Path) -> None:
+    """Copilot's API token lives ~30 minutes: the stored GitHub token gets a new one (and the account's
+    models again), the request goes out with it to the API the token names, auth.json keeps Pi's shape."""
+    exchanged: list[str | None] = []
+
+    def exchange(seen: Seen) -> tuple[int, Any]:
+        exchanged.append(seen.header("authorization"))
+        return 200, {"token": "tid=2;exp=3;proxy-ep=proxy.individual.githubcopilot.com;sku=x",
+                     "expires_at": int(time.time()) + 1800}
+
+    stream = "".join(f"event: {item[0]}\ndata: {item[1]}\n\n" if isinstance(item, tuple) else f"data: {item}\n\n"
+                     for item in load_recording("anthropic_text")).encode()
+    oauth.route("GET", "/github-api/copilot_internal/v2/token", exchange)
+    oauth.route("GET", "/copilot/models", lambda s: (200, {"data": [
+        {"id": "claude-haiku-4.5", "model_picker_enabled": True, "policy": {"state": "enabled"}}]}))
+    oauth.route("POST", "/copilot/v1/messages", lambda s: (200, stream, {"Content-Type": "text/event-stream"}))
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    (agent / "auth.json").write_text(json.dumps({"github-copilot": {
+        "type": "oauth", "refresh": "gho_github-token", "access": "tid=1;exp=1;proxy-ep=proxy.x;sku=x",
+        "expires": 1000, "availableModelIds": ["claude-haiku-4.5"]}}, indent=2))
+    env = env_for(oauth)
+    providers, _ = build_providers(str(agent), env=env)
+    copilot = next(p for p in providers if p.name == "github-copilot")
+    assert [m.id for m in copilot.usable_models()] == ["claude-haiku-4.5"]
+    spec = copilot.model_spec("claude-haiku-4.5")
+    assert spec is not None
+    message = final(await collect(copilot, ProviderRequest(model=spec.info(), system_prompt="be brief", messages=[
+        {"role": "user", "content": [{"type": "text", "text": "hi"}], "timestamp": 1}])))
+    assert message["stopReason"] == "stop", message.get("errorMessage")
+    assert exchanged == ["Bearer gho_github-token"]
+    (request,) = oauth.seen("/copilot/v1/messages")
+    assert request.query == {"beta": "true"}
+    assert request.header("authorization") == "Bearer tid=2;exp=3;proxy-ep=proxy.individual.githubcopilot.com;sku=x"
+    assert request.header("x-initiator") == "user" and request.header("x-api-key") is None
+    stored = auth_json(agent)["github-copilot"]
+    assert stored["refresh"] == "gho_github-token" and stored["access"].startswith("tid=2;")
+    assert stored["availableModelIds"] == ["claude-haiku-4.5"]
+
+
 async def test_a_401_refreshes_once_and_retries(server: SseServer, oauth: JsonServer, tmp_path: Path) -> None:
     tokens = TokenEndpoint(oauth, "/anthropic/token")
     agent = agent_with_login(tmp_path, server, expires=int(time.time() * 1000) + 10 * HOUR_MS)
