@@ -59,6 +59,24 @@ def test_piped_stdin_is_merged_into_the_prompt_and_a_dash_places_it(tmp_path: Pa
     assert empty.returncode == 2 and "the text is empty" in empty.stderr
 
 
+def test_a_prompt_json_result_sums_the_cost_and_usage_of_every_reply_of_the_turn(tmp_path: Path) -> None:
+    """Issue 37 M1: ``cost``/``usage`` are the whole turn's (a tool round, then the answer), ``text`` the
+    last reply's, and the session is named — not only the first or last message's figures."""
+    script = [{"toolCall": {"name": "ls", "arguments": {}, "id": "call_1"}, "cost": 0.25},
+              {"text": "listed it", "cost": 0.5}]
+    ctl = Ctl(tmp_path, script)
+    result = ctl.json("prompt", "list the project")
+    assert (result["stopReason"], result["text"], result["isError"]) == ("stop", "listed it", False)
+    assert result["cost"] == 0.75
+    entries = [json.loads(line) for line in Path(result["sessionFile"]).read_text().splitlines()]
+    assert entries[0]["id"] == result["sessionId"]
+    replies = [e["message"]["usage"] for e in entries
+               if e["type"] == "message" and e["message"]["role"] == "assistant"]
+    assert len(replies) == 2
+    for key in ("input", "output", "totalTokens"):
+        assert result["usage"][key] == sum(u[key] for u in replies) > 0, key
+
+
 def test_non_utf8_input_is_replaced_with_a_warning_and_non_utf8_arguments_are_refused(tmp_path: Path) -> None:
     ctl = Ctl(tmp_path)
     replaced = ctl("prompt", "what", stdin=b"caf\xe9")
