@@ -170,6 +170,24 @@ def test_json_chat_prints_each_turns_result_and_thinking_off_a_terminal_is_frame
     assert shown.stdout == "<thinking>\nlet me see\n</thinking>\nfirst answer\n", shown.stdout
 
 
+def test_chat_runs_pis_slash_commands_and_sends_none_of_them_to_the_model(tmp_path: Path) -> None:
+    """Issue 37 M5: /compact, /export, /import, /trust, /models, /session and an unknown /word were sent
+    to the model as prompts; each is chat's own now (an unknown word refused), read from a pipe too."""
+    ctl = Ctl(tmp_path)
+    out = tmp_path / "out.jsonl"
+    lines = ["one", "/compact", f"/export {out}", f"/import {out}", "/trust", "/models", "/session", "/nonsense x",
+             "two"]
+    chatted = ctl("chat", stdin="\n".join(lines).encode() + b"\n")
+    assert chatted.returncode == 0, chatted.stderr
+    replies = [line for line in chatted.stdout.splitlines() if line.startswith("echo: ")]
+    assert replies == ["echo: one", "echo: one", "echo: two"]  # the import's conversation shown once; no /word
+    assert "Nothing to compact (session too small)" in chatted.stderr  # Pi's refusal, not a model turn
+    assert f"exported to {out}" in chatted.stdout and out.is_file()
+    assert json.loads((ctl.agent / "trust.json").read_text()) == {os.path.realpath(ctl.project): True}
+    assert "faux-1" in chatted.stdout and "messages  " in chatted.stdout  # /models, /session
+    assert "unknown command /nonsense" in chatted.stderr
+
+
 def test_a_session_held_by_another_process_says_so_without_restart_advice(tmp_path: Path) -> None:
     ctl = Ctl(tmp_path)
     file = ctl.json("prompt", "keep")["sessionFile"]
