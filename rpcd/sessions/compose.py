@@ -128,6 +128,7 @@ class Composer:
             tool_selection=spec.tool_selection, trust_memory=self.services.trust_memory,
             held_settings=self.services.held_settings, approval=hooks.approval, tool_operations=hooks.tool_operations,
             sandbox=hooks.sandbox, script_loader=self.services.extension_host.script_loader,
+            package_resolver=self.services.extension_host.package_resolver,
             mcp_pool=mcp_pool, mcp_servers=mcp_configs(session),
         )
 
