@@ -861,6 +861,62 @@ requestHandlers.set("initialize", () => {
 
 requestHandlers.set("ping", () => true);
 
+// -- Pi packages (core/package-manager.js, as `pi install|remove|list` and Pi's resource loader run it) ------
+
+let packageModules = null;
+
+/** Pi's package manager for `cwd`, reading its settings files as Pi does (the project's only when trusted). */
+async function packageManager({ cwd, agentDir, projectTrusted }) {
+  if (packageModules === null) {
+    const dist = path.join(piPackageDir(), "dist", "core");
+    const load = (name) => import(new URL(`file://${path.join(dist, name)}`).href);
+    const [manager, settings, guard] = await Promise.all([load("package-manager.js"), load("settings-manager.js"),
+      load("output-guard.js")]);
+    guard.takeOverStdout(); // npm and git run with stdout on stderr: the host's stdout is the protocol's
+    packageModules = { DefaultPackageManager: manager.DefaultPackageManager, SettingsManager: settings.SettingsManager };
+  }
+  const settingsManager = packageModules.SettingsManager.create(cwd, agentDir, { projectTrusted: Boolean(projectTrusted) });
+  const manager = new packageModules.DefaultPackageManager({ cwd, agentDir, settingsManager });
+  const progress = [];
+  manager.setProgressCallback((event) => {
+    if (event.type === "start" && event.message) progress.push(event.message);
+  });
+  return { manager, settingsManager, progress };
+}
+
+function resolvedOfPackages(list) {
+  return list.filter((entry) => entry.metadata?.origin === "package")
+    .map((entry) => ({ path: entry.path, enabled: entry.enabled !== false, metadata: entry.metadata }));
+}
+
+// What a session's packages bring (Pi's resolve(): a configured package not installed yet is installed first).
+requestHandlers.set("packages.resolve", async (params) => {
+  const { manager, progress } = await packageManager(params);
+  const resolved = await manager.resolve();
+  return { extensions: resolvedOfPackages(resolved.extensions), skills: resolvedOfPackages(resolved.skills),
+    prompts: resolvedOfPackages(resolved.prompts), installed: progress };
+});
+
+requestHandlers.set("packages.list", async (params) => {
+  const { manager } = await packageManager(params);
+  return { packages: manager.listConfiguredPackages().map((pkg) => ({ source: pkg.source, scope: pkg.scope,
+    filtered: Boolean(pkg.filtered), installedPath: pkg.installedPath ?? null })) };
+});
+
+requestHandlers.set("packages.install", async (params) => {
+  const { manager, settingsManager } = await packageManager(params);
+  await manager.installAndPersist(params.source, { local: Boolean(params.local) });
+  await settingsManager.flush?.();
+  return { installed: params.source };
+});
+
+requestHandlers.set("packages.remove", async (params) => {
+  const { manager, settingsManager } = await packageManager(params);
+  const removed = await manager.removeAndPersist(params.source, { local: Boolean(params.local) });
+  await settingsManager.flush?.();
+  return { removed: Boolean(removed) };
+});
+
 requestHandlers.set("load", async (params) => {
   const runner = new Runner(params.runner, params.cwd, params.agentDir, params.flags);
   runners.set(runner.id, runner);
