@@ -39,6 +39,8 @@ from acp.schema import (
     WriteTextFileResponse,
 )
 
+from tests.driver import STORE_FSYNC
+
 REPO = Path(__file__).resolve().parents[2]
 
 Answer = str | None
@@ -206,8 +208,9 @@ def _disk_text(path: str) -> str:
 
 
 def agent_env(agent_dir: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment an editor would give rpcd: no PI_/RPCD_ variables of ours, no keys."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PI_", "RPCD_"))}
+    """The environment an editor would give rpcd: no PI_/RPCD_ variables of ours (but the suite's
+    ``RPCD_STORE_FSYNC``: tests/driver.py), no keys."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PI_", "RPCD_")) or k == STORE_FSYNC}
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     env["PI_CODING_AGENT_DIR"] = str(agent_dir)
     env.update(extra or {})
