@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 PROMPT = "› "
 HISTORY_MESSAGES = 20
 """Messages of a resumed session shown when the chat starts on it (``/messages`` lists all)."""
-EXTRA_COMMAND_MODULES: tuple[str, ...] = ("rpcd.clients.undo", "rpcd.clients.login")
+EXTRA_COMMAND_MODULES: tuple[str, ...] = ("rpcd.clients.undo", "rpcd.clients.login", "rpcd.clients.mcp")
 """Modules whose ``@slash.command`` rows join the table when a chat starts (another room's commands)."""
 
 APPROVAL_CHOICES = (("Yes, once", "allowOnce"), ("Always (remember for this project)", "allowAlways"),

@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import shlex
+import subprocess
 import sys
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any
@@ -423,6 +424,30 @@ async def _amain(args: argparse.Namespace, reader: LineReader | None, printer: P
                 reader.stop()
 
 
+def run_packages(args: argparse.Namespace) -> int:
+    """``packages``: ``rpcd packages ...`` (no session: Pi's package manager in the Node extension host),
+    run with the daemon command rpcctl would start (``--daemon``), its output passed through."""
+    action = getattr(args, "packages_command", None) or "list"
+    from rpcd.clients.process import default_command
+    from rpcd.safe_start import without_relative_pythonpath
+
+    command = [*(shlex.split(args.daemon) if args.daemon else default_command()), "packages"]
+    for attribute, flag in (("agent_dir", "--agent-dir"), ("cwd", "--cwd")):
+        if getattr(args, attribute, None):
+            command += [flag, getattr(args, attribute)]
+    if args.json:
+        command.append("--json")
+    if args.trust in ("trust", "trust-once"):
+        command.append("--approve")
+    command.append(action)
+    if action != "list":
+        command += [args.source, *(["--local"] if args.local else [])]
+    try:
+        return subprocess.run(command, check=False, env=without_relative_pythonpath(os.environ)).returncode
+    except OSError as exc:
+        raise ClientError(f"cannot start {command[0]}: {exc.strerror or exc}") from exc
+
+
 def run_chat(args: argparse.Namespace) -> int:
     """``chat``: the event loop on a thread, the terminal (readline, Ctrl-C) on the main thread."""
     import threading
@@ -521,6 +546,8 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         return int(demo_main(daemon=args.daemon, verbose=args.verbose))
     absolute_paths(args)
     check_arguments(parser, args, _read_stdin_text)
+    if args.command == "packages":
+        return run_packages(args)
     try:
         if args.command in CHAT_COMMANDS:
             return run_chat(args)

@@ -319,6 +319,17 @@ def build_parser(version: str = "") -> argparse.ArgumentParser:
                      help="the project (default: the current directory)")
     revoke = which.add_parser("revoke", help="forget the decision saved for a directory (it is asked again)")
     revoke.add_argument("directory", metavar="DIR", type=_directory, help="a directory with a saved decision")
+    packages = command("packages", "list (the default), install or remove Pi packages (pi install/remove/list: "
+                                   "Pi's own package manager, in rpcd's Node extension host)",
+                       ["rpcctl packages", "rpcctl packages install npm:pi-aliases",
+                        "rpcctl --cwd . packages install -l ./tools/my-pi-package"])
+    which = packages.add_subparsers(dest="packages_command", metavar="ACTION")
+    which.add_parser("list", help="the packages of the user and project settings, and where each is installed")
+    for action, what in (("install", "install a package and add it to the settings"),
+                         ("remove", "remove a package and take it out of the settings")):
+        sub = which.add_parser(action, help=what)
+        sub.add_argument("source", metavar="SOURCE", help="npm:name[@version], git:host/path[@ref], a URL or a path")
+        sub.add_argument("-l", "--local", action="store_true", help="the project's packages (.pi/settings.json)")
     sub = command("login", "log in to a provider as Pi's /login does (a subscription, or --with-api-key); stored in "
                            "<agentDir>/auth.json, shared with Pi", ["rpcctl login anthropic",
                                                                    "rpcctl login github-copilot",

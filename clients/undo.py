@@ -76,7 +76,7 @@ def search_results(result: Mapping[str, Any]) -> str:
                      f"({hit.get('matchCount')} match{'es' if hit.get('matchCount') != 1 else ''})")
         for snippet in hit.get("snippets") or ():
             text, start, end = str(snippet.get("text", "")), int(snippet.get("start", 0)), int(snippet.get("end", 0))
-            where = f"{snippet.get('kind')} {snippet.get('entryId', '')}".rstrip()
+            where = f"{snippet.get('kind')} {snippet.get('entryId') or ''}".rstrip()  # a v1 entry has no id
             lines.append(f"    [{where}] {text[:start]}«{text[start:end]}»{text[end:]}")
     if not lines:
         return "no session matches"

@@ -2,7 +2,8 @@
 ``acp`` first, the Agent Client Protocol front (``rpcd.daemon.acp``), or with ``login`` (or ``acp --login``)
 a provider login at the terminal (``rpcd.daemon.login``). Each mode imports only its own
 endpoint: the daemon never loads the ACP SDK, ``rpcd acp`` never loads pygls. ``rpcd extensions setup``
-installs the TypeScript extension host's packages ahead of time (``rpcd.daemon.extensions_setup``).
+installs the TypeScript extension host's packages ahead of time (``rpcd.daemon.extensions_setup``);
+``rpcd packages list|install|remove`` manages Pi packages (``rpcd.daemon.packages_cli``).
 
 ``run`` (the console script, ``python -m rpcd``) ends the process with ``rpcd.daemon.process.end_process``
 once ``main`` has returned: everything is flushed and fsynced by then, so the interpreter's teardown
@@ -31,6 +32,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from rpcd.daemon.extensions_setup import main as setup_main
 
         return setup_main(args[2:])
+    if args[:1] == ["packages"]:
+        from rpcd.daemon.packages_cli import main as packages_main
+
+        return packages_main(args[1:])
     from rpcd.daemon.app import main as daemon_main
 
     return daemon_main(args)

@@ -23,22 +23,27 @@ import anyio
 import anyio.abc
 import anyio.to_thread
 from acp.schema import (
+    AgentAuthCapabilities,
     AgentCapabilities,
     AuthenticateResponse,
-    AuthMethodAgent,
+    AuthEnvVar,
     ClientCapabilities,
     CloseSessionResponse,
     DeleteSessionResponse,
+    EnvVarAuthMethod,
     ForkSessionResponse,
     Implementation,
     InitializeResponse,
     ListSessionsResponse,
     LoadSessionResponse,
+    LogoutCapabilities,
+    LogoutResponse,
     McpCapabilities,
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
     ResumeSessionResponse,
+    SessionAdditionalDirectoriesCapabilities,
     SessionCapabilities,
     SessionCloseCapabilities,
     SessionDeleteCapabilities,
@@ -52,7 +57,7 @@ from acp.schema import (
 )
 
 import rpcd
-from rpcd.acp.auth import ProviderSummary, summarize
+from rpcd.acp.auth import ProviderAuth, ProviderSummary, summarize
 from rpcd.acp.config import AcpConfig
 from rpcd.acp.connection import AcpConnection, request_scoped
 from rpcd.acp.errors import (
@@ -79,6 +84,9 @@ from rpcd.store.manager import NOT_SAVED_MESSAGE
 log = logging.getLogger("rpcd.acp.agent")
 
 PROTOCOL_VERSION: Final = 1
+LOGOUT_PROVIDER_META: Final = "rpcd/provider"
+"""``logout``'s ``_meta`` key naming the one provider to log out of."""
+LOGGED_OUT_META: Final = "rpcd/loggedOut"
 FORK_ENTRY_META: Final = "rpcd/entryId"
 """``session/fork``'s ``_meta`` key naming a user message to fork before (Pi's ``fork``); without
 it the fork is a clone at the source's current leaf."""
@@ -134,16 +142,17 @@ class RpcdAgent:
                 # images: some model usable now takes them (each prompt is checked against its session's model)
                 prompt_capabilities=PromptCapabilities(image=providers.images, audio=False, embedded_context=True),
                 mcp_capabilities=McpCapabilities(http=True, sse=True),  # and stdio, which every agent takes
+                auth=AgentAuthCapabilities(logout=LogoutCapabilities()),
                 session_capabilities=SessionCapabilities(
                     list=SessionListCapabilities(), resume=SessionResumeCapabilities(),
                     close=SessionCloseCapabilities(), delete=SessionDeleteCapabilities(),
                     fork=SessionForkCapabilities(),
+                    additional_directories=SessionAdditionalDirectoriesCapabilities(),
                 ),
             ),
             agent_info=Implementation(name="rpcd", title="rpcd (Pi-compatible coding agent)",
                                       version=rpcd.__version__),
-            auth_methods=[*(AuthMethodAgent(id=p.id, name=f"{p.name} API key", description=p.description)
-                            for p in providers.auth if not p.usable),
+            auth_methods=[*(_env_method(p) for p in providers.auth if not p.usable),
                           *(TerminalAuthMethod(type="terminal", id=login.id, name=f"Log in to {login.name}",
                                                description=login.description, args=login.args)
                             for login in providers.logins if _terminal_auth(conn.capabilities))],
@@ -165,6 +174,34 @@ class RpcdAgent:
             raise auth_required("authenticate", f"{provider.name}: {provider.why}")
         return AuthenticateResponse()
 
+    async def logout(self, **meta: Any) -> LogoutResponse:
+        """ACP's ``logout``: the OAuth logins stored in ``auth.json`` are removed (what the ``terminal``
+        methods and Pi's ``/login`` store; API keys stay, as the environment's do); with
+        ``_meta["rpcd/provider"]`` only that provider's entry, whatever it holds. ``auth.json`` is
+        shared with Pi: Pi is logged out too, as by its ``/logout``. The answer's
+        ``_meta["rpcd/loggedOut"]`` names the providers whose entries went."""
+        method = "logout"
+        await self._ready(method)
+        only = meta.get(LOGOUT_PROVIDER_META)
+        if only is not None and not isinstance(only, str):
+            raise invalid_params(method, [{"path": f"$._meta['{LOGOUT_PROVIDER_META}']",
+                                           "message": "expected a provider id"}])
+        logins = self.services.logins()
+        known = await anyio.to_thread.run_sync(logins.providers)
+        if only is not None and all(p.id != only for p in known):
+            raise invalid_params(method, [{"path": f"$._meta['{LOGOUT_PROVIDER_META}']",
+                                           "message": f"unknown provider {only!r}"}])
+        targets = [only] if only is not None else [p.id for p in known if p.stored == "oauth"]
+        removed: list[str] = []
+        try:
+            for provider in targets:
+                if await logins.logout(provider):
+                    removed.append(provider)
+        except Exception as exc:
+            raise to_request_error(exc, method) from None
+        self.providers = await anyio.to_thread.run_sync(summarize, self.config.agent_dir)
+        return LogoutResponse(field_meta={LOGGED_OUT_META: removed})
+
     # -- sessions -----------------------------------------------------------------------------------------
 
     async def new_session(self, cwd: str, additional_directories: list[str] | None = None,
@@ -172,8 +209,9 @@ class RpcdAgent:
         method = "session/new"
         await self._ready(method)
         self._check_cwd(method, cwd)
+        roots = _roots(method, additional_directories)
         manager = self.composer.new_manager(_normal(cwd))
-        session = await self._open(method, manager, mcp_servers)
+        session = await self._open(method, manager, mcp_servers, roots)
         await self._remember(session, mode=None)  # no file until its first reply: its id must survive the process
         return NewSessionResponse(session_id=session.id, modes=session.modes(),
                                   config_options=list(await session.config_options()),
@@ -183,7 +221,8 @@ class RpcdAgent:
                            additional_directories: list[str] | None = None, **_: Any) -> LoadSessionResponse:
         method = "session/load"
         await self._ready(method)
-        session = await self._live_or_open(method, session_id, cwd, mcp_servers)
+        session = await self._live_or_open(method, session_id, cwd, mcp_servers,
+                                           _roots(method, additional_directories))
         await session.replay_history()
         return LoadSessionResponse(modes=session.modes(), config_options=list(await session.config_options()),
                                    field_meta=_diagnostics_meta(session.diagnostics))
@@ -192,7 +231,8 @@ class RpcdAgent:
                              mcp_servers: list[Any] | None = None, **_: Any) -> ResumeSessionResponse:
         method = "session/resume"
         await self._ready(method)
-        session = await self._live_or_open(method, session_id, cwd, mcp_servers)
+        session = await self._live_or_open(method, session_id, cwd, mcp_servers,
+                                           _roots(method, additional_directories))
         return ResumeSessionResponse(modes=session.modes(), config_options=list(await session.config_options()),
                                      field_meta=_diagnostics_meta(session.diagnostics))
 
@@ -253,6 +293,7 @@ class RpcdAgent:
                            mcp_servers: list[Any] | None = None, **meta: Any) -> ForkSessionResponse:
         method = "session/fork"
         await self._ready(method)
+        roots = _roots(method, additional_directories)
         entry_id = meta.get(FORK_ENTRY_META)
         if entry_id is not None and not isinstance(entry_id, str):
             raise invalid_params(method, [{"path": f"$._meta['{FORK_ENTRY_META}']", "message": "expected a string"}])
@@ -278,7 +319,7 @@ class RpcdAgent:
             manager, selected = await anyio.to_thread.run_sync(branch)
         except Exception as exc:
             raise to_request_error(exc, method) from None
-        forked = await self._open(method, manager, mcp_servers)
+        forked = await self._open(method, manager, mcp_servers, roots)
         meta_out: dict[str, Any] = _diagnostics_meta(forked.diagnostics)
         if selected is not None:
             meta_out["rpcd/selectedText"] = selected
@@ -332,6 +373,15 @@ class RpcdAgent:
         await session.stream.drain()
         return SetSessionConfigOptionResponse(config_options=options)
 
+    async def set_session_model(self, session_id: str, model_id: str, **_: Any) -> dict[str, Any]:
+        """The legacy ``session/set_model {sessionId, modelId}``: the ``model`` option (``provider/modelId``)."""
+        method = "session/set_model"
+        await self._ready(method)
+        session = self._session(method, session_id)
+        await session.set_config_option("model", model_id, method=method, path="$.modelId")
+        await session.stream.drain()  # its config_option_update before its answer
+        return {}
+
     # -- shutdown ------------------------------------------------------------------------------------------
 
     async def cancel_all(self) -> None:
@@ -384,10 +434,12 @@ class RpcdAgent:
         if must_exist and not os.path.isdir(cwd):
             raise invalid_params(method, [{"path": "$.cwd", "message": f"not a directory: {cwd}"}])
 
-    async def _open(self, method: str, manager: SessionManager, mcp_servers: Sequence[Any] | None = None) -> AcpSession:
+    async def _open(self, method: str, manager: SessionManager, mcp_servers: Sequence[Any] | None = None,
+                    roots: tuple[str, ...] = ()) -> AcpSession:
         """A new host for ``manager``'s session, registered in the hub; its file held by no other host."""
         front = self._require_front(method)
-        session = AcpSession(front, manager, SessionSpec(manager.get_cwd(), mcp_servers=_mcp_specs(mcp_servers)))
+        session = AcpSession(front, manager, SessionSpec(manager.get_cwd(), mcp_servers=_mcp_specs(mcp_servers),
+                                                         additional_directories=roots))
 
         async def build() -> AcpSession:
             try:
@@ -408,8 +460,11 @@ class RpcdAgent:
         return session
 
     async def _live_or_open(self, method: str, session_id: str, cwd: str,
-                            mcp_servers: Sequence[Any] | None = None) -> AcpSession:
+                            mcp_servers: Sequence[Any] | None = None, roots: tuple[str, ...] = ()) -> AcpSession:
         self._check_cwd(method, cwd, must_exist=False)
+        live = self.hub.get(session_id)
+        if live is not None:  # the client sends the whole list again with each load/resume
+            live.sandbox.extra_roots = roots
 
         async def open_() -> AcpSession:
             path = await anyio.to_thread.run_sync(self.services.library.find, session_id, cwd)
@@ -425,7 +480,7 @@ class RpcdAgent:
                     manager = await anyio.to_thread.run_sync(self.composer.open_manager, found, cwd)
             except Exception as exc:
                 raise to_request_error(exc, method) from None
-            session = await self._open(method, manager, mcp_servers)
+            session = await self._open(method, manager, mcp_servers, roots)
             if record is not None and record.mode is not None:
                 session.restore_mode(record.mode)  # the mode it had: reported by the answer
             return session
@@ -454,6 +509,18 @@ def _normal(path: str) -> str:
     return os.path.normpath(path)
 
 
+def _roots(method: str, directories: Sequence[str] | None) -> tuple[str, ...]:
+    """``additionalDirectories``: absolute paths (normalised, in order, each once); another is ``-32602``."""
+    roots: list[str] = []
+    for index, directory in enumerate(directories or ()):
+        if not os.path.isabs(directory):
+            raise invalid_params(method, [{"path": f"$.additionalDirectories[{index}]",
+                                           "message": f"must be an absolute path: {directory!r}"}])
+        if (normal := _normal(directory)) not in roots:
+            roots.append(normal)
+    return tuple(roots)
+
+
 def _mcp_specs(servers: Sequence[Any] | None) -> tuple[McpServer, ...]:
     """ACP's ``mcpServers`` as the session service's specs (stdio: command/args/env; http, sse: url/headers)."""
     specs = []
@@ -474,6 +541,18 @@ def _mcp_specs(servers: Sequence[Any] | None) -> tuple[McpServer, ...]:
 
 def _written(session: AcpSession) -> bool:
     return session.file is not None and os.path.isfile(session.file)
+
+
+def _env_method(provider: ProviderAuth) -> EnvVarAuthMethod:
+    """A provider that takes a key from the environment as ACP's ``env_var`` method (the client asks
+    for the key and starts rpcd again with it; a client that knows only ``agent`` methods reads the
+    same id, name and description): its ``*_API_KEY`` variable first and required, the others it
+    also reads optional."""
+    names = sorted(provider.env, key=lambda name: not name.endswith("_API_KEY"))
+    return EnvVarAuthMethod(type="env_var", id=provider.id, name=f"{provider.name} API key",
+                            description=provider.description,
+                            vars=[AuthEnvVar(name=name, label=f"{provider.name} ({name})", secret=True,
+                                             optional=index > 0) for index, name in enumerate(names)])
 
 
 def _terminal_auth(capabilities: ClientCapabilities | None) -> bool:

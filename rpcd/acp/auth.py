@@ -2,8 +2,8 @@
 
 ``authMethods``: one per provider (in Pi's order of preference) whose models rpcd can talk to, that
 takes its key from the environment, and that has no usable credential now — named after the
-variables it reads, so an editor can tell the user what to set (ACP v1's ``agent`` method type:
-the agent checks; ``authenticate`` re-reads ``auth.json`` and the environment and answers
+variables it reads, so an editor can tell the user what to set (offered as ACP's ``env_var`` methods
+by ``rpcd.acp.agent``; ``authenticate`` re-reads ``auth.json`` and the environment and answers
 ``-32000`` naming the variables while nothing usable is there). Providers and keys are re-read on
 every call (Pi reloads ``models.json`` and ``auth.json`` too); nothing secret leaves.
 

@@ -2,8 +2,9 @@
 and the client-side methods rpcd calls (``session/update``, ``session/request_permission``,
 ``fs/*``, ``terminal/*``), each with the SDK's schema types.
 
-Why not the SDK's ``AgentSideConnection``: its router (0.12) has no ``session/delete`` and no
-``$/cancel_request``; this one is the SDK's ``build_agent_router`` with those two routes added.
+Why not the SDK's ``AgentSideConnection``: its router (0.12) has no ``session/delete``, no
+``$/cancel_request``, no ``logout`` and no legacy ``session/set_model``; this one is the SDK's
+``build_agent_router`` with those routes added.
 Parameter errors keep the SDK's validation (its pydantic models) but are answered in rpcd's
 shape: ``-32602`` with ``data.errors`` naming each offending path.
 
@@ -15,13 +16,13 @@ handler can register itself for ``$/cancel_request`` under its JSON-RPC id.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Protocol, TypeVar
 
 import anyio
 from acp.agent.router import build_agent_router
 from acp.connection import Connection
-from acp.meta import CLIENT_METHODS
+from acp.meta import AGENT_METHODS, CLIENT_METHODS
 from acp.schema import (
     CancelRequestNotification,
     ClientCapabilities,
@@ -30,6 +31,7 @@ from acp.schema import (
     DeleteSessionRequest,
     EnvVariable,
     KillTerminalRequest,
+    LogoutRequest,
     PermissionOption,
     ReadTextFileRequest,
     ReadTextFileResponse,
@@ -45,7 +47,7 @@ from acp.schema import (
     WriteTextFileRequest,
 )
 from acp.utils import normalize_result, serialize_params
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rpcd.acp.errors import invalid_params
 from rpcd.acp.stdio import REQUEST_ID
@@ -55,6 +57,17 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 
 SESSION_DELETE: Final = "session/delete"
 CANCEL_REQUEST: Final = "$/cancel_request"
+SESSION_SET_MODEL: Final = "session/set_model"
+"""The legacy (pre-config-options) model switch older clients still send: an alias of the ``model`` option."""
+
+
+class SetSessionModelRequest(BaseModel):
+    """``session/set_model`` (ACP's unstable schema before 1.19 had it; the SDK no longer does)."""
+
+    model_config = ConfigDict(populate_by_name=True)
+    session_id: str = Field(alias="sessionId")
+    model_id: str = Field(alias="modelId")
+    field_meta: dict[str, Any] | None = Field(default=None, alias="_meta")
 
 __all__ = ["REQUEST_ID", "AcpConnection", "MessageTransport", "SessionUpdate"]
 
@@ -80,6 +93,9 @@ class AcpConnection:
         router.route_request(SESSION_DELETE, DeleteSessionRequest, agent, "delete_session",
                              adapt_result=normalize_result)
         router.route_notification(CANCEL_REQUEST, CancelRequestNotification, agent, "cancel_request")
+        router.route_request(SESSION_SET_MODEL, SetSessionModelRequest, agent, "set_session_model",
+                             adapt_result=normalize_result)
+        router.route_request(AGENT_METHODS["logout"], LogoutRequest, agent, "logout", adapt_result=normalize_result)
         self._router = router
         self._transport = _Answering(transport)
         self._conn = Connection(self._dispatch, self._transport, listening=False)
@@ -121,6 +137,12 @@ class AcpConnection:
     def has_terminal(self) -> bool:
         return bool(self.capabilities.terminal)
 
+    @property
+    def can_elicit_forms(self) -> bool:
+        """The client takes ``elicitation/create`` in form mode (ACP unstable)."""
+        elicitation = self.capabilities.elicitation
+        return bool(elicitation is not None and elicitation.form is not None)
+
     # -- calls to the client --------------------------------------------------------------------
 
     async def session_update(self, session_id: str, update: SessionUpdate) -> None:
@@ -130,6 +152,14 @@ class AcpConnection:
                                  options: Sequence[PermissionOption]) -> RequestPermissionResponse:
         request = RequestPermissionRequest(session_id=session_id, tool_call=tool_call, options=list(options))
         return await self._request(CLIENT_METHODS["session_request_permission"], request, RequestPermissionResponse)
+
+    async def create_elicitation(self, session_id: str, message: str, schema: Mapping[str, Any]) -> dict[str, Any]:
+        """``elicitation/create`` (form mode, session scope): the client's answer as it came
+        (``{action: accept|decline|cancel, content?}``). The schema goes as given (an MCP server's
+        own): the SDK's model of it would drop what it does not know."""
+        params = {"sessionId": session_id, "message": message, "mode": "form", "requestedSchema": dict(schema)}
+        raw = await self._conn.send_request(CLIENT_METHODS["elicitation_create"], params)
+        return raw if isinstance(raw, dict) else {}
 
     async def read_text_file(self, session_id: str, path: str) -> ReadTextFileResponse:
         return await self._request(CLIENT_METHODS["fs_read_text_file"],

@@ -82,7 +82,7 @@ TRUST_DECISIONS: Final[Mapping[str, TrustDecision]] = {
 _trust_ids = itertools.count(1)
 
 
-async def _ask(conn: AcpConnection, session_id: str, tool_call: ToolCallUpdate,
+async def ask_permission(conn: AcpConnection, session_id: str, tool_call: ToolCallUpdate,
                options: tuple[PermissionOption, ...], timeout: float) -> str | None:
     """The selected option id; ``None`` for cancelled / timeout / error / gone (the reason is logged)."""
     try:
@@ -113,7 +113,7 @@ def tool_approver(conn: AcpConnection, session_id: str, stream: UpdateStream, ti
         if request.notices and request.kind != "edit":  # (an edit's content is its diff: left as it is)
             tool_call.content = [ContentToolCallContent(type="content", content=TextContentBlock(
                 type="text", text="\n".join(request.notices)))]
-        chosen = await _ask(conn, session_id, tool_call, tool_options(request), timeout)
+        chosen = await ask_permission(conn, session_id, tool_call, tool_options(request), timeout)
         if chosen is None:
             return ToolApprovalAnswer("rejectOnce", "the client did not allow it (cancelled, no answer or an error)",
                                       answered=False)
@@ -143,7 +143,7 @@ def trust_asker(conn: AcpConnection, session_id: str, policy: TrustPolicy, timeo
             content=[ContentToolCallContent(type="content", content=TextContentBlock(type="text", text=text))],
             raw_input={"cwd": cwd, "reasons": list(context.reasons)},
         )
-        chosen = await _ask(conn, session_id, tool_call, TRUST_OPTIONS, timeout)
+        chosen = await ask_permission(conn, session_id, tool_call, TRUST_OPTIONS, timeout)
         return TRUST_DECISIONS[chosen] if chosen is not None else TrustDecision("deny")
 
     return authorize

@@ -25,6 +25,7 @@ import anyio.to_thread
 import attrs
 from acp.exceptions import RequestError
 from acp.schema import (
+    AgentMessageChunk,
     ConfigOptionUpdate,
     CurrentModeUpdate,
     PromptResponse,
@@ -34,6 +35,7 @@ from acp.schema import (
     SessionMode,
     SessionModeState,
     StopReason,
+    TextContentBlock,
 )
 
 from rpcd.acp.config import AcpConfig
@@ -43,6 +45,7 @@ from rpcd.acp.errors import invalid_params, provider_failure, request_error, to_
 from rpcd.acp.permissions import tool_approver, trust_asker
 from rpcd.acp.prompt import PROMPT_METHOD, at_blocks, build_prompt
 from rpcd.acp.stream import UpdateStream
+from rpcd.acp.ui import AcpUi
 from rpcd.acp.updates import RELOAD_COMMAND, EventTranslator, commands_update, replay
 from rpcd.core.files import read_regular
 from rpcd.core.values import (
@@ -114,6 +117,17 @@ SANDBOX_NAMES: Final[Mapping[SandboxMode, tuple[str, str]]] = {
     "workspace-write": ("Workspace", "Commands may write the project and the temp dir only"),
 }
 """The ``sandbox`` option's choices (``rpcd.tools.sandbox``)."""
+REPLACED_META: Final = "rpcd/replaced"
+"""``session_info_update``'s ``_meta`` key after an extension command replaced the session."""
+REPLACEMENT_NOTES: Final[Mapping[str, str]] = {
+    "newSession": "A new session started; the conversation above is no longer in the model's context",
+    "fork": "Forked into a new session; the model's context ends before the message it forked at",
+    "clone": "Copied into a new session with the same conversation",
+    "resume": "Switched to another session; its conversation follows",
+    "importJsonl": "Switched to an imported session; its conversation follows",
+}
+REPLAYED_REPLACEMENTS: Final = frozenset({"resume", "importJsonl"})
+"""Replacements into another conversation: its history is replayed to the editor."""
 TITLE_CHARS: Final = 100
 OLD_TEXT_LIMIT: Final = 4 * 1024 * 1024
 """A file larger than this shows as new text only in a ``write`` diff."""
@@ -136,10 +150,12 @@ class _Bindings:
     def __init__(self, session: AcpSession) -> None:
         self._session = session
         self.live = False
+        self.bound_once = False
+        """A session was bound before: the next binding (but a reload's) is a replacement."""
         self.diagnostics: list[Diagnostic] = []
 
     def extension_bindings(self, session: SessionPort) -> ExtensionBindings:
-        return ExtensionBindings(mode="rpc", ui=None, on_error=self._on_extension_error,
+        return ExtensionBindings(mode="rpc", ui=self._session.ui, on_error=self._on_extension_error,
                                  tool_approver=self._session.approver if self._session.approver else None,
                                  command_actions=self._session.actions, spawn=self._spawn)
 
@@ -150,8 +166,11 @@ class _Bindings:
     def subscribe(self, binding: Binding) -> HostSubscription:
         listener: EventListener = self._session.on_event
         release = binding.session.subscribe(listener)
-        self.live = True
+        replaced = self.bound_once and binding.operation != "reload"
+        self.live = self.bound_once = True
         self._session.moved_to(binding.session.session_file)  # a replacement (an extension command) moves it
+        if replaced:
+            self._session.announce_replacement(binding)
         done = False
 
         def unsubscribe(reason: str) -> None:
@@ -196,9 +215,11 @@ class AcpSession:
         conn = front.conn
         self.stream = UpdateStream(self.id, conn.session_update)
         self.gate = front.composer.approval_gate(client_can_answer=True)
-        self.sandbox = front.composer.sandbox_control()
+        self.sandbox = front.composer.sandbox_control(self.spec)
         """This session's sandbox (its ``sandbox`` / ``sandbox_network`` options), like its mode."""
         self.approver = tool_approver(conn, self.id, self.stream, front.composer.spec.approval_timeout)
+        self.ui = AcpUi(conn, self.id, self.stream, front.composer.spec.ui_timeout)
+        """Its extensions' dialogs and its MCP servers' elicitations, asked through the editor."""
         self.actions = HostCommandActions()
         """An extension command's ``ctx.new_session()`` / ``fork`` / ``switch_session`` on this host."""
         self.on_moved: Callable[[str | None], None] | None = None
@@ -387,16 +408,17 @@ class AcpSession:
         if policy is not None:
             self.gate.set_policy(policy)
 
-    async def set_config_option(self, config_id: str, value: str | bool) -> list[SessionConfigOptionSelect]:
-        method = "session/set_config_option"
+    async def set_config_option(self, config_id: str, value: str | bool, *,
+                                method: str = "session/set_config_option",
+                                path: str = "$.value") -> list[SessionConfigOptionSelect]:
         if not isinstance(value, str):
-            raise invalid_params(method, [{"path": "$.value", "message": "expected a string"}])
+            raise invalid_params(method, [{"path": path, "message": "expected a string"}])
         if config_id == "mode":
             await self.set_mode(value, method=method)
         elif config_id == "model":
             provider, sep, model_id = value.partition("/")
             if not sep or not provider or not model_id:
-                raise invalid_params(method, [{"path": "$.value", "message": "expected provider/modelId"}])
+                raise invalid_params(method, [{"path": path, "message": "expected provider/modelId"}])
             try:
                 await self._call(SET_MODEL, lambda session: session.set_model(provider, model_id))
             except Exception as exc:
@@ -441,6 +463,7 @@ class AcpSession:
                                 "A turn is already running in this session; cancel it or wait for it to end",
                                 cwd=self.cwd, session_path=self.file)
         turn = self._turn = _Turn()
+        self.translator.begin_turn()
         self._title_from(prompt.text)
         try:
             if turn.cancelled:
@@ -464,8 +487,9 @@ class AcpSession:
                 await self.stream.drain()
                 return PromptResponse(stop_reason="cancelled")
             await self.stream.drain()
+            usage = self.translator.turn_usage()
             if turn.cancelled:
-                return PromptResponse(stop_reason="cancelled")
+                return PromptResponse(stop_reason="cancelled", usage=usage)
             if isinstance(outcome, CommandRan | InputHandled):
                 return PromptResponse(stop_reason="end_turn")  # an extension took the input instead of a turn
             reason = outcome
@@ -477,7 +501,7 @@ class AcpSession:
                 raise provider_failure(PROMPT_METHOD, message if isinstance(message, str) else "",
                                        cwd=self.cwd, session_path=self.file)
             meta = {"rpcd/stopReason": reason} if reason == "limit" else None
-            return PromptResponse(stop_reason=STOP_REASONS.get(reason, "end_turn"), field_meta=meta)
+            return PromptResponse(stop_reason=STOP_REASONS.get(reason, "end_turn"), usage=usage, field_meta=meta)
         finally:
             self._turn = None
             if self._title is not None:  # refused before it was recorded: the next prompt titles it
@@ -527,8 +551,34 @@ class AcpSession:
             commands = await self._call(GET_COMMANDS, lambda session: session.commands())
         except Exception as exc:
             log.info("commands unavailable: %s", type(exc).__name__, extra={"sessionId": self.id})
+        else:
+            self.stream.push(commands_update([command_to_wire(c) for c in commands]))
+        self.ui.release()  # an extension's notices of the session's start, held until now
+
+    def announce_replacement(self, binding: Binding) -> None:
+        """An extension command's ``ctx.new_session()`` / ``fork()`` / ``switch_session()`` replaced
+        the session inside this ACP session (its ``sessionId`` stays the client's handle): the editor
+        hears which session it is now in — a ``session_info_update`` (its title, and
+        ``_meta["rpcd/replaced"]``: the operation, Pi's session id, its file) and a note — and, for a
+        switch to another conversation, that conversation's history, as ``session/load`` replays it."""
+        session = binding.session
+        try:
+            state = session.state()
+            messages = session.messages() if binding.operation in REPLAYED_REPLACEMENTS else []
+        except Exception as exc:  # the session fails on its own; the announcement is only courtesy
+            log.info("replacement not announced: %s", type(exc).__name__, extra={"sessionId": self.id})
             return
-        self.stream.push(commands_update([command_to_wire(c) for c in commands]))
+        file = session.session_file
+        self._titled = state.message_count > 0
+        self.stream.push(SessionInfoUpdate(session_update="session_info_update", title=state.name, field_meta={
+            REPLACED_META: {"operation": binding.operation, "sessionId": session.session_id, "sessionFile": file}}))
+        what = REPLACEMENT_NOTES.get(binding.operation, "The session was replaced")
+        where = f": {file}" if file else " (not saved yet)"
+        self.stream.push(AgentMessageChunk(session_update="agent_message_chunk", content=TextContentBlock(
+            type="text", text=f"\n\n[{what}{where}]\n\n")))
+        self.translator.add_cost(messages)
+        for update in replay(messages, self.cwd):
+            self.stream.push(update)
 
     # -- replay -------------------------------------------------------------------------------------
 

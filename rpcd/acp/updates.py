@@ -15,7 +15,9 @@ Live (:class:`EventTranslator`, one per ACP session):
 * ``message_end`` of an assistant → ``usage_update`` (tokens in context, the model's window, the
   session's cumulative cost);
 * ``session_info_changed`` → ``session_info_update`` (title);
-* ``commands_changed`` → ``available_commands_update`` (templates, skills, extension commands).
+* ``commands_changed`` → ``available_commands_update`` (templates, skills, extension commands);
+* a to-do list in a tool call's arguments, a tool result's ``details`` or an extension's custom
+  entry → ``plan`` (``rpcd.acp.plans``), when it changed.
 
 Replay (:func:`replay`): the context messages of a loaded session as the same variants —
 ``user_message_chunk`` for the user's text and images, agent chunks, and each tool call as a
@@ -38,6 +40,7 @@ from acp.schema import (
     Cost,
     FileEditToolCallContent,
     ImageContentBlock,
+    PlanEntry,
     SessionInfoUpdate,
     TerminalToolCallContent,
     TextContentBlock,
@@ -45,10 +48,12 @@ from acp.schema import (
     ToolCallProgress,
     ToolCallStart,
     UnstructuredCommandInput,
+    Usage,
     UsageUpdate,
     UserMessageChunk,
 )
 
+from rpcd.acp.plans import PlanTracker, plan_in
 from rpcd.core import codec
 from rpcd.core.values import ToolLocation
 from rpcd.runtime.usage import calculate_context_tokens, valid_usage
@@ -152,6 +157,9 @@ class EventTranslator:
         self._calls: dict[str, _Call] = {}
         self.cost = 0.0
         """Cumulative cost of the session's assistant messages (``usage.cost.total``)."""
+        self._plans = PlanTracker()
+        self._turn_tokens: dict[str, int] = dict.fromkeys(_TURN_TOKENS, 0)
+        self._turn_replies = 0
         self.last_assistant: Mapping[str, Any] | None = None
         """The last assistant message that ended (its ``stopReason`` / ``errorMessage`` decide a turn's answer)."""
 
@@ -163,10 +171,17 @@ class EventTranslator:
             self._delta(event.get("assistantMessageEvent"))
         elif kind == "tool_execution_start":
             self._start(event)
+            self._plan(plan_in(event.get("args")))  # a todo-style tool's list (TodoWrite, update_plan, …)
         elif kind == "tool_execution_update":
             self._progress(event)
         elif kind == "tool_execution_end":
             self._end(event)
+            result = event.get("result")
+            self._plan(plan_in(result.get("details")) if isinstance(result, Mapping) else None)
+        elif kind == "entry_appended":
+            entry = event.get("entry")
+            if isinstance(entry, Mapping) and entry.get("type") == "custom":
+                self._plan(plan_in(entry.get("data")))  # an extension's appendEntry (Pi's plan-mode)
         elif kind == "message_end":
             message = event.get("message")
             if isinstance(message, Mapping) and message.get("role") == "assistant":
@@ -267,8 +282,34 @@ class EventTranslator:
                                     status="failed" if failed else "completed", content=content,
                                     locations=locations))
 
+    def begin_turn(self) -> None:
+        """A ``session/prompt`` starts: its usage is counted from zero."""
+        self._turn_tokens = dict.fromkeys(_TURN_TOKENS, 0)
+        self._turn_replies = 0
+
+    def turn_usage(self) -> Usage | None:
+        """The tokens of the turn's assistant replies, summed (``PromptResponse.usage``); ``None``
+        when no reply ended (a refused or withdrawn prompt, a command that ran instead)."""
+        if not self._turn_replies:
+            return None
+        tokens = self._turn_tokens
+        return Usage(total_tokens=tokens["totalTokens"], input_tokens=tokens["input"], output_tokens=tokens["output"],
+                     cached_read_tokens=tokens["cacheRead"], cached_write_tokens=tokens["cacheWrite"])
+
+    def _plan(self, entries: list[PlanEntry] | None) -> None:
+        update = self._plans.update(entries)
+        if update is not None:
+            self._emit(update)
+
     def _usage(self, message: Mapping[str, Any]) -> None:
         self.cost += _cost_of(message)
+        raw = message.get("usage")
+        if isinstance(raw, Mapping):
+            self._turn_replies += 1
+            for key in _TURN_TOKENS:
+                value = raw.get(key)
+                if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                    self._turn_tokens[key] += value
         usage = valid_usage(message)  # an aborted or failed reply's zeros are no context size
         size = self._context_window()
         if size is None or usage is None:
@@ -314,6 +355,10 @@ def commands_update(commands: Sequence[Mapping[str, Any]]) -> AvailableCommandsU
             else None,
         ))
     return AvailableCommandsUpdate(session_update="available_commands_update", available_commands=available)
+
+
+_TURN_TOKENS: Final = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
+"""Pi's ``usage`` token fields summed into a turn's ``PromptResponse.usage``."""
 
 
 def _cost_of(message: Mapping[str, Any]) -> float:

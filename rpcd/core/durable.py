@@ -9,13 +9,26 @@ import os
 import tempfile
 from collections.abc import Iterator
 
+FSYNC = os.environ.get("RPCD_STORE_FSYNC", "1") != "0"
+"""``RPCD_STORE_FSYNC=0`` turns the fsyncs of rpcd's own files off (the session store, the host journal, every
+``replace_file``): for test suites, where a machine crash cannot be observed and each fsync costs milliseconds;
+never in production (docs/store.md, fsync policy)."""
+
+
+def fsync_file(fd: int) -> None:
+    """``os.fsync(fd)`` unless ``RPCD_STORE_FSYNC=0``."""
+    if FSYNC:
+        os.fsync(fd)
+
 
 def fsync_directory(directory: str | os.PathLike[str]) -> None:
-    """Make a created or renamed name in ``directory`` durable.
+    """Make a created or renamed name in ``directory`` durable (unless ``RPCD_STORE_FSYNC=0``).
 
     Best effort: not every platform or filesystem lets a directory be opened or fsynced, and the
     data itself was already fsynced by the caller.
     """
+    if not FSYNC:
+        return
     try:
         fd = os.open(directory, os.O_RDONLY)
     except OSError:
@@ -38,7 +51,7 @@ def replace_file(path: str, data: bytes) -> None:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
-            os.fsync(fh.fileno())
+            fsync_file(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -24,7 +24,7 @@ from pathlib import Path
 import anyio.to_thread
 import attrs
 
-from rpcd.core.durable import fsync_directory
+from rpcd.core.durable import fsync_directory, fsync_file
 from rpcd.core.errors import SessionWriteError
 from rpcd.core.files import read_regular
 
@@ -100,7 +100,7 @@ class HostJournal:
                 os.fchmod(handle.fileno(), 0o600)
                 handle.write(payload)
                 handle.flush()
-                os.fsync(handle.fileno())
+                fsync_file(handle.fileno())
             os.replace(temp_name, self.path)
         except OSError as error:
             with contextlib.suppress(OSError):

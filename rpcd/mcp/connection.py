@@ -227,8 +227,10 @@ class McpConnection:
 
             env = dict(os.environ) if config.inherit_env else get_default_environment()
             env.update(dict(config.env))
+            # invalid UTF-8 on a server's stdout is one unreadable line (skipped, as every line that is no
+            # JSON-RPC message), not the end of the connection
             params = StdioServerParameters(command=config.command or "", args=list(config.args), env=env,
-                                           cwd=config.cwd)
+                                           cwd=config.cwd, encoding_error_handler="replace")
             reader, writer = os.pipe()
             os.set_blocking(reader, False)
             errlog = os.fdopen(writer, "w")
@@ -400,6 +402,7 @@ class McpConnection:
         """One request to the server, bounded: by the server's going away, by ``request_timeout``
         without an answer or progress, by ``MAX_REQUEST_TIME`` and by ``signal``."""
         from mcp.shared.exceptions import McpError
+        from pydantic import ValidationError
 
         session = await self._running_session()
         name = self.config.name
@@ -461,6 +464,9 @@ class McpConnection:
                 raise ToolError(f"MCP server {name}: {exc.error.message}") from None
             if isinstance(exc, ToolError):
                 raise exc
+            if isinstance(exc, ValidationError):  # a JSON-RPC answer, but not the result MCP defines
+                raise ToolError(f"MCP server {name} answered {what} with an invalid result: "
+                                f"{redact_and_cut(_invalid_fields(exc), ERROR_CHARS)}") from None
             raise ToolError(f"MCP server {name}: {type(exc).__name__}: {redact_and_cut(str(exc), ERROR_CHARS)}") \
                 from None
         reason = ended[0] if ended else "closed"
@@ -580,3 +586,7 @@ def _close_quietly(handle: Any) -> None:
         handle.close()
 
 
+def _invalid_fields(exc: Any) -> str:
+    """A pydantic ``ValidationError`` as ``field: problem`` pairs (no input values, no links)."""
+    return "; ".join(f"{'.'.join(str(part) for part in error['loc']) or 'result'}: {error['msg']}"
+                     for error in exc.errors()[:5])

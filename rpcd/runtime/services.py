@@ -36,6 +36,8 @@ from rpcd.runtime.extensions.loading import ScriptLoaderSource, load_extensions
 from rpcd.runtime.resources.context_files import ContextFile, load_context_files
 from rpcd.runtime.resources.discovery import Resource, SourceInfo, path_resources, resolve_resources
 from rpcd.runtime.resources.extension_paths import discover_extensions, expand_extension_path, split_by_kind
+from rpcd.runtime.resources.packages import PackageResolver, ResolvedPackages, configured_packages
+from rpcd.runtime.resources.packages import not_loaded as package_not_loaded
 from rpcd.runtime.resources.prompt_templates import PromptTemplate, load_prompt_templates
 from rpcd.runtime.resources.settings import (
     CONFIG_DIR_NAME,
@@ -110,6 +112,9 @@ class ProcessInputs:
     script_loader: ScriptLoaderSource | None = attrs.field(default=None, eq=False)
     """How TypeScript/JavaScript extensions are loaded (the process's Node extension host), asked only
     when a session has one; ``None``: each is a diagnostic (not loaded)."""
+    package_resolver: PackageResolver | None = attrs.field(default=None, eq=False)
+    """How the ``packages`` settings are resolved (Pi's package manager in the Node extension host),
+    asked only when there are some; ``None``: each package is a diagnostic (not loaded)."""
     prompt_template_paths: tuple[str, ...] = ()
     """``--prompt-template PATH`` (absolute; a file or a folder of templates)."""
     no_prompt_templates: bool = False
@@ -208,7 +213,6 @@ async def create_services(
 
     settings = load_settings(cwd, agent_dir, project_trusted=trust.trusted, global_settings=global_settings)
     diagnostics += settings.diagnostics
-    diagnostics += _package_diagnostics(settings)
 
     project_dir = os.path.join(cwd, CONFIG_DIR_NAME)
     if trust.trusted and not process_inputs.no_extensions:
@@ -220,6 +224,12 @@ async def create_services(
         ]
         load_errors += await load_extensions(runner, split_by_kind(_dedupe(project_paths)), sources.__getitem__,
                                              scripts)
+    packages = await _resolve_packages(cwd, agent_dir, settings, trust.trusted, process_inputs, diagnostics)
+    if packages is not None and not process_inputs.no_extensions:
+        for path, info in packages.extensions:
+            sources.setdefault(path, info)
+        load_errors += await load_extensions(runner, split_by_kind(_dedupe([p for p, _ in packages.extensions])),
+                                             sources.__getitem__, scripts)
 
     def resources(kind: Literal["skills", "prompts"]) -> list[Resource]:
         return resolve_resources(
@@ -228,8 +238,12 @@ async def create_services(
         )
 
     skill_resources = [] if process_inputs.no_skills else resources("skills")
+    if packages is not None and not process_inputs.no_skills:
+        skill_resources += packages.skills
     skill_resources += _cli_resources("skills", process_inputs.skill_paths, cwd, diagnostics, "Skill")
     prompt_resources = [] if process_inputs.no_prompt_templates else resources("prompts")
+    if packages is not None and not process_inputs.no_prompt_templates:
+        prompt_resources += packages.prompts
     prompt_resources += _cli_resources("prompts", process_inputs.prompt_template_paths, cwd, diagnostics,
                                        "Prompt template")
     skills, skill_diagnostics = load_skills(skill_resources)
@@ -368,23 +382,24 @@ def _read_prompt_file(name: str, cwd: str, agent_dir: str, trusted: bool) -> str
     return None
 
 
-PACKAGES_NOT_LOADED = ("rpcd does not load Pi packages yet: the extensions, skills and prompt templates it brings "
-                       "are missing from this session (`pi list` lists them)")
+NO_PACKAGE_HOST = ("rpcd resolves Pi packages with Pi's package manager in its Node extension host, which this "
+                   "session has none of: the extensions, skills and prompt templates it brings are missing")
 
 
-def _package_diagnostics(settings: Settings) -> list[Diagnostic]:
-    """A warning for every entry of the ``packages`` settings (Pi's ``pi install``): not loaded."""
-    out: list[Diagnostic] = []
-    for scope, data in (("user", settings.global_settings), ("project", settings.project_settings)):
-        entries = data.get("packages")
-        if not isinstance(entries, list):
-            continue
-        for entry in entries:
-            source = entry.get("source") if isinstance(entry, Mapping) else entry
-            if isinstance(source, str) and source.strip():
-                out.append(Diagnostic("warning", f'Pi package "{source}" ({scope} settings) was not loaded: '
-                                                 f"{PACKAGES_NOT_LOADED}"))
-    return out
+async def _resolve_packages(cwd: str, agent_dir: str, settings: Settings, trusted: bool, process_inputs: ProcessInputs,
+                            diagnostics: list[Diagnostic]) -> ResolvedPackages | None:
+    """What the ``packages`` settings bring (``None``: there are none, or they cannot be resolved here:
+    then a warning per package says why and what to do)."""
+    configured = configured_packages(settings.global_settings, settings.project_settings)
+    if not configured:
+        return None
+    resolver = process_inputs.package_resolver
+    resolved = await resolver(cwd, agent_dir, trusted) if resolver is not None else NO_PACKAGE_HOST
+    if isinstance(resolved, str):
+        diagnostics += [package_not_loaded(scope, source, resolved) for scope, source in configured]
+        return None
+    diagnostics += resolved.diagnostics
+    return resolved
 
 
 def _flag_diagnostics(runner: ExtensionRunner, flags: Mapping[str, bool | str]) -> list[Diagnostic]:

@@ -757,7 +757,7 @@ class AgentSession(SessionExtensionActions):
         """Pi's manual ``compact``: aborts a running turn first; returns Pi's compaction result.
         Raises ``CompactionError`` / ``CompactionCancelledError`` when nothing was written (also when
         a spending cap is reached: the summary is a model call)."""
-        self._refuse_over_limit("compact")
+        self.refuse_over_limit("compact")
         return await self.compaction.compact(custom_instructions)
 
     def set_auto_compaction(self, enabled: bool) -> None:
@@ -774,7 +774,7 @@ class AgentSession(SessionExtensionActions):
         to how they were then (the first checkpoint recorded after it; ``restore_checkpoint``'s
         rules: a file changed by someone else since is listed in ``restore``, not written)."""
         if summarize:
-            self._refuse_over_limit("the branch summary")
+            self.refuse_over_limit("the branch summary")
         if restore_files and self._running:
             raise SessionBusyError("Cannot restore files while a turn is running; abort it first",
                                    cwd=self.cwd, session_path=self.session_file)
@@ -987,7 +987,8 @@ class AgentSession(SessionExtensionActions):
         state = self.limits_state()
         return limit_reached(state) if state is not None else None
 
-    def _refuse_over_limit(self, what: str) -> None:
+    def refuse_over_limit(self, what: str) -> None:
+        """``CompactionError`` when a spending cap is reached: ``what`` would call the model."""
         event = self._limit_event()
         if event is not None:
             raise CompactionError(f"Spending cap {event['limit']} reached ({event['used']} of {event['max']}): "

@@ -109,9 +109,11 @@ class Composer:
         return ApprovalGate(self.services.approval_rules, policy=self.spec.approval,
                             client_can_answer=client_can_answer)
 
-    def sandbox_control(self) -> SandboxControl:
-        """A sandbox control starting at ``--sandbox`` / ``--sandbox-network``."""
-        return SandboxControl(self.spec.sandbox, self.spec.sandbox_network)
+    def sandbox_control(self, session: SessionSpec | None = None) -> SandboxControl:
+        """A sandbox control starting at ``--sandbox`` / ``--sandbox-network``; the session's
+        additional directories are writable beside its project."""
+        roots = session.additional_directories if session is not None else ()
+        return SandboxControl(self.spec.sandbox, self.spec.sandbox_network, roots)
 
     def process_inputs(self, session: SessionSpec, hooks: FrontHooks, mcp_pool: McpPool | None = None) -> ProcessInputs:
         """The process-global inputs of ``session``'s factory (the one place a session's inputs are
@@ -126,6 +128,7 @@ class Composer:
             tool_selection=spec.tool_selection, trust_memory=self.services.trust_memory,
             held_settings=self.services.held_settings, approval=hooks.approval, tool_operations=hooks.tool_operations,
             sandbox=hooks.sandbox, script_loader=self.services.extension_host.script_loader,
+            package_resolver=self.services.extension_host.package_resolver,
             mcp_pool=mcp_pool, mcp_servers=mcp_configs(session),
         )
 

@@ -16,10 +16,13 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 if TYPE_CHECKING:
     from rpcd.runtime.extensions.loading import ScriptLoader
     from rpcd.runtime.extensions.node.service import NodeHost
+    from rpcd.runtime.resources.packages import ResolvedPackages
 
 __all__ = ["EXTENSION_HOST", "ExtensionHostService", "npm_command_setting"]
 
 EXTENSION_HOST: Final = "extension-host"
+PACKAGES_BUDGET_S: Final = 900.0
+"""Host time a package resolution or command may take (an ``npm install`` of a package not installed yet)."""
 
 
 def npm_command_setting(agent_dir: str) -> list[str] | None:
@@ -66,8 +69,32 @@ class ExtensionHostService:
         """The running host's service object (``None`` until a session needed it)."""
         return self._lease.value if self._lease is not None else None
 
-    async def script_loader(self) -> ScriptLoader | str:
+    async def _host(self) -> NodeHost:
         if self._lease is None:
             self._lease = await self._registry.lease(EXTENSION_HOST)
         host: NodeHost = self._lease.value
-        return await host.loader()
+        return host
+
+    async def package_resolver(self, cwd: str, agent_dir: str, project_trusted: bool) -> ResolvedPackages | str:
+        """Pi's package manager resolves the ``packages`` settings of ``cwd`` (installing what is not
+        installed yet), or why it cannot (no Node, npm failed ...)."""
+        from rpcd.runtime.extensions.node.service import NodeUnavailable
+        from rpcd.runtime.resources.packages import resolved_packages
+
+        host = await self._host()
+        try:
+            answer = await host.request("packages.resolve", {"cwd": cwd, "agentDir": agent_dir,
+                                                             "projectTrusted": project_trusted},
+                                        budget=PACKAGES_BUDGET_S)
+        except NodeUnavailable as exc:
+            return exc.reason
+        return resolved_packages(answer)
+
+    async def package_command(self, method: str, params: dict[str, Any]) -> Any:
+        """``packages.list`` / ``packages.install`` / ``packages.remove`` in the host (``rpcd packages``);
+        raises ``NodeUnavailable`` saying why it failed."""
+        host = await self._host()
+        return await host.request(f"packages.{method}", params, budget=PACKAGES_BUDGET_S)
+
+    async def script_loader(self) -> ScriptLoader | str:
+        return await (await self._host()).loader()

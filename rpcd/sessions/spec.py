@@ -110,3 +110,6 @@ class SessionSpec:
     cwd: str
     mcp_servers: tuple[McpServer, ...] = ()
     """The MCP servers whose tools this session gets (ACP: the request's ``mcpServers``)."""
+    additional_directories: tuple[str, ...] = ()
+    """More roots the session works in beside ``cwd`` (ACP's ``additionalDirectories``; absolute):
+    writable in the ``workspace-write`` sandbox as the project is."""

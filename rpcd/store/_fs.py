@@ -27,10 +27,12 @@ from collections.abc import Callable
 
 import attrs
 
+from rpcd.core import durable
 from rpcd.core.durable import fsync_directory
 
-FSYNC = os.environ.get("RPCD_STORE_FSYNC", "1") != "0"
-"""``RPCD_STORE_FSYNC=0`` turns the fsyncs off (test suites on slow disks); never in production."""
+FSYNC = durable.FSYNC
+"""``RPCD_STORE_FSYNC=0`` turns the fsyncs off (test suites on slow disks; ``rpcd.core.durable`` reads it);
+never in production."""
 
 
 def _fsync(fd: int) -> None:

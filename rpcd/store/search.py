@@ -212,8 +212,8 @@ def _arguments(value: Any, depth: int = 0) -> str:
 def entry_units(entry: Mapping[str, Any]) -> Iterator[Unit]:
     """The searchable text of one entry."""
     entry_id = entry.get("id")
-    if not isinstance(entry_id, str):
-        return
+    if not isinstance(entry_id, str):  # a version-1 file's entries have none (Pi's picker reads them)
+        entry_id = None
     kind = entry.get("type")
     pieces: list[tuple[UnitKind, str]] = []
     if kind == E.MESSAGE and isinstance(entry.get("message"), Mapping):

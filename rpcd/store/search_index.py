@@ -67,8 +67,9 @@ __all__ = ["INDEX_DIR", "IndexUnavailable", "SearchIndex", "forget_session", "in
 
 INDEX_DIR: Final = os.path.join("rpcd", "search")
 INDEX_FILE: Final = "index.sqlite3"
-SCHEMA_VERSION: Final = 2
-"""Bumped whenever what is stored changes: an index of another version is rebuilt."""
+SCHEMA_VERSION: Final = 3
+"""Bumped whenever what is stored changes: an index of another version is rebuilt (3: the entries
+of a version-1 file, without ids, are stored too)."""
 BUSY_TIMEOUT_MS: Final = 10_000
 RACY_NS: Final = 2_000_000_000
 """A file modified this close to when it was indexed may have changed again within the same mtime

@@ -128,11 +128,14 @@ class SandboxControl:
     """The sandbox in force for the sessions that share this control (the JSON-RPC daemon: one per
     process; ``rpcd acp``: one per session, like its approval mode). What was set (``--sandbox`` /
     ``--sandbox-network``, ``setSandbox``, ACP's options) beats the settings (``configured_policy``),
-    part by part; the settings' ``writableRoots`` always count."""
+    part by part; the settings' ``writableRoots`` and the front's ``extra_roots`` always count."""
 
-    def __init__(self, mode: SandboxMode | None = None, network: bool | None = None) -> None:
+    def __init__(self, mode: SandboxMode | None = None, network: bool | None = None,
+                 extra_roots: tuple[str, ...] = ()) -> None:
         self.mode = mode
         self.network = network
+        self.extra_roots = extra_roots
+        """More writable directories the front gave (ACP's ``additionalDirectories``), beside the settings'."""
 
     def set(self, mode: SandboxMode | None = None, network: bool | None = None) -> None:
         """Set the mode and/or the network (``None``: that part stays as it is)."""
@@ -145,7 +148,7 @@ class SandboxControl:
         """The sandbox of the next command, given what the settings ask for."""
         return SandboxPolicy(self.mode if self.mode is not None else configured.mode,
                              self.network if self.network is not None else configured.network,
-                             configured.writable_roots)
+                             (*configured.writable_roots, *self.extra_roots))
 
 
 # -- what this machine offers -------------------------------------------------------------------------

@@ -3,9 +3,11 @@ baseline, same daemon build, same run): ratio = through the host / in-process Py
 
 * ``command round trip``: ``prompt /ping`` N times — the command runs in the host and calls
   ``ctx.ui.notify`` back into the daemon (a request each way, then the answer);
-* ``tool call``: a faux turn calling the extension's tool N times, one call per step;
+* ``tool call``: a faux turn calling the extension's tool N times, one call per step (no event
+  handlers yet);
 * ``streamed event``: a reply streamed as ~N ``message_update`` events, each forwarded to the
-  extension's ``message_update`` handler (with ``turn_*``/``message_*`` handlers too), per event;
+  extension's ``message_update`` handler (with ``turn_*``/``message_*`` handlers too, registered by a
+  command after loading), per event;
 * ``host start``: the first session's wait for Node and Pi's loader (one sample per run).
 
 N = 100 (``--full``: 1,000). Node 22 and the host's packages come as in the tests
@@ -33,9 +35,11 @@ export default function (pi) {
   pi.registerTool({ name: "echo", label: "Echo", description: "Echo", parameters: { type: "object", properties: {} },
     async execute(id, params) { return { content: [{ type: "text", text: "echo" }], details: {} }; } });
   let seen = 0;
-  for (const e of ["turn_start", "turn_end", "message_start", "message_end", "message_update"]) {
-    pi.on(e, () => { seen++; });
-  }
+  pi.registerCommand("listen", { handler: async () => {
+    for (const e of ["turn_start", "turn_end", "message_start", "message_end", "message_update"]) {
+      pi.on(e, () => { seen++; });
+    }
+  } });
 }
 """
 PY = """
@@ -47,11 +51,15 @@ def register(pi):
         return {"content": [{"type": "text", "text": "echo"}], "details": {}}
 
     seen = []
+
+    async def listen(args, ctx):
+        for event in ("turn_start", "turn_end", "message_start", "message_end", "message_update"):
+            pi.on(event, lambda e, ctx: seen.append(1))
+
     pi.register_command("ping", ping)
+    pi.register_command("listen", listen)
     pi.register_tool(name="echo", label="Echo", description="Echo", parameters={"type": "object", "properties": {}},
                      execute=echo)
-    for event in ("turn_start", "turn_end", "message_start", "message_end", "message_update"):
-        pi.on(event, lambda e, ctx: seen.append(1))
 """
 
 
@@ -82,6 +90,7 @@ def _measure(root: Path, kind: str, n: int, env: dict[str, str]) -> dict[str, fl
         t0 = time.perf_counter()
         d.call("prompt", {"text": "call the tool"}, timeout=600)
         out["tool"] = (time.perf_counter() - t0) * 1000 / n
+        d.call("prompt", {"text": "/listen"})
         t0 = time.perf_counter()
         d.call("prompt", {"text": "stream"}, timeout=600)
         updates = sum(1 for m in d.notifications("session/event")

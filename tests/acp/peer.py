@@ -23,6 +23,8 @@ from acp.schema import (
     ClientCapabilities,
     CreateTerminalResponse,
     DeniedOutcome,
+    ElicitationCapabilities,
+    ElicitationFormCapabilities,
     EnvVariable,
     FileSystemCapabilities,
     KillTerminalResponse,
@@ -36,6 +38,8 @@ from acp.schema import (
     WaitForTerminalExitResponse,
     WriteTextFileResponse,
 )
+
+from tests.driver import STORE_FSYNC
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -63,7 +67,7 @@ class _Terminal:
 class Editor:
     """The client's side: state a test inspects, behaviour a test scripts."""
 
-    def __init__(self, *, fs: bool = False, terminal: bool = False) -> None:
+    def __init__(self, *, fs: bool = False, terminal: bool = False, elicitation: bool = False) -> None:
         self.updates: list[tuple[str, dict[str, Any]]] = []
         """``(sessionId, update)`` in arrival order, every session."""
         self.permissions: list[dict[str, Any]] = []
@@ -81,8 +85,13 @@ class Editor:
         """Seconds an ``fs/read_text_file`` answer takes (a busy editor)."""
         self.terminals: dict[str, _Terminal] = {}
         self.terminal_commands: list[tuple[str, list[str], str | None, dict[str, str]]] = []
+        self.elicitations: list[dict[str, Any]] = []
+        """``elicitation/create`` requests as they came (``{message, mode}``)."""
+        self.elicitation_answers: list[dict[str, Any]] = []
+        """Scripted answers (``{"action": "accept", "content": {...}}``), first first; then ``cancel``."""
         self.capabilities = ClientCapabilities(
-            fs=FileSystemCapabilities(read_text_file=fs, write_text_file=fs), terminal=terminal)
+            fs=FileSystemCapabilities(read_text_file=fs, write_text_file=fs), terminal=terminal,
+            elicitation=ElicitationCapabilities(form=ElicitationFormCapabilities()) if elicitation else None)
         self.permission_asked = asyncio.Event()
         self._arrived = asyncio.Event()
 
@@ -123,6 +132,10 @@ class Editor:
         if answer is None:
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
         return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=answer))
+
+    async def create_elicitation(self, message: str, mode: Any, **_: Any) -> dict[str, Any]:
+        self.elicitations.append({"message": message, "mode": plain(mode)})
+        return self.elicitation_answers.pop(0) if self.elicitation_answers else {"action": "cancel"}
 
     async def read_text_file(self, session_id: str, path: str, line: int | None = None, limit: int | None = None,
                              **_: Any) -> ReadTextFileResponse:
@@ -195,8 +208,9 @@ def _disk_text(path: str) -> str:
 
 
 def agent_env(agent_dir: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment an editor would give rpcd: no PI_/RPCD_ variables of ours, no keys."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PI_", "RPCD_"))}
+    """The environment an editor would give rpcd: no PI_/RPCD_ variables of ours (but the suite's
+    ``RPCD_STORE_FSYNC``: tests/driver.py), no keys."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PI_", "RPCD_")) or k == STORE_FSYNC}
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     env["PI_CODING_AGENT_DIR"] = str(agent_dir)
     env.update(extra or {})

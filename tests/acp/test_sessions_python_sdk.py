@@ -13,7 +13,7 @@ from acp import text_block
 from acp.exceptions import RequestError
 
 from tests.acp.conftest import Project
-from tests.acp.peer import Editor, request, spawn
+from tests.acp.peer import Editor, plain, request, spawn
 
 pytestmark = pytest.mark.anyio
 
@@ -46,6 +46,11 @@ async def test_initialize_is_required_first_and_answers_what_rpcd_can_do(agent_d
         methods = {m.id: m for m in init.auth_methods or []}
         assert "openai" not in methods  # its key is set
         assert "ANTHROPIC_API_KEY" in (methods["anthropic"].description or "")
+        anthropic = plain(methods["anthropic"])  # env_var: the client asks for the key and starts rpcd with it
+        assert anthropic["type"] == "env_var"
+        assert anthropic["vars"][0] == {"name": "ANTHROPIC_API_KEY", "label": "Anthropic (ANTHROPIC_API_KEY)",
+                                        "secret": True, "optional": False}
+        assert all(v["optional"] for v in anthropic["vars"][1:])
 
         assert await conn.authenticate(method_id="openai") is not None
         with pytest.raises(RequestError) as missing:

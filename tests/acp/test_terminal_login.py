@@ -17,7 +17,7 @@ import pytest
 from acp.exceptions import RequestError
 from acp.schema import AuthCapabilities, ClientCapabilities
 
-from tests.acp.peer import Editor, agent_env, spawn
+from tests.acp.peer import Editor, agent_env, request, spawn
 from tests.providers.json_server import running_json_server
 
 pytestmark = pytest.mark.anyio
@@ -57,6 +57,23 @@ async def test_a_terminal_login_then_authenticate(agent_dir: Path) -> None:
             stored = json.loads((agent_dir / "auth.json").read_text())["xai"]
             assert stored["access"] == "xai-terminal-access"
             assert await conn.authenticate(method_id="login:xai") is not None
+
+            # logout: the OAuth logins go (Pi's too: the file is shared), a stored API key stays
+            assert init.agent_capabilities is not None and init.agent_capabilities.auth is not None
+            assert init.agent_capabilities.auth.logout is not None
+            auth_file = agent_dir / "auth.json"
+            auth_file.write_text(json.dumps({**json.loads(auth_file.read_text()),
+                                             "openai": {"type": "api_key", "key": "sk-kept"}}))
+            assert (await request(conn, "logout", {}))["_meta"] == {"rpcd/loggedOut": ["xai"]}
+            assert set(json.loads(auth_file.read_text())) == {"openai"}
+            with pytest.raises(RequestError) as after:
+                await conn.authenticate(method_id="login:xai")
+            assert after.value.code == -32000
+            one = await request(conn, "logout", {"_meta": {"rpcd/provider": "openai"}})
+            assert one["_meta"] == {"rpcd/loggedOut": ["openai"]} and json.loads(auth_file.read_text()) == {}
+            with pytest.raises(RequestError) as unknown:
+                await request(conn, "logout", {"_meta": {"rpcd/provider": "nosuch"}})
+            assert unknown.value.code == -32602
         async with spawn(editor, agent_dir, initialize=False, env=env) as (conn, _):  # no auth.terminal
             plain = await conn.initialize(protocol_version=1, client_capabilities=editor.capabilities)
             assert not any(m.id.startswith("login:") for m in plain.auth_methods or [])

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from rpcd.store.paths import default_session_dir
 from tests.clients.conftest import REPO, daemon_python, needs_daemon
 
 pytestmark = needs_daemon
@@ -50,12 +51,25 @@ def ctl(tmp_path: Path) -> Ctl:
     return Ctl(tmp_path)
 
 
-@pytest.fixture
-def saved(ctl: Ctl) -> tuple[Ctl, str]:
-    """A project with one saved session holding one exchange."""
+@pytest.fixture(scope="module")
+def saved_once(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session file of one ``rpcctl prompt``, made once per module (an rpcctl start, a daemon start and
+    a turn: ~1 s of CPU that 11 tests paid each)."""
+    ctl = Ctl(tmp_path_factory.mktemp("saved"))
     done = ctl("prompt", "first question")
     assert done.returncode == 0, done.stderr
-    return ctl, ctl.session_file()
+    return Path(ctl.session_file())
+
+
+@pytest.fixture
+def saved(ctl: Ctl, saved_once: Path) -> tuple[Ctl, str]:
+    """A project with one saved session holding one exchange: the module's file, in this test's agent dir
+    where the daemon saves this project's sessions, its header's ``cwd`` this project."""
+    header, rest = saved_once.read_text().split("\n", 1)
+    moved = json.loads(header) | {"cwd": str(ctl.project)}
+    path = Path(default_session_dir(str(ctl.project), str(ctl.agent))) / saved_once.name
+    path.write_text(json.dumps(moved, separators=(",", ":"), ensure_ascii=False) + "\n" + rest)
+    return ctl, str(path)
 
 
 def test_prompt_streams_the_reply_to_stdout(ctl: Ctl) -> None:

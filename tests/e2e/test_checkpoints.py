@@ -165,3 +165,26 @@ def test_checkpoints_can_be_turned_off_and_read_only_runs_take_none(tmp_path: Pa
         d.call("newSession")
         d.call("prompt", {"text": "write"})
         assert (root / "x.txt").exists() and d.call("listCheckpoints") == {"checkpoints": []}
+
+
+def test_a_checkpoint_that_cannot_be_taken_is_reported_and_the_run_goes_on(tmp_path: Path) -> None:
+    root = project(tmp_path, with_git=False)
+    store = tmp_path / "agent" / "rpcd" / "checkpoints"
+    store.parent.mkdir(parents=True)
+    store.write_text("not a directory: the store cannot be written (as on a full or read-only disk)\n")
+    steps = [{"toolCall": {"name": "write", "arguments": {"path": "x.txt", "content": "x\n"}, "id": "w"}},
+             {"text": "ok"}]
+    with daemon(tmp_path, root, steps) as d:
+        d.initialize()
+        assert d.call("prompt", {"text": "write"}) == {"stopReason": "stop"}
+        [failed] = [p["event"] for p in events_of(d.log, "session/event")
+                    if p["event"]["type"].startswith("checkpoint_")]
+        assert failed["type"] == "checkpoint_failed" and "could not take a checkpoint" in failed["message"]
+        assert (root / "x.txt").read_text() == "x\n"  # the tool ran; the client was told there is no undo for it
+        assert d.call("listCheckpoints") == {"checkpoints": []}
+        with pytest.raises(RpcFailure) as refused:
+            d.call("restoreCheckpoint", {})
+        assert refused.value.error["code"] == -32032
+        session_file = d.call("getState")["sessionFile"]
+    assert not [e for e in read_jsonl(session_file) if e["type"] == "custom"]
+    assert store.read_text().startswith("not a directory")

@@ -141,3 +141,31 @@ async def test_a_token_cap_and_a_daily_cap_count_what_was_spent(tmp_path: Path) 
         assert event["limit"] == "maxTokensPerDay" and event["scope"] == "day" and event["used"] >= 1
         ledger = list((tmp_path / "agent" / "rpcd" / "usage").glob("*.jsonl"))
         assert len(ledger) == 1 and ledger[0].stat().st_mode & 0o777 == 0o600
+
+
+async def test_a_session_s_spend_counts_after_a_restart_and_in_its_forks(tmp_path: Path) -> None:
+    """The spend is counted from the session file: a fork keeps what its branch cost, and a daemon
+    started again on a capped session (``--session``) stops before the first model call."""
+    async with front("json-rpc", tmp_path) as f:
+        assert isinstance(f, JsonRpcFront)
+        assert await f.prompt("run the tool") == "limit"
+        await f.set_limits(maxCost=5.0)
+        assert await f.prompt("go on") == "stop"
+        assert (await f.set_limits())["cost"] == 1.5  # {}: the settings' cap (1.0) again
+        messages = await anyio.to_thread.run_sync(f.d.call, "getForkMessages")
+        go_on = next(m["entryId"] for m in messages["messages"] if m["text"] == "go on")
+        await anyio.to_thread.run_sync(lambda: f.d.call("fork", {"entryId": go_on}))
+        state = await anyio.to_thread.run_sync(f.d.call, "getState")
+        assert state["limits"]["cost"] == 1.0  # the fork's branch: the tool round, not the later reply
+        assert await f.prompt("in the fork") == "limit"
+        forked = f.session_file()
+    entries = _entries(forked)
+    agent, project = tmp_path / "agent", tmp_path / "project"
+    with Daemon("--agent-dir", str(agent), "--cwd", str(project), "--session", str(forked)) as d:
+        d.initialize()
+        limits = d.call("getState")["limits"]
+        assert (limits["cost"], limits["maxCost"], limits["reached"]) == (1.0, 1.0, "maxCost")
+        assert d.call("prompt", {"text": "after a restart"}) == {"stopReason": "limit"}
+        [event] = [p["event"] for p in events_of(d.log, "session/event") if p["event"]["type"] == "limit_reached"]
+        assert event["used"] == 1.0
+    assert _entries(forked) == entries  # nothing recorded at the cap

@@ -5,12 +5,16 @@ faults real servers have, which the npm servers do not show on demand.
 (writes to stderr and exits 3 before answering anything) or ``hang-at-start`` (never answers
 ``initialize``). Its tools: ``echo`` (read-only), ``write_note`` (may change things), ``slow``
 (sleeps, reporting progress), ``never`` (never answers), ``crash`` (the process exits mid-call),
-``huge`` (a result of N bytes), ``flood`` (N log notifications, then a result), ``ask`` (an
-elicitation), and a prompt ``greet``. ``--pid-file`` records the process id (a test kills it).
+``huge`` (a result of N bytes), ``flood`` (N log notifications, then a result), ``garbage`` (lines
+that are not JSON-RPC on its stdout, then a result), ``nan`` (answers itself, raw, with ``NaN`` and
+``Infinity`` in its result: what Python's ``json.dumps`` writes), ``malformed`` (a raw answer that is no
+``CallToolResult``), ``ask`` (an elicitation), and a
+prompt ``greet``. ``--pid-file`` records the process id (a test kills it).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -79,6 +83,29 @@ def main(argv: list[str]) -> None:
         for index in range(count):
             await ctx.info(f"flood {index}")
         return f"flooded {count}"
+
+    @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+    def garbage() -> str:
+        """Lines on stdout that are no JSON-RPC message, then a result."""
+        os.write(1, b"this is not json\n{\"jsonrpc\": \"2.0\", \"id\": \n[1, 2\n\xff\xfe garbage\n")
+        return "after garbage"
+
+    @server.tool(annotations=ToolAnnotations(readOnlyHint=True), structured_output=False)
+    def nan(ctx: Context) -> str:  # type: ignore[type-arg]
+        """Its own answer, written raw with NaN / Infinity (the SDK's answer that follows is dropped)."""
+        answer = {"jsonrpc": "2.0", "id": ctx.request_id, "result": {
+            "content": [{"type": "text", "text": "values follow"}],
+            "structuredContent": {"ratio": float("nan"), "limit": float("inf"), "floor": float("-inf"), "n": 1},
+        }}
+        os.write(1, (json.dumps(answer) + "\n").encode())
+        return "unreachable"
+
+    @server.tool(annotations=ToolAnnotations(readOnlyHint=True), structured_output=False)
+    def malformed(ctx: Context) -> str:  # type: ignore[type-arg]
+        """Its own answer, written raw: JSON-RPC, but no ``CallToolResult`` (content is no list)."""
+        answer = {"jsonrpc": "2.0", "id": ctx.request_id, "result": {"content": "not a list", "isError": "maybe"}}
+        os.write(1, (json.dumps(answer) + "\n").encode())
+        return "unreachable"
 
     class Answer(BaseModel):
         name: str

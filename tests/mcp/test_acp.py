@@ -102,3 +102,31 @@ async def test_kill_9_mid_call_under_acp_ends_the_turn_and_the_session_goes_on(a
              if u.get("status") in ("completed", "failed") and u.get("content")]
     assert "MCP server faults exited" in texts[0]
     assert texts[1] == "echo: back"
+
+
+async def test_session_cancel_during_an_mcp_call_that_never_answers(agent_dir: Path, project: Project) -> None:
+    """Zed's stop button on a hung MCP tool: the prompt answers ``cancelled`` at once, the call ends
+    as aborted, and the same server serves the next turn."""
+    cwd = project("p", [
+        _call("mcp__faults__never"),  # (the cancelled turn asks the model nothing more)
+        _call("mcp__faults__echo", text="after"), {"text": "it answered"},
+    ])
+    editor = Editor()
+    async with spawn(editor, agent_dir) as (conn, _):
+        session = (await conn.new_session(cwd=str(cwd), mcp_servers=[_stdio("faults")])).session_id
+        result: list[Any] = []
+
+        async def run() -> None:
+            result.append(await conn.prompt(session_id=session, prompt=[text_block("hang")]))
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(run)
+            with anyio.fail_after(60):
+                while not editor.of(session, "tool_call"):  # noqa: ASYNC110 - the editor records updates as they come
+                    await anyio.sleep(0.05)
+            await conn.cancel(session_id=session)
+        assert result[0].stop_reason == "cancelled"
+        assert (await conn.prompt(session_id=session, prompt=[text_block("again")])).stop_reason == "end_turn"
+    texts = [u["content"][0]["content"]["text"] for u in editor.of(session, "tool_call_update")
+             if u.get("status") in ("completed", "failed") and u.get("content")]
+    assert texts == ["Operation aborted", "echo: after"]

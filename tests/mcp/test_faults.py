@@ -5,6 +5,7 @@ the official SDK (``fault_server.py``)."""
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any
 import anyio
 import pytest
 
+from rpcd.core import codec
 from rpcd.mcp.pool import McpPool
 from rpcd.mcp.session import SessionMcp
 from rpcd.tools.base import ABORTED_MESSAGE, AbortSignal
@@ -173,3 +175,29 @@ async def test_a_server_named_by_two_sessions_runs_once_and_stops_with_the_last(
         for _ in range(100):  # the SDK closes stdin, the server exits; reaped by then
             os.kill(pid, 0)
             await anyio.sleep(0.05)
+
+
+
+async def test_answers_that_are_not_what_mcp_defines(pool: McpPool) -> None:
+    """Junk and invalid UTF-8 on stdout are skipped lines; NaN/Infinity in a result pass as
+    ``JSON.stringify`` writes them; an answer that is no ``CallToolResult`` is a tool error naming the
+    fields. After each, the same server answers the next call."""
+    mcp = await SessionMcp.open(pool, [fault_config()])
+    outcome = await _call(mcp, "garbage", {})
+    assert not outcome.is_error and _text(outcome) == "after garbage"
+
+    outcome = await _call(mcp, "nan", {})
+    assert not outcome.is_error and _text(outcome) == "values follow"
+    structured = outcome.details["structuredContent"]
+    assert structured["n"] == 1 and math.isnan(structured["ratio"]) and structured["limit"] == math.inf
+    # the session file and the wire carry it as JSON.stringify would: null, never a bare NaN
+    assert codec.loads(codec.dumps(outcome.details))["structuredContent"] == {
+        "ratio": None, "limit": None, "floor": None, "n": 1}
+
+    outcome = await _call(mcp, "malformed", {})
+    assert outcome.is_error
+    assert _text(outcome) == ("MCP server faults answered tools/call malformed with an invalid result: "
+                              "content: Input should be a valid list; isError: Input should be a valid boolean, "
+                              "unable to interpret input")
+    assert _text(await _call(mcp, "echo", {"text": "still"})) == "echo: still"
+    mcp.release()

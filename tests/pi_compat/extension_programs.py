@@ -39,10 +39,9 @@ from typing import Any
 
 import attrs
 
-from rpcd.store.entries import CHECKPOINT_CUSTOM_TYPE
 from tests.driver import Daemon
 from tests.pi_compat.oracle import PiOracle
-from tests.pi_compat.pi_program import FAUX_ABORT_ERROR, PiRpc
+from tests.pi_compat.pi_program import FAUX_ABORT_ERROR, RPCD_ONLY_EVENTS, PiRpc, is_checkpoint
 
 PORTS = Path(__file__).resolve().with_name("extension_ports")
 TIMEOUT = 60.0
@@ -449,7 +448,7 @@ def run_rpcd(root: Path, program: ExtProgram, base_url: str | None = None,
 def _result(*, entries: list[dict[str, Any]], ui: list[tuple[Any, ...]], events: list[dict[str, Any]],
             answers: list[dict[str, Any]], state: Mapping[str, Any], cwd: Path) -> dict[str, Any]:
     return {
-        "entries": normalise_entries([e for e in entries if not _rpcd_checkpoint(e)]),
+        "entries": normalise_entries([e for e in entries if not is_checkpoint(e)]),
         "ui": ui,
         "events": [e["type"] for e in events if e.get("type") not in STREAMED and not _rpcd_only(e)],
         "errors": [(os.path.splitext(os.path.basename(str(e.get("extensionPath"))))[0], e.get("event"))
@@ -461,22 +460,16 @@ def _result(*, entries: list[dict[str, Any]], ui: list[tuple[Any, ...]], events:
     }
 
 
-def _rpcd_checkpoint(entry: Mapping[str, Any]) -> bool:
-    """rpcd's file checkpoint entries (docs/pi-compat.md, "File checkpoints"): a ``custom`` entry Pi
-    keeps out of the context, written before a run's first tool that may change files."""
-    return entry.get("type") == "custom" and entry.get("customType") == CHECKPOINT_CUSTOM_TYPE
-
-
 def _rpcd_only(event: Mapping[str, Any]) -> bool:
     """Events rpcd sends and Pi does not, on purpose (docs/pi-compat.md): ``entry_appended`` for the
     entries rpcd's store appends itself (compactions, branch summaries, labels, file checkpoints),
-    ``commands_changed``, ``checkpoint_created``/``checkpoint_failed``."""
-    if event.get("type") in ("commands_changed", "checkpoint_created", "checkpoint_failed"):
+    ``commands_changed``, and the events of rpcd's file checkpoints and spending caps."""
+    if event.get("type") == "commands_changed" or event.get("type") in RPCD_ONLY_EVENTS:
         return True
     if event.get("type") != "entry_appended":
         return False
     entry = event.get("entry") or {}
-    return entry.get("type") != "custom" or _rpcd_checkpoint(entry)
+    return entry.get("type") != "custom" or is_checkpoint(entry)
 
 
 def run_both(oracle: PiOracle, root: Path, program: ExtProgram,

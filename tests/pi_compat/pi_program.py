@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from rpcd.store.entries import CHECKPOINT_CUSTOM_TYPE
 from tests.driver import Daemon
 from tests.pi_compat.oracle import PiOracle
 
@@ -201,7 +202,7 @@ RPCD_ONLY_EVENTS = frozenset({"checkpoint_created", "checkpoint_failed", "limit_
 
 def is_checkpoint(entry: Mapping[str, Any]) -> bool:
     """rpcd's file checkpoint entry (a ``custom`` entry Pi keeps and ignores: docs/pi-compat.md)."""
-    return entry.get("type") == "custom" and entry.get("customType") == "rpcd.checkpoint"
+    return entry.get("type") == "custom" and entry.get("customType") == CHECKPOINT_CUSTOM_TYPE
 
 
 def rpcd_only(event: Mapping[str, Any]) -> bool:

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from rpcd.store import SessionManager
-from tests.driver import Daemon, RpcFailure
+from tests.driver import STORE_FSYNC, Daemon, RpcFailure
 
 SESSION_WRITE_FAILED = -32035
 HOST_UNAVAILABLE = -32020
@@ -105,7 +105,8 @@ def faulty(tmp_path: Path) -> Iterator[tuple[Daemon, Faults, Path]]:
     project.mkdir()
     agent = tmp_path / "agent"
     args = ["--agent-dir", str(agent), "--cwd", str(project), "-e", str(extension)]
-    with Daemon(*args, env={"RPCD_TEST_FAULTS": str(faults.path)}) as daemon:
+    # the fsyncs stay on (the suite turns them off): a full disk can fail the append's fsync too
+    with Daemon(*args, env={"RPCD_TEST_FAULTS": str(faults.path), STORE_FSYNC: "1"}) as daemon:
         daemon.initialize()
         daemon.call("getState")
         yield daemon, faults, agent
@@ -292,7 +293,7 @@ def test_a_really_full_disk_gives_defined_errors_and_no_corrupted_file(tiny_disk
     project = tmp_path / "project"
     project.mkdir()
     errors: list[RpcFailure] = []
-    with Daemon(*["--agent-dir", str(agent), "--cwd", str(project)]) as daemon:
+    with Daemon(*["--agent-dir", str(agent), "--cwd", str(project)], env={STORE_FSYNC: "1"}) as daemon:
         daemon.initialize()
         daemon.call("getState")
         for turn in range(40):

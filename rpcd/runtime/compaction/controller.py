@@ -87,6 +87,8 @@ class CompactionHost(Protocol):
     @property
     def extension_runner(self) -> Any: ...
     async def abort(self) -> None: ...
+    def refuse_over_limit(self, what: str) -> None:
+        """Raise ``CompactionError`` when a spending cap is reached (a summary is a model call)."""
 
 
 class _Cancelled(Exception):
@@ -259,6 +261,7 @@ class SessionCompaction:
         if found is None:
             raise CompactionError(NO_MODEL)
         provider, model = found
+        self._session.refuse_over_limit("the compaction summary")  # automatic ones too: every model call
         summarizer = self._summarizer(run, provider, model, {"source": "compaction", "reason": reason},
                                       self._session.agent.thinking_level)
         from rpcd.runtime.compaction.summarize import compact
@@ -525,6 +528,7 @@ class SessionCompaction:
                 if found is None:
                     raise CompactionError("No model available for summarization")
                 provider, model = found
+                session.refuse_over_limit("the branch summary")
                 summarizer = self._summarizer(run, provider, model, {"source": "branchSummary"}, "off")
                 outcome = await generate_branch_summary(
                     collected.entries, summarizer, reserve_tokens=branch_summary_reserve_tokens(session.settings()),

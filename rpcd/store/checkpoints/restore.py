@@ -35,7 +35,7 @@ from typing import Final, Literal
 
 import attrs
 
-from rpcd.core.files import FileTooLargeError, read_regular
+from rpcd.core.files import FileTooLargeError, open_regular, read_regular
 from rpcd.store.checkpoints.files import read_current
 from rpcd.store.checkpoints.git import GitBackend
 from rpcd.store.checkpoints.model import MODE_EXEC, MODE_LINK, Backend, Entry, Snapshot, Tree, mode_of, stat_oid
@@ -329,7 +329,12 @@ def _hash_now(path: str, git_ids: bool, limit: int) -> Entry | None:
         else:
             return Entry(0, None)
     except FileTooLargeError:
-        return Entry(mode_of(info.st_mode), stat_oid(info))
+        if not git_ids:  # a plain snapshot knows a file past its bound by size and time only
+            return Entry(mode_of(info.st_mode), stat_oid(info))
+        try:  # git kept it (a tracked file has no bound): its blob id, read in pieces
+            return Entry(mode_of(info.st_mode), _git_blob_id(path))
+        except OSError:
+            return Entry(mode_of(info.st_mode), None)
     except OSError:
         return Entry(mode_of(info.st_mode), None)
     if git_ids:
@@ -337,6 +342,18 @@ def _hash_now(path: str, git_ids: bool, limit: int) -> Entry | None:
     else:
         oid = hashlib.sha256(data).hexdigest()
     return Entry(mode_of(info.st_mode), oid)
+
+
+def _git_blob_id(path: str) -> str:
+    """Git's blob id of the regular file ``path``, whatever its size, in bounded memory."""
+    fd = open_regular(path)
+    try:
+        digest = hashlib.sha1(b"blob %d\0" % os.fstat(fd).st_size, usedforsecurity=False)
+        while chunk := os.read(fd, 1 << 20):
+            digest.update(chunk)
+    finally:
+        os.close(fd)
+    return digest.hexdigest()
 
 
 def _umask() -> int:

@@ -71,6 +71,8 @@ class CheckpointStore:
 
     def backend_of(self, record: Record) -> Backend:
         if record.kind == "git":
+            if shutil.which("git") is None:
+                raise CheckpointError("git is not installed: this checkpoint is a git tree, readable only with git")
             found = find_worktree(record.root)
             if found is None or found[0] != record.root:
                 raise CheckpointError(f"the git worktree of this checkpoint is gone: {record.root}")

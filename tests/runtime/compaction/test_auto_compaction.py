@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from rpcd.core.errors import CompactionError
+from rpcd.core.values import LimitOverrides
 from tests.runtime.compaction._world import WINDOW, faux_model, world
 
 pytestmark = pytest.mark.anyio
@@ -85,6 +87,7 @@ async def test_an_overflow_is_compacted_and_the_turn_retried_once(tmp_path: Path
                     {"text": "the summary"},
                     {"text": "answered after compaction"})
         assert await w.session.prompt("overflowing question") == "stop"
+        print(w.types()[-12:], w.of("compaction_end"), w.faux.pending())
         end = w.of("compaction_end")[-1]
         assert (end["reason"], end["willRetry"], end["aborted"]) == ("overflow", True, False)
         assert w.of("compaction_start")[-1] == {"type": "compaction_start", "reason": "overflow"}
@@ -173,5 +176,25 @@ async def test_set_auto_compaction_holds_across_replacements(tmp_path: Path) -> 
         w.runtime.session.set_auto_compaction(True)
         await w.runtime.new_session()
         assert w.runtime.session.state().auto_compaction_enabled is True
+    finally:
+        await w.close()
+
+
+async def test_an_automatic_compaction_at_a_spending_cap_never_calls_the_model(tmp_path: Path) -> None:
+    w = await world(tmp_path)
+    try:
+        await w.long_turns(16)
+        state = w.session.set_limits(LimitOverrides(max_tokens=10**9))  # what was spent so far
+        assert state is not None and state.tokens > 0
+        w.session.set_limits(LimitOverrides(max_tokens=state.tokens + 1))  # one more call may go, not two
+        w.faux.push({"text": "big " + "y" * 4_000}, {"text": "a summary the cap must keep from being asked for"})
+        assert await w.session.prompt("one more") == "stop"  # under the cap when asked; over it after
+        assert not w.of("compaction_start")  # the threshold was crossed, but a summary is a model call
+        assert w.faux.pending() == 1 and not any(e["type"] == "compaction" for e in w.file_entries())
+        assert w.types()[-1] == "agent_settled"
+        assert await w.session.prompt("and now?") == "limit"  # nor before the next prompt
+        assert not w.of("compaction_start") and w.faux.pending() == 1
+        with pytest.raises(CompactionError, match="Spending cap maxTokens reached"):
+            await w.session.compact()
     finally:
         await w.close()

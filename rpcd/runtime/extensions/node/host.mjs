@@ -720,36 +720,21 @@ function createContext(ref) {
     });
   };
   const ui = {
+    ...TERMINAL_ONLY,
     select: (title, options, opts) => dialog("ui.select", [title, options], opts, undefined),
     confirm: (title, messageText, opts) => dialog("ui.confirm", [title, messageText], opts, false),
     input: (title, placeholder, opts) => dialog("ui.input", [title, placeholder], opts, undefined),
     editor: (title, prefill) => callLater("ui.editor", [title, prefill]).then((value) => value ?? undefined),
     notify: (text, type) => { call("ui.notify", text, type); },
-    onTerminalInput: () => () => {},
     setStatus: (key, text) => { call("ui.setStatus", key, text); },
-    setWorkingMessage: () => {},
-    setWorkingVisible: () => {},
-    setWorkingIndicator: () => {},
-    setHiddenThinkingLabel: () => {},
     setWidget: (key, content, options) => {
       if (content === undefined || Array.isArray(content)) call("ui.setWidget", key, content, options?.placement);
     },
-    setFooter: () => {},
-    setHeader: () => {},
     setTitle: (title) => { call("ui.setTitle", title); },
     custom: () => callLater("ui.custom", []).then(() => undefined),
     pasteToEditor: (text) => { call("ui.setEditorText", text); },
     setEditorText: (text) => { call("ui.setEditorText", text); },
-    getEditorText: () => "",
-    addAutocompleteProvider: () => {},
-    setEditorComponent: () => {},
-    getEditorComponent: () => undefined,
-    get theme() { return PLAIN_THEME; },
-    getAllThemes: () => [],
-    getTheme: () => undefined,
     setTheme: () => ({ success: false, error: "Theme switching not supported in RPC mode" }),
-    getToolsExpanded: () => false,
-    setToolsExpanded: () => {},
   };
   const sessionManager = {};
   for (const name of ["getCwd", "getSessionDir", "getSessionId", "getSessionFile", "getLeafId", "getLeafEntry",
@@ -807,35 +792,41 @@ function createContext(ref) {
   return ctx;
 }
 
-const NO_UI = {
-  select: async () => undefined,
-  confirm: async () => false,
-  input: async () => undefined,
-  notify: () => {},
+/** What draws in Pi's terminal: in RPC mode (rpc-mode.js's UI context) no-ops and empty answers. */
+const TERMINAL_ONLY = {
   onTerminalInput: () => () => {},
-  setStatus: () => {},
   setWorkingMessage: () => {},
   setWorkingVisible: () => {},
   setWorkingIndicator: () => {},
   setHiddenThinkingLabel: () => {},
-  setWidget: () => {},
   setFooter: () => {},
   setHeader: () => {},
-  setTitle: () => {},
-  custom: async () => undefined,
-  pasteToEditor: () => {},
-  setEditorText: () => {},
   getEditorText: () => "",
-  editor: async () => undefined,
   addAutocompleteProvider: () => {},
   setEditorComponent: () => {},
   getEditorComponent: () => undefined,
-  get theme() { return PLAIN_THEME; },
+  theme: PLAIN_THEME,
   getAllThemes: () => [],
   getTheme: () => undefined,
-  setTheme: () => ({ success: false, error: "UI not available" }),
   getToolsExpanded: () => false,
   setToolsExpanded: () => {},
+};
+
+/** A context without UI (Pi's noOpUIContext): every dialog answers its default. */
+const NO_UI = {
+  ...TERMINAL_ONLY,
+  select: async () => undefined,
+  confirm: async () => false,
+  input: async () => undefined,
+  editor: async () => undefined,
+  custom: async () => undefined,
+  notify: () => {},
+  setStatus: () => {},
+  setWidget: () => {},
+  setTitle: () => {},
+  pasteToEditor: () => {},
+  setEditorText: () => {},
+  setTheme: () => ({ success: false, error: "UI not available" }),
 };
 
 /** A session writer handed to `newSession({setup})` (Pi's SessionManager appends, and its reads). */
@@ -860,6 +851,62 @@ requestHandlers.set("initialize", () => {
 });
 
 requestHandlers.set("ping", () => true);
+
+// -- Pi packages (core/package-manager.js, as `pi install|remove|list` and Pi's resource loader run it) ------
+
+let packageModules = null;
+
+/** Pi's package manager for `cwd`, reading its settings files as Pi does (the project's only when trusted). */
+async function packageManager({ cwd, agentDir, projectTrusted }) {
+  if (packageModules === null) {
+    const dist = path.join(piPackageDir(), "dist", "core");
+    const load = (name) => import(new URL(`file://${path.join(dist, name)}`).href);
+    const [manager, settings, guard] = await Promise.all([load("package-manager.js"), load("settings-manager.js"),
+      load("output-guard.js")]);
+    guard.takeOverStdout(); // npm and git run with stdout on stderr: the host's stdout is the protocol's
+    packageModules = { DefaultPackageManager: manager.DefaultPackageManager, SettingsManager: settings.SettingsManager };
+  }
+  const settingsManager = packageModules.SettingsManager.create(cwd, agentDir, { projectTrusted: Boolean(projectTrusted) });
+  const manager = new packageModules.DefaultPackageManager({ cwd, agentDir, settingsManager });
+  const progress = [];
+  manager.setProgressCallback((event) => {
+    if (event.type === "start" && event.message) progress.push(event.message);
+  });
+  return { manager, settingsManager, progress };
+}
+
+function resolvedOfPackages(list) {
+  return list.filter((entry) => entry.metadata?.origin === "package")
+    .map((entry) => ({ path: entry.path, enabled: entry.enabled !== false, metadata: entry.metadata }));
+}
+
+// What a session's packages bring (Pi's resolve(): a configured package not installed yet is installed first).
+requestHandlers.set("packages.resolve", async (params) => {
+  const { manager, progress } = await packageManager(params);
+  const resolved = await manager.resolve();
+  return { extensions: resolvedOfPackages(resolved.extensions), skills: resolvedOfPackages(resolved.skills),
+    prompts: resolvedOfPackages(resolved.prompts), installed: progress };
+});
+
+requestHandlers.set("packages.list", async (params) => {
+  const { manager } = await packageManager(params);
+  return { packages: manager.listConfiguredPackages().map((pkg) => ({ source: pkg.source, scope: pkg.scope,
+    filtered: Boolean(pkg.filtered), installedPath: pkg.installedPath ?? null })) };
+});
+
+requestHandlers.set("packages.install", async (params) => {
+  const { manager, settingsManager } = await packageManager(params);
+  await manager.installAndPersist(params.source, { local: Boolean(params.local) });
+  await settingsManager.flush?.();
+  return { installed: params.source };
+});
+
+requestHandlers.set("packages.remove", async (params) => {
+  const { manager, settingsManager } = await packageManager(params);
+  const removed = await manager.removeAndPersist(params.source, { local: Boolean(params.local) });
+  await settingsManager.flush?.();
+  return { removed: Boolean(removed) };
+});
 
 requestHandlers.set("load", async (params) => {
   const runner = new Runner(params.runner, params.cwd, params.agentDir, params.flags);

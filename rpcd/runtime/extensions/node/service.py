@@ -29,7 +29,7 @@ from .bridge import NodeExtensions
 from .connection import CallAbandoned, HostCallError, HostConnection, HostGone
 from .locate import NodeUnavailable, ensure_host_packages, find_node
 
-__all__ = ["NodeHost", "running_node_host"]
+__all__ = ["NodeHost", "NodeUnavailable", "running_node_host"]
 
 _log = logging.getLogger("rpcd.runtime.extensions.node")
 
@@ -71,6 +71,9 @@ class NodeHost:
     async def loader(self) -> ScriptLoader | str:
         """The script loader of the running host (started now if it is not running), or the reason
         there is none."""
+        return await self._running()
+
+    async def _running(self) -> _Loader | str:
         async with self._lock:
             current = self._loader
             if current is not None and current.bridge.connection.alive:
@@ -86,6 +89,20 @@ class NodeHost:
                 return exc.reason
             self._loader = started
             return started
+
+    async def request(self, method: str, params: dict[str, Any], *, budget: float) -> Any:
+        """A call of the host's own (Pi's package manager), the host started if it is not running;
+        raises :class:`NodeUnavailable` with why it cannot be made (no Node, the host failed, the call
+        failed: its message)."""
+        started = await self._running()
+        if isinstance(started, str):
+            raise NodeUnavailable(started)
+        try:
+            return await started.bridge.connection.request(method, params, budget=budget)
+        except HostCallError as exc:
+            raise NodeUnavailable(exc.message) from None
+        except (HostGone, CallAbandoned) as exc:
+            raise NodeUnavailable(f"the extension host gave no answer: {exc}") from None
 
     async def _start(self, notes: list[Diagnostic]) -> _Loader:
         env = dict(os.environ if self._env is None else self._env)
