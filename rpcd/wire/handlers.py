@@ -47,7 +47,6 @@ from rpcd.core.values import (
     InputHandled,
     McpServerState,
     ModelDescription,
-    ModelRef,
     PromptOutcome,
     QueueSnapshot,
     SandboxState,
@@ -61,7 +60,6 @@ from rpcd.protocol import types as t
 from rpcd.protocol.errors import ErrorCode, ErrorItem
 from rpcd.protocol.methods import MethodSpec, client_requests
 from rpcd.protocol.names import (
-    ABORT,
     BASH,
     COMPACT,
     CYCLE_MODEL,
@@ -75,12 +73,10 @@ from rpcd.protocol.names import (
     GET_ENTRIES,
     GET_MESSAGES,
     GET_TREE,
-    LIST_MCP_SERVERS,
     LIST_SESSIONS,
     NAVIGATE_TREE,
     PROMPT,
     RENAME_SESSION,
-    SET_MODEL,
     STEER,
 )
 from rpcd.wire.calls import generic_handler, session_call, tracked
@@ -160,7 +156,10 @@ def register(server: Server, *handlers: object) -> None:
         if spec.name in server.method_names:
             continue
         found = [getattr(h, handler_name(spec.name)) for h in handlers if hasattr(h, handler_name(spec.name))]
-        if not found and spec.session is not None:  # a plain session call: the one generic handler
+        if spec.session is not None:  # a plain session call: the one generic handler, never one of its own
+            if found:
+                raise LookupError(f"{spec.name} is a plain session call (session={spec.session!r}) "
+                                  f"and has a handler {handler_name(spec.name)!r} too")
             found = [h._plain(spec) for h in handlers if isinstance(h, SessionMethods)]
         if len(found) != 1:
             raise LookupError(f"{spec.name}: {len(found)} handlers named {handler_name(spec.name)!r}, not one")
@@ -474,25 +473,8 @@ class SessionMethods:
             return t.PromptResult(queued=streaming_behavior)
         return t.PromptResult(stop_reason=outcome)
 
-    def abort(self, params: t.EmptyParams | None = None) -> Awaitable[None]:
-        return self._answered(self._call(ABORT, lambda session: session.abort()))
-
-    def set_model(self, params: t.SetModelParams) -> Awaitable[t.ModelRef]:
-        return self._model(self._call(SET_MODEL, lambda session: session.set_model(params.provider, params.model_id)))
-
-    async def _model(self, pending: Pending[ModelRef]) -> t.ModelRef:
-        ref = await pending
-        await self._pump.drain()
-        return t.ModelRef(ref.provider, ref.model_id)
-
     def get_commands(self, params: t.EmptyParams | None = None) -> Awaitable[t.GetCommandsResult]:
         return self._commands(self._call(GET_COMMANDS, lambda session: session.commands()))
-
-    def list_mcp_servers(self, params: t.EmptyParams | None = None) -> Awaitable[t.ListMcpServersResult]:
-        return self._mcp_servers(self._call(LIST_MCP_SERVERS, lambda session: session.mcp_servers()))
-
-    async def _mcp_servers(self, pending: Pending[list[McpServerState]]) -> t.ListMcpServersResult:
-        return t.ListMcpServersResult(servers=[mcp_server_result(s) for s in await pending])
 
     async def _commands(self, pending: Pending[list[CommandInfo]]) -> t.GetCommandsResult:
         commands = await pending

@@ -36,3 +36,30 @@ def test_handler_names_are_the_snake_case_of_the_method() -> None:
 def test_the_method_table_names_every_method_once() -> None:
     names = [spec.name for spec in SPECS]
     assert sorted({n for n in names if names.count(n) > 1}) == []
+
+
+class _Twice:
+    """A handler for ``setSessionName``, a plain session call the generic handler serves."""
+
+    def set_session_name(self, params: object) -> None: ...
+
+
+class _Again:
+    def get_messages(self, params: object) -> None: ...
+
+
+@pytest.mark.parametrize(("row", "extra", "clash"), [("setSessionName", _Twice, "plain session call"),
+                                                    ("getMessages", _Again, "2 handlers")])
+def test_two_handlers_of_one_row_are_refused_at_registration(tmp_path: object, monkeypatch: pytest.MonkeyPatch,
+                                                             row: str, extra: type, clash: str) -> None:
+    """Two places serving one row (a plain session call with a handler of its own, or two handler
+    objects naming the same method) fail at start-up instead of one silently winning."""
+    from rpcd.wire import handlers as module
+    from rpcd.wire.server import create_server
+
+    daemon = Daemon(parse_options(["--in-memory", "--agent-dir", str(tmp_path)]))
+    sessions = SessionMethods(daemon.host, daemon.pump, daemon.library)
+    monkeypatch.setattr(module, "client_requests", lambda: [s for s in client_requests() if s.name == row])
+    module.register(create_server(), sessions)  # alone, it serves the row
+    with pytest.raises(LookupError, match=clash):
+        module.register(create_server(), sessions, extra())
