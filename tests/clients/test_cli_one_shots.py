@@ -59,6 +59,24 @@ def test_piped_stdin_is_merged_into_the_prompt_and_a_dash_places_it(tmp_path: Pa
     assert empty.returncode == 2 and "the text is empty" in empty.stderr
 
 
+def test_a_prompt_json_result_sums_the_cost_and_usage_of_every_reply_of_the_turn(tmp_path: Path) -> None:
+    """Issue 37 M1: ``cost``/``usage`` are the whole turn's (a tool round, then the answer), ``text`` the
+    last reply's, and the session is named — not only the first or last message's figures."""
+    script = [{"toolCall": {"name": "ls", "arguments": {}, "id": "call_1"}, "cost": 0.25},
+              {"text": "listed it", "cost": 0.5}]
+    ctl = Ctl(tmp_path, script)
+    result = ctl.json("prompt", "list the project")
+    assert (result["stopReason"], result["text"], result["isError"]) == ("stop", "listed it", False)
+    assert result["cost"] == 0.75
+    entries = [json.loads(line) for line in Path(result["sessionFile"]).read_text().splitlines()]
+    assert entries[0]["id"] == result["sessionId"]
+    replies = [e["message"]["usage"] for e in entries
+               if e["type"] == "message" and e["message"]["role"] == "assistant"]
+    assert len(replies) == 2
+    for key in ("input", "output", "totalTokens"):
+        assert result["usage"][key] == sum(u[key] for u in replies) > 0, key
+
+
 def test_non_utf8_input_is_replaced_with_a_warning_and_non_utf8_arguments_are_refused(tmp_path: Path) -> None:
     ctl = Ctl(tmp_path)
     replaced = ctl("prompt", "what", stdin=b"caf\xe9")
@@ -150,6 +168,24 @@ def test_json_chat_prints_each_turns_result_and_thinking_off_a_terminal_is_frame
     assert (turn["text"], turn["isError"], turn["stopReason"]) == ("first answer", False, "stop")
     shown = ctl("--show-thinking", "prompt", "two")  # stdout is a pipe: thinking framed, the answer after
     assert shown.stdout == "<thinking>\nlet me see\n</thinking>\nfirst answer\n", shown.stdout
+
+
+def test_chat_runs_pis_slash_commands_and_sends_none_of_them_to_the_model(tmp_path: Path) -> None:
+    """Issue 37 M5: /compact, /export, /import, /trust, /models, /session and an unknown /word were sent
+    to the model as prompts; each is chat's own now (an unknown word refused), read from a pipe too."""
+    ctl = Ctl(tmp_path)
+    out = tmp_path / "out.jsonl"
+    lines = ["one", "/compact", f"/export {out}", f"/import {out}", "/trust", "/models", "/session", "/nonsense x",
+             "two"]
+    chatted = ctl("chat", stdin="\n".join(lines).encode() + b"\n")
+    assert chatted.returncode == 0, chatted.stderr
+    replies = [line for line in chatted.stdout.splitlines() if line.startswith("echo: ")]
+    assert replies == ["echo: one", "echo: one", "echo: two"]  # the import's conversation shown once; no /word
+    assert "Nothing to compact (session too small)" in chatted.stderr  # Pi's refusal, not a model turn
+    assert f"exported to {out}" in chatted.stdout and out.is_file()
+    assert json.loads((ctl.agent / "trust.json").read_text()) == {os.path.realpath(ctl.project): True}
+    assert "faux-1" in chatted.stdout and "messages  " in chatted.stdout  # /models, /session
+    assert "unknown command /nonsense" in chatted.stderr
 
 
 def test_a_session_held_by_another_process_says_so_without_restart_advice(tmp_path: Path) -> None:

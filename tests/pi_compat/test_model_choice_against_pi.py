@@ -101,3 +101,15 @@ def test_a_model_switch_records_the_thinking_level_as_pi(pi_oracle: PiOracle, tm
                      lambda: run_rpcd(tmp_path, [], program, agent_files=files, model_args=args))
     assert ours["entries"] == pi["entries"]
     assert ours["answers"] == pi["answers"]
+
+
+def test_a_cycled_model_and_level_hold_for_the_next_session_as_a_set_one_does(tmp_path: Path) -> None:
+    """Issue 30.2 names ``cycleModel`` beside ``setModel``: the model it moves to (and the level it sets)
+    start the next session too, and nothing is written (rpcd alone: the setModel case above is Pi's)."""
+    program: list[Step] = [("getState",), ("cycleModel",), ("setThinkingLevel", "low"), ("newSession",),
+                           ("getState",)]
+    ours = run_rpcd(tmp_path, [], program, agent_files={"models.json": LOCAL})
+    first, (cycled, _), after = ours["answers"][0]["data"], ours["answers"][1]["data"], ours["answers"][-1]["data"]
+    assert (first["model"], cycled) == ("local/m1", "local/r1")
+    assert (after["model"], after["thinkingLevel"]) == ("local/r1", "low")
+    assert ours["settings"] is None

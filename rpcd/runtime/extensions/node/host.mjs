@@ -720,36 +720,21 @@ function createContext(ref) {
     });
   };
   const ui = {
+    ...TERMINAL_ONLY,
     select: (title, options, opts) => dialog("ui.select", [title, options], opts, undefined),
     confirm: (title, messageText, opts) => dialog("ui.confirm", [title, messageText], opts, false),
     input: (title, placeholder, opts) => dialog("ui.input", [title, placeholder], opts, undefined),
     editor: (title, prefill) => callLater("ui.editor", [title, prefill]).then((value) => value ?? undefined),
     notify: (text, type) => { call("ui.notify", text, type); },
-    onTerminalInput: () => () => {},
     setStatus: (key, text) => { call("ui.setStatus", key, text); },
-    setWorkingMessage: () => {},
-    setWorkingVisible: () => {},
-    setWorkingIndicator: () => {},
-    setHiddenThinkingLabel: () => {},
     setWidget: (key, content, options) => {
       if (content === undefined || Array.isArray(content)) call("ui.setWidget", key, content, options?.placement);
     },
-    setFooter: () => {},
-    setHeader: () => {},
     setTitle: (title) => { call("ui.setTitle", title); },
     custom: () => callLater("ui.custom", []).then(() => undefined),
     pasteToEditor: (text) => { call("ui.setEditorText", text); },
     setEditorText: (text) => { call("ui.setEditorText", text); },
-    getEditorText: () => "",
-    addAutocompleteProvider: () => {},
-    setEditorComponent: () => {},
-    getEditorComponent: () => undefined,
-    get theme() { return PLAIN_THEME; },
-    getAllThemes: () => [],
-    getTheme: () => undefined,
     setTheme: () => ({ success: false, error: "Theme switching not supported in RPC mode" }),
-    getToolsExpanded: () => false,
-    setToolsExpanded: () => {},
   };
   const sessionManager = {};
   for (const name of ["getCwd", "getSessionDir", "getSessionId", "getSessionFile", "getLeafId", "getLeafEntry",
@@ -807,35 +792,41 @@ function createContext(ref) {
   return ctx;
 }
 
-const NO_UI = {
-  select: async () => undefined,
-  confirm: async () => false,
-  input: async () => undefined,
-  notify: () => {},
+/** What draws in Pi's terminal: in RPC mode (rpc-mode.js's UI context) no-ops and empty answers. */
+const TERMINAL_ONLY = {
   onTerminalInput: () => () => {},
-  setStatus: () => {},
   setWorkingMessage: () => {},
   setWorkingVisible: () => {},
   setWorkingIndicator: () => {},
   setHiddenThinkingLabel: () => {},
-  setWidget: () => {},
   setFooter: () => {},
   setHeader: () => {},
-  setTitle: () => {},
-  custom: async () => undefined,
-  pasteToEditor: () => {},
-  setEditorText: () => {},
   getEditorText: () => "",
-  editor: async () => undefined,
   addAutocompleteProvider: () => {},
   setEditorComponent: () => {},
   getEditorComponent: () => undefined,
-  get theme() { return PLAIN_THEME; },
+  theme: PLAIN_THEME,
   getAllThemes: () => [],
   getTheme: () => undefined,
-  setTheme: () => ({ success: false, error: "UI not available" }),
   getToolsExpanded: () => false,
   setToolsExpanded: () => {},
+};
+
+/** A context without UI (Pi's noOpUIContext): every dialog answers its default. */
+const NO_UI = {
+  ...TERMINAL_ONLY,
+  select: async () => undefined,
+  confirm: async () => false,
+  input: async () => undefined,
+  editor: async () => undefined,
+  custom: async () => undefined,
+  notify: () => {},
+  setStatus: () => {},
+  setWidget: () => {},
+  setTitle: () => {},
+  pasteToEditor: () => {},
+  setEditorText: () => {},
+  setTheme: () => ({ success: false, error: "UI not available" }),
 };
 
 /** A session writer handed to `newSession({setup})` (Pi's SessionManager appends, and its reads). */
