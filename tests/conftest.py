@@ -35,7 +35,8 @@ def provider_env_names() -> list[str]:
     names = {name for p in builtin_catalog().providers.values() for name in p.auth.env_names}
     names.update({"PI_CACHE_RETENTION", "AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
                   "GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_CLOUD_PROJECT", "GCLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION",
-                  "CLOUDFLARE_ACCOUNT_ID", "CLOUDFLARE_GATEWAY_ID"})
+                  "CLOUDFLARE_API_KEY", "CLOUDFLARE_ACCOUNT_ID", "CLOUDFLARE_GATEWAY_ID", "AWS_SESSION_TOKEN",
+                  "AWS_BEARER_TOKEN_BEDROCK"})
     return sorted(names)
 
 

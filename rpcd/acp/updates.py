@@ -32,6 +32,7 @@ from typing import Any, Final
 import attrs
 from acp.schema import (
     AgentMessageChunk,
+    AgentPlanUpdate,
     AgentThoughtChunk,
     AvailableCommand,
     AvailableCommandInput,
@@ -372,11 +373,19 @@ def _cost_of(message: Mapping[str, Any]) -> float:
 
 
 def replay(messages: Sequence[Mapping[str, Any]], cwd: str) -> list[Update]:
-    """The conversation of ``messages`` (the session's context) as updates, in order."""
+    """The conversation of ``messages`` (the session's context) as updates, in order; then the last
+    to-do list its tool calls held (``rpcd.acp.plans``) as the ``plan``."""
     out: list[Update] = []
     calls: dict[str, CallFacts] = {}
+    plan: list[PlanEntry] | None = None
     for message in messages:
         role = message.get("role")
+        held = [block.get("arguments") for block in message.get("content") or ()
+                if isinstance(block, Mapping) and block.get("type") == "toolCall"] if role == "assistant" \
+            else [message.get("details")] if role == "toolResult" else []
+        for value in held:
+            if (found := plan_in(value)) is not None:
+                plan = found  # (an empty list: the plan was cleared)
         if role == "user":
             out.extend(UserMessageChunk(session_update="user_message_chunk", content=block)
                        for block in _content_blocks(message.get("content")))
@@ -395,6 +404,8 @@ def replay(messages: Sequence[Mapping[str, Any]], cwd: str) -> list[Update]:
                                         content=content))
         elif role == "bashExecution":
             out.extend(_replay_bash(message, len(out)))
+    if plan:
+        out.append(AgentPlanUpdate(session_update="plan", entries=plan))
     return out
 
 

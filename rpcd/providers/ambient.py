@@ -1,6 +1,7 @@
-"""Credentials Pi finds beyond one environment variable: the AWS credential chain for Amazon Bedrock
-and application-default credentials for Google Vertex AI (pi-ai ``providers/amazon-bedrock.ts``
-``bedrockAuth.resolve``, ``providers/google-vertex.ts`` ``vertexAuth.resolve``).
+"""Credentials Pi finds beyond one environment variable: the AWS credential chain for Amazon Bedrock,
+application-default credentials for Google Vertex AI and Cloudflare's key with its account (and AI
+Gateway) id (pi-ai ``providers/amazon-bedrock.ts`` ``bedrockAuth.resolve``, ``providers/google-vertex.ts``
+``vertexAuth.resolve``, ``providers/cloudflare-auth.ts``).
 
 Each resolver answers, without running anything or reading a secret's value into a message,
 whether the provider is configured and how: an ``Ambient`` with the API key to send (a Bedrock
@@ -25,6 +26,10 @@ class Ambient:
     source: str
     api_key: str | None = attrs.field(default=None, repr=False)
     env: Mapping[str, str] = attrs.field(factory=dict, repr=False)
+    headers: Mapping[str, str] = attrs.field(factory=dict, repr=False)
+    """Headers carrying the credential instead of the API's own (Cloudflare AI Gateway's)."""
+    removed_headers: tuple[str, ...] = ()
+    """The API's own credential headers the request must not carry (Pi's ``null`` header values)."""
 
 
 Lookup = Callable[[str], str | None]
@@ -71,7 +76,65 @@ def vertex(key: str | None, stored_env: Mapping[str, str] | None, env: Lookup,
     return None
 
 
-RESOLVERS: Final = {"amazon-bedrock": bedrock, "google-vertex": vertex}
+CLOUDFLARE_WORKERS_AI: Final = "cloudflare-workers-ai"
+CLOUDFLARE_AI_GATEWAY: Final = "cloudflare-ai-gateway"
+CLOUDFLARE_PROVIDERS: Final = frozenset({CLOUDFLARE_WORKERS_AI, CLOUDFLARE_AI_GATEWAY})
+"""Pi's Cloudflare providers: their base URLs hold the account (and gateway) id as placeholders."""
+CLOUDFLARE_IDS: Final = ("CLOUDFLARE_ACCOUNT_ID", "CLOUDFLARE_GATEWAY_ID")
+"""The placeholders of Cloudflare's base URLs (``{CLOUDFLARE_ACCOUNT_ID}``), filled from the resolved env."""
+
+
+def _cloudflare(gateway: bool, key: str | None, stored_env: Mapping[str, str] | None, env: Lookup) -> Ambient | None:
+    """pi-ai ``resolveCloudflareEnv``: each of the key, the account id and (AI Gateway) the gateway id from
+    the stored credential (its key, its ``env``), else from the environment; all of them, or nothing."""
+    stored = stored_env is not None
+
+    def value(name: str, from_credential: str | None) -> str | None:
+        return from_credential if from_credential is not None else env(name)
+
+    api_key = value("CLOUDFLARE_API_KEY", key if stored else None)
+    account = value("CLOUDFLARE_ACCOUNT_ID", (stored_env or {}).get("CLOUDFLARE_ACCOUNT_ID"))
+    gateway_id = value("CLOUDFLARE_GATEWAY_ID", (stored_env or {}).get("CLOUDFLARE_GATEWAY_ID")) if gateway else None
+    if not api_key or not account or (gateway and not gateway_id):
+        return None
+    ids = {"CLOUDFLARE_ACCOUNT_ID": account, **({"CLOUDFLARE_GATEWAY_ID": gateway_id} if gateway_id else {})}
+    source = "stored credential" if stored else "CLOUDFLARE_API_KEY"
+    if not gateway:
+        return Ambient(source, api_key, ids)
+    # the gateway authenticates with its own header; the upstream API's key headers are dropped
+    return Ambient(source, None, ids, headers={"cf-aig-authorization": f"Bearer {api_key}"},
+                   removed_headers=("Authorization", "x-api-key"))
+
+
+def cloudflare_workers_ai(key: str | None, stored_env: Mapping[str, str] | None, env: Lookup) -> Ambient | None:
+    return _cloudflare(False, key, stored_env, env)
+
+
+def cloudflare_ai_gateway(key: str | None, stored_env: Mapping[str, str] | None, env: Lookup) -> Ambient | None:
+    return _cloudflare(True, key, stored_env, env)
+
+
+KEY_LOGIN_VALUES: Final = {
+    CLOUDFLARE_WORKERS_AI: (("CLOUDFLARE_ACCOUNT_ID", "Enter Cloudflare account ID"),),
+    CLOUDFLARE_AI_GATEWAY: (("CLOUDFLARE_ACCOUNT_ID", "Enter Cloudflare account ID"),
+                            ("CLOUDFLARE_GATEWAY_ID", "Enter Cloudflare AI Gateway ID")),
+}
+"""What a key login asks for besides the key, stored in the entry's ``env`` (pi-ai ``cloudflare*Auth.login``)."""
+KEY_LOGIN_MESSAGES: Final = {CLOUDFLARE_WORKERS_AI: "Enter Cloudflare API key",
+                             CLOUDFLARE_AI_GATEWAY: "Enter Cloudflare API key"}
+
+
+def cloudflare_base_url(base_url: str, env: Mapping[str, str]) -> str:
+    """pi-ai ``resolveCloudflareModel``: the account and gateway ids put into a Cloudflare base URL (a
+    placeholder without a value stays as it is)."""
+    for name in CLOUDFLARE_IDS:
+        if name in env:
+            base_url = base_url.replace("{" + name + "}", env[name])
+    return base_url
+
+
+RESOLVERS: Final = {"amazon-bedrock": bedrock, "google-vertex": vertex, CLOUDFLARE_WORKERS_AI: cloudflare_workers_ai,
+                    CLOUDFLARE_AI_GATEWAY: cloudflare_ai_gateway}
 """Providers whose credentials come from more than one variable, by provider id."""
 
 HINTS: Final = {
@@ -79,4 +142,8 @@ HINTS: Final = {
                       "AWS_BEARER_TOKEN_BEDROCK; or add a key or an AWS_PROFILE to auth.json)",
     "google-vertex": "no Google Cloud credentials (set GOOGLE_CLOUD_API_KEY, or application-default credentials "
                      "with GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION)",
+    CLOUDFLARE_WORKERS_AI: "no Cloudflare credentials (set CLOUDFLARE_API_KEY and CLOUDFLARE_ACCOUNT_ID, or log in "
+                           "with an API key: rpcctl login cloudflare-workers-ai)",
+    CLOUDFLARE_AI_GATEWAY: "no Cloudflare credentials (set CLOUDFLARE_API_KEY, CLOUDFLARE_ACCOUNT_ID and "
+                           "CLOUDFLARE_GATEWAY_ID, or log in with an API key: rpcctl login cloudflare-ai-gateway)",
 }

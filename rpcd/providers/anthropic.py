@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from rpcd.providers.assembly import Blocks, calculate_cost, int_field
-from rpcd.providers.call import CallContext, header_value, merge_headers
+from rpcd.providers.call import COPILOT, CallContext, copilot_headers, header_value, merge_headers
 from rpcd.providers.http import HttpRequest, StreamError, decode_chunk, json_or_none, sdk_status_message
 from rpcd.providers.models_config import ModelSpec
 from rpcd.providers.sse import SseEvent
@@ -318,17 +318,21 @@ def build_body(model: ModelSpec, ctx: CallContext, *, oauth: bool = False) -> tu
 
 def build_request(model: ModelSpec, ctx: CallContext) -> HttpRequest:
     api_key = ctx.auth.api_key
-    oauth = is_oauth_token(api_key)
+    copilot = model.provider == COPILOT  # the Copilot token as a bearer, never Claude Code's identity
+    oauth = is_oauth_token(api_key) and not copilot
     body, betas = build_body(model, ctx, oauth=oauth)
     base: dict[str, str] = {"accept": "application/json", "anthropic-dangerous-direct-browser-access": "true"}
-    if oauth:
+    dynamic: dict[str, str] = {}
+    if copilot:
+        dynamic = copilot_headers(ctx.messages)
+    elif oauth:
         base.update({"user-agent": f"claude-cli/{CLAUDE_CODE_VERSION}", "x-app": "cli"})
     elif ctx.session_id and ctx.cache_retention != "none" and _compat(model, "sendSessionAffinityHeaders", False):
         base["x-session-affinity"] = ctx.session_id
-    headers = merge_headers(base, model.static_headers, ctx.options_headers)
+    headers = merge_headers(base, model.static_headers, dynamic, ctx.options_headers)
     auth_headers: dict[str, str] = {}
     if header_value(headers, "authorization") is None and header_value(headers, "x-api-key") is None:
-        if oauth and api_key:
+        if (oauth or copilot) and api_key:
             auth_headers["Authorization"] = f"Bearer {api_key}"
         elif api_key:
             auth_headers["x-api-key"] = api_key
@@ -361,7 +365,7 @@ class AnthropicParser:
         self.message = message
         self.model = model
         self.blocks = Blocks(message, model.provider)
-        self.oauth = is_oauth_token(ctx.auth.api_key)
+        self.oauth = is_oauth_token(ctx.auth.api_key) and model.provider != COPILOT
         self.tool_names = [t.name for t in ctx.tools]
         self.index: dict[int, int] = {}
         self.rates: Mapping[str, Any] = model.cost

@@ -5,7 +5,7 @@ cache retention, thinking budgets)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 import attrs
 
@@ -79,3 +79,17 @@ def merge_headers(*sources: Mapping[str, str] | None) -> dict[str, str]:
                 del merged[existing]
             merged[name] = value
     return merged
+
+
+COPILOT: Final = "github-copilot"
+
+
+def copilot_headers(messages: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """pi-ai ``buildCopilotDynamicHeaders``: GitHub Copilot's per-request headers (every API it serves)."""
+    last = messages[-1] if messages else None
+    headers = {"X-Initiator": "agent" if last is not None and last.get("role") != "user" else "user",
+               "Openai-Intent": "conversation-edits"}
+    if any(m.get("role") in ("user", "toolResult") and isinstance(m.get("content"), list)
+           and any(isinstance(b, Mapping) and b.get("type") == "image" for b in m["content"]) for m in messages):
+        headers["Copilot-Vision-Request"] = "true"
+    return headers

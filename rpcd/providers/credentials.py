@@ -52,7 +52,8 @@ OAUTH_MIN_VALIDITY_MS: Final = 5 * 60 * 1000
 OAUTH_BEARER_PROVIDERS: Final = frozenset({"kimi-coding"})
 """Providers whose OAuth access token is sent as ``Authorization: Bearer`` (Pi's ``toAuth``)."""
 PI_LOGIN_HINT: Final = "log in again: rpcctl login, or /login in pi"
-AMBIENT_PROVIDERS: Final = frozenset({"amazon-bedrock", "google-vertex"})
+AMBIENT_PROVIDERS: Final = frozenset({"amazon-bedrock", "google-vertex", "cloudflare-workers-ai",
+                                      "cloudflare-ai-gateway"})
 """Providers whose credentials Pi resolves from several variables and files (``ambient``)."""
 
 
@@ -89,6 +90,8 @@ class ResolvedAuth:
     source: str
     env: Mapping[str, str] = attrs.field(factory=dict, repr=False)
     """The stored credential's ``env`` (Pi passes it to the API as ``options.env``)."""
+    removed_headers: tuple[str, ...] = ()
+    """Credential headers of the API the request must not carry (Pi's ``null`` header values)."""
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -237,8 +240,8 @@ class Credentials:
             if auth is not None and not auth.api_key:
                 return None
             if credential.key:
-                if auth is not None and not auth.stored:
-                    return None
+                if auth is not None and not auth.stored:  # a key Pi reads with more (Cloudflare's account id)
+                    return self._env_check(spec, credential) if spec.name in AMBIENT_PROVIDERS else None
                 return AuthCheck(source=self.source_kind(spec.name))
             return self._env_check(spec, credential)  # an entry without a key: Pi resolves from the environment
         if auth is not None and not auth.api_key and spec.api_key is None:
@@ -318,8 +321,12 @@ class Credentials:
         api_key: str | None = None
         headers: dict[str, str] = {}
         scoped_env: Mapping[str, str] = {}
+        removed: tuple[str, ...] = ()
         source: str
         auth = spec.builtin.auth if spec.builtin is not None else None
+        # a stored key Pi reads together with more values (Cloudflare's account id): the resolver's
+        ambient_key = bool(credential is not None and credential.type == "api_key" and credential.key
+                           and auth is not None and not auth.stored and spec.name in AMBIENT_PROVIDERS)
         if credential is not None and credential.type == "oauth" and oauth is not None:
             api_key = oauth.api_key or None
             headers.update(oauth.headers)
@@ -336,7 +343,7 @@ class Credentials:
             else:
                 api_key = credential.access
             source = "OAuth"
-        elif credential is not None and credential.type == "api_key" and credential.key:
+        elif credential is not None and credential.type == "api_key" and credential.key and not ambient_key:
             merged_env = {**env, **credential.env}
             api_key = resolve_config_value(credential.key, env=merged_env,
                                            what=f'the {self.source_kind(spec.name)} key for "{spec.name}"')
@@ -345,7 +352,7 @@ class Credentials:
         elif credential is not None and credential.type not in ("api_key",):
             raise CredentialError(f'{AUTH_FILE} holds a "{credential.type}" credential for "{spec.name}", '
                                   "which rpcd cannot use")
-        elif spec.api_key is not None:
+        elif spec.api_key is not None and not ambient_key:
             api_key = resolve_config_value(spec.api_key, env=env, what=f'apiKey of provider "{spec.name}"')
             source = "models.json apiKey"
         elif auth is not None and auth.custom and spec.name in AMBIENT_PROVIDERS:
@@ -353,6 +360,8 @@ class Credentials:
             if ambient is None:
                 raise CredentialError(f'No credentials for provider "{spec.name}"')
             api_key, source, scoped_env = ambient.api_key, ambient.source, ambient.env
+            headers.update(ambient.headers)
+            removed = ambient.removed_headers
         else:
             found = None
             for name, kind in auth.env if auth is not None else ():
@@ -373,7 +382,7 @@ class Credentials:
             if not api_key:
                 raise CredentialError(f'Provider "{spec.name}": authHeader requires a resolved API key')
             headers["Authorization"] = f"Bearer {api_key}"
-        return ResolvedAuth(api_key=api_key, headers=headers, source=source, env=scoped_env)
+        return ResolvedAuth(api_key=api_key, headers=headers, source=source, env=scoped_env, removed_headers=removed)
 
 
 def env_names(spec: ProviderSpec) -> tuple[str, ...]:

@@ -80,6 +80,7 @@ class Logins:
     # -- listing ---------------------------------------------------------------------------
 
     def providers(self) -> list[AuthProvider]:
+        from rpcd.providers.ambient import KEY_LOGIN_VALUES
         from rpcd.providers.catalog import builtin_catalog
 
         try:
@@ -90,7 +91,7 @@ class Logins:
         for provider in builtin_catalog().providers.values():
             auth = provider.auth
             oauth = provider.id in FLOW_MODULES
-            api_key = bool(auth.api_key and auth.stored)
+            api_key = bool(auth.api_key and (auth.stored or provider.id in KEY_LOGIN_VALUES))
             if not oauth and not api_key:
                 continue
             entry = stored.get(provider.id)
@@ -110,6 +111,7 @@ class Logins:
     async def login(self, provider: str, interaction: Interaction, method: str = "oauth") -> Entry:
         """Run the login and store its credential; answers what was stored."""
         credential: Credential
+        flow = None
         if method == "oauth":
             flow = oauth_flow(provider)
             if flow is None:
@@ -123,10 +125,17 @@ class Logins:
             except AuthFileError as exc:
                 raise LoginError(str(exc)) from None
         elif method == "api_key":
-            key = await interaction.prompt({"type": "secret", "message": f"Enter the API key for {provider}"})
+            from rpcd.providers.ambient import KEY_LOGIN_MESSAGES, KEY_LOGIN_VALUES
+
+            message = KEY_LOGIN_MESSAGES.get(provider, f"Enter the API key for {provider}")
+            key = await interaction.prompt({"type": "secret", "message": message})
             if not key.strip():
                 raise LoginCancelled("No key entered")
             credential = {"type": "api_key", "key": key.strip()}
+            values = {name: (await interaction.prompt({"type": "text", "message": text})).strip()
+                      for name, text in KEY_LOGIN_VALUES.get(provider, ())}
+            if values:
+                credential["env"] = values
         else:
             raise LoginError(f"Unknown login method {method!r} (oauth or api_key)")
 
@@ -138,7 +147,23 @@ class Logins:
         except AuthFileError as exc:
             raise LoginError(f"Logged in to {provider}, but the credential could not be stored: {exc}") from None
         assert stored is not None
+        list_models = getattr(flow, "models", None)
+        if list_models is not None:
+            await self._store_models(provider, list_models, stored, interaction)
         return stored
+
+    async def _store_models(self, provider: str, list_models: Any, credential: Entry,
+                            interaction: Interaction) -> None:
+        """A login whose models come from the provider (Radius): listed now and kept in Pi's
+        ``models-store.json`` beside auth.json, as Pi's model refresh after a login keeps them."""
+        from rpcd.providers.models_store import store_models
+
+        try:
+            models = await list_models(credential, self.env)
+            await store_models(os.path.dirname(self.file.path), provider, models)
+        except (OAuthError, AuthFileError) as exc:
+            interaction.notify({"type": "info", "message": f"Logged in to {provider}, but its models could not be "
+                                                           f"listed: {_redacted(str(exc), credential)}"})
 
     async def logout(self, provider: str) -> bool:
         try:

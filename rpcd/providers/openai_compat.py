@@ -35,7 +35,7 @@ from typing import Any, Final
 
 from rpcd.core import codec
 from rpcd.providers.assembly import Blocks, calculate_cost
-from rpcd.providers.call import CallContext, header_value, merge_headers
+from rpcd.providers.call import COPILOT, CallContext, copilot_headers, header_value, merge_headers
 from rpcd.providers.completions_compat import CompletionsCompat, get_compat
 from rpcd.providers.http import HttpRequest, StreamError, decode_chunk
 from rpcd.providers.jsonstream import loads_strict
@@ -550,16 +550,6 @@ def build_body(model: ModelSpec, ctx: CallContext) -> dict[str, Any]:
     return body
 
 
-def _copilot_headers(messages: Sequence[Mapping[str, Any]]) -> dict[str, str]:
-    last = messages[-1] if messages else None
-    headers = {"X-Initiator": "agent" if last is not None and last.get("role") != "user" else "user",
-               "Openai-Intent": "conversation-edits"}
-    if any(m.get("role") in ("user", "toolResult") and isinstance(m.get("content"), list) and _blocks(m, "image")
-           for m in messages):
-        headers["Copilot-Vision-Request"] = "true"
-    return headers
-
-
 def _has_header(headers: Mapping[str, str], name: str) -> bool:
     value = header_value(headers, name)
     return value is not None and bool(value.strip())
@@ -574,8 +564,8 @@ def build_request(model: ModelSpec, ctx: CallContext) -> HttpRequest:
             raise StreamError(f"No API key for provider: {model.provider}")
         api_key = "unused"
     defaults: dict[str, str] = dict(model.static_headers)
-    if model.provider == "github-copilot":
-        defaults.update(_copilot_headers(ctx.messages))
+    if model.provider == COPILOT:
+        defaults.update(copilot_headers(ctx.messages))
     session_id = ctx.session_id if ctx.cache_retention != "none" else ""
     if session_id and _js_truthy(compat.send_session_affinity_headers):
         if compat.session_affinity_format == "openrouter":

@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from rpcd.providers.assembly import Blocks, calculate_cost, int_field
-from rpcd.providers.call import CallContext, header_value, merge_headers
+from rpcd.providers.call import COPILOT, CallContext, copilot_headers, header_value, merge_headers
 from rpcd.providers.http import HttpRequest, StreamError, decode_chunk, json_or_none, sdk_status_message
 from rpcd.providers.models_config import ModelSpec
 from rpcd.providers.sse import SseEvent
@@ -264,7 +264,7 @@ def build_body(model: ModelSpec, ctx: CallContext) -> dict[str, Any]:
         if effort is not None:
             body["reasoning"] = {"effort": level_map.get(effort) or effort, "summary": "auto"}
             body["include"] = ["reasoning.encrypted_content"]
-        elif model.provider != "github-copilot" and ("off" not in level_map or level_map.get("off") is not None):
+        elif model.provider != COPILOT and ("off" not in level_map or level_map.get("off") is not None):
             body["reasoning"] = {"effort": level_map.get("off") or "none"}
         if model.provider == "xai":
             body["include"] = ["reasoning.encrypted_content"]
@@ -275,6 +275,8 @@ def build_body(model: ModelSpec, ctx: CallContext) -> dict[str, Any]:
 def build_request(model: ModelSpec, ctx: CallContext) -> HttpRequest:
     body = build_body(model, ctx)
     base: dict[str, str] = dict(model.static_headers)
+    if model.provider == COPILOT:
+        base.update(copilot_headers(ctx.messages))
     if ctx.session_id and ctx.cache_retention != "none":
         fmt = _affinity_format(model)
         if fmt == "openrouter":

@@ -56,10 +56,12 @@ from rpcd.providers.models_config import (
     ModelSpec,
     ProviderSpec,
     UnresolvedValueError,
+    builtin_spec,
     compose_providers,
     load_models_config,
     resolve_headers,
 )
+from rpcd.providers.models_store import RADIUS, with_stored_models
 
 if TYPE_CHECKING:
     import httpx
@@ -164,11 +166,24 @@ class RemoteProvider:
         self._infos.append(info)
         return info
 
+    def _follow_store(self) -> None:
+        """Radius's models are the ones stored in ``models-store.json`` (``models_store``): follow the
+        file, so a login (by rpcd or Pi) shows its models at once, as its credentials show."""
+        if self.name != RADIUS or self.spec.configured or self.credentials.auth_path is None:
+            return
+        agent_dir = os.path.dirname(self.credentials.auth_path)
+        builtin = with_stored_models(builtin_catalog(), agent_dir).providers.get(self.name)
+        if builtin is not None and builtin is not self.spec.builtin:
+            self.spec = builtin_spec(builtin)
+            self._models, self._infos, self._check = _models(self.spec), _infos(self.spec), False
+
     def models(self) -> list[ModelInfo]:
+        self._follow_store()
         return list(self._infos)
 
     def usable_models(self) -> list[ModelInfo]:
         """The models usable now: none without credentials, else those of an implemented API."""
+        self._follow_store()
         check = self.auth_check()
         if check is None:
             return []
@@ -180,6 +195,7 @@ class RemoteProvider:
         return usable
 
     def model_spec(self, model_id: str) -> ModelSpec | None:
+        self._follow_store()
         return self._models.get(model_id)
 
     def auth_check(self) -> AuthCheck | None:
@@ -272,6 +288,11 @@ class RemoteProvider:
             auth, headers = self._resolve(spec, oauth)
         if oauth is not None and oauth.base_url:
             spec = attrs.evolve(spec, base_url=oauth.base_url)  # GitHub Copilot's per-account endpoint
+        if "{" in spec.base_url and auth.env:
+            from rpcd.providers.ambient import CLOUDFLARE_PROVIDERS, cloudflare_base_url
+
+            if self.name in CLOUDFLARE_PROVIDERS:  # Cloudflare's account / gateway ids
+                spec = attrs.evolve(spec, base_url=cloudflare_base_url(spec.base_url, auth.env))
         ctx = CallContext(
             system_prompt=request.system_prompt,
             messages=convert_to_llm(request.messages),
@@ -289,11 +310,11 @@ class RemoteProvider:
                  **{k: v for k, v in auth.env.items() if v}},
         )
         hooks = request.hooks
-        removed: list[str] = []
+        removed: list[str] = list(auth.removed_headers)
         if hooks is not None:
             # Pi's ``transformHeaders`` (before_provider_headers): the option headers, changed in place
             changed = await hooks.headers(dict(ctx.options_headers))
-            removed = [name for name, value in changed.items() if value is None]
+            removed += [name for name, value in changed.items() if value is None]
             ctx = attrs.evolve(ctx, attribution={}, auth=attrs.evolve(ctx.auth, headers={}),
                                headers={name: value for name, value in changed.items() if value is not None})
         try:
@@ -303,15 +324,17 @@ class RemoteProvider:
             http_request, parser = module.build_request(spec, ctx), module.Parser(message, spec, ctx)
         except StreamError as exc:
             raise StreamError(Redactor(extra_secrets=auth.secrets).redact(str(exc))) from None
-        if hooks is not None:
+        if removed:
             gone = {name.lower() for name in removed}
-            kept = {name: value for name, value in http_request.headers.items() if name.lower() not in gone}
+            http_request = attrs.evolve(http_request, headers={
+                name: value for name, value in http_request.headers.items() if name.lower() not in gone})
+        if hooks is not None:
             # Pi's ``onPayload`` (before_provider_request): the body each handler returns is sent
             body = await hooks.payload(dict(http_request.body))
             if not isinstance(body, Mapping):
                 raise StreamError("a before_provider_request handler replaced the payload with something that "
                                   "is not a JSON object")
-            http_request = attrs.evolve(http_request, headers=kept, body=body)
+            http_request = attrs.evolve(http_request, body=body)
         return http_request, parser
 
     def _resolve_may_block(self, spec: ModelSpec) -> bool:
@@ -382,7 +405,7 @@ def build_providers(
 ) -> tuple[list[RemoteProvider], list[Diagnostic]]:
     """Every provider Pi would know for ``agent_dir`` (catalog, models.json, auth.json)."""
     config = load_models_config(agent_dir)
-    specs, compose_diagnostics = compose_providers(builtin_catalog(), config)
+    specs, compose_diagnostics = compose_providers(with_stored_models(builtin_catalog(), agent_dir), config)
     stored, auth_diagnostics = load_auth_file(agent_dir)
     credentials = Credentials(stored=stored, runtime_keys=dict(runtime_keys or {}), env=env,
                               auth_path=os.path.join(agent_dir, AUTH_FILE))

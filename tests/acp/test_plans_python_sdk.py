@@ -1,7 +1,8 @@
 """ACP ``plan`` updates through ``rpcd acp`` (the official Python SDK's client): a todo-style tool's
 arguments (``TodoWrite``-like) and its result's ``details`` (Pi's ``todo`` example), and an extension's
 ``append_entry`` of a to-do list (what Pi's ``plan-mode`` example persists) become the editor's plan,
-each once per change; plus the recognizer's rules on their own."""
+each once per change, and ``session/load`` replays the last plan of the conversation; plus the
+recognizer's rules on their own."""
 
 from __future__ import annotations
 
@@ -51,7 +52,12 @@ async def test_todo_tools_and_plan_mode_entries_drive_the_editors_plan(agent_dir
         session = (await conn.new_session(cwd=str(cwd), mcp_servers=[])).session_id
         assert (await conn.prompt(session_id=session, prompt=[text_block("plan it")])).stop_reason == "end_turn"
         assert (await conn.prompt(session_id=session, prompt=[text_block("/plan")])).stop_reason == "end_turn"
-    plans = [u["entries"] for u in editor.of(session, "plan")]
+        live = [u["entries"] for u in editor.of(session, "plan")]
+        await conn.close_session(session_id=session)
+        await conn.load_session(cwd=str(cwd), session_id=session, mcp_servers=[])
+    # reopened: the replay ends with the last plan its tool calls held (an entry's list is no message)
+    assert [u["entries"] for u in editor.of(session, "plan")[len(live):]] == [live[1]]
+    plans = live
     assert plans == [
         [{"content": "Find the bug", "status": "in_progress", "priority": "high"},
          {"content": "Fix it", "status": "pending", "priority": "medium"}],

@@ -80,8 +80,15 @@ class PiAi:
                                             "modelId": model_id, "context": context, "options": options,
                                             "redirect": dict(redirect or {})}})
 
-    def available(self, agent_dir: Path, env: Mapping[str, str], unset: Sequence[str] = ()) -> list[dict[str, Any]]:
-        answer = self._ask({"available": {"agentDir": str(agent_dir), "env": dict(env), "unset": list(unset)}})
+    def available(self, agent_dir: Path, env: Mapping[str, str], unset: Sequence[str] = (), *,
+                  network: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+        """``ModelRuntime.getAvailable()``; ``network``: Pi refreshes its model lists first (and stores
+        them in ``models-store.json``), its requests to these origins sent to a loopback server."""
+        request: dict[str, Any] = {"agentDir": str(agent_dir), "env": dict(env), "unset": list(unset)}
+        if network is not None:
+            request.update(allowModelNetwork=True, redirect=dict(network))
+            request["unset"].append("PI_OFFLINE")
+        answer = self._ask({"available": request})
         models: list[dict[str, Any]] = answer["models"]
         return models
 

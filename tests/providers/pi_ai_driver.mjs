@@ -17,9 +17,11 @@
 //        composition, auth, configured headers), sdk.ts's streamFn header transform (provider
 //        attribution headers, gated by PI_TELEMETRY / settings.enableInstallTelemetry), then
 //        ModelRuntime.streamSimple; answers like "stream" plus {"model": <the composed Model>}
-//   {"id", "available": {"agentDir", "env": {...}, "unset": [...]}}
-//     -> pi-coding-agent's ModelRuntime for that agent dir (auth.json + models.json) with that
-//        environment; answers {"id", "models": [Model...]} (getAvailable(), Pi's order)
+//   {"id", "available": {"agentDir", "env": {...}, "unset": [...], "allowModelNetwork"?, "redirect"?}}
+//     -> pi-coding-agent's ModelRuntime for that agent dir (auth.json + models.json + models-store.json)
+//        with that environment; answers {"id", "models": [Model...]} (getAvailable(), Pi's order);
+//        "allowModelNetwork" (with PI_OFFLINE unset): Pi refreshes its model lists first (Radius's
+//        gateway config, pi.dev catalogs: "redirect" sends them to a loopback server) and stores them
 //
 // Environment: RPCD_PI_ORACLE_DIR = the directory holding node_modules/@earendil-works/*.
 
@@ -93,19 +95,26 @@ function installRedirect(redirect) {
   return () => { globalThis.fetch = original; };
 }
 
-async function runtimeStream(request) {
-  // the environment is restored afterwards: other requests share this process
+// run(request) with the request's environment, restored afterwards: other requests share this process
+async function withRequestEnv(request, run) {
   const touched = [...(request.unset ?? []), ...Object.keys(request.env ?? {})];
   const saved = Object.fromEntries(touched.map((name) => [name, process.env[name]]));
-  const restoreFetch = installRedirect(request.redirect);
   try {
-    return await runtimeStreamIn(request);
+    return await run(request);
   } finally {
-    restoreFetch();
     for (const [name, value] of Object.entries(saved)) {
       if (value === undefined) delete process.env[name];
       else process.env[name] = value;
     }
+  }
+}
+
+async function runtimeStream(request) {
+  const restoreFetch = installRedirect(request.redirect);
+  try {
+    return await withRequestEnv(request, runtimeStreamIn);
+  } finally {
+    restoreFetch();
   }
 }
 
@@ -131,12 +140,21 @@ async function runtimeStreamIn({ agentDir, env, unset, settings, provider, model
   return { events, message: await s.result(), model };
 }
 
-async function available({ agentDir, env, unset }) {
+async function available(request) {
+  const restoreFetch = installRedirect(request.redirect);
+  try {
+    return await withRequestEnv(request, availableIn);
+  } finally {
+    restoreFetch();
+  }
+}
+
+async function availableIn({ agentDir, env, unset, allowModelNetwork }) {
   setEnv(env, unset);
   const runtime = await ModelRuntime.create({
     authPath: join(agentDir, "auth.json"),
     modelsPath: join(agentDir, "models.json"),
-    allowModelNetwork: false,
+    allowModelNetwork: allowModelNetwork === true,
   });
   const models = await runtime.getAvailable();
   return { models, error: runtime.getError() ?? null };

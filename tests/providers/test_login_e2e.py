@@ -2,7 +2,8 @@
 part over ``auth/prompt`` and ``auth/notify`` (the Python client's ``on_auth_prompt``): a session that
 started with no credentials (the offline model answered) logs in to Anthropic through the loopback
 redirect, and at once its models are usable and a prompt goes out with the new token; a logout
-takes them away again. A device-code login (xAI) shows its code; a declined prompt is
+takes them away again. A device-code login (xAI) shows its code; a Radius login brings the gateway's
+models; a declined prompt is
 ``LOGIN_CANCELLED`` and stores nothing; a client without the capability is told why. No token
 appears in anything the daemon wrote but auth.json.
 """
@@ -113,9 +114,20 @@ async def test_device_code_decline_and_missing_capability(server: SseServer, tmp
             "device_code": "dc", "user_code": "GROK-4242", "verification_uri": "https://accounts.x.ai/device",
             "interval": 0.01, "expires_in": 600}))
         oauth.route("POST", "/xai/token", lambda s: next(polls))
+        oauth.route("POST", "/radius/v1/oauth/device", lambda s: (200, {
+            "device_code": "rdc", "user_code": "RDUS-0001", "verification_uri": "https://example.test/device",
+            "interval": 0.01, "expires_in": 600}))
+        oauth.route("POST", "/radius/v1/oauth/token", lambda s: (200, {
+            "access_token": "radius-access-0123", "refresh_token": "radius-refresh", "expires_in": 3600}))
+        oauth.route("GET", "/radius/v1/config", lambda s: (200, {"baseUrl": f"{server.root_url}/v1", "models": [{
+            "id": "radius-sonnet", "name": "Radius Sonnet", "reasoning": True, "input": ["text"],
+            "cost": {"input": 3, "output": 15, "cacheRead": 0, "cacheWrite": 0}, "contextWindow": 200000,
+            "maxTokens": 64000}]}))
         agent, cwd = _agent_dir(tmp_path, server)
 
         async def decline(params: Any) -> dict[str, Any]:
+            if params["prompt"]["message"] == "Sign in to Radius:":
+                return {"value": "device-code"}
             return {"cancelled": True}
 
         client, seen = await _spawn(cwd, _env(agent, **env_for(oauth)), answer=decline)
@@ -131,6 +143,10 @@ async def test_device_code_decline_and_missing_capability(server: SseServer, tmp
                 await client.login("faux")
             assert unknown.value.code == -32046 and "anthropic" in unknown.value.message
             assert set(json.loads((agent / "auth.json").read_text())) == {"xai"}
+            # Radius's models come with its login (the gateway's config): usable at once
+            assert await client.login("radius")
+            radius = [m for m in (await client.get_available_models())["models"] if m["provider"] == "radius"]
+            assert [(m["id"], m["api"]) for m in radius] == [("radius-sonnet", "pi-messages")]
         bare, _ = await _spawn(cwd, _env(agent, **env_for(oauth)))
         async with bare:
             with pytest.raises(RpcError) as refused:

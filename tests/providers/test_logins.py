@@ -230,6 +230,45 @@ async def test_an_api_key_login_and_logout(oauth: JsonServer, tmp_path: Path) ->
                                                               "openrouter", "kimi-coding", "radius"}
 
 
+class Answers:
+    """A person answering each prompt by its message."""
+
+    def __init__(self, answers: dict[str, str]) -> None:
+        self.answers = answers
+        self.prompts: list[dict[str, Any]] = []
+
+    def notify(self, notice: Any) -> None:
+        raise AssertionError(f"a key login shows nothing: {notice}")
+
+    async def prompt(self, prompt: Any) -> str:
+        self.prompts.append(dict(prompt))
+        return self.answers[prompt["message"]]
+
+
+async def test_cloudflare_key_logins_store_the_ids_as_pi_does(tmp_path: Path) -> None:
+    """pi-ai ``cloudflare*Auth.login``: the key, then the account id (and the gateway id); the entry's
+    ``env`` holds them, and the stored login makes the provider's models usable."""
+    logins = Logins(str(tmp_path / "auth.json"), {})
+    listed = {p.id: p for p in logins.providers()}
+    assert listed["cloudflare-ai-gateway"].api_key and listed["cloudflare-workers-ai"].api_key
+    person = Answers({"Enter Cloudflare API key": "cf-key-0123456789", "Enter Cloudflare account ID": "acct-1 ",
+                      "Enter Cloudflare AI Gateway ID": "gw-1"})
+    await logins.login("cloudflare-ai-gateway", person, method="api_key")
+    await logins.login("cloudflare-workers-ai", person, method="api_key")
+    assert [(p["type"], p["message"]) for p in person.prompts] == [
+        ("secret", "Enter Cloudflare API key"), ("text", "Enter Cloudflare account ID"),
+        ("text", "Enter Cloudflare AI Gateway ID"),
+        ("secret", "Enter Cloudflare API key"), ("text", "Enter Cloudflare account ID")]
+    assert auth_json(tmp_path) == {
+        "cloudflare-ai-gateway": {"type": "api_key", "key": "cf-key-0123456789",
+                                  "env": {"CLOUDFLARE_ACCOUNT_ID": "acct-1", "CLOUDFLARE_GATEWAY_ID": "gw-1"}},
+        "cloudflare-workers-ai": {"type": "api_key", "key": "cf-key-0123456789",
+                                  "env": {"CLOUDFLARE_ACCOUNT_ID": "acct-1"}}}
+    providers, _ = build_providers(str(tmp_path), env={})
+    usable = {p.name for p in providers if p.auth_check() is not None}
+    assert {"cloudflare-ai-gateway", "cloudflare-workers-ai"} <= usable
+
+
 # -- refresh through a model request -------------------------------------------------------------
 
 
@@ -274,6 +313,47 @@ async def test_an_expiring_token_is_refreshed_before_the_request(server: SseServ
     server.enqueue(Reply(events=load_recording("anthropic_text")))
     assert (await ask(agent, env_for(oauth)))["stopReason"] == "stop"
     assert len(tokens.calls()) == 1  # still valid: not refreshed again
+
+
+async def test_an_expired_copilot_token_is_exchanged_again_before_the_request(oauth: JsonServer,
+                                                                             tmp_path: Path) -> None:
+    """Copilot's API token lives ~30 minutes: the stored GitHub token gets a new one (and the account's
+    models again), the request goes out with it to the API the token names, auth.json keeps Pi's shape."""
+    exchanged: list[str | None] = []
+
+    def exchange(seen: Seen) -> tuple[int, Any]:
+        exchanged.append(seen.header("authorization"))
+        return 200, {"token": "tid=2;exp=3;proxy-ep=proxy.individual.githubcopilot.com;sku=x",
+                     "expires_at": int(time.time()) + 1800}
+
+    stream = "".join(f"event: {item[0]}\ndata: {item[1]}\n\n" if isinstance(item, tuple) else f"data: {item}\n\n"
+                     for item in load_recording("anthropic_text")).encode()
+    oauth.route("GET", "/github-api/copilot_internal/v2/token", exchange)
+    oauth.route("GET", "/copilot/models", lambda s: (200, {"data": [
+        {"id": "claude-haiku-4.5", "model_picker_enabled": True, "policy": {"state": "enabled"}}]}))
+    oauth.route("POST", "/copilot/v1/messages", lambda s: (200, stream, {"Content-Type": "text/event-stream"}))
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    (agent / "auth.json").write_text(json.dumps({"github-copilot": {
+        "type": "oauth", "refresh": "gho_github-token", "access": "tid=1;exp=1;proxy-ep=proxy.x;sku=x",
+        "expires": 1000, "availableModelIds": ["claude-haiku-4.5"]}}, indent=2))
+    env = env_for(oauth)
+    providers, _ = build_providers(str(agent), env=env)
+    copilot = next(p for p in providers if p.name == "github-copilot")
+    assert [m.id for m in copilot.usable_models()] == ["claude-haiku-4.5"]
+    spec = copilot.model_spec("claude-haiku-4.5")
+    assert spec is not None
+    message = final(await collect(copilot, ProviderRequest(model=spec.info(), system_prompt="be brief", messages=[
+        {"role": "user", "content": [{"type": "text", "text": "hi"}], "timestamp": 1}])))
+    assert message["stopReason"] == "stop", message.get("errorMessage")
+    assert exchanged == ["Bearer gho_github-token"]
+    (request,) = oauth.seen("/copilot/v1/messages")
+    assert request.query == {"beta": "true"}
+    assert request.header("authorization") == "Bearer tid=2;exp=3;proxy-ep=proxy.individual.githubcopilot.com;sku=x"
+    assert request.header("x-initiator") == "user" and request.header("x-api-key") is None
+    stored = auth_json(agent)["github-copilot"]
+    assert stored["refresh"] == "gho_github-token" and stored["access"].startswith("tid=2;")
+    assert stored["availableModelIds"] == ["claude-haiku-4.5"]
 
 
 async def test_a_401_refreshes_once_and_retries(server: SseServer, oauth: JsonServer, tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ import anyio
 import pytest
 
 from tests.providers.json_server import JsonServer, running_json_server
-from tests.providers.logins_fixtures import Person, TokenEndpoint
+from tests.providers.logins_fixtures import Person, TokenEndpoint, codex_access
 from tests.providers.sse_server import Reply, SseServer, load_recording
 from tests.providers.test_logins import ask, bearer, env_for
 
@@ -138,3 +138,90 @@ async def test_a_refresh_race_between_pi_and_rpcd(server: SseServer, oauth: Json
         assert data["anthropic"]["refresh"] in tokens.valid_refresh  # still logged in
         assert not (agent / "auth.json.lock").exists()
     assert set(refreshers) == {"pi", "rpcd"}, f"each refreshed while the other waited: {refreshers}"
+
+
+# -- every subscription login rpcd makes, used by Pi ---------------------------------------------
+
+
+def _codex(oauth: JsonServer) -> Person:
+    oauth.route("POST", "/openai/oauth/token", lambda s: (200, {
+        "access_token": codex_access(), "refresh_token": "rt-1", "expires_in": 864000}))
+    return Person({"select": "browser"})
+
+
+def _copilot(oauth: JsonServer) -> Person:
+    oauth.route("POST", "/github/login/device/code", lambda s: (200, {
+        "device_code": "dc-1", "user_code": "WXYZ-9876", "verification_uri": "https://github.com/login/device",
+        "interval": 0, "expires_in": 900}))
+    oauth.route("POST", "/github/login/oauth/access_token", lambda s: (200, {"access_token": "gho_github-token"}))
+    oauth.route("GET", "/github-api/copilot_internal/v2/token", lambda s: (200, {
+        "token": "tid=1;exp=2;proxy-ep=proxy.individual.githubcopilot.com;sku=x", "expires_at": 4102444800}))
+    oauth.route("GET", "/copilot/models", lambda s: (200, {"data": [
+        {"id": "claude-haiku-4.5", "model_picker_enabled": True, "policy": {"state": "enabled"}}]}))
+    return Person({"text": ""})
+
+
+def _device(oauth: JsonServer, device: str, token: str, access: str) -> Person:
+    oauth.route("POST", device, lambda s: (200, {
+        "device_code": "dc", "user_code": "QWER-1234", "verification_uri": "https://example.test/device",
+        "verification_uri_complete": "https://example.test/device?code=QWER-1234", "interval": 0.01,
+        "expires_in": 600}))
+    oauth.route("POST", token, lambda s: (200, {"access_token": access, "refresh_token": "device-refresh",
+                                                "expires_in": 3600}))
+    return Person()
+
+
+def _openrouter(oauth: JsonServer) -> Person:
+    oauth.route("POST", "/openrouter/keys", lambda s: (200, {"key": "sk-or-v1-login-key-0001", "user_id": "u"}))
+    return Person()
+
+
+SUBSCRIPTIONS = {  # provider: (person, model, models.json baseUrl tail or None, recording, Pi's options)
+    "openai-codex": (_codex, "gpt-5.4", "/backend-api", "responses_text", {"transport": "sse"}),
+    "github-copilot": (_copilot, "claude-haiku-4.5", None, "anthropic_text", {}),
+    "xai": (lambda o: _device(o, "/xai/device", "/xai/token", "xai-access-0001"), "grok-4.3", "/v1",
+            "responses_text", {}),
+    "kimi-coding": (lambda o: _device(o, "/kimi/api/oauth/device_authorization", "/kimi/api/oauth/token",
+                                      "kimi-access-0001"), "k3", "/coding", "anthropic_text", {}),
+    "openrouter": (_openrouter, "openai/gpt-5.4", "/api/v1", "plain", {}),
+}
+CREDENTIAL_HEADERS = ("authorization", "x-api-key", "chatgpt-account-id")
+
+
+@pytest.mark.parametrize("provider", list(SUBSCRIPTIONS))
+async def test_pi_uses_every_subscription_login_rpcd_made(server: SseServer, oauth: JsonServer, tmp_path: Path,
+                                                          pi_ai: Any, provider: str) -> None:
+    """rpcd's login (its flow against loopback endpoints in pi-ai's shapes) written to auth.json; Pi
+    lists the provider's models for it and sends a model request with the same credentials as rpcd."""
+    from rpcd.providers.logins import Logins
+    from rpcd.providers.remote import build_providers
+    from tests.providers.conftest import collect, final, request_for
+
+    person, model_id, tail, recording, options = SUBSCRIPTIONS[provider]
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    if tail is not None:
+        (agent / "models.json").write_text(json.dumps({"providers": {provider: {"baseUrl": server.root_url + tail}}}))
+    await Logins(str(agent / "auth.json"), env_for(oauth)).login(provider, person(oauth))
+    env = env_for(oauth, RPCD_OAUTH_GITHUB_COPILOT_API_URL=server.root_url)  # Copilot's API: the model server
+    redirect = {"https://api.individual.githubcopilot.com": server.root_url}
+    listed = {m["id"] for m in pi_ai.available(agent, {}) if m["provider"] == provider}
+    assert model_id in listed
+    server.enqueue(Reply(events=load_recording(recording)))
+    answer = pi_ai.runtime_stream(agent, provider, model_id, CONTEXT, {"sessionId": "s-1", **options},
+                                  env={"PI_OFFLINE": "1"}, redirect=redirect)
+    assert answer["message"]["stopReason"] == "stop", answer["message"].get("errorMessage")
+    pi_request = server.requests[-1]
+    providers, _ = build_providers(str(agent), env=env)
+    ours = next(p for p in providers if p.name == provider)
+    assert {i.id for i in ours.usable_models()} == listed
+    server.enqueue(Reply(events=load_recording(recording)))
+    message = final(await collect(ours, request_for(ours, model_id=model_id)))
+    assert message["stopReason"] == "stop", message.get("errorMessage")
+    our_request = server.requests[-1]
+
+    def credentials(request: Any) -> dict[str, str]:
+        return {k.lower(): v for k, v in request.headers.items() if k.lower() in CREDENTIAL_HEADERS}
+
+    assert credentials(pi_request) == credentials(our_request) and credentials(our_request)
+    assert pi_request.path == our_request.path

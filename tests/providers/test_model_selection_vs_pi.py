@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from rpcd.providers import default_registry
+from rpcd.providers.catalog import builtin_catalog
 from rpcd.runtime.factory import refresh_providers
 from rpcd.runtime.services import ProcessInputs, create_services
 from rpcd.runtime.session import create_agent_session
@@ -125,7 +126,30 @@ async def test_item_14_thinking_levels_are_recorded_as_pi_records_them(tmp_path:
                                    ["model", "openai/gpt-4.1"], ["thinking", "off"]]
 
 
+def every_credential() -> dict[str, str]:
+    """A value for every variable of the catalog's credential table, AWS keys, a Vertex key and
+    Cloudflare's key, account and gateway ids (dummies: listing sends nothing)."""
+    env = {name: f"key-{name.lower()}-000000" for provider in builtin_catalog().providers.values()
+           for name in provider.auth.env_names}
+    env.update({"AWS_ACCESS_KEY_ID": "AKIAEXAMPLE000000000", "AWS_SECRET_ACCESS_KEY": "secret-000000000000",
+                "AWS_REGION": "us-east-1", "GOOGLE_CLOUD_API_KEY": "AQ.vertex-000000000000",
+                "CLOUDFLARE_API_KEY": "cf-key-000000000000", "CLOUDFLARE_ACCOUNT_ID": "acct-0001",
+                "CLOUDFLARE_GATEWAY_ID": "gw-0001"})
+    return env
+
+
+CODEX_LOGIN = {"type": "oauth", "access": "codex-access-0000", "refresh": "r", "expires": 4102444800000}
+EVERY_CREDENTIAL = "every_credential_makes_every_catalog_model_available"
 AVAILABILITY = {
+    EVERY_CREDENTIAL: ({"openai-codex": CODEX_LOGIN}, every_credential(), None),
+    "cloudflare_keys_stored_as_pis_login_stores_them": (
+        {"cloudflare-ai-gateway": {"type": "api_key", "key": "cf-stored-0000",
+                                   "env": {"CLOUDFLARE_ACCOUNT_ID": "acct-1", "CLOUDFLARE_GATEWAY_ID": "gw-1"}},
+         "cloudflare-workers-ai": {"type": "api_key", "key": "cf-stored-0001"}},  # the account id from the env
+        {"CLOUDFLARE_ACCOUNT_ID": "acct-2", "ANTHROPIC_API_KEY": "sk-ant-x-000000"}, None),
+    "cloudflare_without_its_account_id_is_unavailable": (
+        {}, {"CLOUDFLARE_API_KEY": "cf-key-0000", "CLOUDFLARE_GATEWAY_ID": "gw-1",
+             "ANTHROPIC_API_KEY": "sk-ant-x-000000"}, None),
     "env_keys": ({}, {"ANTHROPIC_API_KEY": "sk-ant-x-000000", "GEMINI_API_KEY": "AIzaX000000000000000000000"}, None),
     "auth_json_api_keys_and_valid_oauth": (
         {"openai": {"type": "api_key", "key": "sk-stored-0000000"},
@@ -158,7 +182,7 @@ async def test_available_models_equal_pis(pi_ai: Any, tmp_path: Path, name: str)
         (agent / "auth.json").write_text(json.dumps(auth))
     if models:
         (agent / "models.json").write_text(json.dumps(models))
-    pi_models = pi_ai.available(agent, env, unset=[*KEYS, "LOCAL_KEY"])
+    pi_models = pi_ai.available(agent, env, unset=[*KEYS, "LOCAL_KEY", "CLOUDFLARE_ACCOUNT_ID"])
     services = await create_services(str(cwd), str(agent), process_inputs=ProcessInputs())
     registry = default_registry()
     refresh_providers(registry, str(agent), settings=services.settings, env=env)
@@ -169,6 +193,9 @@ async def test_available_models_equal_pis(pi_ai: Any, tmp_path: Path, name: str)
 
     expected = [m for m in pi_models if m["api"] in SUPPORTED_APIS]  # rpcd lists what it can serve
     assert expected, "the scenario should make some models available"
+    if name == EVERY_CREDENTIAL:  # every API of the catalog is served: nothing of Pi's list is left out
+        catalog_models = sum(len(p.models) for p in builtin_catalog().providers.values())
+        assert len(expected) == len(pi_models) == catalog_models == 1336
     assert [(m.provider, m.id) for m in ours] == [(m["provider"], m["id"]) for m in expected]
     for mine, theirs in zip(ours, expected, strict=True):
         assert (mine.name, mine.api, mine.reasoning, list(mine.input), mine.context_window, mine.max_tokens) == (

@@ -173,13 +173,17 @@ def catalog_model(provider: str, model_id: str, root: str, **overrides: Any) -> 
     return model
 
 
+CLOUDFLARE_IDS = {"CLOUDFLARE_ACCOUNT_ID": "acct", "CLOUDFLARE_GATEWAY_ID": "acct"}
+"""A Cloudflare key (``--api-key`` here) is used with the account (and gateway) id, as Pi's resolver uses it."""
+
+
 def rpcd_provider(model: Mapping[str, Any], *, cache_retention: str = "short") -> RemoteProvider:
     builtin = builtin_catalog().providers.get(model["provider"])
     spec = ModelSpec.from_pi(model, model["provider"])
     provider_spec = ProviderSpec(name=model["provider"], display_name=builtin.name if builtin else model["provider"],
                                  base_url=model["baseUrl"], models=(spec,), builtin=builtin)
     return RemoteProvider(
-        provider_spec, credentials=Credentials(runtime_keys={model["provider"]: KEY}, env={}),
+        provider_spec, credentials=Credentials(runtime_keys={model["provider"]: KEY}, env=dict(CLOUDFLARE_IDS)),
         settings=RequestSettings(timeouts=Timeouts(connect=5, read=30), retry=ProviderRetry(max_retries=0),
                                  cache_retention=cache_retention))
 

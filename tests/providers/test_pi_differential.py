@@ -35,8 +35,10 @@ pytestmark = pytest.mark.anyio
 KEY = "sk-differential-key-0123456789"
 SESSION = "01a2299b-6549-768a-81d0-5d9e008914f7"
 API_OF = {"anthropic": "anthropic-messages", "openai": "openai-responses", "google": "google-generative-ai"}
-REPLY = {"anthropic": "anthropic_text", "openai": "responses_text", "google": "gemini_text"}
-PATH_SUFFIX = {"anthropic": "", "openai": "/v1", "google": "/v1beta"}
+REPLY = {"anthropic-messages": "anthropic_text", "openai-responses": "responses_text",
+         "google-generative-ai": "gemini_text"}
+FAMILY = {"anthropic-messages": "anthropic", "openai-responses": "openai", "google-generative-ai": "google"}
+PATH_SUFFIX = {"anthropic": "", "openai": "/v1", "google": "/v1beta", "github-copilot": ""}
 TOOLS = [
     ToolSpec("lookup", "Look something up", {"type": "object", "properties": {"query": {"type": "string"}},
                                             "required": ["query"]}),
@@ -46,7 +48,8 @@ TOOLS = [
 IMAGE = {"type": "image", "mimeType": "image/png",
          "data": "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="}
 HEADERS = ("x-api-key", "authorization", "x-goog-api-key", "anthropic-version", "anthropic-beta", "session_id",
-           "x-client-request-id", "x-session-affinity", "content-type")
+           "x-client-request-id", "x-session-affinity", "content-type", "x-app", "x-initiator",
+           "openai-intent", "copilot-vision-request")
 
 
 def catalog_model(provider: str, model_id: str, base_url: str, **overrides: Any) -> dict[str, Any]:
@@ -161,6 +164,8 @@ CASES = [
     ("google", "gemini-2.5-flash", {}),
     ("google", "gemini-3.1-pro-preview", {}),
     ("google", "gemma-4-31b-it", {}),
+    ("github-copilot", "claude-sonnet-4.6", {}),  # Copilot's Claude: Anthropic Messages with a bearer token
+    ("github-copilot", "gpt-5.4", {}),  # and OpenAI Responses, both with Copilot's per-request headers
 ]
 LEVELS = ("off", "medium", "xhigh")
 
@@ -188,7 +193,7 @@ async def run_both(server: SseServer, pi_ai: Any, model: dict[str, Any], message
                    level: str, reply: list[Reply] | None = None, *, key: str = KEY,
                    tools: list[ToolSpec] | None = None) -> tuple[tuple[RecordedRequest, dict[str, Any]],
                                                                  tuple[RecordedRequest, dict[str, Any]]]:
-    replies = reply or [Reply(events=load_recording(REPLY[model["provider"]]))]
+    replies = reply or [Reply(events=load_recording(REPLY[model["api"]]))]
     server.enqueue(*copy.deepcopy(replies))
     options: dict[str, Any] = {"apiKey": key, "sessionId": SESSION}
     tool_specs = TOOLS if tools is None else tools
@@ -222,7 +227,8 @@ async def test_request_bodies_equal_pis(server: SseServer, pi_ai: Any, provider:
                                         overrides: dict[str, Any]) -> None:
     model = catalog_model(provider, model_id, server.root_url + PATH_SUFFIX[provider], **overrides)
     checked = 0
-    for name, messages in contexts(model).items():
+    family = FAMILY[model["api"]]  # Copilot's models replay the signatures of the API they speak
+    for name, messages in contexts(model, family).items():
         if name == "long_history":
             model_small = {**model, "contextWindow": 100_000}
             runs = [(model_small, "off"), (model_small, "high")]
@@ -235,7 +241,7 @@ async def test_request_bodies_equal_pis(server: SseServer, pi_ai: Any, provider:
             assert our_req.body == pi_req.body, where
             assert relevant_headers(our_req) == relevant_headers(pi_req), where
             checked += 1
-    assert checked == 3 * (len(contexts(model)) - 1) + 2
+    assert checked == 3 * (len(contexts(model, family)) - 1) + 2
 
 
 STREAM_CASES = [

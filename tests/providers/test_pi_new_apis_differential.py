@@ -1,6 +1,6 @@
 """Differential: the APIs added in round three against real Pi 0.85.0's pi-ai (``streamSimple`` in
 Node), pointed at the same loopback server: Mistral, Azure OpenAI Responses, OpenAI Codex
-Responses, pi-messages (Google Vertex and Amazon Bedrock: ``test_pi_cloud_differential.py``).
+Responses, pi-messages, Google Vertex and Amazon Bedrock.
 
 * request bodies: the same bytes (not just the same JSON) for every context of the main
   differential suite at several thinking levels, the same path and the same meaningful headers;

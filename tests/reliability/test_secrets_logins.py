@@ -4,7 +4,8 @@ Planted: an expired Anthropic OAuth login (its access and refresh tokens) whose 
 the refresh token back in its refusal; a Codex OAuth login (a JWT access token) whose API echoes the
 bare token in a 500; AWS access keys with a session token (the secret key never leaves the process;
 the Bedrock endpoint echoes the session token and the signed Authorization header); a Vertex API key
-echoed by its endpoint. A scenario with ``--log-level debug`` prompts each provider, then every byte
+echoed by its endpoint; a Cloudflare AI Gateway key (``cf-aig-authorization``) echoed. A scenario with
+``--log-level debug`` prompts each provider, then every byte
 the daemon wrote (both streams) is searched for every secret and every 10-character piece of one.
 """
 
@@ -30,7 +31,8 @@ AWS_KEY_ID = "AKIAPLANTED123456789"
 AWS_SECRET = "plantedAwsSecretKey/0123456789abcdefghij"
 AWS_SESSION = "plantedAwsSessionToken0123456789ZYXWVU"
 VERTEX_KEY = "AQ.plantedVertexKey0123456789abcd"
-SECRETS = (ACCESS, REFRESH, CODEX, AWS_SECRET, AWS_SESSION, VERTEX_KEY)
+CLOUDFLARE_KEY = "plantedCloudflareKey0123456789xyz"
+SECRETS = (ACCESS, REFRESH, CODEX, AWS_SECRET, AWS_SESSION, VERTEX_KEY, CLOUDFLARE_KEY)
 
 
 class Echoing(http.server.BaseHTTPRequestHandler):
@@ -38,7 +40,7 @@ class Echoing(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        auth = self.headers.get("Authorization") or ""
+        auth = self.headers.get("Authorization") or self.headers.get("cf-aig-authorization") or ""
         if self.path == "/token":
             fields = json.loads(body) if body.startswith(b"{") else {}
             status, payload = 400, {"error": "invalid_grant",
@@ -82,7 +84,9 @@ def test_login_tokens_and_cloud_keys_never_appear_in_any_output_byte(tmp_path: P
     project.mkdir()
     (agent / "models.json").write_text(json.dumps({"providers": {
         "anthropic": {"baseUrl": echo_url}, "openai-codex": {"baseUrl": echo_url},
-        "amazon-bedrock": {"baseUrl": echo_url}, "google-vertex": {"baseUrl": echo_url}}}))
+        "amazon-bedrock": {"baseUrl": echo_url}, "google-vertex": {"baseUrl": echo_url},
+        "cloudflare-ai-gateway": {
+            "baseUrl": echo_url + "/v1/{CLOUDFLARE_ACCOUNT_ID}/{CLOUDFLARE_GATEWAY_ID}/compat"}}}))
     (agent / "auth.json").write_text(json.dumps({
         "anthropic": {"type": "oauth", "refresh": REFRESH, "access": ACCESS, "expires": 1000},
         "openai-codex": {"type": "oauth", "access": CODEX, "refresh": REFRESH, "expires": 4102444800000,
@@ -90,23 +94,26 @@ def test_login_tokens_and_cloud_keys_never_appear_in_any_output_byte(tmp_path: P
     (agent / "settings.json").write_text(json.dumps({"retry": {"enabled": False}}))
     env = {"RPCD_OAUTH_ANTHROPIC_TOKEN_URL": f"{echo_url}/token", "AWS_ACCESS_KEY_ID": AWS_KEY_ID,
            "AWS_SECRET_ACCESS_KEY": AWS_SECRET, "AWS_SESSION_TOKEN": AWS_SESSION, "AWS_REGION": "us-west-2",
-           "GOOGLE_CLOUD_API_KEY": VERTEX_KEY}
+           "GOOGLE_CLOUD_API_KEY": VERTEX_KEY, "CLOUDFLARE_API_KEY": CLOUDFLARE_KEY,
+           "CLOUDFLARE_ACCOUNT_ID": "acct-planted", "CLOUDFLARE_GATEWAY_ID": "gw-planted"}
     daemon = Daemon("--agent-dir", str(agent), "--cwd", str(project), "--log-level", "debug", env=env)
     with daemon:
         daemon.initialize()
         for provider, model in (("anthropic", "claude-sonnet-4-5"), ("openai-codex", "gpt-5.5"),
                                 ("amazon-bedrock", "anthropic.claude-sonnet-4-5-20250929-v1:0"),
-                                ("google-vertex", "gemini-2.5-flash")):
+                                ("google-vertex", "gemini-2.5-flash"),
+                                ("cloudflare-ai-gateway", "workers-ai/@cf/deepseek-ai/deepseek-v4-flash-0731")):
             daemon.call("setModel", {"provider": provider, "modelId": model})
             daemon.call("prompt", {"text": "hello"})
     output = bytes(daemon.stdout_bytes) + bytes(daemon.stderr_bytes)
     events = [m["params"]["event"] for m in daemon.notifications("session/event")]
     errors = [e["message"].get("errorMessage", "") for e in events
               if e.get("type") == "message_end" and e["message"].get("stopReason") == "error"]
-    assert len(errors) == 4, errors
+    assert len(errors) == 5, errors
     assert "OAuth refresh failed for anthropic" in errors[0] and "was revoked" in errors[0]
     assert "rejected upstream" in errors[1] and "[REDACTED]" in errors[1]
     assert "bad request signed" in errors[2] and "invalid" in errors[3]
+    assert "rejected upstream" in errors[4] and "[REDACTED]" in errors[4]  # the gateway's cf-aig-authorization
     assert json.loads((agent / "auth.json").read_text())["anthropic"]["refresh"] == REFRESH  # unchanged
     leaks = [secret for secret in SECRETS if secret.encode() in output]
     assert not leaks, [_context(output, s) for s in leaks]

@@ -152,5 +152,45 @@ class RadiusFlow:
     def to_auth(self, credential: Mapping[str, Any], env: Mapping[str, str]) -> OAuthAuth:
         return OAuthAuth(api_key=str(credential.get("access") or ""))
 
+    async def models(self, credential: Mapping[str, Any], env: Mapping[str, str]) -> list[dict[str, Any]]:
+        """The models this login may use (Radius has no built-in ones): the gateway's ``/v1/config``."""
+        access = credential.get("access")
+        return await gateway_models(access if isinstance(access, str) else None, env)
+
 
 FLOW: Final = RadiusFlow()
+
+
+# -- the gateway's models (pi-ai ``providers/radius-config.ts``) ---------------------------------
+
+
+def _is_gateway_model(value: Any) -> bool:
+    """pi-ai ``isRadiusGatewayModel``."""
+    return (isinstance(value, dict) and isinstance(value.get("id"), str) and isinstance(value.get("name"), str)
+            and isinstance(value.get("reasoning"), bool) and isinstance(value.get("input"), list)
+            and isinstance(value.get("cost"), dict) and _is_number(value.get("contextWindow"))
+            and _is_number(value.get("maxTokens")))
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+async def gateway_models(access: str | None, env: Mapping[str, str]) -> list[dict[str, Any]]:
+    """pi-ai ``loadRadiusGatewayConfig`` + ``getRadiusModelsFromConfig``: the models the gateway's
+    ``/v1/config`` offers this login, as Radius models (``pi-messages`` at the config's ``baseUrl``)."""
+    base = gateway(env)
+    headers = {"accept": "application/json"}
+    if access:
+        headers["authorization"] = f"Bearer {access}"
+    answer = await c.request("GET", f"{base}/v1/config", headers=headers, what="Radius config")
+    if not answer.ok:
+        body = answer.text.strip()
+        raise OAuthError(f"Could not load Radius config from {base}: {answer.status}: "
+                         f"{body[:512] + '…' if len(body) > 512 else body}")
+    config = answer.json()
+    if not isinstance(config, dict) or not isinstance(config.get("baseUrl"), str) or not isinstance(
+            config.get("models"), list):
+        raise OAuthError(f"Invalid Radius config from {base}")
+    return [{**model, "api": "pi-messages", "provider": PROVIDER, "baseUrl": config["baseUrl"]}
+            for model in config["models"] if _is_gateway_model(model)]
