@@ -8,7 +8,8 @@ JSON-RPC method of the same name, and answers its result (camelCase, as the JSON
 * ``_rpcd/exportMarkdown`` — ``exportMarkdown``.
 
 Both fronts call the same host operation and convert with the same functions
-(``rpcd.wire.convert``), so they agree (``tests/e2e/test_limits.py`` runs over both).
+(``rpcd.wire.convert``), so they agree (``tests/e2e/test_limits.py`` and
+``tests/e2e/test_checkpoints_fronts.py`` run over both).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Undo of the agent's file changes through both fronts (JSON-RPC ``listCheckpoints`` /
 ``restoreCheckpoint`` and ACP's ``_rpcd/listCheckpoints`` / ``_rpcd/restoreCheckpoint``), the same
 scenario and the same answers: the run's checkpoint listed with its files, a preview that writes
-nothing, a restore that keeps the file the person changed since, then ``force`` for that one file."""
+nothing, a restore that keeps the file the person changed since, then ``force`` for that one file;
+and the branch as Markdown (``exportMarkdown`` / ``_rpcd/exportMarkdown``) with the calls folded."""
 
 from __future__ import annotations
 
@@ -113,3 +114,9 @@ async def test_both_fronts_list_preview_and_restore_alike(kind: str, tmp_path: P
         assert isinstance(forced["restoreEntryId"], str)
         after = await f.call("listCheckpoints", {})
         assert [c["reason"] for c in after["checkpoints"]] == ["run", "restore", "restore"]
+
+        markdown = (await f.call("exportMarkdown", {"inline": True}))["markdown"]
+        assert markdown.startswith("# change both files\n")
+        assert markdown.count("<summary>🔧 write") == 2 and "changed both" in markdown
+        assert markdown.count("_📸 Checkpoint (") == 3  # the run's and the two restores'
+        assert f"`{checkpoint['checkpointId']}`_" in markdown
