@@ -6,7 +6,8 @@ ACP session over the same runtime as the daemon's.
 ``connection`` (the SDK connection, extra routes, calls to the client) · ``agent`` (every ACP method,
 the live sessions) · ``session`` (one host per session: modes, config options, turns, replay) ·
 ``updates`` (events and history as ``session/update``) · ``stream`` (ordered, bounded updates) ·
-``permissions`` (tool approval and project trust as ``session/request_permission``) · ``editor``
+``permissions`` (tool approval and project trust as ``session/request_permission``) · ``ui``
+(extension dialogs and MCP elicitations through the editor) · ``plans`` (to-do lists as ``plan``) · ``editor``
 (``fs/*`` and ``terminal/*`` for the built-in tools) · ``prompt`` (content blocks to a prompt) ·
 ``auth`` (auth methods, model inputs) · ``library`` (sessions by id, listing, deletion) · ``errors``
 (rpcd's flat errors as ACP errors) · ``config``. Imported only in ACP mode: the JSON-RPC daemon never

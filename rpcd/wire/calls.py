@@ -27,6 +27,16 @@ __all__ = ["arguments", "as_result", "generic_handler", "session_call", "tracked
 NOT_ARGUMENTS = frozenset({"work_done_token"})
 """Params fields that are the request's, not the session call's."""
 
+_HINTS: dict[type[Any], dict[str, Any]] = {}
+
+
+def _hints(cls: type[Any]) -> dict[str, Any]:
+    """A protocol class's field types, resolved once (``get_type_hints`` evaluates every annotation)."""
+    hints = _HINTS.get(cls)
+    if hints is None:
+        hints = _HINTS[cls] = typing.get_type_hints(cls)
+    return hints
+
 
 def tracked(pending: Pending[Any]) -> Pending[Any]:
     """Hand the arriving request's cancellation to its host operation."""
@@ -55,7 +65,7 @@ def as_result(value: Any, result: type[Any] | None) -> Any:
         return None
     fields = attrs.fields(result)
     if not attrs.has(type(value)) and len(fields) == 1:
-        hint = typing.get_type_hints(result)[fields[0].name]
+        hint = _hints(result)[fields[0].name]
         return result(**{fields[0].name: _coerce(value, hint)})
     return _coerce(value, result)
 
@@ -70,7 +80,7 @@ def _coerce(value: Any, hint: Any) -> Any:
     if isinstance(hint, type) and attrs.has(hint):
         if isinstance(value, hint):
             return value
-        hints = typing.get_type_hints(hint)
+        hints = _hints(hint)
         values = {}
         for field in attrs.fields(hint):
             if hasattr(value, field.name):

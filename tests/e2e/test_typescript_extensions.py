@@ -57,6 +57,8 @@ export default async function (pi: ExtensionAPI) {
 """
 
 FAULTY = """
+import { execSync, spawnSync } from "node:child_process";
+
 export default function (pi) {
   pi.on("turn_end", () => { throw new Error("turn_end blew up"); });
   pi.on("agent_end", () => new Promise(() => {})); // never settles
@@ -64,6 +66,11 @@ export default function (pi) {
   pi.registerCommand("spin", { handler: async () => { for (;;) {} } });
   pi.registerCommand("die", { handler: async () => { process.kill(process.pid, "SIGKILL"); } });
   pi.registerCommand("alive", { handler: async (_args, ctx) => { ctx.ui.notify(`alive in ${process.pid}`, "info"); } });
+  pi.registerCommand("inherit", { handler: async (_args, ctx) => {  // a child with the host's stdio
+    spawnSync("sh", ["-c", "echo child-wrote-to-stdout; cat"], { stdio: "inherit" });
+    execSync("echo exec-wrote-to-stdout", { stdio: [0, 1, 2] });
+    ctx.ui.notify("children done", "info");
+  } });
 }
 """
 
@@ -147,6 +154,11 @@ def test_a_failing_typescript_extension_is_an_extension_error_and_the_host_comes
         assert exited["event"] == "command" and "process.exit(3) was called by an extension" in exited["error"]
         assert d.call("prompt", {"text": "/alive"}) == {"command": "alive"}
         (first_pid,) = [n.split()[-1] for n in _notes(d) if n.startswith("alive in")]
+
+        assert d.call("prompt", {"text": "/inherit"}) == {"command": "inherit"}  # the protocol is not theirs
+        assert _notes(d)[-1] == "children done"
+        d.wait_for(lambda _: "exec-wrote-to-stdout" in d.stderr())
+        assert "extension host: child-wrote-to-stdout" in d.stderr()
 
         assert d.call("prompt", {"text": "/spin"}) == {"command": "spin"}  # a busy loop: the watchdog kills the host
         spun = _events(d, "extension_error")[-1]

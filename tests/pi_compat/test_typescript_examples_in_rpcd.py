@@ -46,7 +46,8 @@ TYPESCRIPT_ONLY: dict[str, ExtProgram] = {
                 {"text": "never"}]),
     "bash-spawn-hook": ExtProgram(  # Pi's own bash tool, created in the extension: it runs in the host
         "bash-spawn-hook.ts", "", [("prompt", "run"), ("settled",)],
-        script=[call("bash", {"command": "echo hook=$PI_SPAWN_HOOK"}), {"text": "ran"}]),
+        script=[call("bash", {"command": "echo hook=$PI_SPAWN_HOOK"}), {"text": "ran"}],
+        agent_files={".profile": "true"}),  # ~ is the agent dir: its ~/.profile (JSON "true": the true command)
     "confirm-destructive": ExtProgram(
         "confirm-destructive.ts", "", [("prompt", "hi"), ("settled",), ("call", "new_session", {}, "newSession", {}),
                                        ("call", "new_session", {}, "newSession", {})],

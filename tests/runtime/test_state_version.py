@@ -56,7 +56,7 @@ NEVER_CHANGES_STATE = frozenset({
     "messages", "fork_messages", "last_assistant_text", "stats", "export_html", "export_jsonl", "session_reader",
     "session_name", "settings", "system_prompt_options", "active_tool_names", "all_tools", "has_pending_messages",
     "is_idle", "is_project_trusted", "expand_input", "fast_update", "reload_state", "subscribe", "wait_for_idle",
-    "limits_state", "checkpoint_listing", "export_markdown", "exec_launch", "mcp_servers",
+    "limits_state", "checkpoint_listing", "export_markdown", "exec_launch", "mcp_servers", "refuse_over_limit",
     # properties
     "approval_policy", "auto_retry_enabled", "cwd", "extension_runner", "is_disposed", "is_streaming", "model",
     "session_file", "session_id", "signal", "system_prompt", "thinking_level",

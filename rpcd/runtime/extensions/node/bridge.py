@@ -165,7 +165,7 @@ class NodeExtensions:
         self._remote_signals: dict[int, RemoteSignal] = {}
         self._signal_ids: dict[int, tuple[int, weakref.ref[Any]]] = {}
         self._watchers: dict[int, anyio.CancelScope] = {}
-        self._shared: dict[int, tuple[RunnerLink, Any]] = {}
+        self._shared: dict[int, tuple[RunnerLink | None, Any]] = {}
         """Contexts that outlive the call that made them (``withSession``'s), by id."""
 
     # -- the wire ------------------------------------------------------------------------------------
@@ -501,25 +501,25 @@ class NodeExtensions:
 
     def listen(self, method: str, params: dict[str, Any]) -> None:
         if method == "update":
-            on_update = self._updates.get(params.get("updates") or params.get("call"))  # type: ignore[arg-type]
+            on_update = self._updates.get(_key(params, "updates"))
             partial = params.get("partial")
             if on_update is not None and isinstance(partial, Mapping):
                 on_update(partial)
         elif method == "streamed":
-            send = self._streams.get(params.get("stream"))  # type: ignore[arg-type]
+            send = self._streams.get(_key(params, "stream"))
             if send is not None:
                 send.send_nowait(params.get("event"))
         elif method == "abort":
-            remote = self._remote_signals.pop(params.get("signal"), None)  # type: ignore[arg-type]
+            remote = self._remote_signals.pop(_key(params, "signal"), None)
             if remote is not None:
                 remote.abort()
         elif method == "off":
-            link = self._links.get(params.get("runner"))  # type: ignore[arg-type]
-            unsubscribe = link.listeners.pop(params.get("listener"), None) if link else None  # type: ignore[arg-type]
+            link = self._links.get(_key(params, "runner"))
+            unsubscribe = link.listeners.pop(_key(params, "listener"), None) if link else None
             if unsubscribe is not None:
                 unsubscribe()
         elif method == "error":
-            link = self._links.get(params.get("runner"))  # type: ignore[arg-type]
+            link = self._links.get(_key(params, "runner"))
             message = redact(str(params.get("message") or "an error"))
             if link is not None:
                 link.runner.report_error(ExtensionError(str(params.get("ext") or "<extension host>"),
@@ -749,7 +749,7 @@ class NodeExtensions:
     def _setup_callback(self, callback_id: int) -> Callable[[Any], Any]:
         async def setup(writer: Any) -> None:
             object_id = self.next_id()
-            self._shared[object_id] = (None, writer)  # type: ignore[assignment]
+            self._shared[object_id] = (None, writer)
             try:
                 await self._callback(callback_id, writer={"runner": 0, "kind": "writer", "id": object_id})
             finally:
@@ -765,7 +765,7 @@ class NodeExtensions:
             object_id = self.next_id()
             runner = new_ctx._live()
             owner = next((link for link in self._links.values() if link._runner() is runner), None)
-            self._shared[object_id] = (owner, new_ctx)  # type: ignore[assignment]
+            self._shared[object_id] = (owner, new_ctx)
             runner.on_invalidate.append(lambda: self._shared.pop(object_id, None))
             bindings = runner.bindings
             ref = {"runner": owner.rid if owner is not None else -object_id, "kind": "replaced", "id": object_id,
@@ -805,6 +805,12 @@ def _stale() -> Exception:
 
 def _ext_of(link: RunnerLink, api: ExtensionAPI) -> int:
     return next(ext for ext, found in link.apis.items() if found is api)
+
+
+def _key(params: Mapping[str, Any], name: str) -> int:
+    """An id the host sent (``-1``, which names nothing, when it is not an integer)."""
+    value = params.get(name)
+    return value if isinstance(value, int) and not isinstance(value, bool) else -1
 
 
 def _text(value: Any) -> str | None:

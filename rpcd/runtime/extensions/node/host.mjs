@@ -17,7 +17,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { Console } from "node:console";
 import { readFileSync, writeSync } from "node:fs";
-import { createRequire } from "node:module";
+import { createRequire, syncBuiltinESMExports } from "node:module";
 import * as path from "node:path";
 import { Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
@@ -44,6 +44,40 @@ class ExitCalled extends Error {
 const realExit = process.exit.bind(process);
 process.exit = (code) => { throw new ExitCalled(code); };
 process.reallyExit = () => { throw new ExitCalled(); };
+
+// A child an extension starts with inherited stdio would read the protocol's stdin and write into its
+// stdout: its stdin is /dev/null and its stdout the host's stderr instead (as Pi's own spawns do once
+// its RPC mode has taken stdout over). `fork` inherits by default, so it gets the same.
+const childProcess = createRequire(import.meta.url)("node:child_process");
+const INHERITED_IN = new Set(["inherit", 0]);
+const INHERITED_OUT = new Set(["inherit", 1]);
+
+function keptOffTheProtocol(stdio, forked) {
+  if (stdio === undefined) return forked ? ["ignore", 2, 2, "ipc"] : undefined;
+  if (stdio === "inherit") return forked ? ["ignore", 2, 2, "ipc"] : ["ignore", 2, 2];
+  if (!Array.isArray(stdio)) return stdio;
+  return stdio.map((entry, index) => (index === 0 && (INHERITED_IN.has(entry) || entry === process.stdin) ? "ignore"
+    : index === 1 && INHERITED_OUT.has(entry) ? 2 : entry));
+}
+
+for (const name of ["spawn", "spawnSync", "execFileSync", "execSync", "fork"]) {
+  const original = childProcess[name];
+  const forked = name === "fork";
+  childProcess[name] = function (...args) {
+    const last = args.length > 1 ? args[args.length - 1] : undefined;
+    const hasOptions = last !== null && typeof last === "object" && !Array.isArray(last);
+    const options = hasOptions ? last : {};
+    if (!(forked && options.silent)) {
+      const stdio = keptOffTheProtocol(options.stdio, forked);
+      if (stdio !== options.stdio) {
+        if (hasOptions) args[args.length - 1] = { ...options, stdio };
+        else args.push({ stdio });
+      }
+    }
+    return original.apply(this, args);
+  };
+}
+syncBuiltinESMExports();
 
 // -- the wire -----------------------------------------------------------------------------------------
 
