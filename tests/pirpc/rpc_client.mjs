@@ -43,8 +43,10 @@ await record("abortRetry", () => client.abortRetry());
 await record("promptAndWait", () => client.promptAndWait("hello client"));
 await record("promptAndWait (tool)", async () => {
   const events = client.collectEvents();
-  await client.prompt("run the slow tool");
-  await new Promise((resolve) => {
+  // listening before the prompt is sent: the answer and the turn's first lines can arrive in one read,
+  // and the client dispatches all of them before the awaiting code goes on (a listener added after
+  // `await client.prompt()` can miss an event that came with the answer)
+  const toolStarted = new Promise((resolve) => {
     const stop = client.onEvent((event) => {
       if (event.type === "tool_execution_start") {
         stop();
@@ -52,6 +54,8 @@ await record("promptAndWait (tool)", async () => {
       }
     });
   });
+  await client.prompt("run the slow tool");
+  await toolStarted;
   await client.steer("steered in");
   await client.followUp("followed up");
   return events;

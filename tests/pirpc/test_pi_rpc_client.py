@@ -13,8 +13,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.driver import DAEMON, daemon_env
 from tests.pi_compat.oracle import PiOracle
 from tests.pirpc.wire import EXTENSION, NO_CHECKPOINTS, Normaliser, join_deltas, stats_tokens
@@ -60,11 +58,6 @@ def _run(oracle: PiOracle, root: Path, side: str) -> dict[str, Any]:
     return {"calls": calls, "stderr": result["stderr"]}
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(os.environ.get("RPCD_LONG") != "1", reason=(
-    "RPCD_LONG=1 only for now: since main's 04:20 merges, rpcd's side waits for tool_execution_start after "
-    "the second prompt when other differentials run beside it (passes alone); under investigation, "
-    "see the pirpc report"))
 def test_pis_own_rpc_client_sees_rpcd_as_pi(pi_oracle: PiOracle, tmp_path: Path) -> None:
     with ThreadPoolExecutor(max_workers=1) as pool:
         theirs_future = pool.submit(_run, pi_oracle, tmp_path, "pi")
