@@ -170,6 +170,34 @@ class Proc:
         return elapsed
 
 
+
+class StreamedTurn:
+    """One faux turn as the reader sees it (``on_event`` is the ``Proc``'s hook): its text deltas and
+    when ``agent_end`` was read."""
+
+    def __init__(self) -> None:
+        self.deltas: list[str] = []
+        self.ended = threading.Event()
+        self.ended_at = 0.0
+
+    def on_event(self, event: dict[str, Any], now: float) -> None:
+        kind = event.get("type")
+        if kind == "message_update":
+            inner = event.get("assistantMessageEvent") or {}
+            if inner.get("type") == "text_delta":
+                self.deltas.append(inner["delta"])
+        elif kind == "agent_end":
+            self.ended_at = now
+            self.ended.set()
+
+    def wait(self, who: str, started: float, text: str) -> float:
+        """Until ``agent_end``; the seconds from ``started`` (the streamed text must be ``text``)."""
+        if not self.ended.wait(TIMEOUT_S):
+            raise RuntimeError(f"{who}: the turn never ended")
+        if "".join(self.deltas) != text:
+            raise AssertionError(f"{who}: streamed text incomplete ({len(self.deltas)} deltas)")
+        return self.ended_at - started
+
 @contextlib.contextmanager
 def running(side: Side, on_event: EventHook | None = None) -> Iterator[Proc]:
     proc = Proc(side, on_event)

@@ -14,16 +14,14 @@ from __future__ import annotations
 import os
 import statistics
 import sys
-import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import orjson
 
 from benchmarks._harness import Measurement, percentile
 from benchmarks._rpc import REPO
-from benchmarks._sides import TIMEOUT_S, Context, Proc, Samples, Side, clean_env, interleave, pi_side, running
+from benchmarks._sides import Context, Proc, Samples, Side, StreamedTurn, clean_env, interleave, pi_side, running
 
 HERE = Path(__file__).resolve().parent
 PI_STREAM_EXTENSION = HERE / "_faux_stream_pi.mjs"
@@ -58,20 +56,7 @@ def measure_pirpc(ctx: Context) -> Samples:
     script.write_bytes(orjson.dumps({"steps": [{"text": CHUNK, "repeat": chunks}], "chunkSize": len(CHUNK)}))
 
     def one(which: str) -> dict[str, float]:
-        deltas: list[str] = []
-        ended = threading.Event()
-        ended_at = [0.0]
-
-        def on_event(event: dict[str, Any], now: float) -> None:
-            kind = event.get("type")
-            if kind == "message_update":
-                inner = event.get("assistantMessageEvent") or {}
-                if inner.get("type") == "text_delta":
-                    deltas.append(inner["delta"])
-            elif kind == "agent_end":
-                ended_at[0] = now
-                ended.set()
-
+        turn = StreamedTurn()
         home, project = ctx.home(f"pirpc-{which}")
         if which == "rpcd":
             side = _pirpc_side(ctx, home, project, {"RPCD_FAUX_SCRIPT": str(script)})
@@ -79,16 +64,13 @@ def measure_pirpc(ctx: Context) -> Samples:
             side = pi_side(ctx.oracle, home, project, "--no-session", "-e", str(PI_STREAM_EXTENSION),
                            "--provider", "faux", "--model", "faux-1",
                            env={"RPCD_BENCH_CHUNK": CHUNK, "RPCD_BENCH_CHUNKS": str(chunks)})
-        with running(side, on_event) as proc:
+        with running(side, turn.on_event) as proc:
             proc.ready()
             trips = _get_state_trips(proc, count)
             started = time.perf_counter()
             proc.send("prompt", {"message": "go"})
-            if not ended.wait(TIMEOUT_S):
-                raise RuntimeError(f"{which}: the turn never ended")
-            elapsed = ended_at[0] - started
-        if "".join(deltas) != CHUNK * chunks:
-            raise AssertionError(f"{which}: streamed text incomplete ({len(deltas)} deltas)")
+            elapsed = turn.wait(which, started, CHUNK * chunks)
+        deltas = turn.deltas
         return {"getstate_us": percentile(trips, 50), "getstate_p90_us": percentile(trips, 90),
                 "events_per_s": len(deltas) / elapsed, "deltas": float(len(deltas)), "turn_ms": elapsed * 1000}
 

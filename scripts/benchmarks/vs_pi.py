@@ -45,11 +45,9 @@ import os
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 import orjson
 
@@ -57,11 +55,11 @@ from benchmarks import _vs_acp, _vs_pirpc, _vs_sessions, _vs_turns
 from benchmarks._harness import Measurement, percentile
 from benchmarks._rpc import rss_kb
 from benchmarks._sides import (
-    TIMEOUT_S,
     Context,
     Proc,
     Samples,
     Side,
+    StreamedTurn,
     clean_env,
     interleave,
     load,
@@ -145,34 +143,18 @@ def measure_events(ctx: Context) -> Samples:
     script.write_bytes(orjson.dumps({"steps": [{"text": CHUNK, "repeat": chunks}], "chunkSize": len(CHUNK)}))
 
     def one(which: str) -> dict[str, float]:
-        deltas: list[str] = []
-        ended = threading.Event()
-        ended_at = [0.0]
-
-        def on_event(event: dict[str, Any], now: float) -> None:
-            kind = event.get("type")
-            if kind == "message_update":
-                inner = event.get("assistantMessageEvent") or {}
-                if inner.get("type") == "text_delta":
-                    deltas.append(inner["delta"])
-            elif kind == "agent_end":
-                ended_at[0] = now
-                ended.set()
-
+        turn = StreamedTurn()
         side = side_for(ctx, which, rpcd_args=["--in-memory"], rpcd_env={"RPCD_FAUX_SCRIPT": str(script)},
                      pi_args=["--no-session", "-e", str(PI_STREAM_EXTENSION), "--provider", "faux", "--model",
                               "faux-1"],
                      pi_env={"RPCD_BENCH_CHUNK": CHUNK, "RPCD_BENCH_CHUNKS": str(chunks)})
-        with running(side, on_event) as proc:
+        with running(side, turn.on_event) as proc:
             proc.ready()
             started = time.perf_counter()
             params = {"text": "go"} if which == "rpcd" else {"message": "go"}
             proc.send("prompt", params)
-            if not ended.wait(TIMEOUT_S):
-                raise RuntimeError(f"{which}: the turn never ended")
-            elapsed = ended_at[0] - started
-        if "".join(deltas) != CHUNK * chunks:
-            raise AssertionError(f"{which}: streamed text incomplete ({len(deltas)} deltas)")
+            elapsed = turn.wait(which, started, CHUNK * chunks)
+        deltas = turn.deltas
         return {"events_per_s": len(deltas) / elapsed, "deltas": float(len(deltas)), "turn_ms": elapsed * 1000}
 
     return interleave(ctx, one)
