@@ -29,6 +29,7 @@ import copy
 import json
 import os
 import re
+import subprocess
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -70,6 +71,8 @@ class ExtProgram:
     project_files: Mapping[str, str] = attrs.field(factory=dict)
     agent_files: Mapping[str, Any] = attrs.field(factory=dict)
     """JSON files for the agent dir (``settings.json``)."""
+    agent_texts: Mapping[str, str] = attrs.field(factory=dict)
+    """Text files for the agent dir, as written (``prompts/x.md``: the user's resources, trusted)."""
     flags: Mapping[str, bool | str] = attrs.field(factory=dict)
     """Extension flags: Pi's ``--name [value]``, rpcd's ``--flag name[=value]``."""
     extra: Sequence[str] = ()
@@ -78,6 +81,10 @@ class ExtProgram:
     http: Sequence[Mapping[str, Any]] | None = None
     """Chat Completions replies (``tests/providers/sse_server.chunk`` payload lists): the model is then
     an ``openai-completions`` provider on a loopback server instead of the faux one."""
+    git_init: bool = False
+    """The project dir is a git repository: ``git init`` and one commit of ``project_files`` (the same
+    author, committer and date on both sides), then ``dirty_files`` written over it uncommitted."""
+    dirty_files: Mapping[str, str] = attrs.field(factory=dict)
 
 
 # -- normalising ------------------------------------------------------------------------------------
@@ -241,6 +248,26 @@ def _write_files(root: Path, files: Mapping[str, str]) -> None:
         path.write_text(text)
 
 
+GIT_ENV = {"GIT_AUTHOR_NAME": "Pi Compat", "GIT_AUTHOR_EMAIL": "compat@example.invalid",
+           "GIT_COMMITTER_NAME": "Pi Compat", "GIT_COMMITTER_EMAIL": "compat@example.invalid",
+           "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}
+"""Who commits, and when, in both sides' repositories (``ExtProgram.git_init``), and in what an
+extension commits there (the sides' ``git`` children inherit it)."""
+
+
+def _git_env(program: ExtProgram) -> dict[str, str]:
+    return dict(GIT_ENV) if program.git_init else {}
+
+
+def _project(cwd: Path, program: ExtProgram) -> None:
+    _write_files(cwd, program.project_files)
+    if program.git_init:
+        env = {**os.environ, **GIT_ENV, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+        for argv in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "--allow-empty", "-m", "initial"]):
+            subprocess.run(["git", *argv], cwd=cwd, env=env, check=True, capture_output=True)
+    _write_files(cwd, program.dirty_files)
+
+
 def _agent_files(agent_dir: Path, files: Mapping[str, Any]) -> None:
     for name, content in files.items():
         (agent_dir / name).write_text(json.dumps(content))
@@ -261,11 +288,12 @@ def run_pi(oracle: PiOracle, root: Path, program: ExtProgram, base_url: str | No
     agent_dir, cwd = root / "pi-agent", root / "pi-project"
     agent_dir.mkdir(parents=True)
     cwd.mkdir(parents=True)
-    _write_files(cwd, program.project_files)
+    _project(cwd, program)
     agent_files = dict(program.agent_files)
     if base_url is not None:
         agent_files["models.json"] = _models_json(base_url)
     _agent_files(agent_dir, agent_files)
+    _write_files(agent_dir, program.agent_texts)
     script_file = root / "pi-script.json"
     script_file.write_text(json.dumps(list(program.script)))
     model = ("--provider", "loop", "--model", MODEL_ID) if base_url is not None else ("--provider", "faux",
@@ -277,7 +305,7 @@ def run_pi(oracle: PiOracle, root: Path, program: ExtProgram, base_url: str | No
         if line.get("type") == "extension_ui_request" and line.get("method") in DIALOGS and pi is not None:
             pi.send({"type": "extension_ui_response", "id": line["id"], **answers.next(str(line["method"]))})
 
-    pi = PiRpc(oracle, agent_dir=agent_dir, cwd=cwd, env={"RPCD_FAUX_SCRIPT": str(script_file)},
+    pi = PiRpc(oracle, agent_dir=agent_dir, cwd=cwd, env={"RPCD_FAUX_SCRIPT": str(script_file), **_git_env(program)},
                args=(*model, "-e", str(example(oracle, program.example)),
                      *(a for stem in program.extra for a in ("-e", str(PORTS / f"{stem}.ts"))), *program.args,
                      *(a for name, value in program.flags.items()
@@ -350,7 +378,7 @@ def run_rpcd(root: Path, program: ExtProgram, base_url: str | None = None,
     agent_dir, cwd = root / "rd-agent", root / "rd-project"
     agent_dir.mkdir(parents=True)
     cwd.mkdir(parents=True)
-    _write_files(cwd, program.project_files)
+    _project(cwd, program)
     agent_files = dict(program.agent_files)
     if base_url is not None:
         agent_files["models.json"] = _models_json(base_url)
@@ -358,6 +386,7 @@ def run_rpcd(root: Path, program: ExtProgram, base_url: str | None = None,
         settings.update({"defaultProvider": "loop", "defaultModel": MODEL_ID})
         agent_files["settings.json"] = settings
     _agent_files(agent_dir, agent_files)
+    _write_files(agent_dir, program.agent_texts)
     script_file = root / "rpcd-script.json"
     script_file.write_text(json.dumps({"steps": list(program.script), "chunkDelay": 0.002}))
     answers = _Answers(program.ui)
@@ -374,7 +403,8 @@ def run_rpcd(root: Path, program: ExtProgram, base_url: str | None = None,
               for a in ("--flag", name if value is True else f"{name}={value}"))]
     answers_out: list[dict[str, Any]] = []
     prompt_ids: list[Any] = []
-    env = {"RPCD_FAUX_SCRIPT": str(script_file), "HOME": str(agent_dir), **(typescript or {}).get("env", {})}
+    env = {"RPCD_FAUX_SCRIPT": str(script_file), "HOME": str(agent_dir), **_git_env(program),
+           **(typescript or {}).get("env", {})}
     with Daemon(*args, env=env, handlers=handlers) as d:
         d.initialize({"extensionUi": {"editor": {}, "setStatus": {}, "setWidget": {}, "setTitle": {},
                                       "setEditorText": {}}})
@@ -504,8 +534,9 @@ def run_both(oracle: PiOracle, root: Path, program: ExtProgram,
     return pi, mine
 
 
-PI_DOCS = re.compile(r"\n\nPi documentation \(read only when.*?(?=\nCurrent working directory:)", re.S)
-"""Pi's "Pi documentation" block of the system prompt, which rpcd leaves out (docs/pi-compat.md)."""
+PI_DOCS = re.compile(r"\n\nPi documentation \(read only when[^\n]*(?:\n- [^\n]*)*")
+"""Pi's "Pi documentation" block of the system prompt, which rpcd leaves out (docs/pi-compat.md): its
+heading and its bullets, not the appended prompt and the skills that follow it."""
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 """Pi's theme colours RPC text (``ctx.ui.theme.fg``); rpcd's theme is plain text (docs/pi-compat.md)."""
 ISO_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")

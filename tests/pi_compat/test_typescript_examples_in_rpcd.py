@@ -15,7 +15,9 @@ from tests.node_host import node_host_env
 from tests.pi_compat.extension_programs import ExtProgram, run_both
 from tests.pi_compat.oracle import PiOracle
 from tests.pi_compat.test_extension_ports_against_pi import PROGRAMS as PORTED
-from tests.pi_compat.test_extension_ports_against_pi import assert_same_behaviour, call
+from tests.pi_compat.test_extension_ports_against_pi import assert_same_behaviour, call, reply
+
+TIDY_SKILL = "---\nname: tidy\ndescription: Tidy a file.\n---\nTidy it.\n"
 
 TYPESCRIPT_ONLY: dict[str, ExtProgram] = {
     "hello": ExtProgram("hello.ts", "", [("prompt", "greet the world"), ("settled",)],
@@ -72,6 +74,30 @@ TYPESCRIPT_ONLY: dict[str, ExtProgram] = {
     "message-renderer": ExtProgram(  # the file is written at the first reply: then the messages are in it
         "message-renderer.ts", "", [("prompt", "/status warn disk almost full"), ("prompt", "/status all good"),
                                     ("prompt", "hi"), ("settled",)], script=[{"text": "ok"}]),
+    "prompt-customizer": ExtProgram(  # the system prompt sent, with its guidance (rpcd has no --append-system-prompt)
+        "prompt-customizer.ts", "", [("prompt", "hi"), ("settled",)], http=[reply("hello")],
+        agent_texts={"APPEND_SYSTEM.md": "Answer in haiku.\n", "skills/tidy/SKILL.md": TIDY_SKILL}),
+    "input-transform-streaming": ExtProgram(  # `git diff --stat` prepended to a prompt that mentions changes
+        "input-transform-streaming.ts", "", [("prompt", "what changes did I make?"), ("settled",),
+                                             ("prompt", "nothing to see"), ("settled",)],
+        script=[{"text": "you edited notes"}, {"text": "ok"}], git_init=True,
+        project_files={"notes.txt": "one\n"}, dirty_files={"notes.txt": "one\ntwo\n"}),
+    "dirty-repo-guard": ExtProgram(  # a new session with uncommitted changes: refused, then allowed
+        "dirty-repo-guard.ts", "", [("prompt", "hi"), ("settled",), ("call", "new_session", {}, "newSession", {}),
+                                    ("call", "new_session", {}, "newSession", {})],
+        script=[{"text": "hello"}], git_init=True, project_files={"a.txt": "a\n"},
+        dirty_files={"a.txt": "changed\n", "b.txt": "new\n"},
+        ui={"select": [{"value": "No, let me commit first"}, {"value": "Yes, proceed anyway"}]}),
+    "auto-commit-on-exit": ExtProgram(  # the session's shutdown (a new session) commits with the last reply
+        "auto-commit-on-exit.ts", "", [("prompt", "hi"), ("settled",), ("call", "new_session", {}, "newSession", {}),
+                                       ("prompt", "again"), ("settled",)],
+        script=[{"text": "Renamed the helper\nand more"}, {"text": "ok"}], git_init=True,
+        project_files={"a.txt": "a\n"}, dirty_files={"a.txt": "changed\n"}),
+    "commands": ExtProgram(  # by source: the user's prompts and skills (the extensions' list has Pi's /llama)
+        "commands.ts", "", [("prompt", "/commands prompt"), ("prompt", "/commands skill"), ("prompt", "/commands zzz")],
+        ui={"select": [{"value": "/review - Review the diff"}, {"cancelled": True}], "confirm": {"confirmed": True}},
+        agent_texts={"prompts/review.md": "---\ndescription: Review the diff\n---\nReview $@\n",
+                     "skills/tidy/SKILL.md": TIDY_SKILL}),
 }
 """Pi's examples that need no Python port to be compared: Pi's TypeScript in both. The examples not
 compared, and why, are listed in docs/pi-compat.md ("Pi's example extensions in rpcd's Node
