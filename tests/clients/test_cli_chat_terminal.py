@@ -100,6 +100,7 @@ def test_thinking_streams_dimmed_and_slash_thinking_hides_it(tmp_path: Path, tmu
     tmux.wait_for(r"the answer")
     colored = tmux._run("capture-pane", "-p", "-e", "-t", "t")
     assert any("\x1b[2" in line and "pondering deeply" in line for line in colored.splitlines())  # dimmed
+    tmux.wait_for(r"^› ", count=2)  # idle again: a line typed while the reply ends would steer it
     tmux.type_line("/show-thinking off")
     tmux.wait_for(r"thinking hidden")
     tmux.type_line("again")
