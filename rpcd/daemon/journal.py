@@ -66,7 +66,10 @@ class HostJournal:
 
     def write(self, session_file: str | None, cwd: str) -> JournalRecord:
         """Atomically replace the record. Raises ``HostJournalError`` (paths only, no content)."""
-        previous = self.read()
+        return self._write(session_file, cwd, self.read())
+
+    def _write(self, session_file: str | None, cwd: str, previous: JournalRecord | None) -> JournalRecord:
+        """``write`` over ``previous``, the record just read (the caller read it: not read twice)."""
         projects = dict(previous.projects) if previous is not None else {}
         if session_file is not None:
             projects.pop(cwd, None)
@@ -126,11 +129,30 @@ class HostJournal:
             # on the record a killed one was rewriting must not keep its orphaned temp file forever
             self._remove_orphaned_temps(self.path.parent)
             return current
-        return self.write(session_file, cwd)
+        return self._write(session_file, cwd, current)
 
     async def ensure_async(self, session_file: str | None, cwd: str) -> JournalRecord:
         """``ensure`` in a worker thread (one hop for the read and the write)."""
         return await anyio.to_thread.run_sync(self.ensure, session_file, cwd)
+
+    def record_current(self, session_file: str | None, cwd: str) -> JournalRecord:
+        """Record the session a host now serves (``flush_persistence``): ``ensure`` for a saved
+        session; a session whose file does not exist yet (Pi writes it at the first assistant
+        message) is never named: naming it would make ``--resume-last`` start afresh. Then the
+        previous record is kept — rewritten as it was, so a journal that cannot be written still
+        fails closed here — or, with none, only the project is recorded (the final disposal records
+        the file once it exists). One call, for one worker thread: the file check, the read and the
+        write of one replacement."""
+        if session_file is not None and not os.path.isfile(session_file):
+            previous = self.read()
+            if previous is None:
+                return self._write(None, cwd, None)
+            return self._write(previous.session_file, previous.cwd, previous)
+        return self.ensure(session_file, cwd)
+
+    async def record_current_async(self, session_file: str | None, cwd: str) -> JournalRecord:
+        """``record_current`` in a worker thread (one hop per replacement)."""
+        return await anyio.to_thread.run_sync(self.record_current, session_file, cwd)
 
     def read(self) -> JournalRecord | None:
         """The last record, or ``None`` if there is none or it is unreadable (logged, not raised).

@@ -145,3 +145,22 @@ def test_journal_read_of_a_fifo_or_a_huge_file_is_none_and_never_blocks(tmp_path
     with huge.open("wb") as handle:
         handle.truncate(64 << 20)  # sparse: a "record" of 64 MiB is not ours
     assert HostJournal(huge).read() is None
+
+
+def test_journal_record_current_never_names_a_file_not_saved_yet(tmp_path: Path) -> None:
+    journal = HostJournal(tmp_path / "rpcd" / "host.json")
+    unsaved = str(tmp_path / "new.jsonl")  # Pi writes a new session's file at its first assistant message
+    journal.record_current(unsaved, "/work/a")  # no record yet: only the project
+    record = journal.read()
+    assert record is not None and (record.session_file, record.cwd, dict(record.projects)) == (None, "/work/a", {})
+    saved = tmp_path / "saved.jsonl"
+    saved.write_text("{}\n")
+    journal.record_current(str(saved), "/work/a")
+    inode = os.stat(journal.path).st_ino
+    journal.record_current(str(saved), "/work/a")  # already named: left as it is
+    assert os.stat(journal.path).st_ino == inode
+    journal.record_current(unsaved, "/work/b")  # not saved: the previous record, rewritten as it was
+    record = journal.read()
+    assert record is not None and (record.session_file, record.cwd) == (str(saved), "/work/a")
+    assert dict(record.projects) == {"/work/a": str(saved)}
+    assert os.stat(journal.path).st_ino != inode, "an unwritable journal must still fail closed here"
