@@ -250,7 +250,10 @@ class Daemon:
         if session_file is None and self.options.target == "in-memory":
             return
         # A saved session the record already names (the orderly end, a resume of the same file) is
-        # not rewritten; a file not saved yet is never named (``HostJournal.record_current``).
+        # not rewritten, and that is known on the loop; a write goes to one worker call, which looks
+        # again; a file not saved yet is never named (``HostJournal.record_current``).
+        if self.journal.already_current(session_file, cwd) is not None:
+            return
         await self.journal.record_current_async(session_file, cwd)
 
     # -- the orderly end -----------------------------------------------------------------------------

@@ -164,3 +164,25 @@ def test_journal_record_current_never_names_a_file_not_saved_yet(tmp_path: Path)
     assert record is not None and (record.session_file, record.cwd) == (str(saved), "/work/a")
     assert dict(record.projects) == {"/work/a": str(saved)}
     assert os.stat(journal.path).st_ino != inode, "an unwritable journal must still fail closed here"
+
+
+def test_journal_already_current_writes_nothing_and_says_when_a_write_is_due(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    journal = HostJournal(tmp_path / "rpcd" / "host.json")
+    saved = tmp_path / "saved.jsonl"
+    saved.write_text("{}\n")
+    assert journal.already_current(str(saved), "/work/a") is None  # no record yet
+    journal.record_current(str(saved), "/work/a")
+    inode = os.stat(journal.path).st_ino
+    orphan = journal.path.parent / f".{journal.path.name}.999999999.x.tmp"  # a writer killed mid-write
+    orphan.write_text("partial")
+    record = journal.already_current(str(saved), "/work/a")
+    assert record is not None and record.session_file == str(saved)
+    assert os.stat(journal.path).st_ino == inode and not orphan.exists()
+    assert journal.already_current(str(saved), "/work/b") is None  # another project
+    assert journal.already_current(str(tmp_path / "unsaved.jsonl"), "/work/a") is None  # never named
+    journal.path.write_text("{not json")
+    with caplog.at_level("WARNING"):
+        assert journal.already_current(str(saved), "/work/a") is None
+        journal.record_current(str(saved), "/work/a")  # the write reads it again: logged once
+    assert sum("not a valid record" in r.getMessage() for r in caplog.records) == 1
