@@ -28,7 +28,6 @@ not installed, and ``tests/core/test_attrs_methods.py`` fails to say so).
 from __future__ import annotations
 
 import atexit
-import hashlib
 import importlib.util
 import marshal
 import os
@@ -37,6 +36,11 @@ import sys
 from pathlib import Path
 from types import CodeType
 from typing import Any, Final
+
+try:  # BLAKE2 without OpenSSL's hashlib backend (~2 ms of a start-up that may not need it otherwise)
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover - an interpreter without the builtin module
+    from hashlib import blake2b
 
 _KEEP_AT_MOST: Final = 4_000
 """Entries kept from an earlier file beside this process's own (an old checkout's classes are
@@ -82,7 +86,7 @@ class _Codes:
         salt = _SALT.search(script)
         if salt is not None:
             script = f"{script[:salt.start(1)]}{_PLACEHOLDER}{script[salt.end(1):]}"
-        key = b"%s\0%s" % (filename.encode(), hashlib.blake2b(script.encode(), digest_size=20).digest())
+        key = b"%s\0%s" % (filename.encode(), blake2b(script.encode(), digest_size=20).digest())
         code = _loaded(self.stored.get(key))
         ours = self.ours.match(key) is not None
         if code is None:
