@@ -18,6 +18,9 @@ from typing import NoReturn
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from rpcd.core.attrs_methods import install
+
+    install()  # before any attrs class is defined: their methods' bytecode is reused, not compiled again
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["login"] or (args[:1] == ["acp"] and "--login" in args):
         # a login at the terminal (``rpcd acp --login P``: what an ACP client runs for a terminal auth method)

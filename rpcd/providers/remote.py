@@ -133,14 +133,29 @@ class RemoteProvider:
         self.credentials = credentials or Credentials()
         self.settings = settings or RequestSettings()
         self._transport = transport
-        self._models = _models(spec)
-        self._infos = _infos(spec)
+        self._table: tuple[dict[str, ModelSpec], list[ModelInfo]] | None = None
+        """The models by id and their infos, made on first use (most providers of a start-up have no
+        credentials: their models are never asked for)."""
         self._check: AuthCheck | bool | None = False  # False: not checked yet
         self._checked_at: object = None
         """auth.json's revision when ``_check`` was made (a login, logout or refresh changes it)."""
 
     def __repr__(self) -> str:
         return f"RemoteProvider(name={self.name!r}, models={len(self._models)})"
+
+    @property
+    def _models(self) -> dict[str, ModelSpec]:
+        return self._tables()[0]
+
+    @property
+    def _infos(self) -> list[ModelInfo]:
+        return self._tables()[1]
+
+    def _tables(self) -> tuple[dict[str, ModelSpec], list[ModelInfo]]:
+        table = self._table
+        if table is None:
+            table = self._table = (_models(self.spec), _infos(self.spec))
+        return table
 
     def with_spec(self, spec: ProviderSpec) -> RemoteProvider:
         """The same credentials, request settings and transport for another composition of this
@@ -176,7 +191,7 @@ class RemoteProvider:
         builtin = with_stored_models(builtin_catalog(), agent_dir).providers.get(self.name)
         if builtin is not None and builtin is not self.spec.builtin:
             self.spec = builtin_spec(builtin)
-            self._models, self._infos, self._check = _models(self.spec), _infos(self.spec), False
+            self._table, self._check = None, False
 
     def models(self) -> list[ModelInfo]:
         self._follow_store()
