@@ -350,6 +350,22 @@ def decode_chunk(event: SseEvent, provider: str) -> Any:
         raise StreamError(f'Provider "{provider}" sent a malformed stream chunk (not JSON)') from None
 
 
+class RequestRedactor:
+    """The redactor of one request (``request_redactor``), built on its first use: only a failure or a
+    retry redacts, so a call that streams fine never scans the environment for secrets."""
+
+    def __init__(self, env: Mapping[str, str] | None, secrets: Sequence[str]) -> None:
+        self._env = env
+        self._secrets = tuple(secrets)
+
+    @functools.cached_property
+    def redactor(self) -> Redactor:
+        return request_redactor(self._env, self._secrets)
+
+    def redact_and_cut(self, text: str, limit: int) -> str:
+        return self.redactor.redact_and_cut(text, limit)
+
+
 def request_redactor(env: Mapping[str, str] | None, secrets: Sequence[str]) -> Redactor:
     """The redactor of one request: the environment's secrets and this request's values — a header's
     ``Bearer <token>`` also as the bare token (servers echo it without the scheme)."""
@@ -386,7 +402,7 @@ async def stream_call(
     import httpx
 
     message = parser.message
-    redactor = request_redactor(env, request.secrets)
+    redactor = RequestRedactor(env, request.secrets)
     async with _client(timeouts, transport) as client:
         retry_index = 0
         while True:
@@ -421,7 +437,7 @@ async def stream_call(
                     yield _error(message, str(exc), redactor, provider)
                     return
                 if fresh is not None:
-                    redactor = request_redactor(env, (*request.secrets, *fresh.secrets))
+                    redactor = RequestRedactor(env, (*request.secrets, *fresh.secrets))
                     request = fresh
                     log.info("provider %s: 401 with the stored login; retrying once with it refreshed", provider)
                     continue
@@ -615,7 +631,7 @@ def _events(response: httpx.Response, framing: str) -> AsyncIterator[SseEvent]:
 
 
 async def _consume(
-    response: httpx.Response, parser: StreamParser, provider: str, redactor: Redactor, framing: str = "sse"
+    response: httpx.Response, parser: StreamParser, provider: str, redactor: RequestRedactor, framing: str = "sse"
 ) -> AsyncIterator[AssistantMessageEvent]:
     import httpx
 
@@ -650,7 +666,7 @@ async def _consume(
     yield _error(message, text, redactor, provider)
 
 
-def _error(message: dict[str, Any], text: str, redactor: Redactor, provider: str) -> AssistantMessageEvent:
+def _error(message: dict[str, Any], text: str, redactor: RequestRedactor, provider: str) -> AssistantMessageEvent:
     message["stopReason"] = "error"
     message["errorMessage"] = redactor.redact_and_cut(text, MAX_ERROR_CHARS)
     log.warning("provider %s: %s", provider, redactor.redact_and_cut(message["errorMessage"], 300))

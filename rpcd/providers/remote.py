@@ -21,12 +21,13 @@ when a request is made.
 
 from __future__ import annotations
 
+import collections
 import importlib
 import logging
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, MutableMapping
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import anyio
 import attrs
@@ -323,8 +324,9 @@ class RemoteProvider:
             attribution=attribution_headers(spec.provider, spec.base_url, request.session_id,
                                             telemetry=self.settings.install_telemetry),
             max_tokens=request.max_tokens,
-            env={**(os.environ if self.credentials.env is None else self.credentials.env),
-                 **{k: v for k, v in auth.env.items() if v}},
+            # read-only lookups: the credential's values over the environment, without copying it per call
+            env=collections.ChainMap({k: v for k, v in auth.env.items() if v}, cast(
+                "MutableMapping[str, str]", os.environ if self.credentials.env is None else self.credentials.env)),
         )
         hooks = request.hooks
         removed: list[str] = list(auth.removed_headers)
