@@ -50,6 +50,7 @@ from rpcd.providers.http import (
     ProviderRetry,
     StreamError,
     Timeouts,
+    model_path_ready,
     stream_call,
 )
 from rpcd.providers.models_config import (
@@ -236,6 +237,7 @@ class RemoteProvider:
         return None
 
     async def stream(self, request: ProviderRequest) -> AsyncIterator[AssistantMessageEvent]:
+        await model_path_ready()  # the process's first call shares the model path's warm-up (``warmup``)
         message = new_assistant_message(request.model)
         spec = self._models.get(request.model.id)
         module = api_module(spec.api) if spec is not None else None
