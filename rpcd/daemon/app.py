@@ -215,9 +215,7 @@ class Daemon:
             model = self.host.state().pi_model
         except Exception:  # no session to ask: nothing to warm
             return
-        api = model.get("api") if model is not None else None
-        self.services.model_path_wanted(api if isinstance(api, str) else None,
-                                        still_wanted=lambda: not self.server.ending)
+        self.services.model_path_wanted(model, still_wanted=lambda: not self.server.ending)
 
     async def _open_runtime(self) -> RuntimePort:
         """The runtime for the startup target, once the client has its ``initialize`` result (so it never

@@ -15,9 +15,12 @@ interpreter lock released, loads beside whatever the loop does):
 
 Then, on the loop, ``on_ready`` builds the HTTP client the first call would build (no connection is
 made). What only the prompt's answer needs (its result types) comes last, after ``ready()`` is
-released. Every step imports modules of rpcd or of its installed dependencies, by name, from
-``sys.path`` (which never holds the project directory: ``rpcd.safe_start``); nothing of the
-project is read or run.
+released (``ANSWER_DELAY_S`` later when a request waited: its request goes out first). Every step
+imports modules of rpcd or of its installed dependencies, by name, from ``sys.path`` (which never
+holds the project directory: ``rpcd.safe_start``); nothing of the project is read or run.
+
+The fronts that ask for it once their start-up has settled: the JSON-RPC daemon and ``rpcd --mode
+rpc`` (Pi's wire); under ``rpcd acp`` the first prompt starts it.
 
 The owner is the front's ``HttpClients`` (``rpcd.providers.http.keep_connections``): the front
 says when its start-up has settled (``ProcessServices.model_path_wanted``), the model call waits in
@@ -47,6 +50,10 @@ REQUEST_MODULES: Final = (
 """What the first model request imports (whatever its API)."""
 ANSWER_MODULES: Final = ("rpcd.protocol.results",)
 """What only the first prompt's answer imports (its result types): warmed after the request's part."""
+
+ANSWER_DELAY_S: Final = 0.05
+"""When a request waited for the warm-up: how long after its release the answer's part begins (the request
+is out by then and its model is thinking; a one-shot ``rpcctl prompt`` does not pay it at the end)."""
 
 Step = Callable[[], object]
 
@@ -125,8 +132,9 @@ class ModelPathWarmup:
         with contextlib.suppress(RuntimeError):  # the loop is closed: the process is ending
             loop.call_soon_threadsafe(self._release)
         waited = self._waited
-        if not waited:  # a request waited: what only its answer needs is left to it (no thread beside the request)
-            self._steps(self._answer_steps)
+        if waited:  # a request waited: its answer's part waits until the request is out (no thread beside it)
+            self._cancelled.wait(ANSWER_DELAY_S)
+        self._steps(self._answer_steps)
         log.debug("model path warmed", extra={"requestMs": round(request_ms, 1),
                                               "totalMs": round((time.perf_counter() - started) * 1000, 1),
                                               "waited": waited, "cancelled": self._cancelled.is_set()})

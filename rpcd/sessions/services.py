@@ -24,7 +24,7 @@ import asyncio
 import contextlib
 import contextvars
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
 
@@ -116,14 +116,16 @@ class ProcessServices:
                 self.stop_warming()
                 self._clients = None
 
-    def model_path_wanted(self, api: str | None, *, still_wanted: Callable[[], bool]) -> None:
-        """The front's start-up has settled and its first answer is out, on a model of ``api``: warm the
-        model path (``rpcd.providers.warmup``) ``WARM_DELAY_S`` later, in the background, if
-        ``still_wanted()`` then (the orderly end has not begun) and the API is one of a network provider.
-        A prompt that comes first starts it itself; either way it happens once."""
+    def model_path_wanted(self, model: Mapping[str, Any] | None, *, still_wanted: Callable[[], bool]) -> None:
+        """The front's start-up has settled and its first answer is out, on ``model`` (Pi's model object of
+        the session's state, ``None`` without one): warm the model path (``rpcd.providers.warmup``)
+        ``WARM_DELAY_S`` later, in the background, if ``still_wanted()`` then (the orderly end has not
+        begun) and the model's API is one of a network provider. A prompt that comes first starts it
+        itself; either way it happens once."""
         from rpcd.providers.remote import API_MODULES
 
-        module = API_MODULES.get(api or "")
+        api = model.get("api") if model is not None else None
+        module = API_MODULES.get(api) if isinstance(api, str) else None
         if module is None or self._clients is None or self._warm_timer is not None:
             return
         clients = self._clients

@@ -133,3 +133,17 @@ def test_a_daemon_whose_input_ends_at_once_does_not_warm(server: SseServer, tmp_
     daemon.close_stdin()
     assert daemon.wait_exit() == 0
     assert WARMED not in daemon.stderr()
+
+
+def test_pis_wire_warms_its_model_path_after_its_start_up_too(server: SseServer, tmp_path: Path) -> None:
+    agent, project = _project(tmp_path, server.base_url)
+    daemon = Daemon("--mode", "rpc", "--agent-dir", str(agent), "--provider", "local", "--model", "test-model",
+                    cwd=project, env={"RPCD_LOG_LEVEL": "debug"})
+    try:
+        daemon.send({"type": "get_state", "id": "state"})
+        _wait_for_log(daemon, WARMED)
+        assert server.requests == []
+    finally:
+        assert daemon.close() == 0
+    assert daemon.stderr().count(WARMED) == 1
+    assert not (project / "SHADOW_IMPORTED").exists()
