@@ -20,7 +20,7 @@ imports modules of rpcd or of its installed dependencies, by name, from ``sys.pa
 holds the project directory: ``rpcd.safe_start``); nothing of the project is read or run.
 
 The fronts that ask for it once their start-up has settled: the JSON-RPC daemon and ``rpcd --mode
-rpc`` (Pi's wire); under ``rpcd acp`` the first prompt starts it.
+rpc`` (Pi's wire); ``rpcd acp`` once its first session is answered.
 
 The owner is the front's ``HttpClients`` (``rpcd.providers.http.keep_connections``): the front
 says when its start-up has settled (``ProcessServices.model_path_wanted``), the model call waits in

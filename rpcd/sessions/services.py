@@ -116,12 +116,13 @@ class ProcessServices:
                 self.stop_warming()
                 self._clients = None
 
-    def model_path_wanted(self, model: Mapping[str, Any] | None, *, still_wanted: Callable[[], bool]) -> None:
+    def model_path_wanted(self, model: Mapping[str, Any] | None, *,
+                          still_wanted: Callable[[], bool] | None = None) -> None:
         """The front's start-up has settled and its first answer is out, on ``model`` (Pi's model object of
         the session's state, ``None`` without one): warm the model path (``rpcd.providers.warmup``)
         ``WARM_DELAY_S`` later, in the background, if ``still_wanted()`` then (the orderly end has not
-        begun) and the model's API is one of a network provider. A prompt that comes first starts it
-        itself; either way it happens once."""
+        begun; ``stop_warming`` stops it too) and the model's API is one of a network provider. A prompt
+        that comes first starts it itself; either way it happens once."""
         from rpcd.providers.remote import API_MODULES
 
         api = model.get("api") if model is not None else None
@@ -131,7 +132,7 @@ class ProcessServices:
         clients = self._clients
 
         def fire() -> None:
-            if still_wanted() and self._clients is clients:
+            if (still_wanted is None or still_wanted()) and self._clients is clients:
                 clients.warm_up(module)
 
         self._warm_timer = asyncio.get_running_loop().call_later(WARM_DELAY_S, fire)

@@ -147,3 +147,20 @@ def test_pis_wire_warms_its_model_path_after_its_start_up_too(server: SseServer,
         assert daemon.close() == 0
     assert daemon.stderr().count(WARMED) == 1
     assert not (project / "SHADOW_IMPORTED").exists()
+
+
+def test_acp_warms_its_model_path_after_its_first_session_is_answered(server: SseServer, tmp_path: Path) -> None:
+    agent, project = _project(tmp_path, server.base_url)
+    (agent / "settings.json").write_text(json.dumps({"defaultProvider": "local", "defaultModel": "test-model"}))
+    daemon = Daemon("acp", "--agent-dir", str(agent), cwd=project, env={"RPCD_LOG_LEVEL": "debug"})
+    try:
+        daemon.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}})
+        daemon.wait(1)
+        daemon.send({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+                     "params": {"cwd": str(project), "mcpServers": []}})
+        assert "result" in daemon.wait(2)
+        _wait_for_log(daemon, WARMED)
+        assert server.requests == []
+    finally:
+        assert daemon.close() == 0
+    assert daemon.stderr().count(WARMED) == 1
