@@ -67,12 +67,13 @@ class _Codes:
     """The cache of one process: what the file held (each entry still in ``marshal`` form, loaded on
     use), and what this process compiled or reused."""
 
-    def __init__(self, path: Path | None, modules: str) -> None:
+    def __init__(self, path: Path | None, modules: tuple[str, ...]) -> None:
         self.path = path
         # attrs names a class's methods ``<attrs generated methods module.Class>``: only the classes of
         # ``modules`` are kept (a process that defines others after ``install()``, e.g. a test run,
         # does not fill rpcd's cache with them)
-        self.ours = re.compile(rb"^<attrs generated [a-z ]+ " + re.escape(modules.encode()))
+        names = b"|".join(re.escape(m.encode()) for m in modules)
+        self.ours = re.compile(rb"^<attrs generated [a-z ]+ (?:" + names + rb")")
         self.stored: dict[bytes, bytes] = _read(path) if path is not None else {}
         self.used: dict[bytes, bytes] = {}
         self.compiled = 0
@@ -143,10 +144,11 @@ def cache_path() -> Path | None:
     return pyc.with_suffix(".bin")
 
 
-def install(path: Path | None = None, *, modules: str = "rpcd.") -> bool:
+def install(path: Path | None = None, *, modules: tuple[str, ...] = ("rpcd.", "cattrs.")) -> bool:
     """Route attrs' compile step through the cache at ``path`` (default ``cache_path()``) for the
-    classes of the modules named ``modules…``; saved at exit when something new was compiled.
-    ``False`` when this attrs has no such step."""
+    classes of the modules whose names start with one of ``modules`` (rpcd's and those of cattrs,
+    which defines a few when the wire's converter is imported); saved at exit when something new was
+    compiled. ``False`` when this attrs has no such step."""
     global _codes
     import attr._make as make
 

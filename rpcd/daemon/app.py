@@ -19,6 +19,7 @@ is under way exits at once (``rpcd.transport.signals``).
 
 from __future__ import annotations
 
+import gc
 import logging
 import math
 import os
@@ -206,6 +207,8 @@ class Daemon:
             log_failure("startup failed; serving HOST_UNAVAILABLE until restart", exc)
             self._post_status("unusable", 0)
             return
+        finally:
+            gc.enable()  # held since the process started (rpcd.__main__): the start-up has settled
         self._warm_model_path()
 
     def _warm_model_path(self) -> None:

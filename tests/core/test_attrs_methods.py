@@ -38,7 +38,7 @@ import json, sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[2])
 from rpcd.core import attrs_methods
-assert attrs_methods.install(Path(sys.argv[1]), modules='rpcdprobe.')
+assert attrs_methods.install(Path(sys.argv[1]), modules=('rpcdprobe.',))
 from rpcdprobe import shapes
 p, q = shapes.Point(1, 2), shapes.Point(1, 2)
 box = shapes.Box()
@@ -68,7 +68,7 @@ def _package(tmp_path: Path, source: str = _MODULE) -> Path:
 
 def _probe(cache: Path, root: Path, *flags: str, modules: str = "rpcdprobe.") -> dict[str, object]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    probe = _PROBE.replace("rpcdprobe.'", f"{modules}'")
+    probe = _PROBE.replace("'rpcdprobe.'", repr(modules))
     done = subprocess.run([sys.executable, *flags, "-c", probe, str(cache), str(root)], capture_output=True,
                           text=True, check=True, timeout=60, env=env)
     result: dict[str, object] = json.loads(done.stdout)
