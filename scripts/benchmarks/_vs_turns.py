@@ -112,6 +112,8 @@ def measure_turn(ctx: Context) -> Samples:
         side = side_for(ctx, which, *_model_args(), home=home)
         samples: dict[str, list[float]] = {}
         turn_in(side, events, samples, TURNS, "first")
+        if ctx.python is not None:  # --profile: the profile is the multi-turn process's (one output file)
+            return {key: statistics.median(values) for key, values in samples.items()}
         # a process whose first prompt comes after a moment of idleness, as a user's does
         home = ctx.home(f"turn-idle-{which}")
         _agent_files(home[0], model.base_url)
