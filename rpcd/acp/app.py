@@ -46,6 +46,7 @@ async def serve(config: AcpConfig, in_fd: int, out_fd: int, *, on_ending: Callab
                 await group.start(watch_end_signals, begin_end, ended.is_set, log)
                 await conn.serve()
             ended.set()
+            agent.services.stop_warming()
             if on_ending is not None:
                 on_ending()
             with anyio.CancelScope(shield=True):

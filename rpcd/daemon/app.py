@@ -19,6 +19,7 @@ is under way exits at once (``rpcd.transport.signals``).
 
 from __future__ import annotations
 
+import gc
 import logging
 import math
 import os
@@ -204,6 +205,19 @@ class Daemon:
         except Exception as exc:
             log_failure("startup failed; serving HOST_UNAVAILABLE until restart", exc)
             self._post_status("unusable", 0)
+            return
+        finally:
+            gc.enable()  # held since the process started (rpcd.__main__): the start-up has settled
+        self._warm_model_path()
+
+    def _warm_model_path(self) -> None:
+        """The start-up has settled (its first answers go out now): the session's model path is warmed a
+        moment later, unless the end has begun by then (``ProcessServices.model_path_wanted``)."""
+        try:
+            model = self.host.state().pi_model
+        except Exception:  # no session to ask: nothing to warm
+            return
+        self.services.model_path_wanted(model, still_wanted=lambda: not self.server.ending)
 
     async def _open_runtime(self) -> RuntimePort:
         """The runtime for the startup target, once the client has its ``initialize`` result (so it never
@@ -267,6 +281,7 @@ class Daemon:
         """
         if self._on_ending is not None:
             self._on_ending()
+        self.services.stop_warming()
         self.requests.close()  # the client can no longer answer: pending prompts resolve to defaults
         try:
             await dispose_bounded(self.host, self.options.exit_timeout)

@@ -210,7 +210,7 @@ async def serve(options: PiOptions, in_fd: int, out_fd: int, *,
     ended_by: list[int] = []
     code = EXIT_OK
     commands: PiCommands | None = None
-    async with anyio.create_task_group() as group, services.registry.serving():
+    async with anyio.create_task_group() as group, services.serving():
         group.start_soon(out.run, name="pirpc lines")
         await group.start(host.run, name="pirpc host")
 
@@ -234,6 +234,8 @@ async def serve(options: PiOptions, in_fd: int, out_fd: int, *,
         else:
             commands = PiCommands(host, out, group, cwd=spec.cwd)
             front = _Front(commands, ui, out)
+            with contextlib.suppress(Exception):  # no session to ask: nothing to warm
+                services.model_path_wanted(host.state().pi_model, still_wanted=lambda: not ending.is_set())
 
             def begin_end(signum: int) -> None:
                 ended_by.append(signum)
@@ -246,6 +248,7 @@ async def serve(options: PiOptions, in_fd: int, out_fd: int, *,
             ending.set()
         if on_ending is not None:
             on_ending()
+        services.stop_warming()
         with anyio.CancelScope(shield=True):
             bindings.mute()  # as Pi: no event line after the end began (it unsubscribes, then disposes)
             ui.close()  # nobody can answer any more: open dialogs resolve to their defaults

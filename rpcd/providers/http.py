@@ -53,6 +53,8 @@ from rpcd.providers.sse import SseEvent, iter_sse
 if TYPE_CHECKING:
     import httpx
 
+    from rpcd.providers.warmup import ModelPathWarmup
+
 log = logging.getLogger("rpcd.providers.http")
 
 MAX_ERROR_CHARS: Final = 4000
@@ -348,6 +350,22 @@ def decode_chunk(event: SseEvent, provider: str) -> Any:
         raise StreamError(f'Provider "{provider}" sent a malformed stream chunk (not JSON)') from None
 
 
+class RequestRedactor:
+    """The redactor of one request (``request_redactor``), built on its first use: only a failure or a
+    retry redacts, so a call that streams fine never scans the environment for secrets."""
+
+    def __init__(self, env: Mapping[str, str] | None, secrets: Sequence[str]) -> None:
+        self._env = env
+        self._secrets = tuple(secrets)
+
+    @functools.cached_property
+    def redactor(self) -> Redactor:
+        return request_redactor(self._env, self._secrets)
+
+    def redact_and_cut(self, text: str, limit: int) -> str:
+        return self.redactor.redact_and_cut(text, limit)
+
+
 def request_redactor(env: Mapping[str, str] | None, secrets: Sequence[str]) -> Redactor:
     """The redactor of one request: the environment's secrets and this request's values — a header's
     ``Bearer <token>`` also as the bare token (servers echo it without the scheme)."""
@@ -380,10 +398,11 @@ async def stream_call(
     ``on_response(status, headers)`` runs once the response to stream is there, before its body is
     read (a failed attempt that is retried does not count). ``reauthorize``: after a 401, once, the
     same request with fresh credentials (an OAuth login refreshed), or ``None`` to report the 401."""
+    _no_httpx_cli()
     import httpx
 
     message = parser.message
-    redactor = request_redactor(env, request.secrets)
+    redactor = RequestRedactor(env, request.secrets)
     async with _client(timeouts, transport) as client:
         retry_index = 0
         while True:
@@ -418,7 +437,7 @@ async def stream_call(
                     yield _error(message, str(exc), redactor, provider)
                     return
                 if fresh is not None:
-                    redactor = request_redactor(env, (*request.secrets, *fresh.secrets))
+                    redactor = RequestRedactor(env, (*request.secrets, *fresh.secrets))
                     request = fresh
                     log.info("provider %s: 401 with the stored login; retrying once with it refreshed", provider)
                     continue
@@ -447,6 +466,36 @@ class HttpClients:
 
     def __init__(self) -> None:
         self._clients: dict[int, tuple[ssl.SSLContext, httpx.AsyncClient]] = {}
+        self.warmup: ModelPathWarmup | None = None
+        """The model path's warm-up (``warm_up``): at most one for the life of these clients."""
+
+    def warm_up(self, api_module: str | None = None) -> ModelPathWarmup:
+        """Import and build, in the background, what the first model call would (``rpcd.providers.warmup``),
+        the API module ``api_module`` included; once: later calls return the warm-up already made."""
+        if self.warmup is None:
+            from rpcd.providers import warmup
+
+            _no_httpx_cli()
+            modules = (*warmup.REQUEST_MODULES, *((api_module,) if api_module else ()))
+            self.warmup = warmup.ModelPathWarmup(
+                [_no_sniffio_search, *(warmup.importing(name) for name in modules)],
+                [warmup.importing(name) for name in warmup.ANSWER_MODULES],
+                beside=[tls_context],
+                on_ready=self._kept_client,
+            )
+        self.warmup.start()
+        return self.warmup
+
+    def stop_warming(self) -> None:
+        """The orderly end has begun: a warm-up not yet started never starts, one under way stops."""
+        if self.warmup is None:
+            from rpcd.providers.warmup import ModelPathWarmup
+
+            self.warmup = ModelPathWarmup(())
+        self.warmup.cancel()
+
+    def _kept_client(self) -> None:
+        self.client(tls_context())
 
     def client(self, verify: ssl.SSLContext) -> httpx.AsyncClient:
         found = self._clients.get(id(verify))
@@ -480,6 +529,16 @@ async def keep_connections() -> AsyncIterator[HttpClients]:
             await clients.aclose()
 
 
+async def model_path_ready() -> None:
+    """Before a model call: inside ``keep_connections()``, wait for the model path's warm-up (starting it
+    when nobody has: its TLS context loads beside the imports), so the call never duplicates or races it."""
+    kept = _KEPT.get()
+    if kept is not None:
+        warm = kept.warmup
+        if warm is None or not warm.done:
+            await kept.warm_up().ready()
+
+
 @contextlib.asynccontextmanager
 async def _client(timeouts: Timeouts, transport: httpx.AsyncBaseTransport | None) -> AsyncIterator[httpx.AsyncClient]:
     """The kept client of this context (``keep_connections``), else one for this call only (always for
@@ -508,6 +567,18 @@ def _no_sniffio_search() -> None:
         sys.modules["sniffio"] = None  # type: ignore[assignment]
 
 
+@functools.cache
+def _no_httpx_cli() -> None:
+    """``import httpx`` imports its command-line client (``httpx._main``: rich, click, pygments; ~40 ms)
+    whenever those are installed, and rich is ours (rpcctl's terminal view). A ``None`` in
+    ``sys.modules`` makes that one import fail at once; httpx then defines ``httpx.main`` as its stub
+    (which says how to install the CLI). Nothing in rpcd runs httpx's command line."""
+    import sys
+
+    if "httpx" not in sys.modules:
+        sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+
+
 def tls_context() -> ssl.SSLContext:
     """The TLS context every outgoing connection of the providers uses (built once per CA setting)."""
     return _ssl_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
@@ -515,11 +586,17 @@ def tls_context() -> ssl.SSLContext:
 
 @functools.lru_cache(maxsize=4)
 def _ssl_context(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
-    """httpx's default TLS context, built once: loading the CA bundle costs ~50 ms, which every
-    model call used to pay (``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` honoured as httpx honours them)."""
-    import httpx
+    """httpx's default TLS context, built once: loading the CA bundle costs ~20-50 ms, which every
+    model call used to pay. Built as ``httpx.create_ssl_context()`` (0.28) builds it — ``SSL_CERT_FILE``,
+    else ``SSL_CERT_DIR``, else certifi's bundle — without importing httpx, so the model path's warm-up
+    loads it beside httpx's import (``warm_up``)."""
+    if cert_file:
+        return ssl.create_default_context(cafile=cert_file)
+    if cert_dir:
+        return ssl.create_default_context(capath=cert_dir)
+    import certifi
 
-    return httpx.create_ssl_context()
+    return ssl.create_default_context(cafile=certifi.where())
 
 
 class _open:
@@ -554,7 +631,7 @@ def _events(response: httpx.Response, framing: str) -> AsyncIterator[SseEvent]:
 
 
 async def _consume(
-    response: httpx.Response, parser: StreamParser, provider: str, redactor: Redactor, framing: str = "sse"
+    response: httpx.Response, parser: StreamParser, provider: str, redactor: RequestRedactor, framing: str = "sse"
 ) -> AsyncIterator[AssistantMessageEvent]:
     import httpx
 
@@ -589,7 +666,7 @@ async def _consume(
     yield _error(message, text, redactor, provider)
 
 
-def _error(message: dict[str, Any], text: str, redactor: Redactor, provider: str) -> AssistantMessageEvent:
+def _error(message: dict[str, Any], text: str, redactor: RequestRedactor, provider: str) -> AssistantMessageEvent:
     message["stopReason"] = "error"
     message["errorMessage"] = redactor.redact_and_cut(text, MAX_ERROR_CHARS)
     log.warning("provider %s: %s", provider, redactor.redact_and_cut(message["errorMessage"], 300))

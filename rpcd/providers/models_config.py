@@ -30,9 +30,9 @@ import json
 import os
 import re
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import attrs
 
@@ -159,6 +159,58 @@ class ModelsConfig:
     source: str = "models.json"
 
 
+class CatalogModels(Sequence[ModelSpec]):
+    """A catalog provider's models as specs, made on first use: a daemon's start composes every
+    provider of the catalog (1,336 models) but needs the models of those with credentials only
+    (``RemoteProvider.usable_models`` asks for credentials first), so the specs of the others are
+    never made (~10 ms of the start-up). Compares and hashes as the tuple of its specs."""
+
+    __slots__ = ("_provider", "_raw", "_specs")
+
+    def __init__(self, raw: Sequence[Mapping[str, Any]], provider: str) -> None:
+        self._raw = raw
+        self._provider = provider
+        self._specs: tuple[ModelSpec, ...] | None = None
+
+    @property
+    def made(self) -> bool:
+        """Whether the specs were made (for the tests of what a start-up does not do)."""
+        return self._specs is not None
+
+    def _all(self) -> tuple[ModelSpec, ...]:
+        specs = self._specs
+        if specs is None:
+            specs = self._specs = tuple(ModelSpec.from_pi(m, self._provider) for m in self._raw)
+        return specs
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def __bool__(self) -> bool:
+        return bool(self._raw)
+
+    @overload
+    def __getitem__(self, index: int) -> ModelSpec: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[ModelSpec, ...]: ...
+    def __getitem__(self, index: int | slice) -> ModelSpec | tuple[ModelSpec, ...]:
+        return self._all()[index]
+
+    def __iter__(self) -> Iterator[ModelSpec]:
+        return iter(self._all())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, CatalogModels):
+            return self._all() == other._all()
+        return isinstance(other, tuple) and self._all() == other
+
+    def __hash__(self) -> int:
+        return hash(self._all())
+
+    def __repr__(self) -> str:
+        return f"CatalogModels({self._provider!r}, {len(self._raw)} models)"
+
+
 @attrs.frozen
 class ProviderSpec:
     """A provider as Pi composes it (catalog + models.json), credentials still unresolved."""
@@ -167,7 +219,8 @@ class ProviderSpec:
     """The provider id written in session files."""
     display_name: str
     base_url: str
-    models: tuple[ModelSpec, ...] = ()
+    models: Sequence[ModelSpec] = ()
+    """In the composition's order (a catalog provider's: ``CatalogModels``, made on first use)."""
     api_key: str | None = attrs.field(default=None, repr=False)
     """models.json ``apiKey`` (raw: ``$VAR``, ``!command`` or a literal); wins over the environment."""
     headers: Mapping[str, str] = attrs.field(factory=dict, repr=False)
@@ -551,7 +604,7 @@ def builtin_spec(builtin: Any) -> ProviderSpec:
     if cached is not None and cached[0] is builtin:
         return cached[1]
     spec = ProviderSpec(name=builtin.id, display_name=builtin.name, base_url=builtin.base_url or "",
-                        models=tuple(ModelSpec.from_pi(m, builtin.id) for m in builtin.models), builtin=builtin)
+                        models=CatalogModels(builtin.models, builtin.id), builtin=builtin)
     _BUILTIN_SPECS[id(builtin)] = (builtin, spec)
     return spec
 

@@ -21,12 +21,13 @@ when a request is made.
 
 from __future__ import annotations
 
+import collections
 import importlib
 import logging
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, MutableMapping
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import anyio
 import attrs
@@ -50,6 +51,7 @@ from rpcd.providers.http import (
     ProviderRetry,
     StreamError,
     Timeouts,
+    model_path_ready,
     stream_call,
 )
 from rpcd.providers.models_config import (
@@ -132,14 +134,29 @@ class RemoteProvider:
         self.credentials = credentials or Credentials()
         self.settings = settings or RequestSettings()
         self._transport = transport
-        self._models = _models(spec)
-        self._infos = _infos(spec)
+        self._table: tuple[dict[str, ModelSpec], list[ModelInfo]] | None = None
+        """The models by id and their infos, made on first use (most providers of a start-up have no
+        credentials: their models are never asked for)."""
         self._check: AuthCheck | bool | None = False  # False: not checked yet
         self._checked_at: object = None
         """auth.json's revision when ``_check`` was made (a login, logout or refresh changes it)."""
 
     def __repr__(self) -> str:
         return f"RemoteProvider(name={self.name!r}, models={len(self._models)})"
+
+    @property
+    def _models(self) -> dict[str, ModelSpec]:
+        return self._tables()[0]
+
+    @property
+    def _infos(self) -> list[ModelInfo]:
+        return self._tables()[1]
+
+    def _tables(self) -> tuple[dict[str, ModelSpec], list[ModelInfo]]:
+        table = self._table
+        if table is None:
+            table = self._table = (_models(self.spec), _infos(self.spec))
+        return table
 
     def with_spec(self, spec: ProviderSpec) -> RemoteProvider:
         """The same credentials, request settings and transport for another composition of this
@@ -175,7 +192,7 @@ class RemoteProvider:
         builtin = with_stored_models(builtin_catalog(), agent_dir).providers.get(self.name)
         if builtin is not None and builtin is not self.spec.builtin:
             self.spec = builtin_spec(builtin)
-            self._models, self._infos, self._check = _models(self.spec), _infos(self.spec), False
+            self._table, self._check = None, False
 
     def models(self) -> list[ModelInfo]:
         self._follow_store()
@@ -221,6 +238,7 @@ class RemoteProvider:
         return None
 
     async def stream(self, request: ProviderRequest) -> AsyncIterator[AssistantMessageEvent]:
+        await model_path_ready()  # the process's first call shares the model path's warm-up (``warmup``)
         message = new_assistant_message(request.model)
         spec = self._models.get(request.model.id)
         module = api_module(spec.api) if spec is not None else None
@@ -306,8 +324,9 @@ class RemoteProvider:
             attribution=attribution_headers(spec.provider, spec.base_url, request.session_id,
                                             telemetry=self.settings.install_telemetry),
             max_tokens=request.max_tokens,
-            env={**(os.environ if self.credentials.env is None else self.credentials.env),
-                 **{k: v for k, v in auth.env.items() if v}},
+            # read-only lookups: the credential's values over the environment, without copying it per call
+            env=collections.ChainMap({k: v for k, v in auth.env.items() if v}, cast(
+                "MutableMapping[str, str]", os.environ if self.credentials.env is None else self.credentials.env)),
         )
         hooks = request.hooks
         removed: list[str] = list(auth.removed_headers)

@@ -103,19 +103,21 @@ def refresh_providers(
 async def open_mcp(process_inputs: ProcessInputs, services: Any, diagnostics: list[Diagnostic]) -> SessionMcp | None:
     """The MCP servers of a session in ``services.cwd``: the ``mcp.json`` files (the project's only
     when it is trusted) and the front's list, started or shared through the process's pool. Nothing
-    MCP is imported when no file exists and the front names none."""
-    pool = process_inputs.mcp_pool
-    if pool is None:
+    MCP but its config reader is imported (and no pool started) when no file names a server and the
+    front names none."""
+    get_pool = process_inputs.mcp_pool
+    if get_pool is None:
         return None
     from rpcd.mcp.config import dedupe, load_file_configs
-    from rpcd.mcp.session import SessionMcp
 
     files = load_file_configs(services.cwd, services.agent_dir, project_trusted=services.project_trusted)
     diagnostics.extend(files.diagnostics)
     configs = dedupe([*files.servers, *process_inputs.mcp_servers])
     if not configs:
         return None
-    mcp = await SessionMcp.open(pool, configs)
+    from rpcd.mcp.session import SessionMcp
+
+    mcp = await SessionMcp.open(await get_pool(), configs)
     diagnostics.extend(mcp.diagnostics())
     return mcp
 

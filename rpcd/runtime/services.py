@@ -24,7 +24,7 @@ from __future__ import annotations
 import fnmatch
 import glob
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
@@ -119,9 +119,10 @@ class ProcessInputs:
     """``--prompt-template PATH`` (absolute; a file or a folder of templates)."""
     no_prompt_templates: bool = False
     """``--no-prompt-templates``: no discovered or settings-listed templates."""
-    mcp_pool: McpPool | None = attrs.field(default=None, eq=False)
-    """The process's MCP pool (``rpcd.mcp.pool``): a session's servers are started, or shared with
-    the sessions already naming them, before its ``session_start``; ``None``: no MCP servers."""
+    mcp_pool: Callable[[], Awaitable[McpPool]] | None = attrs.field(default=None, eq=False)
+    """The process's MCP pool (``rpcd.mcp.pool``), asked for only when the session names servers: they
+    are started, or shared with the sessions already naming them, before its ``session_start``
+    (without any, nothing of MCP but its config reader is imported); ``None``: no MCP servers."""
     mcp_servers: tuple[ServerConfig, ...] = ()
     """Servers the front names for every session it makes (ACP's ``mcpServers``), after those of
     the ``mcp.json`` files (a name given twice: the front's wins)."""

@@ -12,7 +12,7 @@ dir, the session managers of new sessions and forks) is decided here, once, for 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio.abc
@@ -115,7 +115,8 @@ class Composer:
         roots = session.additional_directories if session is not None else ()
         return SandboxControl(self.spec.sandbox, self.spec.sandbox_network, roots)
 
-    def process_inputs(self, session: SessionSpec, hooks: FrontHooks, mcp_pool: McpPool | None = None) -> ProcessInputs:
+    def process_inputs(self, session: SessionSpec, hooks: FrontHooks,
+                       mcp_pool: Callable[[], Awaitable[McpPool]] | None = None) -> ProcessInputs:
         """The process-global inputs of ``session``'s factory (the one place a session's inputs are
         assembled: an MCP server's tools, a TypeScript extension host join here)."""
         from rpcd.runtime.services import ProcessInputs
@@ -133,7 +134,8 @@ class Composer:
             mcp_pool=mcp_pool, mcp_servers=mcp_configs(session),
         )
 
-    def factory(self, session: SessionSpec, hooks: FrontHooks, mcp_pool: McpPool | None = None) -> RuntimeFactory:
+    def factory(self, session: SessionSpec, hooks: FrontHooks,
+                mcp_pool: Callable[[], Awaitable[McpPool]] | None = None) -> RuntimeFactory:
         from rpcd.runtime.factory import make_default_factory
 
         return make_default_factory(
@@ -147,9 +149,8 @@ class Composer:
         from rpcd.runtime.runtime import create_runtime
 
         try:
-            pool = await self.mcp_pool()
             runtime: RuntimePort = await create_runtime(
-                self.factory(session, hooks, pool), cwd=manager.get_cwd(), agent_dir=self.spec.agent_dir,
+                self.factory(session, hooks, self.mcp_pool), cwd=manager.get_cwd(), agent_dir=self.spec.agent_dir,
                 session_manager=manager, session_dir=self.session_dir,
             )
         except BaseException:

@@ -5,8 +5,9 @@
   ``trustOnce`` answers (``trust_memory``) and the saved ones (``saved_trust``);
 * what the setters chose for the process's later sessions (``held_settings``, as Pi's persisted settings);
 * what rpcd remembers of a session beyond its file (``records``: a never-written session, its mode);
-* the provider registry each host's sessions use (``provider_registry``), and the connections their
-  model calls keep open between calls (``serving``);
+* the provider registry each host's sessions use (``provider_registry``), the connections their
+  model calls keep open between calls (``serving``), and the one warm-up of the model path a front
+  asks for once its start-up has settled (``model_path_wanted``; ``rpcd.providers.warmup``);
 * the lazily started services (``registry``): the MCP client pool (issue 33) and the TypeScript
   extension host (issue 32) register there and are started on first use.
 
@@ -19,12 +20,13 @@ tries again).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
 
 import anyio
 import anyio.abc
@@ -40,11 +42,16 @@ from rpcd.tools import ApprovalRules
 if TYPE_CHECKING:
     from rpcd.core.values import TrustControl
     from rpcd.providers.base import ProviderRegistry
+    from rpcd.providers.http import HttpClients
     from rpcd.providers.logins import Logins
 
 __all__ = ["Lease", "ProcessServices", "ServiceRegistry"]
 
 _log = logging.getLogger("rpcd.sessions")
+
+WARM_DELAY_S: Final = 0.1
+"""How long after its start-up settled a front's model path is warmed (``model_path_wanted``): the first
+answer and an end of input that follows at once go first."""
 
 S = TypeVar("S")
 ServiceFactory = Callable[[], AbstractAsyncContextManager[Any]]
@@ -72,6 +79,9 @@ class ProcessServices:
         self.extension_host = ExtensionHostService(self.registry, agent_dir=spec.agent_dir, cwd=spec.cwd)
         """The TypeScript/JavaScript extension host (Node), started by the first session that needs it."""
         self._provider_registry = provider_registry
+        self._clients: HttpClients | None = None
+        """The model calls' kept connections while the front serves (``serving``)."""
+        self._warm_timer: asyncio.TimerHandle | None = None
 
     def provider_registry(self) -> ProviderRegistry:
         """The registry of one host's sessions (the faux provider; the network providers are added per
@@ -98,8 +108,41 @@ class ProcessServices:
         model connections kept between calls (``rpcd.providers.http.keep_connections``)."""
         from rpcd.providers.http import keep_connections
 
-        async with self.registry.serving(), keep_connections():
-            yield self
+        async with self.registry.serving(), keep_connections() as clients:
+            self._clients = clients
+            try:
+                yield self
+            finally:
+                self.stop_warming()
+                self._clients = None
+
+    def model_path_wanted(self, model: Mapping[str, Any] | None, *,
+                          still_wanted: Callable[[], bool] | None = None) -> None:
+        """The front's start-up has settled and its first answer is out, on ``model`` (Pi's model object of
+        the session's state, ``None`` without one): warm the model path (``rpcd.providers.warmup``)
+        ``WARM_DELAY_S`` later, in the background, if ``still_wanted()`` then (the orderly end has not
+        begun; ``stop_warming`` stops it too) and the model's API is one of a network provider. A prompt
+        that comes first starts it itself; either way it happens once."""
+        from rpcd.providers.remote import API_MODULES
+
+        api = model.get("api") if model is not None else None
+        module = API_MODULES.get(api) if isinstance(api, str) else None
+        if module is None or self._clients is None or self._warm_timer is not None:
+            return
+        clients = self._clients
+
+        def fire() -> None:
+            if (still_wanted is None or still_wanted()) and self._clients is clients:
+                clients.warm_up(module)
+
+        self._warm_timer = asyncio.get_running_loop().call_later(WARM_DELAY_S, fire)
+
+    def stop_warming(self) -> None:
+        """The orderly end has begun: the model path's warm-up does not start, or stops between two steps."""
+        if self._warm_timer is not None:
+            self._warm_timer.cancel()
+        if self._clients is not None:
+            self._clients.stop_warming()
 
     def saved_trust(self) -> TrustControl:
         """The saved project-trust decisions (``listTrust`` / ``revokeTrust``)."""

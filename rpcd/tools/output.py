@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import codecs
 import os
-import secrets
 import tempfile
 from typing import IO, Any
 
@@ -22,7 +21,9 @@ def create_temp_output(prefix: str) -> tuple[str, int]:
     (never an existing file, nor one a symbolic link planted under that name points to) and private
     (0600: the shared temp dir is readable by everyone, and a command's output may hold secrets)."""
     while True:
-        path = os.path.join(tempfile.gettempdir(), f"{prefix}-{secrets.token_hex(8)}.log")
+        # os.urandom is what secrets.token_hex reads (secrets itself would import hmac and OpenSSL's hashlib
+        # into every daemon's start-up for this one name)
+        path = os.path.join(tempfile.gettempdir(), f"{prefix}-{os.urandom(8).hex()}.log")
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0),
                          0o600)

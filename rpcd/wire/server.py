@@ -571,6 +571,11 @@ class Server:
         finally:
             done.set()
 
+    @property
+    def ending(self) -> bool:
+        """The orderly end has begun (end of input, ``exit``, a signal, a broken stdout)."""
+        return self._stop is not None and self._stop.is_set()
+
     def request_stop(self, reason: str) -> None:
         if self._stop is not None and not self._stop.is_set():
             self._stop_reason = reason

@@ -7,6 +7,8 @@ OpenAI-compatible model (``_loopback.py``: the same bytes to both sides, chosen 
   -> ``agent_end`` read (and -> rpcd's ``prompt`` answer, which comes with the end of the turn; Pi
   answers ``prompt`` on acceptance); the CPU time the process used for the turn. Breakdown of the
   first delta: prompt -> the request's body at the model, -> its first byte sent, -> the delta read.
+  Then a second process per side whose one prompt is sent ``IDLE_S`` after its first answer (a user
+  types after the editor has started it): the first turn once the process had a moment to itself.
 * ``tools``: one prompt; the model answers ``TOOL_CALLS`` rounds with one tool call each (read / grep
   / find / ls cycling over a generated 10,000-file tree, ``_workload.py``, the same seed for both),
   then a text answer. Wall time prompt sent -> ``agent_end``; CPU of the process tree (its ``rg`` /
@@ -45,6 +47,8 @@ from benchmarks._workload import generate_tree, tool_calls
 TURNS = 6
 DELTAS = 200
 PACE_S = 0.002
+IDLE_S = 0.5
+"""The ``idle`` row: the first prompt of a process sent this long after its first answer."""
 TOOL_CALLS = 200
 TOOLS = "read,grep,find,ls"
 
@@ -107,9 +111,23 @@ def measure_turn(ctx: Context) -> Samples:
         events = _Events()
         side = side_for(ctx, which, *_model_args(), home=home)
         samples: dict[str, list[float]] = {}
+        turn_in(side, events, samples, TURNS, "first")
+        if ctx.python is not None:  # --profile: the profile is the multi-turn process's (one output file)
+            return {key: statistics.median(values) for key, values in samples.items()}
+        # a process whose first prompt comes after a moment of idleness, as a user's does
+        home = ctx.home(f"turn-idle-{which}")
+        _agent_files(home[0], model.base_url)
+        model.reset()
+        turn_in(side_for(ctx, which, *_model_args(), home=home), events, samples, 1, "idle", pause=IDLE_S)
+        return {key: statistics.median(values) for key, values in samples.items()}
+
+    def turn_in(side: Any, events: _Events, samples: dict[str, list[float]], turns: int, first: str,
+                pause: float = 0.0) -> None:
+        which = side.name
         with running(side, events) as proc:
             proc.ready()
-            for number in range(TURNS):
+            time.sleep(pause)
+            for number in range(turns):
                 events.turn = turn = _Turn()
                 cpu_before = proc.cpu_ms()
                 sent = time.perf_counter()
@@ -123,7 +141,7 @@ def measure_turn(ctx: Context) -> Samples:
                     raise AssertionError(f"{which}: turn {number} streamed {len(turn.text)} deltas, not the text")
                 del answered
                 done_at = max(turn.ended, answer_at) if which == "rpcd" else turn.ended
-                phase = "first" if number == 0 else "warm"
+                phase = first if number == 0 else "warm"
                 for key, value in (
                     ("first_delta_ms", (turn.first_delta - sent) * 1000),
                     ("to_request_ms", (served.received - sent) * 1000),
@@ -135,7 +153,6 @@ def measure_turn(ctx: Context) -> Samples:
                     ("request_kb", served.body_bytes / 1024),
                 ):
                     samples.setdefault(f"{phase}:{key}", []).append(value)
-        return {key: statistics.median(values) for key, values in samples.items()}
 
     try:
         return interleave(ctx, one)
@@ -225,6 +242,10 @@ def rows_turn(samples: Samples, ctx: Context, passes: str) -> list[Measurement]:
     return [
         row("turn: prompt -> first text delta (first turn of the process)", "first:first_delta_ms",
             "Pi, same loopback stream", f"{passes}; {breakdown('first')}"),
+        row(f"turn: prompt -> first text delta (first turn, sent {IDLE_S:g} s after the first answer)",
+            "idle:first_delta_ms", "Pi, same", f"{breakdown('idle')}; -> prompt answered: rpcd "
+            f"{_med(samples, 'rpcd', 'idle:tail_done_ms'):.1f} ms, Pi {_med(samples, 'pi', 'idle:tail_done_ms'):.1f} "
+            "ms after the last SSE byte"),
         row("turn: prompt -> first text delta (warm turns)", "warm:first_delta_ms", "Pi, same",
             f"{breakdown('warm')}; request body rpcd {_med(samples, 'rpcd', 'warm:request_kb'):.1f} KB, "
             f"Pi {_med(samples, 'pi', 'warm:request_kb'):.1f} KB"),

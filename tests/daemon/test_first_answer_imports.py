@@ -33,6 +33,12 @@ LATER_ONLY = (
     "rpcd.providers.transform",  # a model request (and a compaction)
     "rpcd.runtime.compaction.summarize",  # a compaction or a branch summary
     "rpcd.runtime.compaction.prepare",
+    "rpcd.mcp.pool",  # MCP servers: the pool is started when a session names one
+    "rpcd.mcp.session",
+    "rpcd.mcp.connection",
+    "mcp",
+    "hmac",  # secrets / OpenSSL's hashlib: nothing of the first answer hashes or draws secret tokens
+    "_hashlib",
 )
 PROBE = (
     "import atexit, runpy, sys\n"

@@ -17,7 +17,6 @@ circular or absurdly deep values); a handler's result is checked by the runner t
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import inspect
 import itertools
@@ -501,6 +500,8 @@ def _check_conflicts(runner: ExtensionRunner, extension: Extension) -> None:
 
 
 def _unique_module_name(path: str) -> str:
+    import hashlib  # on the first extension only: OpenSSL's hashlib is ~2 ms of a start-up without one
+
     digest = hashlib.sha256(path.encode("utf-8", "surrogatepass")).hexdigest()[:12]
     stem = os.path.splitext(os.path.basename(path.rstrip(os.sep)))[0]
     safe = "".join(c if c.isalnum() else "_" for c in stem) or "ext"
