@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import anyio
 import anyio.abc
 import anyio.lowlevel
-import anyio.to_thread
 import attrs
 
 from rpcd.daemon.bindings import RpcHostBindings
@@ -264,18 +263,12 @@ class Daemon:
         """
         if session_file is None and self.options.target == "in-memory":
             return
-        if session_file is not None and not await anyio.to_thread.run_sync(os.path.isfile, session_file):
-            # Not saved yet (Pi writes the file at the first assistant message): naming it would
-            # make --resume-last start afresh. The previous record is kept — rewritten as it was,
-            # so a journal that cannot be written still fails closed here — or, with none, only
-            # the project is recorded. The final disposal records the file once it exists.
-            previous = await anyio.to_thread.run_sync(self.journal.read)
-            session_file, cwd = (previous.session_file, previous.cwd) if previous is not None else (None, cwd)
-            await self.journal.write_async(session_file, cwd)
-            return
         # A saved session the record already names (the orderly end, a resume of the same file) is
-        # not rewritten: the journal is right as it is.
-        await self.journal.ensure_async(session_file, cwd)
+        # not rewritten, and that is known on the loop; a write goes to one worker call, which looks
+        # again; a file not saved yet is never named (``HostJournal.record_current``).
+        if self.journal.already_current(session_file, cwd) is not None:
+            return
+        await self.journal.record_current_async(session_file, cwd)
 
     # -- the orderly end -----------------------------------------------------------------------------
 

@@ -66,7 +66,10 @@ class HostJournal:
 
     def write(self, session_file: str | None, cwd: str) -> JournalRecord:
         """Atomically replace the record. Raises ``HostJournalError`` (paths only, no content)."""
-        previous = self.read()
+        return self._write(session_file, cwd, self.read())
+
+    def _write(self, session_file: str | None, cwd: str, previous: JournalRecord | None) -> JournalRecord:
+        """``write`` over ``previous``, the record just read (the caller read it: not read twice)."""
         projects = dict(previous.projects) if previous is not None else {}
         if session_file is not None:
             projects.pop(cwd, None)
@@ -120,17 +123,49 @@ class HostJournal:
         another process wrote in between names something else and is replaced; an unreadable one
         is rewritten, so a journal that cannot be written still fails closed."""
         current = self.read()
-        if (current is not None and current.session_file == session_file and current.cwd == cwd
-                and (session_file is None or current.projects.get(cwd) == session_file)):
+        if current is not None and _names(current, session_file, cwd):
             # what ``write`` would have cleaned up is cleaned up all the same: a daemon that comes back
             # on the record a killed one was rewriting must not keep its orphaned temp file forever
             self._remove_orphaned_temps(self.path.parent)
             return current
-        return self.write(session_file, cwd)
+        return self._write(session_file, cwd, current)
+
+    def already_current(self, session_file: str | None, cwd: str) -> JournalRecord | None:
+        """The record when ``record_current`` would leave it as it is (it names ``cwd`` and
+        ``session_file``, which exists), its orphaned temp files cleaned up as ``ensure`` does; else
+        ``None``: a write is due. A ``stat`` of the session file, a bounded read of this small file
+        and a listing of its directory: cheap enough for the event loop, so a replacement that leaves
+        the journal as it is (a resume of the session it names) hands nothing to a worker thread."""
+        if session_file is not None and not os.path.isfile(session_file):
+            return None
+        current = self._read(log=False)  # unreadable: the write reads (and logs) it again
+        if not _names(current, session_file, cwd):
+            return None
+        self._remove_orphaned_temps(self.path.parent)
+        return current
 
     async def ensure_async(self, session_file: str | None, cwd: str) -> JournalRecord:
         """``ensure`` in a worker thread (one hop for the read and the write)."""
         return await anyio.to_thread.run_sync(self.ensure, session_file, cwd)
+
+    def record_current(self, session_file: str | None, cwd: str) -> JournalRecord:
+        """Record the session a host now serves (``flush_persistence``): ``ensure`` for a saved
+        session; a session whose file does not exist yet (Pi writes it at the first assistant
+        message) is never named: naming it would make ``--resume-last`` start afresh. Then the
+        previous record is kept — rewritten as it was, so a journal that cannot be written still
+        fails closed here — or, with none, only the project is recorded (the final disposal records
+        the file once it exists). One call, for one worker thread: the file check, the read and the
+        write of one replacement."""
+        if session_file is not None and not os.path.isfile(session_file):
+            previous = self.read()
+            if previous is None:
+                return self._write(None, cwd, None)
+            return self._write(previous.session_file, previous.cwd, previous)
+        return self.ensure(session_file, cwd)
+
+    async def record_current_async(self, session_file: str | None, cwd: str) -> JournalRecord:
+        """``record_current`` in a worker thread (one hop per replacement)."""
+        return await anyio.to_thread.run_sync(self.record_current, session_file, cwd)
 
     def read(self) -> JournalRecord | None:
         """The last record, or ``None`` if there is none or it is unreadable (logged, not raised).
@@ -138,13 +173,19 @@ class HostJournal:
         An unreadable journal must not stop a daemon from starting: ``--resume-last`` then
         falls back to a fresh session, which is what a missing journal means too.
         """
+        return self._read(log=True)
+
+    def _read(self, *, log: bool) -> JournalRecord | None:
+        """``read``; ``log=False``: an unreadable record is not logged (the caller reads again)."""
         try:
             # a FIFO or a device in its place must not hang the startup: regular files only, bounded
             raw = read_regular(str(self.path), JOURNAL_MAX_BYTES)
         except FileNotFoundError:
             return None
         except OSError as error:
-            logger.warning("host journal %s is unreadable: %s", self.path, error.strerror or type(error).__name__)
+            if log:
+                logger.warning("host journal %s is unreadable: %s", self.path,
+                               error.strerror or type(error).__name__)
             return None
         try:
             data = json.loads(raw)
@@ -157,7 +198,8 @@ class HostJournal:
             projects = {k: v for k, v in raw_projects.items() if isinstance(k, str) and isinstance(v, str)} \
                 if isinstance(raw_projects, dict) else {}  # a record an older rpcd wrote has none
         except (ValueError, KeyError, TypeError, AttributeError):
-            logger.warning("host journal %s is not a valid record; ignoring it", self.path)
+            if log:
+                logger.warning("host journal %s is not a valid record; ignoring it", self.path)
             return None
         return JournalRecord(session_file=session_file, cwd=cwd, written_at=str(written_at), projects=projects)
 
@@ -210,6 +252,12 @@ class HostJournal:
     def _error(self, what: str, error: OSError) -> HostJournalError:
         reason = error.strerror or type(error).__name__
         return HostJournalError(f"host journal: {what} {self.path}: {reason}", session_path=str(self.path))
+
+
+def _names(record: JournalRecord | None, session_file: str | None, cwd: str) -> bool:
+    """``record`` names ``session_file`` in ``cwd`` (and its project's entry does too)."""
+    return (record is not None and record.session_file == session_file and record.cwd == cwd
+            and (session_file is None or record.projects.get(cwd) == session_file))
 
 
 def _process_alive(pid: int) -> bool:

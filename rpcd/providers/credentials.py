@@ -24,10 +24,12 @@ names, variable names and kinds.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
@@ -157,10 +159,59 @@ def _parse_entry(entry: Any) -> StoredCredential | None:
 _LIVE: dict[str, tuple[object, dict[str, StoredCredential]]] = {}
 
 
-def _live(path: str, snapshot: Mapping[str, StoredCredential]) -> Mapping[str, StoredCredential]:
+class _Look:
+    """What one ``one_look`` block saw: auth.json revisions by path, the process environment."""
+
+    __slots__ = ("environ", "revisions")
+
+    def __init__(self) -> None:
+        self.revisions: dict[str, object] = {}
+        self.environ: dict[str, str] | None = None
+
+
+_ONE_LOOK: ContextVar[_Look | None] = ContextVar("rpcd_credentials_one_look", default=None)
+
+
+@contextlib.contextmanager
+def one_look() -> Iterator[None]:
+    """Availability decided at one instant: inside the block each auth.json is looked at (``stat``)
+    once and the process environment read once, however many providers ask. A session's model
+    selection asks each of ~40 providers whether it is usable, and each asked for auth.json's
+    revision up to four times (~170 ``stat`` calls per session made); the answers are the ones an
+    instantaneous selection would give. For synchronous checks only: nothing inside writes
+    auth.json (a login or a refresh outside the block is seen by the next look)."""
+    token = _ONE_LOOK.set(_Look())
+    try:
+        yield
+    finally:
+        _ONE_LOOK.reset(token)
+
+
+def _revision(path: str) -> object:
+    """auth.json's revision (``authfile.revision``), the block's one look inside ``one_look``."""
     from rpcd.providers.authfile import revision
 
-    current = revision(path)
+    look = _ONE_LOOK.get()
+    if look is None:
+        return revision(path)
+    revisions = look.revisions
+    if path not in revisions:
+        revisions[path] = revision(path)
+    return revisions[path]
+
+
+def _environ() -> Mapping[str, str]:
+    """The process environment: ``os.environ``, or inside ``one_look`` one copy of it."""
+    look = _ONE_LOOK.get()
+    if look is None:
+        return os.environ
+    if look.environ is None:
+        look.environ = dict(os.environ)
+    return look.environ
+
+
+def _live(path: str, snapshot: Mapping[str, StoredCredential]) -> Mapping[str, StoredCredential]:
+    current = _revision(path)
     if current is None:
         return {}
     cached = _LIVE.get(path)
@@ -189,7 +240,7 @@ class Credentials:
     ``None``: a snapshot only (an OAuth token is used while it is valid)."""
 
     def _env(self) -> Mapping[str, str]:
-        return os.environ if self.env is None else self.env
+        return _environ() if self.env is None else self.env
 
     def _now_ms(self) -> float:
         return float(self.now()) if self.now is not None else time.time() * 1000
@@ -212,9 +263,7 @@ class Credentials:
         """Changes whenever ``entries`` may have (what availability checks are cached against)."""
         if self.auth_path is None:
             return None
-        from rpcd.providers.authfile import revision
-
-        return revision(self.auth_path)
+        return _revision(self.auth_path)
 
     def source_kind(self, provider: str) -> str:
         if provider in self.runtime_keys:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import stat
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
@@ -94,6 +95,20 @@ def _predict_import_destination(resolved: str, session_dir: str) -> str:
 
 def _exists(path: str) -> bool:
     return os.path.exists(path)
+
+
+INLINE_OPEN_BYTES = 256 * 1024
+"""A session file this small is opened on the event loop (well under a millisecond for a few hundred
+entries, less than handing it to a worker thread and back, which on a busy machine waits for a
+core); a larger one, or a path that is not a regular file, is opened in a worker."""
+
+
+def _small_file(path: str) -> bool:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return False  # the worker's open says what is wrong with it
+    return stat.S_ISREG(info.st_mode) and info.st_size <= INLINE_OPEN_BYTES
 
 
 def check_new_session_cwd(cwd: str) -> str:
@@ -344,8 +359,10 @@ class AgentSessionRuntime:
         # session stays).
         # The writer lock is taken before the file is read: a file another rpcd process holds is
         # SessionLocked (naming its pid) here, before teardown, and the current session stays.
-        sm = await self._off_loop(lambda: SessionManager.open(session_path, None, cwd_override,
-                                                                 must_exist=must_exist))
+        def open_target() -> SessionManager:
+            return SessionManager.open(session_path, None, cwd_override, must_exist=must_exist)
+
+        sm = open_target() if _small_file(session_path) else await self._off_loop(open_target)
         try:
             assert_session_cwd_exists(sm, self.cwd)
         except BaseException:

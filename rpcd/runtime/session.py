@@ -1674,16 +1674,20 @@ def create_agent_session(
     inputs = model_inputs or ModelInputs()
     if selection is None:
         stored: ModelRef | None = context.model
-        selection = select_session_model(
-            registry=registry,
-            settings=getattr(services, "settings", None),
-            inputs=inputs,
-            has_existing=has_existing,
-            stored_model=(stored.provider, stored.model_id) if stored is not None else None,
-            stored_thinking=context.thinking_level,
-            has_thinking_entry=has_thinking_entry,
-            default_order=_default_order(registry),
-        )
+        # the providers' modules are loaded on first use (the first session's providers): so is this
+        from rpcd.providers.credentials import one_look
+
+        with one_look():  # one instant: auth.json looked at once, not by each of ~40 providers in turn
+            selection = select_session_model(
+                registry=registry,
+                settings=getattr(services, "settings", None),
+                inputs=inputs,
+                has_existing=has_existing,
+                stored_model=(stored.provider, stored.model_id) if stored is not None else None,
+                stored_thinking=context.thinking_level,
+                has_thinking_entry=has_thinking_entry,
+                default_order=_default_order(registry),
+            )
     provider, model = selection.provider, selection.model
     thinking = selection.thinking_level
 

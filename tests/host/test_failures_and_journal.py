@@ -145,3 +145,44 @@ def test_journal_read_of_a_fifo_or_a_huge_file_is_none_and_never_blocks(tmp_path
     with huge.open("wb") as handle:
         handle.truncate(64 << 20)  # sparse: a "record" of 64 MiB is not ours
     assert HostJournal(huge).read() is None
+
+
+def test_journal_record_current_never_names_a_file_not_saved_yet(tmp_path: Path) -> None:
+    journal = HostJournal(tmp_path / "rpcd" / "host.json")
+    unsaved = str(tmp_path / "new.jsonl")  # Pi writes a new session's file at its first assistant message
+    journal.record_current(unsaved, "/work/a")  # no record yet: only the project
+    record = journal.read()
+    assert record is not None and (record.session_file, record.cwd, dict(record.projects)) == (None, "/work/a", {})
+    saved = tmp_path / "saved.jsonl"
+    saved.write_text("{}\n")
+    journal.record_current(str(saved), "/work/a")
+    inode = os.stat(journal.path).st_ino
+    journal.record_current(str(saved), "/work/a")  # already named: left as it is
+    assert os.stat(journal.path).st_ino == inode
+    journal.record_current(unsaved, "/work/b")  # not saved: the previous record, rewritten as it was
+    record = journal.read()
+    assert record is not None and (record.session_file, record.cwd) == (str(saved), "/work/a")
+    assert dict(record.projects) == {"/work/a": str(saved)}
+    assert os.stat(journal.path).st_ino != inode, "an unwritable journal must still fail closed here"
+
+
+def test_journal_already_current_writes_nothing_and_says_when_a_write_is_due(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    journal = HostJournal(tmp_path / "rpcd" / "host.json")
+    saved = tmp_path / "saved.jsonl"
+    saved.write_text("{}\n")
+    assert journal.already_current(str(saved), "/work/a") is None  # no record yet
+    journal.record_current(str(saved), "/work/a")
+    inode = os.stat(journal.path).st_ino
+    orphan = journal.path.parent / f".{journal.path.name}.999999999.x.tmp"  # a writer killed mid-write
+    orphan.write_text("partial")
+    record = journal.already_current(str(saved), "/work/a")
+    assert record is not None and record.session_file == str(saved)
+    assert os.stat(journal.path).st_ino == inode and not orphan.exists()
+    assert journal.already_current(str(saved), "/work/b") is None  # another project
+    assert journal.already_current(str(tmp_path / "unsaved.jsonl"), "/work/a") is None  # never named
+    journal.path.write_text("{not json")
+    with caplog.at_level("WARNING"):
+        assert journal.already_current(str(saved), "/work/a") is None
+        journal.record_current(str(saved), "/work/a")  # the write reads it again: logged once
+    assert sum("not a valid record" in r.getMessage() for r in caplog.records) == 1
