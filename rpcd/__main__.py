@@ -12,13 +12,9 @@ is skipped. ``main`` itself returns normally (for callers in the same process)."
 
 from __future__ import annotations
 
-import gc
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
-
-COLLECTION_HELD_S = 10.0
-"""The longest a serving front starts with the cyclic garbage collector off (``_hold_collection``)."""
 
 
 def _starting() -> None:
@@ -29,23 +25,9 @@ def _starting() -> None:
     install()
 
 
-def _hold_collection() -> None:
-    """No cyclic garbage collection while a serving front starts: importing the daemon and opening its
-    first session allocate ~75,000 long-lived objects (classes, functions, the catalog) and no garbage
-    worth a pass, yet the collector would traverse them again and again (~9% of the start-up). The
-    front turns it back on once its start-up has settled (``rpcd.daemon.app``: the first session
-    opened or failed; the other fronts once imported); at the latest ``COLLECTION_HELD_S`` after the
-    start, whatever happens."""
-    import threading
-
-    gc.disable()
-    timer = threading.Timer(COLLECTION_HELD_S, gc.enable)
-    timer.daemon = True
-    timer.start()
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     _starting()
+    from rpcd.daemon import collection  # stdlib only: before the front's imports, which it speeds up
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["login"] or (args[:1] == ["acp"] and "--login" in args):
         # a login at the terminal (``rpcd acp --login P``: what an ACP client runs for a terminal auth method)
@@ -54,10 +36,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         rest = [a for a in args[1:] if a != "--login"]
         return login_main(rest)
     if args[:1] == ["acp"]:
-        _hold_collection()
+        collection.hold()
         from rpcd.daemon.acp import main as acp_main
 
-        gc.enable()
+        collection.resume()
         return acp_main(args[1:])
     if args[:2] == ["extensions", "setup"]:
         from rpcd.daemon.extensions_setup import main as setup_main
@@ -68,12 +50,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return packages_main(args[1:])
     if "--mode" in args[:-1]:
-        _hold_collection()
+        collection.hold()
         from rpcd.daemon.pirpc import main as pi_main
 
-        gc.enable()
+        collection.resume()
         return pi_main(args)
-    _hold_collection()  # until the daemon's first session is open (Daemon._report_startup)
+    collection.hold()  # until the daemon's first session is open (Daemon._report_startup)
     from rpcd.daemon.app import main as daemon_main
 
     return daemon_main(args)

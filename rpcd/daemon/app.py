@@ -19,7 +19,6 @@ is under way exits at once (``rpcd.transport.signals``).
 
 from __future__ import annotations
 
-import gc
 import logging
 import math
 import os
@@ -32,6 +31,7 @@ import anyio.abc
 import anyio.lowlevel
 import attrs
 
+from rpcd.daemon import collection
 from rpcd.daemon.bindings import RpcHostBindings
 from rpcd.daemon.journal import HostJournal
 from rpcd.daemon.logs import configure_logging
@@ -207,7 +207,7 @@ class Daemon:
             self._post_status("unusable", 0)
             return
         finally:
-            gc.enable()  # held since the process started (rpcd.__main__): the start-up has settled
+            collection.resume()  # held since the process started (rpcd.__main__): the start-up has settled
         self._warm_model_path()
 
     def _warm_model_path(self) -> None:

@@ -16,7 +16,7 @@ selecting it is a warning diagnostic / a ``setModel`` error naming the API.
 ``build_providers`` is what the factory calls for every session it creates: it re-reads
 ``models.json`` and ``auth.json`` (Pi reloads both), so an edit takes effect at the next
 replacement. Nothing here is imported before a session needs a model, and ``httpx`` only
-when a request is made.
+when a request is made or a front warms the model path (``rpcd.providers.warmup``).
 """
 
 from __future__ import annotations
