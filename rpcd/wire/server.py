@@ -283,17 +283,28 @@ class Server:
         if self._over_high_water():
             return False
         framer = self.framer
+        frame = framer.whole_line(chunk)
+        if frame is not None:  # one request, as a client waiting for each answer sends them
+            self._dispatch(frame)
+            if self._over_high_water():
+                self._pause_reading()
+            return True
         framer.receive_data(chunk)
         while (event := framer.next_event()) is not NEED_DATA:
             self._dispatch(event)
             if self._over_high_water():
-                reader, task_group = self._reader, self._task_group
-                assert reader is not None and task_group is not None
-                reader.pause()
-                self._catching_up = scope = anyio.CancelScope()
-                task_group.start_soon(self._catch_up, reader, scope, name="rpcd reader catching up")
+                self._pause_reading()
                 break
         return True
+
+    def _pause_reading(self) -> None:
+        """Over the outbound bound: the reader pauses while a task dispatches what is buffered as
+        ``_read`` would, then reads on."""
+        reader, task_group = self._reader, self._task_group
+        assert reader is not None and task_group is not None
+        reader.pause()
+        self._catching_up = scope = anyio.CancelScope()
+        task_group.start_soon(self._catch_up, reader, scope, name="rpcd reader catching up")
 
     async def _catch_up(self, reader: StdinReader, scope: anyio.CancelScope) -> None:
         if scope.cancel_called:
@@ -527,7 +538,7 @@ class Server:
 
         @self.method(PING)
         def ping() -> Awaitable[None]:
-            return Ready(None)
+            return _PONG
 
     def _answered_initialize(self) -> None:
         if self._initialize_answered is not None:
@@ -672,6 +683,10 @@ class Server:
 def report_encoding_failure(what: str, error: BaseException) -> None:
     """An outgoing notification we could not encode: our bug, logged with a correlation id; never "client gone"."""
     report_bug(error, operation=what)
+
+
+_PONG: Final = Ready(None, immutable=True)
+"""``ping``'s answer (``null``, encoded once: the wire's liveness probe is polled)."""
 
 
 def _never() -> bool:

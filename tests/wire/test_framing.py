@@ -198,3 +198,31 @@ def test_any_oversized_declaration_before_a_small_body_resynchronises(
     stream = b"Content-Length: %d\r\n\r\n%s" % (declared, junk) + b"Content-Length: %d\r\n\r\n%s" % (len(ping), ping)
     _, events = run([stream[i : i + step] for i in range(0, len(stream), step)])
     assert events[0] == Oversized(declared) and events[-1] == Frame(ping)
+
+
+def _events_taking_whole_lines(chunks: list[bytes], limit: int = LIMIT) -> list[object]:
+    """As ``run``, but each chunk is first offered to ``whole_line`` (what the daemon's reader does)."""
+    framer = Framer(limit)
+    events: list[object] = []
+    for chunk in [*chunks, None]:
+        if chunk is None:
+            framer.receive_eof()
+        elif (frame := framer.whole_line(chunk)) is not None:
+            events.append(frame)
+            continue
+        else:
+            framer.receive_data(chunk)
+        while (event := framer.next_event()) is not NEED_DATA:
+            events.append(event)
+    return events
+
+
+_LINES = st.sampled_from([b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n', b"\n", b"   \r\n", b'{"a":1}\r\n',
+                          b"x" * (LIMIT + 5) + b"\n", b'{"b":2}', b"\r\r\n", b"Content-Length: 2\r\n\r\n{}",
+                          b'{"c":3}\n{"d":4}\n', b"\xff\n", b"\xef\xbb\xbf{}\n"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_LINES | st.binary(max_size=60), max_size=10))
+def test_a_whole_line_taken_at_once_is_the_frame_the_buffered_path_gives(chunks: list[bytes]) -> None:
+    assert _events_taking_whole_lines(chunks) == run(chunks)[1]
