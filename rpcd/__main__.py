@@ -27,7 +27,7 @@ def _starting() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     _starting()
-    from rpcd.daemon import collection  # stdlib only: before the front's imports, which it speeds up
+    import rpcd.core.collection as collection  # stdlib only: before the front's imports, which it speeds up
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["login"] or (args[:1] == ["acp"] and "--login" in args):
         # a login at the terminal (``rpcd acp --login P``: what an ACP client runs for a terminal auth method)
@@ -36,10 +36,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         rest = [a for a in args[1:] if a != "--login"]
         return login_main(rest)
     if args[:1] == ["acp"]:
-        collection.hold()
+        collection.hold()  # until its first session is answered (RpcdAgent.new_session)
         from rpcd.daemon.acp import main as acp_main
 
-        collection.resume()
         return acp_main(args[1:])
     if args[:2] == ["extensions", "setup"]:
         from rpcd.daemon.extensions_setup import main as setup_main
@@ -50,10 +49,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return packages_main(args[1:])
     if "--mode" in args[:-1]:
-        collection.hold()
+        collection.hold()  # until its session is open (rpcd.pirpc.app.serve)
         from rpcd.daemon.pirpc import main as pi_main
 
-        collection.resume()
         return pi_main(args)
     collection.hold()  # until the daemon's first session is open (Daemon._report_startup)
     from rpcd.daemon.app import main as daemon_main

@@ -41,8 +41,8 @@ DOORS: dict[str, frozenset[str]] = {
     # Pi's own RPC wire: the method table's doors and names, never another front, the runtime or the store
     "pirpc": frozenset({"core", "protocol.methods", "protocol.names", "transport", "host", "sessions"}),
     "daemon": frozenset({"*"}),
-    # core.attrs_methods: installed before the entry point imports anything that defines an attrs class
-    "__main__": frozenset({"daemon", "core.attrs_methods"}),
+    # core.attrs_methods and core.collection: in place before the entry point imports anything else
+    "__main__": frozenset({"daemon", "core.attrs_methods", "core.collection"}),
     "__init__": frozenset({"safe_start"}),
     "safe_start": frozenset(),
 }

@@ -70,6 +70,7 @@ from rpcd.acp.errors import (
 from rpcd.acp.extensions import call_extension
 from rpcd.acp.library import list_page
 from rpcd.acp.session import AcpSession, Front
+from rpcd.core import collection
 from rpcd.core.errors import SessionNotSavedError
 from rpcd.core.values import Diagnostic
 from rpcd.protocol.errors import ErrorCode
@@ -467,6 +468,8 @@ class RpcdAgent:
             manager.close()
             raise request_error(ErrorCode.SESSION_BUSY, method, "SessionInUse", str(held),
                                 session_path=session.file) from None
+        finally:
+            collection.resume()  # held since the process started (rpcd.__main__): the first session settled
         session.on_moved = lambda file: self.hub.refile(session.id, file)
         # its place in the host's FIFO taken now; sent after this request's answer (it is written first)
         self._task_group.start_soon(session.announce_commands)

@@ -31,7 +31,7 @@ import anyio.abc
 import anyio.lowlevel
 import attrs
 
-from rpcd.daemon import collection
+from rpcd.core import collection
 from rpcd.daemon.bindings import RpcHostBindings
 from rpcd.daemon.journal import HostJournal
 from rpcd.daemon.logs import configure_logging

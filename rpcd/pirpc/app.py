@@ -38,7 +38,7 @@ import anyio.lowlevel
 import anyio.to_thread
 import attrs
 
-from rpcd.core import codec
+from rpcd.core import codec, collection
 from rpcd.core.jstext import js_trim
 from rpcd.core.values import Diagnostic
 from rpcd.host.host import SerializedHost
@@ -225,6 +225,7 @@ async def serve(options: PiOptions, in_fd: int, out_fd: int, *,
         except Exception as error:
             problem = message_of(error)
             log_failure("startup failed", error, log)
+        collection.resume()  # held since the process started (rpcd.__main__): the start-up has settled
         for diagnostic in bindings.startup_diagnostics:
             if diagnostic.type != "error":
                 print(f"Warning: {diagnostic.message}", file=sys.stderr, flush=True)

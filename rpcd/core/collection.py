@@ -3,9 +3,11 @@
 Importing a front and opening its first session allocate ~75,000 long-lived objects (modules, classes,
 functions, the model catalog) and no garbage worth a pass, yet the collector would traverse them again
 and again as they are made (~9% of a daemon's start, ``scripts/bench --vs-pi spawn``). ``hold()``
-turns it off before the front is imported; ``resume()`` turns it back on once the start-up has settled
-(``rpcd.daemon.app``: the first session opened or failed; the other fronts: once imported), and at the
-latest ``HELD_AT_MOST_S`` after ``hold()``, whatever happens.
+turns it off before the front is imported (``rpcd.__main__``); ``resume()`` turns it back on once the
+front's start-up has settled — the JSON-RPC daemon's first session opened or failed
+(``rpcd.daemon.app``), Pi's wire's session open (``rpcd.pirpc.app``), ACP's first ``session/new``
+answered (``rpcd.acp.agent``) — and at the latest ``HELD_AT_MOST_S`` after ``hold()``, whatever happens
+(a front that fails before, a client that never asks).
 
 Resuming does not hand those objects to the youngest generation, where the first collection after it
 would traverse all of them at once (~25 ms, seen as a slow end of a process that exits right after its
