@@ -201,6 +201,10 @@ class SseServer:
                 self.send_header("Content-Type", reply.stream_type)
                 self.send_header("Transfer-Encoding", "chunked")
                 self.send_header("Cache-Control", "no-cache")
+                if not reply.keep_alive:
+                    # said, not only done: a client that is not told pools the connection and may send its
+                    # next request into the socket this server is closing ("Connection error" under load)
+                    self.send_header("Connection", "close")
                 for key, value in reply.headers.items():
                     self.send_header(key, value)
                 self.end_headers()
