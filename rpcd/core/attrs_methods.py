@@ -28,6 +28,7 @@ not installed, and ``tests/core/test_attrs_methods.py`` fails to say so).
 from __future__ import annotations
 
 import atexit
+import contextlib
 import importlib.util
 import marshal
 import os
@@ -109,12 +110,14 @@ class _Codes:
         keep = not force and len(self.stored) + len(self.used) <= _KEEP_AT_MOST
         entries = dict(self.stored) if keep else {}
         entries.update(self.used)
+        temporary = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            temporary = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
             temporary.write_bytes(importlib.util.MAGIC_NUMBER + marshal.dumps(entries))
             os.replace(temporary, self.path)
-        except OSError:  # a read-only install: compiled again next time, as without the cache
+        except OSError:  # a read-only install or a full disk: compiled again next time, as without the cache
+            with contextlib.suppress(OSError):
+                temporary.unlink()
             return False
         self.stored, self.new = entries, False
         return True

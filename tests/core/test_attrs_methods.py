@@ -137,3 +137,13 @@ def test_the_cache_lives_beside_rpcds_own_bytecode() -> None:
     package = Path(rpcd.__file__ or "").resolve().parent
     assert path.resolve().parent == package / "__pycache__" or sys.pycache_prefix
     assert path.name.startswith("attrs_methods.") and path.suffix == ".bin"
+
+
+def test_a_cache_that_cannot_be_written_leaves_no_temporary_file(tmp_path: Path) -> None:
+    root = _package(tmp_path)
+    blocked = tmp_path / "blocked"
+    blocked.mkdir()
+    cache = blocked / "cache.bin"
+    cache.mkdir()  # a directory where the file goes: os.replace fails
+    _probe(cache, root)
+    assert sorted(p.name for p in blocked.iterdir()) == ["cache.bin"]
