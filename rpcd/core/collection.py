@@ -24,9 +24,12 @@ from typing import Final
 
 HELD_AT_MOST_S: Final = 10.0
 
+_held = threading.Event()
+
 
 def hold() -> None:
     """No cyclic collection until ``resume()`` (or ``HELD_AT_MOST_S`` from now)."""
+    _held.set()
     gc.disable()
     timer = threading.Timer(HELD_AT_MOST_S, resume)
     timer.daemon = True
@@ -34,9 +37,11 @@ def hold() -> None:
 
 
 def resume() -> None:
-    """Collect again; what was made while held goes to the oldest generation unscanned. Once only."""
-    if gc.isenabled():
+    """Collect again; what was made while held goes to the oldest generation unscanned. Only what
+    ``hold()`` turned off is turned on, once (a collector someone else turned off stays off)."""
+    if not _held.is_set():
         return
+    _held.clear()
     gc.freeze()
     gc.unfreeze()
     gc.enable()
