@@ -214,22 +214,11 @@ class RpcdAgent:
         manager = self.composer.new_manager(_normal(cwd))
         session = await self._open(method, manager, mcp_servers, roots)
         await self._remember(session, mode=None)  # no file until its first reply: its id must survive the process
-        self._warm_model_path(session)
+        # about to be answered: its model path is warmed a moment later, once per process (the end stops it)
+        self.services.model_path_wanted(session.host)
         return NewSessionResponse(session_id=session.id, modes=session.modes(),
                                   config_options=list(await session.config_options()),
                                   field_meta=_diagnostics_meta(session.diagnostics))
-
-    def _warm_model_path(self, session: Any) -> None:
-        """A session is about to be answered: its model path is warmed a moment later, once per process,
-        unless the end has begun by then (``ProcessServices.model_path_wanted``)."""
-        host = session.host
-        if host is None:
-            return
-        try:
-            model = host.state().pi_model
-        except Exception:  # no state to ask: nothing to warm
-            return
-        self.services.model_path_wanted(model)  # the end stops it (``serve``: ``stop_warming``)
 
     async def load_session(self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None,
                            additional_directories: list[str] | None = None, **_: Any) -> LoadSessionResponse:

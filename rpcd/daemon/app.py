@@ -208,16 +208,8 @@ class Daemon:
             return
         finally:
             collection.resume()  # held since the process started (rpcd.__main__): the start-up has settled
-        self._warm_model_path()
-
-    def _warm_model_path(self) -> None:
-        """The start-up has settled (its first answers go out now): the session's model path is warmed a
-        moment later, unless the end has begun by then (``ProcessServices.model_path_wanted``)."""
-        try:
-            model = self.host.state().pi_model
-        except Exception:  # no session to ask: nothing to warm
-            return
-        self.services.model_path_wanted(model, still_wanted=lambda: not self.server.ending)
+        # its first answers go out now: the session's model path is warmed a moment later
+        self.services.model_path_wanted(self.host, still_wanted=lambda: not self.server.ending)
 
     async def _open_runtime(self) -> RuntimePort:
         """The runtime for the startup target, once the client has its ``initialize`` result (so it never

@@ -235,8 +235,7 @@ async def serve(options: PiOptions, in_fd: int, out_fd: int, *,
         else:
             commands = PiCommands(host, out, group, cwd=spec.cwd)
             front = _Front(commands, ui, out)
-            with contextlib.suppress(Exception):  # no session to ask: nothing to warm
-                services.model_path_wanted(host.state().pi_model, still_wanted=lambda: not ending.is_set())
+            services.model_path_wanted(host, still_wanted=lambda: not ending.is_set())
 
             def begin_end(signum: int) -> None:
                 ended_by.append(signum)

@@ -24,7 +24,7 @@ import asyncio
 import contextlib
 import contextvars
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
 
@@ -41,6 +41,7 @@ from rpcd.tools import ApprovalRules
 
 if TYPE_CHECKING:
     from rpcd.core.values import TrustControl
+    from rpcd.host.host import SerializedHost
     from rpcd.providers.base import ProviderRegistry
     from rpcd.providers.http import HttpClients
     from rpcd.providers.logins import Logins
@@ -116,15 +117,19 @@ class ProcessServices:
                 self.stop_warming()
                 self._clients = None
 
-    def model_path_wanted(self, model: Mapping[str, Any] | None, *,
+    def model_path_wanted(self, host: SerializedHost | None, *,
                           still_wanted: Callable[[], bool] | None = None) -> None:
-        """The front's start-up has settled and its first answer is out, on ``model`` (Pi's model object of
-        the session's state, ``None`` without one): warm the model path (``rpcd.providers.warmup``)
-        ``WARM_DELAY_S`` later, in the background, if ``still_wanted()`` then (the orderly end has not
-        begun; ``stop_warming`` stops it too) and the model's API is one of a network provider. A prompt
-        that comes first starts it itself; either way it happens once."""
+        """The front's start-up has settled and its first answer is out, on ``host``'s session: warm that
+        session's model path (``rpcd.providers.warmup``) ``WARM_DELAY_S`` later, in the background, if
+        ``still_wanted()`` then (the orderly end has not begun; ``stop_warming`` stops it too) and the
+        model's API is one of a network provider (no host, no session, no model: nothing to warm). A
+        prompt that comes first starts it itself; either way it happens once."""
         from rpcd.providers.remote import API_MODULES
 
+        try:
+            model = host.state().pi_model if host is not None else None
+        except Exception:  # no session to ask: nothing to warm
+            return
         api = model.get("api") if model is not None else None
         module = API_MODULES.get(api) if isinstance(api, str) else None
         if module is None or self._clients is None or self._warm_timer is not None:
