@@ -18,6 +18,7 @@ after the new lines, as Pi's would.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import errno
 import os
@@ -119,6 +120,72 @@ def append(path: str, data: bytes, expected: FileState | None = None) -> FileSta
     With ``expected``, the file must still be that file (see the module doc), else
     ``FileChangedError`` and nothing is written. Returns the state after the append.
     """
+    fd, size, state = _write_appended(path, data, expected)
+    try:
+        _fsync(fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, size)
+        raise
+    finally:
+        os.close(fd)
+    return state
+
+
+def append_deferred(path: str, data: bytes, expected: FileState | None = None) -> tuple[FileState, PendingSync | None]:
+    """``append`` whose fsync runs in the store's fsync thread while the caller goes on.
+
+    Written (and checked) at once, as ``append``; the returned ``PendingSync`` (``None`` when fsyncs
+    are off) says when the bytes are durable. A failed fsync cuts the file back to its old size
+    before ``PendingSync.wait`` raises it, so the file never keeps bytes that were never durable.
+    """
+    if not FSYNC:
+        return append(path, data, expected), None
+    fd, size, state = _write_appended(path, data, expected)
+    try:
+        future = _syncer().submit(_sync_or_cut_back, fd, size)
+    except RuntimeError:  # the interpreter is shutting down: no new threads, fsync here
+        _sync_or_cut_back(fd, size)
+        return state, None
+    return state, PendingSync(path, future)
+
+
+@attrs.frozen(eq=False)
+class PendingSync:
+    """The fsync of one ``append_deferred`` (in the store's fsync thread)."""
+
+    path: str
+    future: concurrent.futures.Future[None]
+
+    def wait(self) -> None:
+        """Until the bytes are durable; the fsync's ``OSError`` if they are not (the file is cut back)."""
+        self.future.result()
+
+
+_SYNCER: list[concurrent.futures.ThreadPoolExecutor] = []
+
+
+def _syncer() -> concurrent.futures.ThreadPoolExecutor:
+    """One thread for every deferred fsync of the process: they complete in the order they were asked."""
+    if not _SYNCER:
+        _SYNCER.append(concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="rpcd-fsync"))
+    return _SYNCER[0]
+
+
+def _sync_or_cut_back(fd: int, size: int) -> None:
+    try:
+        os.fsync(fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, size)
+        raise
+    finally:
+        os.close(fd)
+
+
+def _write_appended(path: str, data: bytes, expected: FileState | None) -> tuple[int, int, FileState]:
+    """Open, check and write an append; the open descriptor, the size before and the state after.
+    A failed write is cut back and closed here."""
     # Read-write: the identity check reads the tail. Non-blocking: a FIFO put in its place cannot block.
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     try:
@@ -131,18 +198,18 @@ def append(path: str, data: bytes, expected: FileState | None = None) -> FileSta
             tail = _check_same(fd, info, expected, path)
         try:
             _write_all(fd, data)
-            _fsync(fd)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, size)
             raise
-    finally:
+    except BaseException:
         os.close(fd)
+        raise
     if expected is None:
         # An empty file's head is what we wrote; otherwise it is unknown and not checked later.
-        return FileState.of(info, size + len(data), data if size == 0 else b"", data)
+        return fd, size, FileState.of(info, size + len(data), data if size == 0 else b"", data)
     head = expected.head if len(expected.head) >= HEAD else (expected.head + data)[:HEAD]
-    return FileState(info.st_dev, info.st_ino, size + len(data), head, (tail + data)[-TAIL:])
+    return fd, size, FileState(info.st_dev, info.st_ino, size + len(data), head, (tail + data)[-TAIL:])
 
 
 def _check_same(fd: int, info: os.stat_result, expected: FileState, path: str) -> bytes:
