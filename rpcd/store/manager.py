@@ -341,8 +341,9 @@ class SessionManager:
         unsynced = self._unsynced
         if unsynced is None:
             return
-        with contextlib.suppress(OSError):
-            await asyncio.shield(asyncio.wrap_future(unsynced.pending.future))
+        if not unsynced.pending.future.done():
+            with contextlib.suppress(OSError):
+                await asyncio.shield(asyncio.wrap_future(unsynced.pending.future))
         if self._unsynced is unsynced:
             self.settle()
 
