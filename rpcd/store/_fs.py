@@ -2,7 +2,9 @@
 
 fsync policy (see docs/store.md): every write we acknowledge has been ``fsync``ed, and
 the directory is ``fsync``ed after a file is created or renamed into place, so an
-acknowledged append survives a crash or power loss of this machine. A failed append is
+acknowledged append survives a crash or power loss of this machine. ``append_deferred`` writes
+at once and leaves the fsync to the store's fsync thread (an agent run's appends: the run is
+acknowledged when its answer is sent, after the fsync). A failed append is
 cut back to the previous file size so the file never keeps half a line that a later
 append would be glued onto.
 
