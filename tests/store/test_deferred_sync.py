@@ -5,6 +5,7 @@ is found. With ``defer_sync`` off an append is durable when it returns, as befor
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import threading
@@ -14,6 +15,8 @@ from typing import Any
 
 import anyio
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from rpcd.core.errors import SessionWriteError
 from rpcd.store import SessionManager, _fs
@@ -205,3 +208,47 @@ def test_deferred_fsyncs_of_several_files_keep_their_order(
         sm.defer_sync(False)
     synced: list[Any] = [name for name, _thread in probe.calls[start:]]
     assert synced == [str(path) for _round in range(3) for _sm, path in managers]
+
+
+STEPS = st.lists(
+    st.tuples(st.sampled_from(["message", "label", "branch", "settle"]), st.booleans()),
+    min_size=1, max_size=25,
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=STEPS)
+def test_whatever_fsyncs_fail_the_file_always_holds_what_memory_holds(
+    steps: list[tuple[str, bool]], tmp_path_factory: pytest.TempPathFactory, probe: FsyncProbe
+) -> None:
+    """Appends, labels and branches with defer_sync on, each fsync failing or not: once settled, the
+    file's entries are exactly the manager's, in order, and every parent is an entry that is there."""
+    project = tmp_path_factory.mktemp("project")
+    probe.fail = None
+    sm = SessionManager.create(str(project), str(tmp_path_factory.mktemp("sessions")))
+    sm.append_message(USER)
+    sm.append_message(ASSISTANT)
+    path = Path(str(sm.get_session_file()))
+    sm.defer_sync(True)
+    for kind, fails in steps:
+        probe.fail = errno.EIO if fails else None
+        with contextlib.suppress(SessionWriteError):
+            if kind == "message":
+                sm.append_message(USER)
+            elif kind == "label":
+                sm.append_label_change(str(sm.get_entries()[0]["id"]), f"label {len(steps)}")
+            elif kind == "branch":
+                sm.branch(str(sm.get_entries()[0]["id"]))
+            else:
+                sm.settle()
+    probe.fail = None
+    with contextlib.suppress(SessionWriteError):
+        sm.defer_sync(False)
+    on_disk = [line for line in lines_of(path) if line.get("type") != "session"]
+    assert on_disk == sm.get_entries()
+    ids = {entry["id"] for entry in on_disk}
+    assert all(entry["parentId"] in ids or entry["parentId"] is None for entry in on_disk)
+    reopened = SessionManager.open(str(path))
+    assert reopened.get_entries() == sm.get_entries()
+    reopened.close()
+    sm.close()
