@@ -24,8 +24,10 @@ import concurrent.futures
 import contextlib
 import errno
 import os
+import queue
 import stat
 import tempfile
+import threading
 from collections.abc import Callable
 
 import attrs
@@ -145,11 +147,11 @@ def append_deferred(path: str, data: bytes, expected: FileState | None = None) -
         return append(path, data, expected), None
     fd, size, state = _write_appended(path, data, expected)
     try:
-        future = _syncer().submit(_sync_or_cut_back, fd, size)
+        syncer = _syncer()
     except RuntimeError:  # the interpreter is shutting down: no new threads, fsync here
         _sync_or_cut_back(fd, size)
         return state, None
-    return state, PendingSync(path, future)
+    return state, PendingSync(path, syncer.submit(fd, size))
 
 
 @attrs.frozen(eq=False)
@@ -164,13 +166,45 @@ class PendingSync:
         self.future.result()
 
 
-_SYNCER: list[concurrent.futures.ThreadPoolExecutor] = []
+class _Syncer:
+    """The store's fsync thread: every deferred fsync of the process, in the order asked.
+
+    A daemon thread: the orderly end settles every session before it exits (``SessionManager.close``),
+    so nothing is pending by then, and the process's fast exit (``rpcd.daemon.process.end_process``,
+    which waits for non-daemon threads) is not held up by an idle worker."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[tuple[concurrent.futures.Future[None], int, int]] = queue.SimpleQueue()
+        threading.Thread(target=self._run, name="rpcd-fsync", daemon=True).start()
+
+    def submit(self, fd: int, size: int) -> concurrent.futures.Future[None]:
+        future: concurrent.futures.Future[None] = concurrent.futures.Future()
+        self._jobs.put((future, fd, size))
+        return future
+
+    def _run(self) -> None:
+        while True:
+            future, fd, size = self._jobs.get()
+            wanted = future.set_running_or_notify_cancel()  # cancelled or not, the fd is synced and closed
+            try:
+                _sync_or_cut_back(fd, size)
+            except BaseException as exc:
+                if wanted:
+                    future.set_exception(exc)
+            else:
+                if wanted:
+                    future.set_result(None)
 
 
-def _syncer() -> concurrent.futures.ThreadPoolExecutor:
-    """One thread for every deferred fsync of the process: they complete in the order they were asked."""
+_SYNCER: list[_Syncer] = []
+_SYNCER_LOCK = threading.Lock()
+
+
+def _syncer() -> _Syncer:
     if not _SYNCER:
-        _SYNCER.append(concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="rpcd-fsync"))
+        with _SYNCER_LOCK:
+            if not _SYNCER:
+                _SYNCER.append(_Syncer())
     return _SYNCER[0]
 
 

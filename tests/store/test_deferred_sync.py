@@ -252,3 +252,15 @@ def test_whatever_fsyncs_fail_the_file_always_holds_what_memory_holds(
     assert reopened.get_entries() == sm.get_entries()
     reopened.close()
     sm.close()
+
+
+def test_the_fsync_thread_never_holds_up_the_processs_exit(
+    agent_dir: Path, project: Path, probe: FsyncProbe
+) -> None:
+    """``end_process`` waits for every non-daemon thread: the idle fsync thread must not be one."""
+    sm, _path = _saved(project)
+    sm.defer_sync(True)
+    sm.append_message(USER)
+    sm.defer_sync(False)
+    fsync_threads = [t for t in threading.enumerate() if t.name == "rpcd-fsync"]
+    assert len(fsync_threads) == 1 and fsync_threads[0].daemon
