@@ -1478,6 +1478,8 @@ class AgentSession(SessionExtensionActions):
                 _log.exception("extension runner invalidation failed")
         if self.mcp is not None:
             self.mcp.release()  # its servers go back to the pool (stopped when no session holds them)
+        if self._ledger is not None:
+            self._ledger.close()
         # Let go of the file: another rpcd process may take it now (an in-memory fork keeps using
         # this manager for the next session; it holds no lock).
         if release_file:
