@@ -198,7 +198,8 @@ class _Syncer:
     A job asked for on the event loop starts when the loop next gets control (``call_soon``), not at
     once: the rest of the step that wrote it (the run's events, the usage ledger, ``agent_end``) then
     runs without the fsync thread taking the interpreter lock from it between its system calls
-    (last SSE byte -> ``agent_end`` written: 1.8 -> 0.9 ms, in-process marks); whoever waits for it
+    (the model's ``done`` -> ``agent_end`` written: 1.84 -> 0.94 ms in-process, docs/benchmarks.md);
+    whoever waits for it
     starts it first (``PendingSync.wait``), so a wait on the loop's own thread never waits on the loop.
 
     A daemon thread: the orderly end settles every session before it exits (``SessionManager.close``),
