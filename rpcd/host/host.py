@@ -199,6 +199,8 @@ class SerializedHost:
         self._on_status = on_status
         self._runtime: RuntimePort | None = None
         self._state = HostState.STARTING
+        self._status: HostStatus = "starting"
+        """``_state``'s value, kept beside it (``status`` is polled: an enum's ``value`` is a Python-level lookup)."""
         self._generation = 0
         self._queue = HostQueue()
         self._task_group: anyio.abc.TaskGroup | None = None
@@ -208,6 +210,8 @@ class SerializedHost:
         self._startup_failure: BaseException | None = None
         self._start_requested = False
         self._started = anyio.Event()
+        self._settled = False
+        """``_started`` is set (``started`` is polled by ``getState``: a plain flag)."""
         self._disposal: Pending[None] | None = None
 
     # -- construction ------------------------------------------------------------------
@@ -267,6 +271,7 @@ class SerializedHost:
                 self._advance(_E.FAILED)
                 raise
             finally:
+                self._settled = True
                 self._started.set()
 
         pending: Pending[None] = Pending("startup", body, withdrawable=False)
@@ -302,7 +307,7 @@ class SerializedHost:
     @property
     def started(self) -> bool:
         """Whether the startup settled (either way): ``wait_started()`` would not wait."""
-        return self._started.is_set()
+        return self._settled
 
     @property
     def startup_failure(self) -> BaseException | None:
@@ -314,8 +319,7 @@ class SerializedHost:
     @property
     def status(self) -> HostStatus:
         """Never raises."""
-        value: HostStatus = self._state.value
-        return value
+        return self._status
 
     @property
     def generation(self) -> int:
@@ -338,6 +342,7 @@ class SerializedHost:
         if following is None:
             raise AssertionError(f"the host has no transition from {self._state.value} on: {event.value}")
         self._state = following
+        self._status = following.value
         if announce:
             self._announce()
 

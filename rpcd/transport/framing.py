@@ -156,18 +156,18 @@ class Framer:
     def receive_eof(self) -> None:
         self._eof = True
 
-    def whole_line(self, data: bytes) -> Frame | None:
-        """``data``'s frame when nothing is buffered and ``data`` is exactly one NDJSON message line
-        (one newline, at its end; within the size bound; not blank): what ``receive_data(data)`` then
-        ``next_event()`` would give, without buffering it — a client waiting for each answer sends one
-        request per read. ``None`` otherwise (nothing taken: feed ``data`` as usual)."""
+    def whole_line(self, data: bytes) -> bytes | None:
+        """The body of ``data``'s frame when nothing is buffered and ``data`` is exactly one NDJSON message
+        line (one newline, at its end; within the size bound; not blank): what ``receive_data(data)`` then
+        ``next_event()`` would give as a ``Frame``, without buffering it — a client waiting for each answer
+        sends one request per read. ``None`` otherwise (nothing taken: feed ``data`` as usual)."""
         if (self.framing is not Framing.NDJSON or self._pos != len(self._buf) or self._dropping_line
                 or self._eof or data.find(b"\n") != len(data) - 1):
             return None
         line = data[:-2] if data.endswith(b"\r\n") else data[:-1]
         if len(line) > self.max_message_bytes or not line.strip(_BLANK):
             return None
-        return Frame(line)
+        return line
 
     @property
     def buffered(self) -> int:

@@ -207,8 +207,8 @@ def _events_taking_whole_lines(chunks: list[bytes], limit: int = LIMIT) -> list[
     for chunk in [*chunks, None]:
         if chunk is None:
             framer.receive_eof()
-        elif (frame := framer.whole_line(chunk)) is not None:
-            events.append(frame)
+        elif (body := framer.whole_line(chunk)) is not None:
+            events.append(Frame(body))
             continue
         else:
             framer.receive_data(chunk)
