@@ -161,11 +161,12 @@ class Framer:
         line (one newline, at its end; within the size bound; not blank): what ``receive_data(data)`` then
         ``next_event()`` would give as a ``Frame``, without buffering it — a client waiting for each answer
         sends one request per read. ``None`` otherwise (nothing taken: feed ``data`` as usual)."""
-        if (self.framing is not Framing.NDJSON or self._pos != len(self._buf) or self._dropping_line
-                or self._eof or data.find(b"\n") != len(data) - 1):
-            return None
-        line = data[:-2] if data.endswith(b"\r\n") else data[:-1]
-        if len(line) > self.max_message_bytes or not line.strip(_BLANK):
+        last = len(data) - 1
+        if (last < 1 or data.find(b"\n") != last or self.framing is not Framing.NDJSON
+                or self._pos != len(self._buf) or self._dropping_line or self._eof):
+            return None  # (a lone newline is blank: ``None`` too)
+        line = data[:-2] if data[last - 1] == 13 else data[:last]  # 13: a trailing "\r" is dropped
+        if not line or len(line) > self.max_message_bytes or (line[0] in _BLANK and not line.strip(_BLANK)):
             return None
         return line
 

@@ -300,7 +300,7 @@ class QueuedWriter:
 
     @property
     def direct(self) -> bool:
-        """Whether a small message may be written by the caller (the fd is a pipe whose fill can be asked)."""
+        """Whether the caller may write at once what cannot block (the fd is a pipe whose fill can be asked)."""
         return self._direct
 
     def put(self, data: bytes) -> None:
@@ -308,7 +308,18 @@ class QueuedWriter:
             if self._closed or self._broken:
                 return
             if self._direct and not self._messages:
-                rest = self._write_at_once(data)
+                flags = self._nowait
+                if flags:  # ``_write_at_once``'s first step spelled out (an answer per request comes here)
+                    try:
+                        written = os.pwritev(self._fd, (data,), -1, flags)
+                    except OSError as exc:
+                        rest = self._not_written(data, exc)
+                    else:
+                        if written == len(data):
+                            return
+                        rest = data[written:]
+                else:
+                    rest = self._write_at_once(data)
                 if rest is None:
                     return
                 if self._broken:
@@ -362,23 +373,27 @@ class QueuedWriter:
         flags = self._nowait
         try:
             if flags:
-                try:
-                    written = os.pwritev(self._fd, (data,), -1, flags)  # never waits: what fits, or EAGAIN
-                except BlockingIOError:
-                    return data  # the pipe is full: all of it queued
-                except OSError as exc:
-                    if exc.errno not in _NOWAIT_REFUSED:
-                        raise
-                    self._nowait = 0  # this kernel does not take the flag here: ask the pipe's fill instead
-                    return self._write_at_once(data)
+                written = os.pwritev(self._fd, (data,), -1, flags)  # never waits: what fits, or EAGAIN
             else:
                 if len(data) > self._direct_limit or _pipe_unread(self._fd) != 0:
                     return data
                 written = os.write(self._fd, data)  # an empty pipe has every page free: this cannot block
         except OSError as exc:
-            self._mark_broken(exc)
-            return data
+            return self._not_written(data, exc) if flags else self._broken_by(data, exc)
         return None if written == len(data) else data[written:]
+
+    def _not_written(self, data: bytes, exc: OSError) -> bytes | None:
+        """Under the lock: the no-wait write of ``data`` failed with ``exc``; as ``_write_at_once``."""
+        if isinstance(exc, BlockingIOError):
+            return data  # the pipe is full: all of it queued
+        if exc.errno in _NOWAIT_REFUSED:
+            self._nowait = 0  # this kernel does not take the flag here: ask the pipe's fill instead, from now on
+            return self._write_at_once(data)
+        return self._broken_by(data, exc)
+
+    def _broken_by(self, data: bytes, exc: OSError) -> bytes:
+        self._mark_broken(exc)
+        return data
 
     def idle(self) -> bool:
         return self._messages == 0
