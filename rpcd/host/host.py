@@ -88,6 +88,10 @@ class HostState(enum.Enum):
     DISPOSED = "disposed"
 
 
+_READY: Final = HostState.READY
+"""(A member looked up on an enum class costs ~0.1 us: ``check_available`` compares with this one.)"""
+
+
 class _Event(enum.Enum):
     BOUND = "the startup session is bound"
     INVALIDATED = "the runtime is about to dispose the current session"
@@ -367,6 +371,8 @@ class SerializedHost:
     def check_available(self, operation: str) -> RuntimePort:
         """The runtime if the host is ready; otherwise raise what the host's state means for ``operation``."""
         state = self._state
+        if state is _READY and self._runtime is not None:  # every session call and getState come here
+            return self._runtime
         if state is HostState.DISPOSED:
             raise attach_context(
                 HostDisposedError("session runtime host is disposed"),

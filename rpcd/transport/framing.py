@@ -63,6 +63,11 @@ class Framing(enum.Enum):
     JSONL = "jsonl"
 
 
+_NDJSON: Final = Framing.NDJSON
+_CONTENT_LENGTH: Final = Framing.CONTENT_LENGTH
+"""The framings the per-message paths compare with (a member looked up on an enum class costs ~0.1 us)."""
+
+
 @attrs.frozen
 class Frame:
     """One message body (not yet parsed: the server decides what is valid JSON-RPC)."""
@@ -162,7 +167,7 @@ class Framer:
         ``next_event()`` would give as a ``Frame``, without buffering it — a client waiting for each answer
         sends one request per read. ``None`` otherwise (nothing taken: feed ``data`` as usual)."""
         last = len(data) - 1
-        if (last < 1 or data.find(b"\n") != last or self.framing is not Framing.NDJSON
+        if (last < 1 or data.find(b"\n") != last or self.framing is not _NDJSON
                 or self._pos != len(self._buf) or self._dropping_line or self._eof):
             return None  # (a lone newline is blank: ``None`` too)
         line = data[:-2] if data[last - 1] == 13 else data[:last]  # 13: a trailing "\r" is dropped
@@ -178,7 +183,7 @@ class Framer:
 
     def encode(self, body: bytes) -> bytes:
         """Frame an outgoing body in the client's framing (NDJSON until the client chose)."""
-        if self.framing is Framing.CONTENT_LENGTH:
+        if self.framing is _CONTENT_LENGTH:
             return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
         return body + b"\n"
 
