@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import logging
 import os
 import time
@@ -48,6 +49,7 @@ from rpcd.core.errors import (
     ModelNotFoundError,
     SessionBusyError,
     SessionNotSavedError,
+    SessionWriteError,
 )
 from rpcd.core.jstext import content_text, js_trim
 from rpcd.core.values import (
@@ -633,18 +635,29 @@ class AgentSession(SessionExtensionActions):
     async def _run(self, messages: list[dict[str, Any]]) -> str:
         """Pi's ``_runAgentPrompt`` (inside a running prompt): the run, retries and queued input, then
         ``agent_settled``."""
+        # The run's entries are written as they come and fsynced beside what follows (the user message's
+        # fsync overlaps the model request); the run ends once they are durable, before its answer.
+        manager = self.session_manager
+        manager.defer_sync(True)
         try:
-            # an abort that arrived while the compaction check ran is this prompt's: its run starts
-            # aborted (the prompt is recorded, the model is not asked)
-            stop_reason = await self.agent.run(messages, self, will_retry=self.retry.will_retry,
-                                               aborted=self._aborted_before_run)
-            stop_reason = await self._after_runs(stop_reason)
-            self.last_context_overflow = self.retry.overflow_of(self._last_reply)
-        finally:
-            self._system_prompt_override = None
-            self.agent.system_prompt = self.base_system_prompt
-            self._flush_pending_bash()
-            self.flush_pending_custom()
+            try:
+                # an abort that arrived while the compaction check ran is this prompt's: its run starts
+                # aborted (the prompt is recorded, the model is not asked)
+                stop_reason = await self.agent.run(messages, self, will_retry=self.retry.will_retry,
+                                                   aborted=self._aborted_before_run)
+                stop_reason = await self._after_runs(stop_reason)
+                self.last_context_overflow = self.retry.overflow_of(self._last_reply)
+            finally:
+                self._system_prompt_override = None
+                self.agent.system_prompt = self.base_system_prompt
+                self._flush_pending_bash()
+                self.flush_pending_custom()
+            await manager.synced()
+        except BaseException:
+            with contextlib.suppress(SessionWriteError):  # the run's own failure is the one to report
+                manager.defer_sync(False)
+            raise
+        manager.defer_sync(False)
         await self.emit({"type": "agent_settled"})
         return stop_reason
 
@@ -1465,6 +1478,8 @@ class AgentSession(SessionExtensionActions):
                 _log.exception("extension runner invalidation failed")
         if self.mcp is not None:
             self.mcp.release()  # its servers go back to the pool (stopped when no session holds them)
+        if self._ledger is not None:
+            self._ledger.close()
         # Let go of the file: another rpcd process may take it now (an in-memory fork keeps using
         # this manager for the next session; it holds no lock).
         if release_file:

@@ -2,7 +2,9 @@
 
 fsync policy (see docs/store.md): every write we acknowledge has been ``fsync``ed, and
 the directory is ``fsync``ed after a file is created or renamed into place, so an
-acknowledged append survives a crash or power loss of this machine. A failed append is
+acknowledged append survives a crash or power loss of this machine. ``append_deferred`` writes
+at once and leaves the fsync to the store's fsync thread (an agent run's appends: the run is
+acknowledged when its answer is sent, after the fsync). A failed append is
 cut back to the previous file size so the file never keeps half a line that a later
 append would be glued onto.
 
@@ -18,11 +20,14 @@ after the new lines, as Pi's would.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import errno
 import os
+import queue
 import stat
 import tempfile
+import threading
 from collections.abc import Callable
 
 import attrs
@@ -119,6 +124,104 @@ def append(path: str, data: bytes, expected: FileState | None = None) -> FileSta
     With ``expected``, the file must still be that file (see the module doc), else
     ``FileChangedError`` and nothing is written. Returns the state after the append.
     """
+    fd, size, state = _write_appended(path, data, expected)
+    try:
+        _fsync(fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, size)
+        raise
+    finally:
+        os.close(fd)
+    return state
+
+
+def append_deferred(path: str, data: bytes, expected: FileState | None = None) -> tuple[FileState, PendingSync | None]:
+    """``append`` whose fsync runs in the store's fsync thread while the caller goes on.
+
+    Written (and checked) at once, as ``append``; the returned ``PendingSync`` (``None`` when fsyncs
+    are off) says when the bytes are durable. A failed fsync cuts the file back to its old size
+    before ``PendingSync.wait`` raises it, so the file never keeps bytes that were never durable.
+    """
+    if not FSYNC:
+        return append(path, data, expected), None
+    fd, size, state = _write_appended(path, data, expected)
+    try:
+        syncer = _syncer()
+    except RuntimeError:  # the interpreter is shutting down: no new threads, fsync here
+        _sync_or_cut_back(fd, size)
+        return state, None
+    return state, PendingSync(path, syncer.submit(fd, size))
+
+
+@attrs.frozen(eq=False)
+class PendingSync:
+    """The fsync of one ``append_deferred`` (in the store's fsync thread)."""
+
+    path: str
+    future: concurrent.futures.Future[None]
+
+    def wait(self) -> None:
+        """Until the bytes are durable; the fsync's ``OSError`` if they are not (the file is cut back)."""
+        self.future.result()
+
+
+class _Syncer:
+    """The store's fsync thread: every deferred fsync of the process, in the order asked.
+
+    A daemon thread: the orderly end settles every session before it exits (``SessionManager.close``),
+    so nothing is pending by then, and the process's fast exit (``rpcd.daemon.process.end_process``,
+    which waits for non-daemon threads) is not held up by an idle worker."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[tuple[concurrent.futures.Future[None], int, int]] = queue.SimpleQueue()
+        threading.Thread(target=self._run, name="rpcd-fsync", daemon=True).start()
+
+    def submit(self, fd: int, size: int) -> concurrent.futures.Future[None]:
+        future: concurrent.futures.Future[None] = concurrent.futures.Future()
+        self._jobs.put((future, fd, size))
+        return future
+
+    def _run(self) -> None:
+        while True:
+            future, fd, size = self._jobs.get()
+            wanted = future.set_running_or_notify_cancel()  # cancelled or not, the fd is synced and closed
+            try:
+                _sync_or_cut_back(fd, size)
+            except BaseException as exc:
+                if wanted:
+                    future.set_exception(exc)
+            else:
+                if wanted:
+                    future.set_result(None)
+
+
+_SYNCER: list[_Syncer] = []
+_SYNCER_LOCK = threading.Lock()
+
+
+def _syncer() -> _Syncer:
+    if not _SYNCER:
+        with _SYNCER_LOCK:
+            if not _SYNCER:
+                _SYNCER.append(_Syncer())
+    return _SYNCER[0]
+
+
+def _sync_or_cut_back(fd: int, size: int) -> None:
+    try:
+        os.fsync(fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, size)
+        raise
+    finally:
+        os.close(fd)
+
+
+def _write_appended(path: str, data: bytes, expected: FileState | None) -> tuple[int, int, FileState]:
+    """Open, check and write an append; the open descriptor, the size before and the state after.
+    A failed write is cut back and closed here."""
     # Read-write: the identity check reads the tail. Non-blocking: a FIFO put in its place cannot block.
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     try:
@@ -131,18 +234,18 @@ def append(path: str, data: bytes, expected: FileState | None = None) -> FileSta
             tail = _check_same(fd, info, expected, path)
         try:
             _write_all(fd, data)
-            _fsync(fd)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, size)
             raise
-    finally:
+    except BaseException:
         os.close(fd)
+        raise
     if expected is None:
         # An empty file's head is what we wrote; otherwise it is unknown and not checked later.
-        return FileState.of(info, size + len(data), data if size == 0 else b"", data)
+        return fd, size, FileState.of(info, size + len(data), data if size == 0 else b"", data)
     head = expected.head if len(expected.head) >= HEAD else (expected.head + data)[:HEAD]
-    return FileState(info.st_dev, info.st_ino, size + len(data), head, (tail + data)[-TAIL:])
+    return fd, size, FileState(info.st_dev, info.st_ino, size + len(data), head, (tail + data)[-TAIL:])
 
 
 def _check_same(fd: int, info: os.stat_result, expected: FileState, path: str) -> bytes:

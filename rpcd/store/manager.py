@@ -8,17 +8,23 @@ Invariants kept by every operation (and checked by the property tests):
   and raises ``SessionWriteError``.
 - nothing is on disk for a new session before its first assistant message; then all buffered
   lines are written at once (Pi 0.85.0's flush rule); an opened existing file counts as flushed.
+- while ``defer_sync`` is on (an agent run), an append returns once written and its fsync overlaps
+  what follows; every later mutation, ``settle`` and ``synced`` wait for it first, so at most one entry
+  is not yet durable and nothing is built on it: a failed fsync undoes that entry (file cut back,
+  memory as before it) and raises ``SessionWriteError`` there.
 """
 
 from __future__ import annotations
 
+import asyncio
 import builtins
+import contextlib
 import functools
 import os
 import re
 import weakref
 from collections.abc import Callable, Container, Iterable
-from typing import Any, Literal, TypeVar
+from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
 import attrs
 
@@ -52,6 +58,7 @@ from rpcd.store.records import (
 )
 
 T = TypeVar("T")
+P = ParamSpec("P")
 _NEWLINES_RE = re.compile(r"[\r\n]+")
 NOT_SAVED_MESSAGE = (
     "This session has not been saved yet. Wait for the first assistant response before cloning or forking it."
@@ -74,6 +81,40 @@ class _LockSlot:
 
     def release(self) -> None:
         self.set(None)
+
+
+@attrs.frozen
+class _Undo:
+    """What an append changed besides adding its record: enough to take it back."""
+
+    record: Record
+    leaf: EntryKey | None
+    has_assistant: bool
+    label: tuple[str, str | None, str | None] | None
+    """For a label entry: its target, and that target's label and timestamp before it."""
+    file_state: _fs.FileState | None
+    needs_newline: bool
+
+
+@attrs.frozen
+class _Unsynced:
+    """The last append, written but not yet durable (``defer_sync``)."""
+
+    pending: _fs.PendingSync
+    undo: _Undo
+
+
+def _settles(method: Callable[Concatenate[SessionManager, P], T]) -> Callable[Concatenate[SessionManager, P], T]:
+    """A mutator: the last append's fsync is awaited first (``settle``), so nothing is built on an
+    entry that may yet be undone."""
+
+    @functools.wraps(method)
+    def settled_first(self: SessionManager, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        if self._unsynced is not None:
+            self.settle()
+        return method(self, *args, **kwargs)
+
+    return settled_first
 
 
 @attrs.frozen
@@ -116,6 +157,8 @@ class SessionManager:
         self._needs_newline = False
         self._file_state: _fs.FileState | None = None
         """The file we hold (identity, size, tail); every append checks it is still that file."""
+        self._defer_sync = False
+        self._unsynced: _Unsynced | None = None
         self.load_diagnostics: builtins.list[Diagnostic] = []
         self._locks = _LockSlot()
         weakref.finalize(self, self._locks.release)
@@ -263,10 +306,46 @@ class SessionManager:
     def close(self) -> None:
         """Let go of the session file: release its writer lock (another rpcd process may now take it).
 
-        The manager stays readable; the runtime closes a session's manager when it disposes the
-        session. Idempotent.
+        The last append is made durable first (or undone, if its fsync fails: nobody was told of it,
+        the run that wrote it ended without an answer). The manager stays readable; the runtime
+        closes a session's manager when it disposes the session. Idempotent.
         """
+        self._defer_sync = False
+        with contextlib.suppress(SessionWriteError):
+            self.settle()
         self._locks.release()
+
+    # -- durability --------------------------------------------------------------------------
+
+    def defer_sync(self, on: bool) -> None:
+        """Appends return once written while ``on`` (an agent run: the user message's fsync overlaps the
+        model request, a tool result's the next one); turning it off settles the last append."""
+        self._defer_sync = on
+        if not on:
+            self.settle()
+
+    def settle(self) -> None:
+        """Wait until the last append is durable. If its fsync failed, it is undone (the file was cut
+        back, memory is as before it) and ``SessionWriteError`` says so."""
+        unsynced, self._unsynced = self._unsynced, None
+        if unsynced is None:
+            return
+        try:
+            unsynced.pending.wait()
+        except OSError as exc:
+            self._undo(unsynced.undo)
+            raise _write_error(exc, unsynced.pending.path) from exc
+
+    async def synced(self) -> None:
+        """``settle`` without blocking the event loop while the fsync runs (a run's end, before its answer)."""
+        unsynced = self._unsynced
+        if unsynced is None:
+            return
+        if not unsynced.pending.future.done():
+            with contextlib.suppress(OSError):
+                await asyncio.shield(asyncio.wrap_future(unsynced.pending.future))
+        if self._unsynced is unsynced:
+            self.settle()
 
     def holds_writer_lock(self) -> bool:
         return self._locks.lock is not None
@@ -455,26 +534,32 @@ class SessionManager:
 
     # -- navigation (in memory only, as in Pi) ---------------------------------------------
 
+    @_settles
     def branch(self, entry_id: str) -> None:
         if self.get_entry(entry_id) is None:
             raise InvalidEntryError(f"Entry {entry_id} not found", entry_id=entry_id, session_path=self._session_file)
         self._leaf_id = entry_id
 
+    @_settles
     def reset_leaf(self) -> None:
         self._leaf_id = None
 
     # -- appends -------------------------------------------------------------------------
 
+    @_settles
     def append_message(self, message: dict[str, Any]) -> str:
         entry_id = self._new_id()
         return self._append(E.message(entry_id, self._leaf_id, iso_now(), message))
 
+    @_settles
     def append_model_change(self, provider: str, model_id: str) -> str:
         return self._append(E.model_change(self._new_id(), self._leaf_id, iso_now(), provider, model_id))
 
+    @_settles
     def append_thinking_level_change(self, level: str) -> str:
         return self._append(E.thinking_level_change(self._new_id(), self._leaf_id, iso_now(), level))
 
+    @_settles
     def append_compaction(
         self,
         summary: str,
@@ -490,6 +575,7 @@ class SessionManager:
         )
         return self._append(entry)
 
+    @_settles
     def branch_with_summary(
         self,
         from_id: str | None,
@@ -515,24 +601,29 @@ class SessionManager:
             self._leaf_id = previous_leaf
             raise
 
+    @_settles
     def append_custom_entry(self, custom_type: str, data: Any = None) -> str:
         return self._append(E.custom(self._new_id(), self._leaf_id, iso_now(), custom_type, data))
 
+    @_settles
     def append_custom_message_entry(self, custom_type: str, content: Any, display: bool, details: Any = None) -> str:
         entry = E.custom_message(self._new_id(), self._leaf_id, iso_now(), custom_type, content, display, details)
         return self._append(entry)
 
+    @_settles
     def append_label_change(self, target_id: str, label: str | None = None) -> str:
         if target_id not in self._by_id:
             raise InvalidEntryError(f"Entry {target_id} not found", entry_id=target_id, session_path=self._session_file)
         return self._append(E.label(self._new_id(), self._leaf_id, iso_now(), target_id, label))
 
+    @_settles
     def append_session_info(self, name: str) -> str:
         normalized = E.js_trim(_NEWLINES_RE.sub(" ", name))
         return self._append(E.session_info(self._new_id(), self._leaf_id, iso_now(), normalized))
 
     # -- new sessions, forks -------------------------------------------------------------
 
+    @_settles
     def new_session(self, *, parent_session: str | None = None, session_id: str | None = None) -> str | None:
         """Start an empty session (new id, nothing written yet); returns its future file path."""
         new_id = validate_session_id(session_id) if session_id is not None else uuid7()
@@ -547,6 +638,7 @@ class SessionManager:
         )
         return self._session_file
 
+    @_settles
     def create_branched_session(self, leaf_id: str) -> str | None:
         """A new session holding only root -> ``leaf_id``; this manager switches to it.
 
@@ -625,6 +717,7 @@ class SessionManager:
             manager.close()
             raise
 
+    @_settles
     def fork(self, entry_id: str, position: Literal["before", "at"] = "before") -> ForkResult:
         """Pi 0.85.0 ``runtime.fork`` on the store side: validate (``fork_point``), then branch into a
         new session. Errors leave this manager untouched.
@@ -836,44 +929,62 @@ class SessionManager:
                 f"Could not write session file: the entry is not JSON ({exc.reason} at {exc.path})",
                 session_path=self._session_file,
             ) from None
-        previous_leaf = self._leaf_id
-        previous_has_assistant = self._has_assistant
-        previous_label = self._labels.get(entry.get("targetId", "")) if record.type == E.LABEL else None
-        previous_label_ts = self._label_timestamps.get(entry.get("targetId", "")) if record.type == E.LABEL else None
+        label = None
+        if record.type == E.LABEL:
+            target = str(entry.get("targetId"))
+            label = (target, self._labels.get(target), self._label_timestamps.get(target))
+        undo = _Undo(record, self._leaf_id, self._has_assistant, label, self._file_state, self._needs_newline)
         self._records.append(record)
         self._index(record)
         try:
-            self._persist_record(record)
+            pending = self._persist_record(record)
         except OSError as exc:
-            self._records.pop()
-            del self._by_id[record.id]
-            self._leaf_id = previous_leaf
-            self._has_assistant = previous_has_assistant
-            if record.type == E.LABEL:
-                target = str(entry.get("targetId"))
-                self._labels.pop(target, None)
-                self._label_timestamps.pop(target, None)
-                if previous_label is not None:
-                    self._labels[target] = previous_label
-                    self._label_timestamps[target] = previous_label_ts or ""
+            self._undo(undo)
             raise _write_error(exc, self._session_file) from exc
+        if pending is not None:
+            self._unsynced = _Unsynced(pending, undo)
         return str(record.id)  # ids we create are strings
 
-    def _persist_record(self, record: Record) -> None:
+    def _undo(self, undo: _Undo) -> None:
+        """Take back the last append (its record is still the last one: every mutation settles first)."""
+        record = undo.record
+        assert self._records and self._records[-1] is record
+        self._records.pop()
+        del self._by_id[record.id]
+        self._leaf_id = undo.leaf
+        self._has_assistant = undo.has_assistant
+        self._file_state = undo.file_state
+        self._needs_newline = undo.needs_newline
+        if undo.label is not None:
+            target, text, timestamp = undo.label
+            self._labels.pop(target, None)
+            self._label_timestamps.pop(target, None)
+            if text is not None:
+                self._labels[target] = text
+                self._label_timestamps[target] = timestamp or ""
+
+    def _persist_record(self, record: Record) -> _fs.PendingSync | None:
+        """Write the record (the first flush writes the whole file); with ``defer_sync`` an append's
+        fsync is left pending."""
         if not self._persist or not self._session_file:
-            return
+            return None
         if not self._flushed:
             if not self._has_assistant:
-                return
+                return None
             body = [codec.dumps(self._header), *(r.raw for r in self._records)]
             make_private_dirs(os.path.dirname(self._session_file))
             self._file_state = _fs.create_exclusive(self._session_file, b"\n".join(body) + b"\n")
             self._flushed = True
             self._locks.set(self._writer_lock(self._session_file))
-            return
-        prefix = b"\n" if self._needs_newline else b""
-        self._file_state = _fs.append(self._session_file, prefix + record.raw + b"\n", self._file_state)
+            return None
+        data = (b"\n" if self._needs_newline else b"") + record.raw + b"\n"
+        pending = None
+        if self._defer_sync:
+            self._file_state, pending = _fs.append_deferred(self._session_file, data, self._file_state)
+        else:
+            self._file_state = _fs.append(self._session_file, data, self._file_state)
         self._needs_newline = False
+        return pending
 
 
 def _without_labels(path: builtins.list[Record]) -> builtins.list[Record]:

@@ -16,6 +16,7 @@ import json
 import os
 import threading
 import time
+import weakref
 from typing import Final
 
 from rpcd.store.paths import make_private_dirs
@@ -40,6 +41,9 @@ class UsageLedger:
         self._offset = 0
         self._tokens = 0
         self._cost = 0.0
+        self._fd = -1
+        self._fd_day = ""
+        self._closer: weakref.finalize[[int], UsageLedger] | None = None
 
     def _path(self, day: str) -> str:
         return os.path.join(self.directory, f"{day}.jsonl")
@@ -50,17 +54,32 @@ class UsageLedger:
             return
         line = json.dumps({"t": int(time.time() * 1000), "s": session_id, "tokens": tokens, "cost": cost},
                           separators=(",", ":")).encode() + b"\n"
-        path = self._path(_day())
-        with contextlib.suppress(OSError):
-            make_private_dirs(self.directory)
-            new = not os.path.exists(path)
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
-            try:
-                os.write(fd, line)
-            finally:
-                os.close(fd)
-            if new:
-                self._forget_old_days()
+        with self._lock, contextlib.suppress(OSError):
+            os.write(self._descriptor(_day()), line)
+
+    def _descriptor(self, day: str) -> int:
+        """Today's file, open for appending: kept between replies (a reply used to pay a directory check,
+        an existence check, an open and a close before its answer), opened again on a new day or when
+        the file was removed (its name then holds another file, or none)."""
+        if self._fd >= 0 and self._fd_day == day and os.fstat(self._fd).st_nlink > 0:
+            return self._fd
+        self.close()
+        path = self._path(day)
+        make_private_dirs(self.directory)
+        new = not os.path.exists(path)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+        self._fd, self._fd_day = fd, day
+        self._closer = weakref.finalize(self, os.close, fd)
+        if new:
+            self._forget_old_days()
+        return fd
+
+    def close(self) -> None:
+        """Let go of the kept descriptor (also when the ledger is garbage-collected); idempotent."""
+        closer, self._closer, self._fd = self._closer, None, -1
+        if closer is not None:
+            with contextlib.suppress(OSError):
+                closer()
 
     def today(self) -> tuple[int, float]:
         """``(tokens, cost)`` recorded today by every process."""

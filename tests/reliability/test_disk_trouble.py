@@ -5,7 +5,8 @@ must create a directory. A full disk is injected two ways:
 
 * a fault extension (``-e``) loaded into the daemon that makes ``os.write`` (after writing
   half the bytes, as a real full disk does) and ``os.fsync`` fail with ENOSPC for files under
-  the directories listed in a control file — switched on and off by the test;
+  the directories listed in a control file (``fsync:<dir>``: only the fsync, as a disk that
+  takes the bytes and fails to make them durable) — switched on and off by the test;
 * a real tiny tmpfs as the agent dir, when ``mount`` is permitted (skipped otherwise).
 
 Expected (wire contract + seed §8): defined error codes; a failed append leaves the session
@@ -41,12 +42,13 @@ import os
 CONTROL = os.environ["RPCD_TEST_FAULTS"]
 
 
-def _failing(fd):
+def _failing(fd, fsync=False):
     try:
         with open(CONTROL) as handle:
-            prefixes = [line.strip() for line in handle if line.strip()]
+            lines = [line.strip() for line in handle if line.strip()]
     except OSError:
         return False
+    prefixes = [line.removeprefix("fsync:") for line in lines if fsync or not line.startswith("fsync:")]
     if not prefixes:
         return False
     try:
@@ -69,7 +71,7 @@ if not hasattr(os, "_rpcd_original_write"):
         return os._rpcd_original_write(fd, data)
 
     def fsync(fd):
-        if _failing(fd):
+        if _failing(fd, fsync=True):
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         return os._rpcd_original_fsync(fd)
 
@@ -89,8 +91,9 @@ class Faults:
         self.path = path
         path.write_text("")
 
-    def fail_under(self, *directories: Path) -> None:
-        self.path.write_text("".join(f"{d}/\n" for d in directories))
+    def fail_under(self, *directories: Path, only_fsync: bool = False) -> None:
+        mark = "fsync:" if only_fsync else ""
+        self.path.write_text("".join(f"{mark}{d}/\n" for d in directories))
 
     def clear(self) -> None:
         self.path.write_text("")
@@ -147,6 +150,33 @@ def test_disk_full_during_append_leaves_the_file_whole_and_the_session_usable(
     assert after.startswith(before) and after.endswith(b"\n")
     texts = json.dumps(_loads(session_file).get_entries())
     assert "after space came back" in texts
+
+
+def test_a_failed_fsync_during_a_turn_fails_the_prompt_and_leaves_the_file_as_it_was(
+    faulty: tuple[Daemon, Faults, Path],
+) -> None:
+    """A turn's appends are fsynced beside what follows (the user message's beside the model request):
+    a disk that takes the bytes but cannot make them durable still fails the prompt with the write
+    error, and no entry that never became durable stays in the file."""
+    daemon, faults, _agent = faulty
+    daemon.call("prompt", {"text": "first turn"})
+    session_file = daemon.call("getState")["sessionFile"]
+    before = Path(session_file).read_bytes()
+    faults.fail_under(Path(session_file).parent, only_fsync=True)
+    with pytest.raises(RpcFailure) as caught:
+        daemon.call("prompt", {"text": "turn on a disk that cannot sync"})
+    assert caught.value.code == SESSION_WRITE_FAILED, caught.value.error
+    assert caught.value.data["terminal"] is False, caught.value.error
+    assert "No space left on device" in caught.value.error["message"], caught.value.error
+    assert Path(session_file).read_bytes() == before, "an entry that never became durable stayed in the file"
+    faults.clear()
+    assert daemon.call("getState")["status"] == "ready"
+    daemon.call("prompt", {"text": "after the disk came back"})
+    after = Path(session_file).read_bytes()
+    assert after.startswith(before) and after.endswith(b"\n")
+    entries = _loads(session_file).get_entries()
+    assert "after the disk came back" in json.dumps(entries)
+    assert "turn on a disk that cannot sync" not in json.dumps(entries)
 
 
 def test_disk_full_during_the_host_journal_flush_is_terminal_and_keeps_the_old_record(
