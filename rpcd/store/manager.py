@@ -405,7 +405,7 @@ class SessionManager:
         """The leaf's id as clients see it (Pi's ``getLeafId()``): a string, or the number a
         hand-edited file has; ``None`` for none (or an id of another JSON type)."""
         leaf = self._leaf_id
-        if isinstance(leaf, str) or (isinstance(leaf, int | float) and not isinstance(leaf, bool)):
+        if isinstance(leaf, str) or (isinstance(leaf, (int, float)) and not isinstance(leaf, bool)):
             return leaf
         return None
 

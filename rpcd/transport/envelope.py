@@ -87,8 +87,8 @@ def _reference_parse(body: bytes) -> Any:
     return _DECODER.decode(text)
 
 
-def _valid_id(value: object) -> bool:
-    return type(value) in (int, str)
+_ID_TYPES: Final = (int, str)
+"""The types of a usable id (``bool`` is not one: an exact type check)."""
 
 
 def classify(body: bytes) -> Incoming:
@@ -96,23 +96,29 @@ def classify(body: bytes) -> Incoming:
         raw = parse_json(body)
     except (ValueError, RecursionError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         return Invalid(None, ErrorCode.PARSE_ERROR, "invalid JSON or invalid UTF-8")
-    if isinstance(raw, list):
-        return Invalid(None, ErrorCode.INVALID_REQUEST, "batch requests are not supported; send one object per frame")
-    if not isinstance(raw, dict):
+    if type(raw) is not dict:
+        if isinstance(raw, list):
+            return Invalid(None, ErrorCode.INVALID_REQUEST,
+                           "batch requests are not supported; send one object per frame")
         return Invalid(None, ErrorCode.INVALID_REQUEST, "a message must be a JSON object")
     has_id = "id" in raw
     msg_id = raw.get("id")
-    usable_id = msg_id if _valid_id(msg_id) else None
+    usable = type(msg_id) in _ID_TYPES
     if raw.get("jsonrpc") != "2.0":
-        return Invalid(usable_id, ErrorCode.INVALID_REQUEST, 'missing or wrong "jsonrpc" member (must be "2.0")')
-    if has_id and msg_id is not None and not _valid_id(msg_id):
+        return Invalid(msg_id if usable else None, ErrorCode.INVALID_REQUEST,
+                       'missing or wrong "jsonrpc" member (must be "2.0")')
+    if msg_id is not None and not usable:
         return Invalid(None, ErrorCode.INVALID_REQUEST, '"id" must be a string, an integer or null')
+    usable_id = msg_id if usable else None
     if "method" in raw:
         method = raw["method"]
-        if not isinstance(method, str):
+        if type(method) is not str:
             return Invalid(usable_id, ErrorCode.INVALID_REQUEST, '"method" must be a string')
         params = raw.get("params")
-        if "params" in raw and not isinstance(params, dict | list):
+        if params is None:
+            if "params" in raw:
+                return Invalid(usable_id, ErrorCode.INVALID_REQUEST, '"params" must be an object or an array')
+        elif type(params) is not dict and type(params) is not list:
             return Invalid(usable_id, ErrorCode.INVALID_REQUEST, '"params" must be an object or an array')
         if not has_id:
             return Notification(method, params)

@@ -10,15 +10,18 @@ the loop frames is back-pressured in its own pipe, not in our memory.
 Output: one writer thread owns the file descriptor and the loop only *enqueues* bytes, so a client
 that stops reading makes the queue grow, never the loop stall — ``pending()`` (messages, bytes)
 lets every producer bound it (``rpcd.transport.Transport.wait_writable``). One shortcut, taken only
-where it cannot block: when nothing is queued or being written and the pipe is empty (``FIONREAD``
-is 0: the client read everything, as between a request and its answer, or between two batches of a
-streamed turn), a message — or a batch of notifications — of at most the pipe's capacity
-(``F_GETPIPE_SZ``, 64 KiB at most; ``PIPE_BUF`` where it cannot be asked) is written at once by the
-caller: an empty pipe has every page free, so such a write cannot block (free bytes alone would not
-do: a pipe is a ring of pages, and small writes can leave every page partly used), and nothing else
-writes meanwhile (the writer thread takes a batch only under the same lock). No thread hand-off, so
-no wait for the writer thread to get the interpreter while the loop is busy. Everything else goes
-through the queue, in order, by the one writer.
+where it cannot block: when nothing is queued or being written, a message — or a batch of
+notifications — into a pipe is written at once by the caller, and nothing else writes meanwhile (the
+writer thread takes a batch only under the same lock). Where the kernel takes a write that never
+waits (Linux: ``pwritev2`` with ``RWF_NOWAIT``) that is one system call: the pipe takes what fits,
+the rest (all of it when the pipe is full) is queued for the writer thread, behind nothing, so the
+order holds. Elsewhere (or when the kernel refuses the flag) the pipe must be empty first
+(``FIONREAD`` is 0: the client read everything, as between a request and its answer, or between two
+batches of a streamed turn) and the message at most the pipe's capacity (``F_GETPIPE_SZ``, 64 KiB at
+most; ``PIPE_BUF`` where it cannot be asked): an empty pipe has every page free, so such a write
+cannot block (free bytes alone would not do: a pipe is a ring of pages, and small writes can leave
+every page partly used). No thread hand-off, so no wait for the writer thread to get the interpreter
+while the loop is busy. Everything else goes through the queue, in order, by the one writer.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import errno
 import fcntl
 import logging
 import os
@@ -51,6 +55,10 @@ _PIPE_BUF: Final = select.PIPE_BUF
 _DIRECT_MAX: Final = 64 * 1024
 """The most written at once into an empty pipe (its capacity, if smaller)."""
 _F_GETPIPE_SZ: Final = getattr(fcntl, "F_GETPIPE_SZ", 1032)
+_RWF_NOWAIT: Final[int] = getattr(os, "RWF_NOWAIT", 0) if hasattr(os, "pwritev") else 0
+"""``pwritev2``'s flag for a write that never waits (0: this platform has none)."""
+_NOWAIT_REFUSED: Final = frozenset({errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS})
+"""What a kernel answers a ``RWF_NOWAIT`` it does not take on this file (older kernels, for pipes)."""
 
 
 def guard_stdout() -> int:
@@ -257,8 +265,8 @@ _INT: Final = b"\0\0\0\0"
 
 
 class QueuedWriter:
-    """One thread owns the output fd; everyone else enqueues framed bytes without blocking (or, into an
-    empty pipe with nothing queued, writes a small message at once: see the module doc).
+    """One thread owns the output fd; everyone else enqueues framed bytes without blocking (or, into a
+    pipe with nothing queued, writes at once what cannot block: see the module doc).
 
     ``pending()`` counts what was queued and not yet written (including the batch being written),
     so a client that stops reading shows up as a growing count that producers wait on.
@@ -274,9 +282,12 @@ class QueuedWriter:
         self._bytes = 0
         self._closed = False
         self._broken = False
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
         self._direct = _is_pipe(fd)
         self._direct_limit = _direct_limit(fd) if self._direct else 0
+        self._nowait = _RWF_NOWAIT if self._direct else 0
+        """``RWF_NOWAIT`` while the kernel takes it for this fd (0: the ``FIONREAD`` check instead)."""
         self._thread = threading.Thread(target=self._run, name="rpcd-stdout", daemon=True)
         self._thread.start()
 
@@ -289,30 +300,52 @@ class QueuedWriter:
 
     @property
     def direct(self) -> bool:
-        """Whether a small message may be written by the caller (the fd is a pipe whose fill can be asked)."""
+        """Whether the caller may write at once what cannot block (the fd is a pipe whose fill can be asked)."""
         return self._direct
 
     def put(self, data: bytes) -> None:
-        with self._cond:
+        with self._lock:
             if self._closed or self._broken:
                 return
-            rest = self._write_at_once(data)
-            if rest is None:
-                return
-            if not self._broken:
-                self._queue.append(rest)
-                self._messages += 1
-                self._bytes += len(rest)
-                self._cond.notify()
-                return
-        self._broke()
+            if self._direct and not self._messages:
+                flags = self._nowait
+                if flags:  # ``_write_at_once``'s first step spelled out (an answer per request comes here)
+                    try:
+                        written = os.pwritev(self._fd, (data,), -1, flags)
+                    except OSError as exc:
+                        rest = self._not_written(data, exc)
+                    else:
+                        if written == len(data):
+                            return
+                        rest = data[written:]
+                else:
+                    rest = self._write_at_once(data)
+                if rest is None:
+                    return
+                if self._broken:
+                    broken = True
+                else:
+                    broken = False
+                    self._enqueue(rest)
+            else:
+                broken = False
+                self._enqueue(data)
+        if broken:
+            self._broke()
+
+    def _enqueue(self, data: bytes) -> None:
+        """Under the lock: ``data`` behind what is queued, for the writer thread."""
+        self._queue.append(data)
+        self._messages += 1
+        self._bytes += len(data)
+        self._cond.notify()
 
     def put_many(self, frames: Sequence[bytes]) -> None:
         """``put`` of each frame, in order, with one lock and one wake-up of the writer (or none: a batch
-        that fits an empty pipe is written at once)."""
+        the pipe takes at once is written by the caller)."""
         if not frames:
             return
-        with self._cond:
+        with self._lock:
             if self._closed or self._broken:
                 return
             if self._direct and not self._messages:
@@ -320,7 +353,7 @@ class QueuedWriter:
                 rest = self._write_at_once(data)
                 if rest is None:
                     return
-                if rest is not data:  # cannot happen (an empty pipe took less): the rest queued, never lost
+                if rest is not data:  # a part was written: the rest is one message, queued, never lost
                     frames = [rest]
             if self._broken:
                 broken = True
@@ -334,19 +367,33 @@ class QueuedWriter:
             self._broke()
 
     def _write_at_once(self, data: bytes) -> bytes | None:
-        """Under ``_cond``: write ``data`` now if that cannot block (see the module doc); ``None`` when it
-        was written whole, else what is left to queue (``data`` itself when nothing was written)."""
-        if not self._direct or self._messages or len(data) > self._direct_limit:
-            return data
-        # Nothing queued or being written (the writer thread takes a batch only under this lock).
+        """Under the lock, nothing queued or being written (the writer thread takes a batch only under
+        it): write ``data`` now if that cannot block (see the module doc); ``None`` when it was written
+        whole, else what is left to queue (``data`` itself when nothing was written)."""
+        flags = self._nowait
         try:
-            if _pipe_unread(self._fd) != 0:
-                return data
-            written = os.write(self._fd, data)  # an empty pipe has every page free: this cannot block
+            if flags:
+                written = os.pwritev(self._fd, (data,), -1, flags)  # never waits: what fits, or EAGAIN
+            else:
+                if len(data) > self._direct_limit or _pipe_unread(self._fd) != 0:
+                    return data
+                written = os.write(self._fd, data)  # an empty pipe has every page free: this cannot block
         except OSError as exc:
-            self._mark_broken(exc)
-            return data
+            return self._not_written(data, exc) if flags else self._broken_by(data, exc)
         return None if written == len(data) else data[written:]
+
+    def _not_written(self, data: bytes, exc: OSError) -> bytes | None:
+        """Under the lock: the no-wait write of ``data`` failed with ``exc``; as ``_write_at_once``."""
+        if isinstance(exc, BlockingIOError):
+            return data  # the pipe is full: all of it queued
+        if exc.errno in _NOWAIT_REFUSED:
+            self._nowait = 0  # this kernel does not take the flag here: ask the pipe's fill instead, from now on
+            return self._write_at_once(data)
+        return self._broken_by(data, exc)
+
+    def _broken_by(self, data: bytes, exc: OSError) -> bytes:
+        self._mark_broken(exc)
+        return data
 
     def idle(self) -> bool:
         return self._messages == 0

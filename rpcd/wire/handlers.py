@@ -200,6 +200,8 @@ class SessionMethods:
         self._snapshot: SessionState | None = None
         self._state_answer: tuple[tuple[SessionState, str, int], t.GetStateResult] | None = None
         """The last ``getState`` answer and what it was made from."""
+        self._state_ready: Ready[t.GetStateResult] | None = None
+        """That answer as answered at arrival (the same ``Ready`` while it is the same)."""
 
     # -- replacements ---------------------------------------------------------------------
 
@@ -301,7 +303,11 @@ class SessionMethods:
         pump = self._pump
         if self._host.started and (pump.pending == 0 or pump.closed):
             # Nothing to wait for (startup settled, every event handed to the transport): answer at arrival.
-            return Ready(self._state_result(self._current_state()), immutable=True)
+            result = self._state_result(self._current_state())
+            ready = self._state_ready
+            if ready is None or ready.value is not result:
+                ready = self._state_ready = Ready(result, immutable=True)
+            return ready
         return self._get_state()
 
     async def _get_state(self) -> t.GetStateResult:

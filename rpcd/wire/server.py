@@ -86,6 +86,8 @@ _current_call: contextvars.ContextVar[Call | None] = contextvars.ContextVar("rpc
 class Call:
     """One incoming request in flight: its id, its cancel scope and its cancellation policy."""
 
+    __slots__ = ("_scope", "answered", "id", "method", "on_answered", "on_cancel")
+
     def __init__(self, msg_id: int | str, method: str) -> None:
         self.id = msg_id
         self.method = method
@@ -280,13 +282,18 @@ class Server:
         once, in the loop's callback (no wake-up of the reader task per request). Over the outbound bound
         it is refused (``_read`` takes it and waits); reaching the bound midway, the reader pauses while a
         task dispatches the rest as ``_read`` would, then reads on."""
-        if self._over_high_water():
+        transport = self.transport
+        if transport is not None and transport.over_high_water():
             return False
         framer = self.framer
-        frame = framer.whole_line(chunk)
-        if frame is not None:  # one request, as a client waiting for each answer sends them
-            self._dispatch(frame)
-            if self._over_high_water():
+        body = framer.whole_line(chunk)
+        if body is not None:  # one request, as a client waiting for each answer sends them
+            message = classify(body)
+            if type(message) is Request:
+                self._on_request(message)
+            else:
+                self._on_message(message)
+            if transport is not None and transport.over_high_water():
                 self._pause_reading()
             return True
         framer.receive_data(chunk)
@@ -346,31 +353,39 @@ class Server:
 
     def _on_request(self, request: Request) -> None:
         """Decide a request at its arrival; start its handler's task (or answer it at once)."""
-        method = self._methods.get(request.method)
-        refusal = self._refusal(request, method)
-        if refusal is not None:
-            code, detail, phase = refusal
-            return self._send_error(request.id, protocol_error(code, detail, operation=request.method, phase=phase))
+        name = request.method
+        method = self._methods.get(name)
+        if (method is None or not self.initialized or self.shutdown_requested or self._peer is not None
+                or name == INITIALIZE):  # else nothing the lifecycle rules refuse (``_refusal``'s checks)
+            refusal = self._refusal(request, method)
+            if refusal is not None:
+                code, detail, phase = refusal
+                return self._send_error(request.id, protocol_error(code, detail, operation=name, phase=phase))
         assert method is not None
-        try:
-            params = self._convert_params(method.name, method.params_type, request.params)
-        except WireError as exc:  # an invalid initialize does not count: the client may retry
-            return self._send_error(request.id, exc.error)
-        if request.method == INITIALIZE:
+        params_type = method.params_type
+        raw = request.params
+        if raw is None and (params_type is None or params_type is EmptyParams):
+            params: Any = _NO_PARAMS  # what ``_convert_params`` gives for absent params
+        else:
+            try:
+                params = self._convert_params(method.name, params_type, raw)
+            except WireError as exc:  # an invalid initialize does not count: the client may retry
+                return self._send_error(request.id, exc.error)
+        if name == INITIALIZE:
             self.initialized = True  # decided now, before any await: a second initialize is refused
-        elif request.method == SHUTDOWN:
+        elif name == SHUTDOWN:
             self.shutdown_requested = True
         call = Call(request.id, method.name)
         token = _current_call.set(call)
         try:
-            work = method.handler(params) if method.params_type is not None else method.handler()
+            work = method.handler(params) if params_type is not None else method.handler()
         except WireError as exc:
             return self._send_error(request.id, exc.error)
         except Exception as exc:
             return self._send_error(request.id, to_error(exc, operation=method.name))
         finally:
             _current_call.reset(token)
-        if type(work) is Ready and not self._over_high_water():
+        if type(work) is Ready and not (self.transport is not None and self.transport.over_high_water()):
             # Known at arrival: no task, nothing left to cancel.
             return self._answer(call, work.value, immutable=work.immutable)
         self._calls.setdefault(request.id, []).append(call)
@@ -424,7 +439,9 @@ class Server:
                 self._encoded = (result, body)
         msg_id = call.id
         encoded_id = b"%d" % msg_id if type(msg_id) is int else encode_json(msg_id)
-        self._send_body(b'{"jsonrpc":"2.0","id":%s,"result":%s}' % (encoded_id, body))
+        transport = self.transport
+        if transport is not None:
+            transport.send_body(b'{"jsonrpc":"2.0","id":%s,"result":%s}' % (encoded_id, body))
         call.answered = True
         if call.on_answered is not None:
             call.on_answered()

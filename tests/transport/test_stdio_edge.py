@@ -1,14 +1,21 @@
 """The stdio edge over real pipes and files: the loop watches a pipe itself (no reader thread) and
-writes a small message into an empty pipe at once; a full pipe, a regular file or ``/dev/null``
-take the threads. Order, the bound on what is read ahead and completeness are the same either way."""
+writes into a pipe at once what cannot block (what fits, with ``RWF_NOWAIT``; else a small message
+into an empty pipe); a full pipe, the rest of a partial write, a regular file or ``/dev/null`` take
+the threads. Order, the bound on what is read ahead and completeness are the same either way."""
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
+import random
 import threading
+import time
 from pathlib import Path
 
+import pytest
+
+from rpcd.transport import stdio
 from rpcd.transport.stdio import MAX_PENDING_CHUNKS, READ_CHUNK, QueuedWriter, StdinReader
 
 
@@ -258,3 +265,146 @@ def test_a_failing_taker_fails_the_waiting_receive() -> None:
         os.close(read_fd)
 
     asyncio.run(main())
+
+
+def _pipes_take_nowait() -> bool:
+    """Whether this kernel takes a write that never waits (``RWF_NOWAIT``) on a pipe."""
+    flag = getattr(os, "RWF_NOWAIT", 0)
+    if not flag or not hasattr(os, "pwritev"):
+        return False
+    read_fd, write_fd = os.pipe()
+    try:
+        os.pwritev(write_fd, [b"x"], -1, flag)
+    except OSError:
+        return False
+    finally:
+        os.close(write_fd)
+        os.close(read_fd)
+    return True
+
+
+needs_nowait = pytest.mark.skipif(not _pipes_take_nowait(), reason="the kernel refuses RWF_NOWAIT on pipes")
+
+
+def _fill(fd: int) -> bytes:
+    """Write into the pipe ``fd`` until it is full (before a writer owns it); what was written."""
+    os.set_blocking(fd, False)
+    written = bytearray()
+    try:
+        for chunk in (b"f" * 1000 + b"\n", b"\n"):  # then byte by byte: not even one more fits
+            try:
+                while True:
+                    written += chunk[: os.write(fd, chunk)]
+            except BlockingIOError:
+                pass
+    finally:
+        os.set_blocking(fd, True)
+    return bytes(written)
+
+
+def _received_after_flush(writer: QueuedWriter, read_fd: int, write_fd: int) -> bytes:
+    received = bytearray()
+    done = threading.Event()
+    threading.Thread(target=_drain, args=(read_fd, received, done), daemon=True).start()
+    assert asyncio.run(writer.flush(30))
+    writer.close()
+    os.close(write_fd)
+    assert done.wait(30)
+    os.close(read_fd)
+    return bytes(received)
+
+
+@needs_nowait
+def test_a_message_larger_than_the_pipe_is_written_in_part_at_once_and_the_rest_queued_in_order() -> None:
+    read_fd, write_fd = os.pipe()
+    writer = QueuedWriter(write_fd)
+    big = b'{"big":"' + b"b" * 200_000 + b'"}\n'
+    writer.put(big)  # nobody reads: the pipe takes what fits, without waiting
+    messages, nbytes = writer.pending()
+    assert messages == 1 and 0 < nbytes < len(big), "the part the pipe did not take is queued"
+    writer.put(b"small\n")  # behind the queued rest, never ahead of it
+    assert writer.pending()[0] == 2
+    assert _received_after_flush(writer, read_fd, write_fd) == big + b"small\n"
+
+
+@needs_nowait
+def test_a_batch_larger_than_the_pipe_is_written_in_part_and_the_rest_follows_in_order() -> None:
+    read_fd, write_fd = os.pipe()
+    writer = QueuedWriter(write_fd)
+    frames = [b'{"n":%d,"pad":"%s"}\n' % (i, b"p" * 500) for i in range(400)]  # ~200 KB
+    writer.put_many(frames)
+    messages, nbytes = writer.pending()
+    assert messages == 1 and 0 < nbytes < sum(map(len, frames)), "the rest is one queued message"
+    writer.put_many([b"after\n"])
+    assert _received_after_flush(writer, read_fd, write_fd) == b"".join(frames) + b"after\n"
+
+
+def test_a_message_into_a_full_pipe_with_nothing_queued_is_queued_whole_without_blocking() -> None:
+    read_fd, write_fd = os.pipe()
+    filler = _fill(write_fd)
+    writer = QueuedWriter(write_fd)
+    writer.put(b'{"id":1}\n')  # the pipe is full (EAGAIN, or a fill that is not 0): queued, the loop goes on
+    assert writer.pending() == (1, len(b'{"id":1}\n'))
+    writer.put(b'{"id":2}\n')
+    assert _received_after_flush(writer, read_fd, write_fd) == filler + b'{"id":1}\n{"id":2}\n'
+
+
+def test_a_kernel_that_refuses_the_no_wait_flag_gets_the_empty_pipe_check_instead(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    if not stdio._RWF_NOWAIT:
+        pytest.skip("no RWF_NOWAIT on this platform: the empty pipe check is the only way")
+    calls: list[int] = []
+
+    def refusing(fd: int, buffers: object, offset: int, flags: int = 0) -> int:
+        calls.append(flags)
+        raise OSError(errno.EOPNOTSUPP, "Operation not supported")
+
+    monkeypatch.setattr(os, "pwritev", refusing)
+    read_fd, write_fd = os.pipe()
+    writer = QueuedWriter(write_fd)
+    writer.put(b'{"id":1}\n')
+    assert writer.pending() == (0, 0) and not writer.broken, "written at once all the same (the pipe was empty)"
+    assert os.read(read_fd, 100) == b'{"id":1}\n'
+    writer.put(b'{"id":2}\n')
+    assert writer.pending() == (0, 0)
+    assert calls == [stdio._RWF_NOWAIT], "asked once, then never again"
+    assert os.read(read_fd, 100) == b'{"id":2}\n'
+    writer.close()
+    os.close(write_fd)
+    os.close(read_fd)
+
+
+@pytest.mark.parametrize("no_wait", [True, False], ids=["no-wait writes", "empty pipe check"])
+def test_messages_of_every_size_to_a_slow_reader_arrive_whole_and_in_order(
+    no_wait: bool, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    if not no_wait:
+        monkeypatch.setattr(stdio, "_RWF_NOWAIT", 0)  # as on a platform without the flag
+    read_fd, write_fd = os.pipe()
+    writer = QueuedWriter(write_fd)
+    rng = random.Random(38)
+    messages = [b'{"n":%d,"pad":"%s"}\n' % (i, b"p" * rng.choice((10, 300, 5_000, 70_000, 150_000)))
+                for i in range(300)]
+    received = bytearray()
+    done = threading.Event()
+
+    def slow_reader() -> None:
+        while True:
+            data = os.read(read_fd, rng.choice((100, 4096, 1 << 16)))
+            if not data:
+                done.set()
+                return
+            received.extend(data)
+            if rng.random() < 0.05:
+                time.sleep(0.001)  # the pipe fills meanwhile: some writes are partial, some refused
+
+    threading.Thread(target=slow_reader, daemon=True).start()
+    for message in messages:
+        writer.put(message) if rng.random() < 0.7 else writer.put_many([message])
+    assert asyncio.run(writer.flush(60))
+    writer.close()
+    os.close(write_fd)
+    assert done.wait(60)
+    os.close(read_fd)
+    assert bytes(received) == b"".join(messages)

@@ -207,8 +207,8 @@ def _events_taking_whole_lines(chunks: list[bytes], limit: int = LIMIT) -> list[
     for chunk in [*chunks, None]:
         if chunk is None:
             framer.receive_eof()
-        elif (frame := framer.whole_line(chunk)) is not None:
-            events.append(frame)
+        elif (body := framer.whole_line(chunk)) is not None:
+            events.append(Frame(body))
             continue
         else:
             framer.receive_data(chunk)
@@ -219,7 +219,7 @@ def _events_taking_whole_lines(chunks: list[bytes], limit: int = LIMIT) -> list[
 
 _LINES = st.sampled_from([b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n', b"\n", b"   \r\n", b'{"a":1}\r\n',
                           b"x" * (LIMIT + 5) + b"\n", b'{"b":2}', b"\r\r\n", b"Content-Length: 2\r\n\r\n{}",
-                          b'{"c":3}\n{"d":4}\n', b"\xff\n", b"\xef\xbb\xbf{}\n"])
+                          b'{"c":3}\n{"d":4}\n', b"\xff\n", b"\xef\xbb\xbf{}\n", b"\r\n", b" {}\n", b"\t\r\n"])
 
 
 @settings(max_examples=300, deadline=None)
