@@ -198,9 +198,9 @@ class _Syncer:
     A job asked for on the event loop starts when the loop next gets control (``call_soon``), not at
     once: the rest of the step that wrote it (the run's events, the usage ledger, ``agent_end``) then
     runs without the fsync thread taking the interpreter lock from it between its system calls
-    (the model's ``done`` -> ``agent_end`` written: 1.84 -> 0.94 ms in-process, docs/benchmarks.md);
-    whoever waits for it
-    starts it first (``PendingSync.wait``), so a wait on the loop's own thread never waits on the loop.
+    (the model's ``done`` -> ``agent_end`` written: 1.84 -> 0.94 ms in-process, docs/benchmarks.md).
+    Whoever waits for it starts it first (``PendingSync.wait``), so a wait on the loop's own thread
+    never waits on the loop.
 
     A daemon thread: the orderly end settles every session before it exits (``SessionManager.close``),
     so nothing is pending by then, and the process's fast exit (``rpcd.daemon.process.end_process``,
