@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -264,3 +265,31 @@ def test_the_fsync_thread_never_holds_up_the_processs_exit(
     sm.defer_sync(False)
     fsync_threads = [t for t in threading.enumerate() if t.name == "rpcd-fsync"]
     assert len(fsync_threads) == 1 and fsync_threads[0].daemon
+
+
+def test_on_the_event_loop_the_fsync_starts_when_the_loop_next_gets_control(
+    agent_dir: Path, project: Path, probe: FsyncProbe
+) -> None:
+    """The rest of the step that wrote the entry runs without the fsync thread beside it; a second
+    append in the same step (it waits for the first fsync) starts that fsync itself, never waits
+    on the loop it is blocking."""
+    sm, path = _saved(project)
+    sm.defer_sync(True)
+    seen: list[int] = []
+
+    async def step() -> None:
+        before = len(probe.calls)
+        probe.entered.clear()
+        sm.append_message(USER)
+        seen.append(len(probe.calls) - before)  # still in the step: not started
+        await anyio.lowlevel.checkpoint()
+        assert probe.entered.wait(10)
+        seen.append(len(probe.calls) - before)
+        sm.append_message(USER)
+        sm.append_message(ASSISTANT)  # waits for the fsync the previous line asked for, in this same step
+        seen.append(len(probe.calls) - before)
+
+    anyio.run(step)
+    sm.defer_sync(False)
+    assert seen == [0, 1, 2]
+    assert [line.get("message", {}).get("role") for line in lines_of(path)][-3:] == ["user", "user", "assistant"]
