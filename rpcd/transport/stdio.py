@@ -15,7 +15,8 @@ notifications — into a pipe is written at once by the caller, and nothing else
 writer thread takes a batch only under the same lock). Where the kernel takes a write that never
 waits (Linux: ``pwritev2`` with ``RWF_NOWAIT``) that is one system call: the pipe takes what fits,
 the rest (all of it when the pipe is full) is queued for the writer thread, behind nothing, so the
-order holds. Elsewhere (or when the kernel refuses the flag) the pipe must be empty first
+order holds; the same for a socket (Node's ``child_process`` gives socketpairs). Elsewhere (or when
+the kernel refuses the flag: a socket then takes the writer thread for everything) the pipe must be empty first
 (``FIONREAD`` is 0: the client read everything, as between a request and its answer, or between two
 batches of a streamed turn) and the message at most the pipe's capacity (``F_GETPIPE_SZ``, 64 KiB at
 most; ``PIPE_BUF`` where it cannot be asked): an empty pipe has every page free, so such a write
@@ -246,6 +247,15 @@ def _is_pipe(fd: int) -> bool:
     return True
 
 
+def _is_socket(fd: int) -> bool:
+    """A socket (a Node client's ``child_process`` gives its child socketpairs, not pipes). No socket object
+    is made to ask more: one would set the shared file description non-blocking under a default timeout."""
+    try:
+        return stat.S_ISSOCK(os.fstat(fd).st_mode)
+    except OSError:
+        return False
+
+
 def _direct_limit(fd: int) -> int:
     """What an empty pipe ``fd`` takes without blocking: its capacity (at most ``_DIRECT_MAX``)."""
     try:
@@ -284,10 +294,12 @@ class QueuedWriter:
         self._broken = False
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
-        self._direct = _is_pipe(fd)
-        self._direct_limit = _direct_limit(fd) if self._direct else 0
+        self._pipe = _is_pipe(fd)
+        self._direct = self._pipe or (bool(_RWF_NOWAIT) and _is_socket(fd))
+        """The caller may write at once: a pipe, or a socket while the kernel takes no-wait writes on it."""
+        self._direct_limit = _direct_limit(fd) if self._pipe else 0
         self._nowait = _RWF_NOWAIT if self._direct else 0
-        """``RWF_NOWAIT`` while the kernel takes it for this fd (0: the ``FIONREAD`` check instead)."""
+        """``RWF_NOWAIT`` while the kernel takes it for this fd (0: a pipe's ``FIONREAD`` check instead)."""
         self._thread = threading.Thread(target=self._run, name="rpcd-stdout", daemon=True)
         self._thread.start()
 
@@ -300,7 +312,7 @@ class QueuedWriter:
 
     @property
     def direct(self) -> bool:
-        """Whether the caller may write at once what cannot block (the fd is a pipe whose fill can be asked)."""
+        """Whether the caller may write at once what cannot block (a pipe; a socket that takes no-wait writes)."""
         return self._direct
 
     def put(self, data: bytes) -> None:
@@ -386,9 +398,12 @@ class QueuedWriter:
         """Under the lock: the no-wait write of ``data`` failed with ``exc``; as ``_write_at_once``."""
         if isinstance(exc, BlockingIOError):
             return data  # the pipe is full: all of it queued
-        if exc.errno in _NOWAIT_REFUSED:
-            self._nowait = 0  # this kernel does not take the flag here: ask the pipe's fill instead, from now on
-            return self._write_at_once(data)
+        if exc.errno in _NOWAIT_REFUSED:  # this kernel does not take the flag here, from now on:
+            self._nowait = 0
+            if not self._pipe:
+                self._direct = False  # a socket's fill cannot be asked: the writer thread writes everything
+                return data
+            return self._write_at_once(data)  # a pipe's fill is asked instead
         return self._broken_by(data, exc)
 
     def _broken_by(self, data: bytes, exc: OSError) -> bytes:

@@ -16,7 +16,8 @@ Measures (rpcd | Pi):
   read (rpcd's faux provider from ``RPCD_FAUX_SCRIPT`` | pi-ai's faux provider streaming the same
   chunks without delay, ``_faux_stream_pi.mjs``); deltas read (fewer = merged);
 * ``getstate``: ``getState`` and ``ping`` | ``get_state`` round trip p50, sequential after warm-up;
-  plus a bare Python NDJSON echo loop (the floor of Python + a pipe);
+  plus a bare Python NDJSON echo loop (the floor of Python + a pipe); the three processes run side by
+  side in each pass and take their round trips in blocks, in turn;
 * ``replacements``: N cycles of ``newSession`` -> ``resume`` -> ``fork`` | ``new_session`` ->
   ``switch_session`` -> ``fork`` of one small Pi-shaped session (3 replacements a cycle; ``--full``
   N = 2,000, else 200; ``--cycles N`` sets it, e.g. the issue's 10,000): replacements/s, and VmRSS
@@ -41,6 +42,7 @@ session, 5 passes); the default is CI-sized.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import statistics
 import sys
@@ -175,25 +177,44 @@ def _round_trips(proc: Proc, method: str, count: int, warmup: int = 200) -> list
     return times
 
 
+GETSTATE_BLOCKS = 10
+"""``getstate``: each pass's round trips of every series are taken in this many blocks, in turn."""
+
+
 def measure_getstate(ctx: Context) -> Samples:
+    """rpcd's ``getState`` and ``ping``, Pi's ``get_state`` and the bare echo's ``ping``: in each pass the
+    three processes run side by side and the four series take their round trips in ``GETSTATE_BLOCKS``
+    blocks in turn (the order rotating), so a change of the shared machine's pace within a pass — which
+    moves a round trip by half on this machine — falls on every series alike; p50 over each series' pass."""
     count = 5_000 if ctx.full else 1_000
-
-    def one(which: str) -> dict[str, float]:
-        side = side_for(ctx, which)
-        with running(side) as proc:
-            proc.ready()
-            get_state = percentile(_round_trips(proc, "getState", count), 50)
-            ping = percentile(_round_trips(proc, "ping", count), 50) if which == "rpcd" else get_state
-        result = {"getstate_us": get_state, "ping_us": ping}
-        if which == "rpcd":  # the bare echo loop runs beside rpcd's pass: the floor of Python + a pipe
-            home, project = ctx.home("echo")
-            echo = Side("echo", [sys.executable, "-c", _ECHO], clean_env(home, {}), str(project), rpcd_request,
-                        lambda m: m.get("id"), lambda m: None)
-            with running(echo) as proc:
-                result["echo_us"] = percentile(_round_trips(proc, "ping", count), 50)
-        return result
-
-    return interleave(ctx, one)
+    per_block = max(1, count // GETSTATE_BLOCKS)
+    samples: Samples = {side: {} for side in ctx.sides}
+    for index in range(ctx.passes):
+        with contextlib.ExitStack() as stack:
+            series: list[tuple[str, str, Proc, str]] = []
+            for which in (ctx.sides if index % 2 == 0 else ctx.sides[::-1]):
+                proc = stack.enter_context(running(side_for(ctx, which)))
+                proc.ready()
+                series.append((which, "getstate_us", proc, "getState"))
+                if which == "rpcd":  # the bare echo loop runs beside rpcd's: the floor of Python + a pipe
+                    series.append((which, "ping_us", proc, "ping"))
+                    home, project = ctx.home("echo")
+                    echo = Side("echo", [sys.executable, "-c", _ECHO], clean_env(home, {}), str(project),
+                                rpcd_request, lambda m: m.get("id"), lambda m: None)
+                    series.append((which, "echo_us", stack.enter_context(running(echo)), "ping"))
+            times: dict[tuple[str, str], list[float]] = {(which, key): [] for which, key, _, _ in series}
+            for _, _, proc, method in series:
+                _round_trips(proc, method, 0)  # the warm-up
+            for block in range(GETSTATE_BLOCKS):
+                turn = (block + index) % len(series)
+                for which, key, proc, method in series[turn:] + series[:turn]:
+                    times[which, key] += _round_trips(proc, method, per_block, warmup=0)
+        for (which, key), values in times.items():
+            samples[which].setdefault(key, []).append(percentile(values, 50))
+    for side in samples.values():
+        if "getstate_us" in side and "ping_us" not in side:
+            side["ping_us"] = side["getstate_us"]  # Pi has no ping: its get_state stands for it
+    return samples
 
 
 def measure_replacements(ctx: Context) -> Samples:

@@ -1,15 +1,21 @@
 """The frame parser reads JSON with orjson where it can; its result is always the strict reference
-decoder's (stdlib, UTF-8 only, no NaN/Infinity): same value, or both refuse."""
+decoder's (stdlib, UTF-8 only, no NaN/Infinity): same value, or both refuse. ``classify``, which skips
+the guard against orjson's reading of long integers where it cannot matter, classifies every message
+as it would on the reference decoder's reading."""
 
 from __future__ import annotations
 
 import json
 import math
 from typing import Any
+from unittest import mock
 
+import attrs
+import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rpcd.transport import envelope
 from rpcd.transport.envelope import _reference_parse, parse_json
 
 _scalars = (st.none() | st.booleans() | st.integers() | st.integers(min_value=-(2**80), max_value=2**80)
@@ -56,3 +62,32 @@ def test_json_documents_read_as_the_reference_reads_them(value: Any, ascii_only:
                                                  b'{"a":1,"a":2}', b"-0", b"[-0.0]", b"[" * 3000 + b"]" * 3000]))
 def test_odd_bytes_are_refused_or_read_as_the_reference_does(body: bytes) -> None:
     _agree(body)
+
+
+def _refusing(body: bytes) -> Any:
+    raise orjson.JSONDecodeError("refused", "", 0)
+
+
+def _classified_by_reference(body: bytes) -> Any:
+    """What ``classify`` makes of ``body`` when every frame is read by the reference decoder."""
+    with mock.patch.object(envelope, "_orjson_loads", _refusing):
+        return envelope.classify(body)
+
+
+_big = st.integers(min_value=-(2**80), max_value=2**80) | st.sampled_from([2**64, -(2**63) - 1, 10**19, 10**25])
+_numbers = _big | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+_member_values = (_numbers | st.none() | st.sampled_from(["2.0", "ping", "getState", ""])
+                  | st.lists(_numbers, max_size=3) | st.dictionaries(st.text(max_size=3), _numbers, max_size=3))
+_members = st.dictionaries(st.sampled_from(["jsonrpc", "id", "method", "params", "result", "error", "x"]),
+                           _member_values, max_size=6)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_members, st.booleans())
+def test_a_message_is_classified_as_the_reference_reading_classifies_it(members: dict[str, Any], valid: bool) -> None:
+    message = {"jsonrpc": "2.0", **members} if valid else members
+    body = json.dumps(message).encode()
+    fast, reference = envelope.classify(body), _classified_by_reference(body)
+    assert type(fast) is type(reference), body
+    assert all(_same(getattr(fast, field.name), getattr(reference, field.name))
+               for field in attrs.fields(type(fast))), body

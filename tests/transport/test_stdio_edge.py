@@ -9,6 +9,7 @@ import asyncio
 import errno
 import os
 import random
+import socket
 import threading
 import time
 from pathlib import Path
@@ -375,13 +376,13 @@ def test_a_kernel_that_refuses_the_no_wait_flag_gets_the_empty_pipe_check_instea
     os.close(read_fd)
 
 
-@pytest.mark.parametrize("no_wait", [True, False], ids=["no-wait writes", "empty pipe check"])
+@pytest.mark.parametrize("kind", ["pipe", "pipe without no-wait writes", "socket"])
 def test_messages_of_every_size_to_a_slow_reader_arrive_whole_and_in_order(
-    no_wait: bool, monkeypatch: pytest.MonkeyPatch,
+    kind: str, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    if not no_wait:
-        monkeypatch.setattr(stdio, "_RWF_NOWAIT", 0)  # as on a platform without the flag
-    read_fd, write_fd = os.pipe()
+    if kind == "pipe without no-wait writes":
+        monkeypatch.setattr(stdio, "_RWF_NOWAIT", 0)  # as on a platform without the flag: the empty pipe check
+    read_fd, write_fd = _socket_pair() if kind == "socket" else os.pipe()
     writer = QueuedWriter(write_fd)
     rng = random.Random(38)
     messages = [b'{"n":%d,"pad":"%s"}\n' % (i, b"p" * rng.choice((10, 300, 5_000, 70_000, 150_000)))
@@ -408,3 +409,72 @@ def test_messages_of_every_size_to_a_slow_reader_arrive_whole_and_in_order(
     assert done.wait(60)
     os.close(read_fd)
     assert bytes(received) == b"".join(messages)
+
+
+def _socket_pair() -> tuple[int, int]:
+    """(read fd, write fd) of a socketpair, as a Node client's ``child_process`` gives its child."""
+    reading, writing = socket.socketpair()
+    return reading.detach(), writing.detach()
+
+
+def _sockets_take_nowait() -> bool:
+    flag = getattr(os, "RWF_NOWAIT", 0)
+    if not flag or not hasattr(os, "pwritev"):
+        return False
+    read_fd, write_fd = _socket_pair()
+    try:
+        os.pwritev(write_fd, [b"x"], -1, flag)
+    except OSError:
+        return False
+    finally:
+        os.close(write_fd)
+        os.close(read_fd)
+    return True
+
+
+needs_socket_nowait = pytest.mark.skipif(not _sockets_take_nowait(), reason="no RWF_NOWAIT on sockets here")
+
+
+@needs_socket_nowait
+def test_a_small_message_into_a_socket_is_written_at_once() -> None:
+    read_fd, write_fd = _socket_pair()
+    writer = QueuedWriter(write_fd)
+    assert writer.direct
+    writer.put(b'{"id":1}\n')
+    assert writer.pending() == (0, 0)
+    assert os.read(read_fd, 100) == b'{"id":1}\n'  # already sent: no thread involved
+    writer.close()
+    os.close(write_fd)
+    os.close(read_fd)
+
+
+@needs_socket_nowait
+def test_a_message_larger_than_the_socket_takes_is_sent_in_part_and_the_rest_queued_in_order() -> None:
+    read_fd, write_fd = _socket_pair()
+    writer = QueuedWriter(write_fd)
+    big = b'{"big":"' + b"b" * 4_000_000 + b'"}\n'
+    writer.put(big)
+    messages, nbytes = writer.pending()
+    assert messages == 1 and 0 < nbytes < len(big)
+    writer.put(b"small\n")
+    assert _received_after_flush(writer, read_fd, write_fd) == big + b"small\n"
+
+
+def test_a_kernel_that_refuses_the_no_wait_flag_on_a_socket_leaves_everything_to_the_writer_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    if not stdio._RWF_NOWAIT:
+        pytest.skip("no RWF_NOWAIT on this platform: a socket always takes the writer thread")
+    calls: list[int] = []
+
+    def refusing(fd: int, buffers: object, offset: int, flags: int = 0) -> int:
+        calls.append(flags)
+        raise OSError(errno.EOPNOTSUPP, "Operation not supported")
+
+    monkeypatch.setattr(os, "pwritev", refusing)
+    read_fd, write_fd = _socket_pair()
+    writer = QueuedWriter(write_fd)
+    for i in range(20):
+        writer.put(b'{"id":%d}\n' % i)
+    assert calls == [stdio._RWF_NOWAIT] and not writer.direct, "asked once"
+    assert _received_after_flush(writer, read_fd, write_fd) == b"".join(b'{"id":%d}\n' % i for i in range(20))
