@@ -9,7 +9,9 @@ same files:
 * the orderly end is bounded by ``--exit-timeout`` (an extension that never returns);
 * a fork is the store's one fork of a file (the same entries, the same parent);
 * an extension command's ``ctx.new_session()`` replaces the session the command ran in;
-* a reload (JSON-RPC's ``reload``, ACP's ``/reload``) reopens the same file with what is on disk now.
+* a reload (JSON-RPC's ``reload``, ACP's ``/reload``) reopens the same file with what is on disk now;
+* a run's entries that cannot be made durable (a disk that takes the bytes and fails the fsync) fail
+  the prompt's answer with the write error and leave the file as it was.
 """
 
 from __future__ import annotations
@@ -56,7 +58,8 @@ NEVER_RETURNS = textwrap.dedent(
 class Front:
     """One front of the real daemon, driven over its own wire; sessions are handles of that front."""
 
-    def __init__(self, kind: str, tmp_path: Path, *flags: str, extension: str = COMMANDS) -> None:
+    def __init__(self, kind: str, tmp_path: Path, *flags: str, extension: str = COMMANDS,
+                 env: dict[str, str] | None = None) -> None:
         self.kind = kind
         self.agent = tmp_path / "agent"
         (self.agent / "extensions").mkdir(parents=True)
@@ -69,7 +72,7 @@ class Front:
         self.opened = False
         trust = ["--approve"] if kind == "pirpc" else ["--trust-policy", "trust"]
         args = ["--agent-dir", str(self.agent), "--cwd", str(self.project), *trust, *flags]
-        env = {"XDG_DATA_HOME": str(tmp_path / "xdg")}
+        env = {"XDG_DATA_HOME": str(tmp_path / "xdg"), **(env or {})}
         if kind == "pirpc":
             self.d: Any = PiDaemon(tmp_path, args, env)
             return
@@ -331,3 +334,28 @@ def _a_reload_reopens_the_same_file(front: Front) -> None:
     entries = [json.loads(line) for line in saved[session].read_text().splitlines()[1:]]
     started = [e["data"] for e in entries if e.get("customType") == "started"]
     assert started == [{"reason": "reload", "commands": ["added", "fresh"]}]  # later.py loads before probe.py
+
+
+def test_a_run_whose_entries_cannot_be_made_durable_fails_its_answer_and_keeps_the_file(
+    library_kind: str, tmp_path: Path
+) -> None:
+    """The fronts whose ``prompt`` answer is the run's end (Pi's wire answers at acceptance)."""
+    from tests.driver import STORE_FSYNC
+    from tests.reliability.test_disk_trouble import FAULT_EXTENSION, SESSION_WRITE_FAILED, Faults
+
+    faults = Faults(tmp_path / "faults.txt")
+    front = Front(library_kind, tmp_path, extension=FAULT_EXTENSION,
+                  env={"RPCD_TEST_FAULTS": str(faults.path), STORE_FSYNC: "1"})
+    with front.d:
+        session = front.open()
+        front.prompt(session, "first question")
+        path = files(front.agent / "sessions")[session]
+        before = path.read_bytes()
+        faults.fail_under(path.parent, only_fsync=True)
+        with pytest.raises(RpcFailure) as caught:
+            front.prompt(session, "lost question")
+        assert caught.value.code == SESSION_WRITE_FAILED, caught.value.error
+        assert path.read_bytes() == before
+        faults.clear()
+        front.prompt(session, "second question")
+        assert user_texts(path) == ["first question", "second question"]
