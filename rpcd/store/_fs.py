@@ -126,14 +126,7 @@ def append(path: str, data: bytes, expected: FileState | None = None) -> FileSta
     ``FileChangedError`` and nothing is written. Returns the state after the append.
     """
     fd, size, state = _write_appended(path, data, expected)
-    try:
-        _fsync(fd)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.ftruncate(fd, size)
-        raise
-    finally:
-        os.close(fd)
+    _sync_or_cut_back(fd, size)
     return state
 
 
@@ -248,8 +241,9 @@ def _syncer() -> _Syncer:
 
 
 def _sync_or_cut_back(fd: int, size: int) -> None:
+    """Make an append durable, or cut the file back to ``size`` if it cannot be; closes ``fd``."""
     try:
-        os.fsync(fd)
+        _fsync(fd)
     except BaseException:
         with contextlib.suppress(OSError):
             os.ftruncate(fd, size)
