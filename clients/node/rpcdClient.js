@@ -259,6 +259,17 @@ function withoutRelativePythonPath(env) {
   return out;
 }
 
+/** The daemon's stdin as vscode-jsonrpc writes to it, except that a write it cannot take (EPIPE, a
+ *  destroyed stream: the daemon is gone) never rejects. vscode-jsonrpc 8 rethrows a failed request
+ *  write from inside a promise executor, an unhandled rejection nobody can catch; the request's own
+ *  answer is then the daemon's exit (DaemonExitedError, from `request`) or its timeout. */
+function forgivingWritable(stream) {
+  const writable = rpc.RAL().stream.asWritableStream(stream);
+  const write = writable.write.bind(writable);
+  writable.write = (data, encoding) => write(data, encoding).catch(() => {});
+  return writable;
+}
+
 /**
  * Spawn the daemon (default: `python3 -P -m rpcd`) and initialize it.
  * Options: command (argv array), args, cwd, env, handlers ({'host/authorizeProject': fn, 'ui/confirm': fn, ...}),
@@ -282,7 +293,7 @@ async function spawnDaemon({ command = DEFAULT_COMMAND, args = [], cwd, env, han
   }
   const connection = rpc.createMessageConnection(
     new rpc.StreamMessageReader(child.stdout),
-    new rpc.StreamMessageWriter(child.stdin),
+    new rpc.WriteableStreamMessageWriter(forgivingWritable(child.stdin)),
   );
   connection.listen();
   const client = new RpcdClient(child, connection);
