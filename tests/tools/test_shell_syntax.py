@@ -38,8 +38,9 @@ enable -n enable
 command_not_found_handle() { {RECORD} "$@"; }
 """
 _RECORDER = """#!/bin/sh
-# one record: the argument count, then each word, NUL-terminated
-{ printf '%s\\0' "$#"; for word in "$@"; do printf '%s\\0' "$word"; done; } >> "{LOG}"
+# one record: the argument count, then each word, NUL-terminated — in one printf, so one write to the
+# O_APPEND log: commands bash runs at once (a pipeline, a process substitution) never interleave records
+printf '%s\\0' "$#" "$@" >> "{LOG}"
 """
 
 
