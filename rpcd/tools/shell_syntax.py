@@ -189,6 +189,9 @@ class _Reader:
         self._was_quoted = False
         """Whether the word being read has a quoted part (``'EOF'`` here-documents do not expand; ``'2'>``
         is no file descriptor)."""
+        self._line_began_single_quoted = False
+        """The line being read began inside a single-quoted string (``'…'``, ``$'…'``): bash (5.2) then drops
+        a backslash that ends the input (``'a<newline>b'\\`` runs ``a<newline>b``; after ``"…"`` it stays)."""
 
     def read(self, i: int = 0, closer: str | None = None) -> tuple[list[list[str]], int]:
         """The simple commands from ``i`` up to ``closer`` (``)``, or the end): (commands, index after)."""
@@ -226,6 +229,7 @@ class _Reader:
             elif char == "\n":
                 end_word()
                 commands.append([])
+                self._line_began_single_quoted = False
                 i += 1
                 for delimiter, expands, strip_tabs in heredocs:
                     i = self._heredoc_body(i, delimiter, expands, strip_tabs)
@@ -235,26 +239,34 @@ class _Reader:
                 i = n if end < 0 else end
             elif char == "\\":
                 if i + 1 < n and text[i + 1] == "\n":
+                    self._line_began_single_quoted = False
                     i += 2
                     continue
-                word.append(text[i + 1] if i + 1 < n else "\\")
-                in_word = True
-                self._was_quoted = True
+                if i + 1 < n or not self._line_began_single_quoted:  # else: the input's last character, dropped
+                    word.append(text[i + 1] if i + 1 < n else "\\")
+                    in_word = True
+                    self._was_quoted = True
                 i += 2
             elif char == "'":
                 end = text.find("'", i + 1)
                 end = n if end < 0 else end
                 word.append(text[i + 1 : end])
                 in_word, self._was_quoted = True, True
+                self._line_began_single_quoted |= "\n" in text[i + 1 : end]
                 i = end + 1
             elif char == "$" and i + 1 < n and text[i + 1] == "'":
+                start = i
                 decoded, i = self._ansi_c(i + 2)
                 word.append(decoded)
                 in_word, self._was_quoted = True, True
+                self._line_began_single_quoted |= "\n" in text[start:i]
             elif char == '"' or (char == "$" and i + 1 < n and text[i + 1] == '"'):
+                start = i
                 chunk, i = self._double_quoted(i + (1 if char == '"' else 2))
                 word.append(chunk)
                 in_word, self._was_quoted = True, True
+                if "\n" in text[start:i]:
+                    self._line_began_single_quoted = False
             elif char == "`":
                 i = self._backquoted(i + 1)
                 in_word = True

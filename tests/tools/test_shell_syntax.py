@@ -187,3 +187,13 @@ def test_the_generous_reader_finds_every_program_bash_runs_outside_quotes_it_can
             # a program name made by an expansion is out of reach by design (asked, never allowed)
             assert "$" in command or "`" in command or "{" in command or "~" in command, (
                 f"bash ran {record} for {command!r}; the reader found {sorted(found)}")
+
+
+ENDS_IN_A_BACKSLASH = ["'\n'\\", "'x\ny'\\", "'x\n'a\\", '"x\ny"\\', "'x\ny' z\\", "'x\ny'; q\\", "$'x\ny'\\",
+                       "'x\ny'\nq\\", "'x\ny' \\", "a\\", "'a'\\", "'x\ny' \"p\nq\" r\\", "\"p\nq\" 'x\ny' r\\"]
+"""Bash 5.2 drops a backslash that ends the input when its line began inside a single-quoted string."""
+
+
+@pytest.mark.parametrize("command", ENDS_IN_A_BACKSLASH)
+def test_a_backslash_that_ends_the_input_is_read_as_bash_reads_it(bash: Bash, command: str) -> None:
+    assert command_segments(command) == bash.run(command)
