@@ -63,7 +63,7 @@ class UsageLedger:
         the file was removed (its name then holds another file, or none)."""
         if self._fd >= 0 and self._fd_day == day and os.fstat(self._fd).st_nlink > 0:
             return self._fd
-        self.close()
+        self._close()
         path = self._path(day)
         make_private_dirs(self.directory)
         new = not os.path.exists(path)
@@ -75,7 +75,13 @@ class UsageLedger:
         return fd
 
     def close(self) -> None:
-        """Let go of the kept descriptor (also when the ledger is garbage-collected); idempotent."""
+        """Let go of the kept descriptor (also when the ledger is garbage-collected); idempotent. Under the
+        lock: a reply being recorded in another thread never writes to a number closed under it (and
+        perhaps given to another file by then)."""
+        with self._lock:
+            self._close()
+
+    def _close(self) -> None:
         closer, self._closer, self._fd = self._closer, None, -1
         if closer is not None:
             with contextlib.suppress(OSError):
