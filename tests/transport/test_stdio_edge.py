@@ -350,11 +350,8 @@ def test_a_message_into_a_full_pipe_with_nothing_queued_is_queued_whole_without_
     assert _received_after_flush(writer, read_fd, write_fd) == filler + b'{"id":1}\n{"id":2}\n'
 
 
-def test_a_kernel_that_refuses_the_no_wait_flag_gets_the_empty_pipe_check_instead(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    if not stdio._RWF_NOWAIT:
-        pytest.skip("no RWF_NOWAIT on this platform: the empty pipe check is the only way")
+def _refuse_no_wait(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """``pwritev`` as a kernel that does not take ``RWF_NOWAIT`` on this file answers; the flags asked with."""
     calls: list[int] = []
 
     def refusing(fd: int, buffers: object, offset: int, flags: int = 0) -> int:
@@ -362,6 +359,15 @@ def test_a_kernel_that_refuses_the_no_wait_flag_gets_the_empty_pipe_check_instea
         raise OSError(errno.EOPNOTSUPP, "Operation not supported")
 
     monkeypatch.setattr(os, "pwritev", refusing)
+    return calls
+
+
+def test_a_kernel_that_refuses_the_no_wait_flag_gets_the_empty_pipe_check_instead(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    if not stdio._RWF_NOWAIT:
+        pytest.skip("no RWF_NOWAIT on this platform: the empty pipe check is the only way")
+    calls = _refuse_no_wait(monkeypatch)
     read_fd, write_fd = os.pipe()
     writer = QueuedWriter(write_fd)
     writer.put(b'{"id":1}\n')
@@ -465,13 +471,7 @@ def test_a_kernel_that_refuses_the_no_wait_flag_on_a_socket_leaves_everything_to
 ) -> None:
     if not stdio._RWF_NOWAIT:
         pytest.skip("no RWF_NOWAIT on this platform: a socket always takes the writer thread")
-    calls: list[int] = []
-
-    def refusing(fd: int, buffers: object, offset: int, flags: int = 0) -> int:
-        calls.append(flags)
-        raise OSError(errno.EOPNOTSUPP, "Operation not supported")
-
-    monkeypatch.setattr(os, "pwritev", refusing)
+    calls = _refuse_no_wait(monkeypatch)
     read_fd, write_fd = _socket_pair()
     writer = QueuedWriter(write_fd)
     for i in range(20):
