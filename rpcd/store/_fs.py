@@ -25,13 +25,16 @@ import concurrent.futures
 import contextlib
 import errno
 import os
-import queue
 import stat
 import tempfile
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import attrs
+
+if TYPE_CHECKING:
+    import queue
 
 from rpcd.core import durable
 from rpcd.core.durable import fsync_directory
@@ -200,6 +203,8 @@ class _Syncer:
     which waits for non-daemon threads) is not held up by an idle worker."""
 
     def __init__(self) -> None:
+        import queue  # the first deferred fsync (a run's), not the start-up
+
         self.jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         threading.Thread(target=self._run, name="rpcd-fsync", daemon=True).start()
 
