@@ -119,7 +119,8 @@ def test_a_resumed_chat_shows_its_conversation_and_resume_picks_with_keys(tmp_pa
     first.type_line("/quit")
     first.wait_for(r"\[exited 0\]")
     again = _chat(tmp_path, closing, None, "--continue", name="two")  # the session used last
-    screen = again.wait_for(PROMPT)
+    # not PROMPT: the history's own "› an unrelated matter" matches it before the reply below it is drawn
+    screen = again.wait_for(r"echo: an unrelated matter")
     assert "› an unrelated matter" in screen and "echo: an unrelated matter" in screen
 
 
