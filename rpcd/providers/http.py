@@ -53,6 +53,7 @@ from rpcd.providers.sse import SseEvent, iter_sse
 if TYPE_CHECKING:
     import httpx
 
+    from rpcd.providers.h1 import H1Pool
     from rpcd.providers.warmup import ModelPathWarmup
 
 log = logging.getLogger("rpcd.providers.http")
@@ -239,18 +240,38 @@ def js_json_parse_error(text: str) -> str:
 def transport_message(exc: BaseException) -> str:
     """A transport failure in the words Pi's SDKs start with (what Pi's retry rules look for), then
     where and why — the host and port, and the system's reason (``Connection refused``, ``Name or
-    service not known``) — never an httpx message, nor the URL's path or query (which may hold a key)."""
-    import httpx
+    service not known``) — never an httpx message, nor the URL's path or query (which may hold a key).
+    The direct client's failures (``rpcd.providers.h1``) read as httpx's of the same kind."""
+    from rpcd.providers import h1
 
-    where = _host_of(exc)
-    if isinstance(exc, httpx.TimeoutException):
+    if isinstance(exc, h1.H1Error):
+        where: str | None = exc.where
+        timed_out, cut = isinstance(exc, h1.TimedOut), isinstance(exc, h1.Closed)
+    else:
+        import httpx
+
+        where = _host_of(exc)
+        timed_out = isinstance(exc, httpx.TimeoutException)
+        cut = isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError)
+    if timed_out:
         return f"Request timed out ({where})." if where else "Request timed out."
-    if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
+    if cut:
         return "Connection error: the connection was closed before the response completed (terminated)."
     cause = _system_reason(exc)
     if where:
         return f"Connection error: cannot reach {where}" + (f" ({cause})." if cause else ".")
     return f"Connection error ({cause})." if cause else "Connection error."
+
+
+def transport_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions a call's transport raises: the direct client's, and httpx's once httpx is loaded
+    (a process that never imported httpx cannot meet one; evaluated only when something was raised)."""
+    import sys
+
+    from rpcd.providers.h1 import H1Error
+
+    httpx = sys.modules.get("httpx")
+    return (H1Error,) if httpx is None else (H1Error, httpx.HTTPError)
 
 
 def _host_of(exc: BaseException) -> str | None:
@@ -275,6 +296,9 @@ def _system_reason(exc: BaseException) -> str | None:
         if id(current) in seen:
             continue
         seen.add(id(current))
+        if isinstance(current, ssl.SSLError):  # its errno is OpenSSL's, not the OS's
+            detail = getattr(current, "verify_message", None) or current.reason or current.strerror
+            return f"TLS: {detail}" if detail else "TLS handshake failed"
         if isinstance(current, OSError):
             if isinstance(current.errno, int) and current.errno > 0:
                 return os.strerror(current.errno)  # the system's words: "Connection refused", "No route to host"
@@ -398,19 +422,16 @@ async def stream_call(
     ``on_response(status, headers)`` runs once the response to stream is there, before its body is
     read (a failed attempt that is retried does not count). ``reauthorize``: after a 401, once, the
     same request with fresh credentials (an OAuth login refreshed), or ``None`` to report the 401."""
-    _no_httpx_cli()
-    import httpx
-
     message = parser.message
     redactor = RequestRedactor(env, request.secrets)
-    async with _client(timeouts, transport) as client:
+    async with _clients_for(transport) as clients:
         retry_index = 0
         while True:
             body = request.content if request.content is not None else encode_body(request.body)
             headers = {"Content-Type": "application/json", **request.headers}
             problem: HttpFailure | None = None
             try:
-                async with _open(client, request.url, body, headers, timeouts) as response:
+                async with clients.open(request.url, body, headers, timeouts) as response:
                     if response.status_code >= 400:
                         raw = await response.aread()
                         status = response.status_code
@@ -426,7 +447,7 @@ async def stream_call(
                         async for event in _consume(response, parser, provider, redactor, request.framing):
                             yield event
                         return
-            except httpx.HTTPError as exc:  # before any content: connect errors, timeouts waiting for headers
+            except transport_errors() as exc:  # before any content: connect errors, timeouts waiting for headers
                 problem = HttpFailure(transport_message(exc))
             assert problem is not None
             if problem.status == 401 and reauthorize is not None:
@@ -457,31 +478,62 @@ async def stream_call(
             await anyio.sleep(delay)
 
 
-class HttpClients:
-    """The httpx clients kept for the life of ``keep_connections()``: a model call then goes over the
-    connection (and TLS session) an earlier call left open, as Pi's ``fetch`` reuses its own, instead of
-    a new client, TCP connection and TLS handshake for every call (every turn and every tool round).
-    One client per TLS context; the timeouts go with each request. An aborted stream closes its
-    connection (httpx does not keep a connection whose response was not read to the end)."""
+class StreamedResponse(Protocol):
+    """What a call reads of a response, from httpx or the direct client (``rpcd.providers.h1``)."""
 
-    def __init__(self) -> None:
+    @property
+    def status_code(self) -> int: ...
+    @property
+    def reason_phrase(self) -> str: ...
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+    async def aread(self) -> bytes: ...
+    def aiter_bytes(self) -> AsyncIterator[bytes]: ...
+    def aiter_lines(self) -> AsyncIterator[str]: ...
+
+
+class HttpClients:
+    """The connections kept for the life of ``keep_connections()``: a model call then goes over the
+    connection (and TLS session) an earlier call left open, as Pi's ``fetch`` reuses its own, instead of
+    a new TCP connection and TLS handshake for every call (every turn and every tool round).
+
+    A call goes through the direct client (``rpcd.providers.h1``) where it sends exactly what httpx
+    would (``h1.direct_ok``: no proxy in the environment, a plain URL and headers); otherwise, and always
+    for an injected ``transport`` (the tests' fault injection), through httpx: one client per TLS
+    context, the timeouts going with each request. An aborted stream closes its connection either way
+    (neither keeps a connection whose response was not read to the end)."""
+
+    def __init__(self, transport: httpx.AsyncBaseTransport | None = None) -> None:
+        self._transport = transport
         self._clients: dict[int, tuple[ssl.SSLContext, httpx.AsyncClient]] = {}
+        self._direct: H1Pool | None = None
         self.warmup: ModelPathWarmup | None = None
         """The model path's warm-up (``warm_up``): at most one for the life of these clients."""
 
-    def warm_up(self, api_module: str | None = None) -> ModelPathWarmup:
-        """Import and build, in the background, what the first model call would (``rpcd.providers.warmup``),
-        the API module ``api_module`` included; once: later calls return the warm-up already made."""
+    def open(self, url: str, body: bytes, headers: Mapping[str, str],
+             timeouts: Timeouts) -> contextlib.AbstractAsyncContextManager[StreamedResponse]:
+        """``async with clients.open(...) as response``: the POST sent and its response's head read."""
+        if self._transport is None:
+            from rpcd.providers import h1
+
+            if h1.direct_ok(url, headers):
+                return self.direct().stream(url, body, headers, connect=timeouts.connect, write=timeouts.write,
+                                            read=timeouts.read, headers_bound=timeouts.headers)
+        return _open(self.client(tls_context()), url, body, headers, timeouts)
+
+    def warm_up(self, api_module: str | None = None, url: str | None = None) -> ModelPathWarmup:
+        """Import and build, in the background, what the first model call (to ``url``, when known) would
+        (``rpcd.providers.warmup``), the API module ``api_module`` included; once: later calls return the
+        warm-up already made. A call the direct client makes to an ``http://`` URL builds no TLS context."""
         if self.warmup is None:
             from rpcd.providers import warmup
 
-            _no_httpx_cli()
             modules = (*warmup.REQUEST_MODULES, *((api_module,) if api_module else ()))
             self.warmup = warmup.ModelPathWarmup(
-                [_no_sniffio_search, *(warmup.importing(name) for name in modules)],
+                [functools.partial(self._transport_for, url), *(warmup.importing(name) for name in modules)],
                 [warmup.importing(name) for name in warmup.ANSWER_MODULES],
-                beside=[tls_context],
-                on_ready=self._kept_client,
+                beside=[functools.partial(self._tls_for, url)],
+                on_ready=functools.partial(self._build_for, url),
             )
         self.warmup.start()
         return self.warmup
@@ -494,18 +546,51 @@ class HttpClients:
             self.warmup = ModelPathWarmup(())
         self.warmup.cancel()
 
-    def _kept_client(self) -> None:
-        self.client(tls_context())
+    def _direct_for(self, url: str | None) -> bool:
+        from rpcd.providers import h1
+
+        return self._transport is None and h1.direct_ok(url or "https://model.invalid/", {})
+
+    def _transport_for(self, url: str | None) -> None:
+        """The warm-up's first step: the direct client's module, or httpx's (with httpcore's backend)."""
+        if not self._direct_for(url):
+            from rpcd.providers import warmup
+
+            _no_httpx_cli()
+            _no_sniffio_search()
+            for name in warmup.HTTPX_MODULES:
+                warmup.importing(name)()
+
+    def _tls_for(self, url: str | None) -> None:
+        if not (self._direct_for(url) and (url or "").lower().startswith("http://")):
+            tls_context()
+
+    def _build_for(self, url: str | None) -> None:
+        if self._direct_for(url):
+            self.direct()
+        else:
+            self.client(tls_context())
+
+    def direct(self) -> H1Pool:
+        if self._direct is None:
+            from rpcd.providers.h1 import H1Pool
+
+            self._direct = H1Pool(tls_context)
+        return self._direct
 
     def client(self, verify: ssl.SSLContext) -> httpx.AsyncClient:
         found = self._clients.get(id(verify))
         if found is None or found[0] is not verify:
+            _no_httpx_cli()
+            _no_sniffio_search()
             import httpx
 
-            found = self._clients[id(verify)] = (verify, httpx.AsyncClient(verify=verify))
+            found = self._clients[id(verify)] = (verify, httpx.AsyncClient(verify=verify, transport=self._transport))
         return found[1]
 
     async def aclose(self) -> None:
+        if self._direct is not None:
+            self._direct.close()
         clients, self._clients = list(self._clients.values()), {}
         for _, client in clients:
             await client.aclose()
@@ -529,29 +614,31 @@ async def keep_connections() -> AsyncIterator[HttpClients]:
             await clients.aclose()
 
 
-async def model_path_ready() -> None:
-    """Before a model call: inside ``keep_connections()``, wait for the model path's warm-up (starting it
-    when nobody has: its TLS context loads beside the imports), so the call never duplicates or races it."""
+async def model_path_ready(url: str | None = None) -> None:
+    """Before a model call (to ``url``): inside ``keep_connections()``, wait for the model path's warm-up
+    (starting it when nobody has: a TLS context loads beside the imports), so the call never duplicates
+    or races it."""
     kept = _KEPT.get()
     if kept is not None:
         warm = kept.warmup
         if warm is None or not warm.done:
-            await kept.warm_up().ready()
+            await kept.warm_up(url=url).ready()
 
 
 @contextlib.asynccontextmanager
-async def _client(timeouts: Timeouts, transport: httpx.AsyncBaseTransport | None) -> AsyncIterator[httpx.AsyncClient]:
-    """The kept client of this context (``keep_connections``), else one for this call only (always for
-    an injected ``transport``)."""
-    _no_sniffio_search()
+async def _clients_for(transport: httpx.AsyncBaseTransport | None) -> AsyncIterator[HttpClients]:
+    """The kept clients of this context (``keep_connections``), else ones for this call only (always for
+    an injected ``transport``), closed with it."""
     kept = _KEPT.get() if transport is None else None
     if kept is not None:
-        yield kept.client(tls_context())
+        yield kept
         return
-    import httpx
-
-    async with httpx.AsyncClient(timeout=timeouts.to_httpx(), transport=transport, verify=tls_context()) as client:
-        yield client
+    clients = HttpClients(transport)
+    try:
+        yield clients
+    finally:
+        with anyio.CancelScope(shield=True):
+            await clients.aclose()
 
 
 @functools.cache
@@ -622,7 +709,7 @@ class _open:
         await self._cm.__aexit__(*exc)
 
 
-def _events(response: httpx.Response, framing: str) -> AsyncIterator[SseEvent]:
+def _events(response: StreamedResponse, framing: str) -> AsyncIterator[SseEvent]:
     if framing == "aws-eventstream":
         from rpcd.providers.eventstream import iter_aws_events
 
@@ -631,10 +718,8 @@ def _events(response: httpx.Response, framing: str) -> AsyncIterator[SseEvent]:
 
 
 async def _consume(
-    response: httpx.Response, parser: StreamParser, provider: str, redactor: RequestRedactor, framing: str = "sse"
+    response: StreamedResponse, parser: StreamParser, provider: str, redactor: RequestRedactor, framing: str = "sse"
 ) -> AsyncIterator[AssistantMessageEvent]:
-    import httpx
-
     message = parser.message
     failure: str | None = None
     try:
@@ -643,7 +728,7 @@ async def _consume(
                 yield event
     except StreamError as exc:
         failure = str(exc)
-    except httpx.HTTPError as exc:
+    except transport_errors() as exc:
         failure = transport_message(exc)
     except UnicodeDecodeError:
         failure = f'Provider "{provider}" sent a stream that is not UTF-8'

@@ -238,9 +238,10 @@ class RemoteProvider:
         return None
 
     async def stream(self, request: ProviderRequest) -> AsyncIterator[AssistantMessageEvent]:
-        await model_path_ready()  # the process's first call shares the model path's warm-up (``warmup``)
-        message = new_assistant_message(request.model)
         spec = self._models.get(request.model.id)
+        # the process's first call shares the model path's warm-up (``warmup``)
+        await model_path_ready(spec.base_url if spec is not None else None)
+        message = new_assistant_message(request.model)
         module = api_module(spec.api) if spec is not None else None
         if spec is None or module is None:
             reason = "unknown model" if spec is None else f'api "{spec.api}" is not supported by rpcd'

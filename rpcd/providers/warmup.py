@@ -1,11 +1,11 @@
 """Warming the model path: what a process's first model call imports and builds, done ahead of it.
 
 The first model call of a process used to pay, between the prompt and the request leaving, the
-imports the start-up defers on purpose (``httpx`` and ``httpcore``, the request machinery
-``rpcd.providers.call`` / ``transform``, the model's API module) and the TLS context (the CA bundle:
-~18 ms) — ~85 ms where Pi's process has them loaded. ``ModelPathWarmup`` does that work once, in a
-daemon thread, so the event loop keeps answering meanwhile (and the CA bundle, read with the
-interpreter lock released, loads beside whatever the loop does):
+imports the start-up defers on purpose (its HTTP client, the request machinery
+``rpcd.providers.call`` / ``transform``, the model's API module) and, for an ``https`` model, the TLS
+context (the CA bundle: ~18 ms) — ~85 ms where Pi's process has them loaded. ``ModelPathWarmup`` does
+that work once, in a daemon thread, so the event loop keeps answering meanwhile (and the CA bundle, read
+with the interpreter lock released, loads beside whatever the loop does):
 
 * ``start()`` begins it (once: a second call does nothing);
 * ``await ready()`` waits for what a request needs (starting the work if nobody has), so a prompt
@@ -41,13 +41,17 @@ from typing import Final
 log = logging.getLogger("rpcd.providers.warmup")
 
 REQUEST_MODULES: Final = (
-    "httpx",
-    "httpcore",
-    "httpcore._backends.anyio",  # httpcore's auto backend imports it at the first connection
     "rpcd.providers.call",  # a request's machinery (``RemoteProvider._prepare``)
     "rpcd.providers.transform",
 )
-"""What the first model request imports (whatever its API)."""
+"""What the first model request imports (whatever its API and its transport)."""
+HTTPX_MODULES: Final = (
+    "httpx",
+    "httpcore",
+    "httpcore._backends.anyio",  # httpcore's auto backend imports it at the first connection
+)
+"""What a request that goes through httpx imports besides (``rpcd.providers.http.HttpClients``: a proxy in
+the environment, an injected transport); the direct client (``rpcd.providers.h1``) needs none of it."""
 ANSWER_MODULES: Final = ("rpcd.protocol.results",)
 """What only the first prompt's answer imports (its result types): warmed after the request's part."""
 

@@ -136,9 +136,11 @@ class ProcessServices:
             return
         clients = self._clients
 
+        url = model.get("baseUrl") if model is not None else None
+
         def fire() -> None:
             if (still_wanted is None or still_wanted()) and self._clients is clients:
-                clients.warm_up(module)
+                clients.warm_up(module, url if isinstance(url, str) else None)
 
         self._warm_timer = asyncio.get_running_loop().call_later(WARM_DELAY_S, fire)
 

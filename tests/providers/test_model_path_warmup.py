@@ -77,10 +77,14 @@ async def test_a_cancelled_warm_up_runs_no_step_and_keeps_no_caller_waiting() ->
 
 
 @pytest.mark.anyio
-async def test_the_warm_up_builds_the_kept_client_without_connecting(server: SseServer) -> None:
+@pytest.mark.parametrize("proxy", [False, True])
+async def test_the_warm_up_builds_the_kept_client_without_connecting(
+        server: SseServer, monkeypatch: pytest.MonkeyPatch, proxy: bool) -> None:
+    if proxy:  # a call that goes through httpx (rpcd.providers.h1.direct_ok): its client is the one built
+        monkeypatch.setenv("HTTP_PROXY", "http://proxy.invalid:3128")
     async with keep_connections() as clients:
-        await clients.warm_up("rpcd.providers.openai_compat").ready()
-        assert len(clients._clients) == 1
+        await clients.warm_up("rpcd.providers.openai_compat", server.base_url).ready()
+        assert (len(clients._clients), clients._direct is not None) == ((1, False) if proxy else (0, True))
     assert server.requests == []
 
 

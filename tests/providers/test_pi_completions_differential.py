@@ -235,7 +235,7 @@ def meaningful_headers(request: RecordedRequest) -> dict[str, str]:
         lowered = name.lower()
         if lowered in IGNORED_HEADERS or lowered.startswith("x-stainless-"):
             continue
-        if lowered == "user-agent" and (value.startswith("pi (") or value.startswith("python-httpx/")):
+        if lowered == "user-agent" and (value.startswith(("pi (", "python-httpx/")) or value == "rpcd"):
             continue
         out[lowered] = value
     return out

@@ -70,18 +70,22 @@ def test_url_query_values_and_userinfo_are_masked(url: str) -> None:
     assert redacted.startswith("HTTP Request: POST ") and redacted.endswith('"HTTP/1.1 200 OK"')
 
 
-async def test_a_base_url_with_a_key_query_is_redacted_in_the_httpx_log(
-    server: SseServer, caplog: pytest.LogCaptureFixture
+@pytest.mark.parametrize("client", ["direct", "httpx"])
+async def test_a_base_url_with_a_key_query_is_redacted_in_the_request_log(
+    server: SseServer, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch, client: str
 ) -> None:
     from rpcd.daemon.logs import JsonFormatter
 
+    logger = {"direct": "rpcd.providers.h1", "httpx": "httpx"}[client]
+    if client == "httpx":
+        monkeypatch.setenv("RPCD_HTTP_CLIENT", "httpx")
     server.enqueue(Reply(events=[chunk({"content": "hi"}), chunk({}, finish="stop"), "[DONE]"]))
     base = f"{server.base_url}?key={LITERAL}&"  # some gateways take the key in the URL
     spec = provider_spec(base, name="gw", api_key="unused-literal-key-000")
     provider = make_provider(base, spec=spec, env={})
-    caplog.set_level(logging.INFO, logger="httpx")
+    caplog.set_level(logging.INFO, logger=logger)
     await collect(provider, request_for(provider))
 
     formatted = "\n".join(JsonFormatter(Redactor(env={})).format(r) for r in caplog.records)
-    assert any(r.name == "httpx" for r in caplog.records)
+    assert [r.getMessage().startswith("HTTP Request: POST ") for r in caplog.records if r.name == logger] == [True]
     assert LITERAL not in formatted and MASK in formatted
