@@ -353,17 +353,24 @@ class H1Response:
                     piece = body.feed(data)
                 except MalformedResponse as exc:
                     raise Closed(str(exc), where) from None
+                if body.done:
+                    # received whole before its last piece is handed on: a reader that stops at the
+                    # stream's last event (``[DONE]``) still leaves a connection fit for the next call
+                    self._received()
                 if piece:
                     yield piece
                 if body.done:
-                    break
+                    return
             data = await _receive(self._connection, self._read_timeout)
             if not data:
                 if isinstance(body, UntilClose):
                     self.keep = False
                     break
                 raise Closed("the connection was closed before the response completed", where)
-        if body.rest:
+        self._received()
+
+    def _received(self) -> None:
+        if self._body.rest:
             self.keep = False  # something after the response: the connection is not left in a known state
         self.complete = True
 
@@ -517,7 +524,10 @@ class _Exchange:
         self._connection = None
         if connection is None:
             return
-        if response is not None and response.complete and response.keep and exc[0] is None:
+        # A response received whole leaves the connection in a known state whatever ends the block
+        # (the reader's own error, a generator closed after the last event, a cancellation): kept, as
+        # httpcore keeps it; one left mid-body is closed.
+        if response is not None and response.complete and response.keep:
             self._pool._give_back(connection)
         else:
             connection.close()

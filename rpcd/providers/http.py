@@ -38,7 +38,7 @@ import random
 import re
 import ssl
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import anyio
@@ -417,7 +417,7 @@ async def stream_call(
     transport: httpx.AsyncBaseTransport | None = None,
     on_response: Callable[[int, Mapping[str, str]], Awaitable[None]] | None = None,
     reauthorize: Callable[[], Awaitable[HttpRequest | None]] | None = None,
-) -> AsyncIterator[AssistantMessageEvent]:
+) -> AsyncGenerator[AssistantMessageEvent, None]:
     """Run one model call; yields Pi's ``start`` … ``done``/``error`` (``base`` module doc).
     ``on_response(status, headers)`` runs once the response to stream is there, before its body is
     read (a failed attempt that is retried does not count). ``reauthorize``: after a 401, once, the
@@ -444,8 +444,12 @@ async def stream_call(
                             await on_response(response.status_code,
                                               {k.lower(): v for k, v in response.headers.items()})
                         yield {"type": "start", "partial": message}
-                        async for event in _consume(response, parser, provider, redactor, request.framing):
-                            yield event
+                        # closed with this generator: a consumer stopping at ``done`` ends the exchange
+                        # then (its connection kept for the next call), not when the collector finds it
+                        async with contextlib.aclosing(_consume(response, parser, provider, redactor,
+                                                                 request.framing)) as events:
+                            async for event in events:
+                                yield event
                         return
             except transport_errors() as exc:  # before any content: connect errors, timeouts waiting for headers
                 problem = HttpFailure(transport_message(exc))
@@ -719,7 +723,7 @@ def _events(response: StreamedResponse, framing: str) -> AsyncIterator[SseEvent]
 
 async def _consume(
     response: StreamedResponse, parser: StreamParser, provider: str, redactor: RequestRedactor, framing: str = "sse"
-) -> AsyncIterator[AssistantMessageEvent]:
+) -> AsyncGenerator[AssistantMessageEvent, None]:
     message = parser.message
     failure: str | None = None
     try:

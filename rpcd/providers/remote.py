@@ -22,6 +22,7 @@ when a request is made or a front warms the model path (``rpcd.providers.warmup`
 from __future__ import annotations
 
 import collections
+import contextlib
 import importlib
 import logging
 import os
@@ -267,7 +268,7 @@ class RemoteProvider:
             fresh_request, _ = await self._prepare(module, spec, request, message, login.to_auth(self.name, entry))
             return fresh_request
 
-        async for event in stream_call(
+        async with contextlib.aclosing(stream_call(
             provider=self.name,
             request=http_request,
             parser=parser,
@@ -277,8 +278,9 @@ class RemoteProvider:
             transport=self._transport,
             reauthorize=reauthorize if oauth is not None else None,
             on_response=request.hooks.response if request.hooks is not None else None,
-        ):
-            yield event
+        )) as events:  # closed with this generator (the agent stops reading at ``done``)
+            async for event in events:
+                yield event
 
     def _login(self) -> Logins | None:
         """The logins of this provider's auth.json when its credential is a stored OAuth login."""

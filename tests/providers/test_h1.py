@@ -160,6 +160,24 @@ async def test_a_chunked_stream_then_a_length_body_go_over_one_kept_connection()
     assert len(connections) == 1
 
 
+async def test_a_reader_that_stops_at_the_last_line_and_leaves_by_an_error_keeps_the_connection() -> None:
+    """The last read holds the last event and the body's end: the response is whole even though its
+    reader never asked for more, so however the block is left the connection serves the next call."""
+    chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + _chunked([SSE], False)
+    async with _server(_serving(chunked, chunked)) as (url, connections):
+        pool = h1.H1Pool(lambda: None)
+        with pytest.raises(LookupError):
+            async with pool.stream(url, b"{}", {}, connect=5, write=5, read=5, headers_bound=None) as response:
+                lines = response.aiter_lines()
+                while await lines.__anext__() != "data: two":
+                    pass
+                raise LookupError("the reader's own failure")
+        assert pool.idle_count() == 1
+        assert await _call(pool, url) == (200, ["data: one", "", "data: two", ""])
+        pool.close()
+    assert len(connections) == 1
+
+
 async def test_a_response_saying_close_a_body_read_to_the_end_and_an_old_idle_connection_are_not_reused(
         monkeypatch: pytest.MonkeyPatch) -> None:
     closing = b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 3\r\n\r\nabc"

@@ -6,6 +6,7 @@ it may run a command or read an ambient credential chain (then in a worker threa
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import anyio
@@ -45,6 +46,24 @@ async def test_calls_inside_keep_connections_share_one_connection(server: SseSer
         texts = [final(await collect(provider, request_for(provider)))["content"][0]["text"] for _ in range(3)]
     assert texts == ["answer 0", "answer 1", "answer 2"]
     assert len(server.requests) == 3 and len(accepted) == 1
+
+
+async def test_a_consumer_that_stops_at_done_leaves_the_connection_for_the_next_call(server: SseServer) -> None:
+    """The agent loop stops reading at ``done`` and closes the stream: the exchange ends then, with the
+    response read whole, so the next call goes over the same connection (not a new one per turn)."""
+    accepted = _count_connections(server)
+    provider = make_provider(server.base_url)
+    server.enqueue(*(_reply(f"answer {n}") for n in range(3)))
+    texts = []
+    async with keep_connections():
+        for _ in range(3):
+            async with contextlib.aclosing(provider.stream(request_for(provider))) as stream:
+                async for event in stream:
+                    if event["type"] == "done":
+                        texts.append(event["message"]["content"][0]["text"])
+                        break
+    assert texts == ["answer 0", "answer 1", "answer 2"]
+    assert len(accepted) == 1
 
 
 async def test_calls_outside_it_each_have_their_own(server: SseServer) -> None:
