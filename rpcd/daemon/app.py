@@ -125,7 +125,7 @@ class Daemon:
         self.location: SessionLocation = self.services.location
         """Where session files live (``--session-dir``, the variable, the setting, else per project)."""
         self.library = self.services.library
-        self.pump = EventPump(self._send_notifications)
+        self.pump = EventPump(self._send_notifications, write_now=self._write_notifications)
         self.requests = ClientRequests(
             self._ask_client,
             self.pump,
@@ -231,6 +231,10 @@ class Daemon:
     async def _send_notifications(self, batch: Sequence[Notification]) -> None:
         if self.server.transport is not None:
             await self.server.transport.send_notifications(batch)
+
+    def _write_notifications(self, batch: Sequence[Notification]) -> None:
+        if self.server.transport is not None:
+            self.server.transport.queue_notifications(batch)
 
     async def _ask_client(self, method: str, params: Mapping[str, Any]) -> Any:
         # The server owns ids, cleanup and $/cancelRequest; the caller's own deadline is the one that counts.

@@ -477,6 +477,9 @@ class AgentSession(SessionExtensionActions):
                 self.retry.on_assistant_end(message)
                 self._record_usage(message)
         elif kind == "agent_end":
+            # the run's end went to the client with ``_notify`` (handed over in this step: ``rpcd.wire.
+            # notifications``); what is left before the answer is its entries' fsync
+            self.session_manager.sync_now()
             await self.checkpoints.end_run()
 
     async def _emit_to_extensions(self, runner: ExtensionRunner, event: Event) -> None:
@@ -1022,11 +1025,13 @@ class AgentSession(SessionExtensionActions):
         return self._ledger
 
     def _record_usage(self, message: Mapping[str, Any]) -> None:
+        """The reply's usage into the day's ledger, written after the run's last events are on their way
+        (``UsageLedger.record_soon``: a day's total asked for before then includes it)."""
         usage = message.get("usage")
         ledger = self._usage_ledger() if isinstance(usage, Mapping) else None
         if ledger is not None and isinstance(usage, Mapping):
             tokens, cost = usage_totals(usage)
-            ledger.record(self.session_id, tokens, cost)
+            ledger.record_soon(self.session_id, tokens, cost)
 
     # -- reads ---------------------------------------------------------------------------------
 

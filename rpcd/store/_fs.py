@@ -24,12 +24,14 @@ import asyncio
 import concurrent.futures
 import contextlib
 import errno
+import math
 import os
 import stat
 import tempfile
 import threading
+import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import attrs
 
@@ -42,6 +44,12 @@ from rpcd.core.durable import fsync_directory
 FSYNC = durable.FSYNC
 """``RPCD_STORE_FSYNC=0`` turns the fsyncs off (test suites on slow disks; ``rpcd.core.durable`` reads it);
 never in production."""
+
+
+INLINE_FSYNC_S: Final = 0.002
+"""``PendingSync.finish_now`` waits for an fsync on the caller's thread only while the last one took at
+most this long: on a disk this quick, blocking the event loop that long costs less than two thread
+wake-ups; a slow one (a network file system, a busy disk) keeps it in the fsync thread."""
 
 
 def _fsync(fd: int) -> None:
@@ -164,39 +172,103 @@ class PendingSync:
         self.job.start()
         return self.job.future
 
+    def finish_now(self) -> None:
+        """Make the bytes durable now: here, when this process's fsyncs have been quick (the last took at
+        most ``INLINE_FSYNC_S``: waking the fsync thread and being woken by it would cost more than the
+        wait), else in the fsync thread, started now. A failure is kept for ``wait``, as the thread's is."""
+        job = self.job
+        if job.syncer.quick() and job.claim():
+            job.run()
+        else:
+            job.start()
+
     def wait(self) -> None:
         """Until the bytes are durable; the fsync's ``OSError`` if they are not (the file is cut back)."""
         self.future.result()
 
+    async def durable(self) -> None:
+        """``wait`` without blocking the event loop (the fsync's ``OSError`` is not raised: ``wait`` says it).
+
+        A job not started yet starts where ``_Syncer.submit`` put it, after what the caller's step
+        woke (a run's last events on their way to the client), not here: one loop pass first. The
+        fsync thread resolves the waiter with one ``call_soon_threadsafe``; cancelling the waiter
+        leaves the fsync alone."""
+        job = self.job
+        if not job.started:
+            await asyncio.sleep(0)
+            job.start()
+        future = job.future
+        if future.done():
+            return
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[None] = loop.create_future()
+
+        def resolve() -> None:
+            if not waiter.done():  # cancelled: the caller went away
+                waiter.set_result(None)
+
+        def done(_: concurrent.futures.Future[None]) -> None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+                loop.call_soon_threadsafe(resolve)
+
+        future.add_done_callback(done)
+        await waiter
+
 
 class _Job:
-    __slots__ = ("_lock", "_started", "_syncer", "fd", "future", "size")
+    __slots__ = ("_lock", "_started", "fd", "future", "size", "syncer")
 
     def __init__(self, syncer: _Syncer, fd: int, size: int) -> None:
         self.future: concurrent.futures.Future[None] = concurrent.futures.Future()
         self.fd, self.size = fd, size
-        self._syncer = syncer
+        self.syncer = syncer
         self._started = False
         self._lock = threading.Lock()
 
-    def start(self) -> None:
-        """Hand the job to the fsync thread (once; whoever comes first: the loop's callback or a waiter)."""
+    @property
+    def started(self) -> bool:
+        return self._started
+
+    def claim(self) -> bool:
+        """Take the job to run it (once; whoever comes first: the loop's callback, a waiter, ``finish_now``)."""
         with self._lock:
             if self._started:
-                return
+                return False
             self._started = True
-        self._syncer.jobs.put(self)
+            return True
+
+    def start(self) -> None:
+        """Hand the job to the fsync thread, unless someone took it already."""
+        if self.claim():
+            self.syncer.jobs.put(self)
+
+    def run(self) -> None:
+        """The fsync (or the cut back), its outcome in ``future``; how long it took, for ``_Syncer.quick``."""
+        future = self.future
+        wanted = future.set_running_or_notify_cancel()  # cancelled or not, the fd is synced and closed
+        began = time.monotonic()
+        try:
+            _sync_or_cut_back(self.fd, self.size)
+        except BaseException as exc:
+            if wanted:
+                future.set_exception(exc)
+        else:
+            if wanted:
+                future.set_result(None)
+        finally:
+            self.syncer.last_s = time.monotonic() - began
 
 
 class _Syncer:
     """The store's fsync thread: every deferred fsync of the process, in the order they are started.
 
     A job asked for on the event loop starts when the loop next gets control (``call_soon``), not at
-    once: the rest of the step that wrote it (the run's events, the usage ledger, ``agent_end``) then
-    runs without the fsync thread taking the interpreter lock from it between its system calls
-    (the model's ``done`` -> ``agent_end`` written: 1.84 -> 0.94 ms in-process, docs/benchmarks.md).
-    Whoever waits for it starts it first (``PendingSync.wait``), so a wait on the loop's own thread
-    never waits on the loop.
+    once: the rest of the step that wrote it (the run's events, ``agent_end``) then runs without the
+    fsync thread taking the interpreter lock from it between its system calls (the model's ``done``
+    -> ``agent_end`` written: 1.84 -> 0.94 ms in-process, docs/benchmarks.md). Whoever waits for it
+    starts it first (``PendingSync.wait``), so a wait on the loop's own thread never waits on the
+    loop; a run's end takes it at once (``PendingSync.finish_now``: on a quick disk, on the loop's
+    own thread).
 
     A daemon thread: the orderly end settles every session before it exits (``SessionManager.close``),
     so nothing is pending by then, and the process's fast exit (``rpcd.daemon.process.end_process``,
@@ -206,6 +278,8 @@ class _Syncer:
         import queue  # the first deferred fsync (a run's), not the start-up
 
         self.jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        self.last_s = math.inf
+        """How long the last fsync took (unknown: none yet)."""
         threading.Thread(target=self._run, name="rpcd-fsync", daemon=True).start()
 
     def submit(self, fd: int, size: int) -> _Job:
@@ -218,19 +292,12 @@ class _Syncer:
             loop.call_soon(job.start)
         return job
 
+    def quick(self) -> bool:
+        return self.last_s <= INLINE_FSYNC_S
+
     def _run(self) -> None:
         while True:
-            job = self.jobs.get()
-            future = job.future
-            wanted = future.set_running_or_notify_cancel()  # cancelled or not, the fd is synced and closed
-            try:
-                _sync_or_cut_back(job.fd, job.size)
-            except BaseException as exc:
-                if wanted:
-                    future.set_exception(exc)
-            else:
-                if wanted:
-                    future.set_result(None)
+            self.jobs.get().run()
 
 
 _SYNCER: list[_Syncer] = []

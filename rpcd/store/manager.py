@@ -16,7 +16,6 @@ Invariants kept by every operation (and checked by the property tests):
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import contextlib
 import functools
@@ -336,14 +335,20 @@ class SessionManager:
             self._undo(unsynced.undo)
             raise _write_error(exc, unsynced.pending.path) from exc
 
+    def sync_now(self) -> None:
+        """Make the last append durable now, not once the loop next runs (``PendingSync.finish_now``: a
+        run's end is on the client's way and its answer waits for this); ``settle``/``synced`` then
+        find it done, or say how it failed."""
+        unsynced = self._unsynced
+        if unsynced is not None:
+            unsynced.pending.finish_now()
+
     async def synced(self) -> None:
         """``settle`` without blocking the event loop while the fsync runs (a run's end, before its answer)."""
         unsynced = self._unsynced
         if unsynced is None:
             return
-        if not unsynced.pending.future.done():
-            with contextlib.suppress(OSError):
-                await asyncio.shield(asyncio.wrap_future(unsynced.pending.future))
+        await unsynced.pending.durable()
         if self._unsynced is unsynced:
             self.settle()
 

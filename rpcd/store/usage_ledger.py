@@ -11,6 +11,7 @@ nothing); Pi's own sessions do not, so a day's total is rpcd's spend.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -44,6 +45,8 @@ class UsageLedger:
         self._fd = -1
         self._fd_day = ""
         self._closer: weakref.finalize[[int], UsageLedger] | None = None
+        self._pending: list[tuple[int, str, int, float]] = []
+        """Replies ``record_soon`` has not written yet: (ms, session id, tokens, cost)."""
 
     def _path(self, day: str) -> str:
         return os.path.join(self.directory, f"{day}.jsonl")
@@ -52,9 +55,44 @@ class UsageLedger:
         """Append one model reply's usage to today's file (best effort: a full disk loses the line)."""
         if tokens <= 0 and cost <= 0:
             return
-        line = json.dumps({"t": int(time.time() * 1000), "s": session_id, "tokens": tokens, "cost": cost},
+        with self._lock:
+            self._flush()
+            self._write(self._line(int(time.time() * 1000), session_id, tokens, cost))
+
+    def record_soon(self, session_id: str, tokens: int, cost: float) -> None:
+        """``record``, written once the running event loop next gets control (after what the caller's
+        step woke: a run's last events on their way to the client), or at once without a loop. Until
+        then ``today`` (and ``close``) write it first, so no total ever misses it."""
+        if tokens <= 0 and cost <= 0:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.record(session_id, tokens, cost)
+            return
+        with self._lock:
+            self._pending.append((int(time.time() * 1000), session_id, tokens, cost))  # encoded when written
+            if len(self._pending) > 1:
+                return  # already due
+        loop.call_soon(self.flush)
+
+    def flush(self) -> None:
+        """Write what ``record_soon`` left."""
+        with self._lock:
+            self._flush()
+
+    @staticmethod
+    def _line(ms: int, session_id: str, tokens: int, cost: float) -> bytes:
+        return json.dumps({"t": ms, "s": session_id, "tokens": tokens, "cost": cost},
                           separators=(",", ":")).encode() + b"\n"
-        with self._lock, contextlib.suppress(OSError):
+
+    def _flush(self) -> None:
+        pending, self._pending = self._pending, []
+        for reply in pending:
+            self._write(self._line(*reply))
+
+    def _write(self, line: bytes) -> None:
+        with contextlib.suppress(OSError):
             os.write(self._descriptor(_day()), line)
 
     def _descriptor(self, day: str) -> int:
@@ -77,8 +115,9 @@ class UsageLedger:
     def close(self) -> None:
         """Let go of the kept descriptor (also when the ledger is garbage-collected); idempotent. Under the
         lock: a reply being recorded in another thread never writes to a number closed under it (and
-        perhaps given to another file by then)."""
+        perhaps given to another file by then). What ``record_soon`` left is written first."""
         with self._lock:
+            self._flush()
             self._close()
 
     def _close(self) -> None:
@@ -90,6 +129,7 @@ class UsageLedger:
     def today(self) -> tuple[int, float]:
         """``(tokens, cost)`` recorded today by every process."""
         with self._lock:
+            self._flush()
             day = _day()
             if day != self._day:
                 self._day, self._offset, self._tokens, self._cost = day, 0, 0, 0.0

@@ -145,7 +145,12 @@ class Transport:
         await self._sink.wait_below(self.high_water_messages, self.high_water_bytes)
 
     async def send_notifications(self, batch: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
-        """The notification pump's ``BatchSender``: queue all, then wait while the writer is behind.
+        """The notification pump's ``BatchSender``: queue all, then wait while the writer is behind."""
+        self.queue_notifications(batch)
+        await self.wait_writable()
+
+    def queue_notifications(self, batch: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+        """Encode and queue ``batch`` now (the sink writes at once what cannot block); never waits.
 
         A notification that cannot be encoded is reported (``on_encoding_failure``) and skipped;
         it never stops the ones after it.
@@ -166,4 +171,3 @@ class Transport:
         else:
             for frame in frames:
                 self._sink.put(frame)
-        await self.wait_writable()

@@ -65,6 +65,11 @@ _DELTA_TYPES: Final = frozenset({"text_delta", "thinking_delta", "toolcall_delta
 
 Notification = tuple[str, dict[str, Any]]
 BatchSender = Callable[[Sequence[Notification]], Awaitable[None]]
+BatchWriter = Callable[[Sequence[Notification]], None]
+"""Encode and hand over a batch now, never waiting (``Transport.queue_notifications``)."""
+
+_RUN_ENDS: Final = frozenset({"agent_end", "agent_settled"})
+"""Session events a client waits on (the run is over; its answer follows): sent in the step that made them."""
 
 
 wire_event = to_json_event
@@ -117,8 +122,12 @@ class EventPump:
         *,
         coalesce_threshold: int = DEFAULT_COALESCE_THRESHOLD,
         batch: int = DEFAULT_BATCH,
+        write_now: BatchWriter | None = None,
     ) -> None:
         self._send = send
+        self._write_now = write_now
+        """With it, an urgent notification (``push(..., urgent=True)``) and what is queued before it are
+        handed over in the producer's own step while the sender is idle, not one loop pass later."""
         self._threshold = coalesce_threshold
         self._batch = max(1, batch)
         self._queue: collections.deque[_Entry] = collections.deque()
@@ -147,7 +156,7 @@ class EventPump:
         """A per-session sender that numbers its events and goes silent once closed."""
         return SessionChannel(self, session_id, generation)
 
-    def _push(self, entry: _Entry) -> bool:
+    def _push(self, entry: _Entry, urgent: bool = False) -> bool:
         """Queue ``entry``; ``True`` when it was merged into the queue's tail instead."""
         if self._closed:
             return False
@@ -161,10 +170,28 @@ class EventPump:
         if len(queue) > self.high_water:
             self.high_water = len(queue)
         if entry.key is None:
+            if urgent and self._write_now is not None and self._waiter is not None and not self._in_flight:
+                self._hand_over_now(self._write_now)
             self._wake()  # not a streamed delta: out in the next loop pass, as soon as it can go
         elif self._waiter is not None:
             self._arm()
         return False
+
+    def _hand_over_now(self, write_now: BatchWriter) -> None:
+        """The sender waits for work, so nothing is in flight: what is queued goes now, in order (the
+        sender finds the queue empty when it wakes, and settles the drainers)."""
+        queue = self._queue
+        while queue:
+            take = min(len(queue), self._batch)
+            batch = [(entry.method, entry.params) for entry in (queue.popleft() for _ in range(take))]
+            try:
+                write_now(batch)
+            except OSError as exc:  # as in ``run``: the client is gone
+                log.warning("notification stream closed: %s", type(exc).__name__)
+                self._abandon()
+                return
+            except Exception as exc:
+                report_bug(exc, operation="notification")
 
     def _arm(self) -> None:
         if self._tick_len == _NO_TICK and self._loop is not None:
@@ -327,5 +354,6 @@ class SessionChannel:
         self._seq += 1
         params = {"sessionId": self.session_id, "generation": self.generation, "seq": self._seq, "event": event}
         key = _delta_key(params) if method == SESSION_EVENT else None
-        if self._pump._push(_Entry(method, params, key)):
+        urgent = method == SESSION_EVENT and event.get("type") in _RUN_ENDS
+        if self._pump._push(_Entry(method, params, key), urgent):
             self._seq -= 1  # merged into the previous delta: that number stays the last one used

@@ -278,3 +278,51 @@ async def test_a_merge_never_changes_the_event_the_runtime_emitted() -> None:
         pump.close()
     assert [p["event"]["assistantMessageEvent"]["delta"] for _, p in sink.received] == ["ab"]
     assert first == agent_delta("a") and second == agent_delta("b")
+
+
+@pytest.mark.anyio
+async def test_a_runs_end_goes_out_in_the_step_that_made_it_with_what_was_queued_before() -> None:
+    """``agent_end`` / ``agent_settled`` (a client waits on them) and the events queued before them are
+    handed over at once while the sender is idle, in order, with their numbers; others wait for the
+    loop's next pass; while a batch is in flight the sender keeps the order (nothing is written now)."""
+    sink = GatedSink()
+    written: list[Notification] = []
+    pump = EventPump(sink.send, write_now=written.extend)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(pump.run)
+        await anyio.lowlevel.checkpoint()  # the sender waits for work
+        channel = pump.channel("s1", 0)
+        channel.event(structural("message_end"))
+        channel.event(structural("turn_end"))
+        assert written == []  # not urgent: out in the loop's next pass
+        channel.event(structural("agent_end"))
+        assert [(p["seq"], p["event"]["type"]) for _, p in written] == [
+            (1, "message_end"), (2, "turn_end"), (3, "agent_end")]
+        await pump.drain()
+        assert sink.received == []  # nothing was sent twice
+        sink.pause()
+        channel.event(structural("turn_start"))
+        await anyio.lowlevel.checkpoint()
+        await anyio.lowlevel.checkpoint()  # the sender holds turn_start: a batch in flight
+        channel.event(structural("agent_settled"))
+        assert len(written) == 3  # behind the batch in flight, through the sender
+        sink.open.set()
+        await pump.drain()
+        pump.close()
+    assert [p["event"]["type"] for _, p in sink.received] == ["turn_start", "agent_settled"]
+
+
+@pytest.mark.anyio
+async def test_a_run_end_whose_writer_finds_the_client_gone_closes_the_pump() -> None:
+    def gone(batch: Sequence[Notification]) -> None:
+        raise BrokenPipeError
+
+    sink = GatedSink()
+    pump = EventPump(sink.send, write_now=gone)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(pump.run)
+        await anyio.lowlevel.checkpoint()
+        pump.channel("s1", 0).event(structural("agent_end"))
+        assert pump.closed and pump.pending == 0
+        await pump.drain()  # returns: nobody waits on a closed pump
+    assert sink.received == []

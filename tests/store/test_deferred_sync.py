@@ -293,3 +293,38 @@ def test_on_the_event_loop_the_fsync_starts_when_the_loop_next_gets_control(
     sm.defer_sync(False)
     assert seen == [0, 1, 2]
     assert [line.get("message", {}).get("role") for line in lines_of(path)][-3:] == ["user", "user", "assistant"]
+
+
+def test_finish_now_syncs_on_the_callers_thread_after_quick_fsyncs_and_in_the_fsync_thread_after_slow_ones(
+    agent_dir: Path, project: Path, probe: FsyncProbe, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run's end (``sync_now``, on the event loop): waking the fsync thread and being woken by it costs
+    more than a quick disk's fsync, so after quick ones it runs where it is asked; after a slow one (or
+    none yet) it stays in the fsync thread, started at once. Either way a failure is found where the
+    thread's is."""
+    sm, path = _saved(project)
+    sm.defer_sync(True)
+    threads: list[str] = []
+
+    async def main() -> None:
+        for last_s in (0.0005, 0.05, float("inf")):
+            monkeypatch.setattr(_fs._syncer(), "last_s", last_s)
+            sm.append_message(USER)
+            before = len(probe.calls)
+            sm.sync_now()
+            await sm.synced()
+            assert len(probe.calls) == before + 1
+            threads.append(probe.calls[-1][1])
+        before_failure = path.read_bytes()
+        monkeypatch.setattr(_fs._syncer(), "last_s", 0.0)
+        probe.fail = errno.EIO
+        sm.append_message(USER)
+        sm.sync_now()  # fails here, quietly: the failure belongs to whoever settles
+        with pytest.raises(SessionWriteError):
+            await sm.synced()
+        assert path.read_bytes() == before_failure
+
+    anyio.run(main)
+    probe.fail = None
+    sm.defer_sync(False)
+    assert threads == [threading.current_thread().name, "rpcd-fsync", "rpcd-fsync"]

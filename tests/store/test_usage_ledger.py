@@ -3,6 +3,7 @@ today's spend; the day's descriptor is kept between replies and opened again whe
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import time
@@ -29,6 +30,27 @@ def test_replies_of_several_ledgers_add_up_in_todays_file(tmp_path: Path) -> Non
     assert [(line["s"], line["tokens"]) for line in _lines(directory)] == [("a", 10), ("b", 5), ("a", 1)]
     assert oct(os.stat(directory).st_mode & 0o777) == "0o700"
     assert all(oct(path.stat().st_mode & 0o777) == "0o600" for path in directory.glob("*.jsonl"))
+
+
+def test_a_reply_recorded_soon_is_written_at_the_loops_next_pass_and_counted_before_that(tmp_path: Path) -> None:
+    directory = tmp_path / "rpcd" / "usage"
+
+    async def main() -> None:
+        ledger, other = UsageLedger(str(tmp_path)), UsageLedger(str(tmp_path))
+        ledger.record_soon("a", 10, 0.5)
+        ledger.record_soon("a", 2, 0.0)
+        assert not directory.exists() or _lines(directory) == []  # not in the caller's step
+        assert ledger.today() == (12, 0.5)  # a total asked for first writes it
+        ledger.record_soon("a", 3, 0.0)
+        await asyncio.sleep(0)
+        assert other.today() == (15, 0.5)  # another process's view: on disk after one pass
+        ledger.record_soon("a", 4, 0.0)
+        ledger.close()  # the orderly end loses nothing
+        assert [line["tokens"] for line in _lines(directory)] == [10, 2, 3, 4]
+
+    asyncio.run(main())
+    UsageLedger(str(tmp_path)).record_soon("b", 1, 0.0)  # no loop: at once
+    assert [line["s"] for line in _lines(directory)][-1] == "b"
 
 
 def test_a_removed_ledger_file_is_created_again_at_the_next_reply(tmp_path: Path) -> None:
