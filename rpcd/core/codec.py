@@ -32,7 +32,6 @@ the fast paths are tested against.
 from __future__ import annotations
 
 import codecs
-import contextlib
 import dataclasses
 import datetime
 import decimal
@@ -75,18 +74,14 @@ class JsonDecodeError(ValueError):
 
 def dumps(value: Any, *, ascii: bool = False) -> bytes:
     """``JSON.stringify(value)`` as UTF-8 bytes (no trailing newline); see the module doc."""
-    data: bytes | None = None
-    if _plain(value, 0):
-        # Only exact str/int/bool/None leaves in exact containers: orjson writes these as JavaScript
-        # does, so the value goes to it as it is. It still refuses what the reference writer must
-        # take (lone surrogates, integers beyond 64 bits, non-str keys): then the slow paths do.
-        with contextlib.suppress(orjson.JSONEncodeError):
-            data = orjson.dumps(value)
-    if data is None:
-        try:
-            data = orjson.dumps(_prepare(value, 0))
-        except (_Slow, orjson.JSONEncodeError, RecursionError):
-            data = _dumps_iterative(value)
+    try:
+        # ``_prepare`` hands orjson the value itself when orjson writes it as JavaScript does, else a
+        # copy of the containers on the way to the floats it writes otherwise. orjson still refuses
+        # what the reference writer must take (lone surrogates, integers beyond 64 bits, non-str
+        # keys): then the iterative writer does.
+        data = orjson.dumps(_prepare(value, 0))
+    except (_Slow, orjson.JSONEncodeError, RecursionError):
+        data = _dumps_iterative(value)
     return _to_ascii(data) if ascii else data
 
 
@@ -100,54 +95,48 @@ the whole value, and the iterative writer takes over)."""
 
 
 def _prepare(value: Any, depth: int) -> Any:
-    """``value`` for orjson: floats as pre-written fragments, exact container types only.
+    """``value`` for orjson: itself where orjson writes it as ``JSON.stringify`` does (exact ``_LEAVES``,
+    floats in ``1e-4 <= |x| < 1e16`` that are not integral: there Python's shortest digits, which orjson
+    writes, need no exponent and no ``.0`` fix, in exact dicts/lists/tuples at most ``_FAST_DEPTH``
+    deep); a float it writes otherwise becomes a pre-written fragment, and only the containers on
+    the way to one are copied (a message's usage costs are ``0.0``: its text is never copied for them).
 
-    Leaves are tested inline (no call per string or integer): this walk is most of the cost.
+    One walk, leaves tested inline (no call per string or integer): this walk is most of the cost.
     """
     kind = type(value)
     if kind in _LEAVES:
         return value
     if kind is float:
+        if 1e-4 <= abs(value) < 1e16 and not value.is_integer():
+            return value
         return orjson.Fragment(js_number(value))
     if depth >= _FAST_DEPTH:
         raise _Slow
     leaves = _LEAVES
     deeper = depth + 1
     if kind is dict:
-        return {key: item if type(item) in leaves else _prepare(item, deeper) for key, item in value.items()}
+        copied: Any = None
+        for key, item in value.items():
+            if type(item) in leaves:
+                continue
+            new = _prepare(item, deeper)
+            if new is not item:
+                if copied is None:
+                    copied = dict(value)
+                copied[key] = new
+        return value if copied is None else copied
     if kind is list or kind is tuple:
-        return [item if type(item) in leaves else _prepare(item, deeper) for item in value]
+        copied = None
+        for index, item in enumerate(value):
+            if type(item) in leaves:
+                continue
+            new = _prepare(item, deeper)
+            if new is not item:
+                if copied is None:
+                    copied = list(value)
+                copied[index] = new
+        return value if copied is None else copied
     raise _Slow
-
-
-def _plain(value: Any, depth: int) -> bool:
-    """Whether orjson writes ``value`` exactly as ``JSON.stringify`` does: only exact ``_LEAVES`` and
-    floats in ``1e-4 <= |x| < 1e16`` that are not integral (there Python's shortest digits, which orjson
-    writes, need no exponent and no ``.0`` fix) in exact dicts/lists/tuples at most ``_FAST_DEPTH``
-    deep. Anything else (other floats, subclasses, other types): ``False``. A check only, no copy."""
-    kind = type(value)
-    if kind is dict:
-        items: Any = value.values()
-    elif kind is list or kind is tuple:
-        items = value
-    elif kind is float:
-        return 1e-4 <= abs(value) < 1e16 and not value.is_integer()
-    else:
-        return kind in _LEAVES
-    if depth >= _FAST_DEPTH:
-        return False
-    deeper = depth + 1
-    for item in items:
-        kind = type(item)
-        if kind is str or kind is int or item is None or kind is bool:
-            continue
-        if kind is float:
-            if 1e-4 <= abs(item) < 1e16 and not item.is_integer():
-                continue  # orjson writes it as JavaScript does (shortest digits, no exponent, no ".0")
-            return False
-        if not _plain(item, deeper):
-            return False
-    return True
 
 
 class _Raw:

@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import copy
 import math
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from rpcd.core import codec as core_codec
 from rpcd.store import codec
 
 # (value, JSON.stringify(value) in Node 22)
@@ -89,3 +91,25 @@ def same_value(written: object, read: object) -> bool:
 @given(json_values)
 def test_what_we_write_reads_back_as_the_same_value(value: object) -> None:
     assert same_value(value, codec.loads(codec.dumps(value)))
+
+
+@given(json_values)
+def test_writing_never_changes_the_value_and_matches_the_reference_writer(value: object) -> None:
+    """The fast path copies only the containers on the way to a float orjson writes otherwise: the
+    value handed in stays as it was, and the bytes are the iterative (reference) writer's."""
+    before = copy.deepcopy(value)
+    written = codec.dumps(value)
+    assert value == before
+    assert written == core_codec._dumps_iterative(value)
+
+
+def test_a_message_with_zero_costs_keeps_its_objects_and_writes_them_as_javascript_does() -> None:
+    usage = {"input": 10, "cost": {"input": 0.0, "output": 1.5e-05, "total": 3.0}}
+    message = {"role": "assistant", "content": [{"type": "text", "text": "hi"}], "usage": usage}
+    prepared = core_codec._prepare(message, 0)
+    assert prepared is not message and prepared["content"] is message["content"]  # the text is not copied
+    assert message["usage"]["cost"]["input"] == 0.0 and type(message["usage"]["cost"]["input"]) is float
+    assert codec.dumps(message) == (b'{"role":"assistant","content":[{"type":"text","text":"hi"}],'
+                                    b'"usage":{"input":10,"cost":{"input":0,"output":0.000015,"total":3}}}')
+    plain = {"content": [{"type": "text", "text": "hi"}], "cost": 0.25}
+    assert core_codec._prepare(plain, 0) is plain
