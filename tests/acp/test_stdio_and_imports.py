@@ -103,3 +103,54 @@ def test_each_mode_imports_only_its_own_protocol_stack(agent_dir: Path, project:
     assert "rpcd.acp.agent" in front_modules and "acp" in front_modules
     assert not {m for m in front_modules if m.split(".")[0] in ("pygls", "lsprotocol")
                 or m in ("rpcd.wire.server", "rpcd.wire.handlers", "rpcd.daemon.app")}
+
+
+_SCHEMA_PROBE = textwrap.dedent(
+    """
+    import json, sys
+    if sys.argv[1] == "rpcd":
+        import rpcd.acp  # imports the SDK's schema its own way (rpcd.acp.sdk)
+    import pydantic
+    from pydantic._internal import _fields
+    import acp.schema as s
+
+    def refused(value):
+        try:
+            s.InitializeResponse.model_validate(value)
+        except pydantic.ValidationError:
+            return True
+        return False
+
+    answer = s.InitializeResponse.model_validate({
+        "protocolVersion": 1, "agentCapabilities": {"loadSession": True, "mcpCapabilities": {"http": True}},
+        "authMethods": [{"id": "k", "name": "Key", "description": None}]})
+    update = s.SessionNotification.model_validate({"sessionId": "a", "update": {
+        "sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}}})
+    print(json.dumps({
+        "answer": answer.model_dump(by_alias=True, exclude_none=True),
+        "update": update.model_dump(by_alias=True, exclude_none=True),
+        "refused": refused({"protocolVersion": "x"}),
+        "defer_left": "defer_build" in pydantic.BaseModel.model_config,
+        "extractor": _fields.extract_docstrings_from_cls.__module__,
+        "described": s.InitializeResponse.model_fields["protocol_version"].description is not None,
+    }))
+    """
+)
+
+
+def test_the_sdks_schema_loaded_quickly_validates_and_writes_as_the_sdk_does() -> None:
+    """``rpcd.acp.sdk`` skips the attribute docstrings (field descriptions: only a JSON Schema shows them)
+    and builds the models on first use, for the import only: what they accept, refuse and write is the
+    SDK's own, and pydantic is left as it was."""
+
+    def probe(mode: str) -> dict[str, Any]:
+        done = subprocess.run([sys.executable, "-P", "-c", _SCHEMA_PROBE, mode], capture_output=True, timeout=120,
+                              check=True)
+        result: dict[str, Any] = json.loads(done.stdout)
+        return result
+
+    ours, plain = probe("rpcd"), probe("sdk")
+    assert ours["answer"] == plain["answer"] and ours["update"] == plain["update"]
+    assert ours["refused"] and plain["refused"]
+    assert not ours["defer_left"] and ours["extractor"] == "pydantic._internal._docs_extraction"
+    assert plain["described"] and not ours["described"]
