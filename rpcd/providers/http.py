@@ -533,11 +533,13 @@ class HttpClients:
             from rpcd.providers import warmup
 
             modules = (*warmup.REQUEST_MODULES, *((api_module,) if api_module else ()))
+            # which client the call takes, decided once, by the first step that asks (off the loop)
+            direct = functools.cache(functools.partial(self._direct_for, url))
             self.warmup = warmup.ModelPathWarmup(
-                [functools.partial(self._transport_for, url), *(warmup.importing(name) for name in modules)],
+                [functools.partial(self._transport_for, direct), *(warmup.importing(name) for name in modules)],
                 [warmup.importing(name) for name in warmup.ANSWER_MODULES],
-                beside=[functools.partial(self._tls_for, url)],
-                on_ready=functools.partial(self._build_for, url),
+                beside=[functools.partial(self._tls_for, url, direct)],
+                on_ready=functools.partial(self._build_for, direct),
             )
         self.warmup.start()
         return self.warmup
@@ -555,9 +557,9 @@ class HttpClients:
 
         return self._transport is None and h1.direct_ok(url or "https://model.invalid/", {})
 
-    def _transport_for(self, url: str | None) -> None:
+    def _transport_for(self, direct: Callable[[], bool]) -> None:
         """The warm-up's first step: the direct client's module, or httpx's (with httpcore's backend)."""
-        if not self._direct_for(url):
+        if not direct():
             from rpcd.providers import warmup
 
             _no_httpx_cli()
@@ -565,12 +567,12 @@ class HttpClients:
             for name in warmup.HTTPX_MODULES:
                 warmup.importing(name)()
 
-    def _tls_for(self, url: str | None) -> None:
-        if not (self._direct_for(url) and (url or "").lower().startswith("http://")):
+    def _tls_for(self, url: str | None, direct: Callable[[], bool]) -> None:
+        if not (direct() and (url or "").lower().startswith("http://")):
             tls_context()
 
-    def _build_for(self, url: str | None) -> None:
-        if self._direct_for(url):
+    def _build_for(self, direct: Callable[[], bool]) -> None:
+        if direct():
             self.direct()
         else:
             self.client(tls_context())
