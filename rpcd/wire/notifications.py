@@ -126,8 +126,8 @@ class EventPump:
     ) -> None:
         self._send = send
         self._write_now = write_now
-        """With it, an urgent notification (``push(..., urgent=True)``) and what is queued before it are
-        handed over in the producer's own step while the sender is idle, not one loop pass later."""
+        """With it, a run's end (``_RUN_ENDS``: ``SessionChannel`` marks it urgent) and what is queued before
+        it are handed over in the producer's own step while the sender is idle, not one loop pass later."""
         self._threshold = coalesce_threshold
         self._batch = max(1, batch)
         self._queue: collections.deque[_Entry] = collections.deque()
