@@ -47,8 +47,8 @@ class UsageLedger:
         self._fd = -1
         self._fd_day = ""
         self._closer: weakref.finalize[[int], UsageLedger] | None = None
-        self._pending: list[tuple[int, str, int, float]] = []
-        """Replies ``record_soon`` has not written yet: (ms, session id, tokens, cost)."""
+        self._pending: list[tuple[str, int, str, int, float]] = []
+        """Replies ``record_soon`` has not written yet: (day, ms, session id, tokens, cost)."""
 
     def _path(self, day: str) -> str:
         return os.path.join(self.directory, f"{day}.jsonl")
@@ -57,9 +57,10 @@ class UsageLedger:
         """Append one model reply's usage to today's file (best effort: a full disk loses the line)."""
         if tokens <= 0 and cost <= 0:
             return
+        now = time.time()
         with self._lock:
             self._flush()
-            self._write(self._line(int(time.time() * 1000), session_id, tokens, cost))
+            self._write(_day(), self._line(int(now * 1000), session_id, tokens, cost))
 
     def record_soon(self, session_id: str, tokens: int, cost: float) -> None:
         """``record``, written ``SOON_S`` later on the running event loop (after the run's last events and
@@ -72,8 +73,9 @@ class UsageLedger:
         except RuntimeError:
             self.record(session_id, tokens, cost)
             return
+        now = time.time()
         with self._lock:
-            self._pending.append((int(time.time() * 1000), session_id, tokens, cost))  # encoded when written
+            self._pending.append((_day(), int(now * 1000), session_id, tokens, cost))  # encoded when written
             if len(self._pending) > 1:
                 return  # already due
         loop.call_later(SOON_S, self.flush)
@@ -90,12 +92,13 @@ class UsageLedger:
 
     def _flush(self) -> None:
         pending, self._pending = self._pending, []
-        for reply in pending:
-            self._write(self._line(*reply))
+        for day, ms, session_id, tokens, cost in pending:
+            self._write(day, self._line(ms, session_id, tokens, cost))
 
-    def _write(self, line: bytes) -> None:
+    def _write(self, day: str, line: bytes) -> None:
+        """``line`` into ``day``'s file (the day the reply came: a line written after midnight keeps its day)."""
         with contextlib.suppress(OSError):
-            os.write(self._descriptor(_day()), line)
+            os.write(self._descriptor(day), line)
 
     def _descriptor(self, day: str) -> int:
         """Today's file, open for appending: kept between replies (a reply used to pay a directory check,

@@ -95,3 +95,19 @@ def test_a_ledger_that_cannot_be_written_loses_the_line_and_nothing_else(tmp_pat
     ledger = UsageLedger(str(tmp_path))
     ledger.record("a", 1, 0.0)  # best effort: no exception
     assert ledger.today() == (0, 0.0)
+
+
+def test_a_reply_recorded_soon_before_midnight_keeps_its_day(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real_day = usage_ledger._day
+    yesterday = real_day(time.time() - 86400)
+
+    async def main() -> None:
+        ledger = UsageLedger(str(tmp_path))
+        monkeypatch.setattr(usage_ledger, "_day", lambda moment=None: yesterday if moment is None else real_day(moment))
+        ledger.record_soon("a", 3, 0.0)  # the last reply of a day ...
+        monkeypatch.setattr(usage_ledger, "_day", real_day)
+        ledger.flush()  # ... written after midnight
+        assert ledger.today() == (0, 0.0)
+
+    asyncio.run(main())
+    assert [path.name for path in (tmp_path / "rpcd" / "usage").glob("*.jsonl")] == [f"{yesterday}.jsonl"]
