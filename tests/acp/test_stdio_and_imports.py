@@ -131,7 +131,7 @@ _SCHEMA_PROBE = textwrap.dedent(
         "update": update.model_dump(by_alias=True, exclude_none=True),
         "refused": refused({"protocolVersion": "x"}),
         "defer_left": "defer_build" in pydantic.BaseModel.model_config,
-        "extractor": _fields.extract_docstrings_from_cls.__module__,
+        "extractor": getattr(_fields, "extract_docstrings_from_cls", refused).__module__,
         "described": s.InitializeResponse.model_fields["protocol_version"].description is not None,
     }))
     """
@@ -152,5 +152,7 @@ def test_the_sdks_schema_loaded_quickly_validates_and_writes_as_the_sdk_does() -
     ours, plain = probe("rpcd"), probe("sdk")
     assert ours["answer"] == plain["answer"] and ours["update"] == plain["update"]
     assert ours["refused"] and plain["refused"]
-    assert not ours["defer_left"] and ours["extractor"] == "pydantic._internal._docs_extraction"
-    assert plain["described"] and not ours["described"]
+    assert not ours["defer_left"]
+    if plain["extractor"] == "pydantic._internal._docs_extraction":  # the hook rpcd.acp.sdk uses is there
+        assert ours["extractor"] == plain["extractor"]  # put back after the import
+        assert plain["described"] and not ours["described"]  # skipped for the import (only a JSON Schema shows it)
