@@ -26,8 +26,6 @@ __all__ = ["UsageLedger"]
 
 LEDGER_DIR: Final = os.path.join("rpcd", "usage")
 KEEP_DAYS: Final = 31
-SOON_S: Final = 0.005
-"""How long ``record_soon`` leaves a line unwritten."""
 
 
 def _day(moment: float | None = None) -> str:
@@ -63,9 +61,10 @@ class UsageLedger:
             self._write(_day(), self._line(int(now * 1000), session_id, tokens, cost))
 
     def record_soon(self, session_id: str, tokens: int, cost: float) -> None:
-        """``record``, written ``SOON_S`` later on the running event loop (after the run's last events and
-        its answer: the reply that ends a run is recorded on the way to them), or at once without a
-        loop. Until then ``today`` (and ``close``) write it first, so no total ever misses it."""
+        """``record``, written once the running event loop next gets control (after what the caller's step
+        woke: a run's last events, handed over in that step), or at once without a loop. Still before
+        the run's answer, which comes loop passes later: once answered, nothing of the run changes on
+        disk. Until then ``today`` (and ``close``) write it first, so no total ever misses it."""
         if tokens <= 0 and cost <= 0:
             return
         try:
@@ -78,7 +77,7 @@ class UsageLedger:
             self._pending.append((_day(), int(now * 1000), session_id, tokens, cost))  # encoded when written
             if len(self._pending) > 1:
                 return  # already due
-        loop.call_later(SOON_S, self.flush)
+        loop.call_soon(self.flush)
 
     def flush(self) -> None:
         """Write what ``record_soon`` left."""
