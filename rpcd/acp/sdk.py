@@ -23,6 +23,8 @@ from typing import Any
 
 __all__ = ["load_schema"]
 
+_UNSET: Any = object()
+
 
 def load_schema() -> None:
     """Import ``acp.schema`` (once per process; a no-op when something imported it already)."""
@@ -59,5 +61,3 @@ def _models_built_on_use() -> Iterator[None]:
         else:
             config["defer_build"] = before
 
-
-_UNSET: Any = object()

@@ -112,31 +112,24 @@ def _prepare(value: Any, depth: int) -> Any:
         return orjson.Fragment(js_number(value))
     if depth >= _FAST_DEPTH:
         raise _Slow
+    if kind is dict:
+        slots: Any = value.items()
+    elif kind is list or kind is tuple:
+        slots = enumerate(value)
+    else:
+        raise _Slow
     leaves = _LEAVES
     deeper = depth + 1
-    if kind is dict:
-        copied: Any = None
-        for key, item in value.items():
-            if type(item) in leaves:
-                continue
-            new = _prepare(item, deeper)
-            if new is not item:
-                if copied is None:
-                    copied = dict(value)
-                copied[key] = new
-        return value if copied is None else copied
-    if kind is list or kind is tuple:
-        copied = None
-        for index, item in enumerate(value):
-            if type(item) in leaves:
-                continue
-            new = _prepare(item, deeper)
-            if new is not item:
-                if copied is None:
-                    copied = list(value)
-                copied[index] = new
-        return value if copied is None else copied
-    raise _Slow
+    copied: Any = None
+    for slot, item in slots:
+        if type(item) in leaves:
+            continue
+        new = _prepare(item, deeper)
+        if new is not item:
+            if copied is None:
+                copied = dict(value) if kind is dict else list(value)
+            copied[slot] = new
+    return value if copied is None else copied
 
 
 class _Raw:

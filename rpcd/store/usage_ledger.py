@@ -32,6 +32,11 @@ def _day(moment: float | None = None) -> str:
     return time.strftime("%Y-%m-%d", time.localtime(moment))
 
 
+def _reply(session_id: str, tokens: int, cost: float) -> tuple[str, int, str, int, float]:
+    """A reply to write: (its day, its time in ms, session id, tokens, cost)."""
+    return _day(), int(time.time() * 1000), session_id, tokens, cost
+
+
 class UsageLedger:
     """The ledger of one agent dir; thread-safe."""
 
@@ -55,10 +60,9 @@ class UsageLedger:
         """Append one model reply's usage to today's file (best effort: a full disk loses the line)."""
         if tokens <= 0 and cost <= 0:
             return
-        now = time.time()
         with self._lock:
+            self._pending.append(_reply(session_id, tokens, cost))
             self._flush()
-            self._write(_day(), self._line(int(now * 1000), session_id, tokens, cost))
 
     def record_soon(self, session_id: str, tokens: int, cost: float) -> None:
         """``record``, written once the running event loop next gets control (after what the caller's step
@@ -72,9 +76,8 @@ class UsageLedger:
         except RuntimeError:
             self.record(session_id, tokens, cost)
             return
-        now = time.time()
         with self._lock:
-            self._pending.append((_day(), int(now * 1000), session_id, tokens, cost))  # encoded when written
+            self._pending.append(_reply(session_id, tokens, cost))  # encoded when written
             if len(self._pending) > 1:
                 return  # already due
         loop.call_soon(self.flush)

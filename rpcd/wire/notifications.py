@@ -180,18 +180,30 @@ class EventPump:
     def _hand_over_now(self, write_now: BatchWriter) -> None:
         """The sender waits for work, so nothing is in flight: what is queued goes now, in order (the
         sender finds the queue empty when it wakes, and settles the drainers)."""
-        queue = self._queue
-        while queue:
-            take = min(len(queue), self._batch)
-            batch = [(entry.method, entry.params) for entry in (queue.popleft() for _ in range(take))]
+        while self._queue:
             try:
-                write_now(batch)
-            except OSError as exc:  # as in ``run``: the client is gone
-                log.warning("notification stream closed: %s", type(exc).__name__)
-                self._abandon()
-                return
+                write_now(self._take_batch())
             except Exception as exc:
-                report_bug(exc, operation="notification")
+                if self._send_failed(exc):
+                    return
+
+    def _take_batch(self) -> list[Notification]:
+        """The next batch off the queue's head (at most ``batch`` notifications)."""
+        queue = self._queue
+        taken = (queue.popleft() for _ in range(min(len(queue), self._batch)))
+        return [(entry.method, entry.params) for entry in taken]
+
+    def _send_failed(self, exc: Exception) -> bool:
+        """A batch could not be sent. ``True``: the client is gone (an ``OSError``: BrokenPipeError,
+        ConnectionError, stdout closed), nothing later can be delivered either, the pump is abandoned.
+        Else our own bug (e.g. a value that cannot be encoded), never "client gone": that batch is lost,
+        logged under a correlation id, and the pump goes on with the next one."""
+        if isinstance(exc, OSError):
+            log.warning("notification stream closed: %s", type(exc).__name__)
+            self._abandon()
+            return True
+        report_bug(exc, operation="notification")
+        return False
 
     def _arm(self) -> None:
         if self._tick_len == _NO_TICK and self._loop is not None:
@@ -256,23 +268,13 @@ class EventPump:
                     await self._wait(loop)
                     continue
                 self._go = False
-                take = min(len(queue), self._batch)
-                batch: list[Notification] = []
-                for _ in range(take):
-                    entry = queue.popleft()
-                    batch.append((entry.method, entry.params))
-                self._in_flight = take
+                batch = self._take_batch()
+                self._in_flight = len(batch)
                 try:
                     await self._send(batch)
-                except OSError as exc:  # BrokenPipeError, ConnectionError, ...
-                    # The client is gone (or stdout closed): nothing later can be delivered either.
-                    log.warning("notification stream closed: %s", type(exc).__name__)
-                    self._abandon()
-                    return
                 except Exception as exc:
-                    # Our own bug (e.g. a value that cannot be encoded): never "client gone" — this batch is
-                    # lost, logged under a correlation id, and the pump goes on with the next one.
-                    report_bug(exc, operation="notification")
+                    if self._send_failed(exc):
+                        return
                 finally:
                     self._in_flight = 0
         finally:
