@@ -70,11 +70,17 @@ def test_pis_rpc_mode_does_not_keep_a_chosen_model_for_its_next_session(pi_oracl
     """The deliberate difference (docs/pi-compat.md): Pi's ``set_model`` over RPC does not persist, so its
     next session goes back to its default; rpcd keeps the choice for the process (launch flags such as
     ``--model`` still decide every session, in both)."""
-    program: list[Step] = [("setModel", "local", "r1"), ("newSession",), ("getState",)]
+    program: list[Step] = [("getState",), ("setModel", "local", "r1"), ("newSession",), ("getState",)]
     pi, ours = _both(lambda: run_pi(pi_oracle, tmp_path, [], program, agent_files={"models.json": LOCAL},
                                     model_args=()),
                      lambda: run_rpcd(tmp_path, [], program, agent_files={"models.json": LOCAL}))
-    assert pi["answers"][-1]["data"]["model"] == "faux/faux-1"  # Pi's first model (its extension's)
+    # Pi's next session goes back to a default, never to the chosen local/r1. Which default is Pi's own
+    # race, at its start as at its new session: it resolves the model while the faux extension registers
+    # its provider, so it lands on faux/faux-1 (the extension's) or on local/m1 (the first models.json
+    # model), about one run in three on a 2-core machine.
+    defaults = {"faux/faux-1", "local/m1"}
+    assert pi["answers"][0]["data"]["model"] in defaults
+    assert pi["answers"][-1]["data"]["model"] in defaults
     assert ours["answers"][-1]["data"]["model"] == "local/r1"
     assert pi["settings"] is None
 
