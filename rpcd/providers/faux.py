@@ -39,9 +39,10 @@ from __future__ import annotations
 import asyncio
 import math
 import os
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 import anyio
 import attrs
@@ -78,6 +79,13 @@ FAUX_MODEL = _with_pi(ModelInfo(provider=FAUX_PROVIDER, id="faux-1", name="Faux 
 """Takes text and images, like Pi's faux model (pi-ai ``providers/faux``)."""
 SCRIPT_ENV = "RPCD_FAUX_SCRIPT"
 DEFAULT_CHUNK_SIZE = 16
+
+TURN_EVERY_S: Final = 0.0005
+"""Undelayed, a stream gives the event loop its turn once per this much streaming, not once per chunk:
+as a network provider, whose one socket read carries many SSE events, and as pi-ai's faux provider,
+whose chunks are one microtask apart and never wait for its event loop. A loop pass per chunk was
+~40% of a streamed delta's cost in the daemon (``scripts/bench --vs-pi events``); an abort, a steer
+or a client's request waits at most this long for the stream to notice it."""
 
 
 class FauxScriptError(ValueError):
@@ -326,13 +334,17 @@ class FauxProvider:
         delay = self.chunk_delay if step.chunk_delay is None else step.chunk_delay
         model = request.model
 
+        next_turn = 0.0  # the first pause gives the loop its turn
+
         async def pause() -> None:
+            nonlocal next_turn
             if delay > 0:
                 await anyio.sleep(delay)
-            else:
+            elif time.monotonic() >= next_turn:
                 # anyio's checkpoint on asyncio (the daemon's loop) is this, after a backend look-up
                 # that cost as much as the rest of a streamed delta
                 await asyncio.sleep(0)
+                next_turn = time.monotonic() + TURN_EVERY_S
 
         if request.hooks is not None:
             # as pi-ai's faux provider: the request's headers go through the hook, and the "response"

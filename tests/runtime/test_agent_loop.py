@@ -6,9 +6,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from rpcd.providers.base import ProviderRequest
+from rpcd.providers import faux
 from rpcd.providers.faux import FAUX_MODEL, FauxProvider, FauxScriptError, parse_step
 from rpcd.runtime.turns.agent import ABORTED_MESSAGE, Agent
 
@@ -159,6 +161,43 @@ async def test_abort_mid_stream_keeps_partial_content_and_settles() -> None:
     text = final["content"][0]["text"]
     assert 0 < len(text) < 10_000 and set(text) == {"x"}
     assert [e["type"] for e in sink.events[-3:]] == ["message_end", "turn_end", "agent_end"]
+
+
+async def test_an_undelayed_stream_gives_the_loop_a_turn_per_time_slice_not_per_chunk(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """As a network provider (many SSE events per socket read) and pi-ai's faux (a microtask per
+    chunk): the loop's other tasks (a client's abort, a steer) get a turn once per ``TURN_EVERY_S``
+    of streaming. The clock is the stream's own: each chunk "takes" a tenth of the slice."""
+    now = [0.0]
+
+    def clock() -> float:
+        now[0] += faux.TURN_EVERY_S / 10
+        return now[0]
+
+    monkeypatch.setattr(faux.time, "monotonic", clock)
+    chunks = 1_000
+    provider = FauxProvider([{"text": "x" * chunks, "chunkSize": 1}])
+    turns = 0
+    streaming = True
+
+    async def count_turns() -> None:
+        nonlocal turns
+        while streaming:
+            turns += 1
+            await anyio.lowlevel.checkpoint()
+
+    deltas = 0
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(count_turns)
+        await anyio.lowlevel.checkpoint()
+        turns = 0
+        async for event in provider.stream(ProviderRequest(model=FAUX_MODEL, system_prompt="", messages=[])):
+            deltas += event["type"] == "text_delta"
+        streaming = False
+    assert deltas == chunks
+    # one clock reading per pause (one pause per chunk), one more after each turn: a turn every ten
+    # chunks of this clock, never one per chunk
+    assert chunks // 10 - 2 <= turns <= chunks // 10 + 2
 
 
 async def test_abort_before_the_stream_starts_gives_an_empty_aborted_message() -> None:
