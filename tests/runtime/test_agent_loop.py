@@ -9,8 +9,8 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from rpcd.providers.base import ProviderRequest
 from rpcd.providers import faux
+from rpcd.providers.base import ProviderRequest
 from rpcd.providers.faux import FAUX_MODEL, FauxProvider, FauxScriptError, parse_step
 from rpcd.runtime.turns.agent import ABORTED_MESSAGE, Agent
 
