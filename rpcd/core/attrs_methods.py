@@ -48,8 +48,10 @@ _KEEP_AT_MOST: Final = 4_000
 dropped once the file would grow past it)."""
 
 
-_SALT: Final = re.compile(r"\breturn hash\(\(\s*(-?\d+),")
-"""The salt attrs writes first into the tuple ``__hash__`` hashes (``hash((<salt>, self.a, …))``)."""
+_SALT: Final = re.compile(r" return hash\(\(\s*(-?\d+),")
+"""The salt attrs writes first into the tuple ``__hash__`` hashes (``hash((<salt>, self.a, …))``), on an
+indented line of the method's body. The pattern starts with its literal, which ``re`` looks for with
+a fast search (a ``\\b`` first made it test every position: 6 ms of a start-up's 163 scripts)."""
 _PLACEHOLDER: Final = 0x5A17_5A17_5A17_5A17
 """What the salt is kept as (no other constant of attrs' scripts)."""
 

@@ -16,7 +16,6 @@ import json
 import logging
 import os
 import stat
-import tempfile
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,7 +23,7 @@ from pathlib import Path
 import anyio.to_thread
 import attrs
 
-from rpcd.core.durable import fsync_directory, fsync_file
+from rpcd.core.durable import create_temporary, fsync_directory, fsync_file
 from rpcd.core.errors import SessionWriteError
 from rpcd.core.files import read_regular
 
@@ -95,7 +94,7 @@ class HostJournal:
         directory = self._ensure_directory()
         self._remove_orphaned_temps(directory)
         try:
-            fd, temp_name = tempfile.mkstemp(prefix=f".{self.path.name}.{os.getpid()}.", suffix=".tmp", dir=directory)
+            fd, temp_name = create_temporary(str(directory), f".{self.path.name}.{os.getpid()}.", ".tmp")
         except OSError as error:
             raise self._error("cannot create a temporary file next to", error) from error
         try:

@@ -12,14 +12,19 @@ answers is the store's (``SearchPage``, ``SessionPage``): the fronts put it on t
 from __future__ import annotations
 
 import os
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
 from rpcd.core.errors import InvalidArgumentError, InvalidEntryError, SessionFileTooLargeError
-from rpcd.store.listing import SessionRef, recency_key, resolve_session_ref
 from rpcd.store.paths import encode_cwd
-from rpcd.store.search import RecencyKey, SearchPage, SessionHit
+
+if TYPE_CHECKING:
+    from rpcd.store.listing import SessionRef
+    from rpcd.store.search import RecencyKey, SearchPage, SessionHit
+
+# The store's listing, search and loader are imported by the request that needs them: the daemon's
+# first answer builds this service and uses none of them (``tests/daemon/test_first_answer_imports.py``).
 
 __all__ = ["SessionPage", "SessionSearch"]
 
@@ -57,12 +62,15 @@ class SessionSearch:
 
     def resolve(self, ref: str, cwd: str) -> SessionRef:
         """A session argument: a path, or an id / unique id prefix (``listing.resolve_session_ref``)."""
+        from rpcd.store.listing import resolve_session_ref
+
         return resolve_session_ref(ref, os.path.abspath(cwd), self.session_dir, agent_dir=self.agent_dir)
 
     def search(self, query_text: str, *, cwd: str | None, after: RecencyKey | None, limit: int) -> SearchPage:
         """One page of hits, newest first, after ``after``; ``InvalidArgumentError`` for a query that
         cannot run (``param: "query"``) or a bad limit."""
-        from rpcd.store.search import QueryError, parse_query, sessions_in
+        from rpcd.store.listing import recency_key
+        from rpcd.store.search import QueryError, SearchPage, parse_query, sessions_in
         from rpcd.store.search_index import search_sessions
 
         if not 1 <= limit <= MAX_LIMIT:

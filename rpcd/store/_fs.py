@@ -27,7 +27,6 @@ import errno
 import math
 import os
 import stat
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -39,7 +38,7 @@ if TYPE_CHECKING:
     import queue
 
 from rpcd.core import durable
-from rpcd.core.durable import fsync_directory
+from rpcd.core.durable import create_temporary, fsync_directory
 
 FSYNC = durable.FSYNC
 """``RPCD_STORE_FSYNC=0`` turns the fsyncs off (test suites on slow disks; ``rpcd.core.durable`` reads it);
@@ -374,7 +373,7 @@ def _check_same(fd: int, info: os.stat_result, expected: FileState, path: str) -
 def replace_atomically(path: str, data: bytes) -> FileState:
     """Rewrite ``path`` via a 0600 temp file + rename: readers see the old or the new file, never half."""
     directory = os.path.dirname(path) or "."
-    fd, temp = tempfile.mkstemp(prefix=".rpcd-", suffix=".tmp", dir=directory)
+    fd, temp = create_temporary(directory, ".rpcd-", ".tmp")
     try:
         _write_all(fd, data)
         _fsync(fd)

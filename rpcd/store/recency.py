@@ -29,13 +29,13 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-import tempfile
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final, NamedTuple
 
 from rpcd.core import codec
+from rpcd.core.durable import create_temporary
 from rpcd.core.files import open_regular
 from rpcd.store.listing import SessionInfo, SessionInfoBuilder, _filters_by_cwd, _jsonl_files
 from rpcd.store.loader import parse_line
@@ -258,7 +258,7 @@ class FactsCache:
         """Replace the cache file (a failure only means the next lookup reads more)."""
         with contextlib.suppress(OSError):
             make_private_dirs(self.directory)
-            fd, temp = tempfile.mkstemp(prefix=".facts-", suffix=".tmp", dir=self.directory)
+            fd, temp = create_temporary(self.directory, ".facts-", ".tmp")
             try:
                 with os.fdopen(fd, "wb") as handle:
                     handle.write(codec.dumps({"version": VERSION, "files": self._entries}))

@@ -4,13 +4,14 @@ interpreter; no download at run time, unlike Pi's ``ensureTool``) and the shell 
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import sysconfig
 
 
 def ripgrep_path() -> str | None:
     """``rg`` from this environment's scripts directory, else the first on ``PATH``."""
+    import shutil
+
     candidates = [sysconfig.get_path("scripts"), os.path.dirname(sys.executable)]
     for directory in candidates:
         if directory:
@@ -23,6 +24,8 @@ def ripgrep_path() -> str | None:
 def shell_config(custom_shell_path: str | None = None) -> tuple[str, list[str]]:
     """Pi's ``getShellConfig`` on Unix: the ``shellPath`` setting, else ``/bin/bash``, else ``bash``
     on ``PATH``, else ``sh``; always ``-c``."""
+    import shutil
+
     if custom_shell_path:
         if os.path.exists(custom_shell_path):
             return custom_shell_path, ["-c"]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import codecs
 import os
-import tempfile
 from typing import IO, Any
 
 from rpcd.tools.truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, truncate_tail, utf8_len
@@ -20,6 +19,8 @@ def create_temp_output(prefix: str) -> tuple[str, int]:
     """A new ``$TMPDIR/<prefix>-<hex>.log`` and a descriptor open for writing: created exclusively
     (never an existing file, nor one a symbolic link planted under that name points to) and private
     (0600: the shared temp dir is readable by everyone, and a command's output may hold secrets)."""
+    import tempfile
+
     while True:
         # os.urandom is what secrets.token_hex reads (secrets itself would import hmac and OpenSSL's hashlib
         # into every daemon's start-up for this one name)

@@ -38,10 +38,8 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -180,6 +178,8 @@ def _landlock_abi() -> tuple[int, str | None]:
 
 
 def _bwrap() -> tuple[str | None, str | None]:
+    import shutil
+
     path = shutil.which("bwrap")
     if path is None:
         return None, "bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
@@ -233,6 +233,8 @@ def mechanism_for(policy: SandboxPolicy) -> tuple[Mechanism | None, str | None]:
 
 def writable_paths(policy: SandboxPolicy, cwd: str) -> list[str]:
     """What a command may write under ``policy`` (besides ``/dev``), symbolic links resolved."""
+    import tempfile
+
     if policy.mode != "workspace-write":
         return []
     out: list[str] = []
@@ -258,6 +260,8 @@ def sandboxed(argv: Sequence[str], cwd: str, policy: SandboxPolicy) -> list[str]
 
 
 def _bwrap_argv(bwrap: str, argv: Sequence[str], cwd: str, policy: SandboxPolicy, writable: list[str]) -> list[str]:
+    import tempfile
+
     out = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all", "--die-with-parent"]
     if policy.network:
         out.append("--share-net")

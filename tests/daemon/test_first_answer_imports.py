@@ -23,6 +23,7 @@ LATER_ONLY = (
     "rpcd.protocol.outgoing",  # what the daemon sends (diagnostics, progress, extension UI, prompts)
     "rpcd.store.library",  # delete / rename / export of session files
     "rpcd.store.importing",  # importJsonl
+    "rpcd.store.search",  # searchSessions
     "rpcd.store.export_html",  # exportHtml
     "rpcd.tools.user_bash",  # the bash method
     "httpx",  # a model request
@@ -37,6 +38,8 @@ LATER_ONLY = (
     "rpcd.mcp.session",
     "rpcd.mcp.connection",
     "mcp",
+    "shutil",  # its import probes bz2, lzma and zlib: argparse's formatter asks it the terminal's width
+    "tempfile",  # an atomic replace (the journal, the recency facts, a tool's spilled output)
     "hmac",  # secrets / OpenSSL's hashlib: nothing of the first answer hashes or draws secret tokens
     "_hashlib",
 )
