@@ -475,6 +475,10 @@ class AgentSession(SessionExtensionActions):
                 if message.get("stopReason") not in ("error", "length"):
                     self.compaction.overflow_recovery_attempted = False
                 self.retry.on_assistant_end(message)
+                if message.get("stopReason") != "toolUse":
+                    # the run's last reply (unless a retry or queued input follows): its entry's fsync
+                    # starts now, beside the run's end on its way to the client, not after it
+                    self.session_manager.start_sync()
                 self._record_usage(message)
         elif kind == "agent_end":
             # the run's end went to the client with ``_notify`` (handed over in this step: ``rpcd.wire.
