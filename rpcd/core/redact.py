@@ -18,10 +18,10 @@ longer matches its own literal or pattern and would leak the half that remains.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Mapping
-from functools import lru_cache
 from typing import Any, Final
 
 MASK: Final = "[REDACTED]"
@@ -32,43 +32,64 @@ PARTIAL_CHARS: Final = 8
 providers echo a key *masked* (``sk-proj-abcd…wxyz1234``: OpenAI shows its first 12 and last 8)."""
 MIN_PARTIAL_SECRET_LENGTH: Final = 16
 """Only secrets at least this long are matched by their ends (a short one's ends are common text)."""
-_KEY_LIKE: Final = re.compile(r"(?=[^\d]*\d)(?=[^A-Za-z]*[A-Za-z])[A-Za-z0-9_\-.+=:~]{16,}")
-"""What is matched by its ends: one token of key characters with letters and digits — not a path, a URL or a
-header value with spaces (``/root/.aws/credentials`` ends in a word)."""
-
-SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH|COOKIE|SESSION_ID", re.I)
-
-_PATTERNS: Final = (
-    re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}"),  # OpenAI / Anthropic style (sk-..., sk-ant-..., sk-proj-...)
-    re.compile(r"\b(?:Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=\-]{6,}", re.I),
-    re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),
-    re.compile(r"\bxox[abprs]-[A-Za-z0-9\-]{10,}"),
-    re.compile(r"\bAKIA[0-9A-Z]{16}\b"),
-    re.compile(r"\bAIza[0-9A-Za-z_\-]{30,}"),
-    re.compile(r"\beyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}"),  # JWT
-)
-_ASSIGNMENT: Final = re.compile(
-    # The name may carry any prefix (``access_token``, ``"x-api-key"``); it is left as it is, so the
-    # pattern starts at the keyword (a leading ``[A-Za-z0-9_-]*`` made long words quadratic).
-    r"""(?P<key>(?:api[_\-]?key|token|secret|password|passwd|authorization)["']?\s*[:=]\s*)"""
-    r"""(?P<quote>["']?)(?P<value>[^\s"',;&}]{4,})""",
-    re.I,
-)
+_SECRET_WORDS: Final = ("key", "token", "secret", "password", "passwd", "passphrase", "credential", "auth",
+                        "cookie", "session_id")
+"""An environment variable whose name holds one of these (in any case) holds a secret."""
 
 
-_URL: Final = re.compile(r"""\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s"'<>`]+""")
-_USERINFO: Final = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*://)[^/?#@]*@")
-_QUERY_VALUE: Final = re.compile(r"([?&;][^=&#;\s]*=)[^&#;\s]*")
+class _Rules:
+    """The patterns, compiled by the first redaction: a daemon that redacts nothing before its first
+    answer does not pay their ~5 ms of ``re.compile`` at start-up."""
+
+    def __init__(self) -> None:
+        self.patterns = (
+            re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}"),  # OpenAI / Anthropic style (sk-..., sk-ant-..., sk-proj-...)
+            re.compile(r"\b(?:Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=\-]{6,}", re.I),
+            re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),
+            re.compile(r"\bxox[abprs]-[A-Za-z0-9\-]{10,}"),
+            re.compile(r"\bAKIA[0-9A-Z]{16}\b"),
+            re.compile(r"\bAIza[0-9A-Za-z_\-]{30,}"),
+            re.compile(r"\beyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}"),  # JWT
+        )
+        self.assignment = re.compile(
+            # The name may carry any prefix (``access_token``, ``"x-api-key"``); it is left as it is, so the
+            # pattern starts at the keyword (a leading ``[A-Za-z0-9_-]*`` made long words quadratic).
+            r"""(?P<key>(?:api[_\-]?key|token|secret|password|passwd|authorization)["']?\s*[:=]\s*)"""
+            r"""(?P<quote>["']?)(?P<value>[^\s"',;&}]{4,})""",
+            re.I,
+        )
+        self.url = re.compile(r"""\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s"'<>`]+""")
+        self.userinfo = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*://)[^/?#@]*@")
+        self.query_value = re.compile(r"([?&;][^=&#;\s]*=)[^&#;\s]*")
+
+
+@functools.cache
+def _rules() -> _Rules:
+    return _Rules()
+
+
+@functools.cache
+def _key_like() -> re.Pattern[str]:
+    """What is matched by its ends: one token of key characters with letters and digits — not a path, a
+    URL or a header value with spaces (``/root/.aws/credentials`` ends in a word)."""
+    return re.compile(r"(?=[^\d]*\d)(?=[^A-Za-z]*[A-Za-z])[A-Za-z0-9_\-.+=:~]{16,}")
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether an environment variable's name says it holds a secret (``OPENAI_API_KEY``, ``GH_TOKEN``)."""
+    folded = name.casefold()
+    return any(word in folded for word in _SECRET_WORDS)
 
 
 def _redact_url(match: re.Match[str]) -> str:
-    url = _USERINFO.sub(lambda m: f"{m[1]}{MASK}@", match[0])
+    rules = _rules()
+    url = rules.userinfo.sub(lambda m: f"{m[1]}{MASK}@", match[0])
     scheme, sep, rest = url.partition("://")
     host, slash, tail = rest.partition("/")
     query_at = host.find("?")
     if query_at != -1:  # no path: the query starts right after the host
         host, tail, slash = host[:query_at], host[query_at:] + slash + tail, ""
-    return scheme + sep + host + slash + _QUERY_VALUE.sub(lambda m: f"{m[1]}{MASK}", tail)
+    return scheme + sep + host + slash + rules.query_value.sub(lambda m: f"{m[1]}{MASK}", tail)
 
 
 def _mask_ends(text: str, secret: str) -> str:
@@ -108,11 +129,11 @@ class Redactor:
 
     def __init__(self, env: Mapping[str, str] | None = None, extra_secrets: tuple[str, ...] = ()) -> None:
         source = os.environ if env is None else env
-        values = {v for k, v in source.items() if SECRET_NAME.search(k) and len(v) >= MIN_ENV_SECRET_LENGTH}
+        values = {v for k, v in source.items() if is_secret_name(k) and len(v) >= MIN_ENV_SECRET_LENGTH}
         values.update(s for s in extra_secrets if len(s) >= MIN_ENV_SECRET_LENGTH)
         # Longest first so a secret containing another is masked whole.
         self._literals = sorted(values, key=len, reverse=True)
-        self._key_like = frozenset(v for v in values if _KEY_LIKE.fullmatch(v))
+        self._key_like = frozenset(v for v in values if _key_like().fullmatch(v))
 
     def redact(self, text: str) -> str:
         for literal in self._literals:
@@ -120,11 +141,12 @@ class Redactor:
                 text = text.replace(literal, MASK)
             if literal in self._key_like:
                 text = _mask_ends(text, literal)
+        rules = _rules()
         if "://" in text:
-            text = _URL.sub(_redact_url, text)
-        for pattern in _PATTERNS:
+            text = rules.url.sub(_redact_url, text)
+        for pattern in rules.patterns:
             text = pattern.sub(MASK, text)
-        return _ASSIGNMENT.sub(lambda m: f"{m['key']}{m['quote']}{MASK}", text)
+        return rules.assignment.sub(lambda m: f"{m['key']}{m['quote']}{MASK}", text)
 
     def redact_and_cut(self, text: str, limit: int) -> str:
         """Redact, *then* cut to ``limit`` characters (with ``…``): the only safe order."""
@@ -142,7 +164,7 @@ class Redactor:
         return value
 
 
-@lru_cache(maxsize=1)
+@functools.lru_cache(maxsize=1)
 def default_redactor() -> Redactor:
     """The process-wide redactor, built from the environment at first use."""
     return Redactor()

@@ -46,6 +46,8 @@ LATER_ONLY = (
 PROBE = (
     "import atexit, runpy, sys\n"
     "atexit.register(lambda: sys.stderr.write('MODULES ' + ' '.join(sorted(sys.modules)) + '\\n'))\n"
+    "atexit.register(lambda: sys.stderr.write('REDACTION RULES %d\\n'\n"
+    "                % sys.modules['rpcd.core.redact']._rules.cache_info().currsize))\n"
     "sys.argv[0] = 'rpcd'\n"
     "runpy.run_module('rpcd', run_name='__main__', alter_sys=True)\n"
 )
@@ -63,3 +65,15 @@ def test_a_daemon_that_only_answers_get_state_imports_nothing_later_requests_nee
     imported = set(lines[0].split()[1:])
     assert {"rpcd.daemon.app", "rpcd.protocol.types", "rpcd.runtime.session", "rpcd.store.manager"} <= imported
     assert sorted(set(LATER_ONLY) & imported) == []
+
+
+def test_a_daemon_with_nothing_to_redact_compiles_no_redaction_patterns(tmp_path: Path) -> None:
+    """``--log-level warning`` (the info lines at start are redacted as every log line is): the
+    redaction's patterns (~5 ms of ``re.compile``) are compiled by the first text that needs them."""
+    argv = [sys.executable, "-c", PROBE, "--agent-dir", str(tmp_path / "agent"), "--cwd", str(tmp_path),
+            "--log-level", "warning"]
+    with Daemon(argv=argv) as daemon:
+        daemon.initialize()
+        assert daemon.call("getState")["sessionId"]
+        assert daemon.close() == 0
+    assert "REDACTION RULES 0" in daemon.stderr_lines, daemon.stderr_tail()
