@@ -47,8 +47,10 @@ _TEMPORARY_FLAGS = (os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW
 
 def create_temporary(directory: str, prefix: str, suffix: str) -> tuple[int, str]:
     """``tempfile.mkstemp(suffix, prefix, directory)``: a new file, 0600, opened read-write, never one that
-    was there (nor a link followed); its descriptor and path. Without ``tempfile``, whose import (and
-    ``shutil``'s, with its bz2/lzma/zlib probes) cost ~5 ms of a daemon's start for the journal's write."""
+    was there (nor a link followed); its descriptor and path. Every temporary file of rpcd (what an
+    atomic replace writes before its rename, a tool's spilled output) comes from here. Without
+    ``tempfile``, whose import (and ``shutil``'s, with its bz2/lzma/zlib probes) cost ~5 ms of a
+    daemon's start for the journal's write."""
     for _ in range(100):
         path = os.path.join(directory, f"{prefix}{os.urandom(6).hex()}{suffix}")
         try:

@@ -12,6 +12,7 @@ import codecs
 import os
 from typing import IO, Any
 
+from rpcd.core.durable import create_temporary
 from rpcd.tools.truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, truncate_tail, utf8_len
 
 
@@ -21,16 +22,8 @@ def create_temp_output(prefix: str) -> tuple[str, int]:
     (0600: the shared temp dir is readable by everyone, and a command's output may hold secrets)."""
     import tempfile
 
-    while True:
-        # os.urandom is what secrets.token_hex reads (secrets itself would import hmac and OpenSSL's hashlib
-        # into every daemon's start-up for this one name)
-        path = os.path.join(tempfile.gettempdir(), f"{prefix}-{os.urandom(8).hex()}.log")
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0),
-                         0o600)
-        except FileExistsError:
-            continue
-        return path, fd
+    fd, path = create_temporary(tempfile.gettempdir(), f"{prefix}-", ".log")
+    return path, fd
 
 
 class OutputAccumulator:

@@ -11,10 +11,10 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import tempfile
 import zlib
 from typing import Final
 
+from rpcd.core.durable import create_temporary
 from rpcd.core.files import read_regular
 from rpcd.store.paths import make_private_dirs
 
@@ -45,7 +45,7 @@ class BlobStore:
             return oid
         parent = os.path.dirname(path)
         make_private_dirs(parent)
-        fd, tmp = tempfile.mkstemp(prefix=".blob-", dir=parent)
+        fd, tmp = create_temporary(parent, ".blob-", "")
         try:
             with os.fdopen(fd, "wb") as out:
                 out.write(zlib.compress(data, _LEVEL))

@@ -29,12 +29,12 @@ import difflib
 import hashlib
 import os
 import stat
-import tempfile
 from collections.abc import Mapping, Sequence
 from typing import Final, Literal
 
 import attrs
 
+from rpcd.core.durable import create_temporary
 from rpcd.core.files import FileTooLargeError, open_regular, read_regular
 from rpcd.store.checkpoints.files import read_current
 from rpcd.store.checkpoints.git import GitBackend
@@ -386,7 +386,7 @@ def _write(path: str, entry: Entry, data: bytes) -> None:
         perms = None
     if perms is not None:
         perms = perms | (perms & 0o444) >> 2 if executable else perms & ~0o111
-    fd, tmp = tempfile.mkstemp(prefix=".rpcd-restore-", dir=parent)
+    fd, tmp = create_temporary(parent, ".rpcd-restore-", "")
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(data)
