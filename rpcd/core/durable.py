@@ -52,7 +52,8 @@ def create_temporary(directory: str, prefix: str, suffix: str) -> tuple[int, str
     ``tempfile``, whose import (and ``shutil``'s, with its bz2/lzma/zlib probes) cost ~5 ms of a
     daemon's start for the journal's write."""
     for _ in range(100):
-        path = os.path.join(directory, f"{prefix}{os.urandom(6).hex()}{suffix}")
+        # 16 hex digits: a tool's spilled output is named as Pi names it (``randomBytes(8)``)
+        path = os.path.join(directory, f"{prefix}{os.urandom(8).hex()}{suffix}")
         try:
             return os.open(path, _TEMPORARY_FLAGS, 0o600), path
         except FileExistsError:

@@ -30,18 +30,18 @@ def test_a_name_already_taken_is_never_opened_not_even_a_link(tmp_path: Path,
     """The first name drawn is a symbolic link to a user file: it is left alone and another is drawn."""
     victim = tmp_path / "user-file"
     victim.write_bytes(b"keep me")
-    draws = iter([b"\0" * 6, b"\1" * 6])
-    (tmp_path / "p-000000000000.tmp").symlink_to(victim)
+    draws = iter([b"\0" * 8, b"\1" * 8])
+    (tmp_path / "p-0000000000000000.tmp").symlink_to(victim)
     monkeypatch.setattr(durable.os, "urandom", lambda n: next(draws))
     fd, path = durable.create_temporary(str(tmp_path), "p-", ".tmp")
     os.write(fd, b"new")
     os.close(fd)
-    assert path.endswith("p-010101010101.tmp")
+    assert path.endswith("p-0101010101010101.tmp")
     assert victim.read_bytes() == b"keep me"
 
 
 def test_no_name_left_to_draw_is_an_error_not_a_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / "p-000000000000.tmp").write_bytes(b"")
+    (tmp_path / "p-0000000000000000.tmp").write_bytes(b"")
     monkeypatch.setattr(durable.os, "urandom", lambda n: b"\0" * n)
     with pytest.raises(FileExistsError):
         durable.create_temporary(str(tmp_path), "p-", ".tmp")
