@@ -1,4 +1,6 @@
-"""Resume of a large session: ``SessionManager.open`` + ``build_session_context``.
+"""Resume of a large session: ``SessionManager.open`` + ``build_session_context``; then the lookup
+every prompt's compaction check makes twice on it (the branch's latest compaction, after a turn's
+two appends), against real Pi 0.85.0's ``getLatestCompactionEntry(getBranch())`` on the same file.
 
 The file is generated in Pi's shape (turns with thinking, tool calls, 5-7 KB tool results,
 3 compactions, a side branch; compact JSON as ``JSON.stringify`` writes it). ``--full``
@@ -13,6 +15,9 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -157,6 +162,55 @@ def _orjson_per_line(path: str) -> int:
         return len([orjson.loads(line) for line in handle.read().split(b"\n") if line.strip()])
 
 
+CHECKS = 50
+"""Turns in the compaction-check measure (two appends, then the lookup, each)."""
+
+
+def _compaction_checks(path: Path, directory: Path) -> tuple[list[float], str | None]:
+    """rpcd: the session resumed, then per turn a user message and a reply appended and the branch's
+    latest compaction asked for (what ``compaction.check`` asks); the seconds of each lookup."""
+    copy = directory / "rpcd-check.jsonl"
+    shutil.copyfile(path, copy)
+    manager = SessionManager.open(str(copy))
+    latest = manager.latest_compaction()  # the resume's first check walks the branch once
+    samples = []
+    for n in range(CHECKS):
+        manager.append_message({"role": "user", "content": [{"type": "text", "text": f"q{n}"}], "timestamp": n})
+        manager.append_message({"role": "assistant", "content": [{"type": "text", "text": "a"}], "stopReason": "stop",
+                                "usage": _usage(random.Random(n)), "timestamp": n})
+        started = time.perf_counter()
+        latest = manager.latest_compaction()
+        samples.append(time.perf_counter() - started)
+    return samples, latest.get("summary") if latest is not None else None
+
+
+def _pi_compaction_checks(path: Path, directory: Path) -> tuple[list[float], str | None] | None:
+    """The same turns in real Pi 0.85.0 (``_compaction_check_pi.mjs``); ``None`` without the oracle."""
+    from benchmarks._rpc import REPO
+
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    from tests.pi_compat.oracle import OracleUnavailable, ensure_oracle
+
+    try:
+        oracle = ensure_oracle()
+    except OracleUnavailable as exc:
+        print(f"[store] no Pi baseline: {exc}", file=sys.stderr)
+        return None
+    copy = directory / "pi-check.jsonl"
+    shutil.copyfile(path, copy)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(directory), "PI_OFFLINE": "1", "PI_TELEMETRY": "0",
+           "RPCD_PI_ORACLE_DIR": str(oracle.root)}
+    request = {"file": str(copy), "sessionDir": str(directory), "runs": CHECKS}
+    done = subprocess.run([str(oracle.node), str(Path(__file__).with_name("_compaction_check_pi.mjs"))],
+                          input=json.dumps(request).encode(), capture_output=True, env=env, timeout=900, check=False)
+    if done.returncode != 0:
+        print(f"[store] Pi run failed: {done.stderr.decode()[-2000:]}", file=sys.stderr)
+        return None
+    result = json.loads(done.stdout)
+    return [ms / 1000 for ms in result["ms"]], result["summary"]
+
+
 def run(full: bool) -> list[Measurement]:
     entries = FULL_ENTRIES if full else CI_ENTRIES
     with tempfile.TemporaryDirectory(prefix="rpcd-bench-store-") as directory:
@@ -168,8 +222,22 @@ def run(full: bool) -> list[Measurement]:
         baseline = median(_time(lambda: _json_per_line(str(path)), RUNS))
         orjson_lines = median(_time(lambda: _orjson_per_line(str(path)), RUNS))
         count = _resume(str(path))
+        checks, found = _compaction_checks(path, Path(directory))
+        pi_checks = _pi_compaction_checks(path, Path(directory))
     label = f"{entries} entries, {size_mb:.1f} MB"
-    return [
+    if pi_checks is not None and pi_checks[1] != found:
+        raise AssertionError(f"the latest compaction differs: rpcd {found!r}, Pi {pi_checks[1]!r}")
+    check_rows = [] if pi_checks is None else [
+        Measurement(
+            name=f"compaction check after a turn: the branch's latest compaction ({entries} entries)",
+            value=median(checks) * 1000,
+            unit="ms",
+            baseline_name="Pi 0.85.0 getLatestCompactionEntry(getBranch())",
+            baseline_value=median(pi_checks[0]) * 1000,
+            note=f"median of {CHECKS} turns (two appends each); asked twice per prompt; Pi walks the whole branch",
+        ),
+    ]
+    return [*check_rows,
         Measurement(
             name=f"resume: open + build_session_context ({label})",
             value=resume * 1000,

@@ -117,6 +117,21 @@ def test_a_failed_deferred_fsync_undoes_that_entry_where_the_next_append_finds_i
     assert (last["id"], last["parentId"]) == (kept, leaf)
 
 
+def test_a_compaction_whose_fsync_failed_is_no_longer_the_branchs_latest(
+    agent_dir: Path, project: Path, probe: FsyncProbe
+) -> None:
+    sm, _ = _saved(project)
+    leaf = sm.get_leaf_id()
+    sm.defer_sync(True)
+    probe.fail = errno.EIO
+    sm.append_compaction("never durable", leaf, 10)
+    assert sm.latest_compaction()["summary"] == "never durable"  # type: ignore[index]  # remembered
+    with pytest.raises(SessionWriteError):
+        sm.settle()
+    assert sm.get_leaf_id() == leaf
+    assert sm.latest_compaction() is None
+
+
 def test_a_failed_fsync_before_a_branch_summary_leaves_the_leaf_where_it_was(
     agent_dir: Path, project: Path, probe: FsyncProbe
 ) -> None:

@@ -67,6 +67,8 @@ def check_invariants(sm: SessionManager) -> None:
             assert child["parentId"] == parent["id"]
     for target, label in sm.get_labels().items():
         assert target in known and label
+    latest = next((e for e in reversed(branch) if e["type"] == "compaction"), None)
+    assert sm.latest_compaction() == latest, "the walk from the last answer's leaf finds what the branch holds"
     context = sm.build_session_context()
     assert len(context.messages) <= len(branch) + 1
     path = sm.get_session_file()

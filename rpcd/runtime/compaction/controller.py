@@ -334,14 +334,8 @@ class SessionCompaction:
     def _latest_compaction_ms(self) -> int | None:
         """``new Date(latestCompaction.timestamp).getTime()`` on the branch (``None``: no compaction,
         or a timestamp JavaScript reads as NaN — either way nothing is older than it)."""
-        def read(path: list[Record]) -> int | None:
-            for record in reversed(path):
-                if record.type == E.COMPACTION:
-                    return js_date_ms(record.entry.get("timestamp"))
-            return None
-
-        found: int | None = self._session.session_manager.read_branch(read)
-        return found
+        latest = self._session.session_manager.latest_compaction()
+        return js_date_ms(latest.get("timestamp")) if latest is not None else None
 
     @staticmethod
     def _older_than(message: Mapping[str, Any], compaction_ms: int | None) -> bool:
