@@ -11,14 +11,13 @@ N = 200 (``--full``: 2,000). Pi runs in one warm Node process (the oracle of ``t
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 from benchmarks._harness import Measurement, median
+from benchmarks._pi_script import run_pi_script
 
 REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
@@ -70,24 +69,9 @@ def _ours(agent: Path, cwd: Path, runs: int, text: str) -> tuple[list[float], li
 
 
 def _pi(agent: Path, cwd: Path, runs: int, text: str) -> dict[str, object] | None:
-    try:
-        from tests.pi_compat.oracle import OracleUnavailable, ensure_oracle
-    except ImportError:
-        return None
-    try:
-        oracle = ensure_oracle()
-    except OracleUnavailable as exc:
-        print(f"[commands] no Pi baseline: {exc}", file=sys.stderr)
-        return None
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(agent.parent), "PI_CODING_AGENT_DIR": str(agent),
-           "PI_OFFLINE": "1", "RPCD_PI_ORACLE_DIR": str(oracle.root)}
+    env = {"HOME": str(agent.parent), "PI_CODING_AGENT_DIR": str(agent), "PI_OFFLINE": "1"}
     request = {"cwd": str(cwd), "agentDir": str(agent), "runs": runs, "expand": {"text": text, "count": EXPANSIONS}}
-    done = subprocess.run([str(oracle.node), str(Path(__file__).with_name("_commands_pi.mjs"))],
-                          input=json.dumps(request).encode(), capture_output=True, env=env, timeout=900, check=False)
-    if done.returncode != 0:
-        print(f"[commands] Pi run failed: {done.stderr.decode()[-2000:]}", file=sys.stderr)
-        return None
-    result: dict[str, object] = json.loads(done.stdout)
+    result: dict[str, object] | None = run_pi_script("commands", "_commands_pi.mjs", request, env)
     return result
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -25,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks._harness import Measurement, median, times_ms
+from benchmarks._pi_script import run_pi_script
 from benchmarks.store import generate_session
 
 REPO = Path(__file__).resolve().parents[2]
@@ -55,24 +55,9 @@ def _peak_kb(fn: Callable[[], object]) -> float:
 
 
 def _pi(directory: Path, queries: list[str], runs: int, home: Path) -> dict[str, object] | None:
-    try:
-        from tests.pi_compat.oracle import OracleUnavailable, ensure_oracle
-    except ImportError:
-        return None
-    try:
-        oracle = ensure_oracle()
-    except OracleUnavailable as exc:
-        print(f"[search] no Pi baseline: {exc}", file=sys.stderr)
-        return None
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "PI_CODING_AGENT_DIR": str(home / "agent"), "PI_OFFLINE": "1",
-           "PI_TELEMETRY": "0", "RPCD_PI_ORACLE_DIR": str(oracle.root)}
+    env = {"HOME": str(home), "PI_CODING_AGENT_DIR": str(home / "agent"), "PI_OFFLINE": "1", "PI_TELEMETRY": "0"}
     request = {"dir": str(directory), "cwd": CWD, "queries": queries, "runs": runs}
-    done = subprocess.run([str(oracle.node), str(Path(__file__).with_name("_search_pi.mjs"))],
-                          input=json.dumps(request).encode(), capture_output=True, env=env, timeout=900, check=False)
-    if done.returncode != 0:
-        print(f"[search] Pi run failed: {done.stderr.decode()[-2000:]}", file=sys.stderr)
-        return None
-    result: dict[str, object] = json.loads(done.stdout)
+    result: dict[str, object] | None = run_pi_script("search", "_search_pi.mjs", request, env)
     return result
 
 

@@ -12,9 +12,7 @@ lock (acquire + release beside a bare ``open``/``close`` of the same file).
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -22,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks._harness import Measurement, median
+from benchmarks._pi_script import run_pi_script
 from benchmarks.store import generate_session
 
 REPO = Path(__file__).resolve().parents[2]
@@ -73,24 +72,9 @@ def _open_close(path: str) -> None:
 
 
 def _pi(directory: Path, big: Path, out: Path, runs: int) -> dict[str, list[float]] | None:
-    try:
-        from tests.pi_compat.oracle import OracleUnavailable, ensure_oracle
-    except ImportError:
-        return None
-    try:
-        oracle = ensure_oracle()
-    except OracleUnavailable as exc:
-        print(f"[sessions] no Pi baseline: {exc}", file=sys.stderr)
-        return None
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(out), "PI_CODING_AGENT_DIR": str(out / "agent"), "PI_OFFLINE": "1",
-           "PI_TELEMETRY": "0", "RPCD_PI_ORACLE_DIR": str(oracle.root)}
+    env = {"HOME": str(out), "PI_CODING_AGENT_DIR": str(out / "agent"), "PI_OFFLINE": "1", "PI_TELEMETRY": "0"}
     request = {"dir": str(directory), "cwd": CWD, "big": str(big), "out": str(out), "runs": runs}
-    done = subprocess.run([str(oracle.node), str(Path(__file__).with_name("_sessions_pi.mjs"))],
-                          input=json.dumps(request).encode(), capture_output=True, env=env, timeout=900, check=False)
-    if done.returncode != 0:
-        print(f"[sessions] Pi run failed: {done.stderr.decode()[-2000:]}", file=sys.stderr)
-        return None
-    result: dict[str, list[float]] = json.loads(done.stdout)
+    result: dict[str, list[float]] | None = run_pi_script("sessions", "_sessions_pi.mjs", request, env)
     return result
 
 

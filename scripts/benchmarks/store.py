@@ -16,8 +16,6 @@ import json
 import os
 import random
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -27,6 +25,7 @@ from typing import Any
 import orjson
 
 from benchmarks._harness import Measurement, median
+from benchmarks._pi_script import run_pi_script
 from rpcd.store import SessionManager
 
 FULL_ENTRIES = 20_000
@@ -186,28 +185,13 @@ def _compaction_checks(path: Path, directory: Path) -> tuple[list[float], str | 
 
 def _pi_compaction_checks(path: Path, directory: Path) -> tuple[list[float], str | None] | None:
     """The same turns in real Pi 0.85.0 (``_compaction_check_pi.mjs``); ``None`` without the oracle."""
-    from benchmarks._rpc import REPO
-
-    if str(REPO) not in sys.path:
-        sys.path.insert(0, str(REPO))
-    from tests.pi_compat.oracle import OracleUnavailable, ensure_oracle
-
-    try:
-        oracle = ensure_oracle()
-    except OracleUnavailable as exc:
-        print(f"[store] no Pi baseline: {exc}", file=sys.stderr)
-        return None
     copy = directory / "pi-check.jsonl"
     shutil.copyfile(path, copy)
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(directory), "PI_OFFLINE": "1", "PI_TELEMETRY": "0",
-           "RPCD_PI_ORACLE_DIR": str(oracle.root)}
+    env = {"HOME": str(directory), "PI_OFFLINE": "1", "PI_TELEMETRY": "0"}
     request = {"file": str(copy), "sessionDir": str(directory), "runs": CHECKS}
-    done = subprocess.run([str(oracle.node), str(Path(__file__).with_name("_compaction_check_pi.mjs"))],
-                          input=json.dumps(request).encode(), capture_output=True, env=env, timeout=900, check=False)
-    if done.returncode != 0:
-        print(f"[store] Pi run failed: {done.stderr.decode()[-2000:]}", file=sys.stderr)
+    result = run_pi_script("store", "_compaction_check_pi.mjs", request, env)
+    if result is None:
         return None
-    result = json.loads(done.stdout)
     return [ms / 1000 for ms in result["ms"]], result["summary"]
 
 

@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import tempfile
 import time
@@ -22,6 +21,7 @@ from typing import Any
 import anyio
 
 from benchmarks._harness import Measurement, median
+from benchmarks._pi_script import run_pi_script
 from benchmarks._rpc import Daemon
 
 REPO = Path(__file__).resolve().parents[2]
@@ -51,24 +51,10 @@ def _ours(command: str, cwd: str, runs: int) -> list[float]:
 
 
 def _pi(command: str, cwd: str, runs: int) -> list[float] | None:
-    try:
-        from tests.pi_compat.oracle import OracleUnavailable, ensure_oracle
-    except ImportError:
+    result = run_pi_script("turns", "_turns_pi.mjs", {"command": command, "cwd": cwd, "runs": runs}, {"HOME": cwd})
+    if result is None:
         return None
-    try:
-        oracle = ensure_oracle()
-    except OracleUnavailable as exc:
-        print(f"[turns] no Pi baseline: {exc}", file=sys.stderr)
-        return None
-    done = subprocess.run(
-        [str(oracle.node), str(Path(__file__).with_name("_turns_pi.mjs"))],
-        input=json.dumps({"command": command, "cwd": cwd, "runs": runs}).encode(), capture_output=True,
-        env={"PATH": "/usr/bin:/bin", "HOME": cwd, "RPCD_PI_ORACLE_DIR": str(oracle.root)}, timeout=900, check=False,
-    )
-    if done.returncode != 0:
-        print(f"[turns] Pi run failed: {done.stderr.decode()[-2000:]}", file=sys.stderr)
-        return None
-    ms: list[float] = json.loads(done.stdout)["ms"]
+    ms: list[float] = result["ms"]
     return ms
 
 
