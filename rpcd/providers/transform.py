@@ -47,7 +47,17 @@ _LONE_SURROGATE: Final = re.compile(r"[\ud800-\udfff]")
 def sanitize_surrogates(text: str) -> str:
     """pi-ai's ``sanitizeSurrogates``: drop unpaired UTF-16 surrogates (a Python string holds
     a valid pair as one code point, so every surrogate left in it is unpaired)."""
-    if not _LONE_SURROGATE.search(text):
+    # Every message's text goes through here on every request (the whole context, each turn): the
+    # common cases answer without scanning in Python's regex engine (~10 us per KB). An ASCII string
+    # is known as one (``isascii`` reads a flag); any other encodes to UTF-8 unless it holds a
+    # surrogate code point (a C loop, 5-8x quicker than the search).
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        pass
+    else:
         return text
     with contextlib.suppress(UnicodeError):  # a pair split over two code points: keep the character
         text = text.encode("utf-16", "surrogatepass").decode("utf-16", "surrogatepass")
