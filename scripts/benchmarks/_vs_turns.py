@@ -9,6 +9,12 @@ OpenAI-compatible model (``_loopback.py``: the same bytes to both sides, chosen 
   first delta: prompt -> the request's body at the model, -> its first byte sent, -> the delta read.
   Then a second process per side whose one prompt is sent ``IDLE_S`` after its first answer (a user
   types after the editor has started it): the first turn once the process had a moment to itself.
+* ``bigturn``: ``BIG_TURNS`` prompts after a resume of the run's large Pi-shaped session
+  (``Context.session``: 20,000 entries with ``--vs-pi``, each side its own copy): what a turn costs
+  in a long session, where the context after its latest compaction is ~2,200 messages (a ~4.7 MB
+  request body) and every prompt's compaction check asks for the branch's latest compaction twice.
+  Prompt sent -> the request's body at the model, -> ``agent_end`` read; each answered by a short
+  unpaced stream.
 * ``tools``: one prompt; the model answers ``TOOL_CALLS`` rounds with one tool call each (read / grep
   / find / ls cycling over a generated 10,000-file tree, ``_workload.py``, the same seed for both),
   then a text answer. Wall time prompt sent -> ``agent_end``; CPU of the process tree (its ``rg`` /
@@ -23,6 +29,7 @@ persist their session as users' do, and (``tools``) ``--tools read,grep,find,ls`
 from __future__ import annotations
 
 import os
+import shutil
 import statistics
 import threading
 import time
@@ -49,6 +56,8 @@ DELTAS = 200
 PACE_S = 0.002
 IDLE_S = 0.5
 """The ``idle`` row: the first prompt of a process sent this long after its first answer."""
+BIG_TURNS = 4
+BIG_DELTAS = 20
 TOOL_CALLS = 200
 TOOLS = "read,grep,find,ls"
 
@@ -158,6 +167,64 @@ def measure_turn(ctx: Context) -> Samples:
         return interleave(ctx, one)
     finally:
         model.close()
+
+
+def measure_big_turn(ctx: Context) -> Samples:
+    source = ctx.session()
+    deltas = text_deltas(BIG_DELTAS)
+    expected = "".join(deltas)
+    stream = text_stream(deltas)
+    model = LoopbackModel(lambda index, body: stream)
+
+    def one(which: str) -> dict[str, float]:
+        home = ctx.home(f"bigturn-{which}")
+        _agent_files(home[0], model.base_url)
+        copy = home[0] / "resumed.jsonl"
+        shutil.copyfile(source, copy)
+        model.reset()
+        events = _Events()
+        samples: dict[str, list[float]] = {}
+        with running(side_for(ctx, which, *_model_args(), home=home), events) as proc:
+            proc.ready()
+            proc.call("resume", {"sessionPath": str(copy)})
+            for number in range(BIG_TURNS):
+                events.turn = turn = _Turn()
+                sent = time.perf_counter()
+                msg_id = _prompt(proc, which, f"And one more thing about the session file, part {number}.")
+                if not turn.done.wait(TIMEOUT_S):
+                    raise RuntimeError(f"{which}: turn {number} on the resumed session never ended")
+                proc.wait(msg_id)
+                served = model.served[-1]
+                if "".join(turn.text) != expected:
+                    raise AssertionError(f"{which}: turn {number} streamed {len(turn.text)} deltas, not the text")
+                phase = "first" if number == 0 else "warm"
+                for key, value in (
+                    ("end_ms", (turn.ended - sent) * 1000),
+                    ("to_request_ms", (served.received - sent) * 1000),
+                    ("request_mb", served.body_bytes / 1e6),
+                ):
+                    samples.setdefault(f"{phase}:{key}", []).append(value)
+        return {key: statistics.median(values) for key, values in samples.items()}
+
+    try:
+        return interleave(ctx, one)
+    finally:
+        model.close()
+
+
+def rows_big_turn(samples: Samples, ctx: Context, passes: str) -> list[Measurement]:
+    def both(key: str, unit: str, digits: int = 0) -> str:
+        return f"rpcd {_med(samples, 'rpcd', key):.{digits}f} {unit}, Pi {_med(samples, 'pi', key):.{digits}f} {unit}"
+
+    entries = 20_000 if ctx.full else 2_000
+    return [
+        Measurement(f"turn on a resumed {entries:,}-entry session: prompt -> agent_end (warm)",
+                    _med(samples, "rpcd", "warm:end_ms"), "ms", "Pi, same file and stream",
+                    _med(samples, "pi", "warm:end_ms"),
+                    note=f"{passes}; prompt -> request at the model: {both('warm:to_request_ms', 'ms')}; "
+                         f"request body {both('warm:request_mb', 'MB', 2)}; "
+                         f"first turn after the resume: {both('first:end_ms', 'ms')}"),
+    ]
 
 
 def _pi_tool_path(ctx: Context) -> str:

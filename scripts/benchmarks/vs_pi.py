@@ -25,6 +25,7 @@ Measures (rpcd | Pi):
 * ``turn`` and ``tools`` (``_vs_turns.py``): real turns against a loopback OpenAI-compatible model
   replaying recorded-shape streams (``_loopback.py``, the same bytes to both): prompt -> first text
   delta, last SSE byte -> ``agent_end``; one prompt of 200 tool calls on a generated 10,000-file tree;
+  prompts after the resume of the large session (``bigturn``);
 * ``acp`` (``_vs_acp.py``): ``rpcd acp`` against ``pi-acp`` + ``pi``: spawn -> ``session/new``, prompts;
 * ``pirpc`` (``_vs_pirpc.py``): ``rpcd --mode rpc`` (Pi's own wire) against ``pi --mode rpc``, the same
   lines: ``get_state`` round trip p50/p90, streamed ``message_update`` events/s of one faux turn;
@@ -342,6 +343,7 @@ MEASURES: dict[str, tuple[Callable[[Context], Samples], RowsFunction]] = {
     "getstate": (measure_getstate, _rows("getstate")),
     "turn": (_vs_turns.measure_turn, _passes(_vs_turns.rows_turn)),
     "tools": (_vs_turns.measure_tools, _passes(_vs_turns.rows_tools)),
+    "bigturn": (_vs_turns.measure_big_turn, _passes(_vs_turns.rows_big_turn)),
     "acp": (_vs_acp.measure_acp, _passes(_vs_acp.rows_acp)),
     "pirpc": (_vs_pirpc.measure_pirpc, _passes(_vs_pirpc.rows_pirpc)),
     "resume": (measure_resume, _rows("resume")),
