@@ -297,8 +297,40 @@ def _read_session(fd: int, path: str) -> tuple[list[bytes], list[int], FileState
         chunks = _read_fd_chunks(fd, info.st_size)
         return chunks, [], FileState.of(info, sum(len(c) for c in chunks), _first_bytes(chunks),
                                         _last_bytes(chunks))
+    if longest >= _PARALLEL_READ_BYTES:
+        blocks = _blocks_of_short_lines(fd, read_cap(info.st_size), longest)
+        if blocks is not None:
+            return blocks, [], FileState.of(info, sum(len(b) for b in blocks), _first_bytes(blocks),
+                                            _last_bytes(blocks))
+        os.lseek(fd, 0, os.SEEK_SET)
     chunks, too_long, total = _bounded_chunks(fd, read_cap(info.st_size), longest)
     return chunks, too_long, FileState.of(info, total, os.pread(fd, HEAD, 0), os.pread(fd, TAIL, max(0, total - TAIL)))
+
+
+def _blocks_of_short_lines(fd: int, cap: int, longest: int) -> list[bytes] | None:
+    """A file larger than the longest line held, read as it is, in blocks (a line may be cut by a
+    block's end, as by the fast read's halves), while no line of it is over ``longest`` (at least one
+    block long: a line inside a block is shorter); ``None`` as soon as one is, having held at most
+    ``longest`` plus a block of it. The line-by-line read (``_bounded_chunks``) copied every line of a
+    495 MB file twice, at 10x the cost per entry of the fast read."""
+    blocks: list[bytes] = []
+    line = 0  # the length of the line the last block ended in (its bytes since its last newline)
+    while cap > 0:
+        block = os.read(fd, min(_PARALLEL_READ_BYTES, cap))
+        if not block:
+            break
+        cap -= len(block)
+        first = block.find(b"\n")
+        if first < 0:
+            line += len(block)
+        else:
+            if line + first > longest:
+                return None
+            line = len(block) - block.rfind(b"\n") - 1
+        if line > longest:
+            return None
+        blocks.append(block)
+    return blocks
 
 
 def _read_capped(fd: int, cap: int) -> bytes:

@@ -124,3 +124,40 @@ def test_a_file_that_changes_size_while_read_is_read_to_its_end(
 
     monkeypatch.setattr(loader.os, "fstat", stale_fstat)
     assert b"".join(loader.read_chunks(str(path))[0]) == data
+
+
+def _blocks_and_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data: bytes) -> tuple[Any, Any]:
+    """``data`` loaded from a file larger than the longest line held (16 KiB here, blocks of 4 KiB):
+    as blocks, and line by line (the read a file with a line over the limit takes)."""
+    monkeypatch.setattr(loader, "_PARALLEL_READ_BYTES", 4 << 10)
+    monkeypatch.setenv("RPCD_MAX_LINE_BYTES", str(16 << 10))
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(data)
+    assert len(data) > 16 << 10
+    as_blocks = reading(loader.load_file(str(path)))
+    monkeypatch.setattr(loader, "_blocks_of_short_lines", lambda fd, cap, longest: None)
+    return as_blocks, reading(loader.load_file(str(path)))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_file_over_the_line_limit_read_in_blocks_reads_like_line_by_line(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = data_of(name)
+    header, rest = data.split(b"\n", 1)
+    data = header + b"\n" + rest * (1 + (20 << 10) // len(rest))  # every line again, past the limit
+    as_blocks, by_lines = _blocks_and_lines(tmp_path, monkeypatch, data)
+    assert as_blocks == by_lines
+
+
+@pytest.mark.parametrize("where", ["middle", "last, unended"])
+@pytest.mark.parametrize("shift", [0, 1500, 3000])  # where in its first block the long line starts
+def test_a_line_over_the_limit_sends_the_block_read_back_to_line_by_line(
+    where: str, shift: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = data_of("kitchen_sink") + b" " * shift + b"\n"
+    long_line = b'{"type":"custom","data":"' + b"x" * (17 << 10) + b'"}'
+    data = data + long_line + (b"\n" + data.split(b"\n", 1)[1] if where == "middle" else b"")
+    as_blocks, by_lines = _blocks_and_lines(tmp_path, monkeypatch, data)
+    assert as_blocks == by_lines
+    assert any("longer than 16384 bytes" in d.message for d in as_blocks[2])  # reported, never held
