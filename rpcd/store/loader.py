@@ -310,9 +310,10 @@ def _read_session(fd: int, path: str) -> tuple[list[bytes], list[int], FileState
 def _blocks_of_short_lines(fd: int, cap: int, longest: int) -> list[bytes] | None:
     """A file larger than the longest line held, read as it is, in blocks (a line may be cut by a
     block's end, as by the fast read's halves), while no line of it is over ``longest`` (at least one
-    block long: a line inside a block is shorter); ``None`` as soon as one is, having held at most
-    ``longest`` plus a block of it. The line-by-line read (``_bounded_chunks``) copied every line of a
-    495 MB file twice, at 10x the cost per entry of the fast read."""
+    block long, so a line inside a block is shorter); ``None`` as soon as one is. By then it holds the
+    file up to that line and at most ``longest`` plus a block of the line itself (the line-by-line
+    read, ``_bounded_chunks``, then skips the line without holding it). That read copies every line
+    twice in a Python loop: 1,679 ms against 1,314 ms for open + context of a 495 MB file."""
     blocks: list[bytes] = []
     line = 0  # the length of the line the last block ended in (its bytes since its last newline)
     while cap > 0:
