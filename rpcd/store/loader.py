@@ -294,17 +294,19 @@ def _read_session(fd: int, path: str) -> tuple[list[bytes], list[int], FileState
             f"(set {MAX_IMPORT_BYTES_ENV} to change it): {path}", session_path=path)
     longest = max_line_bytes()
     if info.st_size <= longest:  # no line of it can be longer: the fast read
-        chunks = _read_fd_chunks(fd, info.st_size)
-        return chunks, [], FileState.of(info, sum(len(c) for c in chunks), _first_bytes(chunks),
-                                        _last_bytes(chunks))
+        return _held_whole(info, _read_fd_chunks(fd, info.st_size))
     if longest >= _PARALLEL_READ_BYTES:
         blocks = _blocks_of_short_lines(fd, read_cap(info.st_size), longest)
         if blocks is not None:
-            return blocks, [], FileState.of(info, sum(len(b) for b in blocks), _first_bytes(blocks),
-                                            _last_bytes(blocks))
+            return _held_whole(info, blocks)
         os.lseek(fd, 0, os.SEEK_SET)
     chunks, too_long, total = _bounded_chunks(fd, read_cap(info.st_size), longest)
     return chunks, too_long, FileState.of(info, total, os.pread(fd, HEAD, 0), os.pread(fd, TAIL, max(0, total - TAIL)))
+
+
+def _held_whole(info: os.stat_result, chunks: list[bytes]) -> tuple[list[bytes], list[int], FileState]:
+    """``_read_session``'s answer for a file read as it is (no line over the limit): what was read is held."""
+    return chunks, [], FileState.of(info, sum(len(c) for c in chunks), _first_bytes(chunks), _last_bytes(chunks))
 
 
 def _blocks_of_short_lines(fd: int, cap: int, longest: int) -> list[bytes] | None:

@@ -107,6 +107,20 @@ def _prompt(proc: Any, which: str, text: str) -> str:
     return proc.send("prompt", {"text": text} if which == "rpcd" else {"message": text})
 
 
+def _text_turn(proc: Any, which: str, events: _Events, text: str, expected: str, what: str) -> tuple[_Turn, float, str]:
+    """One prompt, until its ``agent_end`` and its answer: the turn's marks, when the prompt was sent,
+    its request id. The turn must have streamed ``expected``."""
+    events.turn = turn = _Turn()
+    sent = time.perf_counter()
+    msg_id = _prompt(proc, which, text)
+    if not turn.done.wait(TIMEOUT_S):
+        raise RuntimeError(f"{which}: {what} never ended")
+    proc.wait(msg_id)
+    if "".join(turn.text) != expected:
+        raise AssertionError(f"{which}: {what} streamed {len(turn.text)} deltas, not the text")
+    return turn, sent, msg_id
+
+
 def measure_turn(ctx: Context) -> Samples:
     deltas = text_deltas(DELTAS)
     expected = "".join(deltas)
@@ -137,18 +151,11 @@ def measure_turn(ctx: Context) -> Samples:
             proc.ready()
             time.sleep(pause)
             for number in range(turns):
-                events.turn = turn = _Turn()
                 cpu_before = proc.cpu_ms()
-                sent = time.perf_counter()
-                msg_id = _prompt(proc, which, f"Tell me about the session file, part {number}.")
-                if not turn.done.wait(TIMEOUT_S):
-                    raise RuntimeError(f"{which}: turn {number} never ended")
-                answered = proc.wait(msg_id)
+                turn, sent, msg_id = _text_turn(proc, which, events, f"Tell me about the session file, part {number}.",
+                                                expected, f"turn {number}")
                 answer_at = proc.answered_at.get(msg_id, 0.0)
                 served = model.served[-1]
-                if "".join(turn.text) != expected:
-                    raise AssertionError(f"{which}: turn {number} streamed {len(turn.text)} deltas, not the text")
-                del answered
                 done_at = max(turn.ended, answer_at) if which == "rpcd" else turn.ended
                 phase = first if number == 0 else "warm"
                 for key, value in (
@@ -188,15 +195,9 @@ def measure_big_turn(ctx: Context) -> Samples:
             proc.ready()
             proc.call("resume", {"sessionPath": str(copy)})
             for number in range(BIG_TURNS):
-                events.turn = turn = _Turn()
-                sent = time.perf_counter()
-                msg_id = _prompt(proc, which, f"And one more thing about the session file, part {number}.")
-                if not turn.done.wait(TIMEOUT_S):
-                    raise RuntimeError(f"{which}: turn {number} on the resumed session never ended")
-                proc.wait(msg_id)
+                text = f"And one more thing about the session file, part {number}."
+                turn, sent, _ = _text_turn(proc, which, events, text, expected, f"turn {number} on the resumed session")
                 served = model.served[-1]
-                if "".join(turn.text) != expected:
-                    raise AssertionError(f"{which}: turn {number} streamed {len(turn.text)} deltas, not the text")
                 phase = "first" if number == 0 else "warm"
                 for key, value in (
                     ("end_ms", (turn.ended - sent) * 1000),
