@@ -27,6 +27,7 @@ from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
 import attrs
 
+from rpcd.core import collection
 from rpcd.core.errors import (
     InvalidEntryError,
     MissingSessionCwdError,
@@ -58,6 +59,9 @@ from rpcd.store.records import (
 
 T = TypeVar("T")
 P = ParamSpec("P")
+PAUSED_FROM_RECORDS = 10_000
+"""A context built over this many records parses thousands of bodies: with the cyclic collector paused
+(``rpcd.core.collection``), as a big file is read (``rpcd.store.loader.PAUSED_FROM_BYTES``)."""
 _NEWLINES_RE = re.compile(r"[\r\n]+")
 NOT_SAVED_MESSAGE = (
     "This session has not been saved yet. Wait for the first assistant response before cloning or forking it."
@@ -520,11 +524,13 @@ class SessionManager:
         return None
 
     def build_session_context(self) -> SessionContext:
-        while True:
-            try:
-                return build_session_context(self._context_path())
-            except CorruptRecordError as exc:
-                self._drop(exc.record)
+        # A long path parses thousands of bodies: with the collector paused, as its file was read.
+        with collection.paused(len(self._records) >= PAUSED_FROM_RECORDS):
+            while True:
+                try:
+                    return build_session_context(self._context_path())
+                except CorruptRecordError as exc:
+                    self._drop(exc.record)
 
     def build_context_entries(self) -> builtins.list[dict[str, Any]]:
         """Pi's ``buildContextEntries``: the entries the context is built from — the path to the leaf,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -45,3 +46,82 @@ def test_what_was_made_while_held_is_still_collected_later() -> None:
     del garbage  # a cycle: only the collector frees it
     collection.resume()
     assert gc.collect() >= 1  # moved to the oldest generation, not frozen for good
+
+
+def test_a_pause_turns_the_collector_off_inside_and_on_after() -> None:
+    with collection.paused():
+        assert not gc.isenabled()
+        with collection.paused():  # nested: the outer one ends the pause
+            pass
+        assert not gc.isenabled()
+    assert gc.isenabled()
+
+
+def test_a_pause_inside_the_start_up_hold_does_not_end_it() -> None:
+    collection.hold()
+    with collection.paused():
+        pass
+    assert not gc.isenabled()  # the start-up has not settled yet
+    collection.resume()
+    assert gc.isenabled()
+
+
+def test_a_start_up_that_settles_during_a_load_leaves_the_load_paused() -> None:
+    collection.hold()
+    with collection.paused():
+        collection.resume()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+
+
+def test_a_pause_leaves_a_collector_someone_else_turned_off_off() -> None:
+    gc.disable()
+    with collection.paused():
+        pass
+    assert not gc.isenabled()
+
+
+def test_no_pause_when_not_asked_for() -> None:
+    with collection.paused(False):
+        assert gc.isenabled()
+
+
+def test_pauses_in_two_threads_end_with_the_last() -> None:
+    first_in, second_out = threading.Event(), threading.Event()
+
+    def load() -> None:
+        with collection.paused():
+            first_in.set()
+            second_out.wait(5)
+
+    worker = threading.Thread(target=load)
+    worker.start()
+    first_in.wait(5)
+    with collection.paused():
+        pass
+    assert not gc.isenabled()  # the worker's load is still paused
+    second_out.set()
+    worker.join(5)
+    assert gc.isenabled()
+
+
+def test_what_a_pause_made_is_in_the_oldest_generation_and_its_cycles_still_collected() -> None:
+    gc.collect()
+
+    class Node:
+        def __init__(self) -> None:
+            self.me = self
+
+    with collection.paused():
+        made = [{"n": n} for n in range(5_000)]
+        garbage = Node()
+        del garbage
+    assert gc.get_count()[0] < 100  # not left to the youngest generation, whose next pass would scan it all
+    assert made[-1] == {"n": 4_999}
+    assert gc.collect() >= 1
+
+
+def test_an_exception_inside_a_pause_still_ends_it() -> None:
+    with pytest.raises(RuntimeError), collection.paused():
+        raise RuntimeError("the load failed")
+    assert gc.isenabled()
