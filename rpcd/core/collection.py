@@ -40,12 +40,14 @@ _pauses = 0
 """How many holds are on: the start-up's, and each load in ``paused()`` (a worker thread's included)."""
 _turned_off = False
 """Whether the first of those turned the collector off (one someone else turned off stays off)."""
+_settle = False
+"""Whether one of them made what is kept: moved to the oldest generation when the last one ends."""
 
 
 def hold() -> None:
     """No cyclic collection until ``resume()`` (or ``HELD_AT_MOST_S`` from now)."""
     _held.set()
-    _pause()
+    _pause(kept=True)
     timer = threading.Timer(HELD_AT_MOST_S, resume)
     timer.daemon = True
     timer.start()
@@ -61,26 +63,30 @@ def resume() -> None:
 
 
 @contextmanager
-def paused(when: bool = True) -> Iterator[None]:
-    """No cyclic collection inside (nested and concurrent pauses end with the last); afterwards what
-    was made inside is in the oldest generation, unscanned. ``when=False``: no pause (a small load)."""
+def paused(when: bool = True, *, kept: bool = True) -> Iterator[None]:
+    """No cyclic collection inside (nested and concurrent pauses end with the last). ``kept``: what is
+    made inside outlives it (a session's records), and afterwards it is in the oldest generation,
+    unscanned; ``kept=False``: it is freed when the work ends (a request's body, encoded and sent),
+    and the collector goes on where it was. ``when=False``: no pause (a small load)."""
     if not when:
         yield
         return
-    _pause()
+    _pause(kept)
     try:
         yield
     finally:
         _unpause()
 
 
-def _pause() -> None:
-    global _pauses, _turned_off
+def _pause(kept: bool) -> None:
+    global _pauses, _turned_off, _settle
     with _lock:
         if _pauses == 0:
             _turned_off = gc.isenabled()
+            _settle = False
             gc.disable()
         _pauses += 1
+        _settle = _settle or kept
 
 
 def _unpause() -> None:
@@ -88,6 +94,7 @@ def _unpause() -> None:
     with _lock:
         _pauses -= 1
         if _pauses == 0 and _turned_off:
-            gc.freeze()
-            gc.unfreeze()
+            if _settle:
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()

@@ -124,6 +124,11 @@ class RequestHooks(Protocol):
         """The request's option headers, changed; a ``None`` value removes that header."""
         ...
 
+    def changes_payload(self) -> bool:
+        """Whether ``payload`` may change the body (someone listens); if not, it is not called and the
+        body is encoded as it was built."""
+        ...
+
     async def payload(self, payload: Any) -> Any:
         """The provider-specific body about to be sent; the result is sent instead."""
         ...

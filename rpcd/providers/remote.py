@@ -26,13 +26,14 @@ import contextlib
 import importlib
 import logging
 import os
-from collections.abc import AsyncIterator, Mapping, MutableMapping
+from collections.abc import AsyncIterator, Mapping, MutableMapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final, cast
 
 import anyio
 import attrs
 
+from rpcd.core import collection
 from rpcd.core.redact import Redactor
 from rpcd.core.values import Diagnostic
 from rpcd.providers.attribution import attribution_headers, install_telemetry_enabled
@@ -52,6 +53,7 @@ from rpcd.providers.http import (
     ProviderRetry,
     StreamError,
     Timeouts,
+    encode_body,
     model_path_ready,
     stream_call,
 )
@@ -69,6 +71,7 @@ from rpcd.providers.models_store import RADIUS, with_stored_models
 if TYPE_CHECKING:
     import httpx
 
+    from rpcd.providers.call import CallContext
     from rpcd.providers.logins import Logins
     from rpcd.providers.oauth import OAuthAuth
 
@@ -301,7 +304,6 @@ class RemoteProvider:
                        oauth: OAuthAuth | None) -> tuple[HttpRequest, Any]:
         """The request (and the parser of its answer) for ``spec`` with the credentials of now."""
         from rpcd.providers.call import CallContext  # a request's machinery: on the first request
-        from rpcd.providers.transform import convert_to_llm
 
         if self._resolve_may_block(spec):  # a ``!command`` key runs a subprocess: keep it off the event loop
             auth, headers = await anyio.to_thread.run_sync(self._resolve, spec, oauth)
@@ -316,7 +318,7 @@ class RemoteProvider:
                 spec = attrs.evolve(spec, base_url=cloudflare_base_url(spec.base_url, auth.env))
         ctx = CallContext(
             system_prompt=request.system_prompt,
-            messages=convert_to_llm(request.messages),
+            messages=(),  # converted with the request's body (``_built``)
             tools=request.tools,
             thinking_level=request.thinking_level,
             session_id=request.session_id,
@@ -343,20 +345,26 @@ class RemoteProvider:
             authorize = getattr(module, "authorize", None)
             if authorize is not None:  # credentials that need I/O (ADC tokens, the AWS chain): off the loop
                 ctx = await authorize(spec, ctx)
-            http_request, parser = module.build_request(spec, ctx), module.Parser(message, spec, ctx)
+            # A long context's request is tens of thousands of objects, alive until it is encoded. Made
+            # with the collector paused, they are freed by reference counting before it runs again:
+            # with it on, each turn of a 200,000-entry session moved them to the oldest generation
+            # and ran a full collection (~200 ms) over the whole session.
+            rewritten = hooks is not None and hooks.changes_payload()
+            with collection.paused(kept=False):
+                http_request, parser = _built(module, spec, ctx, request.messages, message, encode=not rewritten)
         except StreamError as exc:
             raise StreamError(Redactor(extra_secrets=auth.secrets).redact(str(exc))) from None
         if removed:
             gone = {name.lower() for name in removed}
             http_request = attrs.evolve(http_request, headers={
                 name: value for name, value in http_request.headers.items() if name.lower() not in gone})
-        if hooks is not None:
+        if hooks is not None and rewritten:
             # Pi's ``onPayload`` (before_provider_request): the body each handler returns is sent
             body = await hooks.payload(dict(http_request.body))
             if not isinstance(body, Mapping):
                 raise StreamError("a before_provider_request handler replaced the payload with something that "
                                   "is not a JSON object")
-            http_request = attrs.evolve(http_request, body=body)
+            http_request = _encoded(attrs.evolve(http_request, body=body))
         return http_request, parser
 
     def _resolve_may_block(self, spec: ModelSpec) -> bool:
@@ -451,3 +459,21 @@ def build_providers(
         if credential.type == "oauth" and provider in specs and credentials.check(specs[provider]) is None:
             diagnostics.append(Diagnostic("warning", f"auth.json: {credentials.why_unusable(specs[provider])}"))
     return providers, diagnostics
+
+
+def _built(module: ModuleType, spec: ModelSpec, ctx: CallContext, messages: Sequence[Mapping[str, Any]],
+           message: dict[str, Any], *, encode: bool) -> tuple[HttpRequest, Any]:
+    """The request for ``messages`` and the parser of its answer; with ``encode``, the body is the bytes
+    to send: what was built for them (the converted messages, the body's dicts) is freed on return."""
+    from rpcd.providers.transform import convert_to_llm
+
+    ctx = attrs.evolve(ctx, messages=convert_to_llm(messages))
+    http_request = module.build_request(spec, ctx)
+    return (_encoded(http_request) if encode else http_request), module.Parser(message, spec, ctx)
+
+
+def _encoded(http_request: HttpRequest) -> HttpRequest:
+    """``http_request`` with its body encoded once, for every attempt, and the dict let go."""
+    if http_request.content is not None:
+        return http_request
+    return attrs.evolve(http_request, body={}, content=encode_body(http_request.body))

@@ -363,6 +363,9 @@ class ExtensionRequestHooks:
             return dict(headers)
         return await runner.emit_before_provider_headers(dict(headers))
 
+    def changes_payload(self) -> bool:
+        return self._runner("before_provider_request") is not None
+
     async def payload(self, payload: Any) -> Any:
         runner = self._runner("before_provider_request")
         if runner is None:
