@@ -27,6 +27,27 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+@pytest.fixture
+def collector_runs() -> Iterator[list[int]]:
+    """The generation of every cyclic collection that runs during the test (``gc.callbacks``), with the
+    collector on and emptied first; a test clears the list before the part it watches."""
+    import gc
+
+    was = gc.isenabled()
+    gc.enable()
+    gc.collect()
+    seen: list[int] = []
+
+    def watch(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            seen.append(info["generation"])
+
+    gc.callbacks.append(watch)
+    yield seen
+    gc.callbacks.remove(watch)
+    (gc.enable if was else gc.disable)()
+
+
 def provider_env_names() -> list[str]:
     """Every variable Pi reads credentials from (the catalog's table) plus the ones that
     change provider behaviour."""

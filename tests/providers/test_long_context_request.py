@@ -6,7 +6,6 @@ collection (~200 ms) over the whole session. Whether the collector ran is watche
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -37,25 +36,10 @@ def _history() -> list[dict[str, Any]]:
     return messages
 
 
-@pytest.fixture
-def collections() -> Iterator[list[int]]:
-    was = gc.isenabled()
-    gc.enable()
-    gc.collect()
-    seen: list[int] = []
-
-    def watch(phase: str, info: dict[str, int]) -> None:
-        if phase == "start":
-            seen.append(info["generation"])
-
-    gc.callbacks.append(watch)
-    yield seen
-    gc.callbacks.remove(watch)
-    (gc.enable if was else gc.disable)()
 
 
 async def test_a_long_contexts_request_is_built_without_a_collection_and_kept_as_its_bytes(
-    collections: list[int],
+    collector_runs: list[int],
 ) -> None:
     provider = make_provider("http://127.0.0.1:9/v1")
     request = request_for(provider, messages=_history())
@@ -63,9 +47,9 @@ async def test_a_long_contexts_request_is_built_without_a_collection_and_kept_as
     module = api_module("openai-completions")
     assert spec is not None and module is not None
     gc.collect()  # making the history filled the young generation
-    collections.clear()
+    collector_runs.clear()
     http_request, _ = await provider._prepare(module, spec, request, new_assistant_message(request.model), None)
-    assert collections == []
+    assert collector_runs == []
     assert gc.isenabled()
     assert http_request.body == {}  # the dicts were let go once encoded
     assert http_request.content is not None
@@ -76,12 +60,12 @@ async def test_a_long_contexts_request_is_built_without_a_collection_and_kept_as
     assert len(sent["messages"]) == 1 + 3 * TURNS
 
 
-def test_the_same_build_with_the_collector_on_collects(collections: list[int]) -> None:
+def test_the_same_build_with_the_collector_on_collects(collector_runs: list[int]) -> None:
     provider = make_provider("http://127.0.0.1:9/v1")
     spec = provider.model_spec("test-model")
     assert spec is not None
     messages = convert_to_llm(_history())
     gc.collect()
-    collections.clear()
+    collector_runs.clear()
     build_body(spec, CallContext(system_prompt="", messages=messages))
-    assert collections  # what the pause spares the turn
+    assert collector_runs  # what the pause spares the turn

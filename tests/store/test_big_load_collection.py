@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import gc
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,34 +30,18 @@ def _session(path: Path) -> Path:
     return path
 
 
-@pytest.fixture
-def collections() -> Iterator[list[int]]:
-    """The generation of every collection that runs (the collector on, freshly emptied)."""
-    was = gc.isenabled()
-    gc.enable()
-    gc.collect()
-    seen: list[int] = []
-
-    def watch(phase: str, info: dict[str, int]) -> None:
-        if phase == "start":
-            seen.append(info["generation"])
-
-    gc.callbacks.append(watch)
-    yield seen
-    gc.callbacks.remove(watch)
-    (gc.enable if was else gc.disable)()
 
 
 def test_a_big_file_is_read_and_its_context_built_without_a_collection(
-    tmp_path: Path, collections: list[int], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, collector_runs: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = _session(tmp_path / "big.jsonl")
     monkeypatch.setattr(loader, "PAUSED_FROM_BYTES", path.stat().st_size)
     monkeypatch.setattr(manager, "PAUSED_FROM_RECORDS", ENTRIES)
-    collections.clear()  # writing the file made its own
+    collector_runs.clear()  # writing the file made its own
     sm = SessionManager.open(str(path))
     context = sm.build_session_context()
-    assert collections == []
+    assert collector_runs == []
     assert gc.isenabled()
     assert len(context.messages) == ENTRIES
     assert gc.get_count()[0] < 700  # what the load made went to the oldest generation, unscanned
@@ -66,20 +49,20 @@ def test_a_big_file_is_read_and_its_context_built_without_a_collection(
 
 
 def test_a_small_file_is_read_with_the_collector_on(
-    tmp_path: Path, collections: list[int], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, collector_runs: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = _session(tmp_path / "small.jsonl")
     monkeypatch.setattr(loader, "PAUSED_FROM_BYTES", path.stat().st_size + 1)
     monkeypatch.setattr(manager, "PAUSED_FROM_RECORDS", ENTRIES + 1)
-    collections.clear()
+    collector_runs.clear()
     sm = SessionManager.open(str(path))
     sm.build_session_context()
-    assert collections  # the young collections ran as the records were made
+    assert collector_runs  # the young collections ran as the records were made
     sm.close()
 
 
 def test_a_big_file_that_is_not_a_session_leaves_the_collector_on(
-    tmp_path: Path, collections: list[int], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, collector_runs: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "notes.jsonl"
     path.write_text('{"type":"note"}\n' * 1_000)
