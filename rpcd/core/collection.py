@@ -37,7 +37,7 @@ HELD_AT_MOST_S: Final = 10.0
 _held = threading.Event()
 _lock = threading.Lock()
 _pauses = 0
-"""How many holds are on: the start-up's, and each load in ``paused()`` (a worker thread's included)."""
+"""How many pauses are on: the start-up's hold, and each ``paused()`` (a load in a worker thread's included)."""
 _turned_off = False
 """Whether the first of those turned the collector off (one someone else turned off stays off)."""
 _settle = False

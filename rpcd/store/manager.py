@@ -23,7 +23,7 @@ import os
 import re
 import weakref
 from collections.abc import Callable, Container, Iterable
-from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
+from typing import Any, Concatenate, Final, Literal, ParamSpec, TypeVar
 
 import attrs
 
@@ -59,7 +59,7 @@ from rpcd.store.records import (
 
 T = TypeVar("T")
 P = ParamSpec("P")
-PAUSED_FROM_RECORDS = 10_000
+PAUSED_FROM_RECORDS: Final = 10_000
 """A context built over this many records parses thousands of bodies: with the cyclic collector paused
 (``rpcd.core.collection``), as a big file is read (``rpcd.store.loader.PAUSED_FROM_BYTES``)."""
 _NEWLINES_RE = re.compile(r"[\r\n]+")
