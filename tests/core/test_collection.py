@@ -105,19 +105,21 @@ def test_pauses_in_two_threads_end_with_the_last() -> None:
     assert gc.isenabled()
 
 
-def test_what_a_pause_made_is_in_the_oldest_generation_and_its_cycles_still_collected() -> None:
-    gc.collect()
-
+def test_what_a_pause_made_is_in_the_oldest_generation_and_its_cycles_still_collected(
+    collector_runs: list[int],
+) -> None:
     class Node:
         def __init__(self) -> None:
             self.me = self
 
+    collector_runs.clear()
     with collection.paused():
-        made = [{"n": n} for n in range(5_000)]
+        made = [{"n": [n]} for n in range(5_000)]  # tracked: a dict holding a list
         garbage = Node()
         del garbage
-    assert gc.get_count()[0] < 100  # not left to the youngest generation, whose next pass would scan it all
-    assert made[-1] == {"n": 4_999}
+    more = [[n] for n in range(10)]
+    assert collector_runs == []  # not left to the youngest generation, whose next pass would scan it all
+    assert len(made) + len(more) == 5_010
     assert gc.collect() >= 1
 
 
@@ -125,3 +127,22 @@ def test_an_exception_inside_a_pause_still_ends_it() -> None:
     with pytest.raises(RuntimeError), collection.paused():
         raise RuntimeError("the load failed")
     assert gc.isenabled()
+
+
+def test_what_outlives_a_pause_for_passing_work_is_scanned_as_young(collector_runs: list[int]) -> None:
+    collector_runs.clear()
+    with collection.paused(kept=False):
+        made = [{"n": [n]} for n in range(5_000)]  # tracked: a dict holding a list
+        assert collector_runs == []
+    more = [[n] for n in range(10)]  # the next allocations, if the pause's end made none
+    assert collector_runs[:1] == [0]  # a young collection over what the pause left alive
+    assert len(made) + len(more) == 5_010
+
+
+def test_a_kept_pause_that_ends_last_moves_what_both_made(collector_runs: list[int]) -> None:
+    collector_runs.clear()
+    with collection.paused(), collection.paused(kept=False):
+        made = [{"n": [n]} for n in range(5_000)]  # tracked: a dict holding a list
+    more = [[n] for n in range(10)]
+    assert collector_runs == []  # moved to the oldest generation: nothing young to scan
+    assert len(made) + len(more) == 5_010
