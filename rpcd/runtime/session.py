@@ -475,14 +475,12 @@ class AgentSession(SessionExtensionActions):
                 if message.get("stopReason") not in ("error", "length"):
                     self.compaction.overflow_recovery_attempted = False
                 self.retry.on_assistant_end(message)
-                if message.get("stopReason") != "toolUse":
-                    # the run's last reply (unless a retry or queued input follows): its entry's fsync
-                    # starts now, beside the run's end on its way to the client, not after it
-                    self.session_manager.start_sync()
                 self._record_usage(message)
         elif kind == "agent_end":
             # the run's end went to the client with ``_notify`` (handed over in this step: ``rpcd.wire.
-            # notifications``); what is left before the answer is its entries' fsync
+            # notifications``); what is left before the answer is its entries' fsync. It starts only
+            # now: one begun at the last reply's ``message_end`` competed with the run's end for the
+            # two CPUs while it was encoded and written (docs/store.md, "fsync policy")
             self.session_manager.sync_now()
             await self.checkpoints.end_run()
 

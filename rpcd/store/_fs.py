@@ -171,12 +171,6 @@ class PendingSync:
         self.job.start()
         return self.job.future
 
-    def start(self) -> None:
-        """Hand the fsync to the fsync thread now, not when the loop next runs (``_Syncer.submit``): the
-        caller's step goes on with other work beside it (the run's last reply: its end on the way to the
-        client)."""
-        self.job.start()
-
     def finish_now(self) -> None:
         """Make the bytes durable now: here, when this process's fsyncs have been quick (the last took at
         most ``INLINE_FSYNC_S``: waking the fsync thread and being woken by it would cost more than the

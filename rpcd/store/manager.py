@@ -345,13 +345,6 @@ class SessionManager:
             self._undo(unsynced.undo)
             raise _write_error(exc, unsynced.pending.path) from exc
 
-    def start_sync(self) -> None:
-        """Start the last append's fsync now, in the fsync thread (``PendingSync.start``); ``sync_now``,
-        ``settle`` and ``synced`` then find it under way or done."""
-        unsynced = self._unsynced
-        if unsynced is not None:
-            unsynced.pending.start()
-
     def sync_now(self) -> None:
         """Make the last append durable now, not once the loop next runs (``PendingSync.finish_now``: a
         run's end is on the client's way and its answer waits for this); ``settle``/``synced`` then

@@ -343,28 +343,3 @@ def test_finish_now_syncs_on_the_callers_thread_after_quick_fsyncs_and_in_the_fs
     probe.fail = None
     sm.defer_sync(False)
     assert threads == [threading.current_thread().name, "rpcd-fsync", "rpcd-fsync"]
-
-
-def test_start_sync_hands_the_fsync_to_the_thread_while_the_step_goes_on(
-    agent_dir: Path, project: Path, probe: FsyncProbe
-) -> None:
-    """An append on the event loop is fsynced once the loop next gets control; ``start_sync`` (the run's
-    last reply, at its ``message_end``) hands it to the fsync thread at once, beside the rest of the step."""
-    sm, _ = _saved(project)
-    sm.defer_sync(True)
-
-    async def main() -> None:
-        probe.entered.clear()
-        sm.append_message(USER)
-        assert not probe.entered.wait(0.3)  # submitted: it starts when this step gives the loop control
-        await sm.synced()
-        assert probe.entered.is_set()
-        probe.entered.clear()
-        sm.append_message(ASSISTANT)
-        sm.start_sync()
-        assert probe.entered.wait(10)  # under way in the fsync thread while the step goes on
-        assert probe.calls[-1][1] == "rpcd-fsync"
-        await sm.synced()
-
-    anyio.run(main)
-    sm.defer_sync(False)
