@@ -290,17 +290,16 @@ def read_chunks(path: str) -> tuple[list[bytes], FileState]:
     """
     fd = open_regular(path)
     try:
-        chunks, _too_long, state = _read_session(fd, path)
+        chunks, _too_long, state = _read_session(fd, path, os.fstat(fd))
     finally:
         os.close(fd)
     return chunks, state
 
 
-def _read_session(fd: int, path: str) -> tuple[list[bytes], list[int], FileState]:
+def _read_session(fd: int, path: str, info: os.stat_result) -> tuple[list[bytes], list[int], FileState]:
     """(chunks of whole lines, the numbers of the lines over ``max_line_bytes()`` — replaced by an
-    unreadable stand-in, never held —, what was read). ``SessionFileTooLargeError`` for a file over
-    ``max_session_bytes()``."""
-    info = os.fstat(fd)
+    unreadable stand-in, never held —, what was read), for ``fd`` whose ``fstat`` is ``info``.
+    ``SessionFileTooLargeError`` for a file over ``max_session_bytes()``."""
     limit = max_session_bytes()
     if info.st_size > limit:
         raise SessionFileTooLargeError(
@@ -418,8 +417,9 @@ def load_file(path: str) -> LoadedFile | None:
     skipped as it streams past (never held) and named by a warning diagnostic."""
     fd = open_regular(path)
     try:
-        with collection.paused(os.fstat(fd).st_size >= PAUSED_FROM_BYTES):
-            chunks, too_long, state = _read_session(fd, path)
+        info = os.fstat(fd)
+        with collection.paused(info.st_size >= PAUSED_FROM_BYTES):
+            chunks, too_long, state = _read_session(fd, path, info)
             loaded = parse_chunks(chunks, path, too_long=too_long)
     finally:
         os.close(fd)
